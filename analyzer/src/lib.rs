@@ -1,0 +1,1 @@
+//! rdma-analyzer: sources, correlation engine and front ends.

@@ -1,0 +1,2 @@
+//! The `rdma-analyzer` command line.
+fn main() {}

@@ -1,0 +1,1 @@
+//! InfiniBand and RoCE transport layers.
