@@ -30,6 +30,7 @@
 
 pub mod error;
 pub mod ib;
+pub mod ip;
 pub mod layer;
 pub mod link;
 pub mod nfs;
@@ -37,6 +38,7 @@ pub mod oncrpc;
 pub mod rpcrdma;
 pub mod rpcrdma_cm;
 pub mod stack;
+pub mod udp;
 pub mod xdr;
 
 mod bytes;
