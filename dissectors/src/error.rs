@@ -174,7 +174,10 @@ mod tests {
             needed: 12,
             available: 7,
         };
-        assert_eq!(e.to_string(), "bth: truncated at offset 42: need 12 bytes, have 7");
+        assert_eq!(
+            e.to_string(),
+            "bth: truncated at offset 42: need 12 bytes, have 7"
+        );
     }
 
     #[test]
@@ -186,7 +189,10 @@ mod tests {
             value: 2,
             expected: "1",
         };
-        assert_eq!(e.to_string(), "rpcrdma: bad vers at offset 4: 0x2, expected 1");
+        assert_eq!(
+            e.to_string(),
+            "rpcrdma: bad vers at offset 4: 0x2, expected 1"
+        );
     }
 
     #[test]
