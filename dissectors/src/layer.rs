@@ -39,6 +39,8 @@ pub enum Layer {
     Ieth,
     /// Datagram Extended Transport Header (IBA 9.3.2).
     Deth,
+    /// Reliable Datagram Extended Transport Header (IBA 9.3.1).
+    Rdeth,
     /// Immediate data (IBA 9.3.6).
     ImmDt,
     /// Atomic Extended Transport Header (IBA 9.3.4).
@@ -88,6 +90,7 @@ impl Layer {
             Layer::Aeth => "aeth",
             Layer::Ieth => "ieth",
             Layer::Deth => "deth",
+            Layer::Rdeth => "rdeth",
             Layer::ImmDt => "immdt",
             Layer::AtomicEth => "atomiceth",
             Layer::AtomicAckEth => "atomicacketh",
