@@ -1,0 +1,121 @@
+# Shared helpers for the lab's guest scripts (sourced by server.sh and
+# client.sh). They run as root inside the QEMU guests, with the host's share
+# mounted on /lab:
+#   /lab/config        settings written by run.sh (SCENARIOS, sizes, ...)
+#   /lab/guest/        these scripts
+#   /lab/hook/         optional --guest-hook directory
+#   /lab/ctl/          flag files the two guests use to take turns
+#   /lab/out/          results, one folder per scenario
+# Both guests see the same host directory, so a file created by one is seen
+# by the other: that is the only channel between them besides the RDMA link,
+# which keeps the captures free of coordination traffic.
+
+set -u
+LAB=/lab
+CTL=$LAB/ctl
+OUT=$LAB/out
+SERVER_IP=10.99.0.1
+CLIENT_IP=10.99.0.2
+EXPORT=/srv/export
+TRACEFS=/sys/kernel/tracing
+# Tracepoint systems recorded per scenario: the ground truth for the pcap.
+TRACE_SYSTEMS="rpcrdma rdma_cma ib_cma"
+
+# shellcheck source=/dev/null
+. "$LAB/config"
+
+log() { echo "[$(date -u +%H:%M:%S)] ${ROLE:-?}: $*"; }
+die() { log "ERROR: $*"; exit 1; }
+
+# wait_for FILE SECONDS: poll for a flag file; fails if it never shows up or
+# if the other side gave up (ctl/abort).
+wait_for() {
+    local f=$1 limit=$2 start now
+    start=$(date +%s)
+    while [ ! -e "$f" ]; do
+        if [ -e "$CTL/abort" ]; then log "abort flag seen while waiting for $f"; return 2; fi
+        now=$(date +%s)
+        if [ $((now - start)) -ge "$limit" ]; then log "timed out after ${limit}s waiting for $f"; return 1; fi
+        sleep 0.5
+    done
+    return 0
+}
+
+abort() { log "ABORT: $*"; touch "$CTL/abort"; }
+
+# Bring up eth0 on the point-to-point link and soft-RoCE on top of it.
+setup_network_and_rdma() {
+    local ip=$1
+    ip link set lo up
+    ip link set eth0 up || die "no eth0 (is the virtio-net device there? net.ifnames=0 on the kernel command line?)"
+    ip addr add "$ip/24" dev eth0
+    local m
+    for m in rdma_rxe rdma_cm rdma_ucm ib_uverbs ib_umad rpcrdma nfs nfsv3 nfsv4 nfsd; do
+        modprobe "$m" || log "warning: modprobe $m failed"
+    done
+    rdma link add rxe0 type rxe netdev eth0 || die "rdma link add rxe0 failed (rdma_rxe missing?)"
+    local i
+    for i in $(seq 1 40); do
+        rdma link show rxe0/1 2>/dev/null | grep -q 'state ACTIVE' && break
+        sleep 0.5
+    done
+    rdma link show rxe0/1 | sed 's/^/  /'
+    rdma link show rxe0/1 | grep -q 'state ACTIVE' || die "rxe0 did not become ACTIVE"
+}
+
+# Record every sunrpc tunable (name = value) into a file.
+dump_tunables() {
+    find /proc/sys/sunrpc -type f 2>/dev/null | sort | while read -r f; do
+        printf '%s = %s\n' "${f#/proc/sys/}" "$(tr '\n' ' ' < "$f" 2>/dev/null | sed 's/ *$//')"
+    done > "$1"
+}
+
+# Kernel tracing of the RPC-over-RDMA and RDMA CM tracepoints.
+trace_start() {
+    [ -d "$TRACEFS/events" ] || mount -t tracefs nodev "$TRACEFS" 2>/dev/null
+    [ -d "$TRACEFS/events" ] || { log "warning: no tracefs, no kernel trace"; return 0; }
+    echo 0 > "$TRACEFS/tracing_on"
+    echo "${TRACE_BUFFER_KB:-32768}" > "$TRACEFS/buffer_size_kb"
+    # 'tai' is CLOCK_TAI (wall clock, no leap-second offset set here), so trace
+    # timestamps line up with the pcap's; fall back to the default if absent.
+    if grep -qw tai "$TRACEFS/trace_clock"; then echo tai > "$TRACEFS/trace_clock"; fi
+    echo > "$TRACEFS/trace"
+    local s
+    for s in $TRACE_SYSTEMS; do
+        if [ -e "$TRACEFS/events/$s/enable" ]; then echo 1 > "$TRACEFS/events/$s/enable"
+        else log "warning: no tracepoint system $s"; fi
+    done
+    echo 1 > "$TRACEFS/tracing_on"
+}
+
+# trace_stop FILE: stop, save the trace text, and say whether events were lost.
+trace_stop() {
+    [ -d "$TRACEFS/events" ] || return 0
+    echo 0 > "$TRACEFS/tracing_on"
+    local s
+    for s in $TRACE_SYSTEMS; do
+        [ -e "$TRACEFS/events/$s/enable" ] && echo 0 > "$TRACEFS/events/$s/enable"
+    done
+    cat "$TRACEFS/trace" > "$1"
+    # The header says "entries-in-buffer/entries-written: A/B"; A < B means the
+    # ring buffer overflowed and the trace is not complete.
+    grep -m1 'entries-in-buffer' "$1" || true
+    grep -E '^(overrun|dropped events):' "$TRACEFS/per_cpu/cpu0/stats" 2>/dev/null | tr '\n' ' '; echo
+    echo > "$TRACEFS/trace"
+}
+
+# run_hook NAME SCENARIO: run /lab/hook/NAME.sh if the host passed --guest-hook.
+# Contract (see captures/README.md): called as `NAME.sh SCENARIO OUTDIR`, with
+# LAB_ROLE, LAB_SCENARIO, LAB_HOOK_OUT and LAB_HOOK_DIR in the environment, cwd
+# = OUTDIR, bounded by HOOK_TIMEOUT seconds; anything it starts in the
+# background must be stopped by the matching *-stop.sh hook.
+run_hook() {
+    local name=$1 sc=$2 h="$LAB/hook/$1.sh"
+    [ -f "$h" ] || return 0
+    local dir="$OUT/$sc/hook-$ROLE"
+    mkdir -p "$dir"
+    log "hook $name.sh $sc"
+    ( cd "$dir" && LAB_ROLE=$ROLE LAB_SCENARIO=$sc LAB_HOOK_OUT=$dir LAB_HOOK_DIR=$LAB/hook \
+        timeout "${HOOK_TIMEOUT:-60}" bash "$h" "$sc" "$dir" ) >> "$dir/$name.log" 2>&1 \
+        || log "warning: hook $name.sh exited $?"
+}

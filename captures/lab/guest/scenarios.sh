@@ -1,0 +1,248 @@
+# Scenario catalogue (sourced by server.sh and client.sh).
+#
+# A scenario NAME (e.g. v3-ddp) maps to shell functions with the dashes turned
+# into underscores (v3_ddp):
+#   info_v3_ddp           one line: what it exercises (goes into the summary)
+#   server_prep_v3_ddp    optional, on the server before tracing starts
+#   server_reset_v3_ddp   optional, on the server after the scenario
+#   client_v3_ddp         the workload, on the client, between tcpdump start/stop
+# The workload runs with $SC (scenario name), $SCO (its output folder on the
+# share) and $MNT (mount point); the export is mounted by the workload itself
+# so the CM exchange and the NFS mount traffic are part of the capture.
+
+ALL_SCENARIOS="v3-inline v41-inline v42-inline v3-ddp v42-ddp v42-reminv parallel inline-thresholds reconnect"
+
+fn_of() { echo "${1//-/_}"; }
+scenario_known() { declare -F "client_$(fn_of "$1")" > /dev/null; }
+
+# ---------------------------------------------------------------- helpers ---
+
+MNT=/mnt/lab
+
+# run 'COMMAND': log it (what ran, when) and run it, bounded.
+run() {
+    local t0 t1 rc
+    t0=$(date +%s.%N)
+    timeout "${CMD_TIMEOUT:-180}" bash -c "$1"
+    rc=$?
+    t1=$(date +%s.%N)
+    printf '%s\t%s\t%s\trc=%s\t%s\n' "$(date -u -d "@$t0" +%H:%M:%S.%3N)" \
+        "$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3fs", b-a}')" "$ROLE" "$rc" "$1" >> "$SCO/commands.txt"
+    [ "$rc" = 0 ] || log "command failed (rc=$rc): $1"
+    return $rc
+}
+
+# lab_mount OPTIONS: mount the export over RDMA and record the mount options
+# the kernel actually uses.
+lab_mount() {
+    mkdir -p "$MNT"
+    run "mount -t nfs -o $1,proto=rdma,port=20049 $SERVER_IP:$EXPORT $MNT" || return 1
+    grep " $MNT " /proc/mounts >> "$SCO/mounts.txt"
+    echo "requested=$1,proto=rdma,port=20049" >> "$SCO/mount-requests.txt"
+}
+
+# lab_umount: keep the transport statistics ("xprt: rdma ..." counts read,
+# write and reply chunks) before unmounting.
+lab_umount() {
+    awk -v m="$MNT" '$0 ~ "mounted on " m " " {p=1} p && /^device / && $0 !~ "mounted on " m " " {p=0} p' \
+        /proc/self/mountstats >> "$SCO/mountstats.txt"
+    run "umount $MNT" || run "umount -f -l $MNT"
+}
+
+drop_caches() { run "sync; echo 3 > /proc/sys/vm/drop_caches"; }
+
+set_tunable() {   # set_tunable PATH VALUE (under /proc/sys), logged
+    if [ -w "/proc/sys/$1" ]; then run "echo $2 > /proc/sys/$1"
+    else log "tunable $1 does not exist in this kernel; skipped"; fi
+}
+
+# Server-side helpers.
+prep_dir() { rm -rf "${EXPORT:?}/$SC"; mkdir -p "$EXPORT/$SC"; chmod 777 "$EXPORT/$SC"; }
+
+# A directory with hundreds of long names (READDIR/READDIRPLUS replies far
+# larger than the 4 KiB inline threshold: reply chunks) and a ~1.5 KB symlink
+# target (READLINK: reply chunk).
+prep_bigdir_and_link() {
+    local d=$EXPORT/$SC i pad
+    mkdir -p "$d/bigdir"
+    pad=$(printf 'x%.0s' $(seq 1 180))
+    for i in $(seq -w 1 "${BIGDIR_ENTRIES:-300}"); do : > "$d/bigdir/entry-$i-$pad"; done
+    ln -s "$(printf 'dir%04d/' $(seq 1 188))target" "$d/longlink"
+}
+
+# ------------------------------------------------------------- workloads ---
+
+# Small-file operations that all fit in the 4 KiB inline buffers.
+inline_workload() {
+    local d=$MNT/$SC
+    run "head -c 1000 /dev/zero | tr '\\0' a > $d/small.txt"   # CREATE/OPEN, WRITE, COMMIT
+    run "touch $d/empty"                                        # CREATE
+    run "chmod 600 $d/small.txt"                                # SETATTR
+    run "mkdir $d/sub"                                          # MKDIR
+    drop_caches
+    run "stat $d/small.txt > /dev/null"                         # LOOKUP, GETATTR
+    run "cat $d/small.txt > /dev/null"                          # ACCESS, READ
+    run "ls -l $d > /dev/null"                                  # READDIR(PLUS), small
+    run "mv $d/empty $d/sub/empty2"                             # RENAME
+    run "rm $d/sub/empty2 && rmdir $d/sub"                      # REMOVE, RMDIR
+    run "stat -f $d > /dev/null"                                # FSSTAT / statfs
+}
+
+# Direct data placement: read chunks, write chunks, reply chunks.
+ddp_workload() {
+    local d=$MNT/$SC mb=${DDP_MB:-2}
+    run "dd if=/dev/zero of=$d/big bs=1M count=$mb oflag=direct"   # WRITE: read chunk
+    run "dd if=$d/big of=/dev/null bs=1M iflag=direct"              # READ: write chunk
+    run "ls -f $d/bigdir > /dev/null"                               # READDIR(PLUS) only, no per-entry stat: reply chunks
+    run "readlink $d/longlink > /dev/null"                          # READLINK: reply chunk
+}
+
+# ------------------------------------------------------------- scenarios ---
+
+info_v3_inline() { echo "NFSv3 small-file create/write/commit/setattr/lookup/getattr/read/readdirplus/rename/remove, all inline (RDMA_MSG, no chunks)"; }
+server_prep_v3_inline() { prep_dir; }
+client_v3_inline() { lab_mount vers=3 && inline_workload; lab_umount; }
+
+info_v41_inline() { echo "NFSv4.1 session set-up (EXCHANGE_ID, CREATE_SESSION, RECLAIM_COMPLETE) and small-file compounds, all inline"; }
+server_prep_v41_inline() { prep_dir; }
+client_v41_inline() { lab_mount vers=4.1 && inline_workload; lab_umount; }
+
+info_v42_inline() { echo "NFSv4.2 session set-up and small-file compounds, all inline"; }
+server_prep_v42_inline() { prep_dir; }
+client_v42_inline() { lab_mount vers=4.2 && inline_workload; lab_umount; }
+
+info_v3_ddp() { echo "NFSv3 direct 1 MiB WRITEs (read chunks), direct 1 MiB READs (write chunks), READDIRPLUS of 300 long names and READLINK of a 1.5 KB target (reply chunks)"; }
+server_prep_v3_ddp() { prep_dir; prep_bigdir_and_link; }
+client_v3_ddp() { lab_mount vers=3 && ddp_workload; lab_umount; }
+
+info_v42_ddp() { echo "NFSv4.2 direct 1 MiB WRITEs (read chunks), direct 1 MiB READs (write chunks), READDIR of 300 long names and READLINK of a 1.5 KB target (reply chunks)"; }
+server_prep_v42_ddp() { prep_dir; prep_bigdir_and_link; }
+client_v42_ddp() { lab_mount vers=4.2 && ddp_workload; lab_umount; }
+
+info_v42_reminv() { echo "NFSv4.2 with rsize=wsize=131072: one-segment write chunks, so the server answers READs with Send With Invalidate (remote invalidation)"; }
+server_prep_v42_reminv() { prep_dir; }
+client_v42_reminv() {
+    local d=$MNT/$SC
+    lab_mount vers=4.2,rsize=131072,wsize=131072 || { lab_umount; return 1; }
+    run "dd if=/dev/zero of=$d/big bs=1M count=${REMINV_MB:-1} oflag=direct"   # 128 KiB WRITEs
+    run "dd if=$d/big of=/dev/null bs=1M iflag=direct"                          # 128 KiB READs, SendInv
+    lab_umount
+}
+
+info_parallel() { echo "NFSv3, ${PARALLEL_JOBS:-96} concurrent direct dd (bs=${PARALLEL_BS:-8k}) writing then reading: more outstanding RPCs than the server grants credits, so the credit window runs full"; }
+server_prep_parallel() { prep_dir; }
+client_parallel() {
+    local d=$MNT/$SC i n=${PARALLEL_JOBS:-96} bs=${PARALLEL_BS:-8k} cnt=${PARALLEL_COUNT:-2}
+    lab_mount vers=3 || { lab_umount; return 1; }
+    # All jobs wait on one lock the parent holds, then start together.
+    exec 9> /tmp/parallel.lock
+    flock -x 9
+    for i in $(seq 1 "$n"); do
+        ( flock -s /tmp/parallel.lock true
+          dd if=/dev/zero of="$d/p$i" bs="$bs" count="$cnt" oflag=direct 2>/dev/null
+          dd if="$d/p$i" of=/dev/null bs="$bs" iflag=direct 2>/dev/null ) &
+    done
+    echo "$(date -u +%H:%M:%S.%3N)	-	client	-	$n parallel jobs: dd of=$d/pN bs=$bs count=$cnt oflag=direct; dd if=$d/pN bs=$bs iflag=direct" >> "$SCO/commands.txt"
+    sleep 2
+    flock -u 9; exec 9>&-
+    echo "$(date -u +%H:%M:%S.%3N)	-	client	-	released the $n jobs" >> "$SCO/commands.txt"
+    local start; start=$(date +%s)
+    while [ -n "$(jobs -rp)" ]; do
+        if [ $(( $(date +%s) - start )) -gt "${CMD_TIMEOUT:-180}" ]; then
+            log "parallel jobs still running after ${CMD_TIMEOUT:-180}s; killing them"
+            kill $(jobs -rp) 2>/dev/null; break
+        fi
+        sleep 1
+    done
+    wait
+    lab_umount
+}
+
+info_inline_thresholds() { echo "NFSv3 mounted twice with different client inline thresholds (/proc/sys/sunrpc/rdma_max_inline_{read,write} = 1024, then 16384 with the server's max_req_size 16384): the CM private data and the inline-vs-chunk decisions for 3000 and 12000 byte WRITEs/READs change"; }
+server_prep_inline_thresholds() {
+    prep_dir
+    # The server advertises its receive size (max_req_size) in the CM REP; raise
+    # it so the client's 16 KiB inline sends are accepted.
+    [ -w /proc/sys/sunrpc/svc_rdma/max_req_size ] && {
+        cat /proc/sys/sunrpc/svc_rdma/max_req_size > /tmp/max_req_size.saved
+        echo 16384 > /proc/sys/sunrpc/svc_rdma/max_req_size; }
+}
+server_reset_inline_thresholds() {
+    [ -f /tmp/max_req_size.saved ] && cat /tmp/max_req_size.saved > /proc/sys/sunrpc/svc_rdma/max_req_size
+}
+client_inline_thresholds() {
+    local d=$MNT/$SC w r saved_w saved_r
+    saved_w=$(cat /proc/sys/sunrpc/rdma_max_inline_write 2>/dev/null || echo 4096)
+    saved_r=$(cat /proc/sys/sunrpc/rdma_max_inline_read 2>/dev/null || echo 4096)
+    for w in 1024 16384; do
+        r=$w
+        set_tunable sunrpc/rdma_max_inline_write "$w"
+        set_tunable sunrpc/rdma_max_inline_read "$r"
+        if lab_mount vers=3; then
+            run "dd if=/dev/zero of=$d/f3000-$w bs=3000 count=1 oflag=direct"
+            run "dd if=/dev/zero of=$d/f12000-$w bs=12000 count=1 oflag=direct"
+            run "dd if=$d/f3000-$w of=/dev/null bs=3000 iflag=direct"
+            run "dd if=$d/f12000-$w of=/dev/null bs=12000 iflag=direct"
+            run "ls -l $d > /dev/null"
+        fi
+        lab_umount
+    done
+    set_tunable sunrpc/rdma_max_inline_write "$saved_w"
+    set_tunable sunrpc/rdma_max_inline_read "$saved_r"
+}
+
+info_reconnect() { echo "NFSv3 direct 16 KiB WRITEs in a loop while the server's link goes down for ${RECONNECT_DOWN:-8}s (${RECONNECT_METHOD:-server-link}): RC retransmissions, QP error, a second CM REQ/REP/RTU and the pending XIDs sent again"; }
+server_prep_reconnect() { prep_dir; }
+client_reconnect() {
+    local d=$MNT/$SC i=0 start
+    lab_mount vers=3 || { lab_umount; return 1; }
+    rm -f /tmp/reconnect.stop
+    # A slow, steady stream of direct writes, so I/O is in flight whatever the
+    # moment the link drops, without a large capture.
+    ( while [ ! -e /tmp/reconnect.stop ] && [ "$i" -lt 400 ]; do
+          i=$((i + 1))
+          timeout 240 dd if=/dev/zero of="$d/stream" bs=16k count=1 seek="$i" oflag=direct conv=notrunc 2>/dev/null
+          sleep 0.3
+      done ) &
+    local writer=$!
+    echo "$(date -u +%H:%M:%S.%3N)	-	client	-	background loop: dd if=/dev/zero of=$d/stream bs=16k count=1 seek=N oflag=direct conv=notrunc; sleep 0.3" >> "$SCO/commands.txt"
+    sleep 3
+    case ${RECONNECT_METHOD:-server-link} in
+        server-link)
+            # The server takes its own eth0 down and up (see server_action).
+            run "touch $CTL/$SC.action.bounce"
+            wait_for "$CTL/$SC.action.bounce.done" $(( ${RECONNECT_DOWN:-8} + 60 ))
+            ;;
+        client-rxe)
+            run "rdma link delete rxe0"
+            sleep "${RECONNECT_DOWN:-8}"
+            run "rdma link add rxe0 type rxe netdev eth0"
+            ;;
+    esac
+    # Let the pending write complete on the new connection, plus a few more.
+    start=$(date +%s)
+    log "waiting for the client to reconnect and the writes to go through"
+    sleep 20
+    touch /tmp/reconnect.stop
+    while kill -0 "$writer" 2>/dev/null; do
+        [ $(( $(date +%s) - start )) -gt 240 ] && { log "writer still stuck after 240s; killing it"; kill "$writer"; break; }
+        sleep 1
+    done
+    wait "$writer" 2>/dev/null
+    run "stat $d/stream"
+    lab_umount
+}
+
+# server_action SC NAME: requests from the client during a scenario.
+server_action() {
+    case $2 in
+        bounce)
+            log "link down for ${RECONNECT_DOWN:-8}s"
+            ip link set eth0 down
+            sleep "${RECONNECT_DOWN:-8}"
+            ip link set eth0 up
+            log "link up again"
+            ;;
+        *) log "unknown action $2" ;;
+    esac
+}

@@ -1,0 +1,51 @@
+# Server role: NFS server over RDMA on 10.99.0.1, port 20049.
+# For each scenario: wait for the client's request, prepare the export,
+# start the kernel trace (and the server hooks), tell the client it may go,
+# serve in-scenario requests (e.g. a link bounce), then save the trace.
+ROLE=server
+. /lab/guest/common.sh
+. /lab/guest/scenarios.sh
+
+hostname labserver
+log "kernel $(uname -r); scenarios: $SCENARIOS"
+setup_network_and_rdma "$SERVER_IP"
+
+mkdir -p "$EXPORT"; chmod 777 "$EXPORT"
+# No fsid=0: with it, NFSv4 mounts of this path fail with ENOENT.
+echo "$EXPORT 10.99.0.0/24(rw,sync,no_subtree_check,no_root_squash,insecure)" > /etc/exports
+timeout 90 systemctl start nfs-server || { abort "nfs-server did not start"; systemctl status nfs-server --no-pager; exit 1; }
+echo "rdma 20049" > /proc/fs/nfsd/portlist || { abort "cannot add the rdma listener to /proc/fs/nfsd/portlist"; exit 1; }
+log "nfsd listening on: $(tr '\n' ' ' < /proc/fs/nfsd/portlist)"
+dump_tunables "$OUT/tunables-server.txt"
+uname -r > "$OUT/kernel-server.txt"
+touch "$CTL/server-up"
+
+for sc in $SCENARIOS; do
+    SC=$sc; SCO=$OUT/$sc; f=$(fn_of "$sc")
+    wait_for "$CTL/$sc.start" "${SCENARIO_WAIT:-900}" || break
+    mkdir -p "$SCO"
+    log "=== $sc: prepare"
+    declare -F "server_prep_$f" > /dev/null && "server_prep_$f"
+    trace_start
+    run_hook server-start "$sc"
+    touch "$CTL/$sc.server-ready"
+    # Serve action requests until the client is done.
+    while [ ! -e "$CTL/$sc.client-done" ] && [ ! -e "$CTL/abort" ]; do
+        for a in "$CTL/$sc".action.*; do
+            [ -e "$a" ] || continue
+            case $a in *.done) continue ;; esac
+            [ -e "$a.done" ] && continue
+            server_action "$sc" "${a##*.action.}"
+            touch "$a.done"
+        done
+        sleep 0.5
+    done
+    run_hook server-stop "$sc"
+    trace_stop "$SCO/server.trace" > "$SCO/server-trace-stats.txt"
+    declare -F "server_reset_$f" > /dev/null && "server_reset_$f"
+    log "=== $sc: done"
+    touch "$CTL/$sc.server-done"
+done
+
+wait_for "$CTL/all-done" 120
+log "finished"
