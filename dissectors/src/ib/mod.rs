@@ -27,8 +27,11 @@ pub mod aeth;
 pub mod atomic;
 pub mod bth;
 pub mod deth;
+pub mod grh;
+pub mod icrc;
 pub mod ieth;
 pub mod immdt;
+pub mod lrh;
 pub mod rdeth;
 pub mod reth;
 pub mod transport;
@@ -40,8 +43,11 @@ pub use bth::{
     Bth, ExtHeader, ExtHeaders, Opcode, Operation, Position, Transport as TransportService,
 };
 pub use deth::Deth;
+pub use grh::Grh;
+pub use icrc::{IcrcStatus, VcrcStatus};
 pub use ieth::Ieth;
 pub use immdt::ImmDt;
+pub use lrh::Lrh;
 pub use rdeth::Rdeth;
 pub use reth::Reth;
 pub use transport::{parse_transport, Transport};
