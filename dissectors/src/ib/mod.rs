@@ -26,12 +26,14 @@
 pub mod aeth;
 pub mod atomic;
 pub mod bth;
+pub mod cm;
 pub mod deth;
 pub mod grh;
 pub mod icrc;
 pub mod ieth;
 pub mod immdt;
 pub mod lrh;
+pub mod mad;
 pub mod rdeth;
 pub mod reth;
 pub mod transport;
@@ -42,12 +44,14 @@ pub use atomic::{AtomicAckEth, AtomicEth};
 pub use bth::{
     Bth, ExtHeader, ExtHeaders, Opcode, Operation, Position, Transport as TransportService,
 };
+pub use cm::{parse_cm, CmMessage, ServiceId};
 pub use deth::Deth;
 pub use grh::Grh;
 pub use icrc::{IcrcStatus, VcrcStatus};
 pub use ieth::Ieth;
 pub use immdt::ImmDt;
 pub use lrh::Lrh;
+pub use mad::Mad;
 pub use rdeth::Rdeth;
 pub use reth::Reth;
 pub use transport::{parse_transport, Transport};
