@@ -27,6 +27,7 @@ pub mod aeth;
 pub mod atomic;
 pub mod bth;
 pub mod cm;
+pub mod cma;
 pub mod deth;
 pub mod grh;
 pub mod icrc;
@@ -45,6 +46,7 @@ pub use bth::{
     Bth, ExtHeader, ExtHeaders, Opcode, Operation, Position, Transport as TransportService,
 };
 pub use cm::{parse_cm, CmMessage, ServiceId};
+pub use cma::{CmaHeader, PortSpace};
 pub use deth::Deth;
 pub use grh::Grh;
 pub use icrc::{IcrcStatus, VcrcStatus};
