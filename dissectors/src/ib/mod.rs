@@ -222,6 +222,70 @@ pub(crate) fn out(buf: &mut [u8], layer: Layer, len: usize) -> Result<&mut [u8]>
 pub(crate) mod testutil {
     use crate::{Error, Layer, Result};
 
+    /// A RoCEv2 frame from a capture: its number, IP header, UDP header,
+    /// the IBA packet (BTH through ICRC) and whether it was captured whole.
+    pub(crate) struct RoceFrame {
+        pub(crate) number: usize,
+        pub(crate) ip: Vec<u8>,
+        pub(crate) udp: Vec<u8>,
+        pub(crate) ib: Vec<u8>,
+        pub(crate) whole: bool,
+    }
+
+    /// The RoCEv2 (UDP port 4791) frames of a classic little-endian
+    /// Ethernet pcap under `captures/`. Test code: panics on a bad file.
+    pub(crate) fn roce_frames(name: &str) -> Vec<RoceFrame> {
+        let path = format!("{}/../captures/{name}", env!("CARGO_MANIFEST_DIR"));
+        let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(
+            &data[..4],
+            &[0xd4, 0xc3, 0xb2, 0xa1],
+            "{path}: not a LE pcap"
+        );
+        assert_eq!(
+            u32::from_le_bytes(data[20..24].try_into().unwrap()),
+            1,
+            "not Ethernet"
+        );
+        let le = |b: &[u8]| u32::from_le_bytes(b.try_into().unwrap()) as usize;
+        let mut out = Vec::new();
+        let mut at = 24;
+        let mut number = 0;
+        while at + 16 <= data.len() {
+            number += 1;
+            let incl = le(&data[at + 8..at + 12]);
+            let orig = le(&data[at + 12..at + 16]);
+            let frame = &data[at + 16..at + 16 + incl];
+            at += 16 + incl;
+            let mut l3 = 14;
+            let mut ethertype = u16::from_be_bytes([frame[12], frame[13]]);
+            if ethertype == 0x8100 {
+                ethertype = u16::from_be_bytes([frame[16], frame[17]]);
+                l3 = 18;
+            }
+            let (ip_len, proto) = match ethertype {
+                0x0800 => (usize::from(frame[l3] & 0x0f) * 4, frame[l3 + 9]),
+                0x86dd => (40, frame[l3 + 6]),
+                _ => continue,
+            };
+            let udp_at = l3 + ip_len;
+            if proto != 17 || frame.len() < udp_at + 8 {
+                continue;
+            }
+            if u16::from_be_bytes([frame[udp_at + 2], frame[udp_at + 3]]) != 4791 {
+                continue;
+            }
+            out.push(RoceFrame {
+                number,
+                ip: frame[l3..udp_at].to_vec(),
+                udp: frame[udp_at..udp_at + 8].to_vec(),
+                ib: frame[udp_at + 8..].to_vec(),
+                whole: incl == orig,
+            });
+        }
+        out
+    }
+
     /// Every cut of `bytes` shorter than `len` gives `Truncated` for `layer`
     /// with `needed` and `available` counted from `offset_of(cut)`.
     pub(crate) fn truncated_at_every_offset<T: core::fmt::Debug>(
