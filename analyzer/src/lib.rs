@@ -1,7 +1,14 @@
-//! rdma-analyzer: sources, correlation engine and front ends.
+//! rdma-analyzer: sources, the correlation engine and the front ends.
 //!
-//! - [`sources`] turn capture files (and later live capture and kernel probes)
-//!   into frames;
-//! - the front ends in the binary print or draw what they produce.
+//! - [`sources`] turn capture files (and later live capture and kernel
+//!   probes) into frames: the only code with I/O;
+//! - [`engine`] is the pure state machine that correlates them;
+//! - [`analyze`] drives the engine over a file;
+//! - [`report`], [`frames`]: the text and JSON front ends.
 
+pub mod analyze;
+pub mod engine;
+pub mod frames;
+pub mod report;
 pub mod sources;
+pub mod stats;

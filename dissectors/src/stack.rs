@@ -1,1 +1,450 @@
-//! Placeholder: being written.
+//! One call that dissects a captured frame through every layer it can.
+//!
+//! ```text
+//! link ─┬─ Ethernet [802.1Q]* ─┬─ IPv4/IPv6 ─ UDP:4791 ─ BTH ... ICRC   (RoCEv2)
+//!       │                      └─ 0x8915 ─ GRH ─ BTH ... ICRC          (RoCEv1)
+//!       ├─ Linux cooked v1/v2 ─ (as Ethernet's EtherType)
+//!       ├─ raw IPv4/IPv6
+//!       └─ InfiniBand ─ LRH [GRH] ─ BTH ... ICRC VCRC                 (native IB)
+//!
+//! BTH ─┬─ UD SEND to QP1 ─ DETH ─ MAD ─ CM ─ [RDMA-CM header] ─ RFC 8797 private data
+//!      └─ RC SEND First/Only ─ RPC-over-RDMA ─ ONC RPC ─ NFS
+//! ```
+//!
+//! [`dissect`] keeps every layer that parsed; where parsing stopped,
+//! [`Dissection::stop`] holds the error with its offset counted from the
+//! start of the frame. A bad ICRC is a finding ([`Dissection::icrc`]), not a
+//! parse failure.
+
+use crate::error::Error;
+use crate::ib::aeth::Aeth;
+use crate::ib::atomic::{AtomicAckEth, AtomicEth};
+use crate::ib::bth::{Bth, Opcode, Operation, Position};
+use crate::ib::cm::{self, CmMessage};
+use crate::ib::cma::CmaHeader;
+use crate::ib::deth::Deth;
+use crate::ib::grh::Grh;
+use crate::ib::icrc::{self, IcrcStatus, VcrcStatus};
+use crate::ib::ieth::Ieth;
+use crate::ib::immdt::ImmDt;
+use crate::ib::lrh::{LinkNextHeader, Lrh};
+use crate::ib::mad::Mad;
+use crate::ib::reth::Reth;
+use crate::ib::transport;
+use crate::ib::xrceth::XrcEth;
+use crate::ip::{Ip, PROTO_UDP};
+use crate::layer::Layer;
+use crate::link::{ether_type, Ethernet, Link, LinkType, LinuxSll, LinuxSll2, Vlan};
+use crate::nfs::{self, CallSummary};
+use crate::oncrpc::{MsgBody, RpcMsg};
+use crate::rpcrdma::{Proc, RpcRdmaHeader};
+use crate::rpcrdma_cm::{self, CmPrivateData};
+use crate::udp::{Udp, ROCEV2_PORT};
+
+/// How far [`dissect`] goes and what it assumes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    /// UDP destination port that marks RoCEv2 (4791 by IANA assignment).
+    pub rocev2_port: u16,
+    /// Verify the ICRC (and VCRC) of every frame.
+    pub verify_icrc: bool,
+    /// How to decide that a SEND's payload is RPC-over-RDMA.
+    pub rpcrdma: RpcRdmaDecode,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            rocev2_port: ROCEV2_PORT,
+            verify_icrc: true,
+            rpcrdma: RpcRdmaDecode::Heuristic,
+        }
+    }
+}
+
+/// Whether to decode SEND payloads as RPC-over-RDMA.
+///
+/// A single frame does not say which upper-layer protocol a queue pair
+/// carries; only the CM exchange does (RDMA-CM port 20049). The stack alone
+/// therefore guesses from the header's shape, and a caller that tracks
+/// connections (the analyzer's engine) can decide per QP instead.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RpcRdmaDecode {
+    /// Decode when the header looks like RPC-over-RDMA version 1 (vers 1, a known proc).
+    Heuristic,
+    /// Decode every SEND First/Only payload.
+    Always,
+    /// Never decode; leave the payload raw.
+    Never,
+}
+
+/// Everything [`dissect`] found in one frame.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Dissection<'a> {
+    /// The link-layer header.
+    pub link: Option<Link>,
+    /// 802.1Q tags, outermost first (at most two are kept; `vlan_count` counts all).
+    pub vlan: [Option<Vlan>; 2],
+    /// How many VLAN tags the frame carried.
+    pub vlan_count: u8,
+    /// IPv4 or IPv6 header (RoCEv2).
+    pub ip: Option<Ip<'a>>,
+    /// UDP header (RoCEv2).
+    pub udp: Option<Udp>,
+    /// Local Route Header (native InfiniBand).
+    pub lrh: Option<Lrh>,
+    /// Global Route Header (RoCEv1, or native InfiniBand with a GRH).
+    pub grh: Option<Grh>,
+    /// Base Transport Header.
+    pub bth: Option<Bth>,
+    /// XRC extension header.
+    pub xrceth: Option<XrcEth>,
+    /// Datagram extension header (UD).
+    pub deth: Option<Deth>,
+    /// RDMA extension header.
+    pub reth: Option<Reth>,
+    /// Atomic extension header.
+    pub atomiceth: Option<AtomicEth>,
+    /// ACK extension header.
+    pub aeth: Option<Aeth>,
+    /// Atomic ACK extension header.
+    pub atomicacketh: Option<AtomicAckEth>,
+    /// Immediate data.
+    pub immdt: Option<ImmDt>,
+    /// Invalidate extension header (the R_Key a Send With Invalidate names).
+    pub ieth: Option<Ieth>,
+    /// The IB payload after the transport headers, without pad bytes.
+    pub payload: &'a [u8],
+    /// Result of the ICRC check.
+    pub icrc: Option<IcrcStatus>,
+    /// Result of the VCRC check (native InfiniBand only).
+    pub vcrc: Option<VcrcStatus>,
+    /// MAD header (UD traffic to QP1).
+    pub mad: Option<Mad>,
+    /// CM message in the MAD.
+    pub cm: Option<CmMessage<'a>>,
+    /// RDMA-CM header at the start of a REQ's private data.
+    pub cma: Option<CmaHeader>,
+    /// RFC 8797 private data and its offset in the consumer's private data.
+    pub rpcrdma_cm_private: Option<(usize, CmPrivateData)>,
+    /// RPC-over-RDMA header.
+    pub rpcrdma: Option<RpcRdmaHeader<'a>>,
+    /// Offset of the RPC-over-RDMA header in the frame.
+    pub rpcrdma_offset: usize,
+    /// ONC RPC message in an RDMA_MSG payload stream.
+    pub rpc: Option<RpcMsg<'a>>,
+    /// NFS (or MOUNT, NLM, ...) call summary.
+    pub nfs: Option<CallSummary>,
+    /// Where and why parsing stopped, if it did.
+    pub stop: Option<Error>,
+}
+
+impl<'a> Dissection<'a> {
+    /// Whether the frame is RoCE or native InfiniBand traffic.
+    pub fn is_ib(&self) -> bool {
+        self.bth.is_some()
+    }
+}
+
+/// Dissects one frame captured on a link of type `link`.
+///
+/// Never fails and never panics: what could not be parsed is in
+/// [`Dissection::stop`], and everything below it is kept.
+pub fn dissect<'a>(link: LinkType, frame: &'a [u8], config: &Config) -> Dissection<'a> {
+    let mut d = Dissection::default();
+    if let Err(e) = dissect_link(link, frame, config, &mut d) {
+        d.stop = Some(e);
+    }
+    d
+}
+
+/// Offset of `inner` inside `outer` (both borrowed from the same frame).
+fn offset_in(outer: &[u8], inner: &[u8]) -> usize {
+    (inner.as_ptr() as usize).saturating_sub(outer.as_ptr() as usize)
+}
+
+fn dissect_link<'a>(
+    link: LinkType,
+    frame: &'a [u8],
+    config: &Config,
+    d: &mut Dissection<'a>,
+) -> Result<(), Error> {
+    let (ether, rest) = match link {
+        LinkType::ETHERNET => {
+            let (eth, rest) = Ethernet::parse(frame)?;
+            d.link = Some(Link::Ethernet(eth));
+            (eth.ether_type, rest)
+        }
+        LinkType::LINUX_SLL => {
+            let (h, rest) = LinuxSll::parse(frame)?;
+            d.link = Some(Link::LinuxSll(h));
+            (h.protocol, rest)
+        }
+        LinkType::LINUX_SLL2 => {
+            let (h, rest) = LinuxSll2::parse(frame)?;
+            d.link = Some(Link::LinuxSll2(h));
+            (h.protocol, rest)
+        }
+        LinkType::RAW
+        | LinkType::RAW_BSD
+        | LinkType::RAW_OPENBSD
+        | LinkType::IPV4
+        | LinkType::IPV6 => {
+            d.link = Some(Link::Raw);
+            return dissect_ip(frame, frame, config, d);
+        }
+        LinkType::INFINIBAND => {
+            d.link = Some(Link::Raw);
+            return dissect_native_ib(frame, config, d);
+        }
+        other => {
+            return Err(Error::BadField {
+                layer: Layer::Link,
+                offset: 0,
+                field: "link_type",
+                value: other.0.into(),
+                expected: "ethernet, linux cooked v1/v2, raw ip or infiniband",
+            })
+        }
+    };
+    let (mut ether, mut rest) = (ether, rest);
+    while ether == ether_type::VLAN || ether == ether_type::QINQ {
+        let (v, r) = Vlan::parse(rest).map_err(|e| e.at(offset_in(frame, rest)))?;
+        if let Some(slot) = d.vlan.get_mut(usize::from(d.vlan_count)) {
+            *slot = Some(v);
+        }
+        d.vlan_count = d.vlan_count.saturating_add(1);
+        if d.vlan_count > 8 {
+            return Err(Error::LimitExceeded {
+                layer: Layer::Vlan,
+                offset: offset_in(frame, rest),
+                what: "stacked vlan tags",
+                limit: 8,
+            });
+        }
+        ether = v.ether_type;
+        rest = r;
+    }
+    match ether {
+        ether_type::IPV4 | ether_type::IPV6 => dissect_ip(frame, rest, config, d),
+        ether_type::ROCE_V1 => dissect_rocev1(frame, rest, config, d),
+        // Not RDMA: nothing more to say about it, and not an error either.
+        _ => Ok(()),
+    }
+}
+
+fn dissect_ip<'a>(
+    frame: &'a [u8],
+    at: &'a [u8],
+    config: &Config,
+    d: &mut Dissection<'a>,
+) -> Result<(), Error> {
+    let base = offset_in(frame, at);
+    let (ip, payload) = Ip::parse(at).map_err(|e| e.at(base))?;
+    d.ip = Some(ip);
+    if ip.protocol() != PROTO_UDP {
+        return Ok(());
+    }
+    let whole = ip.captured_whole(at.len());
+    let (udp, ib) = Udp::parse(payload).map_err(|e| e.at(offset_in(frame, payload)))?;
+    d.udp = Some(udp);
+    if udp.destination_port != config.rocev2_port {
+        return Ok(());
+    }
+    let udp_header = payload.get(..Udp::HEADER_LEN).unwrap_or_default();
+    let whole = whole && usize::from(udp.length) <= payload.len();
+    let (body, _) = split_crc(frame, ib, 4, Layer::Icrc)?;
+    if config.verify_icrc {
+        d.icrc = Some(icrc::check_rocev2(ip.header(), udp_header, ib, whole));
+    }
+    dissect_transport(frame, body, config, d)
+}
+
+fn dissect_rocev1<'a>(
+    frame: &'a [u8],
+    at: &'a [u8],
+    config: &Config,
+    d: &mut Dissection<'a>,
+) -> Result<(), Error> {
+    let (grh, rest) = Grh::parse(at).map_err(|e| e.at(offset_in(frame, at)))?;
+    d.grh = Some(grh);
+    // The GRH's payload length says where the packet ends (Ethernet may pad).
+    let end = (usize::from(grh.pay_len)).min(rest.len());
+    let whole = usize::from(grh.pay_len) <= rest.len();
+    let rest = rest.get(..end).unwrap_or_default();
+    let (body, _) = split_crc(frame, rest, 4, Layer::Icrc)?;
+    if config.verify_icrc {
+        let grh_to_icrc = at
+            .get(..crate::ib::grh::HEADER_LEN + end)
+            .unwrap_or_default();
+        d.icrc = Some(icrc::check_rocev1(grh_to_icrc, whole));
+    }
+    dissect_transport(frame, body, config, d)
+}
+
+fn dissect_native_ib<'a>(
+    frame: &'a [u8],
+    config: &Config,
+    d: &mut Dissection<'a>,
+) -> Result<(), Error> {
+    let (lrh, mut rest) = Lrh::parse(frame)?;
+    d.lrh = Some(lrh);
+    match lrh.next_header() {
+        LinkNextHeader::IbaGlobal => {
+            let (grh, r) = Grh::parse(rest).map_err(|e| e.at(offset_in(frame, rest)))?;
+            d.grh = Some(grh);
+            rest = r;
+        }
+        LinkNextHeader::IbaLocal => {}
+        // Raw packets carry no IBA transport.
+        _ => return Ok(()),
+    }
+    // The LRH's packet length (in 4-byte words, through the ICRC) plus the
+    // 2-byte VCRC says where the packet ends.
+    let total = lrh.packet_bytes() + 2;
+    let whole = frame.len() >= total;
+    let packet = frame.get(..total.min(frame.len())).unwrap_or_default();
+    let rest = rest
+        .get(..packet.len().saturating_sub(offset_in(frame, rest)))
+        .unwrap_or_default();
+    // Native IB ends with a 4-byte ICRC and a 2-byte VCRC.
+    let (body, _) = split_crc(frame, rest, 6, Layer::Vcrc)?;
+    if config.verify_icrc {
+        let (i, v) = icrc::check_ib(packet, whole);
+        d.icrc = Some(i);
+        d.vcrc = Some(v);
+    }
+    dissect_transport(frame, body, config, d)
+}
+
+/// Splits `n` trailing CRC bytes off `ib`.
+fn split_crc<'a>(
+    frame: &[u8],
+    ib: &'a [u8],
+    n: usize,
+    layer: Layer,
+) -> Result<(&'a [u8], &'a [u8]), Error> {
+    if ib.len() < n {
+        return Err(Error::truncated(layer, 0, n, ib.len()).at(offset_in(frame, ib)));
+    }
+    Ok(ib.split_at(ib.len() - n))
+}
+
+fn dissect_transport<'a>(
+    frame: &'a [u8],
+    ib: &'a [u8],
+    config: &Config,
+    d: &mut Dissection<'a>,
+) -> Result<(), Error> {
+    let base = offset_in(frame, ib);
+    let t = transport::parse_transport(ib).map_err(|e| e.at(base))?;
+    d.bth = Some(t.bth);
+    d.xrceth = t.xrceth;
+    d.deth = t.deth;
+    d.reth = t.reth;
+    d.atomiceth = t.atomiceth;
+    d.aeth = t.aeth;
+    d.atomicacketh = t.atomicacketh;
+    d.immdt = t.immdt;
+    d.ieth = t.ieth;
+    d.payload = t.payload;
+    let op = t.bth.opcode;
+    if op == Opcode::UD_SEND_ONLY && t.deth.is_some() && matches!(t.bth.dest_qp.get(), 0 | 1) {
+        return dissect_mad(frame, t.payload, d);
+    }
+    if op.operation() == Operation::Send
+        && matches!(op.position(), Some(Position::First | Position::Only))
+    {
+        return dissect_rpcrdma(frame, t.payload, op, config, d);
+    }
+    Ok(())
+}
+
+fn dissect_mad<'a>(
+    frame: &'a [u8],
+    payload: &'a [u8],
+    d: &mut Dissection<'a>,
+) -> Result<(), Error> {
+    let base = offset_in(frame, payload);
+    let (mad, data) = Mad::parse(payload).map_err(|e| e.at(base))?;
+    d.mad = Some(mad);
+    if mad.mgmt_class != crate::ib::mad::class::CM {
+        return Ok(());
+    }
+    let msg = cm::parse_cm(&mad, data).map_err(|e| e.at(offset_in(frame, data)))?;
+    d.cm = Some(msg);
+    let private = match msg {
+        CmMessage::Req(r) => r.private_data,
+        CmMessage::Rep(r) => r.private_data,
+        CmMessage::Rej(r) => r.private_data,
+        _ => return Ok(()),
+    };
+    let consumer = match msg {
+        CmMessage::Req(r) if r.service_id.rdma_cm().is_some() => {
+            let (cma, rest) =
+                CmaHeader::parse(private).map_err(|e| e.at(offset_in(frame, private)))?;
+            d.cma = Some(cma);
+            rest
+        }
+        _ => private,
+    };
+    d.rpcrdma_cm_private = rpcrdma_cm::find(consumer);
+    Ok(())
+}
+
+fn dissect_rpcrdma<'a>(
+    frame: &'a [u8],
+    payload: &'a [u8],
+    op: Opcode,
+    config: &Config,
+    d: &mut Dissection<'a>,
+) -> Result<(), Error> {
+    let decode = match config.rpcrdma {
+        RpcRdmaDecode::Never => false,
+        RpcRdmaDecode::Always => true,
+        RpcRdmaDecode::Heuristic => looks_like_rpcrdma(payload),
+    };
+    if !decode {
+        return Ok(());
+    }
+    let base = offset_in(frame, payload);
+    d.rpcrdma_offset = base;
+    let (hdr, stream) = match RpcRdmaHeader::parse(payload) {
+        Ok(v) => v,
+        // The rest of a multi-packet SEND is in later frames; a header cut
+        // by the packet boundary is not malformed.
+        Err(Error::Truncated { .. }) if op.position() == Some(Position::First) => return Ok(()),
+        Err(e) => return Err(e.at(base)),
+    };
+    d.rpcrdma = Some(hdr);
+    if !matches!(hdr.proc, Proc::Msg | Proc::Msgp) || stream.is_empty() {
+        return Ok(());
+    }
+    let stream_base = offset_in(frame, stream);
+    match RpcMsg::parse(stream) {
+        Ok((msg, _)) => {
+            if let MsgBody::Call(call) = &msg.body {
+                d.nfs = Some(nfs::describe_call(
+                    call.prog, call.vers, call.proc, call.args,
+                ));
+            }
+            d.rpc = Some(msg);
+            Ok(())
+        }
+        Err(Error::Truncated { .. }) if op.position() == Some(Position::First) => Ok(()),
+        Err(e) => Err(e.at(stream_base)),
+    }
+}
+
+/// RPC-over-RDMA version 1 has `vers` = 1 in its second word and a proc
+/// number below 5 in its fourth; credits are small. Other upper layers on RC
+/// queue pairs (iSER, SMB Direct, NVMe-oF) do not look like that.
+fn looks_like_rpcrdma(p: &[u8]) -> bool {
+    let word = |i: usize| match p.get(i * 4..i * 4 + 4) {
+        Some(&[a, b, c, e]) => Some(u32::from_be_bytes([a, b, c, e])),
+        _ => None,
+    };
+    matches!((word(1), word(2), word(3)), (Some(1), Some(credits), Some(proc)) if proc <= 4 && credits <= 0xffff)
+}

@@ -1,0 +1,498 @@
+//! Connections: built from the CM exchange (REQ, REP, RTU, DREQ, DREP, REJ),
+//! or from traffic alone when the capture starts mid-connection.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
+
+use rdma_dissectors::ib::cm::CmMessage;
+use rdma_dissectors::rpcrdma_cm::{self, CmPrivateData, Negotiated, RpcRdmaCmPrivate};
+use rdma_dissectors::stack::Dissection;
+use serde::Serialize;
+
+use super::rdma::ReadReq;
+use super::txn::Txn;
+use super::{ConnId, Engine, Finding, Kind, QpKey};
+
+/// Which end of an RPC-over-RDMA connection a queue pair is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The requester (NFS client): sent the CM REQ, sends calls.
+    Client,
+    /// The responder (NFS server).
+    Server,
+}
+
+/// Where the CM exchange of a connection stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CmState {
+    /// The capture started after the CM exchange: parameters are unknown.
+    NotSeen,
+    /// REQ seen.
+    Requested,
+    /// REP seen.
+    Replied,
+    /// RTU seen.
+    Established,
+    /// REJ seen.
+    Rejected,
+    /// DREQ seen.
+    Disconnecting,
+    /// DREP seen.
+    Closed,
+}
+
+/// One point of a connection's credit history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CreditPoint {
+    /// When (ns since the epoch).
+    pub ts_ns: u64,
+    /// Credits granted by the latest reply (0 before any).
+    pub granted: u32,
+    /// Calls outstanding.
+    pub in_flight: u32,
+}
+
+/// An RPC-over-RDMA connection: two queue pairs and what was negotiated.
+#[derive(Debug, Clone)]
+pub struct Connection {
+    /// Stable id.
+    pub id: ConnId,
+    /// The requester's QP, when known.
+    pub client: Option<QpKey>,
+    /// The responder's QP, when known.
+    pub server: Option<QpKey>,
+    /// CM state.
+    pub cm_state: CmState,
+    /// CM service ID of the REQ.
+    pub service_id: Option<u64>,
+    /// RDMA-CM port (20049 for NFS), from the service ID.
+    pub port: Option<u16>,
+    /// Client's CM communication ID.
+    pub client_comm_id: Option<u32>,
+    /// Server's CM communication ID.
+    pub server_comm_id: Option<u32>,
+    /// Starting PSN the client announced in its REQ.
+    pub client_start_psn: Option<u32>,
+    /// Starting PSN the server announced in its REP.
+    pub server_start_psn: Option<u32>,
+    /// RFC 8797 private data in the REQ (`None`: absent or unknown).
+    pub client_private: Option<CmPrivateData>,
+    /// RFC 8797 private data in the REP.
+    pub server_private: Option<CmPrivateData>,
+    /// What the CM exchange negotiated, seen from the client: `inline_send` is
+    /// the call inline threshold, `inline_recv` the reply inline threshold.
+    /// `None` when the capture has no CM exchange for this connection.
+    pub negotiated: Option<Negotiated>,
+    /// Frames of the CM exchange.
+    pub cm_frames: Vec<u64>,
+    /// First frame time.
+    pub first_ts_ns: u64,
+    /// Latest frame time.
+    pub last_ts_ns: u64,
+    /// Calls seen.
+    pub calls: u64,
+    /// Replies seen.
+    pub replies: u64,
+    /// Bytes moved by RDMA Read/Write into or out of chunks.
+    pub chunk_bytes: u64,
+    /// Replies sent with Send With Invalidate.
+    pub remote_invalidations: u64,
+    /// Latest credit grant.
+    pub granted: Option<u32>,
+    /// Smallest grant seen.
+    pub granted_min: Option<u32>,
+    /// Largest grant seen.
+    pub granted_max: Option<u32>,
+    /// Latest credit request.
+    pub requested: Option<u32>,
+    /// Calls outstanding now.
+    pub in_flight: u32,
+    /// Most calls outstanding at once.
+    pub peak_in_flight: u32,
+    /// Time spent with as many calls outstanding as granted (ns).
+    pub at_limit_ns: u64,
+    at_limit_since: Option<u64>,
+    /// Credit history (thinned to the configured number of points).
+    pub credit_series: Vec<CreditPoint>,
+    credit_stride: u32,
+    credit_skip: u32,
+    /// Anomalies on this connection.
+    pub anomalies: u64,
+    /// Latency histogram: bucket `i` counts replies with latency in [2^i, 2^(i+1)) µs.
+    pub latency_log2_us: [u64; 32],
+}
+
+impl Connection {
+    pub(super) fn new(id: ConnId, ts: u64) -> Self {
+        Connection {
+            id,
+            client: None,
+            server: None,
+            cm_state: CmState::NotSeen,
+            service_id: None,
+            port: None,
+            client_comm_id: None,
+            server_comm_id: None,
+            client_start_psn: None,
+            server_start_psn: None,
+            client_private: None,
+            server_private: None,
+            negotiated: None,
+            cm_frames: Vec::new(),
+            first_ts_ns: ts,
+            last_ts_ns: ts,
+            calls: 0,
+            replies: 0,
+            chunk_bytes: 0,
+            remote_invalidations: 0,
+            granted: None,
+            granted_min: None,
+            granted_max: None,
+            requested: None,
+            in_flight: 0,
+            peak_in_flight: 0,
+            at_limit_ns: 0,
+            at_limit_since: None,
+            credit_series: Vec::new(),
+            credit_stride: 1,
+            credit_skip: 0,
+            anomalies: 0,
+            latency_log2_us: [0; 32],
+        }
+    }
+
+    /// A one-line name: `client/qpn <-> server/qpn`.
+    pub fn label(&self) -> String {
+        let side = |q: Option<QpKey>| q.map_or_else(|| "?".to_string(), |q| q.to_string());
+        format!("{} <-> {}", side(self.client), side(self.server))
+    }
+
+    /// The call (client to server) inline threshold, when negotiated.
+    pub fn call_inline_threshold(&self) -> Option<u32> {
+        self.negotiated.map(|n| n.inline_send)
+    }
+
+    /// The reply (server to client) inline threshold, when negotiated.
+    pub fn reply_inline_threshold(&self) -> Option<u32> {
+        self.negotiated.map(|n| n.inline_recv)
+    }
+
+    /// Records the credit state after a call or a reply.
+    pub(super) fn credit_update(&mut self, ts: u64, max_points: usize) {
+        let granted = self.granted.unwrap_or(0);
+        // Time at the limit: in flight has reached the grant.
+        let at_limit = granted > 0 && self.in_flight >= granted;
+        match (at_limit, self.at_limit_since) {
+            (true, None) => self.at_limit_since = Some(ts),
+            (false, Some(since)) => {
+                self.at_limit_ns += ts.saturating_sub(since);
+                self.at_limit_since = None;
+            }
+            _ => {}
+        }
+        self.credit_skip += 1;
+        if self.credit_skip < self.credit_stride {
+            return;
+        }
+        self.credit_skip = 0;
+        if self.credit_series.len() >= max_points.max(2) {
+            // Thin out: keep every other point and sample half as often.
+            let mut i = 0;
+            self.credit_series.retain(|_| {
+                i += 1;
+                i % 2 == 1
+            });
+            self.credit_stride = self.credit_stride.saturating_mul(2);
+        }
+        self.credit_series.push(CreditPoint {
+            ts_ns: ts,
+            granted,
+            in_flight: self.in_flight,
+        });
+    }
+
+    /// Closes the at-limit interval at `ts` (end of capture).
+    pub(super) fn finish(&mut self, ts: u64) {
+        if let Some(since) = self.at_limit_since.take() {
+            self.at_limit_ns += ts.saturating_sub(since);
+        }
+    }
+}
+
+/// Correlation state per connection that the front ends never see.
+#[derive(Debug, Default)]
+pub(super) struct Corr {
+    /// Outstanding calls by (backchannel, xid).
+    pub outstanding: HashMap<(bool, u32), Txn>,
+    /// Insertion order of `outstanding`, for evicting the oldest.
+    pub order: VecDeque<(bool, u32, u64)>,
+    /// Advertised STags: handle -> calls whose chunks name it.
+    pub stags: HashMap<u32, Vec<(bool, u32)>>,
+    /// RDMA Read requests awaiting responses, in PSN order.
+    pub reads: VecDeque<ReadReq>,
+    /// Whether RPC-over-RDMA was seen (or the CM port says so).
+    pub rpcrdma: bool,
+    /// For connections found from traffic: the client's address, learnt
+    /// from the first call, before its QP number is known.
+    pub peer_addr: Option<IpAddr>,
+}
+
+/// All connections' private correlation state.
+#[derive(Debug, Default)]
+pub(super) struct Table {
+    pub corr: HashMap<ConnId, Corr>,
+    /// CM REQs waiting for their REP: (client address, client comm id).
+    pub pending: HashMap<(IpAddr, u32), ConnId>,
+}
+
+impl Table {
+    pub fn ids(&self) -> Vec<ConnId> {
+        let mut v: Vec<ConnId> = self.corr.keys().copied().collect();
+        v.sort();
+        v
+    }
+
+    pub fn outstanding(&self) -> usize {
+        self.corr.values().map(|c| c.outstanding.len()).sum()
+    }
+}
+
+impl Engine {
+    /// Creates a connection, evicting the longest-idle one at the cap.
+    pub(super) fn new_conn(&mut self, ts: u64, out: &mut Vec<Finding>) -> ConnId {
+        if self.state.connections.len() >= self.config.max_connections {
+            let victim = self
+                .state
+                .connections
+                .values()
+                .min_by_key(|c| c.last_ts_ns)
+                .map(|c| c.id);
+            if let Some(v) = victim {
+                self.close_out(
+                    v,
+                    "the connection table was full and this connection was the longest idle",
+                    out,
+                );
+                self.state.connections.remove(&v);
+                self.conns.corr.remove(&v);
+                self.qps.retain(|_, q| q.conn != Some(v));
+                self.state.evictions.connections += 1;
+                self.anomaly(
+                    out,
+                    Kind::StateEvicted,
+                    vec![],
+                    Some(v),
+                    None,
+                    format!(
+                        "connection table full ({} entries): stopped tracking {v}; raise --max-connections",
+                        self.config.max_connections
+                    ),
+                );
+            }
+        }
+        let id = ConnId(self.next_conn);
+        self.next_conn += 1;
+        self.state.connections.insert(id, Connection::new(id, ts));
+        self.conns.corr.insert(id, Corr::default());
+        id
+    }
+
+    /// Points `key` at `conn` (a QP number reused by a new connection moves).
+    pub(super) fn bind_qp(&mut self, key: QpKey, conn: ConnId, out: &mut Vec<Finding>) {
+        let q = self.qp_mut(key, out);
+        q.conn = Some(conn);
+        q.last_psn = None;
+        q.send = None;
+        q.write = None;
+    }
+
+    /// Emits every outstanding call of `id` as unanswered.
+    pub(super) fn close_out(&mut self, id: ConnId, why: &str, out: &mut Vec<Finding>) {
+        let Some(corr) = self.conns.corr.get_mut(&id) else {
+            return;
+        };
+        let mut txns: Vec<Txn> = corr.outstanding.drain().map(|(_, t)| t).collect();
+        corr.order.clear();
+        corr.stags.clear();
+        corr.reads.clear();
+        txns.sort_by_key(|t| t.rec.call_frame);
+        let last_ts = self.state.totals.last_ts_ns;
+        if let Some(c) = self.state.connections.get_mut(&id) {
+            c.in_flight = 0;
+            c.finish(last_ts);
+        }
+        for t in txns {
+            let xid = t.rec.xid;
+            let frame = t.rec.call_frame;
+            let proc = t.rec.procedure_label();
+            self.anomaly(
+                out,
+                Kind::CallWithoutReply,
+                vec![frame],
+                Some(id),
+                Some(xid),
+                format!("call {proc} (xid {xid:#010x}, frame {frame}) got no reply: {why}"),
+            );
+            let mut rec = t.rec;
+            rec.anomalies.push(Kind::CallWithoutReply);
+            out.push(Finding::Transaction(Box::new(rec)));
+        }
+    }
+
+    pub(super) fn cm_message(
+        &mut self,
+        number: u64,
+        ts: u64,
+        d: &Dissection<'_>,
+        cm: CmMessage<'_>,
+        out: &mut Vec<Finding>,
+    ) {
+        let Some(ip) = d.ip else {
+            return;
+        };
+        let (src, dst) = (ip.source(), ip.destination());
+        let private = d.rpcrdma_cm_private.map(|(_, p)| p);
+        match cm {
+            CmMessage::Req(req) => {
+                let key = (src, req.local_comm_id);
+                if let Some(&id) = self.conns.pending.get(&key) {
+                    // A retransmitted REQ (the CM retries MADs).
+                    if let Some(c) = self.state.connections.get_mut(&id) {
+                        c.cm_frames.push(number);
+                    }
+                    return;
+                }
+                if self.conns.pending.len() >= self.config.max_connections {
+                    self.conns.pending.clear();
+                }
+                let id = self.new_conn(ts, out);
+                self.conns.pending.insert(key, id);
+                let client = QpKey {
+                    addr: src,
+                    qpn: req.local_qpn.get(),
+                };
+                let rdma_cm = req.service_id.rdma_cm();
+                if let Some(c) = self.state.connections.get_mut(&id) {
+                    c.cm_state = CmState::Requested;
+                    c.client = Some(client);
+                    c.service_id = Some(req.service_id.0);
+                    c.port = rdma_cm.map(|(_, port)| port);
+                    c.client_comm_id = Some(req.local_comm_id);
+                    c.client_start_psn = Some(req.starting_psn.get());
+                    c.client_private = private;
+                    c.cm_frames.push(number);
+                    let _ = dst;
+                }
+                if let Some(corr) = self.conns.corr.get_mut(&id) {
+                    corr.rpcrdma = rdma_cm.is_some_and(|(_, p)| p == 20049) || private.is_some();
+                }
+                self.bind_qp(client, id, out);
+            }
+            CmMessage::Rep(rep) => {
+                let Some(&id) = self.conns.pending.get(&(dst, rep.remote_comm_id)) else {
+                    return;
+                };
+                let server = QpKey {
+                    addr: src,
+                    qpn: rep.local_qpn.get(),
+                };
+                if let Some(c) = self.state.connections.get_mut(&id) {
+                    if c.server.is_some() {
+                        c.cm_frames.push(number);
+                        return;
+                    }
+                    c.cm_state = CmState::Replied;
+                    c.server = Some(server);
+                    c.server_comm_id = Some(rep.local_comm_id);
+                    c.server_start_psn = Some(rep.starting_psn.get());
+                    c.server_private = private;
+                    let v1 = |p: Option<CmPrivateData>| p.and_then(|p| p.v1());
+                    c.negotiated = Some(rpcrdma_cm::negotiate(
+                        v1(c.client_private),
+                        v1(c.server_private),
+                    ));
+                    c.cm_frames.push(number);
+                    // RFC 8166 3.3.3: one credit until the first reply says otherwise.
+                    c.granted = Some(1);
+                }
+                if private.is_some() {
+                    if let Some(corr) = self.conns.corr.get_mut(&id) {
+                        corr.rpcrdma = true;
+                    }
+                }
+                self.bind_qp(server, id, out);
+            }
+            CmMessage::Rtu(rtu) => {
+                if let Some(id) = self.conn_by_comm_id(src, rtu.local_comm_id) {
+                    if let Some(c) = self.state.connections.get_mut(&id) {
+                        c.cm_state = CmState::Established;
+                        c.cm_frames.push(number);
+                    }
+                }
+            }
+            CmMessage::Rej(rej) => {
+                let id = self
+                    .conns
+                    .pending
+                    .get(&(dst, rej.remote_comm_id))
+                    .copied()
+                    .or_else(|| self.conn_by_comm_id(dst, rej.remote_comm_id));
+                if let Some(c) = id.and_then(|id| self.state.connections.get_mut(&id)) {
+                    c.cm_state = CmState::Rejected;
+                    c.cm_frames.push(number);
+                }
+                self.anomaly(
+                    out,
+                    Kind::ConnectionRejected,
+                    vec![number],
+                    id,
+                    None,
+                    format!(
+                        "{src} rejected the connection request from {dst}: reason {} ({})",
+                        rej.reason.0,
+                        rej.reason.name()
+                    ),
+                );
+            }
+            CmMessage::Dreq(dreq) => {
+                if let Some(id) = self.conn_by_comm_id(src, dreq.local_comm_id) {
+                    if let Some(c) = self.state.connections.get_mut(&id) {
+                        c.cm_state = CmState::Disconnecting;
+                        c.cm_frames.push(number);
+                    }
+                }
+            }
+            CmMessage::Drep(drep) => {
+                if let Some(id) = self.conn_by_comm_id(src, drep.local_comm_id) {
+                    if let Some(c) = self.state.connections.get_mut(&id) {
+                        c.cm_state = CmState::Closed;
+                        c.cm_frames.push(number);
+                    }
+                    self.close_out(id, "the connection was closed (DREQ/DREP) first", out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The connection whose side at `addr` has CM communication ID `comm_id`.
+    fn conn_by_comm_id(&self, addr: IpAddr, comm_id: u32) -> Option<ConnId> {
+        self.state
+            .connections
+            .values()
+            .rev()
+            .find(|c| {
+                (c.client_comm_id == Some(comm_id) && c.client.is_some_and(|q| q.addr == addr))
+                    || (c.server_comm_id == Some(comm_id)
+                        && c.server.is_some_and(|q| q.addr == addr))
+            })
+            .map(|c| c.id)
+    }
+}
+
+/// The RFC 8797 parameters of a side, when it sent version 1 private data.
+pub(super) fn v1(p: Option<CmPrivateData>) -> Option<RpcRdmaCmPrivate> {
+    p.and_then(|p| p.v1())
+}

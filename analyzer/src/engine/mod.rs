@@ -1,0 +1,427 @@
+//! The correlation engine: a pure state machine over events.
+//!
+//! No clock, no I/O, no terminal: time arrives inside events, so replaying a
+//! capture always gives the same result, and the TUI, the reports and the
+//! tests share one implementation.
+//!
+//! ```text
+//!  Event::Frame ──► stack::dissect ──► CM MAD? ──► connections (conn.rs)
+//!                                 └──► BTH ──┬─ SEND ──► reassembly ──► RPC-over-RDMA message (txn.rs)
+//!                                            ├─ RDMA WRITE / READ ──► chunk segments (rdma.rs)
+//!                                            └─ ACK / NAK ──► anomalies
+//!  Event::End ──► unanswered calls
+//! ```
+//!
+//! Output comes two ways: [`Finding`]s (completed transactions and
+//! anomalies) pushed to the caller's vector as they happen, and aggregate
+//! [`State`] (connections, counters, credit series) read at any time.
+//! Every table is capped by [`Config`]; what a cap pushes out is counted in
+//! [`Evictions`] and reported as a `state_evicted` anomaly, never dropped silently.
+
+pub mod anomaly;
+mod conn;
+mod rdma;
+pub mod txn;
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+
+use rdma_dissectors::ib::Qpn;
+use rdma_dissectors::link::LinkType;
+use rdma_dissectors::stack::{self, RpcRdmaDecode};
+use serde::Serialize;
+
+pub use anomaly::{Anomaly, Kind, Severity};
+pub use conn::{CmState, Connection, CreditPoint, Role};
+pub use txn::{ChunkKind, LadderStep, SegmentUse, Transaction, Transfer};
+
+/// A connection's identifier: small, stable for the whole run, in order of discovery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct ConnId(pub u32);
+
+impl std::fmt::Display for ConnId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "c{}", self.0)
+    }
+}
+
+/// A queue pair as the wire names it: the node's address and its QP number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct QpKey {
+    /// IP address (RoCEv2) of the node that owns the QP.
+    pub addr: IpAddr,
+    /// QP number.
+    pub qpn: u32,
+}
+
+impl std::fmt::Display for QpKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{:#x}", self.addr, self.qpn)
+    }
+}
+
+/// Caps and switches.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Dissector settings (RoCEv2 port, ICRC verification).
+    pub stack: stack::Config,
+    /// Connections tracked at once.
+    pub max_connections: usize,
+    /// Queue pairs tracked at once (including those not yet paired).
+    pub max_qps: usize,
+    /// Outstanding calls per connection.
+    pub max_outstanding: usize,
+    /// RDMA Read requests awaiting responses per connection.
+    pub max_reads: usize,
+    /// Bytes of a multi-packet Send kept to decode its headers.
+    pub max_message_prefix: usize,
+    /// Points of credit history per connection (older ones are thinned out).
+    pub max_credit_points: usize,
+    /// Steps recorded per transaction for the ladder diagram.
+    pub max_ladder_steps: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            stack: stack::Config {
+                rpcrdma: RpcRdmaDecode::Never,
+                ..stack::Config::default()
+            },
+            max_connections: 4096,
+            max_qps: 16384,
+            max_outstanding: 65536,
+            max_reads: 4096,
+            max_message_prefix: 8192,
+            max_credit_points: 4096,
+            max_ladder_steps: 64,
+        }
+    }
+}
+
+/// What the engine consumes.
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'a> {
+    /// A captured frame.
+    Frame {
+        /// 1-based frame number.
+        number: u64,
+        /// Capture time, ns since the epoch.
+        ts_ns: u64,
+        /// Link type of the capture interface.
+        link: LinkType,
+        /// Length on the wire (more than `data.len()` when snaplen cut the frame).
+        orig_len: u32,
+        /// Captured bytes.
+        data: &'a [u8],
+    },
+    /// Time passes without traffic (live mode).
+    Tick(u64),
+    /// The source is exhausted: close out what is still open.
+    End,
+}
+
+/// What the engine reports as it goes.
+#[derive(Debug, Clone)]
+pub enum Finding {
+    /// A transaction completed (or was closed out unanswered).
+    Transaction(Box<Transaction>),
+    /// An anomaly.
+    Anomaly(Box<Anomaly>),
+}
+
+/// What the caps pushed out.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Evictions {
+    /// Connections dropped to stay under `max_connections`.
+    pub connections: u64,
+    /// Queue pairs forgotten to stay under `max_qps`.
+    pub qps: u64,
+    /// Outstanding calls dropped to stay under `max_outstanding`.
+    pub calls: u64,
+    /// RDMA Read requests dropped to stay under `max_reads`.
+    pub reads: u64,
+    /// Bytes of long Sends not kept beyond `max_message_prefix`.
+    pub truncated_messages: u64,
+}
+
+/// Capture-wide counters.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Totals {
+    /// Frames seen.
+    pub frames: u64,
+    /// Bytes seen (captured).
+    pub bytes: u64,
+    /// Frames with a BTH (RoCE or InfiniBand).
+    pub rdma_frames: u64,
+    /// CM MADs seen.
+    pub cm_messages: u64,
+    /// RPC-over-RDMA messages decoded.
+    pub rpcrdma_messages: u64,
+    /// Calls seen.
+    pub calls: u64,
+    /// Replies matched to calls.
+    pub replies: u64,
+    /// Frames on queue pairs no connection could be found for.
+    pub unassociated_frames: u64,
+    /// Retransmitted request packets (PSN seen again).
+    pub retransmissions: u64,
+    /// PSN gaps (packets the capture missed).
+    pub psn_gaps: u64,
+    /// ICRC: frames verified good.
+    pub icrc_valid: u64,
+    /// ICRC: frames verified bad.
+    pub icrc_invalid: u64,
+    /// ICRC: frames that could not be checked (cut by snaplen).
+    pub icrc_unchecked: u64,
+    /// Bytes moved by RDMA Read and Write that matched a chunk segment.
+    pub chunk_bytes: u64,
+    /// Replies sent with Send With Invalidate.
+    pub remote_invalidations: u64,
+    /// Time of the first frame (ns since the epoch).
+    pub first_ts_ns: u64,
+    /// Time of the last frame.
+    pub last_ts_ns: u64,
+}
+
+/// Everything the front ends draw.
+#[derive(Debug, Clone, Default)]
+pub struct State {
+    /// Counters over the whole capture.
+    pub totals: Totals,
+    /// Connections by id (evicted ones are gone; see `evictions`).
+    pub connections: BTreeMap<ConnId, Connection>,
+    /// Anomalies by kind.
+    pub anomaly_counts: BTreeMap<Kind, u64>,
+    /// What the caps pushed out.
+    pub evictions: Evictions,
+}
+
+/// Per-queue-pair receive state.
+#[derive(Debug, Default)]
+struct QpState {
+    conn: Option<ConnId>,
+    /// Last request PSN seen arriving at this QP (for duplicates and gaps).
+    last_psn: Option<u32>,
+    /// After a READ request the next PSN jumps by the response count, which
+    /// the wire does not say; skip one gap check.
+    psn_jump_unknown: bool,
+    /// A multi-packet Send being reassembled.
+    send: Option<txn::Reassembly>,
+    /// An RDMA Write whose later packets carry no RETH.
+    write: Option<rdma::WriteCtx>,
+    last_ts_ns: u64,
+}
+
+/// The correlation engine.
+pub struct Engine {
+    config: Config,
+    state: State,
+    qps: HashMap<QpKey, QpState>,
+    next_conn: u32,
+    conns: conn::Table,
+}
+
+impl Engine {
+    /// A new engine with `config`'s caps.
+    pub fn new(config: Config) -> Self {
+        Engine {
+            config,
+            state: State::default(),
+            qps: HashMap::new(),
+            next_conn: 1,
+            conns: conn::Table::default(),
+        }
+    }
+
+    /// The aggregate state (connections, counters).
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Calls outstanding right now, over all connections.
+    pub fn outstanding_calls(&self) -> usize {
+        self.conns.outstanding()
+    }
+
+    /// Consumes one event; findings are appended to `out`.
+    pub fn handle(&mut self, event: Event<'_>, out: &mut Vec<Finding>) {
+        match event {
+            Event::Frame {
+                number,
+                ts_ns,
+                link,
+                orig_len,
+                data,
+            } => self.frame(number, ts_ns, link, orig_len, data, out),
+            Event::Tick(ts) => {
+                self.state.totals.last_ts_ns = self.state.totals.last_ts_ns.max(ts);
+            }
+            Event::End => self.end(out),
+        }
+    }
+
+    fn anomaly(
+        &mut self,
+        out: &mut Vec<Finding>,
+        kind: Kind,
+        frames: Vec<u64>,
+        conn: Option<ConnId>,
+        xid: Option<u32>,
+        message: String,
+    ) {
+        *self.state.anomaly_counts.entry(kind).or_insert(0) += 1;
+        if let Some(c) = conn.and_then(|c| self.state.connections.get_mut(&c)) {
+            c.anomalies += 1;
+        }
+        out.push(Finding::Anomaly(Box::new(Anomaly {
+            kind,
+            frames,
+            connection: conn,
+            xid,
+            message,
+        })));
+    }
+
+    fn frame(
+        &mut self,
+        number: u64,
+        ts: u64,
+        link: LinkType,
+        orig_len: u32,
+        data: &[u8],
+        out: &mut Vec<Finding>,
+    ) {
+        let t = &mut self.state.totals;
+        t.frames += 1;
+        t.bytes += data.len() as u64;
+        if t.first_ts_ns == 0 {
+            t.first_ts_ns = ts;
+        }
+        t.last_ts_ns = t.last_ts_ns.max(ts);
+        let _ = orig_len;
+        let d = stack::dissect(link, data, &self.config.stack);
+        match d.icrc {
+            Some(rdma_dissectors::ib::icrc::IcrcStatus::Valid) => t.icrc_valid += 1,
+            Some(rdma_dissectors::ib::icrc::IcrcStatus::Invalid { found, computed }) => {
+                t.icrc_invalid += 1;
+                let conn = d.bth.and_then(|b| self.conn_of_dest(&d, b.dest_qp));
+                self.anomaly(
+                    out,
+                    Kind::IcrcMismatch,
+                    vec![number],
+                    conn,
+                    None,
+                    format!("ICRC is {found:#010x} but the frame's contents give {computed:#010x}: the frame was corrupted on the wire or by the capture"),
+                );
+            }
+            Some(_) => t.icrc_unchecked += 1,
+            None => {}
+        }
+        let Some(bth) = d.bth else {
+            if let Some(e) = d.stop {
+                // A frame that got as far as UDP to the RoCEv2 port but no further.
+                if d.udp
+                    .is_some_and(|u| u.destination_port == self.config.stack.rocev2_port)
+                    || d.grh.is_some()
+                    || d.lrh.is_some()
+                {
+                    self.anomaly(
+                        out,
+                        Kind::Malformed,
+                        vec![number],
+                        None,
+                        None,
+                        format!("frame could not be dissected: {e}"),
+                    );
+                }
+            }
+            return;
+        };
+        self.state.totals.rdma_frames += 1;
+        if let Some(e) = d.stop {
+            let conn = self.conn_of_dest(&d, bth.dest_qp);
+            self.anomaly(
+                out,
+                Kind::Malformed,
+                vec![number],
+                conn,
+                None,
+                format!("{} frame could not be dissected: {e}", bth.opcode.name()),
+            );
+            return;
+        }
+        if let Some(cm) = d.cm {
+            self.state.totals.cm_messages += 1;
+            self.cm_message(number, ts, &d, cm, out);
+            return;
+        }
+        let (Some(src), Some(dst)) = (d.ip.map(|i| i.source()), d.ip.map(|i| i.destination()))
+        else {
+            // RoCEv1 / native IB: GIDs would name the nodes; the lab and most
+            // deployments are RoCEv2, so these are counted but not correlated.
+            self.state.totals.unassociated_frames += 1;
+            return;
+        };
+        let dest = QpKey {
+            addr: dst,
+            qpn: bth.dest_qp.get(),
+        };
+        self.rc_frame(number, ts, src, dest, &d, out);
+    }
+
+    fn conn_of_dest(&self, d: &stack::Dissection<'_>, qpn: Qpn) -> Option<ConnId> {
+        let addr = d.ip?.destination();
+        self.qps
+            .get(&QpKey {
+                addr,
+                qpn: qpn.get(),
+            })?
+            .conn
+    }
+
+    fn qp_mut(&mut self, key: QpKey, out: &mut Vec<Finding>) -> &mut QpState {
+        if !self.qps.contains_key(&key) && self.qps.len() >= self.config.max_qps {
+            // Forget the longest-idle QP, preferring ones no connection owns.
+            let victim = self
+                .qps
+                .iter()
+                .min_by_key(|(_, q)| (q.conn.is_some(), q.last_ts_ns))
+                .map(|(k, _)| *k);
+            if let Some(v) = victim {
+                self.qps.remove(&v);
+                self.state.evictions.qps += 1;
+                if self.state.evictions.qps.is_power_of_two() {
+                    self.anomaly(
+                        out,
+                        Kind::StateEvicted,
+                        vec![],
+                        None,
+                        None,
+                        format!(
+                            "queue-pair table full ({} entries): forgot {v} ({} QPs forgotten so far); raise --max-qps",
+                            self.config.max_qps, self.state.evictions.qps
+                        ),
+                    );
+                }
+            }
+        }
+        self.qps.entry(key).or_default()
+    }
+
+    fn end(&mut self, out: &mut Vec<Finding>) {
+        let ids: Vec<ConnId> = self.conns.ids();
+        for id in ids {
+            self.close_out(id, "the capture ended before a reply", out);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,485 @@
+//! RC packets other than Sends: RDMA Write and Read matched to the chunk
+//! segments that calls advertised, ACK/NAK, and PSN bookkeeping.
+
+use std::net::IpAddr;
+
+use rdma_dissectors::ib::aeth::{AckKind, NakCode};
+use rdma_dissectors::ib::bth::{Operation, Position};
+use rdma_dissectors::ib::Psn;
+use rdma_dissectors::oncrpc::{MsgBody, RpcMsg};
+use rdma_dissectors::stack::Dissection;
+
+use super::txn::{fill_call, ChunkKind, Message, SEGMENT_FRAME_CAP};
+use super::{ConnId, Engine, Finding, Kind, QpKey};
+
+/// An RDMA Write in progress on a QP: its later packets carry no RETH.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct WriteCtx {
+    conn: ConnId,
+    target: Option<((bool, u32), usize)>,
+    rkey: u32,
+}
+
+/// An RDMA Read request waiting for its responses.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ReadReq {
+    psn: u32,
+    next_psn: u32,
+    rkey: u32,
+    len: u32,
+    received: u32,
+    target: Option<((bool, u32), usize)>,
+}
+
+impl Engine {
+    /// Handles any RC/UC/UD packet that is not a CM MAD.
+    pub(super) fn rc_frame(
+        &mut self,
+        number: u64,
+        ts: u64,
+        src: IpAddr,
+        dest: QpKey,
+        d: &Dissection<'_>,
+        out: &mut Vec<Finding>,
+    ) {
+        let Some(bth) = d.bth else { return };
+        let op = bth.opcode;
+        let psn = bth.psn.get();
+        let operation = op.operation();
+        let is_request = matches!(
+            operation,
+            Operation::Send
+                | Operation::RdmaWrite
+                | Operation::RdmaReadRequest
+                | Operation::CompareSwap
+                | Operation::FetchAdd
+        );
+        let q = self.qp_mut(dest, out);
+        q.last_ts_ns = ts;
+        let conn = q.conn;
+        if is_request {
+            if let Some(last) = q.last_psn {
+                let last = Psn::try_new(last).unwrap_or_default();
+                let cur = bth.psn;
+                if cur == last || cur.is_before(last) {
+                    // Seen before: the requester retransmitted it (after a NAK or a timeout).
+                    self.state.totals.retransmissions += 1;
+                    if op
+                        .position()
+                        .is_some_and(|p| matches!(p, Position::First | Position::Only))
+                    {
+                        self.anomaly(
+                            out,
+                            Kind::Retransmission,
+                            vec![number],
+                            conn,
+                            None,
+                            format!(
+                                "{} PSN {psn:#x} to {dest} was sent again (a retransmission)",
+                                op.name()
+                            ),
+                        );
+                    }
+                    return;
+                }
+                if last.add(1) != cur && !q.psn_jump_unknown {
+                    self.state.totals.psn_gaps += 1;
+                }
+            }
+            let q = self.qp_mut(dest, out);
+            q.last_psn = Some(psn);
+            q.psn_jump_unknown = operation == Operation::RdmaReadRequest;
+        }
+        if let Some(c) = conn.and_then(|c| self.state.connections.get_mut(&c)) {
+            c.last_ts_ns = ts;
+        }
+        match operation {
+            Operation::Send => {
+                let Some(position) = op.position() else {
+                    return;
+                };
+                let m = Message {
+                    bytes: d.payload,
+                    total: d.payload.len(),
+                    first_frame: number,
+                    frame: number,
+                    ts,
+                    src,
+                    dest,
+                    invalidate: d.ieth.map(|i| i.r_key),
+                };
+                self.send_packet(m, position, out);
+            }
+            Operation::RdmaWrite => self.write_packet(number, ts, dest, conn, d, out),
+            Operation::RdmaReadRequest => self.read_request(number, ts, dest, conn, d, out),
+            Operation::RdmaReadResponse => self.read_response(number, ts, conn, d, out),
+            Operation::Acknowledge => {
+                if let Some(aeth) = d.aeth {
+                    match aeth.kind() {
+                        AckKind::Nak(code) => {
+                            let what = match code {
+                                NakCode::PsnSequenceError => "PSN sequence error (a packet was lost; the requester must resend)",
+                                NakCode::InvalidRequest => "invalid request",
+                                NakCode::RemoteAccessError => "remote access error (an R_Key or address the peer did not allow)",
+                                NakCode::RemoteOperationalError => "remote operational error",
+                                NakCode::InvalidRdRequest => "invalid RD request",
+                                _ => "unknown NAK code",
+                            };
+                            self.anomaly(
+                                out,
+                                Kind::Nak,
+                                vec![number],
+                                conn,
+                                None,
+                                format!("NAK from {src} for PSN {psn:#x}: {what}"),
+                            );
+                        }
+                        AckKind::RnrNak { .. } => {
+                            self.anomaly(
+                                out,
+                                Kind::Nak,
+                                vec![number],
+                                conn,
+                                None,
+                                format!("RNR NAK from {src} for PSN {psn:#x}: the receiver had no receive buffer posted"),
+                            );
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+        if conn.is_none() {
+            self.state.totals.unassociated_frames += 1;
+        }
+    }
+
+    /// Finds the outstanding call and segment an (R_Key, VA, length) falls in.
+    fn find_segment(
+        &self,
+        conn: ConnId,
+        rkey: u32,
+        va: u64,
+        len: u32,
+        kind_ok: impl Fn(ChunkKind) -> bool,
+    ) -> Option<((bool, u32), usize)> {
+        let corr = self.conns.corr.get(&conn)?;
+        let keys = corr.stags.get(&rkey)?;
+        for key in keys {
+            let Some(t) = corr.outstanding.get(key) else {
+                continue;
+            };
+            for (i, s) in t.rec.chunks.iter().enumerate() {
+                if s.handle != rkey || !kind_ok(s.kind) {
+                    continue;
+                }
+                let start = s.offset;
+                let end = s.offset.saturating_add(u64::from(s.length));
+                if va >= start && va.saturating_add(u64::from(len)) <= end {
+                    return Some((*key, i));
+                }
+            }
+        }
+        None
+    }
+
+    fn outside_chunk(
+        &mut self,
+        out: &mut Vec<Finding>,
+        number: u64,
+        conn: ConnId,
+        what: &str,
+        rkey: u32,
+        va: u64,
+        len: u32,
+    ) {
+        let rpcrdma = self.conns.corr.get(&conn).is_some_and(|c| c.rpcrdma);
+        let cm_seen = self
+            .state
+            .connections
+            .get(&conn)
+            .is_some_and(|c| c.cm_state != super::CmState::NotSeen);
+        // Mid-capture, calls sent before the capture began are unknown: only a
+        // connection seen from its start can prove the access was not advertised.
+        if !rpcrdma || !cm_seen {
+            return;
+        }
+        self.anomaly(
+            out,
+            Kind::RdmaOutsideChunk,
+            vec![number],
+            Some(conn),
+            None,
+            format!("{what} to rkey {rkey:#x} va {va:#x} length {len}, which no outstanding call advertised: the peer touched memory it was not offered"),
+        );
+    }
+
+    fn credit_segment(
+        &mut self,
+        conn: ConnId,
+        target: ((bool, u32), usize),
+        bytes: u32,
+        frame: u64,
+        ts: u64,
+        read: bool,
+    ) -> Option<&mut super::txn::Txn> {
+        let t = self
+            .conns
+            .corr
+            .get_mut(&conn)?
+            .outstanding
+            .get_mut(&target.0)?;
+        if read {
+            t.first_read_ts.get_or_insert(ts);
+            t.last_read_ts = Some(ts);
+        } else {
+            t.first_write_ts.get_or_insert(ts);
+            t.last_write_ts = Some(ts);
+        }
+        let s = t.rec.chunks.get_mut(target.1)?;
+        s.bytes_moved += u64::from(bytes);
+        if s.frames.len() < SEGMENT_FRAME_CAP {
+            s.frames.push(frame);
+        }
+        Some(t)
+    }
+
+    fn write_packet(
+        &mut self,
+        number: u64,
+        ts: u64,
+        dest: QpKey,
+        conn: Option<ConnId>,
+        d: &Dissection<'_>,
+        out: &mut Vec<Finding>,
+    ) {
+        let Some(bth) = d.bth else { return };
+        let bytes = d.payload.len() as u32;
+        let position = bth.opcode.position();
+        let cap = self.config.max_ladder_steps;
+        if let Some(reth) = d.reth {
+            // First or Only: the RETH says where.
+            let conn = match conn {
+                Some(c) => Some(c),
+                None => self.pair_by_rkey(dest, d, reth.r_key, out),
+            };
+            let Some(conn) = conn else { return };
+            let target = self.find_segment(conn, reth.r_key, reth.va, reth.dma_length, |k| {
+                k != ChunkKind::Read
+            });
+            if target.is_none() {
+                self.outside_chunk(
+                    out,
+                    number,
+                    conn,
+                    "RDMA WRITE",
+                    reth.r_key,
+                    reth.va,
+                    reth.dma_length,
+                );
+            }
+            if matches!(position, Some(Position::First)) {
+                let q = self.qp_mut(dest, out);
+                q.write = Some(WriteCtx {
+                    conn,
+                    target,
+                    rkey: reth.r_key,
+                });
+            }
+            if let Some(tg) = target {
+                if let Some(t) = self.credit_segment(conn, tg, bytes, number, ts, false) {
+                    let from_client = t.rec.backchannel;
+                    t.rec.step(cap, number, ts, from_client, || {
+                        format!(
+                            "RDMA WRITE rkey {:#x} va {:#x} len {}",
+                            reth.r_key, reth.va, reth.dma_length
+                        )
+                    });
+                }
+            }
+        } else {
+            let q = self.qp_mut(dest, out);
+            let Some(w) = q.write else { return };
+            if matches!(position, Some(Position::Last)) {
+                q.write = None;
+            }
+            if let Some(tg) = w.target {
+                let _ = w.rkey;
+                self.credit_segment(w.conn, tg, bytes, number, ts, false);
+            }
+        }
+    }
+
+    /// A Write or Read request to a QP no connection owns yet: find the
+    /// connection whose outstanding call advertised this R_Key.
+    fn pair_by_rkey(
+        &mut self,
+        dest: QpKey,
+        d: &Dissection<'_>,
+        rkey: u32,
+        out: &mut Vec<Finding>,
+    ) -> Option<ConnId> {
+        let src = d.ip?.source();
+        let id = self.state.connections.values().rev().find_map(|c| {
+            let corr = self.conns.corr.get(&c.id)?;
+            (c.client.is_none()
+                && c.server.is_some_and(|s| s.addr == src)
+                && corr.peer_addr == Some(dest.addr)
+                && corr.stags.contains_key(&rkey))
+            .then_some(c.id)
+        })?;
+        if let Some(c) = self.state.connections.get_mut(&id) {
+            c.client = Some(dest);
+        }
+        self.bind_qp(dest, id, out);
+        Some(id)
+    }
+
+    fn read_request(
+        &mut self,
+        number: u64,
+        ts: u64,
+        dest: QpKey,
+        conn: Option<ConnId>,
+        d: &Dissection<'_>,
+        out: &mut Vec<Finding>,
+    ) {
+        let (Some(bth), Some(reth)) = (d.bth, d.reth) else {
+            return;
+        };
+        let conn = match conn {
+            Some(c) => Some(c),
+            None => self.pair_by_rkey(dest, d, reth.r_key, out),
+        };
+        let Some(conn) = conn else { return };
+        let target = self.find_segment(conn, reth.r_key, reth.va, reth.dma_length, |k| {
+            k == ChunkKind::Read
+        });
+        if target.is_none() {
+            self.outside_chunk(
+                out,
+                number,
+                conn,
+                "RDMA READ",
+                reth.r_key,
+                reth.va,
+                reth.dma_length,
+            );
+        }
+        let cap = self.config.max_ladder_steps;
+        if let Some(tg) = target {
+            if let Some(t) = self
+                .conns
+                .corr
+                .get_mut(&conn)
+                .and_then(|c| c.outstanding.get_mut(&tg.0))
+            {
+                t.first_read_ts.get_or_insert(ts);
+                let from_client = t.rec.backchannel;
+                t.rec.step(cap, number, ts, from_client, || {
+                    format!(
+                        "RDMA READ request rkey {:#x} va {:#x} len {}",
+                        reth.r_key, reth.va, reth.dma_length
+                    )
+                });
+            }
+        }
+        let max = self.config.max_reads;
+        let mut evicted = false;
+        if let Some(corr) = self.conns.corr.get_mut(&conn) {
+            if corr.reads.len() >= max {
+                corr.reads.pop_front();
+                evicted = true;
+            }
+            let psn = bth.psn.get();
+            corr.reads.push_back(ReadReq {
+                psn,
+                next_psn: psn,
+                rkey: reth.r_key,
+                len: reth.dma_length,
+                received: 0,
+                target,
+            });
+        }
+        if evicted {
+            self.state.evictions.reads += 1;
+        }
+    }
+
+    fn read_response(
+        &mut self,
+        number: u64,
+        ts: u64,
+        conn: Option<ConnId>,
+        d: &Dissection<'_>,
+        out: &mut Vec<Finding>,
+    ) {
+        let Some(bth) = d.bth else { return };
+        let Some(conn) = conn else { return };
+        let psn = bth.psn;
+        let bytes = d.payload.len() as u32;
+        let Some(corr) = self.conns.corr.get_mut(&conn) else {
+            return;
+        };
+        // Responses come in PSN order: the first request whose range reaches this PSN.
+        let Some(idx) = corr.reads.iter().position(|r| {
+            let start = Psn::try_new(r.psn).unwrap_or_default();
+            let next = Psn::try_new(r.next_psn).unwrap_or_default();
+            (psn == start || start.is_before(psn)) && (psn == next || psn.is_before(next.add(1)))
+        }) else {
+            return;
+        };
+        let Some(r) = corr.reads.get_mut(idx) else {
+            return;
+        };
+        r.received = r.received.saturating_add(bytes);
+        r.next_psn = psn.add(1).get();
+        let done = r.received >= r.len
+            || matches!(bth.opcode.position(), Some(Position::Last | Position::Only));
+        let (target, rkey, first) = (r.target, r.rkey, r.received == bytes);
+        if done {
+            corr.reads.remove(idx);
+            // Older requests the responses skipped will get no more data.
+            let _ = corr.reads.drain(..idx.min(corr.reads.len()));
+        }
+        let Some(tg) = target else { return };
+        let payload = d.payload;
+        let cap = self.config.max_ladder_steps;
+        let Some(t) = self.credit_segment(conn, tg, bytes, number, ts, true) else {
+            return;
+        };
+        if done {
+            let from_client = !t.rec.backchannel;
+            t.rec.step(cap, number, ts, from_client, || {
+                format!("RDMA READ response complete rkey {rkey:#x}")
+            });
+        }
+        // A Long Call's RPC header travels in the first read response.
+        let pos0 = t
+            .rec
+            .chunks
+            .get(tg.1)
+            .is_some_and(|s| s.kind == ChunkKind::Read && s.position == Some(0));
+        if first && pos0 && t.rec.program.is_none() {
+            if let Ok((
+                RpcMsg {
+                    body: MsgBody::Call(c),
+                    ..
+                },
+                _,
+            )) = RpcMsg::parse(payload)
+            {
+                fill_call(
+                    &mut t.rec,
+                    c.prog,
+                    c.vers,
+                    c.proc,
+                    c.args,
+                    Default::default(),
+                );
+            }
+        }
+        let _ = out;
+    }
+}

@@ -1,0 +1,1115 @@
+//! RPC-over-RDMA messages and the transactions they make: Sends reassembled,
+//! headers decoded, calls matched to replies by XID, and the RFC checks that
+//! one message can show.
+
+use std::net::IpAddr;
+
+use rdma_dissectors::nfs;
+use rdma_dissectors::oncrpc::{MsgBody, RpcMsg};
+use rdma_dissectors::rpcrdma::{self, Body, Chunks, Proc, RdmaError, RpcRdmaHeader};
+use serde::Serialize;
+
+use super::conn::v1;
+use super::{ConnId, Engine, Finding, Kind, QpKey};
+
+/// How a call or a reply travelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transfer {
+    /// The whole message in one Send.
+    Inline,
+    /// Call with read chunks (DDP of call data by RDMA Read).
+    ReadChunks,
+    /// Call in a position-zero read chunk (Long Call), RDMA_NOMSG.
+    LongCall,
+    /// Reply with data moved into write chunks by RDMA Write.
+    WriteChunks,
+    /// Reply in the reply chunk (Long Reply), RDMA_NOMSG.
+    ReplyChunk,
+    /// RDMA_ERROR instead of a reply.
+    Error,
+    /// Not seen (no reply).
+    None,
+}
+
+impl Transfer {
+    /// Stable name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transfer::Inline => "inline",
+            Transfer::ReadChunks => "read_chunks",
+            Transfer::LongCall => "long_call",
+            Transfer::WriteChunks => "write_chunks",
+            Transfer::ReplyChunk => "reply_chunk",
+            Transfer::Error => "error",
+            Transfer::None => "none",
+        }
+    }
+}
+
+/// Which list a segment was advertised in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChunkKind {
+    /// Read list (the responder RDMA Reads it).
+    Read,
+    /// Write list (the responder RDMA Writes into it).
+    Write,
+    /// Reply chunk.
+    Reply,
+}
+
+/// One advertised segment and what happened to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SegmentUse {
+    /// Which list.
+    pub kind: ChunkKind,
+    /// Chunk index within its list (write list); 0 otherwise.
+    pub chunk: u32,
+    /// Read chunk position (read list only).
+    pub position: Option<u32>,
+    /// STag / R_Key.
+    pub handle: u32,
+    /// Advertised length.
+    pub length: u32,
+    /// Advertised offset (VA).
+    pub offset: u64,
+    /// Bytes moved by RDMA Read or Write into or out of it.
+    pub bytes_moved: u64,
+    /// Length the responder reported in its reply's write list or reply chunk.
+    pub reported_length: Option<u32>,
+    /// Frames of the RDMA operations that moved it (first ones, capped).
+    pub frames: Vec<u64>,
+    /// Whether the reply's Send With Invalidate named this handle.
+    pub remotely_invalidated: bool,
+}
+
+/// One step of the ladder diagram.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LadderStep {
+    /// Frame number.
+    pub frame: u64,
+    /// Nanoseconds since the call.
+    pub offset_ns: u64,
+    /// True when the requester (client) sent it.
+    pub from_client: bool,
+    /// What it was, e.g. `RDMA READ request rkey 0x1234 va 0x... len 4096`.
+    pub what: String,
+}
+
+/// Time spent in each phase of a transaction (see the round-trips draft).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Phases {
+    /// Call received to the responder's first RDMA operation (or to the reply).
+    pub until_first_rdma_ns: Option<u64>,
+    /// First RDMA Read request to last Read response.
+    pub read_ns: Option<u64>,
+    /// First to last RDMA Write.
+    pub write_ns: Option<u64>,
+    /// Last RDMA operation to the reply.
+    pub reply_after_rdma_ns: Option<u64>,
+}
+
+/// A completed (or abandoned) RPC transaction.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Transaction {
+    /// Connection.
+    pub connection: ConnId,
+    /// RPC XID.
+    pub xid: u32,
+    /// Whether the call went server to client (NFSv4.1 backchannel).
+    pub backchannel: bool,
+    /// Frame of the call Send (its last packet).
+    pub call_frame: u64,
+    /// Time of the call (ns since the epoch).
+    pub call_ts_ns: u64,
+    /// Frame of the reply Send.
+    pub reply_frame: Option<u64>,
+    /// Time of the reply.
+    pub reply_ts_ns: Option<u64>,
+    /// RPC program number (None for a Long Call whose RPC header was not seen).
+    pub program: Option<u32>,
+    /// Program name (nfs, mount, nlm, ...).
+    pub program_name: Option<&'static str>,
+    /// Program version.
+    pub version: Option<u32>,
+    /// Procedure name (NFSv4 COMPOUND lists its operations).
+    pub procedure: Option<String>,
+    /// Procedure number.
+    pub proc: Option<u32>,
+    /// How the call travelled.
+    pub call_transfer: Transfer,
+    /// How the reply travelled.
+    pub reply_transfer: Transfer,
+    /// Bytes of the call Send.
+    pub call_len: u32,
+    /// Bytes of the reply Send.
+    pub reply_len: Option<u32>,
+    /// Call to reply, µs.
+    pub latency_us: Option<f64>,
+    /// Credits the call requested.
+    pub credits_requested: u32,
+    /// Credits the reply granted.
+    pub credits_granted: Option<u32>,
+    /// Calls outstanding on the connection when this one was sent (itself included).
+    pub in_flight_at_call: u32,
+    /// Advertised segments and their use.
+    pub chunks: Vec<SegmentUse>,
+    /// R_Key the reply invalidated (Send With Invalidate).
+    pub remote_invalidated_rkey: Option<u32>,
+    /// Internode round trips (1 inline; +1 for RDMA Read; +1 for RDMA Write).
+    pub round_trips: u8,
+    /// Responder interrupts (1, +1 per RDMA phase it waited for).
+    pub responder_interrupts: u8,
+    /// Measured phases.
+    pub phases: Phases,
+    /// RPC reply status (accept_stat, or denied).
+    pub reply_status: Option<String>,
+    /// Anomalies that concern this transaction.
+    pub anomalies: Vec<Kind>,
+    /// The ladder diagram, in time order (capped).
+    pub ladder: Vec<LadderStep>,
+    /// Ladder steps left out by the cap.
+    pub ladder_omitted: u32,
+    /// The decoded RPC-over-RDMA header of the call, in words.
+    pub call_header: String,
+}
+
+impl Transaction {
+    /// `NFSv3 READ`, `nfs4 COMPOUND(...)`, or `?` when not known.
+    pub fn procedure_label(&self) -> String {
+        match (&self.program_name, &self.procedure) {
+            (Some(p), Some(q)) => format!("{p} {q}"),
+            (None, Some(q)) => q.clone(),
+            _ => match (self.program, self.proc) {
+                (Some(p), Some(n)) => format!("prog {p} proc {n}"),
+                _ => "?".to_string(),
+            },
+        }
+    }
+
+    /// Bytes moved through chunks.
+    pub fn bytes_moved(&self) -> u64 {
+        self.chunks.iter().map(|c| c.bytes_moved).sum()
+    }
+
+    pub(super) fn step(
+        &mut self,
+        cap: usize,
+        frame: u64,
+        ts: u64,
+        from_client: bool,
+        what: impl FnOnce() -> String,
+    ) {
+        if self.ladder.len() >= cap {
+            self.ladder_omitted += 1;
+            return;
+        }
+        self.ladder.push(LadderStep {
+            frame,
+            offset_ns: ts.saturating_sub(self.call_ts_ns),
+            from_client,
+            what: what(),
+        });
+    }
+}
+
+/// An outstanding call with its correlation bookkeeping.
+#[derive(Debug, Clone)]
+pub(super) struct Txn {
+    pub rec: Transaction,
+    pub first_read_ts: Option<u64>,
+    pub last_read_ts: Option<u64>,
+    pub first_write_ts: Option<u64>,
+    pub last_write_ts: Option<u64>,
+}
+
+/// A multi-packet Send being put back together.
+#[derive(Debug, Clone)]
+pub(super) struct Reassembly {
+    pub first_frame: u64,
+    pub prefix: Vec<u8>,
+    pub total: usize,
+}
+
+/// A whole RPC-over-RDMA message, as received.
+pub(super) struct Message<'a> {
+    pub bytes: &'a [u8],
+    pub total: usize,
+    pub first_frame: u64,
+    pub frame: u64,
+    pub ts: u64,
+    pub src: IpAddr,
+    pub dest: QpKey,
+    pub invalidate: Option<u32>,
+}
+
+/// Frames recorded per segment; the rest are counted in `bytes_moved` only.
+pub(super) const SEGMENT_FRAME_CAP: usize = 8;
+
+impl Engine {
+    /// Handles one packet of an RC SEND.
+    pub(super) fn send_packet(
+        &mut self,
+        m: Message<'_>,
+        position: rdma_dissectors::ib::bth::Position,
+        out: &mut Vec<Finding>,
+    ) {
+        use rdma_dissectors::ib::bth::Position;
+        let cap = self.config.max_message_prefix;
+        match position {
+            Position::Only => self.message(m, out),
+            Position::First => {
+                let keep = m.bytes.len().min(cap);
+                let r = Reassembly {
+                    first_frame: m.frame,
+                    prefix: m.bytes.get(..keep).unwrap_or_default().to_vec(),
+                    total: m.bytes.len(),
+                };
+                let q = self.qp_mut(m.dest, out);
+                q.send = Some(r);
+            }
+            Position::Middle | Position::Last => {
+                let q = self.qp_mut(m.dest, out);
+                let Some(r) = q.send.as_mut() else {
+                    // The capture started in the middle of this message.
+                    return;
+                };
+                let room = cap.saturating_sub(r.prefix.len());
+                let take = m.bytes.len().min(room);
+                r.prefix
+                    .extend_from_slice(m.bytes.get(..take).unwrap_or_default());
+                r.total += m.bytes.len();
+                if position == Position::Last {
+                    let Some(r) = q.send.take() else { return };
+                    if r.total > r.prefix.len() {
+                        self.state.evictions.truncated_messages += 1;
+                    }
+                    let msg = Message {
+                        bytes: &r.prefix,
+                        total: r.total,
+                        first_frame: r.first_frame,
+                        ..m
+                    };
+                    self.message(msg, out);
+                }
+            }
+        }
+    }
+
+    /// Finds (or, from traffic alone, creates) the connection a message belongs to.
+    fn conn_for_message(
+        &mut self,
+        m: &Message<'_>,
+        is_call: Option<bool>,
+        xid: u32,
+        out: &mut Vec<Finding>,
+    ) -> Option<ConnId> {
+        if let Some(c) = self.qps.get(&m.dest).and_then(|q| q.conn) {
+            return Some(c);
+        }
+        match is_call {
+            Some(true) => {
+                // A call to a QP nobody introduced: the capture started mid-connection.
+                let id = self.new_conn(m.ts, out);
+                if let Some(c) = self.state.connections.get_mut(&id) {
+                    c.server = Some(m.dest);
+                }
+                if let Some(corr) = self.conns.corr.get_mut(&id) {
+                    corr.rpcrdma = true;
+                    corr.peer_addr = Some(m.src);
+                }
+                self.bind_qp(m.dest, id, out);
+                Some(id)
+            }
+            Some(false) => {
+                // A reply: the connection whose server is the sender, whose
+                // client QP is still unknown, and which awaits this XID.
+                let id = self.state.connections.values().rev().find_map(|c| {
+                    let corr = self.conns.corr.get(&c.id)?;
+                    (c.client.is_none()
+                        && c.server.is_some_and(|s| s.addr == m.src)
+                        && corr.peer_addr == Some(m.dest.addr)
+                        && corr.outstanding.contains_key(&(false, xid)))
+                    .then_some(c.id)
+                })?;
+                if let Some(c) = self.state.connections.get_mut(&id) {
+                    c.client = Some(m.dest);
+                }
+                self.bind_qp(m.dest, id, out);
+                Some(id)
+            }
+            None => None,
+        }
+    }
+
+    /// Handles one whole RPC-over-RDMA message.
+    pub(super) fn message(&mut self, m: Message<'_>, out: &mut Vec<Finding>) {
+        let known_conn = self.qps.get(&m.dest).and_then(|q| q.conn);
+        let known_rpcrdma = known_conn
+            .and_then(|c| self.conns.corr.get(&c))
+            .is_some_and(|c| c.rpcrdma);
+        if m.bytes.len() < rpcrdma::MIN_HEADER_LEN {
+            if known_rpcrdma {
+                self.anomaly(
+                    out,
+                    Kind::ShortHeader,
+                    vec![m.frame],
+                    known_conn,
+                    None,
+                    format!("a {}-byte Send is shorter than the 28-byte RPC-over-RDMA minimum; the receiver must discard it", m.bytes.len()),
+                );
+            }
+            return;
+        }
+        let Ok(fixed) = RpcRdmaHeader::parse_fixed(m.bytes) else {
+            return;
+        };
+        let xid = fixed.xid.0;
+        if !known_rpcrdma && (fixed.vers != 1 || matches!(fixed.proc, Proc::Unknown(_))) {
+            // Not RPC-over-RDMA as far as anyone can tell (another upper layer).
+            return;
+        }
+        self.state.totals.rpcrdma_messages += 1;
+        let dest_is_client = known_conn
+            .and_then(|c| self.state.connections.get(&c))
+            .map(|c| c.client == Some(m.dest));
+        if fixed.vers != 1 && fixed.proc != Proc::Error {
+            self.anomaly(
+                out,
+                Kind::VersionMismatch,
+                vec![m.frame],
+                known_conn,
+                Some(xid),
+                format!("RPC-over-RDMA version {} (only version 1 exists); the receiver should answer RDMA_ERROR/ERR_VERS", fixed.vers),
+            );
+            return;
+        }
+        let hdr = match RpcRdmaHeader::parse(m.bytes) {
+            Ok((h, stream)) => (h, stream),
+            Err(e) => {
+                let kind = if matches!(fixed.proc, Proc::Unknown(_)) {
+                    Kind::BadProc
+                } else {
+                    Kind::Malformed
+                };
+                self.anomaly(
+                    out,
+                    kind,
+                    vec![m.frame],
+                    known_conn,
+                    Some(xid),
+                    format!("RPC-over-RDMA header could not be decoded: {e}"),
+                );
+                return;
+            }
+        };
+        let (hdr, stream) = hdr;
+        if fixed.proc.is_obsolete() {
+            let kind = if fixed.proc == Proc::Msgp {
+                Kind::MsgpUsed
+            } else {
+                Kind::DoneUsed
+            };
+            self.anomaly(
+                out,
+                kind,
+                vec![m.frame],
+                known_conn,
+                Some(xid),
+                format!(
+                    "{} is no longer part of RPC-over-RDMA version 1 (RFC 8166 4.6)",
+                    fixed.proc.name().unwrap_or("?")
+                ),
+            );
+            if fixed.proc == Proc::Done {
+                return;
+            }
+        }
+        // Which way: an RPC message in the stream says so; otherwise the QP's role.
+        let rpc = match hdr.body {
+            Body::Msg(_) | Body::Msgp { .. } => RpcMsg::parse(stream).ok().map(|(r, _)| r),
+            _ => None,
+        };
+        let is_call = match (&rpc, hdr.body) {
+            (Some(r), _) => Some(matches!(r.body, MsgBody::Call(_))),
+            (None, Body::Error(_)) => Some(false),
+            (None, _) => dest_is_client.map(|to_client| !to_client),
+        };
+        let Some(conn) = self.conn_for_message(&m, is_call, xid, out) else {
+            self.state.totals.unassociated_frames += 1;
+            return;
+        };
+        if let Some(corr) = self.conns.corr.get_mut(&conn) {
+            corr.rpcrdma = true;
+        }
+        if let Some(c) = self.state.connections.get_mut(&conn) {
+            c.last_ts_ns = m.ts;
+        }
+        let dest_is_client = self
+            .state
+            .connections
+            .get(&conn)
+            .map(|c| c.client == Some(m.dest))
+            .unwrap_or(false);
+        if let (Some(r), Body::Msg(_) | Body::Msgp { .. }) = (&rpc, hdr.body) {
+            if r.xid != xid {
+                self.anomaly(
+                    out,
+                    Kind::XidMismatch,
+                    vec![m.frame],
+                    Some(conn),
+                    Some(xid),
+                    format!("rdma_xid {xid:#010x} differs from the XID {:#010x} of the RPC message it carries", r.xid),
+                );
+            }
+        }
+        if let Body::Error(err) = hdr.body {
+            self.rdma_error(&m, conn, xid, err, dest_is_client, out);
+            return;
+        }
+        let chunks = hdr.chunks().unwrap_or_default();
+        if hdr.proc == Proc::Nomsg && !chunks.has_position_zero() && chunks.reply_chunk().is_none()
+        {
+            self.anomaly(
+                out,
+                Kind::NomsgWithoutChunks,
+                vec![m.frame],
+                Some(conn),
+                Some(xid),
+                "RDMA_NOMSG without a position-zero read chunk or a reply chunk: the RPC message is nowhere".to_string(),
+            );
+        }
+        // A backchannel call arrives at the client; a forward call at the server.
+        let call = is_call.unwrap_or(!dest_is_client);
+        if call {
+            let backchannel = dest_is_client;
+            self.call(&m, conn, backchannel, &hdr, chunks, rpc.as_ref(), out);
+        } else {
+            let backchannel = !dest_is_client;
+            self.reply(&m, conn, backchannel, &hdr, chunks, rpc.as_ref(), out);
+        }
+    }
+
+    fn rdma_error(
+        &mut self,
+        m: &Message<'_>,
+        conn: ConnId,
+        xid: u32,
+        err: RdmaError,
+        dest_is_client: bool,
+        out: &mut Vec<Finding>,
+    ) {
+        let (kind, what) = match err {
+            RdmaError::Vers { low, high } => (
+                Kind::ErrVers,
+                format!("ERR_VERS (the sender supports versions {low} to {high})"),
+            ),
+            RdmaError::Chunk => (
+                Kind::ErrChunk,
+                "ERR_CHUNK (the peer could not decode the header or its chunks)".to_string(),
+            ),
+            RdmaError::Unknown(v) => (Kind::Malformed, format!("an unknown error code {v}")),
+            _ => (Kind::Malformed, "an unknown error".to_string()),
+        };
+        if !dest_is_client {
+            self.anomaly(
+                out,
+                Kind::ErrorFromRequester,
+                vec![m.frame],
+                Some(conn),
+                Some(xid),
+                format!(
+                    "the requester sent RDMA_ERROR ({what}); only a responder may (RFC 8166 4.5)"
+                ),
+            );
+        }
+        self.anomaly(
+            out,
+            kind,
+            vec![m.frame],
+            Some(conn),
+            Some(xid),
+            format!("RDMA_ERROR for xid {xid:#010x}: {what}"),
+        );
+        // It answers the call: close the transaction.
+        let key = (false, xid);
+        if let Some(mut t) = self.take_outstanding(conn, key) {
+            t.rec.reply_transfer = Transfer::Error;
+            t.rec.anomalies.push(kind);
+            self.finish_txn(t, m, None, out);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn call(
+        &mut self,
+        m: &Message<'_>,
+        conn: ConnId,
+        backchannel: bool,
+        hdr: &RpcRdmaHeader<'_>,
+        chunks: Chunks<'_>,
+        rpc: Option<&RpcMsg<'_>>,
+        out: &mut Vec<Finding>,
+    ) {
+        let xid = hdr.xid.0;
+        let key = (backchannel, xid);
+        let mut anomalies = Vec::new();
+        // Inline threshold of this direction, when the CM exchange told us.
+        let threshold = self.state.connections.get(&conn).and_then(|c| {
+            if backchannel {
+                c.reply_inline_threshold()
+            } else {
+                c.call_inline_threshold()
+            }
+        });
+        if let Some(th) = threshold {
+            if m.total > th as usize {
+                anomalies.push(Kind::InlineThresholdExceeded);
+                self.anomaly(
+                    out,
+                    Kind::InlineThresholdExceeded,
+                    vec![m.first_frame, m.frame],
+                    Some(conn),
+                    Some(xid),
+                    format!("call Send of {} bytes exceeds the {th}-byte inline threshold the peers negotiated; it should have used a Long Call", m.total),
+                );
+            }
+        }
+        let mut rec = Transaction {
+            connection: conn,
+            xid,
+            backchannel,
+            call_frame: m.frame,
+            call_ts_ns: m.ts,
+            reply_frame: None,
+            reply_ts_ns: None,
+            program: None,
+            program_name: None,
+            version: None,
+            procedure: None,
+            proc: None,
+            call_transfer: if chunks.has_position_zero() {
+                Transfer::LongCall
+            } else if chunks.read_count() > 0 {
+                Transfer::ReadChunks
+            } else {
+                Transfer::Inline
+            },
+            reply_transfer: Transfer::None,
+            call_len: u32::try_from(m.total).unwrap_or(u32::MAX),
+            reply_len: None,
+            latency_us: None,
+            credits_requested: hdr.credits,
+            credits_granted: None,
+            in_flight_at_call: 0,
+            chunks: Vec::new(),
+            remote_invalidated_rkey: None,
+            round_trips: 1,
+            responder_interrupts: 1,
+            phases: Phases::default(),
+            reply_status: None,
+            anomalies,
+            ladder: Vec::new(),
+            ladder_omitted: 0,
+            call_header: describe_header(hdr),
+        };
+        if let Some(RpcMsg {
+            body: MsgBody::Call(c),
+            ..
+        }) = rpc
+        {
+            fill_call(&mut rec, c.prog, c.vers, c.proc, c.args, chunks);
+        }
+        for r in chunks.read_list() {
+            rec.chunks.push(SegmentUse {
+                kind: ChunkKind::Read,
+                chunk: 0,
+                position: Some(r.position),
+                handle: r.segment.handle,
+                length: r.segment.length,
+                offset: r.segment.offset,
+                bytes_moved: 0,
+                reported_length: None,
+                frames: Vec::new(),
+                remotely_invalidated: false,
+            });
+        }
+        for (i, w) in chunks.write_list().enumerate() {
+            for s in w.segments() {
+                rec.chunks.push(SegmentUse {
+                    kind: ChunkKind::Write,
+                    chunk: i as u32,
+                    position: None,
+                    handle: s.handle,
+                    length: s.length,
+                    offset: s.offset,
+                    bytes_moved: 0,
+                    reported_length: None,
+                    frames: Vec::new(),
+                    remotely_invalidated: false,
+                });
+            }
+        }
+        if let Some(rc) = chunks.reply_chunk() {
+            for s in rc.segments() {
+                rec.chunks.push(SegmentUse {
+                    kind: ChunkKind::Reply,
+                    chunk: 0,
+                    position: None,
+                    handle: s.handle,
+                    length: s.length,
+                    offset: s.offset,
+                    bytes_moved: 0,
+                    reported_length: None,
+                    frames: Vec::new(),
+                    remotely_invalidated: false,
+                });
+            }
+        }
+        let cap = self.config.max_ladder_steps;
+        let total = m.total;
+        let inv = m.invalidate;
+        rec.step(cap, m.frame, m.ts, !backchannel, || {
+            let mut s = format!("call Send {total} bytes");
+            if let Some(k) = inv {
+                s.push_str(&format!(" with Invalidate rkey {k:#x}"));
+            }
+            s
+        });
+        self.state.totals.calls += 1;
+        // Evict the oldest outstanding call at the cap.
+        let max = self.config.max_outstanding;
+        let mut evicted = None;
+        if let Some(corr) = self.conns.corr.get_mut(&conn) {
+            if corr.outstanding.len() >= max {
+                while let Some((b, x, _)) = corr.order.pop_front() {
+                    if let Some(t) = corr.outstanding.remove(&(b, x)) {
+                        evicted = Some(t);
+                        break;
+                    }
+                }
+            }
+            if corr.outstanding.contains_key(&key) {
+                // Same XID again on this connection: a retransmission of the call.
+                corr.outstanding.remove(&key);
+            }
+            for s in &rec.chunks {
+                let v = corr.stags.entry(s.handle).or_default();
+                if !v.contains(&key) && v.len() < 64 {
+                    v.push(key);
+                }
+            }
+            corr.order.push_back((backchannel, xid, m.frame));
+            if corr.order.len() > 2 * max.max(16) {
+                let live = &corr.outstanding;
+                corr.order.retain(|(b, x, _)| live.contains_key(&(*b, *x)));
+            }
+        }
+        if let Some(t) = evicted {
+            self.state.evictions.calls += 1;
+            self.anomaly(
+                out,
+                Kind::StateEvicted,
+                vec![t.rec.call_frame],
+                Some(conn),
+                Some(t.rec.xid),
+                format!("too many outstanding calls on {conn} (cap {max}): stopped waiting for the reply to xid {:#010x}; raise --max-outstanding", t.rec.xid),
+            );
+            out.push(Finding::Transaction(Box::new(t.rec)));
+        }
+        let in_flight = self
+            .conns
+            .corr
+            .get(&conn)
+            .map_or(0, |c| c.outstanding.len() as u32 + 1);
+        rec.in_flight_at_call = in_flight;
+        let points = self.config.max_credit_points;
+        let mut overrun = None;
+        if let Some(c) = self.state.connections.get_mut(&conn) {
+            c.calls += 1;
+            c.requested = Some(hdr.credits);
+            c.in_flight = in_flight;
+            c.peak_in_flight = c.peak_in_flight.max(in_flight);
+            if let Some(g) = c.granted {
+                if !backchannel && in_flight > g {
+                    overrun = Some(g);
+                }
+            }
+            c.credit_update(m.ts, points);
+        }
+        if let Some(g) = overrun {
+            rec.anomalies.push(Kind::CreditOverrun);
+            self.anomaly(
+                out,
+                Kind::CreditOverrun,
+                vec![m.frame],
+                Some(conn),
+                Some(xid),
+                format!("{in_flight} calls outstanding but the responder granted only {g} credits"),
+            );
+        }
+        if let Some(corr) = self.conns.corr.get_mut(&conn) {
+            corr.outstanding.insert(
+                key,
+                Txn {
+                    rec,
+                    first_read_ts: None,
+                    last_read_ts: None,
+                    first_write_ts: None,
+                    last_write_ts: None,
+                },
+            );
+        }
+    }
+
+    pub(super) fn take_outstanding(&mut self, conn: ConnId, key: (bool, u32)) -> Option<Txn> {
+        let corr = self.conns.corr.get_mut(&conn)?;
+        let t = corr.outstanding.remove(&key)?;
+        for s in &t.rec.chunks {
+            if let Some(v) = corr.stags.get_mut(&s.handle) {
+                v.retain(|k| *k != key);
+                if v.is_empty() {
+                    corr.stags.remove(&s.handle);
+                }
+            }
+        }
+        let n = corr.outstanding.len() as u32;
+        if let Some(c) = self.state.connections.get_mut(&conn) {
+            c.in_flight = n;
+        }
+        Some(t)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn reply(
+        &mut self,
+        m: &Message<'_>,
+        conn: ConnId,
+        backchannel: bool,
+        hdr: &RpcRdmaHeader<'_>,
+        chunks: Chunks<'_>,
+        rpc: Option<&RpcMsg<'_>>,
+        out: &mut Vec<Finding>,
+    ) {
+        let xid = hdr.xid.0;
+        let mut kinds = Vec::new();
+        if chunks.read_count() > 0 {
+            kinds.push(Kind::ReadListInReply);
+            self.anomaly(
+                out,
+                Kind::ReadListInReply,
+                vec![m.frame],
+                Some(conn),
+                Some(xid),
+                format!(
+                    "reply carries a read list of {} segments; replies must not (RFC 8166 4.3.1)",
+                    chunks.read_count()
+                ),
+            );
+        }
+        if !backchannel && hdr.credits == 0 {
+            kinds.push(Kind::ZeroCreditGrant);
+            self.anomaly(
+                out,
+                Kind::ZeroCreditGrant,
+                vec![m.frame],
+                Some(conn),
+                Some(xid),
+                "reply grants zero credits: the requester can never send again (deadlock)"
+                    .to_string(),
+            );
+        }
+        let threshold = self.state.connections.get(&conn).and_then(|c| {
+            if backchannel {
+                c.call_inline_threshold()
+            } else {
+                c.reply_inline_threshold()
+            }
+        });
+        if let Some(th) = threshold {
+            if m.total > th as usize {
+                kinds.push(Kind::InlineThresholdExceeded);
+                self.anomaly(
+                    out,
+                    Kind::InlineThresholdExceeded,
+                    vec![m.first_frame, m.frame],
+                    Some(conn),
+                    Some(xid),
+                    format!("reply Send of {} bytes exceeds the {th}-byte inline threshold the peers negotiated; it should have used the reply chunk", m.total),
+                );
+            }
+        }
+        if !backchannel {
+            let points = self.config.max_credit_points;
+            if let Some(c) = self.state.connections.get_mut(&conn) {
+                c.granted = Some(hdr.credits);
+                c.granted_min = Some(c.granted_min.map_or(hdr.credits, |g| g.min(hdr.credits)));
+                c.granted_max = Some(c.granted_max.map_or(hdr.credits, |g| g.max(hdr.credits)));
+            }
+            let _ = points;
+        }
+        let Some(mut t) = self.take_outstanding(conn, (backchannel, xid)) else {
+            self.anomaly(
+                out,
+                Kind::ReplyWithoutCall,
+                vec![m.frame],
+                Some(conn),
+                Some(xid),
+                format!("reply to xid {xid:#010x} whose call is not in the capture (sent before it started, or lost)"),
+            );
+            return;
+        };
+        t.rec.anomalies.extend(kinds);
+        t.rec.credits_granted = Some(hdr.credits);
+        t.rec.reply_transfer = match hdr.proc {
+            Proc::Nomsg => Transfer::ReplyChunk,
+            _ if chunks.write_list().any(|w| !w.is_unused() && !w.is_empty()) => {
+                Transfer::WriteChunks
+            }
+            _ => Transfer::Inline,
+        };
+        // The responder reports the lengths it wrote.
+        let mut reported = chunks
+            .write_list()
+            .enumerate()
+            .flat_map(|(i, w)| w.segments().enumerate().map(move |(j, s)| (i, j, s.length)));
+        let mut per_chunk_index = std::collections::HashMap::new();
+        for s in t
+            .rec
+            .chunks
+            .iter_mut()
+            .filter(|s| s.kind == ChunkKind::Write)
+        {
+            let j = per_chunk_index.entry(s.chunk).or_insert(0usize);
+            if let Some((_, _, len)) = reported
+                .clone()
+                .find(|(ci, sj, _)| *ci == s.chunk as usize && *sj == *j)
+            {
+                s.reported_length = Some(len);
+            }
+            *j += 1;
+        }
+        let _ = reported.next();
+        if let Some(rc) = chunks.reply_chunk() {
+            let lens: Vec<u32> = rc.segments().map(|s| s.length).collect();
+            for (s, len) in t
+                .rec
+                .chunks
+                .iter_mut()
+                .filter(|s| s.kind == ChunkKind::Reply)
+                .zip(lens)
+            {
+                s.reported_length = Some(len);
+            }
+        }
+        if let Some(RpcMsg {
+            body: MsgBody::Reply(r),
+            ..
+        }) = rpc
+        {
+            t.rec.reply_status = Some(reply_status(r));
+        }
+        self.finish_txn(t, m, m.invalidate, out);
+    }
+
+    /// Completes a transaction with its reply message.
+    fn finish_txn(
+        &mut self,
+        mut t: Txn,
+        m: &Message<'_>,
+        invalidate: Option<u32>,
+        out: &mut Vec<Finding>,
+    ) {
+        let conn = t.rec.connection;
+        let xid = t.rec.xid;
+        let rec = &mut t.rec;
+        rec.reply_frame = Some(m.frame);
+        rec.reply_ts_ns = Some(m.ts);
+        rec.reply_len = Some(u32::try_from(m.total).unwrap_or(u32::MAX));
+        let lat_ns = m.ts.saturating_sub(rec.call_ts_ns);
+        rec.latency_us = Some(lat_ns as f64 / 1000.0);
+        let cap = self.config.max_ladder_steps;
+        let total = m.total;
+        rec.step(cap, m.frame, m.ts, rec.backchannel, || match invalidate {
+            Some(k) => format!("reply Send with Invalidate rkey {k:#x}, {total} bytes"),
+            None => format!("reply Send {total} bytes"),
+        });
+        // Round trips (draft-dnoveck-nfsv4-rpcrdma-rtissues section 2.2).
+        let read = t.first_read_ts.is_some() || rec.call_transfer != Transfer::Inline;
+        let wrote = t.first_write_ts.is_some() || rec.reply_transfer == Transfer::ReplyChunk;
+        rec.round_trips = 1 + u8::from(read) + u8::from(wrote);
+        rec.responder_interrupts = 1 + u8::from(read) + u8::from(wrote);
+        let first_op = [t.first_read_ts, t.first_write_ts]
+            .into_iter()
+            .flatten()
+            .min();
+        let last_op = [t.last_read_ts, t.last_write_ts]
+            .into_iter()
+            .flatten()
+            .max();
+        rec.phases = Phases {
+            until_first_rdma_ns: Some(first_op.unwrap_or(m.ts).saturating_sub(rec.call_ts_ns)),
+            read_ns: t
+                .first_read_ts
+                .zip(t.last_read_ts)
+                .map(|(a, b)| b.saturating_sub(a)),
+            write_ns: t
+                .first_write_ts
+                .zip(t.last_write_ts)
+                .map(|(a, b)| b.saturating_sub(a)),
+            reply_after_rdma_ns: last_op.map(|l| m.ts.saturating_sub(l)),
+        };
+        let mut inv_anoms = Vec::new();
+        if let Some(rkey) = invalidate {
+            rec.remote_invalidated_rkey = Some(rkey);
+            let mut owned = false;
+            for s in rec.chunks.iter_mut().filter(|s| s.handle == rkey) {
+                s.remotely_invalidated = true;
+                owned = true;
+            }
+            if !owned {
+                inv_anoms.push((
+                    Kind::InvalidatedForeignStag,
+                    format!("Send With Invalidate names rkey {rkey:#x}, which is not one of xid {xid:#010x}'s chunks: the requester's other I/O may lose its memory registration"),
+                ));
+            }
+        }
+        let chunk_bytes: u64 = rec.chunks.iter().map(|s| s.bytes_moved).sum();
+        let backchannel = rec.backchannel;
+        let bucket = (64 - (lat_ns / 1000).max(1).leading_zeros() - 1).min(31) as usize;
+        let points = self.config.max_credit_points;
+        let mut not_negotiated = None;
+        if let Some(c) = self.state.connections.get_mut(&conn) {
+            c.replies += 1;
+            c.chunk_bytes += chunk_bytes;
+            if let Some(slot) = c.latency_log2_us.get_mut(bucket) {
+                *slot += 1;
+            }
+            if invalidate.is_some() {
+                c.remote_invalidations += 1;
+                if let Some(n) = c.negotiated {
+                    if !n.remote_invalidation {
+                        let client_r = v1(c.client_private).is_some_and(|p| p.remote_invalidate);
+                        let server_r = v1(c.server_private).is_some_and(|p| p.remote_invalidate);
+                        not_negotiated = Some((client_r, server_r));
+                    }
+                }
+            }
+            if !backchannel {
+                c.credit_update(m.ts, points);
+            }
+        }
+        if let Some((cr, sr)) = not_negotiated {
+            let yn = |b: bool| if b { "set" } else { "did not set" };
+            inv_anoms.push((
+                Kind::RemoteInvalidationNotNegotiated,
+                format!("Send With Invalidate although the peers did not both advertise remote invalidation (client {} R, server {} R)", yn(cr), yn(sr)),
+            ));
+        }
+        self.state.totals.replies += 1;
+        self.state.totals.chunk_bytes += chunk_bytes;
+        if invalidate.is_some() {
+            self.state.totals.remote_invalidations += 1;
+        }
+        for (k, msg) in inv_anoms {
+            t.rec.anomalies.push(k);
+            self.anomaly(out, k, vec![m.frame], Some(conn), Some(xid), msg);
+        }
+        out.push(Finding::Transaction(Box::new(t.rec)));
+    }
+}
+
+/// Fills program, version and procedure of a call from its RPC header.
+pub(super) fn fill_call(
+    rec: &mut Transaction,
+    prog: u32,
+    vers: u32,
+    proc: u32,
+    args: &[u8],
+    chunks: Chunks<'_>,
+) {
+    rec.program = Some(prog);
+    rec.version = Some(vers);
+    rec.proc = Some(proc);
+    rec.program_name = nfs::program_name(prog);
+    let positions: Vec<u32> = chunks.read_list().map(|r| r.position).collect();
+    let _ = positions;
+    let summary = nfs::describe_call(prog, vers, proc, args);
+    let mut name = summary.procedure.map(str::to_string);
+    let ops: Vec<&str> = summary
+        .ops()
+        .iter()
+        .filter_map(|&op| nfs::op_name(op))
+        .collect();
+    if !ops.is_empty() {
+        let mut s = format!(
+            "{}({}",
+            name.as_deref().unwrap_or("COMPOUND"),
+            ops.join(",")
+        );
+        if !summary.ops_complete {
+            s.push_str(",...");
+        }
+        s.push(')');
+        name = Some(s);
+    }
+    rec.procedure = name.or_else(|| Some(format!("proc {proc}")));
+}
+
+/// The call's RPC-over-RDMA header in a line.
+fn describe_header(h: &RpcRdmaHeader<'_>) -> String {
+    let mut s = format!(
+        "{} xid {:#010x} vers {} credits {}",
+        h.proc.name().unwrap_or("?"),
+        h.xid.0,
+        h.vers,
+        h.credits
+    );
+    if let Some(c) = h.chunks() {
+        for r in c.read_list() {
+            s.push_str(&format!(
+                "; read pos {} {:#x}:{}@{:#x}",
+                r.position, r.segment.handle, r.segment.length, r.segment.offset
+            ));
+        }
+        for (i, w) in c.write_list().enumerate() {
+            s.push_str(&format!("; write[{i}]"));
+            for seg in w.segments() {
+                s.push_str(&format!(
+                    " {:#x}:{}@{:#x}",
+                    seg.handle, seg.length, seg.offset
+                ));
+            }
+        }
+        if let Some(r) = c.reply_chunk() {
+            s.push_str("; reply");
+            for seg in r.segments() {
+                s.push_str(&format!(
+                    " {:#x}:{}@{:#x}",
+                    seg.handle, seg.length, seg.offset
+                ));
+            }
+        }
+    }
+    s
+}
+
+/// The RPC reply status in words: `SUCCESS`, `PROG_MISMATCH`, `AUTH_ERROR`, ...
+fn reply_status(r: &rdma_dissectors::oncrpc::ReplyBody<'_>) -> String {
+    use rdma_dissectors::oncrpc::{AcceptStat, RejectedReply, ReplyBody};
+    match r {
+        ReplyBody::Accepted { stat, .. } => match stat {
+            AcceptStat::Success => "SUCCESS".into(),
+            AcceptStat::ProgUnavail => "PROG_UNAVAIL".into(),
+            AcceptStat::ProgMismatch { .. } => "PROG_MISMATCH".into(),
+            AcceptStat::ProcUnavail => "PROC_UNAVAIL".into(),
+            AcceptStat::GarbageArgs => "GARBAGE_ARGS".into(),
+            AcceptStat::SystemErr => "SYSTEM_ERR".into(),
+            other => format!("{other:?}"),
+        },
+        ReplyBody::Denied(RejectedReply::RpcMismatch { .. }) => "RPC_MISMATCH".into(),
+        ReplyBody::Denied(RejectedReply::AuthError(a)) => format!("AUTH_ERROR({a:?})"),
+        other => format!("{other:?}"),
+    }
+}

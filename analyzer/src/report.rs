@@ -1,0 +1,527 @@
+//! The `report`, `transactions` and `anomalies` front ends: aggregate the
+//! engine's findings into what a user reads, as text or JSON.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::engine::{Anomaly, ConnId, Connection, Finding, Kind, State, Transaction, Transfer};
+use crate::stats::{Latency, Summary};
+
+/// What `--filter` selects: a connection (`c3`), an XID (`0x1234abcd`), a
+/// procedure name (`READ`, case-insensitive, matched against the procedure
+/// label) or an anomaly kind (`credit_overrun`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Filter {
+    /// Everything.
+    All,
+    /// One connection.
+    Connection(u32),
+    /// One XID.
+    Xid(u32),
+    /// One anomaly kind.
+    Kind(Kind),
+    /// A procedure name.
+    Procedure(String),
+}
+
+impl Filter {
+    /// Parses a `--filter` value.
+    pub fn parse(s: &str) -> Filter {
+        let t = s.trim();
+        if let Some(n) = t.strip_prefix('c').and_then(|n| n.parse().ok()) {
+            return Filter::Connection(n);
+        }
+        if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+            if let Ok(x) = u32::from_str_radix(h, 16) {
+                return Filter::Xid(x);
+            }
+        }
+        if let Some(k) = Kind::from_name(t) {
+            return Filter::Kind(k);
+        }
+        Filter::Procedure(t.to_ascii_uppercase())
+    }
+
+    /// Whether a transaction passes.
+    pub fn txn(&self, t: &Transaction) -> bool {
+        match self {
+            Filter::All => true,
+            Filter::Connection(c) => t.connection.0 == *c,
+            Filter::Xid(x) => t.xid == *x,
+            Filter::Kind(k) => t.anomalies.contains(k),
+            Filter::Procedure(p) => t
+                .procedure_label()
+                .to_ascii_uppercase()
+                .contains(p.as_str()),
+        }
+    }
+
+    /// Whether an anomaly passes.
+    pub fn anomaly(&self, a: &Anomaly) -> bool {
+        match self {
+            Filter::All => true,
+            Filter::Connection(c) => a.connection.is_some_and(|x| x.0 == *c),
+            Filter::Xid(x) => a.xid == Some(*x),
+            Filter::Kind(k) => a.kind == *k,
+            Filter::Procedure(p) => a.message.to_ascii_uppercase().contains(p.as_str()),
+        }
+    }
+
+    /// Whether a connection passes.
+    pub fn connection(&self, c: &Connection) -> bool {
+        match self {
+            Filter::Connection(id) => c.id.0 == *id,
+            _ => true,
+        }
+    }
+}
+
+/// Frames listed per anomaly kind in the report; the rest are counted.
+const FRAMES_PER_KIND: usize = 20;
+
+#[derive(Debug, Default)]
+struct KindAgg {
+    count: u64,
+    frames: Vec<u64>,
+    example: Option<String>,
+}
+
+#[derive(Debug, Default, Clone, Copy, Serialize)]
+struct ChunkAgg {
+    segments: u64,
+    advertised_bytes: u64,
+    moved_bytes: u64,
+    unused_segments: u64,
+}
+
+/// Everything the report needs, built from findings in bounded memory.
+#[derive(Debug, Default)]
+pub struct Report {
+    filter: Option<Filter>,
+    by_proc: BTreeMap<(String, Transfer, Transfer), Latency>,
+    unanswered: BTreeMap<String, u64>,
+    round_trips: BTreeMap<u8, u64>,
+    chunks: BTreeMap<&'static str, ChunkAgg>,
+    empty_write_chunks: u64,
+    kinds: BTreeMap<Kind, KindAgg>,
+    reminv_by_conn: BTreeMap<ConnId, u64>,
+}
+
+impl Report {
+    /// A report over what `filter` selects.
+    pub fn new(filter: Filter) -> Self {
+        Report {
+            filter: Some(filter),
+            ..Report::default()
+        }
+    }
+
+    /// Takes one finding.
+    pub fn add(&mut self, f: &Finding) {
+        let filter = self.filter.clone().unwrap_or(Filter::All);
+        match f {
+            Finding::Transaction(t) if filter.txn(t) => self.txn(t),
+            Finding::Anomaly(a) if filter.anomaly(a) => {
+                let k = self.kinds.entry(a.kind).or_default();
+                k.count += 1;
+                if k.frames.len() < FRAMES_PER_KIND {
+                    k.frames
+                        .extend(a.frames.iter().take(FRAMES_PER_KIND - k.frames.len()));
+                }
+                if k.example.is_none() {
+                    k.example = Some(a.message.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn txn(&mut self, t: &Transaction) {
+        let label = t.procedure_label();
+        match t.reply_ts_ns {
+            Some(r) => {
+                self.by_proc
+                    .entry((label, t.call_transfer, t.reply_transfer))
+                    .or_default()
+                    .record(r.saturating_sub(t.call_ts_ns));
+                *self.round_trips.entry(t.round_trips).or_default() += 1;
+            }
+            None => *self.unanswered.entry(label).or_default() += 1,
+        }
+        let mut seen_write_chunks = std::collections::BTreeSet::new();
+        for s in &t.chunks {
+            let name = match s.kind {
+                crate::engine::ChunkKind::Read => "read",
+                crate::engine::ChunkKind::Write => "write",
+                crate::engine::ChunkKind::Reply => "reply",
+            };
+            let a = self.chunks.entry(name).or_default();
+            a.segments += 1;
+            a.advertised_bytes += u64::from(s.length);
+            a.moved_bytes += s.bytes_moved;
+            if s.bytes_moved == 0 && t.reply_frame.is_some() {
+                a.unused_segments += 1;
+            }
+            if s.kind == crate::engine::ChunkKind::Write {
+                seen_write_chunks.insert(s.chunk);
+            }
+        }
+        let _ = seen_write_chunks;
+        if t.remote_invalidated_rkey.is_some() {
+            *self.reminv_by_conn.entry(t.connection).or_default() += 1;
+        }
+        if t.chunks.is_empty() && t.call_header.contains("write[") {
+            self.empty_write_chunks += 1;
+        }
+    }
+
+    fn proc_rows(&self) -> Vec<(String, Transfer, Transfer, Summary)> {
+        self.by_proc
+            .iter()
+            .map(|((p, c, r), l)| (p.clone(), *c, *r, l.summary()))
+            .collect()
+    }
+
+    /// The report as JSON.
+    pub fn to_json(
+        &self,
+        state: &State,
+        file: &str,
+        read_error: Option<String>,
+    ) -> serde_json::Value {
+        let filter = self.filter.clone().unwrap_or(Filter::All);
+        let conns: Vec<_> = state
+            .connections
+            .values()
+            .filter(|c| filter.connection(c))
+            .map(|c| {
+                json!({
+                    "id": c.id,
+                    "client": c.client.map(|q| q.to_string()),
+                    "server": c.server.map(|q| q.to_string()),
+                    "cm_state": c.cm_state,
+                    "port": c.port,
+                    "client_private": c.client_private.map(private_json),
+                    "server_private": c.server_private.map(private_json),
+                    "remote_invalidation": c.negotiated.map(|n| n.remote_invalidation),
+                    "call_inline_threshold": c.call_inline_threshold(),
+                    "reply_inline_threshold": c.reply_inline_threshold(),
+                    "calls": c.calls,
+                    "replies": c.replies,
+                    "chunk_bytes": c.chunk_bytes,
+                    "remote_invalidations": c.remote_invalidations,
+                    "credits": {
+                        "granted_min": c.granted_min,
+                        "granted_max": c.granted_max,
+                        "last_granted": c.granted,
+                        "last_requested": c.requested,
+                        "peak_in_flight": c.peak_in_flight,
+                        "at_limit_ms": c.at_limit_ns as f64 / 1e6,
+                    },
+                    "anomalies": c.anomalies,
+                })
+            })
+            .collect();
+        let procs: Vec<_> = self
+            .proc_rows()
+            .into_iter()
+            .map(|(p, c, r, s)| json!({"procedure": p, "call_transfer": c, "reply_transfer": r, "latency": s}))
+            .collect();
+        let kinds: Vec<_> = self
+            .kinds
+            .iter()
+            .map(|(k, a)| {
+                json!({"kind": k, "rfc": k.rfc(), "severity": k.severity(), "count": a.count, "frames": a.frames, "example": a.example})
+            })
+            .collect();
+        json!({
+            "file": file,
+            "complete": read_error.is_none(),
+            "read_error": read_error,
+            "totals": state.totals,
+            "evictions": state.evictions,
+            "connections": conns,
+            "response_times": procs,
+            "unanswered": self.unanswered,
+            "chunks": self.chunks,
+            "round_trips": self.round_trips.iter().map(|(k, v)| (k.to_string(), *v)).collect::<BTreeMap<_, _>>(),
+            "remote_invalidations_by_connection": self.reminv_by_conn.iter().map(|(k, v)| (k.to_string(), *v)).collect::<BTreeMap<_, _>>(),
+            "anomalies": kinds,
+        })
+    }
+
+    /// The report as text for a terminal.
+    pub fn to_text(&self, state: &State, file: &str, read_error: Option<&str>) -> String {
+        let filter = self.filter.clone().unwrap_or(Filter::All);
+        let mut s = String::new();
+        let t = &state.totals;
+        let secs = t.last_ts_ns.saturating_sub(t.first_ts_ns) as f64 / 1e9;
+        let _ = writeln!(s, "rdma-analyzer report: {file}");
+        let _ = writeln!(
+            s,
+            "{} frames ({} RDMA, {} bytes) over {secs:.3} s; {} RPC-over-RDMA messages; {} calls, {} replies",
+            t.frames, t.rdma_frames, t.bytes, t.rpcrdma_messages, t.calls, t.replies
+        );
+        let _ = writeln!(
+            s,
+            "ICRC: {} valid, {} invalid, {} not checkable; {} retransmitted packets, {} PSN gaps",
+            t.icrc_valid, t.icrc_invalid, t.icrc_unchecked, t.retransmissions, t.psn_gaps
+        );
+        if let Some(e) = read_error {
+            let _ = writeln!(s, "INCOMPLETE: {e}");
+        }
+        let _ = writeln!(s, "\nConnections");
+        for c in state.connections.values().filter(|c| filter.connection(c)) {
+            let _ = writeln!(
+                s,
+                "  {} {}  cm={:?} port={}",
+                c.id,
+                c.label(),
+                c.cm_state,
+                c.port.map_or("?".into(), |p| p.to_string())
+            );
+            let private = |p: Option<rdma_dissectors::rpcrdma_cm::CmPrivateData>| match p {
+                None => "none".to_string(),
+                Some(p) => match p.v1() {
+                    Some(v) => format!(
+                        "v1 R={} send={} recv={}",
+                        u8::from(v.remote_invalidate),
+                        v.send_size,
+                        v.recv_size
+                    ),
+                    None => format!("unknown version {:?}", p),
+                },
+            };
+            if c.cm_state != crate::engine::CmState::NotSeen {
+                let _ = writeln!(
+                    s,
+                    "      private data: client {} / server {}",
+                    private(c.client_private),
+                    private(c.server_private)
+                );
+            }
+            match c.negotiated {
+                Some(n) => {
+                    let _ = writeln!(
+                        s,
+                        "      negotiated: remote invalidation {}, inline call {} B, reply {} B",
+                        if n.remote_invalidation { "yes" } else { "no" },
+                        n.inline_send,
+                        n.inline_recv
+                    );
+                }
+                None => {
+                    let _ = writeln!(s, "      negotiated: unknown (the capture has no CM exchange for this connection)");
+                }
+            }
+            let _ = writeln!(
+                s,
+                "      calls {} replies {} chunk bytes {} remote invalidations {}/{}",
+                c.calls, c.replies, c.chunk_bytes, c.remote_invalidations, c.replies
+            );
+            let opt = |v: Option<u32>| v.map_or("?".to_string(), |v| v.to_string());
+            let _ = writeln!(
+                s,
+                "      credits: granted {}..{} (last {}), peak in flight {}, at the limit {:.3} ms",
+                opt(c.granted_min),
+                opt(c.granted_max),
+                opt(c.granted),
+                c.peak_in_flight,
+                c.at_limit_ns as f64 / 1e6
+            );
+        }
+        let _ = writeln!(s, "\nResponse times (µs) by procedure and transfer");
+        let _ = writeln!(
+            s,
+            "  {:<40} {:<12} {:<12} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "procedure", "call", "reply", "count", "min", "mean", "p50", "p90", "p99", "max"
+        );
+        for (p, c, r, m) in self.proc_rows() {
+            let p = if p.len() > 40 {
+                format!(
+                    "{}…",
+                    &p[..p.char_indices().nth(39).map_or(p.len(), |x| x.0)]
+                )
+            } else {
+                p
+            };
+            let _ = writeln!(
+                s,
+                "  {:<40} {:<12} {:<12} {:>7} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1}",
+                p,
+                c.as_str(),
+                r.as_str(),
+                m.count,
+                m.min_us,
+                m.mean_us,
+                m.p50_us,
+                m.p90_us,
+                m.p99_us,
+                m.max_us
+            );
+        }
+        for (p, n) in &self.unanswered {
+            let _ = writeln!(s, "  {p:<40} unanswered: {n}");
+        }
+        let _ = writeln!(s, "\nChunks");
+        for (k, a) in &self.chunks {
+            let _ = writeln!(
+                s,
+                "  {k:<6} segments {:>6}  advertised {:>12} B  moved {:>12} B  unused segments {}",
+                a.segments, a.advertised_bytes, a.moved_bytes, a.unused_segments
+            );
+        }
+        let _ = writeln!(s, "\nRound trips per RPC");
+        for (k, v) in &self.round_trips {
+            let _ = writeln!(s, "  {k}: {v}");
+        }
+        let _ = writeln!(s, "\nAnomalies");
+        if self.kinds.is_empty() {
+            let _ = writeln!(s, "  none");
+        }
+        for (k, a) in &self.kinds {
+            let more = if a.count as usize > a.frames.len() {
+                ", …"
+            } else {
+                ""
+            };
+            let frames: Vec<String> = a.frames.iter().map(u64::to_string).collect();
+            let _ = writeln!(
+                s,
+                "  {} ({:?}, {}): {} — frames {}{more}",
+                k.as_str(),
+                k.severity(),
+                k.rfc(),
+                a.count,
+                frames.join(",")
+            );
+            if let Some(e) = &a.example {
+                let _ = writeln!(s, "      e.g. {e}");
+            }
+        }
+        if state.evictions.connections
+            + state.evictions.calls
+            + state.evictions.qps
+            + state.evictions.reads
+            > 0
+        {
+            let e = state.evictions;
+            let _ = writeln!(
+                s,
+                "\nCaps reached: {} connections, {} QPs, {} calls, {} reads evicted",
+                e.connections, e.qps, e.calls, e.reads
+            );
+        }
+        s
+    }
+}
+
+fn private_json(p: rdma_dissectors::rpcrdma_cm::CmPrivateData) -> serde_json::Value {
+    match p.v1() {
+        Some(v) => {
+            json!({"version": 1, "remote_invalidate": v.remote_invalidate, "send_size": v.send_size, "recv_size": v.recv_size})
+        }
+        None => json!({"version": format!("{p:?}")}),
+    }
+}
+
+/// One transaction as a JSON object (the `transactions --json` schema).
+pub fn transaction_json(t: &Transaction) -> serde_json::Value {
+    json!({
+        "connection": t.connection.to_string(),
+        "xid": t.xid,
+        "backchannel": t.backchannel,
+        "call_frame": t.call_frame,
+        "reply_frame": t.reply_frame,
+        "call_ts": t.call_ts_ns as f64 / 1e9,
+        "program": t.program,
+        "program_name": t.program_name,
+        "version": t.version,
+        "procedure": t.procedure,
+        "proc": t.proc,
+        "call_transfer": t.call_transfer,
+        "reply_transfer": t.reply_transfer,
+        "call_len": t.call_len,
+        "reply_len": t.reply_len,
+        "latency_us": t.latency_us,
+        "credits_requested": t.credits_requested,
+        "credits_granted": t.credits_granted,
+        "in_flight_at_call": t.in_flight_at_call,
+        "chunks": t.chunks,
+        "remote_invalidated_rkey": t.remote_invalidated_rkey,
+        "round_trips": t.round_trips,
+        "responder_interrupts": t.responder_interrupts,
+        "phases": t.phases,
+        "reply_status": t.reply_status,
+        "anomalies": t.anomalies,
+    })
+}
+
+/// One anomaly as a JSON object (the `anomalies --json` schema).
+pub fn anomaly_json(a: &Anomaly) -> serde_json::Value {
+    json!({
+        "kind": a.kind,
+        "severity": a.kind.severity(),
+        "rfc": a.kind.rfc(),
+        "frames": a.frames,
+        "connection": a.connection.map(|c| c.to_string()),
+        "xid": a.xid,
+        "message": a.message,
+    })
+}
+
+/// One transaction as a line of text.
+pub fn transaction_line(t: &Transaction) -> String {
+    let lat = t
+        .latency_us
+        .map_or_else(|| "no reply".to_string(), |l| format!("{l:.1} µs"));
+    let inv = t
+        .remote_invalidated_rkey
+        .map_or(String::new(), |k| format!(" inv {k:#x}"));
+    let an = if t.anomalies.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " [{}]",
+            t.anomalies
+                .iter()
+                .map(|k| k.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        )
+    };
+    format!(
+        "{} xid {:#010x} frames {}->{} {} call {} reply {} {} credits {}/{} in flight {} moved {} B rt {}{inv}{an}",
+        t.connection,
+        t.xid,
+        t.call_frame,
+        t.reply_frame.map_or("-".to_string(), |f| f.to_string()),
+        t.procedure_label(),
+        t.call_transfer.as_str(),
+        t.reply_transfer.as_str(),
+        lat,
+        t.credits_requested,
+        t.credits_granted.map_or("-".to_string(), |g| g.to_string()),
+        t.in_flight_at_call,
+        t.bytes_moved(),
+        t.round_trips,
+    )
+}
+
+/// One anomaly as a line of text.
+pub fn anomaly_line(a: &Anomaly) -> String {
+    let frames: Vec<String> = a.frames.iter().map(u64::to_string).collect();
+    format!(
+        "{} [{:?}, {}] frames {} {}{}: {}",
+        a.kind.as_str(),
+        a.kind.severity(),
+        a.kind.rfc(),
+        frames.join(","),
+        a.connection.map_or(String::new(), |c| c.to_string()),
+        a.xid.map_or(String::new(), |x| format!(" xid {x:#010x}")),
+        a.message
+    )
+}

@@ -1,0 +1,149 @@
+//! Bounded-memory latency statistics: exact count, min, max and mean, and
+//! percentiles from a log-linear histogram (within 1/64 relative error),
+//! so a days-long live run costs the same memory as a short capture.
+
+use serde::Serialize;
+
+/// Sub-buckets per power of two: percentiles are within 1/64 (1.6%).
+const SUB: u64 = 64;
+const SUB_BITS: u32 = 6;
+
+/// Latency summary in microseconds.
+#[derive(Debug, Clone, Default)]
+pub struct Latency {
+    count: u64,
+    sum_ns: u128,
+    min_ns: u64,
+    max_ns: u64,
+    buckets: Vec<u64>,
+}
+
+/// A printable summary of [`Latency`].
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Summary {
+    /// Samples.
+    pub count: u64,
+    /// Smallest, µs.
+    pub min_us: f64,
+    /// Mean, µs.
+    pub mean_us: f64,
+    /// Median, µs.
+    pub p50_us: f64,
+    /// 90th percentile, µs.
+    pub p90_us: f64,
+    /// 99th percentile, µs.
+    pub p99_us: f64,
+    /// Largest, µs.
+    pub max_us: f64,
+}
+
+fn bucket_of(ns: u64) -> usize {
+    if ns < SUB {
+        return ns as usize;
+    }
+    let msb = 63 - ns.leading_zeros();
+    let shift = msb - SUB_BITS;
+    let sub = (ns >> shift) - SUB;
+    (((shift + 1) as u64) * SUB + sub) as usize
+}
+
+fn bucket_low(b: usize) -> u64 {
+    let b = b as u64;
+    if b < SUB {
+        return b;
+    }
+    let shift = b / SUB - 1;
+    let sub = b % SUB;
+    (SUB + sub) << shift
+}
+
+impl Latency {
+    /// Records one sample in nanoseconds.
+    pub fn record(&mut self, ns: u64) {
+        if self.count == 0 || ns < self.min_ns {
+            self.min_ns = ns;
+        }
+        self.max_ns = self.max_ns.max(ns);
+        self.count += 1;
+        self.sum_ns += u128::from(ns);
+        let b = bucket_of(ns);
+        if self.buckets.len() <= b {
+            self.buckets.resize(b + 1, 0);
+        }
+        self.buckets[b] += 1;
+    }
+
+    /// Number of samples.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The `q` quantile (0..=1) in ns: the midpoint of its bucket, clamped to min/max.
+    pub fn quantile_ns(&self, q: f64) -> u64 {
+        if self.count == 0 {
+            return 0;
+        }
+        let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
+        let mut seen = 0;
+        for (i, &n) in self.buckets.iter().enumerate() {
+            seen += n;
+            if seen >= rank {
+                let lo = bucket_low(i);
+                let hi = bucket_low(i + 1);
+                return (lo + (hi - lo) / 2).clamp(self.min_ns, self.max_ns);
+            }
+        }
+        self.max_ns
+    }
+
+    /// The summary in µs.
+    pub fn summary(&self) -> Summary {
+        let us = |ns: u64| ns as f64 / 1000.0;
+        Summary {
+            count: self.count,
+            min_us: us(self.min_ns),
+            mean_us: if self.count == 0 {
+                0.0
+            } else {
+                (self.sum_ns / u128::from(self.count)) as f64 / 1000.0
+            },
+            p50_us: us(self.quantile_ns(0.5)),
+            p90_us: us(self.quantile_ns(0.9)),
+            p99_us: us(self.quantile_ns(0.99)),
+            max_us: us(self.max_ns),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_monotonic_and_tight() {
+        let mut last = 0;
+        for ns in [0u64, 1, 63, 64, 65, 127, 128, 1000, 123_456, 9_999_999_999] {
+            let b = bucket_of(ns);
+            assert!(b >= last);
+            last = b;
+            assert!(bucket_low(b) <= ns && ns < bucket_low(b + 1), "{ns}");
+            assert!((bucket_low(b + 1) - bucket_low(b)) as f64 <= (ns as f64 / 64.0).max(1.0));
+        }
+    }
+
+    #[test]
+    fn percentiles_within_two_percent() {
+        let mut l = Latency::default();
+        for i in 1..=10_000u64 {
+            l.record(i * 1000);
+        }
+        let s = l.summary();
+        assert_eq!(s.count, 10_000);
+        assert_eq!(s.min_us, 1.0);
+        assert_eq!(s.max_us, 10_000.0);
+        assert!((s.mean_us - 5000.5).abs() < 0.01);
+        for (got, want) in [(s.p50_us, 5000.0), (s.p90_us, 9000.0), (s.p99_us, 9900.0)] {
+            assert!((got - want).abs() / want < 0.02, "{got} vs {want}");
+        }
+    }
+}
