@@ -1367,6 +1367,32 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
+    fn real_v3_write_call() {
+        use crate::oncrpc::RpcMsg;
+        use crate::rpcrdma::real_frames::V3_WRITE_CALL;
+        use crate::rpcrdma::RpcRdmaHeader;
+        // captures/v3-ddp.pcap frame 80, through all three layers.
+        let (h, payload) = RpcRdmaHeader::parse(&V3_WRITE_CALL).unwrap();
+        let (m, args) = RpcMsg::parse(payload).unwrap();
+        let c = m.call().unwrap();
+        let s = describe_call_with(
+            c.prog,
+            c.vers,
+            c.proc,
+            args,
+            Ddp::new(h.chunks().unwrap(), m.header_len()),
+        );
+        assert_eq!(s.program, Some("NFS"));
+        assert_eq!(s.procedure, Some("WRITE"));
+        assert!(s.ops_complete && s.ops().is_empty());
+        // The WRITE3args data length word is the last inline word, and the
+        // read chunk sits right after it (RFC 8166 3.4.4.1 / 3.4.5).
+        assert_eq!(&args[args.len() - 4..], &262_144u32.to_be_bytes());
+        let pos = h.chunks().unwrap().read_list().next().unwrap().position as usize;
+        assert_eq!(pos, m.header_len() + args.len());
+    }
+
+    #[test]
     fn names() {
         assert_eq!(program_name(100_003), Some("NFS"));
         assert_eq!(program_name(0x4000_0000), Some("NFSv4 callback"));

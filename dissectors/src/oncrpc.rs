@@ -618,6 +618,41 @@ mod tests {
     );
 
     #[test]
+    fn real_frames_payloads() {
+        use crate::rpcrdma::real_frames::{V3_READ_REPLY, V3_WRITE_CALL};
+        use crate::rpcrdma::RpcRdmaHeader;
+        // captures/v3-ddp.pcap frame 80: NFSv3 WRITE call, AUTH_SYS.
+        let (h, payload) = RpcRdmaHeader::parse(&V3_WRITE_CALL).unwrap();
+        let (m, args) = RpcMsg::parse(payload).unwrap();
+        assert_eq!(
+            m.xid, h.xid.0,
+            "rdma_xid matches the RPC XID (RFC 8166 4.5.2)"
+        );
+        let c = m.call().unwrap();
+        assert_eq!((c.rpcvers, c.prog, c.vers, c.proc), (2, 100_003, 3, 7));
+        let a = c.auth_sys().unwrap();
+        assert_eq!(a.machinename, b"labclient");
+        assert_eq!((a.uid, a.gid, a.gid_count()), (0, 0, 0));
+        assert_eq!(c.verf, OpaqueAuth::NONE);
+        assert_eq!(args.len(), 60);
+        let mut buf = [0xa5u8; 132];
+        assert_eq!(m.emit(&mut buf), Ok(132));
+        assert_eq!(&buf[..], payload);
+        // captures/v3-ddp.pcap frame 2565: the READ reply.
+        let (h, payload) = RpcRdmaHeader::parse(&V3_READ_REPLY).unwrap();
+        let (m, results) = RpcMsg::parse(payload).unwrap();
+        assert_eq!(m.xid, h.xid.0);
+        assert!(matches!(
+            m.body,
+            MsgBody::Reply(ReplyBody::Accepted {
+                stat: AcceptStat::Success,
+                ..
+            })
+        ));
+        assert_eq!(results.len(), 104);
+    }
+
+    #[test]
     fn parse_call() {
         let (m, rest) = RpcMsg::parse(&CALL).unwrap();
         assert_eq!(m.xid, 0x12345678);

@@ -871,6 +871,56 @@ impl<'a> RpcRdmaHeader<'a> {
     }
 }
 
+/// RPC-over-RDMA messages from the project's lab captures (RDMA Send
+/// payloads: after the BTH, before the ICRC), shared by the tests of the
+/// layers above.
+#[cfg(test)]
+pub(crate) mod real_frames {
+    use hex_literal::hex;
+
+    /// captures/v3-ddp.pcap frame 80: NFSv3 WRITE call (RDMA_MSG) whose
+    /// 262144 data bytes travel in one Read chunk of two segments at
+    /// position 132; the Payload stream is the 132-byte RPC call.
+    pub(crate) const V3_WRITE_CALL: [u8; 208] = hex!(
+        "a8c0454e000000010000008000000000"
+        "0000000100000084000018d800020000a8c0454e0cf3a000"
+        "00000001000000840000174d00020000a8c0454e0c293000"
+        "00000000 00000000 00000000"
+        "a8c0454e0000000000000002000186a30000000300000007000000010000002000000000"
+        "000000096c6162636c69656e740000000000000000000000000000000000000000000000"
+        "0000002401000701 7d3d0000000000002c790e12e50141a8be341c4fbed3432eb03e0000"
+        "29ded2070000000000000000000400000000000000040000"
+    );
+
+    /// captures/v3-ddp.pcap frame 2288: NFSv3 READ call (RDMA_MSG) with one
+    /// Write chunk of two 131072-byte segments for the reply's data.
+    pub(crate) const V3_READ_CALL: [u8; 192] = hex!(
+        "b4c0454e000000010000008000000000"
+        "00000000"
+        "00000001 00000002 000018da00020000b4c0454e0c64f000 0000174f00020000b4c0454e0d6fd000"
+        "00000000 00000000"
+        "b4c0454e0000000000000002000186a30000000300000006000000010000002000000000"
+        "000000096c6162636c69656e740000000000000000000000000000000000000000000000"
+        "00000024010007017d3d0000000000002c790e12e50141a8be341c4fbed3432eb03e0000"
+        "29ded207000000000000000000040000"
+    );
+
+    /// captures/v3-ddp.pcap frame 2565: the reply to frame 2288; the Write
+    /// chunk comes back with its segment lengths filled in and the READ data
+    /// is absent from the Payload stream.
+    pub(crate) const V3_READ_REPLY: [u8; 196] = hex!(
+        "b4c0454e000000010000004000000000"
+        "00000000"
+        "00000001 00000002 000018da00020000b4c0454e0c64f000 0000174f00020000b4c0454e0d6fd000"
+        "00000000 00000000"
+        "b4c0454e000000010000000000000000000000000000000000000000"
+        "00000001 00000001 000001a4 00000001 00000000 00000000 0000000000200000"
+        "0000000000200000 0000000000000000 8602d25b5d124d92 0000000000003eb0"
+        "6b00ce5729b92ae1 6b00ce5711a49dd9 6b00ce5711a49dd9"
+        "00040000 00000000 00040000"
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -905,6 +955,55 @@ mod tests {
         "00000000"
         "00000001 00000000"
     );
+
+    #[test]
+    fn real_write_call_read_list() {
+        use super::real_frames::V3_WRITE_CALL;
+        let (h, payload) = RpcRdmaHeader::parse(&V3_WRITE_CALL).unwrap();
+        assert_eq!(h.xid, Xid(0xa8c0454e));
+        assert_eq!((h.vers, h.credits, h.proc), (1, 128, Proc::Msg));
+        let c = h.chunks().unwrap();
+        assert_eq!(c.read_count(), 2);
+        assert_eq!((c.write_count(), c.reply_chunk()), (0, None));
+        let r: Vec<_> = c.read_list().collect();
+        assert_eq!(r[0].position, 132);
+        assert_eq!(r[1].position, 132);
+        assert_eq!(r[0].segment.handle, 0x18d8);
+        assert_eq!(r[1].segment.offset, 0xa8c0454e0c293000);
+        assert_eq!(
+            r.iter().map(|s| s.segment.length).sum::<u32>(),
+            262_144,
+            "the chunk holds the data without round-up"
+        );
+        // The chunk's position is the end of the inline payload: the WRITE
+        // data's length word stays inline, its bytes are removed.
+        assert_eq!(payload.len(), 132);
+        assert_eq!(h.header_len(), 76);
+        assert_eq!(&payload[..4], &0xa8c0454e_u32.to_be_bytes());
+        emit_matches(&V3_WRITE_CALL);
+    }
+
+    #[test]
+    fn real_read_call_and_reply_write_chunk() {
+        use super::real_frames::{V3_READ_CALL, V3_READ_REPLY};
+        let (call, _) = RpcRdmaHeader::parse(&V3_READ_CALL).unwrap();
+        let (reply, payload) = RpcRdmaHeader::parse(&V3_READ_REPLY).unwrap();
+        assert_eq!(call.xid, reply.xid);
+        assert_eq!(reply.credits, 64);
+        let wc = call.chunks().unwrap().write_list().next().unwrap();
+        let wr = reply.chunks().unwrap().write_list().next().unwrap();
+        assert_eq!(wc.len(), 2);
+        assert_eq!(
+            wc, wr,
+            "the responder copies the chunk back (RFC 8166 3.4.6)"
+        );
+        assert_eq!(wr.total_length(), 262_144);
+        assert!(!wr.is_unused());
+        assert_eq!(call.header_len(), 68);
+        assert_eq!(payload.len(), 196 - 68);
+        emit_matches(&V3_READ_CALL);
+        emit_matches(&V3_READ_REPLY);
+    }
 
     #[test]
     fn parse_msg_no_chunks() {

@@ -324,6 +324,40 @@ mod tests {
     // cp_send_size = cp_recv_size = encoded inline thresholds of 4096).
     const LINUX_CLIENT: [u8; 8] = hex!("f6ab0e18 01 01 03 03");
 
+    // captures/v3-inline.pcap frame 26 (CM REQ from the Debian 6.1 client):
+    // the 92-byte REQ private data, a 36-byte RDMA-CM IP header (version 4,
+    // port 0xb1ec, 10.99.0.2 -> 10.99.0.1) followed by ours at offset 36.
+    const REAL_REQ_PRIVATE: [u8; 92] = hex!(
+        "0040b1ec 00000000 00000000 00000000 0a630002 00000000 00000000 00000000 0a630001"
+        "f6ab0e18 01010303 00000000 00000000 00000000 00000000 00000000 00000000"
+        "00000000 00000000 00000000 00000000 00000000 00000000"
+    );
+    // captures/v3-inline.pcap frame 27 (CM REP from the server): the first
+    // 32 bytes of the REP private data; ours at offset 0, R clear.
+    const REAL_REP_PRIVATE: [u8; 32] =
+        hex!("f6ab0e18 01000303 00000000 00000000 00000000 00000000 00000000 00000000");
+
+    #[test]
+    fn real_connection_setup() {
+        let (off, req) = find(&REAL_REQ_PRIVATE).unwrap();
+        assert_eq!(off, 36);
+        let client = req.v1().unwrap();
+        assert_eq!(client, RpcRdmaCmPrivate::new(true, 4096, 4096));
+        let (off, rep) = find(&REAL_REP_PRIVATE).unwrap();
+        assert_eq!(off, 0);
+        let server = rep.v1().unwrap();
+        assert_eq!(server, RpcRdmaCmPrivate::new(false, 4096, 4096));
+        // The server did not set R, so no Send With Invalidate.
+        assert_eq!(
+            negotiate(Some(client), Some(server)),
+            Negotiated {
+                remote_invalidation: false,
+                inline_send: 4096,
+                inline_recv: 4096
+            }
+        );
+    }
+
     #[test]
     fn parse_v1() {
         let (m, rest) = CmPrivateData::parse(&LINUX_CLIENT).unwrap();
