@@ -371,8 +371,8 @@ pub mod op {
     pub const ILLEGAL: u32 = super::OP_ILLEGAL;
 }
 
-/// NFSv4 callback operation numbers (RFC 7530 section 16.2... CB ops in
-/// section 20, RFC 8881 section 20, RFC 7862 section 16).
+/// NFSv4 callback operation numbers (RFC 7530 section 18, RFC 8881
+/// section 20, RFC 7862 section 16).
 #[allow(missing_docs)]
 pub mod cb_op {
     pub const CB_GETATTR: u32 = 3;
@@ -495,8 +495,8 @@ pub struct Compound<'a> {
     pub tag: &'a [u8],
     /// `minorversion`: 0, 1 or 2.
     pub minorversion: u32,
-    /// `callback_ident` of a CB_COMPOUND (RFC 7530 section 16.2.3 of the
-    /// callback program); `None` for a COMPOUND.
+    /// `callback_ident` of a CB_COMPOUND (`CB_COMPOUND4args`, RFC 7530
+    /// section 17.2, RFC 8881 section 19.2); `None` for a COMPOUND.
     pub callback_ident: Option<u32>,
     /// `numops` as sent.
     pub op_count: u32,

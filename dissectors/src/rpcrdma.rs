@@ -300,6 +300,15 @@ impl<'a> WriteChunk<'a> {
     }
 }
 
+impl<'a> IntoIterator for WriteChunk<'a> {
+    type Item = Segment;
+    type IntoIter = Segments<'a>;
+
+    fn into_iter(self) -> Segments<'a> {
+        self.segments()
+    }
+}
+
 impl PartialEq for WriteChunk<'_> {
     fn eq(&self, other: &Self) -> bool {
         self.len() == other.len() && self.segments().eq(other.segments())
@@ -998,6 +1007,10 @@ mod tests {
             "the responder copies the chunk back (RFC 8166 3.4.6)"
         );
         assert_eq!(wr.total_length(), 262_144);
+        assert_eq!(
+            wr.into_iter().map(|s| s.length).collect::<Vec<_>>(),
+            [131_072; 2]
+        );
         assert!(!wr.is_unused());
         assert_eq!(call.header_len(), 68);
         assert_eq!(payload.len(), 196 - 68);
