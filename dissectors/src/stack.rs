@@ -426,8 +426,14 @@ fn dissect_rpcrdma<'a>(
     match RpcMsg::parse(stream) {
         Ok((msg, _)) => {
             if let MsgBody::Call(call) = &msg.body {
-                d.nfs = Some(nfs::describe_call(
-                    call.prog, call.vers, call.proc, call.args,
+                // Data items moved by DDP are missing from the stream; the
+                // read list says where, so the COMPOUND walk can step over them.
+                let ddp = match hdr.chunks() {
+                    Some(c) => nfs::Ddp::new(c, msg.header_len()),
+                    None => nfs::Ddp::NONE,
+                };
+                d.nfs = Some(nfs::describe_call_with(
+                    call.prog, call.vers, call.proc, call.args, ddp,
                 ));
             }
             d.rpc = Some(msg);

@@ -476,7 +476,7 @@ impl Engine {
                     c.vers,
                     c.proc,
                     c.args,
-                    Default::default(),
+                    rdma_dissectors::nfs::Ddp::NONE,
                 );
             }
         }

@@ -614,12 +614,15 @@ impl Engine {
             ladder_omitted: 0,
             call_header: describe_header(hdr),
         };
-        if let Some(RpcMsg {
-            body: MsgBody::Call(c),
-            ..
-        }) = rpc
+        if let Some(
+            msg @ RpcMsg {
+                body: MsgBody::Call(c),
+                ..
+            },
+        ) = rpc
         {
-            fill_call(&mut rec, c.prog, c.vers, c.proc, c.args, chunks);
+            let ddp = nfs::Ddp::new(chunks, msg.header_len());
+            fill_call(&mut rec, c.prog, c.vers, c.proc, c.args, ddp);
         }
         for r in chunks.read_list() {
             rec.chunks.push(SegmentUse {
@@ -1027,15 +1030,13 @@ pub(super) fn fill_call(
     vers: u32,
     proc: u32,
     args: &[u8],
-    chunks: Chunks<'_>,
+    ddp: nfs::Ddp<'_>,
 ) {
     rec.program = Some(prog);
     rec.version = Some(vers);
     rec.proc = Some(proc);
     rec.program_name = nfs::program_name(prog);
-    let positions: Vec<u32> = chunks.read_list().map(|r| r.position).collect();
-    let _ = positions;
-    let summary = nfs::describe_call(prog, vers, proc, args);
+    let summary = nfs::describe_call_with(prog, vers, proc, args, ddp);
     let mut name = summary.procedure.map(str::to_string);
     let ops: Vec<&str> = summary
         .ops()
