@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The README's run command: builds the analyzer and runs it on a bundled real
+# capture. In a terminal it opens the TUI when that front end is built in;
+# otherwise (or when piped) it prints the report.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+cargo build --release --quiet -p rdma-analyzer
+capture=${1:-captures/v3-ddp.pcap}
+bin=target/release/rdma-analyzer
+if [ -t 1 ] && "$bin" --help | grep -q '^  open'; then
+    exec "$bin" open "$capture"
+fi
+exec "$bin" report "$capture"

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what building, running and testing rdma-analyzer need on a Debian 12
+# machine, and nothing when it is already there (so it is cheap to call from
+# every entry point). Root is expected (CI and the lab run as root).
+set -euo pipefail
+
+need_pkgs=()
+have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+for p in libpcap-dev tshark tcpdump tmux pkg-config; do
+    have "$p" || need_pkgs+=("$p")
+done
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+    echo "setup: installing Debian packages: ${need_pkgs[*]}" >&2
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "setup: need root to install ${need_pkgs[*]} (run as root or install them yourself)" >&2
+        exit 1
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null; then
+    echo "setup: cargo not found: install Rust with rustup (https://rustup.rs) first" >&2
+    exit 1
+fi
+for c in rustfmt clippy; do
+    rustup component list --installed 2>/dev/null | grep -q "^$c" || rustup component add "$c" >/dev/null 2>&1 || true
+done
+if ! command -v cargo-nextest >/dev/null; then
+    echo "setup: installing cargo-nextest" >&2
+    cargo install --locked cargo-nextest >/dev/null 2>&1
+fi

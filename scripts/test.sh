@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The project's test command (README): set-up, formatting, lints, every test
+# (unit, property, real captures vs kernel traces, tshark oracle, TUI in tmux),
+# docs, and a short fuzz smoke run of every fuzz target.
+#
+#   scripts/test.sh            everything
+#   FUZZ_SECONDS=0 scripts/test.sh   skip the fuzz smoke run
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+step() { printf '\n=== %s (%ss)\n' "$1" "$(( $(date +%s) - start ))"; }
+
+step "set-up"
+scripts/setup.sh
+
+step "captures are the committed ones (sha256)"
+(cd captures && sha256sum --quiet -c SHA256SUMS)
+
+step "cargo fmt --check"
+cargo fmt --all --check
+
+step "cargo clippy -D warnings"
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+step "tests (cargo nextest)"
+cargo nextest run --workspace --no-fail-fast --status-level fail --final-status-level slow
+# nextest does not run doctests.
+cargo test --workspace --doc --quiet
+
+step "rustdoc without warnings"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+
+if [ "${FUZZ_SECONDS:-15}" != 0 ]; then
+    step "fuzz smoke run (${FUZZ_SECONDS:-15}s per target)"
+    scripts/fuzz.sh "${FUZZ_SECONDS:-15}"
+fi
+step "all passed"
