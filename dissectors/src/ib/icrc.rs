@@ -173,12 +173,196 @@ fn feed_bth_onwards(f: &mut Feed, bth_onwards: &[u8]) {
 /// header, `udp_header` the 8-byte UDP header, `bth_to_pad_end` the IBA
 /// packet from the BTH through the last pad byte (without the ICRC).
 pub fn rocev2_icrc(ip_header: &[u8], udp_header: &[u8], bth_to_pad_end: &[u8]) -> u32 {
+    // Fast path for the usual shapes (IPv4 without options, IPv6 without
+    // extension headers): see `fast`.
+    if let (Ok(udp), Some((bth, rest))) = (
+        <&[u8; 8]>::try_from(udp_header),
+        bth_to_pad_end.split_first_chunk::<BTH_LEN>(),
+    ) {
+        if let Ok(ip) = <&[u8; 20]>::try_from(ip_header) {
+            if ip[0] >> 4 == 4 {
+                return fast::rocev2_ipv4(ip, udp, bth, rest);
+            }
+        }
+        if let Ok(ip) = <&[u8; 40]>::try_from(ip_header) {
+            if ip[0] >> 4 == 6 {
+                return fast::rocev2_ipv6(ip, udp, bth, rest);
+            }
+        }
+    }
+    rocev2_general(ip_header, udp_header, bth_to_pad_end)
+}
+
+/// [`rocev2_icrc`] for any header lengths (IPv4 options, short input).
+fn rocev2_general(ip_header: &[u8], udp_header: &[u8], bth_to_pad_end: &[u8]) -> u32 {
     let mut f = Feed::new();
     f.raw(&LRH_ONES);
     f.masked(ip_header, ip_masks(ip_header));
     f.masked(udp_header, UDP_MASKS);
     feed_bth_onwards(&mut f, bth_to_pad_end);
     f.finish()
+}
+
+/// The RoCEv2 pseudo header (8 bytes of ones, IP, UDP, BTH: 48 or 68
+/// bytes) hashed from registers.
+///
+/// Copying the masked headers to a buffer and handing it to the hasher costs
+/// as much as hashing the rest of a small packet: the hasher's wide loads
+/// stall on the buffer's freshly written narrower stores. Here each 16-byte
+/// block is assembled in a `u128` (byte k of the block in bits 8k..8k+8),
+/// the variant fields are ORed to ones, and the block is folded with
+/// slice-by-16 tables; the payload then goes to `crc32fast`, which uses
+/// carry-less multiplication on long runs.
+mod fast {
+    use super::BTH_LEN;
+    use crate::bytes::array_at;
+    use crc32fast::Hasher;
+
+    /// Reflected CRC-32 (Ethernet) polynomial.
+    const POLY: u32 = 0xedb8_8320;
+
+    /// `TABLES[k][b]`: the CRC contribution of byte `b` followed by `k` zero bytes.
+    // Evaluated at compile time: an out-of-range index fails the build.
+    #[allow(clippy::indexing_slicing)]
+    const TABLES: [[u32; 256]; 16] = {
+        let mut t = [[0u32; 256]; 16];
+        let mut i = 0;
+        while i < 256 {
+            let mut c = i as u32;
+            let mut k = 0;
+            while k < 8 {
+                c = if c & 1 != 0 { (c >> 1) ^ POLY } else { c >> 1 };
+                k += 1;
+            }
+            t[0][i] = c;
+            i += 1;
+        }
+        let mut k = 1;
+        while k < 16 {
+            let mut i = 0;
+            while i < 256 {
+                let prev = t[k - 1][i];
+                t[k][i] = (prev >> 8) ^ t[0][(prev & 0xff) as usize];
+                i += 1;
+            }
+            k += 1;
+        }
+        t
+    };
+
+    #[inline(always)]
+    fn t(k: usize, byte: u128) -> u32 {
+        // `byte` is masked to 0..=255, so the lookups never miss.
+        TABLES
+            .get(k)
+            .and_then(|row| row.get((byte & 0xff) as usize))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Folds 16 bytes (byte k in bits 8k..8k+8 of `block`) into the running
+    /// (inverted) CRC `c`.
+    #[inline(always)]
+    fn fold16(c: u32, block: u128) -> u32 {
+        let b = block ^ u128::from(c);
+        let mut r = 0;
+        let mut k = 0;
+        while k < 16 {
+            r ^= t(15 - k, b >> (8 * k));
+            k += 1;
+        }
+        r
+    }
+
+    /// Folds single bytes.
+    #[inline(always)]
+    fn fold_bytes(mut c: u32, bytes: &[u8]) -> u32 {
+        for &b in bytes {
+            c = t(0, u128::from((c as u8) ^ b)) ^ (c >> 8);
+        }
+        c
+    }
+
+    #[inline(always)]
+    fn le64(b: [u8; 8]) -> u128 {
+        u128::from(u64::from_le_bytes(b))
+    }
+
+    #[inline(always)]
+    fn le32(b: [u8; 4]) -> u128 {
+        u128::from(u32::from_le_bytes(b))
+    }
+
+    /// Ones in bytes `bytes` of a block.
+    // Only called in `const` blocks: evaluated at compile time.
+    #[allow(clippy::indexing_slicing)]
+    const fn ones(bytes: &[u32]) -> u128 {
+        let mut m = 0u128;
+        let mut i = 0;
+        while i < bytes.len() {
+            m |= 0xff << (8 * bytes[i]);
+            i += 1;
+        }
+        m
+    }
+
+    /// 8 bytes of ones standing for the LRH.
+    const LRH: u128 = u64::MAX as u128;
+
+    #[inline(always)]
+    fn finish(c: u32, rest: &[u8]) -> u32 {
+        let mut h = Hasher::new_with_initial(!c);
+        h.update(rest);
+        h.finalize()
+    }
+
+    /// IPv4 (20 bytes): blocks [ones×8, ip 0..8], [ip 8..20, udp 0..4],
+    /// [udp 4..8, bth 0..12]. Masked: TOS (ip 1), TTL (ip 8), checksum (ip
+    /// 10-11), UDP checksum (udp 6-7), BTH byte 4.
+    pub(super) fn rocev2_ipv4(
+        ip: &[u8; 20],
+        udp: &[u8; 8],
+        bth: &[u8; BTH_LEN],
+        rest: &[u8],
+    ) -> u32 {
+        let b0 = LRH | le64(array_at(ip, 0)) << 64 | const { ones(&[9]) };
+        let b1 = le64(array_at(ip, 8))
+            | le32(array_at(ip, 16)) << 64
+            | le32(array_at(udp, 0)) << 96
+            | const { ones(&[0, 2, 3]) };
+        let b2 = le32(array_at(udp, 4))
+            | le64(array_at(bth, 0)) << 32
+            | le32(array_at(bth, 8)) << 96
+            | const { ones(&[2, 3, 8]) };
+        let mut c = !0u32;
+        c = fold16(c, b0);
+        c = fold16(c, b1);
+        c = fold16(c, b2);
+        finish(c, rest)
+    }
+
+    /// IPv6 (40 bytes): blocks [ones×8, ip 0..8], [ip 8..24], [ip 24..40],
+    /// [udp, bth 0..8], then bth 8..12. Masked: traffic class and flow label
+    /// (low nibble of ip 0, ip 1-3), hop limit (ip 7), UDP checksum, BTH byte 4.
+    pub(super) fn rocev2_ipv6(
+        ip: &[u8; 40],
+        udp: &[u8; 8],
+        bth: &[u8; BTH_LEN],
+        rest: &[u8],
+    ) -> u32 {
+        let b0 = LRH | le64(array_at(ip, 0)) << 64 | const { ones(&[9, 10, 11, 15]) } | 0x0f << 64;
+        let b1 = u128::from_le_bytes(array_at(ip, 8));
+        let b2 = u128::from_le_bytes(array_at(ip, 24));
+        let b3 =
+            le64(array_at(udp, 0)) | le64(array_at(bth, 0)) << 64 | const { ones(&[6, 7, 12]) };
+        let mut c = !0u32;
+        c = fold16(c, b0);
+        c = fold16(c, b1);
+        c = fold16(c, b2);
+        c = fold16(c, b3);
+        c = fold_bytes(c, &array_at::<4>(bth, 8));
+        finish(c, rest)
+    }
 }
 
 /// The ICRC of a RoCEv1 packet (annex A16): `grh_to_pad_end` runs from the
@@ -423,6 +607,24 @@ mod tests {
         let mut p2 = pseudo.clone();
         p2.extend(std::iter::repeat_n(0x42u8, 5000));
         assert_eq!(crc32fast::hash(&p2), rocev2_icrc(ip, udp, &long));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn fast_path_equals_general(
+            ip4 in proptest::array::uniform20(proptest::num::u8::ANY),
+            ip6 in proptest::collection::vec(proptest::num::u8::ANY, 40),
+            udp: [u8; 8],
+            ib in proptest::collection::vec(proptest::num::u8::ANY, 12..300),
+        ) {
+            let mut ip4 = ip4;
+            ip4[0] = 0x40 | (ip4[0] & 0x0f);
+            let fast4 = rocev2_icrc(&ip4, &udp, &ib);
+            proptest::prop_assert_eq!(fast4, rocev2_general(&ip4, &udp, &ib));
+            let mut ip6 = ip6;
+            ip6[0] = 0x60 | (ip6[0] & 0x0f);
+            proptest::prop_assert_eq!(rocev2_icrc(&ip6, &udp, &ib), rocev2_general(&ip6, &udp, &ib));
+        }
     }
 
     #[test]
