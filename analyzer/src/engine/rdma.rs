@@ -190,10 +190,9 @@ impl Engine {
         number: u64,
         conn: ConnId,
         what: &str,
-        rkey: u32,
-        va: u64,
-        len: u32,
+        reth: rdma_dissectors::ib::Reth,
     ) {
+        let (rkey, va, len) = (reth.r_key, reth.va, reth.dma_length);
         let rpcrdma = self.conns.corr.get(&conn).is_some_and(|c| c.rpcrdma);
         let cm_seen = self
             .state
@@ -269,15 +268,7 @@ impl Engine {
                 k != ChunkKind::Read
             });
             if target.is_none() {
-                self.outside_chunk(
-                    out,
-                    number,
-                    conn,
-                    "RDMA WRITE",
-                    reth.r_key,
-                    reth.va,
-                    reth.dma_length,
-                );
+                self.outside_chunk(out, number, conn, "RDMA WRITE", reth);
             }
             if matches!(position, Some(Position::First)) {
                 let q = self.qp_mut(dest, out);
@@ -357,15 +348,7 @@ impl Engine {
             k == ChunkKind::Read
         });
         if target.is_none() {
-            self.outside_chunk(
-                out,
-                number,
-                conn,
-                "RDMA READ",
-                reth.r_key,
-                reth.va,
-                reth.dma_length,
-            );
+            self.outside_chunk(out, number, conn, "RDMA READ", reth);
         }
         let cap = self.config.max_ladder_steps;
         if let Some(tg) = target {

@@ -547,7 +547,10 @@ mod tests {
         f
     }
 
-    fn read_all(bytes: &[u8]) -> (Vec<(u64, u64, Vec<u8>)>, Option<ReadError>) {
+    /// (frame number, timestamp, bytes) of every packet read.
+    type Frames = Vec<(u64, u64, Vec<u8>)>;
+
+    fn read_all(bytes: &[u8]) -> (Frames, Option<ReadError>) {
         let mut r = match PcapReader::new(bytes, "test.pcap".into()) {
             Ok(r) => r,
             Err(e) => return (vec![], Some(e)),
