@@ -985,6 +985,84 @@ mod tests {
         }
     }
 
+    /// IBA 9.2 table 38 "headers" column, transcribed independently of
+    /// `ext_headers` (low five bits -> headers after the BTH, RC form).
+    const RC_HEADERS: [(u8, &str); 24] = [
+        (0x00, ""),
+        (0x01, ""),
+        (0x02, ""),
+        (0x03, "ImmDt"),
+        (0x04, ""),
+        (0x05, "ImmDt"),
+        (0x06, "Reth"),
+        (0x07, ""),
+        (0x08, ""),
+        (0x09, "ImmDt"),
+        (0x0a, "Reth"),
+        (0x0b, "Reth ImmDt"),
+        (0x0c, "Reth"),
+        (0x0d, "Aeth"),
+        (0x0e, ""),
+        (0x0f, "Aeth"),
+        (0x10, "Aeth"),
+        (0x11, "Aeth"),
+        (0x12, "Aeth AtomicAckEth"),
+        (0x13, "AtomicEth"),
+        (0x14, "AtomicEth"),
+        (0x16, "Ieth"),
+        (0x17, "Ieth"),
+        (0x1d, "Reth"),
+    ];
+
+    fn names(h: ExtHeaders) -> String {
+        h.iter()
+            .map(|h| format!("{h:?}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    fn join(prefix: &str, rest: &str) -> String {
+        [prefix, rest]
+            .iter()
+            .filter(|s| !s.is_empty())
+            .copied()
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn ext_headers_follow_table_38() {
+        for (low, rc) in RC_HEADERS {
+            let response = (0x0d..=0x12).contains(&low);
+            assert_eq!(names(Opcode(low).ext_headers()), rc, "RC {low:#04x}");
+            if low <= 0x0b {
+                assert_eq!(names(Opcode(0x20 | low).ext_headers()), rc, "UC {low:#04x}");
+            } else {
+                assert!(Opcode(0x20 | low).ext_headers().is_empty());
+            }
+            if low <= 0x14 {
+                let rd = join(if response { "Rdeth" } else { "Rdeth Deth" }, rc);
+                assert_eq!(names(Opcode(0x40 | low).ext_headers()), rd, "RD {low:#04x}");
+            }
+            if low != 0x1d {
+                let xrc = join(if response { "" } else { "XrcEth" }, rc);
+                assert_eq!(
+                    names(Opcode(0xa0 | low).ext_headers()),
+                    xrc,
+                    "XRC {low:#04x}"
+                );
+            }
+        }
+        assert_eq!(names(Opcode::RD_RESYNC.ext_headers()), "Rdeth Deth");
+        assert_eq!(names(Opcode::UD_SEND_ONLY.ext_headers()), "Deth");
+        assert_eq!(
+            names(Opcode::UD_SEND_ONLY_WITH_IMMEDIATE.ext_headers()),
+            "Deth ImmDt"
+        );
+        // 84 defined opcodes: RC 24, UC 12, RD 22, UD 2, XRC 23, CNP 1.
+        assert_eq!((0..=255u8).filter(|&v| Opcode(v).is_known()).count(), 84);
+    }
+
     proptest! {
         #[test]
         fn round_trip(op: u8, se: bool, m: bool, pad_count in 0u8..4, tver in 0u8..16,
