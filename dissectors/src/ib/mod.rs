@@ -22,6 +22,26 @@
 //!
 //! This module also holds the protocol quantities shared by the layers:
 //! [`Qpn`], [`Psn`] and [`PKey`].
+//!
+//! ```
+//! use rdma_dissectors::ib::{icrc, parse_transport, Opcode};
+//!
+//! // A RoCEv2 CNP as a ConnectX-4 Lx sent it: IPv4 header, UDP header,
+//! // then BTH, 16 reserved bytes and the ICRC.
+//! let ip = [0x45, 0xc2, 0x00, 0x3c, 0x71, 0x8c, 0x40, 0x00, 0x40, 0x11,
+//!           0x91, 0x61, 10, 0, 0x11, 1, 10, 0, 0x12, 1];
+//! let udp = [0x00, 0x00, 0x12, 0xb7, 0x00, 0x28, 0x00, 0x00];
+//! let mut ib = vec![0x81, 0x00, 0xff, 0xff, 0x40, 0x00, 0x01, 0x18, 0, 0, 0, 0];
+//! ib.extend_from_slice(&[0; 16]);
+//! ib.extend_from_slice(&[0x82, 0xfd, 0x00, 0x2a]);
+//!
+//! assert_eq!(icrc::check_rocev2(&ip, &udp, &ib, true), icrc::IcrcStatus::Valid);
+//! let t = parse_transport(&ib[..ib.len() - icrc::ICRC_LEN])?;
+//! assert_eq!(t.bth.opcode, Opcode::CNP);
+//! assert!(t.bth.becn);
+//! assert_eq!(t.bth.dest_qp.get(), 0x118);
+//! # Ok::<(), rdma_dissectors::Error>(())
+//! ```
 
 pub mod aeth;
 pub mod atomic;
