@@ -12,3 +12,4 @@ pub mod frames;
 pub mod report;
 pub mod sources;
 pub mod stats;
+pub mod tui;

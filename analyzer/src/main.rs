@@ -38,6 +38,8 @@ enum Command {
     Transactions(AnalyzeArgs),
     /// One line (or JSON object) per anomaly.
     Anomalies(AnalyzeArgs),
+    /// Explore a capture in a terminal UI (--filter sets the initial filter).
+    Open(AnalyzeArgs),
 }
 
 #[derive(Args)]
@@ -134,6 +136,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Transactions(a) => stream(a, true, &mut out),
         Command::Anomalies(a) => stream(a, false, &mut out),
+        Command::Open(a) => rdma_analyzer::tui::open(&a.file, a.config(), a.filter.clone()),
     }
 }
 

@@ -1,0 +1,178 @@
+//! Chunks and invalidations: every advertised segment, how much moved
+//! through it and how its STag ended; RDMA outside any chunk below.
+//!
+//! ```text
+//! ┌ Segments 955: read 16, write 24, reply 915; 4.2 MiB moved; 0 invalidated ┐
+//! │ xid        conn list     handle  length  offset           moved  ended   │
+//! │ 0xa8c0454e c1   read@132 0x18d8  131072  0xa8c0...        128 KiB wire…  │
+//! └───────────────────────────────────────────────────────────────────────────┘
+//! ┌ RDMA outside any chunk / foreign and non-negotiated invalidations ───────┐
+//! │ none                                                                     │
+//! └───────────────────────────────────────────────────────────────────────────┘
+//! ```
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState};
+use ratatui::Frame;
+
+use super::model::{kind_bit, Model, SegRow};
+use super::state::{Screen, UiState};
+use super::widgets::{block, bytes, chunk_kind, header_style, selected_style};
+use crate::engine::{ChunkKind, Kind};
+
+/// Draws the segment table and the flags box.
+pub fn draw(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
+    let [table, flags] = Layout::vertical([Constraint::Min(4), Constraint::Length(5)]).areas(area);
+    draw_table(f, table, m, ui);
+    draw_flags(f, flags, m);
+}
+
+fn ended(s: &SegRow) -> &'static str {
+    if s.remotely_invalidated {
+        "remotely invalidated"
+    } else {
+        // Local invalidation (or a reused registration) leaves no trace on the wire.
+        "not visible on wire"
+    }
+}
+
+fn flags(s: &SegRow, m: &Model) -> String {
+    let mut v = Vec::new();
+    let mask = m.rows.get(s.row as usize).map_or(0, |r| r.anomaly_mask);
+    if mask & kind_bit(Kind::InvalidatedForeignStag) != 0 {
+        v.push("FOREIGN-INVAL");
+    }
+    if mask & kind_bit(Kind::RemoteInvalidationNotNegotiated) != 0 && s.remotely_invalidated {
+        v.push("INVAL-NOT-NEGOTIATED");
+    }
+    if mask & kind_bit(Kind::RdmaOutsideChunk) != 0 {
+        v.push("RDMA-OUTSIDE");
+    }
+    if s.bytes_moved == 0 {
+        v.push("unused");
+    } else if s.bytes_moved < u64::from(s.length) && s.kind == ChunkKind::Read {
+        v.push("partial");
+    }
+    v.join(" ")
+}
+
+fn draw_table(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
+    let wide = area.width >= 120;
+    let i = Screen::Chunks.index();
+    let page = usize::from(area.height.saturating_sub(3));
+    let sel = ui.selected[i].min(m.seg_view.len().saturating_sub(1));
+    let top = ui.top[i].min(sel).max((sel + 1).saturating_sub(page));
+    let end = (top + page).min(m.seg_view.len());
+    let rows = m.seg_view[top.min(end)..end].iter().map(|&si| {
+        let s = &m.segs[si as usize];
+        let (xid, conn) = m
+            .rows
+            .get(s.row as usize)
+            .map_or((0, 0), |r| (r.xid, r.conn));
+        let list = match s.kind {
+            ChunkKind::Read => format!("read@{}", s.index),
+            ChunkKind::Write => format!("write#{}", s.index),
+            ChunkKind::Reply => "reply".into(),
+        };
+        let fl = flags(s, m);
+        let mut cells = vec![
+            Cell::from(format!("{xid:#010x}")),
+            Cell::from(format!("c{conn}")),
+            Cell::from(list),
+            Cell::from(format!("{:#x}", s.handle)),
+            Cell::from(s.length.to_string()),
+        ];
+        if wide {
+            cells.push(Cell::from(format!("{:#018x}", s.offset)));
+        }
+        cells.push(Cell::from(bytes(s.bytes_moved)));
+        cells.push(Cell::from(ended(s)));
+        let style = if fl.contains("INVAL") || fl.contains("OUTSIDE") {
+            Style::new().fg(Color::Red)
+        } else {
+            Style::new()
+        };
+        cells.push(Cell::from(fl));
+        Row::new(cells).style(style)
+    });
+    let mut header = vec!["xid", "conn", "list", "handle", "length"];
+    let mut widths = vec![
+        Constraint::Length(10),
+        Constraint::Length(4),
+        Constraint::Length(9),
+        Constraint::Length(10),
+        Constraint::Length(8),
+    ];
+    if wide {
+        header.push("offset");
+        widths.push(Constraint::Length(18));
+    }
+    header.extend(["moved", "ended", "flags"]);
+    widths.extend([
+        Constraint::Length(10),
+        Constraint::Length(20),
+        Constraint::Min(6),
+    ]);
+    let (mut n, mut moved, mut inval) = ([0u64; 3], 0u64, 0u64);
+    // Totals over the whole view: one pass over compact rows, no allocation.
+    for &si in &m.seg_view {
+        let s = &m.segs[si as usize];
+        n[s.kind as usize] += 1;
+        moved += s.bytes_moved;
+        inval += u64::from(s.remotely_invalidated);
+    }
+    let title = format!(
+        " Segments {}: {} {}, {} {}, {} {}; {} moved; {} remotely invalidated ",
+        m.seg_view.len(),
+        chunk_kind(ChunkKind::Read),
+        n[ChunkKind::Read as usize],
+        chunk_kind(ChunkKind::Write),
+        n[ChunkKind::Write as usize],
+        chunk_kind(ChunkKind::Reply),
+        n[ChunkKind::Reply as usize],
+        bytes(moved),
+        inval
+    );
+    let t = Table::new(rows, widths)
+        .header(Row::new(header).style(header_style()))
+        .row_highlight_style(selected_style())
+        .block(block(title));
+    let mut st = TableState::default().with_selected((!m.seg_view.is_empty()).then_some(sel - top));
+    f.render_stateful_widget(t, area, &mut st);
+}
+
+fn draw_flags(f: &mut Frame<'_>, area: Rect, m: &Model) {
+    let count = |k: Kind| m.state.anomaly_counts.get(&k).copied().unwrap_or(0);
+    let mut lines = vec![Line::from(format!(
+        "foreign invalidations {}  non-negotiated invalidations {}  RDMA outside any chunk {}",
+        count(Kind::InvalidatedForeignStag),
+        count(Kind::RemoteInvalidationNotNegotiated),
+        count(Kind::RdmaOutsideChunk)
+    ))];
+    let rows = usize::from(area.height.saturating_sub(3));
+    lines.extend(
+        m.anomalies
+            .iter()
+            .filter(|a| {
+                matches!(
+                    a.kind,
+                    Kind::RdmaOutsideChunk
+                        | Kind::InvalidatedForeignStag
+                        | Kind::RemoteInvalidationNotNegotiated
+                )
+            })
+            .take(rows)
+            .map(|a| {
+                Line::styled(
+                    format!("frame {:?}: {}", a.frames, a.message),
+                    Style::new().fg(Color::Red),
+                )
+            }),
+    );
+    f.render_widget(
+        Paragraph::new(lines).block(block(" Invalidation and RDMA flags ".into())),
+        area,
+    );
+}

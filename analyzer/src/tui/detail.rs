@@ -1,0 +1,266 @@
+//! Transaction detail: the ladder diagram between requester and responder,
+//! then the decoded RPC-over-RDMA header and the RPC call.
+//!
+//! ```text
+//! ┌ c1 xid 0xa8c0454e NFS WRITE, 49.81 ms, 2 round trips ───────────────────┐
+//! │   frame     +time  requester 10.99.0.2/0x12        responder 10.99.0.1  │
+//! │      80  0.000 ms  │── SEND call RDMA_MSG ... ──────────────────────►│    │
+//! │      91  3.139 ms  │◄──────── RDMA READ response rkey 0x18d8 ... ────│    │
+//! └──────────────────────────────────────────────────────────────────────────┘
+//! ┌ RPC-over-RDMA header and RPC call ───────────────────────────────────────┐
+//! │ xid 0x... vers 1 credits 128 RDMA_MSG read[...] write[] reply[]         │
+//! │ NFS v3 proc 7 WRITE; reply SUCCESS; call 208 B read_chunks, reply ...   │
+//! └──────────────────────────────────────────────────────────────────────────┘
+//! ```
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Row, Table, TableState, Wrap};
+use ratatui::Frame;
+
+use super::model::Model;
+use super::state::{Screen, UiState};
+use super::widgets::{block, bytes, chunk_kind, dur, header_style, selected_style};
+use crate::engine::{LadderStep, Transaction};
+
+/// Draws the detail of the transaction chosen on another screen.
+pub fn draw(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
+    let Some(row) = ui.detail else {
+        f.render_widget(
+            Paragraph::new(
+                "No transaction chosen: press Enter on one in Transactions (2) or Anomalies (6).",
+            )
+            .wrap(Wrap { trim: true })
+            .block(block(" Detail ".into())),
+            area,
+        );
+        return;
+    };
+    let Some(t) = m.detail(row) else {
+        let what = m.rows.get(row).map_or(String::new(), |r| {
+            format!("c{} xid {:#010x} {}: ", r.conn, r.xid, m.label(r))
+        });
+        f.render_widget(
+            Paragraph::new(format!(
+                "{what}the ladder of this transaction is no longer kept (only the newest are, to bound memory). `rdma-analyzer transactions --json --filter <xid>` prints it."
+            ))
+            .wrap(Wrap { trim: true })
+            .block(block(" Detail ".into())),
+            area,
+        );
+        return;
+    };
+    let info_h = if area.height >= 30 { 10 } else { 7 };
+    let [ladder, info] =
+        Layout::vertical([Constraint::Min(4), Constraint::Length(info_h)]).areas(area);
+    draw_ladder(f, ladder, m, ui, t);
+    draw_info(f, info, t);
+}
+
+fn title(t: &Transaction) -> String {
+    let lat = match t.reply_ts_ns {
+        Some(r) => dur(r.saturating_sub(t.call_ts_ns)),
+        None => "no reply".into(),
+    };
+    format!(
+        " {} xid {:#010x} {}, {}, {} round trip{} (Esc back) ",
+        t.connection,
+        t.xid,
+        t.procedure_label(),
+        lat,
+        t.round_trips,
+        if t.round_trips == 1 { "" } else { "s" }
+    )
+}
+
+/// The arrow between the lifelines, `lane` columns wide, with `what` on it.
+fn arrow(what: &str, to_right: bool, lane: usize) -> String {
+    let inner = lane.saturating_sub(2);
+    let room = inner.saturating_sub(6);
+    let mut text: String = what.chars().take(room).collect();
+    if what.chars().count() > room && room > 0 {
+        text.pop();
+        text.push('…');
+    }
+    let tlen = text.chars().count() + 2;
+    let fill = inner.saturating_sub(tlen + 1);
+    let (pre, post) = if to_right {
+        (2, fill.saturating_sub(2))
+    } else {
+        (fill.saturating_sub(2), 2)
+    };
+    let mut s = String::with_capacity(lane * 3);
+    s.push('│');
+    if !to_right {
+        s.push('◄');
+    }
+    s.push_str(&"─".repeat(pre));
+    s.push(' ');
+    s.push_str(&text);
+    s.push(' ');
+    s.push_str(&"─".repeat(post));
+    if to_right {
+        s.push('►');
+    }
+    // Pad to the responder's lifeline.
+    let len = s.chars().count();
+    if len + 1 < lane {
+        s.push_str(&"─".repeat(lane - 1 - len));
+    }
+    s.push('│');
+    s
+}
+
+fn draw_ladder(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState, t: &Transaction) {
+    let inner_w = usize::from(area.width.saturating_sub(2));
+    let lane = inner_w.saturating_sub(7 + 1 + 10 + 2).max(10);
+    let conn = m.state.connections.get(&t.connection);
+    let side = |q: Option<crate::engine::QpKey>| q.map_or("?".to_string(), |q| q.to_string());
+    let (req, resp) = conn.map_or(("?".into(), "?".into()), |c| {
+        (side(c.client), side(c.server))
+    });
+    let (req, resp) = if t.backchannel {
+        (resp, req)
+    } else {
+        (req, resp)
+    };
+    let left = format!("requester {req}");
+    let right = format!("responder {resp}");
+    let gap = lane.saturating_sub(left.chars().count() + right.chars().count());
+    let header = Row::new(vec![
+        "frame".to_string(),
+        "+time".to_string(),
+        format!("{left}{}{right}", " ".repeat(gap)),
+    ])
+    .style(header_style());
+    let page = usize::from(area.height.saturating_sub(3));
+    let i = Screen::Detail.index();
+    let sel = ui.selected[i].min(t.ladder.len().saturating_sub(1));
+    let top = ui.top[i].min(sel).max((sel + 1).saturating_sub(page));
+    let rows = t.ladder.iter().skip(top).take(page).map(|s: &LadderStep| {
+        let style = if s.what.contains("Invalidate") {
+            Style::new().fg(Color::Magenta)
+        } else if s.from_client {
+            Style::new().fg(Color::Cyan)
+        } else {
+            Style::new().fg(Color::Green)
+        };
+        Row::new(vec![
+            format!("{:>7}", s.frame),
+            format!("{:>10}", dur(s.offset_ns)),
+            arrow(&s.what, s.from_client, lane),
+        ])
+        .style(style)
+    });
+    let mut title = title(t);
+    if t.ladder_omitted > 0 {
+        title.push_str(&format!("(+{} steps not kept) ", t.ladder_omitted));
+    }
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(7),
+            Constraint::Length(10),
+            Constraint::Min(10),
+        ],
+    )
+    .header(header)
+    .row_highlight_style(selected_style().remove_modifier(Modifier::BOLD))
+    .block(block(title));
+    let mut st = TableState::default().with_selected((!t.ladder.is_empty()).then_some(sel - top));
+    f.render_stateful_widget(table, area, &mut st);
+}
+
+fn draw_info(f: &mut Frame<'_>, area: Rect, t: &Transaction) {
+    let key = |s: &'static str| Span::styled(s, Style::new().fg(Color::Cyan));
+    let mut lines = vec![
+        Line::from(vec![
+            key("RPC-over-RDMA  "),
+            Span::raw(t.call_header.clone()),
+        ]),
+        Line::from(vec![
+            key("RPC call       "),
+            Span::raw(format!(
+                "{} v{} proc {} {}; call {} B {}, reply {} {}; status {}",
+                t.program_name.map_or_else(
+                    || t.program.map_or("?".into(), |p| p.to_string()),
+                    str::to_string
+                ),
+                t.version.map_or("?".into(), |v| v.to_string()),
+                t.proc.map_or("?".into(), |v| v.to_string()),
+                t.procedure.as_deref().unwrap_or("?"),
+                t.call_len,
+                t.call_transfer.as_str(),
+                t.reply_len.map_or("-".into(), |l| format!("{l} B")),
+                t.reply_transfer.as_str(),
+                t.reply_status.as_deref().unwrap_or("-"),
+            )),
+        ]),
+        Line::from(vec![
+            key("credits        "),
+            Span::raw(format!(
+                "requested {}, granted {}, in flight at call {}; frames {} -> {}",
+                t.credits_requested,
+                t.credits_granted.map_or("-".into(), |g| g.to_string()),
+                t.in_flight_at_call,
+                t.call_frame,
+                t.reply_frame.map_or("-".into(), |r| r.to_string())
+            )),
+        ]),
+    ];
+    let segs: Vec<String> = t
+        .chunks
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {:#x} {}@{:#x} moved {}{}",
+                chunk_kind(s.kind),
+                s.handle,
+                s.length,
+                s.offset,
+                bytes(s.bytes_moved),
+                if s.remotely_invalidated {
+                    " invalidated"
+                } else {
+                    ""
+                }
+            )
+        })
+        .collect();
+    lines.push(Line::from(vec![
+        key("chunks         "),
+        Span::raw(if segs.is_empty() {
+            "none".into()
+        } else {
+            segs.join("; ")
+        }),
+    ]));
+    let p = &t.phases;
+    let ph = |v: Option<u64>| v.map_or("-".into(), dur);
+    lines.push(Line::from(vec![
+        key("phases         "),
+        Span::raw(format!(
+            "to first RDMA {}, reads {}, writes {}, reply after RDMA {}; invalidated {}",
+            ph(p.until_first_rdma_ns),
+            ph(p.read_ns),
+            ph(p.write_ns),
+            ph(p.reply_after_rdma_ns),
+            t.remote_invalidated_rkey
+                .map_or("none".into(), |k| format!("{k:#x}"))
+        )),
+    ]));
+    if !t.anomalies.is_empty() {
+        let names: Vec<&str> = t.anomalies.iter().map(|k| k.as_str()).collect();
+        lines.push(Line::from(vec![
+            key("anomalies      "),
+            Span::styled(names.join(", "), Style::new().fg(Color::Red)),
+        ]));
+    }
+    f.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .block(block(" RPC-over-RDMA header and RPC call ".into())),
+        area,
+    );
+}

@@ -1,0 +1,199 @@
+//! The terminal UI (`rdma-analyzer open FILE`): a thin view over the engine.
+//!
+//! ```text
+//! ┌ 1 Overview │ 2 Transactions │ 3 Detail │ 4 Chunks │ 5 Credits │ 6 Anomalies ┐  tabs
+//! │                                                                           │
+//! │  the screen's render module (overview.rs, transactions.rs, detail.rs,     │  body
+//! │  chunks.rs, credits.rs, anomalies.rs)                                     │
+//! │                                                                           │
+//! └ status: source, progress gauge or live rates, frames, events, drops ──────┘  status
+//! ```
+//!
+//! Data flows one way: a [`source::Source`] thread runs the engine and sends
+//! findings and state snapshots; [`model::Model`] accumulates them into
+//! bounded tables; [`draw`] renders `&Model` and `&UiState` and nothing else.
+//! Keys go through [`keys::map`] to an [`state::Action`] that
+//! [`state::UiState::apply`] performs.
+
+pub mod anomalies;
+pub mod app;
+pub mod chunks;
+pub mod credits;
+pub mod detail;
+pub mod keys;
+pub mod model;
+pub mod overview;
+pub mod source;
+pub mod state;
+pub mod transactions;
+mod widgets;
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Tabs, Wrap};
+use ratatui::Frame;
+
+pub use app::{open, run};
+use model::Model;
+use state::{Screen, UiState};
+
+/// Draws the whole screen.
+pub fn draw(f: &mut Frame<'_>, m: &Model, ui: &UiState) {
+    let [tabs, body, status] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(1),
+        Constraint::Length(1),
+    ])
+    .areas(f.area());
+    draw_tabs(f, tabs, ui);
+    match ui.screen {
+        Screen::Overview => overview::draw(f, body, m, ui),
+        Screen::Transactions => transactions::draw(f, body, m, ui),
+        Screen::Detail => detail::draw(f, body, m, ui),
+        Screen::Chunks => chunks::draw(f, body, m, ui),
+        Screen::Credits => credits::draw(f, body, m, ui),
+        Screen::Anomalies => anomalies::draw(f, body, m, ui),
+    }
+    draw_status(f, status, m, ui);
+    if ui.help {
+        draw_help(f, body);
+    } else if let Some(msg) = &ui.message {
+        draw_message(f, body, msg);
+    }
+}
+
+fn draw_tabs(f: &mut Frame<'_>, area: Rect, ui: &UiState) {
+    let titles = Screen::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, s)| format!("{} {}", i + 1, s.title()));
+    let t = Tabs::new(titles)
+        .select(ui.screen.index())
+        .style(Style::new().fg(Color::Gray))
+        .highlight_style(Style::new().fg(Color::Black).bg(Color::Cyan))
+        .divider("│")
+        .padding("", "");
+    f.render_widget(t, area);
+}
+
+fn draw_status(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
+    let mut spans: Vec<Span<'_>> = Vec::with_capacity(16);
+    if let Some(e) = &ui.editing {
+        spans.push(Span::styled(
+            format!("filter: {e}█"),
+            Style::new().fg(Color::Black).bg(Color::Yellow),
+        ));
+        spans.push(Span::raw(
+            "  Enter apply, Esc cancel; c1, 0x1234abcd, READ, credit_overrun",
+        ));
+        f.render_widget(Paragraph::new(Line::from(spans)), area);
+        return;
+    }
+    let name = m.source.rsplit('/').next().unwrap_or(&m.source);
+    spans.push(Span::styled(
+        name.to_string(),
+        Style::new().add_modifier(Modifier::BOLD),
+    ));
+    spans.push(Span::raw(" "));
+    match (m.done, m.progress.bytes_total) {
+        (true, _) => spans.push(Span::styled("done", Style::new().fg(Color::Green))),
+        (false, Some(total)) => {
+            let pct = if total == 0 {
+                100
+            } else {
+                (m.progress.bytes_read.saturating_mul(100) / total).min(100)
+            };
+            let filled = (pct / 10) as usize;
+            spans.push(Span::styled(
+                format!("{}{}", "█".repeat(filled), "░".repeat(10 - filled)),
+                Style::new().fg(Color::Cyan),
+            ));
+            spans.push(Span::raw(format!(" {pct:>3}%")));
+        }
+        (false, None) => spans.push(Span::styled("live", Style::new().fg(Color::Green))),
+    }
+    if let Some(e) = &m.error {
+        spans.push(Span::styled(
+            format!(" (stopped: {e})"),
+            Style::new().fg(Color::Red),
+        ));
+    }
+    let c = &m.counters;
+    let dropped = c.dropped + c.rows_not_kept;
+    spans.push(Span::raw(format!(
+        "  frames {}  events {}  txns {}  dropped {}",
+        m.progress.frames,
+        c.events,
+        m.rows.len(),
+        dropped
+    )));
+    if !ui.filter.is_empty() {
+        spans.push(Span::styled(
+            format!("  filter {}", ui.filter),
+            Style::new().fg(Color::Yellow),
+        ));
+    }
+    if ui.paused {
+        spans.push(Span::styled(
+            "  PAUSED",
+            Style::new().fg(Color::Black).bg(Color::Yellow),
+        ));
+    }
+    spans.push(Span::styled(
+        "  ? help  q quit",
+        Style::new().fg(Color::DarkGray),
+    ));
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// A rectangle `w`×`h` centred in `r` (clipped to it).
+fn centered(r: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(r.width);
+    let h = h.min(r.height);
+    Rect {
+        x: r.x + (r.width - w) / 2,
+        y: r.y + (r.height - h) / 2,
+        width: w,
+        height: h,
+    }
+}
+
+fn draw_help(f: &mut Frame<'_>, area: Rect) {
+    let lines: Vec<Line<'_>> = keys::HELP
+        .iter()
+        .map(|(k, what)| {
+            Line::from(vec![
+                Span::styled(format!("{k:<26}"), Style::new().fg(Color::Cyan)),
+                Span::raw(*what),
+            ])
+        })
+        .collect();
+    let h = u16::try_from(lines.len())
+        .unwrap_or(u16::MAX)
+        .saturating_add(2);
+    let r = centered(area, 96, h);
+    f.render_widget(Clear, r);
+    f.render_widget(
+        Paragraph::new(lines).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(" Keys (Esc or ? closes) "),
+        ),
+        r,
+    );
+}
+
+fn draw_message(f: &mut Frame<'_>, area: Rect, msg: &str) {
+    let r = centered(area, 76, 9);
+    f.render_widget(Clear, r);
+    f.render_widget(
+        Paragraph::new(msg)
+            .wrap(Wrap { trim: false })
+            .block(Block::default().borders(Borders::ALL).title(" Esc closes ")),
+        r,
+    );
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,477 @@
+//! What the screens draw: the engine's latest [`State`] plus the findings,
+//! accumulated into bounded, compact tables with sorted and filtered views.
+//!
+//! A million transactions must stay cheap to hold and to draw, so each is
+//! kept as a [`TxnRow`] of fixed size (procedure labels interned); the full
+//! [`Transaction`] (ladder, decoded header) is kept only for the most recent
+//! [`Caps::details`] of them. Views are vectors of row indices, rebuilt only
+//! when the sort or the filter changes and extended (then re-sorted, which
+//! is near linear on already sorted input) when rows arrive.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::engine::{Anomaly, ChunkKind, ConnId, Finding, Kind, State, Transaction, Transfer};
+use crate::report::Filter;
+
+use super::source::{Msg, Progress};
+use super::state::{Screen, Sort, SortCol, UiState};
+
+/// How much the model keeps.
+#[derive(Debug, Clone, Copy)]
+pub struct Caps {
+    /// Transaction rows.
+    pub rows: usize,
+    /// Full transactions (ladder, header) kept for the detail screen, newest.
+    pub details: usize,
+    /// Chunk segment rows.
+    pub segments: usize,
+    /// Anomalies.
+    pub anomalies: usize,
+    /// Distinct procedure labels (NFSv4 COMPOUNDs can make many).
+    pub labels: usize,
+}
+
+impl Default for Caps {
+    fn default() -> Self {
+        Caps {
+            rows: 2_000_000,
+            details: 20_000,
+            segments: 2_000_000,
+            anomalies: 100_000,
+            labels: 65_536,
+        }
+    }
+}
+
+/// No value (latency of an unanswered call, no invalidation).
+pub const NONE32: u32 = u32::MAX;
+/// No value, 64-bit.
+pub const NONE64: u64 = u64::MAX;
+
+/// One transaction, compact.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxnRow {
+    /// Call time, ns since the epoch.
+    pub call_ts_ns: u64,
+    /// Call to reply, ns ([`NONE64`] when unanswered).
+    pub latency_ns: u64,
+    /// Bytes moved through chunks.
+    pub bytes: u64,
+    /// Frame of the call.
+    pub call_frame: u64,
+    /// Frame of the reply (0 when none).
+    pub reply_frame: u64,
+    /// Bit `i` set: the transaction has an anomaly of kind `Kind::ALL[i]`.
+    pub anomaly_mask: u64,
+    /// RPC XID.
+    pub xid: u32,
+    /// Connection number.
+    pub conn: u32,
+    /// Interned procedure label.
+    pub proc: u32,
+    /// R_Key the reply invalidated ([`NONE32`] when none).
+    pub inval_rkey: u32,
+    /// How the call travelled.
+    pub call: Transfer,
+    /// How the reply travelled.
+    pub reply: Transfer,
+    /// Internode round trips.
+    pub round_trips: u8,
+    /// Anomalies on it.
+    pub anomalies: u8,
+}
+
+/// One advertised segment, compact.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegRow {
+    /// Transaction row it belongs to.
+    pub row: u32,
+    /// Which list.
+    pub kind: ChunkKind,
+    /// Write chunk index, or read position.
+    pub index: u32,
+    /// STag / R_Key.
+    pub handle: u32,
+    /// Advertised length.
+    pub length: u32,
+    /// Advertised offset.
+    pub offset: u64,
+    /// Bytes moved.
+    pub bytes_moved: u64,
+    /// Named by the reply's Send With Invalidate.
+    pub remotely_invalidated: bool,
+}
+
+/// A row of the anomalies screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnomRow {
+    /// A kind's heading, with how many anomalies of it pass the filter.
+    Kind(Kind, u64),
+    /// An anomaly (index into [`Model::anomalies`]).
+    Item(u32),
+}
+
+/// Counters for the status line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Findings received.
+    pub events: u64,
+    /// Messages the source or a paused view had to drop.
+    pub dropped: u64,
+    /// Transactions not kept (row cap).
+    pub rows_not_kept: u64,
+    /// Segments not kept (segment cap).
+    pub segments_not_kept: u64,
+    /// Anomalies not kept (anomaly cap; still counted in the state).
+    pub anomalies_not_kept: u64,
+}
+
+/// Everything the screens draw.
+#[derive(Debug, Default)]
+pub struct Model {
+    /// Source description (file name, interface).
+    pub source: String,
+    /// Latest engine state.
+    pub state: State,
+    /// How far the source has got.
+    pub progress: Progress,
+    /// Whether the source has finished.
+    pub done: bool,
+    /// Why the source stopped early, if it did.
+    pub error: Option<String>,
+    /// Status counters.
+    pub counters: Counters,
+    caps: Caps,
+    /// Transactions in arrival order.
+    pub rows: Vec<TxnRow>,
+    /// Interned procedure labels.
+    pub labels: Vec<String>,
+    label_ids: HashMap<String, u32>,
+    label_rank: Vec<u32>,
+    details: VecDeque<(u32, Box<Transaction>)>,
+    /// Segments in arrival order.
+    pub segs: Vec<SegRow>,
+    /// Anomalies in arrival order.
+    pub anomalies: Vec<Anomaly>,
+    /// Transaction view: row indices, filtered and sorted.
+    pub view: Vec<u32>,
+    view_key: Option<(Sort, String)>,
+    view_seen: usize,
+    /// Segment view: indices into `segs`.
+    pub seg_view: Vec<u32>,
+    seg_key: Option<String>,
+    seg_seen: usize,
+    /// Anomaly view, grouped by kind.
+    pub anom_view: Vec<AnomRow>,
+    anom_key: Option<(String, usize)>,
+}
+
+/// A bit per anomaly kind.
+pub fn kind_bit(k: Kind) -> u64 {
+    Kind::ALL
+        .iter()
+        .position(|x| *x == k)
+        .map_or(0, |i| 1u64 << (i % 64))
+}
+
+impl Model {
+    /// An empty model for `source`.
+    pub fn new(source: impl Into<String>, caps: Caps) -> Self {
+        Model {
+            source: source.into(),
+            caps,
+            ..Model::default()
+        }
+    }
+
+    /// Takes one message from the source.
+    pub fn apply(&mut self, msg: Msg) {
+        match msg {
+            Msg::Findings(fs) => {
+                for f in fs {
+                    self.push(f);
+                }
+            }
+            Msg::Snapshot { state, progress } => {
+                self.state = *state;
+                self.progress = progress;
+            }
+            Msg::Done {
+                state,
+                progress,
+                error,
+            } => {
+                self.state = *state;
+                self.progress = progress;
+                self.done = true;
+                self.error = error;
+            }
+        }
+    }
+
+    /// Takes one finding.
+    pub fn push(&mut self, f: Finding) {
+        self.counters.events += 1;
+        match f {
+            Finding::Transaction(t) => self.push_txn(t),
+            Finding::Anomaly(a) => {
+                if self.anomalies.len() < self.caps.anomalies {
+                    self.anomalies.push(*a);
+                } else {
+                    self.counters.anomalies_not_kept += 1;
+                }
+            }
+        }
+    }
+
+    fn intern(&mut self, label: String) -> u32 {
+        if let Some(id) = self.label_ids.get(&label) {
+            return *id;
+        }
+        // Past the cap every new label shares one overflow entry, added once.
+        let label = if self.labels.len() >= self.caps.labels {
+            let other = "(other)".to_string();
+            if let Some(id) = self.label_ids.get(&other) {
+                return *id;
+            }
+            other
+        } else {
+            label
+        };
+        let id = u32::try_from(self.labels.len()).unwrap_or(NONE32);
+        self.label_ids.insert(label.clone(), id);
+        self.labels.push(label);
+        // Ranks give sort order without string compares per row pair.
+        let mut order: Vec<u32> = (0..self.labels.len() as u32).collect();
+        order.sort_by(|a, b| self.labels[*a as usize].cmp(&self.labels[*b as usize]));
+        self.label_rank = vec![0; order.len()];
+        for (rank, id) in order.into_iter().enumerate() {
+            self.label_rank[id as usize] = rank as u32;
+        }
+        // A new label invalidates a procedure sort.
+        if self
+            .view_key
+            .as_ref()
+            .is_some_and(|(s, _)| s.col == SortCol::Procedure)
+        {
+            self.view_key = None;
+        }
+        id
+    }
+
+    /// Adds a transaction (also used by the benchmarks to load a million).
+    pub fn push_txn(&mut self, t: Box<Transaction>) {
+        if self.rows.len() >= self.caps.rows {
+            self.counters.rows_not_kept += 1;
+            return;
+        }
+        let row = self.rows.len() as u32;
+        let proc = self.intern(t.procedure_label());
+        let anomaly_mask = t.anomalies.iter().fold(0, |m, k| m | kind_bit(*k));
+        self.rows.push(TxnRow {
+            call_ts_ns: t.call_ts_ns,
+            latency_ns: t
+                .reply_ts_ns
+                .map_or(NONE64, |r| r.saturating_sub(t.call_ts_ns)),
+            bytes: t.bytes_moved(),
+            call_frame: t.call_frame,
+            reply_frame: t.reply_frame.unwrap_or(0),
+            anomaly_mask,
+            xid: t.xid,
+            conn: t.connection.0,
+            proc,
+            inval_rkey: t.remote_invalidated_rkey.unwrap_or(NONE32),
+            call: t.call_transfer,
+            reply: t.reply_transfer,
+            round_trips: t.round_trips,
+            anomalies: u8::try_from(t.anomalies.len()).unwrap_or(u8::MAX),
+        });
+        for s in &t.chunks {
+            if self.segs.len() >= self.caps.segments {
+                self.counters.segments_not_kept += 1;
+                continue;
+            }
+            self.segs.push(SegRow {
+                row,
+                kind: s.kind,
+                index: s.position.unwrap_or(s.chunk),
+                handle: s.handle,
+                length: s.length,
+                offset: s.offset,
+                bytes_moved: s.bytes_moved,
+                remotely_invalidated: s.remotely_invalidated,
+            });
+        }
+        if self.caps.details > 0 {
+            if self.details.len() >= self.caps.details {
+                self.details.pop_front();
+            }
+            self.details.push_back((row, t));
+        }
+    }
+
+    /// The full transaction of a row, while it is still kept.
+    pub fn detail(&self, row: usize) -> Option<&Transaction> {
+        let row = u32::try_from(row).ok()?;
+        let i = self.details.binary_search_by_key(&row, |(r, _)| *r).ok()?;
+        self.details.get(i).map(|(_, t)| &**t)
+    }
+
+    /// A row's procedure label.
+    pub fn label(&self, r: &TxnRow) -> &str {
+        self.labels.get(r.proc as usize).map_or("?", String::as_str)
+    }
+
+    /// Capture time at the start (ns), for relative times.
+    pub fn t0(&self) -> u64 {
+        self.state.totals.first_ts_ns
+    }
+
+    /// Brings the views up to date with `ui`'s sort and filter, and tells
+    /// `ui` how long each list is. Called before drawing, never while drawing.
+    pub fn refresh(&mut self, ui: &mut UiState) {
+        let filter = parse_filter(&ui.filter);
+        self.refresh_txns(ui.sort, &ui.filter, &filter);
+        self.refresh_segs(&ui.filter, &filter);
+        self.refresh_anomalies(&ui.filter, &filter);
+        ui.set_len(Screen::Overview, self.state.connections.len());
+        ui.set_len(Screen::Transactions, self.view.len());
+        let ladder = ui
+            .detail
+            .and_then(|r| self.detail(r))
+            .map_or(0, |t| t.ladder.len());
+        ui.set_len(Screen::Detail, ladder);
+        ui.set_len(Screen::Chunks, self.seg_view.len());
+        ui.set_len(Screen::Credits, self.state.connections.len());
+        ui.set_len(Screen::Anomalies, self.anom_view.len());
+    }
+
+    fn row_passes(&self, r: &TxnRow, f: &Filter, proc_ok: &[bool]) -> bool {
+        match f {
+            Filter::All => true,
+            Filter::Connection(c) => r.conn == *c,
+            Filter::Xid(x) => r.xid == *x,
+            Filter::Kind(k) => r.anomaly_mask & kind_bit(*k) != 0,
+            Filter::Procedure(_) => proc_ok.get(r.proc as usize).copied().unwrap_or(false),
+        }
+    }
+
+    fn proc_matches(&self, f: &Filter) -> Vec<bool> {
+        match f {
+            Filter::Procedure(p) => self
+                .labels
+                .iter()
+                .map(|l| l.to_ascii_uppercase().contains(p.as_str()))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn refresh_txns(&mut self, sort: Sort, text: &str, f: &Filter) {
+        let key = (sort, text.to_string());
+        if self.view_key.as_ref() != Some(&key) {
+            self.view.clear();
+            self.view_seen = 0;
+            self.view_key = Some(key);
+        }
+        if self.view_seen == self.rows.len() {
+            return;
+        }
+        let proc_ok = self.proc_matches(f);
+        let start = self.view_seen;
+        for i in start..self.rows.len() {
+            if self.row_passes(&self.rows[i], f, &proc_ok) {
+                self.view.push(i as u32);
+            }
+        }
+        self.view_seen = self.rows.len();
+        let rows = &self.rows;
+        let rank = &self.label_rank;
+        let cmp = |a: &u32, b: &u32| {
+            let (x, y) = (&rows[*a as usize], &rows[*b as usize]);
+            let o = match sort.col {
+                SortCol::Time => x.call_ts_ns.cmp(&y.call_ts_ns),
+                SortCol::Conn => x.conn.cmp(&y.conn),
+                SortCol::Xid => x.xid.cmp(&y.xid),
+                SortCol::Procedure => rank.get(x.proc as usize).cmp(&rank.get(y.proc as usize)),
+                SortCol::Call => x.call.cmp(&y.call),
+                SortCol::Reply => x.reply.cmp(&y.reply),
+                // Unanswered (NONE64) sorts last ascending, which is what one wants.
+                SortCol::Latency => x.latency_ns.cmp(&y.latency_ns),
+                SortCol::RoundTrips => x.round_trips.cmp(&y.round_trips),
+                SortCol::Bytes => x.bytes.cmp(&y.bytes),
+                SortCol::Invalidation => x.inval_rkey.cmp(&y.inval_rkey),
+                SortCol::Anomalies => x.anomalies.cmp(&y.anomalies),
+            };
+            if sort.desc {
+                o.reverse()
+            } else {
+                o
+            }
+        };
+        // Stable and adaptive: an already sorted prefix plus a new tail
+        // costs a merge, not a full sort; ties stay in arrival order.
+        self.view.sort_by(cmp);
+    }
+
+    fn refresh_segs(&mut self, text: &str, f: &Filter) {
+        if self.seg_key.as_deref() != Some(text) {
+            self.seg_view.clear();
+            self.seg_seen = 0;
+            self.seg_key = Some(text.to_string());
+        }
+        if self.seg_seen == self.segs.len() {
+            return;
+        }
+        let proc_ok = self.proc_matches(f);
+        for i in self.seg_seen..self.segs.len() {
+            let s = &self.segs[i];
+            if let Some(r) = self.rows.get(s.row as usize) {
+                if self.row_passes(r, f, &proc_ok) {
+                    self.seg_view.push(i as u32);
+                }
+            }
+        }
+        self.seg_seen = self.segs.len();
+    }
+
+    fn refresh_anomalies(&mut self, text: &str, f: &Filter) {
+        let key = (text.to_string(), self.anomalies.len());
+        if self.anom_key.as_ref() == Some(&key) {
+            return;
+        }
+        self.anom_key = Some(key);
+        self.anom_view.clear();
+        let mut by_kind: Vec<Vec<u32>> = vec![Vec::new(); Kind::ALL.len()];
+        for (i, a) in self.anomalies.iter().enumerate() {
+            if f.anomaly(a) {
+                if let Some(k) = Kind::ALL.iter().position(|k| *k == a.kind) {
+                    by_kind[k].push(i as u32);
+                }
+            }
+        }
+        for (k, items) in Kind::ALL.iter().zip(by_kind) {
+            if items.is_empty() {
+                continue;
+            }
+            self.anom_view.push(AnomRow::Kind(*k, items.len() as u64));
+            self.anom_view.extend(items.into_iter().map(AnomRow::Item));
+        }
+    }
+
+    /// The newest row with this connection and XID.
+    pub fn find_txn(&self, conn: Option<ConnId>, xid: u32) -> Option<usize> {
+        self.rows
+            .iter()
+            .rposition(|r| r.xid == xid && conn.is_none_or(|c| c.0 == r.conn))
+    }
+}
+
+/// The filter a typed text means (empty: everything).
+pub fn parse_filter(text: &str) -> Filter {
+    if text.trim().is_empty() {
+        Filter::All
+    } else {
+        Filter::parse(text)
+    }
+}

@@ -1,0 +1,261 @@
+//! Overview: one row per connection, capture totals, latency histogram.
+//!
+//! ```text
+//! ┌ Connections ─────────────────────────────────────────────────────────┐
+//! │ conn client  server  QPNs  inline  R  calls/s  bytes/s  credits  anom │
+//! │ c1   10.0.0.2 10.0.0.1 0x12/0x12 4096/4096 no 21.6 159 KiB 64/0(4) 0  │
+//! └──────────────────────────────────────────────────────────────────────┘
+//! ┌ Totals ──────────────────┐┌ Latency, c1 ───────────────────────────┐
+//! │ frames, calls, ICRC, ... ││ 4.1 ms ████                        12 │
+//! └──────────────────────────┘└────────────────────────────────────────┘
+//! ```
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Row, Table, TableState};
+use ratatui::Frame;
+
+use rdma_dissectors::rpcrdma_cm::CmPrivateData;
+
+use super::model::Model;
+use super::state::{Screen, UiState};
+use super::widgets::{block, bytes, dur, header_style, rate, selected_style};
+use crate::engine::{CmState, Connection};
+
+/// Draws the overview.
+pub fn draw(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
+    let n = m.state.connections.len() as u16;
+    let table_h = (n + 3).clamp(4, area.height.saturating_sub(10).max(4));
+    let [top, bottom] =
+        Layout::vertical([Constraint::Length(table_h), Constraint::Min(0)]).areas(area);
+    let [left, right] =
+        Layout::horizontal([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(bottom);
+    draw_connections(f, top, m, ui);
+    draw_totals(f, left, m);
+    let sel = m
+        .state
+        .connections
+        .values()
+        .nth(ui.selected[Screen::Overview.index()]);
+    draw_latency(f, right, sel);
+}
+
+fn private(p: Option<CmPrivateData>) -> String {
+    match p {
+        Some(CmPrivateData::V1(v)) => format!(
+            "R={} {}/{}",
+            u8::from(v.remote_invalidate),
+            v.send_size,
+            v.recv_size
+        ),
+        Some(CmPrivateData::UnknownVersion { version, .. }) => format!("v{version}?"),
+        Some(_) => "?".into(),
+        None => "none".into(),
+    }
+}
+
+fn cm_name(s: CmState) -> &'static str {
+    match s {
+        CmState::NotSeen => "not seen",
+        CmState::Requested => "REQ",
+        CmState::Replied => "REP",
+        CmState::Established => "established",
+        CmState::Rejected => "rejected",
+        CmState::Disconnecting => "DREQ",
+        CmState::Closed => "closed",
+    }
+}
+
+fn draw_connections(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
+    let wide = area.width >= 140;
+    let mut header = vec![
+        "conn",
+        "client",
+        "server",
+        "QPNs c/s",
+        "inline",
+        "R",
+        "calls/s",
+        "chunk B/s",
+        "credits",
+        "anom",
+    ];
+    let mut widths = vec![
+        Constraint::Length(4),
+        Constraint::Min(9),
+        Constraint::Min(9),
+        Constraint::Length(11),
+        Constraint::Length(10),
+        Constraint::Length(3),
+        Constraint::Length(8),
+        Constraint::Length(10),
+        Constraint::Length(10),
+        Constraint::Length(5),
+    ];
+    if wide {
+        header.extend(["CM", "private data client / server"]);
+        widths.extend([Constraint::Length(11), Constraint::Length(30)]);
+    }
+    let page = usize::from(area.height.saturating_sub(3));
+    let sel = ui.selected[Screen::Overview.index()];
+    let top = ui.top[Screen::Overview.index()]
+        .min(sel)
+        .max((sel + 1).saturating_sub(page));
+    let rows = m
+        .state
+        .connections
+        .values()
+        .skip(top)
+        .take(page)
+        .map(|c| Row::new(conn_cells(c, wide)));
+    let t = Table::new(rows, widths)
+        .header(Row::new(header).style(header_style()))
+        .row_highlight_style(selected_style())
+        .block(block(format!(
+            " Connections ({}) ",
+            m.state.connections.len()
+        )));
+    let mut st = TableState::default().with_selected(Some(sel - top));
+    f.render_stateful_widget(t, area, &mut st);
+}
+
+fn conn_cells(c: &Connection, wide: bool) -> Vec<String> {
+    let span = c.last_ts_ns.saturating_sub(c.first_ts_ns);
+    let addr = |q: Option<crate::engine::QpKey>| q.map_or("?".into(), |q| q.addr.to_string());
+    let qpn = |q: Option<crate::engine::QpKey>| q.map_or("?".into(), |q| format!("{:#x}", q.qpn));
+    let inline = match (c.call_inline_threshold(), c.reply_inline_threshold()) {
+        (Some(a), Some(b)) => format!("{a}/{b}"),
+        _ => "-".into(),
+    };
+    let r = c
+        .negotiated
+        .map_or("-", |n| if n.remote_invalidation { "yes" } else { "no" });
+    let credits = format!(
+        "{}/{} pk{}",
+        c.granted.map_or("-".into(), |g| g.to_string()),
+        c.in_flight,
+        c.peak_in_flight
+    );
+    let mut v = vec![
+        c.id.to_string(),
+        addr(c.client),
+        addr(c.server),
+        format!("{}/{}", qpn(c.client), qpn(c.server)),
+        inline,
+        r.into(),
+        format!("{:.1}", rate(c.calls, span)),
+        format!("{}/s", bytes(rate(c.chunk_bytes, span) as u64)),
+        credits,
+        c.anomalies.to_string(),
+    ];
+    if wide {
+        v.push(cm_name(c.cm_state).into());
+        v.push(format!(
+            "{} / {}",
+            private(c.client_private),
+            private(c.server_private)
+        ));
+    }
+    v
+}
+
+fn draw_totals(f: &mut Frame<'_>, area: Rect, m: &Model) {
+    let t = &m.state.totals;
+    let span = t.last_ts_ns.saturating_sub(t.first_ts_ns);
+    let anomalies: u64 = m.state.anomaly_counts.values().sum();
+    let lines = vec![
+        Line::from(format!(
+            "{} frames ({} RDMA), {} over {}",
+            t.frames,
+            t.rdma_frames,
+            bytes(t.bytes),
+            dur(span)
+        )),
+        Line::from(format!(
+            "{} calls, {} replies, {} RPC-over-RDMA msgs",
+            t.calls, t.replies, t.rpcrdma_messages
+        )),
+        Line::from(format!(
+            "chunks moved {}; {} remote invalidations",
+            bytes(t.chunk_bytes),
+            t.remote_invalidations
+        )),
+        Line::from(format!(
+            "ICRC {} ok {} bad {} unchecked",
+            t.icrc_valid, t.icrc_invalid, t.icrc_unchecked
+        )),
+        Line::from(format!(
+            "{} retransmissions, {} PSN gaps, {} CM msgs",
+            t.retransmissions, t.psn_gaps, t.cm_messages
+        )),
+        Line::from(vec![
+            Span::raw("anomalies "),
+            Span::styled(
+                anomalies.to_string(),
+                if anomalies > 0 {
+                    Style::new().fg(Color::Red)
+                } else {
+                    Style::new().fg(Color::Green)
+                },
+            ),
+            Span::raw(format!(
+                "; evicted conns {} calls {}",
+                m.state.evictions.connections, m.state.evictions.calls
+            )),
+        ]),
+    ];
+    f.render_widget(Paragraph::new(lines).block(block(" Totals ".into())), area);
+}
+
+/// Label of histogram bucket `i`: its lower bound, 2^i µs.
+fn bucket_label(i: usize) -> String {
+    dur(1_000u64 << i.min(40))
+}
+
+fn draw_latency(f: &mut Frame<'_>, area: Rect, c: Option<&Connection>) {
+    let title = match c {
+        Some(c) => format!(" Latency, {} (call to reply) ", c.id),
+        None => " Latency ".into(),
+    };
+    let Some(c) = c else {
+        f.render_widget(
+            Paragraph::new("no connection yet").block(block(title)),
+            area,
+        );
+        return;
+    };
+    let h = &c.latency_log2_us;
+    let (Some(lo), Some(hi)) = (
+        h.iter().position(|n| *n > 0),
+        h.iter().rposition(|n| *n > 0),
+    ) else {
+        f.render_widget(Paragraph::new("no replies yet").block(block(title)), area);
+        return;
+    };
+    let max = h.iter().copied().max().unwrap_or(1).max(1);
+    let inner_w = usize::from(area.width.saturating_sub(2));
+    let bar_w = inner_w.saturating_sub(10 + 8).max(1);
+    let rows = usize::from(area.height.saturating_sub(2));
+    // Widest buckets first if they do not all fit: keep the busiest window.
+    let (mut lo, mut hi) = (lo, hi);
+    while hi + 1 - lo > rows && rows > 0 {
+        if h[lo] <= h[hi] {
+            lo += 1;
+        } else {
+            hi -= 1;
+        }
+    }
+    let lines: Vec<Line<'_>> = (lo..=hi)
+        .map(|i| {
+            let n = h[i];
+            let w = ((n as f64 / max as f64) * bar_w as f64).ceil() as usize;
+            Line::from(vec![
+                Span::raw(format!("{:>9} ", bucket_label(i))),
+                Span::styled("█".repeat(w.min(bar_w)), Style::new().fg(Color::Cyan)),
+                Span::raw(format!(" {n}")),
+            ])
+        })
+        .collect();
+    f.render_widget(Paragraph::new(lines).block(block(title)), area);
+}
