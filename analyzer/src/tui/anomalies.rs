@@ -36,7 +36,14 @@ fn frames(a: &Anomaly) -> String {
 pub fn draw(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
     let [list, info] = Layout::vertical([Constraint::Min(4), Constraint::Length(7)]).areas(area);
     let i = Screen::Anomalies.index();
-    let total: u64 = m.state.anomaly_counts.values().sum();
+    // The state counts every anomaly, the model keeps the first ones; a test
+    // (or a source without counts) may only have the latter.
+    let total: u64 = m
+        .state
+        .anomaly_counts
+        .values()
+        .sum::<u64>()
+        .max(m.anomalies.len() as u64 + m.counters.anomalies_not_kept);
     let title = format!(
         " Anomalies {} ({} shown; Enter: transaction or frames) ",
         total,
@@ -60,7 +67,7 @@ pub fn draw(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
     }
     let page = usize::from(list.height.saturating_sub(2));
     let sel = ui.selected[i].min(m.anom_view.len() - 1);
-    let top = ui.top[i].min(sel).max((sel + 1).saturating_sub(page));
+    let top = super::widgets::window(ui.top[i], sel, page);
     let end = (top + page).min(m.anom_view.len());
     let items = m.anom_view[top..end].iter().map(|r| match *r {
         AnomRow::Kind(k, n) => ListItem::new(Line::from(vec![
@@ -83,6 +90,7 @@ pub fn draw(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
     });
     let l = List::new(items)
         .highlight_style(selected_style())
+        .highlight_symbol("▶ ")
         .block(block(title));
     let mut st = ListState::default().with_selected(Some(sel - top));
     f.render_stateful_widget(l, list, &mut st);

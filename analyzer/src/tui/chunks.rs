@@ -29,12 +29,13 @@ pub fn draw(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
     draw_flags(f, flags, m);
 }
 
-fn ended(s: &SegRow) -> &'static str {
-    if s.remotely_invalidated {
-        "remotely invalidated"
-    } else {
-        // Local invalidation (or a reused registration) leaves no trace on the wire.
-        "not visible on wire"
+fn ended(s: &SegRow, wide: bool) -> &'static str {
+    // Local invalidation (or a reused registration) leaves no trace on the wire.
+    match (s.remotely_invalidated, wide) {
+        (true, true) => "remotely invalidated",
+        (true, false) => "remote inval",
+        (false, true) => "not visible on wire",
+        (false, false) => "not on wire",
     }
 }
 
@@ -63,7 +64,7 @@ fn draw_table(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
     let i = Screen::Chunks.index();
     let page = usize::from(area.height.saturating_sub(3));
     let sel = ui.selected[i].min(m.seg_view.len().saturating_sub(1));
-    let top = ui.top[i].min(sel).max((sel + 1).saturating_sub(page));
+    let top = super::widgets::window(ui.top[i], sel, page);
     let end = (top + page).min(m.seg_view.len());
     let rows = m.seg_view[top.min(end)..end].iter().map(|&si| {
         let s = &m.segs[si as usize];
@@ -88,7 +89,7 @@ fn draw_table(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
             cells.push(Cell::from(format!("{:#018x}", s.offset)));
         }
         cells.push(Cell::from(bytes(s.bytes_moved)));
-        cells.push(Cell::from(ended(s)));
+        cells.push(Cell::from(ended(s, wide)));
         let style = if fl.contains("INVAL") || fl.contains("OUTSIDE") {
             Style::new().fg(Color::Red)
         } else {
@@ -112,7 +113,7 @@ fn draw_table(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
     header.extend(["moved", "ended", "flags"]);
     widths.extend([
         Constraint::Length(10),
-        Constraint::Length(20),
+        Constraint::Length(if wide { 20 } else { 12 }),
         Constraint::Min(6),
     ]);
     let (mut n, mut moved, mut inval) = ([0u64; 3], 0u64, 0u64);
@@ -138,6 +139,8 @@ fn draw_table(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
     let t = Table::new(rows, widths)
         .header(Row::new(header).style(header_style()))
         .row_highlight_style(selected_style())
+        .highlight_symbol("▶ ")
+        .highlight_spacing(ratatui::widgets::HighlightSpacing::Always)
         .block(block(title));
     let mut st = TableState::default().with_selected((!m.seg_view.is_empty()).then_some(sel - top));
     f.render_stateful_widget(t, area, &mut st);
@@ -172,7 +175,9 @@ fn draw_flags(f: &mut Frame<'_>, area: Rect, m: &Model) {
             }),
     );
     f.render_widget(
-        Paragraph::new(lines).block(block(" Invalidation and RDMA flags ".into())),
+        Paragraph::new(lines)
+            .wrap(ratatui::widgets::Wrap { trim: true })
+            .block(block(" Invalidation and RDMA flags ".into())),
         area,
     );
 }

@@ -23,11 +23,11 @@ use crate::engine::{Connection, Kind};
 
 /// Draws the credit screen.
 pub fn draw(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
-    let list_w = if area.width >= 120 { 34 } else { 24 };
+    let list_w = if area.width >= 120 { 34 } else { 27 };
     let [list, right] =
         Layout::horizontal([Constraint::Length(list_w), Constraint::Min(10)]).areas(area);
     let [chart, summary] =
-        Layout::vertical([Constraint::Min(5), Constraint::Length(4)]).areas(right);
+        Layout::vertical([Constraint::Min(5), Constraint::Length(5)]).areas(right);
     let i = Screen::Credits.index();
     let sel = ui.selected[i].min(m.state.connections.len().saturating_sub(1));
     draw_list(f, list, m, ui, sel);
@@ -44,9 +44,7 @@ pub fn draw(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
 
 fn draw_list(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState, sel: usize) {
     let page = usize::from(area.height.saturating_sub(3));
-    let top = ui.top[Screen::Credits.index()]
-        .min(sel)
-        .max((sel + 1).saturating_sub(page));
+    let top = super::widgets::window(ui.top[Screen::Credits.index()], sel, page);
     let rows = m.state.connections.values().skip(top).take(page).map(|c| {
         Row::new(vec![
             c.id.to_string(),
@@ -169,14 +167,14 @@ fn draw_summary(f: &mut Frame<'_>, area: Rect, m: &Model, c: &Connection) {
         .count();
     let lines = vec![
         Line::from(format!(
-            "at the credit limit {} ({pct:.2}% of {}); peak in flight {}; now {} in flight",
+            "at the limit {} ({pct:.2}% of {}); peak in flight {}, now {}",
             dur(c.at_limit_ns),
             dur(span),
             c.peak_in_flight,
             c.in_flight
         )),
         Line::from(format!(
-            "granted {}..{} (last {}), requested {}; overruns: {} anomalies, {} chart points",
+            "granted {}..{} (last {}), requested {}; overruns {} ({} points)",
             c.granted_min.map_or("-".into(), |g| g.to_string()),
             c.granted_max.map_or("-".into(), |g| g.to_string()),
             c.granted.map_or("-".into(), |g| g.to_string()),
@@ -186,7 +184,9 @@ fn draw_summary(f: &mut Frame<'_>, area: Rect, m: &Model, c: &Connection) {
         )),
     ];
     f.render_widget(
-        Paragraph::new(lines).block(block(format!(" {} ", c.id))),
+        Paragraph::new(lines)
+            .wrap(ratatui::widgets::Wrap { trim: true })
+            .block(block(format!(" {} ", c.id))),
         area,
     );
 }

@@ -137,7 +137,7 @@ fn draw_ladder(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState, t: &Trans
     let page = usize::from(area.height.saturating_sub(3));
     let i = Screen::Detail.index();
     let sel = ui.selected[i].min(t.ladder.len().saturating_sub(1));
-    let top = ui.top[i].min(sel).max((sel + 1).saturating_sub(page));
+    let top = super::widgets::window(ui.top[i], sel, page);
     let rows = t.ladder.iter().skip(top).take(page).map(|s: &LadderStep| {
         let style = if s.what.contains("Invalidate") {
             Style::new().fg(Color::Magenta)

@@ -30,7 +30,7 @@ pub fn draw(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
     let [top, bottom] =
         Layout::vertical([Constraint::Length(table_h), Constraint::Min(0)]).areas(area);
     let [left, right] =
-        Layout::horizontal([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(bottom);
+        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(bottom);
     draw_connections(f, top, m, ui);
     draw_totals(f, left, m);
     let sel = m
@@ -76,22 +76,22 @@ fn draw_connections(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
         "QPNs c/s",
         "inline",
         "R",
-        "calls/s",
+        "call/s",
         "chunk B/s",
         "credits",
         "anom",
     ];
     let mut widths = vec![
-        Constraint::Length(4),
-        Constraint::Min(9),
-        Constraint::Min(9),
-        Constraint::Length(11),
-        Constraint::Length(10),
         Constraint::Length(3),
+        Constraint::Min(9),
+        Constraint::Min(9),
+        Constraint::Length(9),
+        Constraint::Length(9),
+        Constraint::Length(3),
+        Constraint::Length(6),
+        Constraint::Length(9),
         Constraint::Length(8),
-        Constraint::Length(10),
-        Constraint::Length(10),
-        Constraint::Length(5),
+        Constraint::Length(4),
     ];
     if wide {
         header.extend(["CM", "private data client / server"]);
@@ -99,9 +99,7 @@ fn draw_connections(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
     }
     let page = usize::from(area.height.saturating_sub(3));
     let sel = ui.selected[Screen::Overview.index()];
-    let top = ui.top[Screen::Overview.index()]
-        .min(sel)
-        .max((sel + 1).saturating_sub(page));
+    let top = super::widgets::window(ui.top[Screen::Overview.index()], sel, page);
     let rows = m
         .state
         .connections
@@ -145,7 +143,7 @@ fn conn_cells(c: &Connection, wide: bool) -> Vec<String> {
         inline,
         r.into(),
         format!("{:.1}", rate(c.calls, span)),
-        format!("{}/s", bytes(rate(c.chunk_bytes, span) as u64)),
+        bytes(rate(c.chunk_bytes, span) as u64),
         credits,
         c.anomalies.to_string(),
     ];
@@ -205,7 +203,12 @@ fn draw_totals(f: &mut Frame<'_>, area: Rect, m: &Model) {
             )),
         ]),
     ];
-    f.render_widget(Paragraph::new(lines).block(block(" Totals ".into())), area);
+    f.render_widget(
+        Paragraph::new(lines)
+            .wrap(ratatui::widgets::Wrap { trim: true })
+            .block(block(" Totals ".into())),
+        area,
+    );
 }
 
 /// Label of histogram bucket `i`: its lower bound, 2^i µs.

@@ -1,1 +1,404 @@
+//! Key mapping, UI state transitions and snapshots of every screen drawn
+//! from the lab captures (no wall-clock time reaches a snapshot: the model
+//! holds capture times only).
 
+use std::path::PathBuf;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+use super::keys::{map, map_mouse};
+use super::model::{Caps, Model};
+use super::source::{load, FileSource};
+use super::state::{Action, Screen, SortCol, UiState};
+use super::{app, draw};
+use crate::engine::{Anomaly, Config, Finding, Kind, Transfer};
+
+fn key(c: KeyCode) -> KeyEvent {
+    KeyEvent::new(c, KeyModifiers::NONE)
+}
+
+fn ch(c: char) -> KeyEvent {
+    key(KeyCode::Char(c))
+}
+
+#[test]
+fn keys_navigation() {
+    let ui = UiState::default();
+    assert_eq!(map(ch('q'), &ui), Some(Action::Quit));
+    assert_eq!(
+        map(
+            KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL),
+            &ui
+        ),
+        Some(Action::Quit)
+    );
+    assert_eq!(map(key(KeyCode::Tab), &ui), Some(Action::NextScreen));
+    assert_eq!(map(key(KeyCode::BackTab), &ui), Some(Action::PrevScreen));
+    assert_eq!(map(ch('1'), &ui), Some(Action::Go(Screen::Overview)));
+    assert_eq!(map(ch('6'), &ui), Some(Action::Go(Screen::Anomalies)));
+    assert_eq!(map(ch('7'), &ui), None);
+    assert_eq!(map(ch('j'), &ui), Some(Action::Down(1)));
+    assert_eq!(map(key(KeyCode::Down), &ui), Some(Action::Down(1)));
+    assert_eq!(map(ch('k'), &ui), Some(Action::Up(1)));
+    assert_eq!(map(key(KeyCode::Up), &ui), Some(Action::Up(1)));
+    assert_eq!(map(ch('g'), &ui), Some(Action::Home));
+    assert_eq!(map(ch('G'), &ui), Some(Action::End));
+    assert_eq!(map(key(KeyCode::Home), &ui), Some(Action::Home));
+    assert_eq!(map(key(KeyCode::End), &ui), Some(Action::End));
+    assert_eq!(map(key(KeyCode::PageDown), &ui), Some(Action::PageDown));
+    assert_eq!(map(key(KeyCode::PageUp), &ui), Some(Action::PageUp));
+    assert_eq!(
+        map(
+            KeyEvent::new(KeyCode::Char('f'), KeyModifiers::CONTROL),
+            &ui
+        ),
+        Some(Action::PageDown)
+    );
+    assert_eq!(map(key(KeyCode::Enter), &ui), Some(Action::Activate));
+    assert_eq!(map(key(KeyCode::Esc), &ui), Some(Action::Back));
+    assert_eq!(map(ch('s'), &ui), Some(Action::SortNext));
+    assert_eq!(map(ch('S'), &ui), Some(Action::SortReverse));
+    assert_eq!(map(ch('/'), &ui), Some(Action::FilterStart));
+    assert_eq!(map(ch('p'), &ui), Some(Action::TogglePause));
+    assert_eq!(map(ch('?'), &ui), Some(Action::ToggleHelp));
+    assert_eq!(map(ch('x'), &ui), None);
+    let mut release = ch('q');
+    release.kind = KeyEventKind::Release;
+    assert_eq!(map(release, &ui), None);
+}
+
+#[test]
+fn keys_while_typing_a_filter() {
+    let ui = UiState {
+        editing: Some("RE".into()),
+        ..UiState::default()
+    };
+    // Letters that are commands elsewhere are text here.
+    assert_eq!(map(ch('q'), &ui), Some(Action::FilterChar('q')));
+    assert_eq!(map(ch('j'), &ui), Some(Action::FilterChar('j')));
+    assert_eq!(
+        map(key(KeyCode::Backspace), &ui),
+        Some(Action::FilterBackspace)
+    );
+    assert_eq!(map(key(KeyCode::Enter), &ui), Some(Action::FilterApply));
+    assert_eq!(map(key(KeyCode::Esc), &ui), Some(Action::FilterCancel));
+    assert_eq!(
+        map(
+            KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL),
+            &ui
+        ),
+        Some(Action::Quit)
+    );
+}
+
+#[test]
+fn keys_with_an_overlay() {
+    let help = UiState {
+        help: true,
+        ..UiState::default()
+    };
+    assert_eq!(map(key(KeyCode::Esc), &help), Some(Action::ToggleHelp));
+    assert_eq!(map(ch('?'), &help), Some(Action::ToggleHelp));
+    assert_eq!(map(ch('j'), &help), None);
+    assert_eq!(map(ch('q'), &help), Some(Action::Quit));
+    let msg = UiState {
+        message: Some("x".into()),
+        ..UiState::default()
+    };
+    assert_eq!(map(key(KeyCode::Enter), &msg), Some(Action::Back));
+    assert_eq!(map(ch('2'), &msg), None);
+}
+
+#[test]
+fn mouse_wheel_scrolls() {
+    let ui = UiState::default();
+    let ev = |kind| MouseEvent {
+        kind,
+        column: 0,
+        row: 0,
+        modifiers: KeyModifiers::NONE,
+    };
+    assert_eq!(
+        map_mouse(ev(MouseEventKind::ScrollDown), &ui),
+        Some(Action::Down(3))
+    );
+    assert_eq!(
+        map_mouse(ev(MouseEventKind::ScrollUp), &ui),
+        Some(Action::Up(3))
+    );
+    assert_eq!(map_mouse(ev(MouseEventKind::Moved), &ui), None);
+}
+
+#[test]
+fn apply_screens_and_back() {
+    let mut ui = UiState::default();
+    ui.apply(Action::NextScreen);
+    assert_eq!(ui.screen, Screen::Transactions);
+    ui.apply(Action::PrevScreen);
+    ui.apply(Action::PrevScreen);
+    assert_eq!(ui.screen, Screen::Anomalies, "Shift-Tab wraps around");
+    ui.apply(Action::Go(Screen::Transactions));
+    ui.apply(Action::ShowTxn(7));
+    assert_eq!((ui.screen, ui.detail), (Screen::Detail, Some(7)));
+    ui.apply(Action::Back);
+    assert_eq!(
+        ui.screen,
+        Screen::Transactions,
+        "Esc returns where Enter came from"
+    );
+    ui.apply(Action::Quit);
+    assert!(ui.quit);
+}
+
+#[test]
+fn apply_selection_is_clamped_and_visible() {
+    let mut ui = UiState::default();
+    ui.apply(Action::Resize(24));
+    assert_eq!(ui.page, 19);
+    ui.apply(Action::Go(Screen::Transactions));
+    ui.set_len(Screen::Transactions, 100);
+    ui.apply(Action::Up(1));
+    assert_eq!(ui.sel(), 0);
+    ui.apply(Action::Down(5));
+    assert_eq!(ui.sel(), 5);
+    ui.apply(Action::PageDown);
+    assert_eq!(ui.sel(), 24);
+    assert_eq!(ui.top[1], 24 + 1 - 19, "the selection stays on screen");
+    ui.apply(Action::End);
+    assert_eq!(ui.sel(), 99);
+    assert_eq!(ui.top[1], 81);
+    ui.apply(Action::Down(10));
+    assert_eq!(ui.sel(), 99);
+    ui.apply(Action::PageUp);
+    assert_eq!(ui.sel(), 80);
+    assert_eq!(ui.top[1], 80);
+    ui.apply(Action::Home);
+    assert_eq!((ui.sel(), ui.top[1]), (0, 0));
+    // The list shrinking (a filter) pulls the selection in.
+    ui.apply(Action::End);
+    ui.set_len(Screen::Transactions, 3);
+    assert_eq!((ui.sel(), ui.top[1]), (2, 0));
+    ui.set_len(Screen::Transactions, 0);
+    assert_eq!(ui.sel(), 0);
+    ui.apply(Action::Down(1));
+    assert_eq!(ui.sel(), 0);
+}
+
+#[test]
+fn apply_sort_filter_help_pause() {
+    let mut ui = UiState::default();
+    ui.set_len(Screen::Transactions, 10);
+    ui.screen = Screen::Transactions;
+    ui.apply(Action::Down(4));
+    ui.apply(Action::SortNext);
+    assert_eq!(ui.sort.col, SortCol::Conn);
+    assert_eq!(ui.sel(), 0, "a new order starts at the top");
+    ui.apply(Action::SortReverse);
+    assert!(ui.sort.desc);
+    for _ in 0..SortCol::ALL.len() - 1 {
+        ui.apply(Action::SortNext);
+    }
+    assert_eq!(ui.sort.col, SortCol::Time, "s cycles through every column");
+    ui.apply(Action::FilterStart);
+    for c in "READX".chars() {
+        ui.apply(Action::FilterChar(c));
+    }
+    ui.apply(Action::FilterBackspace);
+    assert_eq!(ui.editing.as_deref(), Some("READ"));
+    assert_eq!(ui.filter, "", "nothing applies before Enter");
+    ui.apply(Action::FilterApply);
+    assert_eq!((ui.filter.as_str(), ui.editing.clone()), ("READ", None));
+    ui.apply(Action::FilterStart);
+    ui.apply(Action::FilterChar('x'));
+    ui.apply(Action::FilterCancel);
+    assert_eq!(ui.filter, "READ", "Esc keeps the filter in force");
+    ui.apply(Action::Back);
+    assert_eq!(ui.filter, "", "Esc on a list clears the filter");
+    ui.apply(Action::ToggleHelp);
+    assert!(ui.help);
+    ui.apply(Action::Back);
+    assert!(!ui.help);
+    ui.apply(Action::TogglePause);
+    assert!(ui.paused);
+    ui.apply(Action::TogglePause);
+    assert!(!ui.paused);
+    ui.apply(Action::Message("m".into()));
+    ui.apply(Action::Back);
+    assert_eq!(ui.message, None);
+}
+
+fn capture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("captures")
+        .join(name)
+}
+
+/// The model of a lab capture, built the way the screen builds it.
+pub(crate) fn model_of(name: &str) -> Model {
+    let path = capture(name);
+    let mut m = Model::new(name, Caps::default());
+    load(
+        Box::new(FileSource {
+            path,
+            config: Config::default(),
+        }),
+        &mut m,
+    )
+    .expect("source thread");
+    m
+}
+
+fn render(m: &mut Model, ui: &mut UiState, w: u16, h: u16) -> Terminal<TestBackend> {
+    let mut t = Terminal::new(TestBackend::new(w, h)).expect("test terminal");
+    ui.apply(Action::Resize(h));
+    m.refresh(ui);
+    t.draw(|f| draw(f, m, ui)).expect("draw");
+    t
+}
+
+/// Snapshots every screen of `capture` at 80×24 and 160×48.
+fn snapshot_all(capture: &str, tag: &str) {
+    let mut m = model_of(capture);
+    assert!(m.done && m.error.is_none(), "{capture} read to the end");
+    // The detail screen shows the first transaction that moved data by RDMA
+    // (or the first one when none did).
+    let row = m
+        .rows
+        .iter()
+        .position(|r| r.call != Transfer::Inline || r.reply != Transfer::Inline)
+        .unwrap_or(0);
+    for (w, h) in [(80u16, 24u16), (160, 48)] {
+        for s in Screen::ALL {
+            let mut ui = UiState::default();
+            ui.apply(Action::ShowTxn(row));
+            ui.apply(Action::Go(s));
+            let t = render(&mut m, &mut ui, w, h);
+            let name = format!("{tag}_{}_{w}x{h}", s.title().to_lowercase());
+            insta::assert_snapshot!(name, t.backend());
+        }
+    }
+}
+
+#[test]
+fn snapshots_v3_ddp() {
+    snapshot_all("v3-ddp.pcap", "ddp");
+}
+
+#[test]
+fn snapshots_v3_inline() {
+    snapshot_all("v3-inline.pcap", "inline");
+}
+
+#[test]
+fn snapshots_with_filter_sort_help_and_anomalies() {
+    let mut m = model_of("v3-ddp.pcap");
+    // The lab captures are clean; add anomalies as the engine would report
+    // them, on real transactions, to draw the grouped list.
+    let xid = m.rows[3].xid;
+    for (kind, xid, frames) in [
+        (Kind::CreditOverrun, Some(xid), vec![38]),
+        (Kind::CreditOverrun, None, vec![90, 91]),
+        (Kind::RdmaOutsideChunk, None, vec![500]),
+    ] {
+        m.push(Finding::Anomaly(Box::new(Anomaly {
+            kind,
+            frames,
+            connection: Some(crate::engine::ConnId(1)),
+            xid,
+            message: format!("{} (injected by the test)", kind.as_str()),
+        })));
+    }
+    let mut ui = UiState::default();
+    ui.apply(Action::Go(Screen::Anomalies));
+    m.refresh(&mut ui);
+    ui.apply(Action::Down(1));
+    insta::assert_snapshot!(
+        "ddp_anomalies_injected_160x48",
+        render(&mut m, &mut ui, 160, 48).backend()
+    );
+    // Enter on the first item jumps to its transaction.
+    let a = app::resolve(Action::Activate, &m, &ui).expect("an action");
+    assert_eq!(a, Action::ShowTxn(3));
+    // Enter on one without an XID shows its frames.
+    ui.apply(Action::Down(1));
+    match app::resolve(Action::Activate, &m, &ui) {
+        Some(Action::Message(s)) => assert!(s.contains("90,91"), "{s}"),
+        other => panic!("expected a message, got {other:?}"),
+    }
+    let mut ui = UiState::default();
+    ui.apply(Action::Go(Screen::Transactions));
+    ui.filter = "READ".into();
+    for _ in 0..6 {
+        ui.apply(Action::SortNext);
+    }
+    assert_eq!(ui.sort.col, SortCol::Latency);
+    ui.apply(Action::SortReverse);
+    insta::assert_snapshot!(
+        "ddp_transactions_read_by_latency_desc_160x48",
+        render(&mut m, &mut ui, 160, 48).backend()
+    );
+    let mut ui = UiState::default();
+    ui.apply(Action::ToggleHelp);
+    insta::assert_snapshot!("help_80x24", render(&mut m, &mut ui, 80, 24).backend());
+}
+
+#[test]
+fn tiny_and_odd_sizes_do_not_panic() {
+    let mut m = model_of("v3-inline.pcap");
+    for (w, h) in [(1, 1), (10, 3), (20, 5), (79, 23), (300, 100), (80, 7)] {
+        for s in Screen::ALL {
+            let mut ui = UiState::default();
+            ui.apply(Action::ShowTxn(0));
+            ui.apply(Action::Go(s));
+            ui.apply(Action::End);
+            let _ = render(&mut m, &mut ui, w, h);
+        }
+    }
+}
+
+#[test]
+fn views_filter_and_sort() {
+    let mut m = model_of("v3-ddp.pcap");
+    let mut ui = UiState::default();
+    m.refresh(&mut ui);
+    assert_eq!(m.view.len(), 578);
+    ui.filter = "WRITE".into();
+    m.refresh(&mut ui);
+    assert_eq!(m.view.len(), 8);
+    assert!(m
+        .view
+        .iter()
+        .all(|r| m.label(&m.rows[*r as usize]) == "NFS WRITE"));
+    let xid = m.rows[10].xid;
+    ui.filter = format!("{xid:#x}");
+    m.refresh(&mut ui);
+    assert_eq!(m.view.len(), 1);
+    ui.filter = "c1".into();
+    m.refresh(&mut ui);
+    assert_eq!(m.view.len(), 578);
+    ui.filter = "c2".into();
+    m.refresh(&mut ui);
+    assert!(m.view.is_empty());
+    ui.filter.clear();
+    ui.sort.col = SortCol::Latency;
+    ui.sort.desc = true;
+    m.refresh(&mut ui);
+    let lat: Vec<u64> = m
+        .view
+        .iter()
+        .map(|r| m.rows[*r as usize].latency_ns)
+        .collect();
+    assert!(lat.windows(2).all(|w| w[0] >= w[1]));
+    ui.sort.col = SortCol::Procedure;
+    ui.sort.desc = false;
+    m.refresh(&mut ui);
+    let labels: Vec<&str> = m
+        .view
+        .iter()
+        .map(|r| m.label(&m.rows[*r as usize]))
+        .collect();
+    assert!(labels.windows(2).all(|w| w[0] <= w[1]));
+}

@@ -51,7 +51,7 @@ fn columns(wide: bool) -> [Col; 11] {
         col(SortCol::RoundTrips, "rt", 2, 2),
         col(SortCol::Bytes, "moved", 9, 2),
         col(SortCol::Invalidation, "invalidated", 11, 3),
-        col(SortCol::Anomalies, "anomalies", 9, 2),
+        col(SortCol::Anomalies, "anomalies", 9, 1),
     ]
 }
 
@@ -123,11 +123,12 @@ fn cell<'a>(c: &Col, r: &TxnRow, m: &'a Model, wide: bool) -> Cell<'a> {
 pub fn draw(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
     let inner_w = area.width.saturating_sub(2);
     let wide = inner_w >= 120;
-    let cols = fit(inner_w);
+    // Two columns go to the selection marker.
+    let cols = fit(inner_w.saturating_sub(2));
     let page = usize::from(area.height.saturating_sub(3));
     let i = Screen::Transactions.index();
     let sel = ui.selected[i].min(m.view.len().saturating_sub(1));
-    let top = ui.top[i].min(sel).max((sel + 1).saturating_sub(page));
+    let top = super::widgets::window(ui.top[i], sel, page);
     let arrow = if ui.sort.desc { "▼" } else { "▲" };
     let header = Row::new(cols.iter().map(|c| {
         if c.sort == ui.sort.col {
@@ -174,6 +175,8 @@ pub fn draw(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
     let t = Table::new(rows, widths)
         .header(header)
         .row_highlight_style(selected_style())
+        .highlight_symbol("▶ ")
+        .highlight_spacing(ratatui::widgets::HighlightSpacing::Always)
         .column_spacing(1)
         .block(block(title));
     let mut st = TableState::default().with_selected((!m.view.is_empty()).then_some(sel - top));

@@ -130,3 +130,9 @@ pub fn explain(k: Kind) -> &'static str {
         Kind::ConnectionRejected => "The RDMA-CM connection request was rejected.",
     }
 }
+
+/// First row to show so that `sel` is visible in `page` rows, starting from
+/// the remembered `top` (the terminal may be smaller than `UiState` thinks).
+pub fn window(top: usize, sel: usize, page: usize) -> usize {
+    top.min(sel).max((sel + 1).saturating_sub(page.max(1)))
+}
