@@ -283,7 +283,7 @@ const MAX_EXT_HEADERS: usize = 4;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ExtHeaders {
     list: [ExtHeader; MAX_EXT_HEADERS],
-    len: usize,
+    len: u8,
 }
 
 impl ExtHeaders {
@@ -292,24 +292,32 @@ impl ExtHeaders {
         len: 0,
     };
 
-    fn push(mut self, h: ExtHeader) -> Self {
-        if let Some(slot) = self.list.get_mut(self.len) {
-            *slot = h;
-            self.len += 1;
+    const fn push(mut self, h: ExtHeader) -> Self {
+        match self.len {
+            0 => self.list[0] = h,
+            1 => self.list[1] = h,
+            2 => self.list[2] = h,
+            3 => self.list[3] = h,
+            _ => return self,
         }
+        self.len += 1;
         self
     }
 
-    fn extend(mut self, hs: &[ExtHeader]) -> Self {
-        for &h in hs {
-            self = self.push(h);
+    // Only evaluated while building `EXT_HEADERS` at compile time.
+    #[allow(clippy::indexing_slicing)]
+    const fn extend(mut self, hs: &[ExtHeader]) -> Self {
+        let mut i = 0;
+        while i < hs.len() {
+            self = self.push(hs[i]);
+            i += 1;
         }
         self
     }
 
     /// The headers, in wire order.
     pub fn as_slice(&self) -> &[ExtHeader] {
-        self.list.get(..self.len).unwrap_or(&[])
+        self.list.get(..usize::from(self.len)).unwrap_or(&[])
     }
 
     /// Iterates over the headers in wire order.
@@ -324,7 +332,7 @@ impl ExtHeaders {
 
     /// How many headers.
     pub fn len(&self) -> usize {
-        self.len
+        usize::from(self.len)
     }
 
     /// Whether there are none.
@@ -337,6 +345,20 @@ impl ExtHeaders {
         self.iter().map(ExtHeader::wire_len).sum()
     }
 }
+
+/// [`Opcode::ext_headers`] for every opcode, built at compile time: the
+/// lookup is on every packet's path.
+// Evaluated at compile time: an out-of-range index fails the build.
+#[allow(clippy::indexing_slicing)]
+const EXT_HEADERS: [ExtHeaders; 256] = {
+    let mut t = [ExtHeaders::NONE; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = Opcode(i as u8).compute_ext_headers();
+        i += 1;
+    }
+    t
+};
 
 /// A BTH opcode (IBA 9.2, table 38). Open: any byte is an opcode, and an
 /// undefined one is [`Transport::Unknown`]/[`Operation::Unknown`], not an error.
@@ -671,6 +693,15 @@ impl Opcode {
     /// The extension headers that follow the BTH, in wire order (IBA 9.2,
     /// table 38 "headers" column). Empty for unknown opcodes and CNP.
     pub fn ext_headers(self) -> ExtHeaders {
+        EXT_HEADERS
+            .get(usize::from(self.0))
+            .copied()
+            .unwrap_or(ExtHeaders::NONE)
+    }
+
+    /// [`Opcode::ext_headers`] worked out from table 38; tabulated at
+    /// compile time in `EXT_HEADERS`.
+    const fn compute_ext_headers(self) -> ExtHeaders {
         use ExtHeader::{AtomicAckEth, AtomicEth, Deth, Ieth, ImmDt, Rdeth, Reth, XrcEth};
         if !self.is_known() {
             return ExtHeaders::NONE;
