@@ -123,7 +123,7 @@ where
     loop {
         // Source messages: a frozen file view stops reading (back-pressure);
         // a frozen live view queues, bounded.
-        if !(ui.paused && !live) {
+        if !ui.paused || live {
             let start = Instant::now();
             loop {
                 match tap.rx.try_recv() {

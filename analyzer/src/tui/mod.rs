@@ -99,11 +99,13 @@ fn draw_status(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
     match (m.done, m.progress.bytes_total) {
         (true, _) => spans.push(Span::styled("done", Style::new().fg(Color::Green))),
         (false, Some(total)) => {
-            let pct = if total == 0 {
-                100
-            } else {
-                (m.progress.bytes_read.saturating_mul(100) / total).min(100)
-            };
+            let pct = m
+                .progress
+                .bytes_read
+                .saturating_mul(100)
+                .checked_div(total)
+                .unwrap_or(100)
+                .min(100);
             let filled = (pct / 10) as usize;
             spans.push(Span::styled(
                 format!("{}{}", "█".repeat(filled), "░".repeat(10 - filled)),

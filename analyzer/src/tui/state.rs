@@ -251,7 +251,7 @@ impl UiState {
             self.top[i] = sel + 1 - page;
         }
         let max_top = self.lens[i].saturating_sub(page);
-        self.top[i] = self.top[i].min(max_top.max(0));
+        self.top[i] = self.top[i].min(max_top);
         if sel < self.top[i] {
             self.top[i] = sel;
         }

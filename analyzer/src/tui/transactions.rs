@@ -62,7 +62,7 @@ fn fit(width: u16) -> Vec<Col> {
     let mut used = 0u16;
     for p in 0..=3 {
         for (i, c) in cols.iter().enumerate() {
-            if c.priority == p && used + c.width + 1 <= width {
+            if c.priority == p && used + c.width < width {
                 keep[i] = true;
                 used += c.width + 1;
             }
