@@ -40,6 +40,8 @@ enum Command {
     Anomalies(AnalyzeArgs),
     /// Explore a capture in a terminal UI (--filter sets the initial filter).
     Open(AnalyzeArgs),
+    /// Write a synthetic RoCEv2 NFS/RDMA capture, optionally with injected violations.
+    Synth(rdma_analyzer::synth::cli::SynthArgs),
 }
 
 #[derive(Args)]
@@ -136,6 +138,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Transactions(a) => stream(a, true, &mut out),
         Command::Anomalies(a) => stream(a, false, &mut out),
+        Command::Synth(a) => rdma_analyzer::synth::cli::run(&a),
         Command::Open(a) => rdma_analyzer::tui::open(&a.file, a.config(), a.filter.clone()),
     }
 }
