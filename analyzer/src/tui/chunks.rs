@@ -116,14 +116,7 @@ fn draw_table(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
         Constraint::Length(if wide { 20 } else { 12 }),
         Constraint::Min(6),
     ]);
-    let (mut n, mut moved, mut inval) = ([0u64; 3], 0u64, 0u64);
-    // Totals over the whole view: one pass over compact rows, no allocation.
-    for &si in &m.seg_view {
-        let s = &m.segs[si as usize];
-        n[s.kind as usize] += 1;
-        moved += s.bytes_moved;
-        inval += u64::from(s.remotely_invalidated);
-    }
+    let (n, moved, inval) = m.seg_totals;
     let title = format!(
         " Segments {}: {} {}, {} {}, {} {}; {} moved; {} remotely invalidated ",
         m.seg_view.len(),

@@ -161,6 +161,9 @@ pub struct Model {
     pub seg_view: Vec<u32>,
     seg_key: Option<String>,
     seg_seen: usize,
+    /// Totals over `seg_view`: segments per list (read, write, reply), bytes
+    /// moved, remotely invalidated (kept here so drawing stays O(screen)).
+    pub seg_totals: ([u64; 3], u64, u64),
     /// Anomaly view, grouped by kind.
     pub anom_view: Vec<AnomRow>,
     anom_key: Option<(String, usize)>,
@@ -418,6 +421,7 @@ impl Model {
         if self.seg_key.as_deref() != Some(text) {
             self.seg_view.clear();
             self.seg_seen = 0;
+            self.seg_totals = ([0; 3], 0, 0);
             self.seg_key = Some(text.to_string());
         }
         if self.seg_seen == self.segs.len() {
@@ -429,6 +433,10 @@ impl Model {
             if let Some(r) = self.rows.get(s.row as usize) {
                 if self.row_passes(r, f, &proc_ok) {
                     self.seg_view.push(i as u32);
+                    let t = &mut self.seg_totals;
+                    t.0[s.kind as usize] += 1;
+                    t.1 += s.bytes_moved;
+                    t.2 += u64::from(s.remotely_invalidated);
                 }
             }
         }
