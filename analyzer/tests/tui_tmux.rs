@@ -1,0 +1,220 @@
+//! End to end: the real binary's TUI driven through tmux over a lab capture.
+//!
+//! Skipped (with a message) when tmux is not installed.
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_rdma-analyzer");
+
+fn capture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("captures")
+        .join(name)
+}
+
+/// A tmux server of our own (its own socket), killed on drop.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn cmd(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("running tmux")
+    }
+
+    fn send(&self, keys: &[&str]) {
+        let mut a = vec!["send-keys", "-t", "t"];
+        a.extend_from_slice(keys);
+        let o = self.cmd(&a);
+        assert!(o.status.success(), "send-keys {keys:?}: {o:?}");
+    }
+
+    fn pane(&self) -> String {
+        String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", "t"]).stdout).into_owned()
+    }
+
+    /// Waits until the pane shows `what` (the UI redraws within 50 ms).
+    fn wait_for(&self, what: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let p = self.pane();
+            if p.contains(what) {
+                return p;
+            }
+            if start.elapsed() > Duration::from_secs(30) {
+                panic!("pane never showed {what:?}; it shows:\n{p}");
+            }
+            sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Sends keys, then waits for `what`.
+    fn step(&self, keys: &[&str], what: &str) -> String {
+        self.send(keys);
+        self.wait_for(what)
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"]);
+    }
+}
+
+fn have_tmux() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn tui_end_to_end_in_tmux() {
+    if !have_tmux() {
+        eprintln!("SKIPPED tui_end_to_end_in_tmux: tmux is not installed");
+        return;
+    }
+    let t = Tmux {
+        socket: format!("rdma-analyzer-test-{}", std::process::id()),
+    };
+    let cap = capture("v3-ddp.pcap");
+    let shell = format!("'{BIN}' open '{}'; echo EXITED $?; sleep 60", cap.display());
+    let o = t.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-x",
+        "160",
+        "-y",
+        "48",
+        "sh",
+        "-c",
+        &shell,
+    ]);
+    assert!(o.status.success(), "tmux new-session: {o:?}");
+
+    // Overview: the connection, its negotiated parameters and the totals.
+    let p = t.wait_for("done");
+    for want in [
+        "Connections (1)",
+        "10.99.0.2",
+        "4096/4096",
+        "578 calls, 578 replies",
+    ] {
+        assert!(p.contains(want), "overview lacks {want:?}:\n{p}");
+    }
+    assert_eq!(
+        t.cmd(&["display", "-p", "-t", "t", "#{alternate_on}"])
+            .stdout,
+        b"1\n"
+    );
+
+    // Transactions: the first XID of the capture.
+    let p = t.step(&["2"], "Transactions 578/578");
+    assert!(p.contains("0x9bc0454e") && p.contains("NFS NULL"), "{p}");
+
+    // Sort by the next column (conn) and back, reversed order shows the last call first.
+    let p = t.step(&["S"], "time s▼");
+    assert!(
+        !p.contains("0x9bc0454e"),
+        "reversed order still shows the first call:\n{p}"
+    );
+    t.step(&["S"], "time s▲");
+
+    // Filter on a procedure.
+    t.send(&["/"]);
+    t.wait_for("filter: ");
+    let p = t.step(&["WRITE", "Enter"], "Transactions 8/578");
+    assert!(p.contains("0xa8c0454e") && !p.contains("NFS NULL"), "{p}");
+
+    // The ladder of the first WRITE: call, RDMA Reads with their R_Keys, reply.
+    let p = t.step(&["Enter"], "xid 0xa8c0454e NFS WRITE");
+    for want in [
+        "call Send 208 bytes",
+        "RDMA READ request rkey 0x18d8",
+        "RDMA READ response",
+        "reply Send",
+        "RPC-over-RDMA  RDMA_MSG xid 0xa8c0454e",
+        "NFS v3 proc 7 WRITE",
+    ] {
+        assert!(p.contains(want), "ladder lacks {want:?}:\n{p}");
+    }
+    // Esc back to the list, Esc again clears the filter.
+    t.step(&["Escape"], "Transactions 8/578");
+    t.step(&["Escape"], "Transactions 578/578");
+
+    // Filter by XID.
+    t.send(&["/"]);
+    t.wait_for("filter: ");
+    let p = t.step(&["0xa6c0454e", "Enter"], "Transactions 1/578");
+    assert!(p.contains("NFSACL GETACL"), "{p}");
+    t.step(&["Escape"], "Transactions 578/578");
+
+    // Chunks: segments with their handles.
+    let p = t.step(&["4"], "Segments 955");
+    assert!(
+        p.contains("0x18d7") && p.contains("not visible on wire"),
+        "{p}"
+    );
+
+    // Credits.
+    let p = t.step(&["5"], "at the limit");
+    assert!(p.contains("granted 64..64"), "{p}");
+
+    // Anomalies: the lab capture is clean.
+    t.step(&["6"], "No anomalies");
+
+    // Help lists the keys; Esc closes it.
+    let p = t.step(&["?"], "Keys (Esc or ? closes)");
+    assert!(p.contains("pause") && p.contains("Shift-Tab"), "{p}");
+    t.send(&["Escape"]);
+    sleep(Duration::from_millis(300));
+    assert!(!t.pane().contains("Keys (Esc"), "help did not close");
+
+    // Pause shows in the status line.
+    t.step(&["p"], "PAUSED");
+    t.send(&["p"]);
+
+    // Tab wraps from the last screen to the first; Shift-Tab goes back.
+    t.step(&["Tab"], "Connections (1)");
+    t.step(&["BTab"], "No anomalies");
+    t.step(&["3"], "xid 0xa8c0454e NFS WRITE");
+
+    // Quit: the program exits 0 and the terminal leaves the alternate screen.
+    let p = t.step(&["q"], "EXITED 0");
+    assert!(!p.contains("Transactions 578"), "screen not restored:\n{p}");
+    assert_eq!(
+        t.cmd(&["display", "-p", "-t", "t", "#{alternate_on}"])
+            .stdout,
+        b"0\n"
+    );
+}
+
+#[test]
+fn open_without_a_terminal_points_to_report() {
+    let o = Command::new(BIN)
+        .arg("open")
+        .arg(capture("v3-inline.pcap"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("running rdma-analyzer");
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("not a terminal") && err.contains("report"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+}
