@@ -162,7 +162,15 @@ fn draw_flags(f: &mut Frame<'_>, area: Rect, m: &Model) {
             .take(rows)
             .map(|a| {
                 Line::styled(
-                    format!("frame {:?}: {}", a.frames, a.message),
+                    format!(
+                        "frames {}: {}",
+                        a.frames
+                            .iter()
+                            .map(u64::to_string)
+                            .collect::<Vec<_>>()
+                            .join(","),
+                        a.message
+                    ),
                     Style::new().fg(Color::Red),
                 )
             }),

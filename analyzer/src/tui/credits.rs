@@ -130,7 +130,7 @@ fn draw_chart(f: &mut Frame<'_>, area: Rect, m: &Model, c: &Connection) {
     ];
     let chart = Chart::new(datasets)
         .block(block(format!(
-            " {} credits granted and calls in flight (s since capture start, {} points){} ",
+            " {} credits granted and calls in flight (time since capture start, {} points){} ",
             c.id,
             c.credit_series.len(),
             if clipped {
@@ -142,7 +142,7 @@ fn draw_chart(f: &mut Frame<'_>, area: Rect, m: &Model, c: &Connection) {
         .x_axis(
             Axis::default()
                 .bounds([x_min, x_max])
-                .labels([format!("{x_min:.1}"), format!("{x_max:.1}")]),
+                .labels([dur((x_min * 1e9) as u64), dur((x_max * 1e9) as u64)]),
         )
         .y_axis(
             Axis::default()

@@ -142,7 +142,7 @@ fn conn_cells(c: &Connection, wide: bool) -> Vec<String> {
         format!("{}/{}", qpn(c.client), qpn(c.server)),
         inline,
         r.into(),
-        format!("{:.1}", rate(c.calls, span)),
+        short_rate(rate(c.calls, span)),
         bytes(rate(c.chunk_bytes, span) as u64),
         credits,
         c.anomalies.to_string(),
@@ -261,4 +261,15 @@ fn draw_latency(f: &mut Frame<'_>, area: Rect, c: Option<&Connection>) {
         })
         .collect();
     f.render_widget(Paragraph::new(lines).block(block(title)), area);
+}
+
+/// A rate in at most six characters: `22.1`, `15290`, `1.2M`.
+fn short_rate(v: f64) -> String {
+    if v < 1000.0 {
+        format!("{v:.1}")
+    } else if v < 1e6 {
+        format!("{v:.0}")
+    } else {
+        format!("{:.1}M", v / 1e6)
+    }
 }
