@@ -16,6 +16,31 @@
 //! and reports a problem as an [`Error`] naming the layer, the offset and what
 //! was wrong. No parser allocates or panics, whatever the input.
 //!
+//! # Example
+//!
+//! ```
+//! use rdma_dissectors::ib::icrc::IcrcStatus;
+//! use rdma_dissectors::{link::LinkType, stack};
+//!
+//! // Frame 30 of captures/v3-inline.pcap: the NFS server's RC Acknowledge
+//! // (Ethernet, IPv4, UDP to 4791, BTH, AETH, ICRC).
+//! let frame: &[u8] = &[
+//!     0x52, 0x54, 0x00, 0x99, 0x00, 0x02, 0x52, 0x54, 0x00, 0x99, 0x00, 0x01, 0x08, 0x00,
+//!     0x45, 0x00, 0x00, 0x30, 0x23, 0xe8, 0x40, 0x00, 0x40, 0x11, 0x02, 0x0d, 0x0a, 0x63,
+//!     0x00, 0x01, 0x0a, 0x63, 0x00, 0x02, 0xd9, 0xf2, 0x12, 0xb7, 0x00, 0x1c, 0x00, 0x00,
+//!     0x11, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x11, 0x00, 0x43, 0x0a, 0xc5, 0x1f, 0x00,
+//!     0x00, 0x01, 0xe0, 0xc4, 0x06, 0x51,
+//! ];
+//! let d = stack::dissect(LinkType::ETHERNET, frame, &stack::Config::default());
+//! assert!(d.stop.is_none());
+//! let bth = d.bth.expect("a RoCEv2 frame has a BTH");
+//! assert_eq!(bth.opcode.name(), "RC Acknowledge");
+//! assert_eq!(bth.dest_qp.get(), 0x11);
+//! assert_eq!(bth.psn.get(), 0x430ac5);
+//! assert_eq!(d.aeth.map(|a| a.msn), Some(1));
+//! assert_eq!(d.icrc, Some(IcrcStatus::Valid));
+//! ```
+//!
 #![forbid(unsafe_code)]
 #![cfg_attr(
     not(test),
