@@ -189,6 +189,7 @@ fn psn_wrap_is_not_an_anomaly() {
                 read: 1,
                 write: 1,
                 readdir: 1,
+                compound: 1,
             },
             ..Options::default()
         },
@@ -243,8 +244,7 @@ fn bad_options_are_refused_with_a_reason() {
         },
         Vec::new(),
     )
-    .err()
-    .expect("MTU 1500 refused");
+    .expect_err("MTU 1500 refused");
     assert!(e.to_string().contains("--mtu 1500"), "{e}");
     let e = synth::generate(
         &Options {
@@ -253,8 +253,7 @@ fn bad_options_are_refused_with_a_reason() {
         },
         Vec::new(),
     )
-    .err()
-    .expect("window above credits refused");
+    .expect_err("window above credits refused");
     assert!(e.to_string().contains("--window 65"), "{e}");
 }
 
@@ -380,8 +379,11 @@ fn tshark(args: &[&str]) -> Option<String> {
     Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// Per frame: opcode, PSN and, for RPC-over-RDMA Sends, (xid, proc), from the dissectors.
-fn own_view(path: &Path) -> BTreeMap<u64, (u8, u32, Option<(u32, u32)>)> {
+/// Opcode, PSN and, for an RPC-over-RDMA Send, (xid, proc).
+type FrameView = (u8, u32, Option<(u32, u32)>);
+
+/// Every frame as the dissectors see it.
+fn own_view(path: &Path) -> BTreeMap<u64, FrameView> {
     let mut r = PcapReader::open(path).unwrap();
     let cfg = stack::Config::default();
     let mut m = BTreeMap::new();
@@ -416,6 +418,9 @@ fn tshark_decodes_synthetic_traffic_like_the_lab_captures() {
         &Options {
             calls: 40,
             seed: 3,
+            mix: "inline=30,read=30,write=25,readdir=5,compound=10"
+                .parse()
+                .unwrap(),
             ..Options::default()
         },
     );
@@ -500,4 +505,37 @@ fn tshark_decodes_synthetic_traffic_like_the_lab_captures() {
             "tshark marks frame {m} malformed, and it is not a READ reply"
         );
     }
+}
+
+#[test]
+fn cli_writes_capture_and_sidecar() {
+    let f = TempCapture::new("cli");
+    let out = Command::new(env!("CARGO_BIN_EXE_rdma-analyzer"))
+        .args(["synth", "--calls", "12", "--seed", "4", "--inject"])
+        .arg("credit_overrun,err_vers")
+        .arg("-o")
+        .arg(&f.0)
+        .output()
+        .expect("the binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let side: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(synth::sidecar_path(&f.0)).unwrap()).unwrap();
+    let kinds: Vec<&str> = side["anomalies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["kind"].as_str())
+        .collect();
+    assert_eq!(kinds, ["credit_overrun", "err_vers"]);
+    let bad = Command::new(env!("CARGO_BIN_EXE_rdma-analyzer"))
+        .args(["synth", "--inject", "no_such_thing", "-o"])
+        .arg(&f.0)
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown injection"));
 }

@@ -18,7 +18,7 @@ use rdma_dissectors::rpcrdma::{
 };
 use rdma_dissectors::rpcrdma_cm::RpcRdmaCmPrivate;
 
-use super::nfs::{self, Proc3, AUTH_SYS_BODY, NFS_PROGRAM, NFS_V3};
+use super::nfs::{self, Proc3, AUTH_SYS_BODY, NFS_PROGRAM};
 use super::prng::SplitMix64;
 use super::wire::{Node, Wire};
 use super::{Error, ExpectedAnomaly, Inject, Options, Summary};
@@ -117,6 +117,8 @@ struct Conn {
     file_offset: u64,
     /// The last XID answered (for RDMA_DONE).
     last_xid: u32,
+    /// NFSv4.1 SEQUENCE ID of the session's slot 0.
+    v4_seq: u32,
 }
 
 /// Where the payload of an RDMA Write comes from.
@@ -311,6 +313,7 @@ impl<W: Write> Gen<W> {
                 va_next: (u64::from(rng.next_u32() | 0x8000_0000) << 32) | 0x0c00_0000,
                 file_offset: 0,
                 last_xid: 0,
+                v4_seq: 0,
             });
         }
         let msg_len = o.inline_threshold as usize + 8192;
@@ -565,10 +568,17 @@ impl<W: Write> Gen<W> {
         let io = self.o.io_size;
         let proc = proc.unwrap_or_else(|| {
             let m = self.o.mix;
-            let total = u64::from(m.inline + m.read + m.write + m.readdir);
+            let total = u64::from(m.inline + m.read + m.write + m.readdir + m.compound);
             let r = self.rng.below(total);
             let offset = self.conns.get(ci).map_or(0, |c| c.file_offset);
-            if r < u64::from(m.inline) {
+            if r >= u64::from(m.inline + m.read + m.write + m.readdir) {
+                let c = self.conns.get_mut(ci);
+                let seqid = c.map_or(1, |c| {
+                    c.v4_seq = c.v4_seq.wrapping_add(1);
+                    c.v4_seq
+                });
+                Proc3::Compound41 { seqid }
+            } else if r < u64::from(m.inline) {
                 match self.rng.below(3) {
                     0 => Proc3::Getattr,
                     1 => Proc3::Lookup,
@@ -641,7 +651,7 @@ impl<W: Write> Gen<W> {
             body: MsgBody::Call(Call {
                 rpcvers: 2,
                 prog: NFS_PROGRAM,
-                vers: NFS_V3,
+                vers: spec.proc.version(),
                 proc: spec.proc.number(),
                 cred: OpaqueAuth {
                     flavor: AuthFlavor::Sys,

@@ -176,6 +176,8 @@ pub struct Mix {
     pub write: u32,
     /// READDIR with a reply chunk.
     pub readdir: u32,
+    /// NFSv4.1 COMPOUND (SEQUENCE, PUTFH, GETATTR), inline.
+    pub compound: u32,
 }
 
 impl Default for Mix {
@@ -185,6 +187,7 @@ impl Default for Mix {
             read: 30,
             write: 25,
             readdir: 5,
+            compound: 0,
         }
     }
 }
@@ -192,13 +195,14 @@ impl Default for Mix {
 impl FromStr for Mix {
     type Err = String;
 
-    /// `inline=40,read=30,write=25,readdir=5`; kinds left out weigh 0.
+    /// `inline=40,read=30,write=25,readdir=5,compound=0`; kinds left out weigh 0.
     fn from_str(s: &str) -> Result<Self, String> {
         let mut m = Mix {
             inline: 0,
             read: 0,
             write: 0,
             readdir: 0,
+            compound: 0,
         };
         for part in s.split(',').filter(|p| !p.is_empty()) {
             let (k, v) = part
@@ -213,14 +217,15 @@ impl FromStr for Mix {
                 "read" => m.read = v,
                 "write" => m.write = v,
                 "readdir" => m.readdir = v,
+                "compound" => m.compound = v,
                 other => {
                     return Err(format!(
-                        "unknown mix kind {other:?}; use inline, read, write, readdir"
+                        "unknown mix kind {other:?}; use inline, read, write, readdir, compound"
                     ))
                 }
             }
         }
-        if m.inline + m.read + m.write + m.readdir == 0 {
+        if m.inline + m.read + m.write + m.readdir + m.compound == 0 {
             return Err("the mix weighs nothing: give at least one kind a weight above 0".into());
         }
         Ok(m)
@@ -418,4 +423,63 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .map_err(|_| format!("size {s:?}: use a number with an optional K, M or G suffix"))?;
     n.checked_mul(mult)
         .ok_or_else(|| format!("size {s:?} is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Kind;
+
+    #[test]
+    fn injection_names_are_the_engines_kinds() {
+        for k in Inject::ALL {
+            if k == Inject::PsnWrap {
+                assert!(Kind::from_name(k.as_str()).is_none());
+                continue;
+            }
+            let kind = Kind::from_name(k.as_str());
+            assert!(kind.is_some(), "{k} is not an anomaly kind of the engine");
+            assert_eq!(k.as_str().parse::<Inject>(), Ok(k));
+        }
+        let e = "credit_overrunn".parse::<Inject>().unwrap_err();
+        assert!(e.contains("credit_overrun, zero_credit_grant"), "{e}");
+    }
+
+    #[test]
+    fn mix_parses_weights_and_refuses_nonsense() {
+        let m: Mix = "read=3,readdir=1".parse().unwrap();
+        assert_eq!(
+            (m.inline, m.read, m.write, m.readdir, m.compound),
+            (0, 3, 0, 1, 0)
+        );
+        assert!("read=x"
+            .parse::<Mix>()
+            .unwrap_err()
+            .contains("not a whole number"));
+        assert!("reads=1"
+            .parse::<Mix>()
+            .unwrap_err()
+            .contains("unknown mix kind"));
+        assert!("read=0"
+            .parse::<Mix>()
+            .unwrap_err()
+            .contains("weighs nothing"));
+    }
+
+    #[test]
+    fn sizes_take_binary_suffixes() {
+        assert_eq!(parse_size("64K"), Ok(65_536));
+        assert_eq!(parse_size("2G"), Ok(2 << 30));
+        assert_eq!(parse_size("1000"), Ok(1000));
+        assert!(parse_size("2X").is_err());
+        assert!(parse_size("").is_err());
+    }
+
+    #[test]
+    fn sidecar_sits_next_to_the_capture() {
+        assert_eq!(
+            sidecar_path(Path::new("/tmp/a.pcap")),
+            PathBuf::from("/tmp/a.pcap.expected.json")
+        );
+    }
 }

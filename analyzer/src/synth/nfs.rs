@@ -1,5 +1,5 @@
-//! NFSv3 arguments and results (RFC 1813) for the procedures the generator
-//! uses, written with the dissectors' XDR writer. Only the shapes matter:
+//! NFSv3 arguments and results (RFC 1813), and one NFSv4.1 COMPOUND
+//! (RFC 8881), for the procedures the generator uses, written with the dissectors' XDR writer. Only the shapes matter:
 //! file handles, attributes and names are plausible constants.
 
 use rdma_dissectors::xdr::Writer;
@@ -9,6 +9,8 @@ use rdma_dissectors::{Layer, Result};
 pub const NFS_PROGRAM: u32 = 100_003;
 /// NFS version 3.
 pub const NFS_V3: u32 = 3;
+/// NFS version 4 (COMPOUND is procedure 1; the minor version is inside).
+pub const NFS_V4: u32 = 4;
 
 /// AUTH_SYS credentials body (RFC 5531 appendix A): stamp 0, machine name
 /// "synth", uid 0, gid 0, no auxiliary groups.
@@ -54,12 +56,27 @@ pub enum Proc3 {
         /// Directory entries in the reply.
         entries: u32,
     },
+    /// NFSv4.1 COMPOUND (procedure 1) of SEQUENCE, PUTFH, GETATTR(size),
+    /// inline both ways (RFC 8881 sections 16.2, 18).
+    Compound41 {
+        /// The SEQUENCE op's sequence ID.
+        seqid: u32,
+    },
 }
 
 impl Proc3 {
+    /// The RPC program version: 3, or 4 for COMPOUND.
+    pub const fn version(self) -> u32 {
+        match self {
+            Proc3::Compound41 { .. } => NFS_V4,
+            _ => NFS_V3,
+        }
+    }
+
     /// The procedure number.
     pub const fn number(self) -> u32 {
         match self {
+            Proc3::Compound41 { .. } => 1,
             Proc3::Getattr => 1,
             Proc3::Lookup => 3,
             Proc3::Access => 4,
@@ -69,6 +86,15 @@ impl Proc3 {
         }
     }
 }
+
+/// NFSv4.1 session ID the COMPOUNDs run in.
+const SESSION_ID: [u8; 16] = *b"synth-session-01";
+/// NFSv4 op numbers (RFC 8881 section 18).
+const OP_GETATTR: u32 = 9;
+const OP_PUTFH: u32 = 22;
+const OP_SEQUENCE: u32 = 53;
+/// FATTR4_SIZE is attribute 4: bit 4 of the first bitmap word.
+const BITMAP_SIZE: u32 = 1 << 4;
 
 /// Writes the call arguments. For a WRITE with a read chunk the data is
 /// left out after its length word (RFC 8267 section 4: the read chunk's
@@ -108,6 +134,22 @@ pub fn call_args(p: Proc3, data: &[u8], buf: &mut [u8]) -> Result<usize> {
             } else {
                 w.u32(count)?;
             }
+        }
+        Proc3::Compound41 { seqid } => {
+            w.opaque(b"")?; // tag
+            w.u32(1)?; // minorversion
+            w.u32(3)?; // numops
+            w.u32(OP_SEQUENCE)?;
+            w.fixed_opaque(&SESSION_ID)?;
+            w.u32(seqid)?;
+            w.u32(0)?; // slotid
+            w.u32(0)?; // highest_slotid
+            w.bool(false)?; // cachethis
+            w.u32(OP_PUTFH)?;
+            w.opaque(&FH)?;
+            w.u32(OP_GETATTR)?;
+            w.u32(1)?; // bitmap4 words
+            w.u32(BITMAP_SIZE)?;
         }
         Proc3::Readdir { .. } => {
             w.opaque(&FH)?;
@@ -150,8 +192,28 @@ fn post_op_attr(w: &mut Writer<'_>, dir: bool, size: u64, fileid: u64) -> Result
 /// When `buf` is too small.
 pub fn reply_results(p: Proc3, buf: &mut [u8]) -> Result<usize> {
     let mut w = Writer::new(buf, Layer::OncRpc);
-    w.u32(0)?; // NFS3_OK
+    w.u32(0)?; // NFS3_OK, NFS4_OK
     match p {
+        Proc3::Compound41 { seqid } => {
+            w.opaque(b"")?; // tag
+            w.u32(3)?; // numres
+            w.u32(OP_SEQUENCE)?;
+            w.u32(0)?;
+            w.fixed_opaque(&SESSION_ID)?;
+            w.u32(seqid)?;
+            w.u32(0)?; // slotid
+            w.u32(63)?; // highest_slotid
+            w.u32(63)?; // target_highest_slotid
+            w.u32(0)?; // status_flags
+            w.u32(OP_PUTFH)?;
+            w.u32(0)?;
+            w.u32(OP_GETATTR)?;
+            w.u32(0)?;
+            w.u32(1)?; // bitmap4 words
+            w.u32(BITMAP_SIZE)?;
+            w.u32(8)?; // attrlist4 length
+            w.u64(1 << 20)?; // size
+        }
         Proc3::Getattr => fattr3(&mut w, false, 1 << 20, 0x30)?,
         Proc3::Lookup => {
             w.opaque(&FH)?;
