@@ -2,3 +2,6 @@
 //! turns bytes or kernel records into engine events.
 
 pub mod pcap;
+pub mod ebpf;
+pub mod live;
+pub mod probe_correlate;

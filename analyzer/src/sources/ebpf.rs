@@ -1,0 +1,1462 @@
+//! The eBPF source: tracepoint `format` files, the records the probes send,
+//! and their decoding into typed [`ProbeEvent`]s.
+//!
+//! ```text
+//!  kernel: tracepoint ─► rdma_tracepoint (BPF) ─► EVENTS ring ─┐  LOST (per-CPU)
+//!                                                              ▼
+//!  user:   RecordHeader + raw record ─► Decoder (format files) ─► Probe { meta, event }
+//! ```
+//!
+//! The probes copy raw records; the layout of each record is read at run
+//! time from `/sys/kernel/tracing/events/<system>/<event>/format`, so the
+//! same binary decodes Linux 6.1's rpcrdma events and a later kernel's,
+//! as long as the field *names* keep their meaning. A field a kernel lacks
+//! decodes as `None`, never as a wrong number.
+//!
+//! [`ProbeSet`] loads the object embedded at build time, attaches what
+//! exists, and reports what does not, by name and why.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::fs;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use ebpf_common::{KprobeId, RecordHeader, RecordKind, HEADER_LEN, RECORD_VERSION};
+
+/// Tracepoint systems the live mode attaches to, in order.
+pub const SYSTEMS: [&str; 3] = ["rpcrdma", "rdma_cma", "ib_cma"];
+
+/// Where tracefs usually lives.
+pub const TRACEFS_PATHS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
+
+/// The probe object built by `analyzer/build.rs` (empty when built without
+/// the eBPF toolchain).
+pub const PROBES_OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/ebpf-probes"));
+
+/// Why the object is empty, when it is (`""` when probes were built).
+pub const PROBES_BUILD_STATUS: &str = include_str!(concat!(env!("OUT_DIR"), "/probes-status.txt"));
+
+// ------------------------------------------------------------------ formats
+
+/// One field of a tracepoint record, from its `format` file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field {
+    /// Field name (array suffix removed).
+    pub name: String,
+    /// C type as the format file spells it (`unsigned int`, `__data_loc char[]`).
+    pub ctype: String,
+    /// Byte offset in the record.
+    pub offset: usize,
+    /// Size in bytes (4 for a `__data_loc`).
+    pub size: usize,
+    /// Signed integer.
+    pub signed: bool,
+    /// A `__data_loc` (dynamic array): the value is `len << 16 | offset`.
+    pub data_loc: bool,
+    /// A fixed array (`char comm[16]`, `u8 srcaddr[28]`).
+    pub array: bool,
+}
+
+/// A tracepoint's `format` file, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Format {
+    /// System (`rpcrdma`).
+    pub system: String,
+    /// Event name (`xprtrdma_marshal`).
+    pub name: String,
+    /// The event's id, as `common_type` in every record.
+    pub id: u16,
+    /// Fields, common ones included.
+    pub fields: Vec<Field>,
+}
+
+/// A format file that could not be understood.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FormatError {
+    /// What was wrong.
+    pub what: String,
+}
+
+impl fmt::Display for FormatError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "tracepoint format: {}", self.what)
+    }
+}
+
+impl std::error::Error for FormatError {}
+
+impl Format {
+    /// Parses the text of a `format` file.
+    ///
+    /// # Errors
+    /// When the name, the id or a field line cannot be read.
+    pub fn parse(system: &str, text: &str) -> Result<Format, FormatError> {
+        let err = |what: String| FormatError { what };
+        let mut name = None;
+        let mut id = None;
+        let mut fields = Vec::new();
+        for line in text.lines() {
+            let line = line.trim();
+            if let Some(n) = line.strip_prefix("name:") {
+                name = Some(n.trim().to_string());
+            } else if let Some(n) = line.strip_prefix("ID:") {
+                id = Some(
+                    n.trim()
+                        .parse::<u16>()
+                        .map_err(|_| err(format!("bad ID line {line:?}")))?,
+                );
+            } else if line.starts_with("field:") {
+                fields.push(
+                    parse_field(line).ok_or_else(|| err(format!("bad field line {line:?}")))?,
+                );
+            }
+        }
+        Ok(Format {
+            system: system.to_string(),
+            name: name.ok_or_else(|| err("no name line".into()))?,
+            id: id.ok_or_else(|| err("no ID line".into()))?,
+            fields,
+        })
+    }
+
+    /// A field by name.
+    pub fn field(&self, name: &str) -> Option<&Field> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+
+    /// Bytes of the fixed part of the record.
+    pub fn fixed_len(&self) -> usize {
+        self.fields
+            .iter()
+            .map(|f| f.offset + f.size)
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// `field:unsigned int xid;\toffset:12;\tsize:4;\tsigned:0;`
+fn parse_field(line: &str) -> Option<Field> {
+    let mut decl = None;
+    let mut offset = None;
+    let mut size = None;
+    let mut signed = false;
+    for part in line.split(';') {
+        let part = part.trim();
+        if let Some(d) = part.strip_prefix("field:") {
+            decl = Some(d.trim());
+        } else if let Some(v) = part.strip_prefix("offset:") {
+            offset = v.trim().parse().ok();
+        } else if let Some(v) = part.strip_prefix("size:") {
+            size = v.trim().parse().ok();
+        } else if let Some(v) = part.strip_prefix("signed:") {
+            signed = v.trim() == "1";
+        }
+    }
+    let decl = decl?;
+    let data_loc = decl.starts_with("__data_loc") || decl.starts_with("__rel_loc");
+    let last = decl.rsplit(|c: char| c.is_whitespace()).next()?;
+    let (name, array) = match last.find('[') {
+        Some(i) => (&last[..i], true),
+        None => (last, false),
+    };
+    let ctype = decl[..decl.len() - last.len()].trim().to_string();
+    // `__data_loc char[] addr`: the brackets belong to the type.
+    let array = array && !data_loc;
+    Some(Field {
+        name: name.to_string(),
+        ctype,
+        offset: offset?,
+        size: size?,
+        signed,
+        data_loc,
+        array,
+    })
+}
+
+/// Every format of the wanted systems, by event id.
+#[derive(Debug, Clone, Default)]
+pub struct FormatSet {
+    by_id: HashMap<u16, Format>,
+}
+
+impl FormatSet {
+    /// Adds one format.
+    pub fn insert(&mut self, f: Format) {
+        self.by_id.insert(f.id, f);
+    }
+
+    /// The format of an event id.
+    pub fn get(&self, id: u16) -> Option<&Format> {
+        self.by_id.get(&id)
+    }
+
+    /// A format by system and name.
+    pub fn by_name(&self, system: &str, name: &str) -> Option<&Format> {
+        self.by_id
+            .values()
+            .find(|f| f.system == system && f.name == name)
+    }
+
+    /// Number of formats.
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    /// No formats at all.
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+
+    /// Formats in (system, name) order.
+    pub fn sorted(&self) -> Vec<&Format> {
+        let mut v: Vec<&Format> = self.by_id.values().collect();
+        v.sort_by(|a, b| (&a.system, &a.name).cmp(&(&b.system, &b.name)));
+        v
+    }
+
+    /// Reads every `events/<system>/*/format` under `tracefs`. Systems that
+    /// do not exist are returned in the second value; formats that cannot be
+    /// parsed in the third (`system:event: error`).
+    pub fn load(tracefs: &Path, systems: &[&str]) -> (FormatSet, Vec<String>, Vec<String>) {
+        let mut set = FormatSet::default();
+        let mut absent = Vec::new();
+        let mut bad = Vec::new();
+        for sys in systems {
+            let dir = tracefs.join("events").join(sys);
+            let Ok(rd) = fs::read_dir(&dir) else {
+                absent.push((*sys).to_string());
+                continue;
+            };
+            let mut names: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+            names.sort();
+            for ev in names {
+                let fmt_path = ev.join("format");
+                let Ok(text) = fs::read_to_string(&fmt_path) else {
+                    continue; // `enable`, `filter`: files, not events
+                };
+                match Format::parse(sys, &text) {
+                    Ok(f) => set.insert(f),
+                    Err(e) => bad.push(format!("{sys}:{}: {e}", ev.display())),
+                }
+            }
+        }
+        (set, absent, bad)
+    }
+}
+
+/// The tracefs mount point, if one is mounted.
+pub fn find_tracefs() -> Option<PathBuf> {
+    TRACEFS_PATHS
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.join("events").is_dir())
+}
+
+// ------------------------------------------------------------------ records
+
+/// A raw record paired with its format: typed field access by name.
+#[derive(Debug, Clone, Copy)]
+pub struct RawRecord<'a> {
+    /// The event's format.
+    pub format: &'a Format,
+    /// The bytes the probe copied.
+    pub data: &'a [u8],
+}
+
+impl<'a> RawRecord<'a> {
+    /// An integer field (1, 2, 4 or 8 bytes; sign-extended when signed).
+    /// `None` when the kernel has no such field or the copy was cut short.
+    pub fn int(&self, name: &str) -> Option<i128> {
+        let f = self.format.field(name)?;
+        if f.array || f.data_loc {
+            return None;
+        }
+        let b = self.data.get(f.offset..f.offset + f.size)?;
+        let v = match f.size {
+            1 => {
+                if f.signed {
+                    i128::from(b[0] as i8)
+                } else {
+                    i128::from(b[0])
+                }
+            }
+            2 => {
+                let a = [b[0], b[1]];
+                if f.signed {
+                    i128::from(i16::from_ne_bytes(a))
+                } else {
+                    i128::from(u16::from_ne_bytes(a))
+                }
+            }
+            4 => {
+                let a = [b[0], b[1], b[2], b[3]];
+                if f.signed {
+                    i128::from(i32::from_ne_bytes(a))
+                } else {
+                    i128::from(u32::from_ne_bytes(a))
+                }
+            }
+            8 => {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(b);
+                if f.signed {
+                    i128::from(i64::from_ne_bytes(a))
+                } else {
+                    i128::from(u64::from_ne_bytes(a))
+                }
+            }
+            _ => return None,
+        };
+        Some(v)
+    }
+
+    /// An unsigned field as u32 (values that do not fit give `None`).
+    pub fn u32(&self, name: &str) -> Option<u32> {
+        self.int(name).and_then(|v| u32::try_from(v).ok())
+    }
+
+    /// An unsigned field as u64.
+    pub fn u64(&self, name: &str) -> Option<u64> {
+        self.int(name).and_then(|v| u64::try_from(v).ok())
+    }
+
+    /// A signed field as i64.
+    pub fn i64(&self, name: &str) -> Option<i64> {
+        self.int(name).and_then(|v| i64::try_from(v).ok())
+    }
+
+    /// The bytes of a fixed array or a `__data_loc` array.
+    pub fn bytes(&self, name: &str) -> Option<&'a [u8]> {
+        let f = self.format.field(name)?;
+        if f.data_loc {
+            let b = self.data.get(f.offset..f.offset + 4)?;
+            let loc = u32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
+            let off = (loc & 0xffff) as usize;
+            let len = (loc >> 16) as usize;
+            // `__rel_loc` offsets count from the end of the field itself.
+            let off = if self.format.field(name)?.ctype.starts_with("__rel_loc") {
+                f.offset + 4 + off
+            } else {
+                off
+            };
+            return self.data.get(off..off + len);
+        }
+        self.data.get(f.offset..f.offset + f.size)
+    }
+
+    /// A string field (fixed `char[]` or `__data_loc char[]`), up to its NUL.
+    pub fn string(&self, name: &str) -> Option<String> {
+        let b = self.bytes(name)?;
+        let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+        Some(String::from_utf8_lossy(&b[..end]).into_owned())
+    }
+
+    /// A `struct sockaddr_storage`-style byte array (AF_INET or AF_INET6).
+    pub fn sockaddr(&self, name: &str) -> Option<SocketAddr> {
+        parse_sockaddr(self.bytes(name)?)
+    }
+}
+
+/// `struct sockaddr_in` / `sockaddr_in6` as the kernel stores them.
+pub fn parse_sockaddr(b: &[u8]) -> Option<SocketAddr> {
+    let family = u16::from_ne_bytes([*b.first()?, *b.get(1)?]);
+    let port = u16::from_be_bytes([*b.get(2)?, *b.get(3)?]);
+    match family {
+        2 => {
+            let a = b.get(4..8)?;
+            Some(SocketAddr::new(
+                IpAddr::V4(Ipv4Addr::new(a[0], a[1], a[2], a[3])),
+                port,
+            ))
+        }
+        10 => {
+            let a: [u8; 16] = b.get(8..24)?.try_into().ok()?;
+            let v6 = Ipv6Addr::from(a);
+            let ip = v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4);
+            Some(SocketAddr::new(ip, port))
+        }
+        _ => None,
+    }
+}
+
+// ------------------------------------------------------------------ events
+
+/// Which list a segment belongs to (kernel-side view of RFC 8166 §4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SegKind {
+    /// Read list (with its position).
+    Read {
+        /// XDR position of the read chunk.
+        position: u32,
+    },
+    /// Write list.
+    Write,
+    /// Reply chunk.
+    Reply,
+}
+
+/// How the client marshalled one direction of a call (`enum rpcrdma_chunktype`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChunkType {
+    /// `rpcrdma_noch`: inline.
+    Inline,
+    /// `rpcrdma_noch_pullup`: inline, pulled up into one buffer.
+    Pullup,
+    /// `rpcrdma_noch_mapped`: inline, mapped pages.
+    Mapped,
+    /// `rpcrdma_readch`: read list.
+    ReadList,
+    /// `rpcrdma_areadch`: position-zero read chunk (Long Call).
+    LongCall,
+    /// `rpcrdma_writech`: write list.
+    WriteList,
+    /// `rpcrdma_replych`: reply chunk (Long Reply).
+    ReplyChunk,
+    /// A value this analyzer does not know.
+    Unknown(i64),
+}
+
+impl ChunkType {
+    /// From the kernel's enum value (Linux 5.x–6.x numbering).
+    pub fn from_kernel(v: i64) -> ChunkType {
+        match v {
+            0 => ChunkType::Inline,
+            1 => ChunkType::Pullup,
+            2 => ChunkType::Mapped,
+            3 => ChunkType::ReadList,
+            4 => ChunkType::LongCall,
+            5 => ChunkType::WriteList,
+            6 => ChunkType::ReplyChunk,
+            v => ChunkType::Unknown(v),
+        }
+    }
+}
+
+/// An RPC task as the client's tracepoints name it (`task:ID@CLIENT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TaskKey {
+    /// `task_id`.
+    pub task_id: u32,
+    /// `client_id` (the RPC client; one per mount and transport).
+    pub client_id: u32,
+}
+
+/// A completion id (`cq.id` + `cid`) as the server's tracepoints name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Cid {
+    /// Completion queue id (one per connection and direction).
+    pub cq_id: u32,
+    /// Completion id within the CQ.
+    pub cid: i32,
+}
+
+/// What a probe saw, typed. Fields are `Option` where a kernel may lack them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProbeEvent {
+    /// Client `xprtrdma_marshal`: a call was encoded.
+    Marshal {
+        /// Task.
+        task: TaskKey,
+        /// RPC XID (on-wire value).
+        xid: u32,
+        /// How the call travels.
+        rtype: ChunkType,
+        /// How the reply is to travel.
+        wtype: ChunkType,
+        /// RPC-over-RDMA header bytes.
+        hdrlen: Option<u32>,
+        /// RPC message bytes (head + page + tail).
+        xdrlen: Option<u32>,
+    },
+    /// Client `xprtrdma_chunk_read/write/reply/wp`: a segment advertised.
+    ClientChunk {
+        /// Task.
+        task: TaskKey,
+        /// List.
+        kind: SegKind,
+        /// R_Key.
+        handle: u32,
+        /// Length.
+        length: u32,
+        /// Offset (VA).
+        offset: u64,
+    },
+    /// Client `xprtrdma_post_send`.
+    ClientPostSend {
+        /// Task (absent for a backchannel or a keepalive).
+        task: Option<TaskKey>,
+        /// Send completion id.
+        cid: Option<Cid>,
+    },
+    /// Client `xprtrdma_reply`: a reply matched its call.
+    Reply {
+        /// Task.
+        task: TaskKey,
+        /// XID.
+        xid: u32,
+        /// Credits the server granted.
+        credits: u32,
+    },
+    /// Client `xprtrdma_decode_seg`: a segment of the reply's write list or reply chunk.
+    DecodeSeg {
+        /// R_Key.
+        handle: u32,
+        /// Length the server wrote.
+        length: u32,
+        /// Offset.
+        offset: u64,
+    },
+    /// Client `xprtrdma_mr_reminv`: the server's Send With Invalidate invalidated this MR.
+    RemoteInv {
+        /// Task.
+        task: TaskKey,
+        /// R_Key invalidated.
+        handle: u32,
+    },
+    /// Client `xprtrdma_mr_localinv`: the client invalidates an MR itself.
+    LocalInv {
+        /// Task.
+        task: TaskKey,
+        /// R_Key.
+        handle: u32,
+    },
+    /// Client `xprtrdma_connect` / `xprtrdma_disconnect` / `xprtrdma_op_connect`.
+    ClientConnect {
+        /// Event name.
+        event: String,
+        /// Peer (`addr` and `port` strings).
+        peer: Option<String>,
+        /// Return code.
+        rc: Option<i64>,
+    },
+    /// Client `xprtrdma_inline_thresh`: negotiated inline sizes.
+    InlineThresh {
+        /// Negotiated send / receive.
+        send: Option<u32>,
+        /// Receive.
+        recv: Option<u32>,
+    },
+    /// Server `svcrdma_decode_rqst`: a call's transport header decoded.
+    DecodeRqst {
+        /// Receive completion.
+        cid: Cid,
+        /// XID.
+        xid: u32,
+        /// rdma_vers.
+        vers: u32,
+        /// rdma_proc.
+        proc: u32,
+        /// Credits requested.
+        credits: u32,
+        /// Header bytes.
+        hdrlen: Option<u32>,
+    },
+    /// Server `svcrdma_decode_rseg/wseg`: a segment of the call's chunk lists.
+    ServerDecodeSeg {
+        /// Receive completion.
+        cid: Cid,
+        /// List.
+        kind: SegKind,
+        /// R_Key.
+        handle: u32,
+        /// Length.
+        length: u32,
+        /// Offset.
+        offset: u64,
+    },
+    /// Server `svcrdma_encode_wseg`: a write segment of the reply, as filled.
+    EncodeWseg {
+        /// Send completion.
+        cid: Cid,
+        /// R_Key.
+        handle: u32,
+        /// Bytes written.
+        length: u32,
+        /// Offset.
+        offset: u64,
+    },
+    /// Server `svcrdma_post_send`: the reply posted, with the R_Key it invalidates.
+    ServerPostSend {
+        /// Send completion.
+        cid: Cid,
+        /// R_Key of Send With Invalidate (None: plain Send).
+        inv_rkey: Option<u32>,
+    },
+    /// Server `svcrdma_post_{read,write,reply}_chunk`: RDMA Reads or Writes posted.
+    PostChunk {
+        /// Read, Write or Reply.
+        kind: SegKind,
+        /// The chunk context's completion.
+        cid: Cid,
+        /// Work requests posted.
+        sqecount: Option<u32>,
+    },
+    /// A completion (`svcrdma_wc_*`, `xprtrdma_wc_*`), with status when traced.
+    Completion {
+        /// Event name (`svcrdma_wc_read`).
+        event: String,
+        /// Completion.
+        cid: Cid,
+        /// `ib_wc_status` (0 success), when traced.
+        status: Option<i64>,
+        /// Bytes, when traced (`totalbytes`, `received`).
+        bytes: Option<u64>,
+    },
+    /// `rdma_cma` events with addresses (`cm_event_handler`, `cm_send_req`, ...).
+    Cm {
+        /// Event name.
+        event: String,
+        /// `cm.id`.
+        cm_id: Option<u32>,
+        /// Source address.
+        src: Option<SocketAddr>,
+        /// Destination address.
+        dst: Option<SocketAddr>,
+        /// `rdma_cm_event_type` (for `cm_event_handler`).
+        cm_event: Option<u32>,
+        /// Event status.
+        status: Option<i64>,
+        /// QP number, when the event carries it.
+        qpn: Option<u32>,
+    },
+    /// `ib_cma` events (`icm_send_req`, ...): CM communication ids.
+    IbCm {
+        /// Event name.
+        event: String,
+        /// Local comm id.
+        local_id: Option<u32>,
+        /// Remote comm id.
+        remote_id: Option<u32>,
+        /// Local QPN, when carried.
+        local_qpn: Option<u32>,
+        /// Remote QPN, when carried.
+        remote_qpn: Option<u32>,
+    },
+    /// Kprobe: the CM private data passed to `rdma_connect_locked` or `rdma_accept`.
+    PrivateData {
+        /// Which call.
+        which: KprobeId,
+        /// The bytes (RFC 8797: `f6ab0e18 vers flags send recv`).
+        bytes: Vec<u8>,
+    },
+    /// An error event (`*_err`, `*flush*`, failed completions, ...).
+    Error {
+        /// Event name.
+        event: String,
+        /// Status or rc, when carried.
+        status: Option<i64>,
+    },
+    /// Any other event of the attached systems: counted, not interpreted.
+    Other {
+        /// System.
+        system: String,
+        /// Event name.
+        event: String,
+    },
+}
+
+impl ProbeEvent {
+    /// The XID the event names directly, if any.
+    pub fn xid(&self) -> Option<u32> {
+        match self {
+            ProbeEvent::Marshal { xid, .. }
+            | ProbeEvent::Reply { xid, .. }
+            | ProbeEvent::DecodeRqst { xid, .. } => Some(*xid),
+            _ => None,
+        }
+    }
+}
+
+/// Where and when an event happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProbeMeta {
+    /// 1-based record sequence number (stands for the frame number).
+    pub seq: u64,
+    /// Time, ns since the epoch (the probe's monotonic clock shifted by the
+    /// offset measured when the probes started).
+    pub ts_ns: u64,
+    /// CPU.
+    pub cpu: u32,
+    /// Thread id.
+    pub tid: u32,
+}
+
+/// A decoded record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Probe {
+    /// Where and when.
+    pub meta: ProbeMeta,
+    /// What.
+    pub event: ProbeEvent,
+}
+
+/// Why a record could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodeError {
+    /// Shorter than its header or its stated length.
+    Truncated {
+        /// Bytes present.
+        len: usize,
+    },
+    /// A header version this analyzer does not know.
+    Version(u8),
+    /// An unknown record kind.
+    Kind(u8),
+    /// A tracepoint id with no format loaded.
+    UnknownEvent(u16),
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecodeError::Truncated { len } => write!(f, "probe record: truncated at {len} bytes"),
+            DecodeError::Version(v) => {
+                write!(f, "probe record: version {v}, expected {RECORD_VERSION}")
+            }
+            DecodeError::Kind(k) => write!(f, "probe record: unknown kind {k}"),
+            DecodeError::UnknownEvent(id) => write!(f, "probe record: no format for event id {id}"),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// Turns raw ring-buffer records into [`Probe`]s.
+#[derive(Debug, Clone)]
+pub struct Decoder {
+    formats: FormatSet,
+    /// CLOCK_REALTIME − CLOCK_MONOTONIC, ns.
+    clock_offset_ns: i64,
+    seq: u64,
+    /// Records per event name (for the status line and tests).
+    pub counts: BTreeMap<String, u64>,
+}
+
+impl Decoder {
+    /// A decoder over `formats`, with the realtime − monotonic offset.
+    pub fn new(formats: FormatSet, clock_offset_ns: i64) -> Decoder {
+        Decoder {
+            formats,
+            clock_offset_ns,
+            seq: 0,
+            counts: BTreeMap::new(),
+        }
+    }
+
+    /// The formats.
+    pub fn formats(&self) -> &FormatSet {
+        &self.formats
+    }
+
+    /// Decodes one record as the ring buffer delivered it.
+    ///
+    /// # Errors
+    /// Short records, unknown versions or kinds, and event ids without a format.
+    pub fn decode(&mut self, raw: &[u8]) -> Result<Probe, DecodeError> {
+        let h = RecordHeader::from_bytes(raw).ok_or(DecodeError::Truncated { len: raw.len() })?;
+        if h.version != RECORD_VERSION {
+            return Err(DecodeError::Version(h.version));
+        }
+        let body = raw.get(HEADER_LEN..).unwrap_or(&[]);
+        let data = body.get(..h.len as usize).unwrap_or(body);
+        self.seq += 1;
+        let ts = i128::from(h.ts_ns) + i128::from(self.clock_offset_ns);
+        let meta = ProbeMeta {
+            seq: self.seq,
+            ts_ns: u64::try_from(ts.max(0)).unwrap_or(u64::MAX),
+            cpu: h.cpu,
+            tid: h.tid(),
+        };
+        let event = match RecordKind::from_u8(h.kind) {
+            Some(RecordKind::Tracepoint) => {
+                let format = self
+                    .formats
+                    .get(h.event_id)
+                    .ok_or(DecodeError::UnknownEvent(h.event_id))?;
+                let ev = decode_tracepoint(RawRecord { format, data });
+                *self.counts.entry(format.name.clone()).or_default() += 1;
+                ev
+            }
+            Some(RecordKind::Kprobe) => {
+                let which = if h.event_id == KprobeId::Accept as u16 {
+                    KprobeId::Accept
+                } else {
+                    KprobeId::Connect
+                };
+                *self.counts.entry("kprobe_private_data".into()).or_default() += 1;
+                ProbeEvent::PrivateData {
+                    which,
+                    bytes: data.to_vec(),
+                }
+            }
+            None => return Err(DecodeError::Kind(h.kind)),
+        };
+        Ok(Probe { meta, event })
+    }
+}
+
+fn task(r: &RawRecord<'_>) -> Option<TaskKey> {
+    Some(TaskKey {
+        task_id: r.u32("task_id")?,
+        client_id: r.u32("client_id")?,
+    })
+}
+
+fn cid(r: &RawRecord<'_>) -> Option<Cid> {
+    Some(Cid {
+        cq_id: r.u32("cq_id")?,
+        cid: i32::try_from(r.int("completion_id")?).ok()?,
+    })
+}
+
+fn other(r: &RawRecord<'_>) -> ProbeEvent {
+    ProbeEvent::Other {
+        system: r.format.system.clone(),
+        event: r.format.name.clone(),
+    }
+}
+
+/// The typed meaning of one tracepoint record, by event name and field names.
+pub fn decode_tracepoint(r: RawRecord<'_>) -> ProbeEvent {
+    decode_known(&r).unwrap_or_else(|| other(&r))
+}
+
+fn decode_known(r: &RawRecord<'_>) -> Option<ProbeEvent> {
+    let name = r.format.name.as_str();
+    let seg = |r: &RawRecord<'_>| -> Option<(u32, u32, u64)> {
+        Some((r.u32("handle")?, r.u32("length")?, r.u64("offset")?))
+    };
+    Some(match name {
+        "xprtrdma_marshal" => ProbeEvent::Marshal {
+            task: task(r)?,
+            xid: r.u32("xid")?,
+            rtype: ChunkType::from_kernel(r.i64("rtype")?),
+            wtype: ChunkType::from_kernel(r.i64("wtype")?),
+            hdrlen: r.u32("hdrlen"),
+            xdrlen: match (r.u32("headlen"), r.u32("pagelen"), r.u32("taillen")) {
+                (Some(a), Some(b), Some(c)) => Some(a + b + c),
+                _ => None,
+            },
+        },
+        "xprtrdma_chunk_read"
+        | "xprtrdma_chunk_write"
+        | "xprtrdma_chunk_reply"
+        | "xprtrdma_chunk_wp" => {
+            let (handle, length, offset) = seg(r)?;
+            let kind = match name {
+                "xprtrdma_chunk_read" => SegKind::Read {
+                    position: r.u32("pos").unwrap_or(0),
+                },
+                "xprtrdma_chunk_reply" => SegKind::Reply,
+                _ => SegKind::Write,
+            };
+            ProbeEvent::ClientChunk {
+                task: task(r)?,
+                kind,
+                handle,
+                length,
+                offset,
+            }
+        }
+        "xprtrdma_post_send" => ProbeEvent::ClientPostSend {
+            task: task(r),
+            cid: cid(r),
+        },
+        "xprtrdma_reply" => ProbeEvent::Reply {
+            task: task(r)?,
+            xid: r.u32("xid")?,
+            credits: r.u32("credits")?,
+        },
+        "xprtrdma_decode_seg" => {
+            let (handle, length, offset) = seg(r)?;
+            ProbeEvent::DecodeSeg {
+                handle,
+                length,
+                offset,
+            }
+        }
+        "xprtrdma_mr_reminv" => ProbeEvent::RemoteInv {
+            task: task(r)?,
+            handle: r.u32("handle")?,
+        },
+        "xprtrdma_mr_localinv" => ProbeEvent::LocalInv {
+            task: task(r)?,
+            handle: r.u32("handle")?,
+        },
+        "xprtrdma_connect"
+        | "xprtrdma_disconnect"
+        | "xprtrdma_op_connect"
+        | "xprtrdma_op_close" => {
+            let peer = match (r.string("addr"), r.string("port")) {
+                (Some(a), Some(p)) => Some(format!("{a}:{p}")),
+                (Some(a), None) => Some(a),
+                _ => None,
+            };
+            ProbeEvent::ClientConnect {
+                event: name.to_string(),
+                peer,
+                rc: r.i64("rc"),
+            }
+        }
+        "xprtrdma_inline_thresh" => ProbeEvent::InlineThresh {
+            send: r.u32("inline_send"),
+            recv: r.u32("inline_recv"),
+        },
+        "svcrdma_decode_rqst" => ProbeEvent::DecodeRqst {
+            cid: cid(r)?,
+            xid: r.u32("xid")?,
+            vers: r.u32("vers")?,
+            proc: r.u32("proc")?,
+            credits: r.u32("credits")?,
+            hdrlen: r.u32("hdrlen"),
+        },
+        "svcrdma_decode_rseg" | "svcrdma_decode_wseg" => {
+            let (handle, length, offset) = seg(r)?;
+            let kind = if name == "svcrdma_decode_rseg" {
+                SegKind::Read {
+                    position: r.u32("position").unwrap_or(0),
+                }
+            } else {
+                SegKind::Write
+            };
+            ProbeEvent::ServerDecodeSeg {
+                cid: cid(r)?,
+                kind,
+                handle,
+                length,
+                offset,
+            }
+        }
+        "svcrdma_encode_wseg" => {
+            let (handle, length, offset) = seg(r)?;
+            ProbeEvent::EncodeWseg {
+                cid: cid(r)?,
+                handle,
+                length,
+                offset,
+            }
+        }
+        "svcrdma_post_send" => ProbeEvent::ServerPostSend {
+            cid: cid(r)?,
+            inv_rkey: r.u32("inv_rkey").filter(|&k| k != 0),
+        },
+        "svcrdma_post_read_chunk" | "svcrdma_post_write_chunk" | "svcrdma_post_reply_chunk" => {
+            ProbeEvent::PostChunk {
+                kind: match name {
+                    "svcrdma_post_read_chunk" => SegKind::Read { position: 0 },
+                    "svcrdma_post_write_chunk" => SegKind::Write,
+                    _ => SegKind::Reply,
+                },
+                cid: cid(r)?,
+                sqecount: r.u32("sqecount"),
+            }
+        }
+        n if n.contains("_err")
+            || n.contains("flush")
+            || n.ends_with("_error")
+            || n.contains("qp_error") =>
+        {
+            ProbeEvent::Error {
+                event: n.to_string(),
+                status: r.i64("status").or_else(|| r.i64("rc")),
+            }
+        }
+        n if n.starts_with("svcrdma_wc_") || n.starts_with("xprtrdma_wc_") => {
+            let status = r.i64("status");
+            if status.is_some_and(|s| s != 0) {
+                ProbeEvent::Error {
+                    event: n.to_string(),
+                    status,
+                }
+            } else {
+                ProbeEvent::Completion {
+                    event: n.to_string(),
+                    cid: cid(r)?,
+                    status,
+                    bytes: r
+                        .u64("totalbytes")
+                        .or_else(|| r.u64("received"))
+                        .or_else(|| r.u64("byte_len")),
+                }
+            }
+        }
+        n if r.format.system == "rdma_cma" => ProbeEvent::Cm {
+            event: n.to_string(),
+            cm_id: r.u32("cm_id"),
+            src: r.sockaddr("srcaddr"),
+            dst: r.sockaddr("dstaddr"),
+            cm_event: r.u32("event"),
+            status: r.i64("status"),
+            qpn: r.u32("qp_num"),
+        },
+        n if r.format.system == "ib_cma" => ProbeEvent::IbCm {
+            event: n.to_string(),
+            local_id: r.u32("local_id"),
+            remote_id: r.u32("remote_id"),
+            local_qpn: r.u32("local_qpn"),
+            remote_qpn: r.u32("remote_qpn"),
+        },
+        _ => return None,
+    })
+}
+
+// ------------------------------------------------------------------ loading
+
+/// A tracepoint that could not be attached, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Missing {
+    /// `system:event` (or a kprobe's function).
+    pub what: String,
+    /// Why, in words.
+    pub why: String,
+}
+
+/// The tracepoints (or kprobes) to attach.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// `(system, event)` pairs, in order.
+    pub tracepoints: Vec<(String, String)>,
+    /// Systems that are not in tracefs at all (module not loaded).
+    pub absent_systems: Vec<String>,
+}
+
+impl Plan {
+    /// Every event of `systems` present in `formats`; the others are `absent_systems`.
+    pub fn all_of(formats: &FormatSet, systems: &[&str], absent: &[String]) -> Plan {
+        let tracepoints = formats
+            .sorted()
+            .into_iter()
+            .filter(|f| systems.contains(&f.system.as_str()))
+            .map(|f| (f.system.clone(), f.name.clone()))
+            .collect();
+        Plan {
+            tracepoints,
+            absent_systems: absent.to_vec(),
+        }
+    }
+}
+
+/// Why a system's tracepoints are absent, in words a user can act on.
+pub fn why_absent(system: &str) -> String {
+    let module = match system {
+        "rpcrdma" => "rpcrdma (the NFS/RDMA client and server transport)",
+        "rdma_cma" => "rdma_cm",
+        "ib_cma" => "ib_cm",
+        other => other,
+    };
+    let loaded = fs::read_to_string("/proc/modules")
+        .map(|m| {
+            let name = module.split(' ').next().unwrap_or(module);
+            m.lines().any(|l| l.split(' ').next() == Some(name))
+        })
+        .unwrap_or(false);
+    if loaded {
+        format!("module {module} is loaded but has no tracepoints under events/{system}")
+    } else {
+        format!(
+            "module {module} is not loaded (modprobe {})",
+            module.split(' ').next().unwrap_or(module)
+        )
+    }
+}
+
+/// Loaded probes: the object, its attachments and its maps.
+pub struct ProbeSet {
+    ebpf: aya::Ebpf,
+    ring: aya::maps::RingBuf<aya::maps::MapData>,
+    lost: aya::maps::PerCpuArray<aya::maps::MapData, u64>,
+    /// What got attached (`system:event`).
+    pub attached: Vec<String>,
+    /// What did not, and why.
+    pub missing: Vec<Missing>,
+}
+
+/// Why the probes could not start at all.
+#[derive(Debug)]
+pub enum StartError {
+    /// The binary carries no probe object.
+    NotBuilt(String),
+    /// Loading into the kernel failed (permissions, verifier, BTF).
+    Load(String),
+    /// Nothing could be attached.
+    NothingAttached(Vec<Missing>),
+}
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StartError::NotBuilt(why) => write!(f, "{why}"),
+            StartError::Load(why) => write!(f, "loading the eBPF probes failed: {why}"),
+            StartError::NothingAttached(m) => {
+                write!(f, "no probe could be attached:")?;
+                for x in m {
+                    write!(f, "\n  {}: {}", x.what, x.why)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
+
+impl ProbeSet {
+    /// Loads the embedded object and attaches the tracepoint program to
+    /// every entry of `plan` (and the private-data kprobes when `kprobes`).
+    /// What cannot be attached is recorded in `missing`, not fatal, unless
+    /// nothing at all could be attached.
+    ///
+    /// # Errors
+    /// See [`StartError`].
+    pub fn start(plan: &Plan, kprobes: bool) -> Result<ProbeSet, StartError> {
+        if PROBES_OBJECT.is_empty() {
+            return Err(StartError::NotBuilt(if PROBES_BUILD_STATUS.is_empty() {
+                "built without eBPF probes".to_string()
+            } else {
+                PROBES_BUILD_STATUS.to_string()
+            }));
+        }
+        let mut ebpf = aya::Ebpf::load(PROBES_OBJECT).map_err(|e| StartError::Load(chain(&e)))?;
+        let mut missing: Vec<Missing> = plan
+            .absent_systems
+            .iter()
+            .map(|s| Missing {
+                what: format!("{s}:*"),
+                why: why_absent(s),
+            })
+            .collect();
+        let mut attached = Vec::new();
+        {
+            let prog: &mut aya::programs::TracePoint = ebpf
+                .program_mut(ebpf_common::PROG_TRACEPOINT)
+                .ok_or_else(|| {
+                    StartError::Load(format!("no program {}", ebpf_common::PROG_TRACEPOINT))
+                })?
+                .try_into()
+                .map_err(|e: aya::programs::ProgramError| StartError::Load(chain(&e)))?;
+            prog.load().map_err(|e| StartError::Load(chain(&e)))?;
+            for (sys, ev) in &plan.tracepoints {
+                match prog.attach(sys, ev) {
+                    Ok(_) => attached.push(format!("{sys}:{ev}")),
+                    Err(e) => missing.push(Missing {
+                        what: format!("{sys}:{ev}"),
+                        why: chain(&e),
+                    }),
+                }
+            }
+        }
+        if kprobes {
+            for (prog_name, func) in [
+                (ebpf_common::PROG_KPROBE_CONNECT, ebpf_common::FN_CONNECT),
+                (ebpf_common::PROG_KPROBE_ACCEPT, ebpf_common::FN_ACCEPT),
+            ] {
+                let r = (|| -> Result<(), String> {
+                    let p: &mut aya::programs::KProbe = ebpf
+                        .program_mut(prog_name)
+                        .ok_or("program not in the object")?
+                        .try_into()
+                        .map_err(|e: aya::programs::ProgramError| chain(&e))?;
+                    p.load().map_err(|e| chain(&e))?;
+                    p.attach(func, 0).map_err(|e| chain(&e))?;
+                    Ok(())
+                })();
+                match r {
+                    Ok(()) => attached.push(format!("kprobe:{func}")),
+                    Err(why) => missing.push(Missing {
+                        what: format!("kprobe:{func} (CM private data, RFC 8797)"),
+                        why: kprobe_hint(&why),
+                    }),
+                }
+            }
+        }
+        if attached.is_empty() {
+            return Err(StartError::NothingAttached(missing));
+        }
+        let ring = ebpf
+            .take_map(ebpf_common::MAP_EVENTS)
+            .ok_or_else(|| StartError::Load(format!("no map {}", ebpf_common::MAP_EVENTS)))
+            .and_then(|m| {
+                aya::maps::RingBuf::try_from(m).map_err(|e| StartError::Load(chain(&e)))
+            })?;
+        let lost = ebpf
+            .take_map(ebpf_common::MAP_LOST)
+            .ok_or_else(|| StartError::Load(format!("no map {}", ebpf_common::MAP_LOST)))
+            .and_then(|m| {
+                aya::maps::PerCpuArray::try_from(m).map_err(|e| StartError::Load(chain(&e)))
+            })?;
+        Ok(ProbeSet {
+            ebpf,
+            ring,
+            lost,
+            attached,
+            missing,
+        })
+    }
+
+    /// The ring buffer's file descriptor, for `poll`.
+    pub fn ring_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.ring.as_raw_fd()
+    }
+
+    /// Hands every record now in the ring to `f`; returns how many.
+    pub fn drain(&mut self, mut f: impl FnMut(&[u8])) -> u64 {
+        let mut n = 0;
+        while let Some(item) = self.ring.next() {
+            f(&item);
+            n += 1;
+        }
+        n
+    }
+
+    /// Records the kernel could not put in the ring (summed over CPUs).
+    pub fn lost(&self) -> u64 {
+        self.lost
+            .get(&0, 0)
+            .map(|v| v.iter().copied().sum())
+            .unwrap_or(0)
+    }
+
+    /// Detaches everything (also done on drop).
+    pub fn detach(self) {
+        drop(self.ebpf);
+    }
+}
+
+fn kprobe_hint(why: &str) -> String {
+    if why.contains("No such file") || why.contains("kprobe_events") || why.contains("not found") {
+        format!("{why} (this kernel has no kprobes: the CM private data stays unknown; only a packet capture of the CM REQ/REP shows it)")
+    } else {
+        why.to_string()
+    }
+}
+
+/// An error and its sources, one line.
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(c) = src {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        src = c.source();
+    }
+    s
+}
+
+/// CLOCK_REALTIME − CLOCK_MONOTONIC now, ns (the probes stamp records with
+/// the monotonic clock; captures and reports use the wall clock).
+pub fn clock_offset_ns() -> io::Result<i64> {
+    fn now(clock: libc::clockid_t) -> io::Result<i128> {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid, writable timespec.
+        #[allow(unsafe_code)]
+        let r = unsafe { libc::clock_gettime(clock, &mut ts) };
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(i128::from(ts.tv_sec) * 1_000_000_000 + i128::from(ts.tv_nsec))
+    }
+    let m0 = now(libc::CLOCK_MONOTONIC)?;
+    let r = now(libc::CLOCK_REALTIME)?;
+    let m1 = now(libc::CLOCK_MONOTONIC)?;
+    i64::try_from(r - (m0 + m1) / 2).map_err(|_| io::Error::other("clock offset out of range"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `svcrdma_post_send` as Linux 6.1 lays it out (offsets computed from
+    /// the TRACE_EVENT in include/trace/events/rpcrdma.h).
+    const POST_SEND: &str = "name: svcrdma_post_send
+ID: 1701
+format:
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+
+\tfield:u32 cq_id;\toffset:8;\tsize:4;\tsigned:0;
+\tfield:int completion_id;\toffset:12;\tsize:4;\tsigned:1;
+\tfield:unsigned int num_sge;\toffset:16;\tsize:4;\tsigned:0;
+\tfield:u32 inv_rkey;\toffset:20;\tsize:4;\tsigned:0;
+
+print fmt: \"cq_id=%u cid=%d num_sge=%u inv_rkey=0x%08x\", REC->cq_id, REC->completion_id, REC->num_sge, REC->inv_rkey
+";
+
+    fn record(id: u16, fields: &[(usize, &[u8])], len: usize) -> Vec<u8> {
+        let mut data = vec![0u8; len];
+        data[0..2].copy_from_slice(&id.to_ne_bytes());
+        for (off, b) in fields {
+            data[*off..*off + b.len()].copy_from_slice(b);
+        }
+        data
+    }
+
+    fn framed(kind: u8, id: u16, ts: u64, tid: u32, data: &[u8]) -> Vec<u8> {
+        let mut v = vec![0u8; HEADER_LEN];
+        v[0] = RECORD_VERSION;
+        v[1] = kind;
+        v[2..4].copy_from_slice(&id.to_ne_bytes());
+        v[8..16].copy_from_slice(&ts.to_ne_bytes());
+        v[16..24].copy_from_slice(&((u64::from(tid) << 32) | u64::from(tid)).to_ne_bytes());
+        v[24..28].copy_from_slice(&(data.len() as u32).to_ne_bytes());
+        v.extend_from_slice(data);
+        v
+    }
+
+    #[test]
+    fn parse_format_file() {
+        let f = Format::parse("rpcrdma", POST_SEND).unwrap();
+        assert_eq!(f.name, "svcrdma_post_send");
+        assert_eq!(f.id, 1701);
+        assert_eq!(f.fields.len(), 8);
+        let inv = f.field("inv_rkey").unwrap();
+        assert_eq!((inv.offset, inv.size, inv.signed), (20, 4, false));
+        assert_eq!(inv.ctype, "u32");
+        assert!(f.field("completion_id").unwrap().signed);
+        assert_eq!(f.fixed_len(), 24);
+    }
+
+    #[test]
+    fn parse_array_and_data_loc_fields() {
+        let f =
+            parse_field("field:__data_loc char[] addr;\toffset:16;\tsize:4;\tsigned:0;").unwrap();
+        assert_eq!(
+            (f.name.as_str(), f.data_loc, f.array),
+            ("addr", true, false)
+        );
+        let f = parse_field("field:unsigned char srcaddr[28];\toffset:24;\tsize:28;\tsigned:0;")
+            .unwrap();
+        assert_eq!(
+            (f.name.as_str(), f.data_loc, f.array, f.size),
+            ("srcaddr", false, true, 28)
+        );
+        assert!(parse_field("field:int x;\toffset:;\tsize:4;").is_none());
+    }
+
+    #[test]
+    fn bad_format_is_an_error() {
+        assert!(Format::parse("x", "name: a\nformat:\n").is_err());
+        let e = Format::parse("x", "ID: 9\n").unwrap_err();
+        assert_eq!(e.to_string(), "tracepoint format: no name line");
+    }
+
+    #[test]
+    fn decode_server_post_send_with_invalidate() {
+        let mut set = FormatSet::default();
+        set.insert(Format::parse("rpcrdma", POST_SEND).unwrap());
+        let mut d = Decoder::new(set, 1_000);
+        let data = record(
+            1701,
+            &[
+                (8, &3u32.to_ne_bytes()),
+                (12, &72i32.to_ne_bytes()),
+                (16, &1u32.to_ne_bytes()),
+                (20, &0x1234u32.to_ne_bytes()),
+            ],
+            256,
+        );
+        let p = d.decode(&framed(1, 1701, 5_000, 353, &data)).unwrap();
+        assert_eq!(p.meta.seq, 1);
+        assert_eq!(p.meta.ts_ns, 6_000);
+        assert_eq!(p.meta.tid, 353);
+        assert_eq!(
+            p.event,
+            ProbeEvent::ServerPostSend {
+                cid: Cid { cq_id: 3, cid: 72 },
+                inv_rkey: Some(0x1234)
+            }
+        );
+        // inv_rkey 0 is a plain Send.
+        let data = record(1701, &[(8, &3u32.to_ne_bytes())], 256);
+        let p = d.decode(&framed(1, 1701, 5_000, 353, &data)).unwrap();
+        assert!(matches!(
+            p.event,
+            ProbeEvent::ServerPostSend { inv_rkey: None, .. }
+        ));
+        assert_eq!(d.counts.get("svcrdma_post_send"), Some(&2));
+    }
+
+    #[test]
+    fn missing_field_is_none_not_garbage() {
+        // A kernel whose post_send has no inv_rkey still decodes.
+        let text = POST_SEND.replace(
+            "\tfield:u32 inv_rkey;\toffset:20;\tsize:4;\tsigned:0;\n",
+            "",
+        );
+        let mut set = FormatSet::default();
+        set.insert(Format::parse("rpcrdma", &text).unwrap());
+        let mut d = Decoder::new(set, 0);
+        let data = record(1701, &[(8, &3u32.to_ne_bytes())], 256);
+        let p = d.decode(&framed(1, 1701, 0, 1, &data)).unwrap();
+        assert!(matches!(
+            p.event,
+            ProbeEvent::ServerPostSend { inv_rkey: None, .. }
+        ));
+    }
+
+    #[test]
+    fn decode_errors() {
+        let mut d = Decoder::new(FormatSet::default(), 0);
+        assert_eq!(d.decode(&[1, 2]), Err(DecodeError::Truncated { len: 2 }));
+        let mut v = framed(1, 7, 0, 0, &[0; 8]);
+        assert_eq!(d.decode(&v), Err(DecodeError::UnknownEvent(7)));
+        v[0] = 9;
+        assert_eq!(d.decode(&v), Err(DecodeError::Version(9)));
+        v[0] = RECORD_VERSION;
+        v[1] = 7;
+        assert_eq!(d.decode(&v), Err(DecodeError::Kind(7)));
+        assert_eq!(
+            DecodeError::UnknownEvent(7).to_string(),
+            "probe record: no format for event id 7"
+        );
+    }
+
+    #[test]
+    fn decode_private_data_kprobe() {
+        let mut d = Decoder::new(FormatSet::default(), 0);
+        let pd = [0xf6, 0xab, 0x0e, 0x18, 1, 1, 3, 3];
+        let p = d
+            .decode(&framed(2, KprobeId::Connect as u16, 0, 1, &pd))
+            .unwrap();
+        assert_eq!(
+            p.event,
+            ProbeEvent::PrivateData {
+                which: KprobeId::Connect,
+                bytes: pd.to_vec()
+            }
+        );
+    }
+
+    #[test]
+    fn sockaddrs() {
+        let mut b = [0u8; 28];
+        b[0..2].copy_from_slice(&2u16.to_ne_bytes());
+        b[2..4].copy_from_slice(&20049u16.to_be_bytes());
+        b[4..8].copy_from_slice(&[10, 99, 0, 1]);
+        assert_eq!(parse_sockaddr(&b), Some("10.99.0.1:20049".parse().unwrap()));
+        b[0..2].copy_from_slice(&10u16.to_ne_bytes());
+        b[8..24].copy_from_slice(&Ipv6Addr::LOCALHOST.octets());
+        assert_eq!(parse_sockaddr(&b), Some("[::1]:20049".parse().unwrap()));
+        assert_eq!(parse_sockaddr(&[0; 3]), None);
+    }
+
+    #[test]
+    fn plan_and_absent_systems() {
+        let mut set = FormatSet::default();
+        set.insert(Format::parse("rpcrdma", POST_SEND).unwrap());
+        let p = Plan::all_of(&set, &SYSTEMS, &["ib_cma".to_string()]);
+        assert_eq!(
+            p.tracepoints,
+            vec![("rpcrdma".to_string(), "svcrdma_post_send".to_string())]
+        );
+        assert_eq!(p.absent_systems, vec!["ib_cma".to_string()]);
+        assert!(why_absent("ib_cma").contains("ib_cm"));
+    }
+}
