@@ -94,7 +94,13 @@ pub fn resolve(a: Action, m: &Model, ui: &UiState) -> Option<Action> {
             .and_then(|s| m.segs.get(*s as usize))
             .map(|s| Action::ShowTxn(s.row as usize)),
         Screen::Anomalies => anomalies::activate(m, ui),
-        Screen::Overview | Screen::Detail | Screen::Credits => None,
+        Screen::Overview | Screen::Credits => m
+            .state
+            .connections
+            .keys()
+            .nth(ui.selected[ui.screen.index()])
+            .map(|c| Action::FilterTo(c.to_string())),
+        Screen::Detail => None,
     }
 }
 

@@ -14,25 +14,20 @@ pub const HELP: &[(&str, &str)] = &[
     ("Tab  Shift-Tab", "next / previous screen"),
     (
         "1..6",
-        "Overview, Transactions, Detail, Chunks, Credits, Anomalies",
+        "Overview Transactions Detail Chunks Credits Anomalies",
     ),
     ("Up Down  k j", "move the selection"),
-    ("PgUp PgDn  Ctrl-B Ctrl-F", "one page up / down"),
+    ("PgUp PgDn ^B ^F", "one page up / down"),
     ("Home End  g G", "first / last row"),
     ("mouse wheel", "scroll"),
     (
         "Enter",
-        "open the transaction (ladder) / jump to an anomaly's XID",
+        "ladder of a transaction; an anomaly's transaction;",
     ),
+    ("", "a connection's transactions"),
     ("Esc", "back from the detail, close a box, clear the filter"),
-    (
-        "s  S",
-        "sort transactions by the next column / reverse the order",
-    ),
-    (
-        "/",
-        "filter: c1, 0x1234abcd, READ, credit_overrun; Enter applies",
-    ),
+    ("s  S", "sort transactions by the next column / reverse"),
+    ("/", "filter: c1, 0x1234abcd, READ, credit_overrun"),
     ("p", "pause: freeze the view, the source keeps running"),
 ];
 

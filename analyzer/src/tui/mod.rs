@@ -166,7 +166,7 @@ fn draw_help(f: &mut Frame<'_>, area: Rect) {
         .iter()
         .map(|(k, what)| {
             Line::from(vec![
-                Span::styled(format!("{k:<26}"), Style::new().fg(Color::Cyan)),
+                Span::styled(format!("{k:<17}"), Style::new().fg(Color::Cyan)),
                 Span::raw(*what),
             ])
         })
@@ -174,7 +174,7 @@ fn draw_help(f: &mut Frame<'_>, area: Rect) {
     let h = u16::try_from(lines.len())
         .unwrap_or(u16::MAX)
         .saturating_add(2);
-    let r = centered(area, 96, h);
+    let r = centered(area, 76, h);
     f.render_widget(Clear, r);
     f.render_widget(
         Paragraph::new(lines).block(

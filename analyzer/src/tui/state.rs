@@ -156,6 +156,8 @@ pub enum Action {
     TogglePause,
     /// Open the detail screen on a transaction (row id in the model).
     ShowTxn(usize),
+    /// Set the filter and show the transactions it selects (Enter on a connection).
+    FilterTo(String),
     /// Show a message box (e.g. an anomaly's frames when no transaction matches).
     Message(String),
     /// The terminal has this many rows (for paging and keeping the selection visible).
@@ -342,6 +344,13 @@ impl UiState {
                 self.selected[Screen::Detail.index()] = 0;
                 self.top[Screen::Detail.index()] = 0;
                 self.go(Screen::Detail);
+            }
+            Action::FilterTo(f) => {
+                self.filter = f;
+                for s in [Screen::Transactions, Screen::Chunks, Screen::Anomalies] {
+                    self.reset_list(s);
+                }
+                self.go(Screen::Transactions);
             }
             Action::Message(m) => self.message = Some(m),
             Action::Resize(h) => {

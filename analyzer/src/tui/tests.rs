@@ -148,6 +148,12 @@ fn apply_screens_and_back() {
         Screen::Transactions,
         "Esc returns where Enter came from"
     );
+    ui.apply(Action::Go(Screen::Overview));
+    ui.apply(Action::FilterTo("c2".into()));
+    assert_eq!(
+        (ui.screen, ui.filter.as_str()),
+        (Screen::Transactions, "c2")
+    );
     ui.apply(Action::Quit);
     assert!(ui.quit);
 }
@@ -328,6 +334,13 @@ fn snapshots_with_filter_sort_help_and_anomalies() {
         Some(Action::Message(s)) => assert!(s.contains("90,91"), "{s}"),
         other => panic!("expected a message, got {other:?}"),
     }
+    // Enter on a connection lists its transactions.
+    let mut ui = UiState::default();
+    m.refresh(&mut ui);
+    assert_eq!(
+        app::resolve(Action::Activate, &m, &ui),
+        Some(Action::FilterTo("c1".into()))
+    );
     let mut ui = UiState::default();
     ui.apply(Action::Go(Screen::Transactions));
     ui.filter = "READ".into();
