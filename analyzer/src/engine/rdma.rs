@@ -68,14 +68,24 @@ impl Engine {
                         .position()
                         .is_some_and(|p| matches!(p, Position::First | Position::Only))
                     {
+                        // Name the RPC it carried, so a duplicated reply can be told
+                        // from a new one (tshark counts it twice).
+                        let xid = (operation == Operation::Send)
+                            .then(|| {
+                                rdma_dissectors::rpcrdma::RpcRdmaHeader::parse_fixed(d.payload).ok()
+                            })
+                            .flatten()
+                            .map(|f| f.xid.0);
+                        let carrying =
+                            xid.map_or(String::new(), |x| format!(" carrying xid {x:#010x}"));
                         self.anomaly(
                             out,
                             Kind::Retransmission,
                             vec![number],
                             conn,
-                            None,
+                            xid,
                             format!(
-                                "{} PSN {psn:#x} to {dest} was sent again (a retransmission)",
+                                "{} PSN {psn:#x} to {dest}{carrying} was sent again (a retransmission); it is not counted twice",
                                 op.name()
                             ),
                         );
