@@ -105,7 +105,9 @@ pub struct Report {
     unanswered: BTreeMap<String, u64>,
     round_trips: BTreeMap<u8, u64>,
     chunks: BTreeMap<&'static str, ChunkAgg>,
+    write_chunks: u64,
     empty_write_chunks: u64,
+    unused_write_chunks: u64,
     kinds: BTreeMap<Kind, KindAgg>,
     reminv_by_conn: BTreeMap<ConnId, u64>,
 }
@@ -151,7 +153,6 @@ impl Report {
             }
             None => *self.unanswered.entry(label).or_default() += 1,
         }
-        let mut seen_write_chunks = std::collections::BTreeSet::new();
         for s in &t.chunks {
             let name = match s.kind {
                 crate::engine::ChunkKind::Read => "read",
@@ -165,16 +166,14 @@ impl Report {
             if s.bytes_moved == 0 && t.reply_frame.is_some() {
                 a.unused_segments += 1;
             }
-            if s.kind == crate::engine::ChunkKind::Write {
-                seen_write_chunks.insert(s.chunk);
-            }
         }
-        let _ = seen_write_chunks;
         if t.remote_invalidated_rkey.is_some() {
             *self.reminv_by_conn.entry(t.connection).or_default() += 1;
         }
-        if t.chunks.is_empty() && t.call_header.contains("write[") {
-            self.empty_write_chunks += 1;
+        self.write_chunks += u64::from(t.write_chunks);
+        self.empty_write_chunks += u64::from(t.empty_write_chunks);
+        if t.reply_frame.is_some() {
+            self.unused_write_chunks += u64::from(t.unused_write_chunks);
         }
     }
 
@@ -247,6 +246,7 @@ impl Report {
             "response_times": procs,
             "unanswered": self.unanswered,
             "chunks": self.chunks,
+            "write_chunks": {"offered": self.write_chunks, "empty": self.empty_write_chunks, "unused": self.unused_write_chunks},
             "round_trips": self.round_trips.iter().map(|(k, v)| (k.to_string(), *v)).collect::<BTreeMap<_, _>>(),
             "remote_invalidations_by_connection": self.reminv_by_conn.iter().map(|(k, v)| (k.to_string(), *v)).collect::<BTreeMap<_, _>>(),
             "anomalies": kinds,
@@ -374,6 +374,11 @@ impl Report {
                 a.segments, a.advertised_bytes, a.moved_bytes, a.unused_segments
             );
         }
+        let _ = writeln!(
+            s,
+            "  write chunks offered {}, empty {}, left unused by the reply {}",
+            self.write_chunks, self.empty_write_chunks, self.unused_write_chunks
+        );
         let _ = writeln!(s, "\nRound trips per RPC");
         for (k, v) in &self.round_trips {
             let _ = writeln!(s, "  {k}: {v}");

@@ -2,6 +2,7 @@
 //! headers decoded, calls matched to replies by XID, and the RFC checks that
 //! one message can show.
 
+use std::collections::HashMap;
 use std::net::IpAddr;
 
 use rdma_dissectors::nfs;
@@ -173,6 +174,12 @@ pub struct Transaction {
     pub ladder_omitted: u32,
     /// The decoded RPC-over-RDMA header of the call, in words.
     pub call_header: String,
+    /// Write chunks the call offered.
+    pub write_chunks: u32,
+    /// Of those, chunks with no segments (RFC 8166 3.4.6 "empty").
+    pub empty_write_chunks: u32,
+    /// Of those, chunks the reply left unused (every segment length 0, or nothing written).
+    pub unused_write_chunks: u32,
 }
 
 impl Transaction {
@@ -613,6 +620,9 @@ impl Engine {
             ladder: Vec::new(),
             ladder_omitted: 0,
             call_header: describe_header(hdr),
+            write_chunks: chunks.write_count() as u32,
+            empty_write_chunks: chunks.write_list().filter(|w| w.is_empty()).count() as u32,
+            unused_write_chunks: 0,
         };
         if let Some(
             msg @ RpcMsg {
@@ -872,28 +882,32 @@ impl Engine {
             }
             _ => Transfer::Inline,
         };
-        // The responder reports the lengths it wrote.
-        let mut reported = chunks
+        // The responder returns the write list with the lengths it wrote
+        // (RFC 8166 3.4.6); line them up with the call's segments.
+        let reported: Vec<Vec<u32>> = chunks
             .write_list()
-            .enumerate()
-            .flat_map(|(i, w)| w.segments().enumerate().map(move |(j, s)| (i, j, s.length)));
-        let mut per_chunk_index = std::collections::HashMap::new();
+            .map(|w| w.segments().map(|s| s.length).collect())
+            .collect();
+        let mut index_in_chunk: HashMap<u32, usize> = HashMap::new();
         for s in t
             .rec
             .chunks
             .iter_mut()
             .filter(|s| s.kind == ChunkKind::Write)
         {
-            let j = per_chunk_index.entry(s.chunk).or_insert(0usize);
-            if let Some((_, _, len)) = reported
-                .clone()
-                .find(|(ci, sj, _)| *ci == s.chunk as usize && *sj == *j)
-            {
-                s.reported_length = Some(len);
-            }
+            let j = index_in_chunk.entry(s.chunk).or_insert(0);
+            s.reported_length = reported
+                .get(s.chunk as usize)
+                .and_then(|c| c.get(*j))
+                .copied();
             *j += 1;
         }
-        let _ = reported.next();
+        let mut moved_by_chunk: HashMap<u32, u64> = HashMap::new();
+        for s in t.rec.chunks.iter().filter(|s| s.kind == ChunkKind::Write) {
+            *moved_by_chunk.entry(s.chunk).or_default() +=
+                s.bytes_moved + u64::from(s.reported_length.unwrap_or(0));
+        }
+        t.rec.unused_write_chunks = moved_by_chunk.values().filter(|&&v| v == 0).count() as u32;
         if let Some(rc) = chunks.reply_chunk() {
             let lens: Vec<u32> = rc.segments().map(|s| s.length).collect();
             for (s, len) in t

@@ -648,6 +648,9 @@ impl Correlator {
                 c.rtype.unwrap_or(ChunkType::Inline),
                 c.wtype.unwrap_or(ChunkType::Inline)
             ),
+            write_chunks: 0,
+            empty_write_chunks: 0,
+            unused_write_chunks: 0,
         };
         out.push(Finding::Transaction(Box::new(t)));
     }
@@ -809,6 +812,9 @@ impl Correlator {
                 "server probes: rdma_vers {} rdma_proc {} rdma_credit {} hdrlen {}",
                 s.vers, s.proc, s.credits, s.hdrlen
             ),
+            write_chunks: 0,
+            empty_write_chunks: 0,
+            unused_write_chunks: 0,
         };
         out.push(Finding::Transaction(Box::new(t)));
     }
