@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use rdma_analyzer::analyze;
-use rdma_analyzer::engine::{Config, Finding, Totals};
+use rdma_analyzer::engine::{Config, Finding, Totals, Transfer};
 use rdma_analyzer::sources::pcap::PcapReader;
 use rdma_analyzer::synth::{self, Inject, Mix, Options, Summary};
 use rdma_dissectors::ib::bth::Opcode;
@@ -44,7 +44,7 @@ struct Analysis {
     /// (kind, frames) of every anomaly, sorted.
     anomalies: Vec<(String, Vec<u64>)>,
     transactions: u64,
-    /// Reply frames of NFS READ transactions.
+    /// Reply frames of NFS READs whose data went in a write chunk.
     read_reply_frames: Vec<u64>,
     totals: Totals,
 }
@@ -61,7 +61,10 @@ fn analyze(path: &Path) -> Analysis {
         }
         Finding::Transaction(t) => {
             transactions += 1;
-            if t.program == Some(100_003) && t.proc == Some(6) {
+            if t.program == Some(100_003)
+                && t.proc == Some(6)
+                && t.reply_transfer == Transfer::WriteChunks
+            {
                 read_reply_frames.extend(t.reply_frame);
             }
         }
@@ -481,11 +484,40 @@ fn tshark_decodes_synthetic_traffic_like_the_lab_captures() {
     assert!(info[info.len() - 1].contains("CM: DisconnectReply"));
 
     // tshark 4.0 flags NFSv3 READ replies whose data went in a write chunk
-    // as malformed, on the lab captures too (captures/v3-ddp.pcap frames
-    // 2565, ...); nothing else may be.
-    let malformed: Vec<u64> = tshark(&[
+    // as malformed, on the lab captures too (v3-ddp.pcap frames 2565, 2837,
+    // ...; not the EOF replies whose write chunk stayed unused): nothing
+    // else may be, and the synthetic READ replies must fare as the lab's.
+    let lab = Path::new(env!("CARGO_MANIFEST_DIR")).join("../captures/v3-ddp.pcap");
+    let (lab_malformed, lab_reads) = malformed_and_read_replies(&lab);
+    assert!(
+        lab_malformed.iter().all(|m| lab_reads.contains(m)),
+        "tshark marks lab frames other than READ replies malformed: {lab_malformed:?}"
+    );
+    let (malformed, reads) = malformed_and_read_replies(&f.0);
+    assert!(!reads.is_empty(), "the sample has READs");
+    for m in &malformed {
+        assert!(
+            reads.contains(m),
+            "tshark marks frame {m} malformed, and it is not a READ reply"
+        );
+    }
+    assert_eq!(
+        lab_malformed == lab_reads,
+        malformed == reads,
+        "tshark treats synthetic READ replies unlike the lab's (lab: {} of {} flagged; synthetic: {} of {})",
+        lab_malformed.len(),
+        lab_reads.len(),
+        malformed.len(),
+        reads.len()
+    );
+}
+
+/// Frames tshark marks malformed, and the engine's NFSv3 READ reply frames.
+fn malformed_and_read_replies(path: &Path) -> (Vec<u64>, Vec<u64>) {
+    let p = path.to_str().unwrap();
+    let mut malformed: Vec<u64> = tshark(&[
         "-r",
-        path,
+        p,
         "-Y",
         "_ws.malformed",
         "-T",
@@ -497,14 +529,8 @@ fn tshark_decodes_synthetic_traffic_like_the_lab_captures() {
     .lines()
     .map(|l| l.trim().parse().unwrap())
     .collect();
-    let a = analyze(&f.0);
-    assert!(!a.read_reply_frames.is_empty(), "the sample has READs");
-    for m in &malformed {
-        assert!(
-            a.read_reply_frames.contains(m),
-            "tshark marks frame {m} malformed, and it is not a READ reply"
-        );
-    }
+    malformed.sort_unstable();
+    (malformed, analyze(path).read_reply_frames)
 }
 
 #[test]
