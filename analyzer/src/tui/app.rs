@@ -39,6 +39,28 @@ const IDLE: Duration = Duration::from_secs(5);
 /// Messages a paused live view queues before dropping.
 const PAUSE_QUEUE: usize = 4096;
 
+/// Where keys come from: the terminal, or a script in tests.
+pub trait Input {
+    /// The next event, waiting at most `timeout`; `None` when none came.
+    ///
+    /// # Errors
+    /// Terminal I/O failures.
+    fn next(&mut self, timeout: Duration) -> io::Result<Option<TermEvent>>;
+}
+
+/// The terminal's keyboard, mouse and resize events (crossterm).
+pub struct TermInput;
+
+impl Input for TermInput {
+    fn next(&mut self, timeout: Duration) -> io::Result<Option<TermEvent>> {
+        if event::poll(timeout)? {
+            event::read().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+}
+
 /// `rdma-analyzer open FILE`: checks for a terminal, sets it up, runs, restores it.
 ///
 /// # Errors
@@ -71,7 +93,7 @@ pub fn open(path: &Path, config: Config, filter: Option<String>) -> anyhow::Resu
     if let Some(f) = filter {
         ui.filter = f;
     }
-    let r = run(&mut terminal, source, ui);
+    let r = run(&mut terminal, source, ui, &mut TermInput);
     let _ = execute!(io::stdout(), DisableMouseCapture);
     ratatui::restore();
     r?;
@@ -104,7 +126,8 @@ pub fn resolve(a: Action, m: &Model, ui: &UiState) -> Option<Action> {
     }
 }
 
-/// Runs the UI over `source` on `terminal` until the user quits.
+/// Runs the UI over `source` on `terminal` until the user quits; returns
+/// what was shown last (tests look at it).
 ///
 /// # Errors
 /// Terminal I/O failures.
@@ -112,14 +135,13 @@ pub fn run<B: Backend>(
     terminal: &mut Terminal<B>,
     source: Box<dyn Source>,
     mut ui: UiState,
-) -> io::Result<()>
-where
-    B::Error: Into<io::Error>,
-{
+    input: &mut impl Input,
+) -> io::Result<(Model, UiState)> {
+    let term_err = |e: B::Error| io::Error::other(e.to_string());
     let live = source.live();
     let mut model = Model::new(source.describe(), Caps::default());
     let (tap, _worker) = source::spawn(source)?;
-    let size = terminal.size().map_err(Into::into)?;
+    let size = terminal.size().map_err(term_err)?;
     ui.apply(Action::Resize(size.height));
     let mut queued: VecDeque<Msg> = VecDeque::new();
     let mut pause_dropped = 0u64;
@@ -171,7 +193,7 @@ where
             model.refresh(&mut ui);
             terminal
                 .draw(|f| draw(f, &model, &ui))
-                .map_err(Into::into)?;
+                .map_err(term_err)?;
             last_draw = Some(Instant::now());
             dirty = false;
         }
@@ -182,27 +204,28 @@ where
         } else {
             FRAME
         };
-        if event::poll(timeout)? {
-            // Take every pending input event before drawing again.
-            loop {
-                let action = match event::read()? {
-                    TermEvent::Key(k) => keys::map(k, &ui),
-                    TermEvent::Mouse(me) => keys::map_mouse(me, &ui),
-                    TermEvent::Resize(_, h) => Some(Action::Resize(h)),
-                    _ => None,
-                };
-                if let Some(a) = action.and_then(|a| resolve(a, &model, &ui)) {
-                    ui.apply(a);
-                    dirty = true;
-                }
-                if ui.quit || !event::poll(Duration::ZERO)? {
-                    break;
-                }
+        // Take every pending input event before drawing again.
+        let mut wait = timeout;
+        while let Some(ev) = input.next(wait)? {
+            wait = Duration::ZERO;
+            let action = match ev {
+                TermEvent::Key(k) => keys::map(k, &ui),
+                TermEvent::Mouse(me) => keys::map_mouse(me, &ui),
+                TermEvent::Resize(_, h) => Some(Action::Resize(h)),
+                _ => None,
+            };
+            if let Some(a) = action.and_then(|a| resolve(a, &model, &ui)) {
+                ui.apply(a);
+                dirty = true;
+            }
+            if ui.quit {
+                break;
             }
         }
         if ui.quit {
             tap.stop();
-            return Ok(());
+            model.counters.dropped = tap.dropped() + pause_dropped;
+            return Ok((model, ui));
         }
     }
 }

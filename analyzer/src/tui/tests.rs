@@ -3,6 +3,9 @@
 //! holds capture times only).
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
 use ratatui::backend::TestBackend;
@@ -10,7 +13,7 @@ use ratatui::Terminal;
 
 use super::keys::{map, map_mouse};
 use super::model::{Caps, Model};
-use super::source::{load, FileSource};
+use super::source::{load, Feed, FileSource, Msg, Source};
 use super::state::{Action, Screen, SortCol, UiState};
 use super::{app, draw};
 use crate::engine::{Anomaly, Config, Finding, Kind, Transfer};
@@ -414,4 +417,130 @@ fn views_filter_and_sort() {
         .map(|r| m.label(&m.rows[*r as usize]))
         .collect();
     assert!(labels.windows(2).all(|w| w[0] <= w[1]));
+}
+
+/// A source that waits for `go`, then sends `n` one-anomaly batches.
+struct Burst {
+    n: usize,
+    live: bool,
+    go: Arc<AtomicBool>,
+    done: Arc<AtomicBool>,
+}
+
+impl Source for Burst {
+    fn describe(&self) -> String {
+        "burst".into()
+    }
+
+    fn live(&self) -> bool {
+        self.live
+    }
+
+    fn run(self: Box<Self>, feed: Feed) {
+        while !self.go.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        for i in 0..self.n {
+            let m = Msg::Findings(vec![Finding::Anomaly(Box::new(Anomaly {
+                kind: Kind::Retransmission,
+                frames: vec![i as u64 + 1],
+                connection: None,
+                xid: None,
+                message: String::new(),
+            }))]);
+            if self.live {
+                feed.offer(m);
+            } else {
+                feed.send(m);
+            }
+        }
+        drop(feed);
+        self.done.store(true, Ordering::SeqCst);
+    }
+}
+
+enum Step {
+    Key(char),
+    /// Sets a flag; no event.
+    Signal(Arc<AtomicBool>),
+    /// Waits for a flag; no event.
+    WaitFor(Arc<AtomicBool>),
+    /// No event: lets the loop turn once.
+    Idle,
+}
+
+/// Scripted input: the loop's `Input` without a terminal.
+struct Script(std::collections::VecDeque<Step>);
+
+impl app::Input for Script {
+    fn next(&mut self, _timeout: Duration) -> std::io::Result<Option<crossterm::event::Event>> {
+        Ok(match self.0.pop_front() {
+            Some(Step::Key(c)) => Some(crossterm::event::Event::Key(ch(c))),
+            Some(Step::Signal(f)) => {
+                f.store(true, Ordering::SeqCst);
+                None
+            }
+            Some(Step::WaitFor(f)) => {
+                while !f.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                None
+            }
+            Some(Step::Idle) => None,
+            None => Some(crossterm::event::Event::Key(ch('q'))),
+        })
+    }
+}
+
+/// Runs the real event loop over a `Burst`: pause, let the source send
+/// everything, optionally unpause, quit.
+fn paused_run(n: usize, live: bool, unpause: bool) -> (Model, UiState) {
+    let go = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicBool::new(false));
+    let src = Burst {
+        n,
+        live,
+        go: go.clone(),
+        done: done.clone(),
+    };
+    let mut steps = vec![
+        Step::Key('p'),
+        Step::Signal(go),
+        Step::WaitFor(done),
+        Step::Idle,
+    ];
+    if unpause {
+        steps.extend([Step::Key('p'), Step::Idle, Step::Idle]);
+    }
+    let mut t = Terminal::new(TestBackend::new(80, 24)).expect("test terminal");
+    app::run(
+        &mut t,
+        Box::new(src),
+        UiState::default(),
+        &mut Script(steps.into()),
+    )
+    .expect("loop")
+}
+
+#[test]
+fn pause_freezes_a_file_source_without_losing_anything() {
+    let (m, ui) = paused_run(10, false, false);
+    assert!(ui.paused);
+    assert_eq!((m.counters.events, m.counters.dropped), (0, 0));
+    let (m, ui) = paused_run(10, false, true);
+    assert!(!ui.paused);
+    assert_eq!((m.counters.events, m.counters.dropped), (10, 0));
+}
+
+#[test]
+fn pause_freezes_a_live_source_and_counts_what_it_drops() {
+    let (m, _) = paused_run(6000, true, false);
+    assert_eq!(m.counters.events, 0, "the view stays frozen");
+    let (m, ui) = paused_run(6000, true, true);
+    assert!(!ui.paused);
+    assert_eq!(
+        m.counters.events + m.counters.dropped,
+        6000,
+        "every message is either shown or counted as dropped"
+    );
 }
