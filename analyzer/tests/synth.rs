@@ -156,7 +156,8 @@ fn clean_traffic_over_many_connections_and_mtus() {
                 calls: 120,
                 connections: 1 + i as u32 * 2,
                 mtu,
-                io_size: 200_000 + 4 * i as u32,
+                // Not a multiple of 4: the last packet of each transfer is padded.
+                io_size: 200_001 + i as u32,
                 window: 4 + i as u32,
                 seed: 11 + i as u64,
                 ..Options::default()

@@ -194,6 +194,7 @@ pub fn generate<W: Write>(opts: &Options, out: W) -> Result<(Summary, W), Error>
     let mut g = Gen::new(opts.clone(), out)?;
     g.run()?;
     let mut sum = g.sum;
+    sum.options = Some(opts.clone());
     sum.frames = g.wire.frames;
     sum.bytes = g.wire.bytes;
     sum.transactions = sum.calls;

@@ -300,6 +300,8 @@ pub struct ExpectedAnomaly {
 /// What a run produced: the sidecar `FILE.expected.json`.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Summary {
+    /// The options the capture was generated with (rerun them to get the same bytes).
+    pub options: Option<Options>,
     /// Frames written.
     pub frames: u64,
     /// Bytes written, file header included.
