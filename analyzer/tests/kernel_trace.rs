@@ -191,3 +191,25 @@ fn every_capture_agrees_with_its_kernel_trace() {
         captures().display()
     );
 }
+
+#[test]
+fn captures_match_their_published_sha256() {
+    let out = std::process::Command::new("sha256sum")
+        .args(["--strict", "-c", "SHA256SUMS"])
+        .current_dir(captures())
+        .output()
+        .expect("run sha256sum (coreutils)");
+    assert!(
+        out.status.success(),
+        "captures differ from captures/SHA256SUMS:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed = fs::read_to_string(captures().join("SHA256SUMS")).unwrap();
+    for entry in fs::read_dir(captures()).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        if name.ends_with(".pcap") {
+            assert!(listed.contains(&name), "{name} is not listed in captures/SHA256SUMS");
+        }
+    }
+}
