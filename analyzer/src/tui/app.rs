@@ -191,9 +191,7 @@ pub fn run<B: Backend>(
         let since = last_draw.map_or(FRAME, |t| t.elapsed());
         if dirty && since >= FRAME {
             model.refresh(&mut ui);
-            terminal
-                .draw(|f| draw(f, &model, &ui))
-                .map_err(term_err)?;
+            terminal.draw(|f| draw(f, &model, &ui)).map_err(term_err)?;
             last_draw = Some(Instant::now());
             dirty = false;
         }

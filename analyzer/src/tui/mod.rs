@@ -113,7 +113,10 @@ fn draw_status(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
             ));
             spans.push(Span::raw(format!(" {pct:>3}%")));
         }
-        (false, None) => spans.push(Span::styled("live", Style::new().fg(Color::Green))),
+        (false, None) => {
+            spans.push(Span::styled("live", Style::new().fg(Color::Green)));
+            spans.push(Span::raw(format!(" {:.0} frames/s", m.frame_rate)));
+        }
     }
     if let Some(e) = &m.error {
         spans.push(Span::styled(

@@ -141,6 +141,9 @@ pub struct Model {
     pub error: Option<String>,
     /// Status counters.
     pub counters: Counters,
+    /// Frames per second of capture time between the last two snapshots
+    /// (the live status line; capture time, so replays give the same figure).
+    pub frame_rate: f64,
     caps: Caps,
     /// Transactions in arrival order.
     pub rows: Vec<TxnRow>,
@@ -196,6 +199,14 @@ impl Model {
                 }
             }
             Msg::Snapshot { state, progress } => {
+                let dt = state
+                    .totals
+                    .last_ts_ns
+                    .saturating_sub(self.state.totals.last_ts_ns);
+                let df = progress.frames.saturating_sub(self.progress.frames);
+                if dt > 0 {
+                    self.frame_rate = df as f64 * 1e9 / dt as f64;
+                }
                 self.state = *state;
                 self.progress = progress;
             }

@@ -544,3 +544,35 @@ fn pause_freezes_a_live_source_and_counts_what_it_drops() {
         "every message is either shown or counted as dropped"
     );
 }
+
+#[test]
+fn live_status_line_shows_rates_and_drops() {
+    use super::source::Progress;
+    use crate::engine::State;
+    let mut m = Model::new("eth0", Caps::default());
+    for (frames, ts) in [(0u64, 1_000_000_000u64), (500, 1_500_000_000)] {
+        let mut st = State::default();
+        st.totals.last_ts_ns = ts;
+        m.apply(Msg::Snapshot {
+            state: Box::new(st),
+            progress: Progress {
+                frames,
+                bytes_read: 0,
+                bytes_total: None,
+            },
+        });
+    }
+    m.counters.dropped = 7;
+    let mut ui = UiState::default();
+    ui.paused = true;
+    let t = render(&mut m, &mut ui, 120, 24);
+    let buf = t.backend().buffer();
+    let last: String = (0..120)
+        .map(|x| buf[(x, 23)].symbol().to_string())
+        .collect();
+    assert!(last.contains("live 1000 frames/s"), "{last}");
+    assert!(
+        last.contains("dropped 7") && last.contains("PAUSED"),
+        "{last}"
+    );
+}
