@@ -563,8 +563,10 @@ fn live_status_line_shows_rates_and_drops() {
         });
     }
     m.counters.dropped = 7;
-    let mut ui = UiState::default();
-    ui.paused = true;
+    let mut ui = UiState {
+        paused: true,
+        ..UiState::default()
+    };
     let t = render(&mut m, &mut ui, 120, 24);
     let buf = t.backend().buffer();
     let last: String = (0..120)
