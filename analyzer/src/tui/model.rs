@@ -23,6 +23,9 @@ pub struct Caps {
     pub rows: usize,
     /// Full transactions (ladder, header) kept for the detail screen, newest.
     pub details: usize,
+    /// Full transactions with anomalies kept besides (the first ones), so
+    /// Enter on an anomaly finds its ladder however old it is.
+    pub anomalous_details: usize,
     /// Chunk segment rows.
     pub segments: usize,
     /// Anomalies.
@@ -36,6 +39,7 @@ impl Default for Caps {
         Caps {
             rows: 2_000_000,
             details: 20_000,
+            anomalous_details: 10_000,
             segments: 2_000_000,
             anomalies: 100_000,
             labels: 65_536,
@@ -152,6 +156,7 @@ pub struct Model {
     label_ids: HashMap<String, u32>,
     label_rank: Vec<u32>,
     details: VecDeque<(u32, Box<Transaction>)>,
+    anomalous: std::collections::BTreeMap<u32, Box<Transaction>>,
     /// Segments in arrival order.
     pub segs: Vec<SegRow>,
     /// Anomalies in arrival order.
@@ -318,7 +323,13 @@ impl Model {
         }
         if self.caps.details > 0 {
             if self.details.len() >= self.caps.details {
-                self.details.pop_front();
+                if let Some((r, old)) = self.details.pop_front() {
+                    if !old.anomalies.is_empty()
+                        && self.anomalous.len() < self.caps.anomalous_details
+                    {
+                        self.anomalous.insert(r, old);
+                    }
+                }
             }
             self.details.push_back((row, t));
         }
@@ -327,8 +338,10 @@ impl Model {
     /// The full transaction of a row, while it is still kept.
     pub fn detail(&self, row: usize) -> Option<&Transaction> {
         let row = u32::try_from(row).ok()?;
-        let i = self.details.binary_search_by_key(&row, |(r, _)| *r).ok()?;
-        self.details.get(i).map(|(_, t)| &**t)
+        match self.details.binary_search_by_key(&row, |(r, _)| *r) {
+            Ok(i) => self.details.get(i).map(|(_, t)| &**t),
+            Err(_) => self.anomalous.get(&row).map(|t| &**t),
+        }
     }
 
     /// A row's procedure label.

@@ -151,6 +151,9 @@ pub struct Pump {
     batch: Vec<Finding>,
     scratch: Vec<Finding>,
     last_flush: Instant,
+    /// Time between snapshots: grows when cloning the state gets slow (many
+    /// connections with long credit histories) so the clone stays < 10% of the work.
+    flush_every: Duration,
     /// Progress so far (the source updates `bytes_read`).
     pub progress: Progress,
     live: bool,
@@ -165,6 +168,7 @@ impl Pump {
             batch: Vec::with_capacity(BATCH),
             scratch: Vec::with_capacity(16),
             last_flush: Instant::now(),
+            flush_every: FLUSH_EVERY,
             progress: Progress::default(),
             live,
         }
@@ -177,7 +181,11 @@ impl Pump {
         }
         self.engine.handle(e, &mut self.scratch);
         self.batch.append(&mut self.scratch);
-        if self.batch.len() >= BATCH || self.last_flush.elapsed() >= FLUSH_EVERY {
+        // Findings go out in batches; the state (a clone) only on the timer.
+        if self.batch.len() >= BATCH && !self.send_batch() {
+            return false;
+        }
+        if self.last_flush.elapsed() >= self.flush_every {
             return self.flush();
         }
         !self.feed.stopped()
@@ -191,15 +199,22 @@ impl Pump {
         }
     }
 
+    fn send_batch(&mut self) -> bool {
+        let fs = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+        fs.is_empty() || self.send(Msg::Findings(fs))
+    }
+
     /// Sends the pending findings and a snapshot.
     pub fn flush(&mut self) -> bool {
         self.last_flush = Instant::now();
-        let fs = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
-        if !fs.is_empty() && !self.send(Msg::Findings(fs)) {
+        if !self.send_batch() {
             return false;
         }
+        let t = Instant::now();
+        let state = Box::new(self.engine.state().clone());
+        self.flush_every = FLUSH_EVERY.max(t.elapsed() * 10);
         self.send(Msg::Snapshot {
-            state: Box::new(self.engine.state().clone()),
+            state,
             progress: self.progress,
         })
     }

@@ -578,3 +578,36 @@ fn live_status_line_shows_rates_and_drops() {
         "{last}"
     );
 }
+
+#[test]
+fn model_caps_keep_newest_details_and_anomalous_ones() {
+    let real = model_of("v3-inline.pcap");
+    let base = real.detail(0).expect("kept").clone();
+    let caps = Caps {
+        rows: 8,
+        details: 2,
+        anomalous_details: 5,
+        ..Caps::default()
+    };
+    let mut m = Model::new("t", caps);
+    for i in 0..10u32 {
+        let mut t = base.clone();
+        t.xid = i;
+        if i == 1 {
+            t.anomalies.push(Kind::CreditOverrun);
+        }
+        m.push_txn(Box::new(t));
+    }
+    assert_eq!(m.rows.len(), 8, "rows are capped");
+    assert_eq!(
+        m.counters.rows_not_kept, 2,
+        "and what the cap refused is counted"
+    );
+    assert!(m.detail(0).is_none(), "old details go");
+    assert_eq!(
+        m.detail(1).map(|t| t.xid),
+        Some(1),
+        "unless they have anomalies"
+    );
+    assert_eq!(m.detail(7).map(|t| t.xid), Some(7), "the newest stay");
+}
