@@ -218,3 +218,49 @@ fn open_without_a_terminal_points_to_report() {
     );
     assert!(o.stdout.is_empty());
 }
+
+#[test]
+fn resize_and_ctrl_c_in_tmux() {
+    if !have_tmux() {
+        eprintln!("SKIPPED resize_and_ctrl_c_in_tmux: tmux is not installed");
+        return;
+    }
+    let t = Tmux {
+        socket: format!("rdma-analyzer-test-rs-{}", std::process::id()),
+    };
+    let cap = capture("v3-inline.pcap");
+    let shell = format!("'{BIN}' open '{}'; echo EXITED $?; sleep 60", cap.display());
+    let o = t.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-x",
+        "160",
+        "-y",
+        "48",
+        "sh",
+        "-c",
+        &shell,
+    ]);
+    assert!(o.status.success(), "tmux new-session: {o:?}");
+    t.wait_for("done");
+    t.step(&["2"], "Transactions 39/39");
+    // Shrink below 80×24, then to it, then grow: the program keeps drawing.
+    for (w, h, want) in [
+        ("40", "10", "Transactions"),
+        ("80", "24", "Transactions 39/39"),
+        ("200", "60", "Transactions 39/39"),
+    ] {
+        let o = t.cmd(&["resize-window", "-t", "t", "-x", w, "-y", h]);
+        assert!(o.status.success(), "resize-window: {o:?}");
+        t.wait_for(want);
+    }
+    // Ctrl-C quits cleanly like q.
+    t.step(&["C-c"], "EXITED 0");
+    assert_eq!(
+        t.cmd(&["display", "-p", "-t", "t", "#{alternate_on}"])
+            .stdout,
+        b"0\n"
+    );
+}
