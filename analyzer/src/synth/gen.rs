@@ -469,8 +469,10 @@ impl<W: Write> Gen<W> {
                 remote_port_lid: 0xffff,
                 local_port_gid: mapped(c.client.ip),
                 remote_port_gid: mapped(c.server.ip),
-                flow_label: 0x226,
-                packet_rate: 0x22,
+                // RoCEv2 derives the flow label from the UDP ports;
+                // soft-RoCE leaves the packet rate at 0.
+                flow_label: (u32::from(c.csport) * 0x9e37 ^ u32::from(c.ssport)) & 0xf_ffff,
+                packet_rate: 0,
                 traffic_class: 0,
                 hop_limit: 0x40,
                 sl: 0,
