@@ -12,6 +12,7 @@ step() { printf '\n=== %s (%ss)\n' "$1" "$(( $(date +%s) - start ))"; }
 
 step "set-up"
 scripts/setup.sh
+scripts/setup-ebpf.sh && cargo test -q -p rdma-analyzer --test probes_host --test probes_formats  # eBPF toolchain, then the probes on this kernel
 
 step "captures are the committed ones (sha256)"
 (cd captures && sha256sum --quiet -c SHA256SUMS)

@@ -42,6 +42,8 @@ enum Command {
     Open(AnalyzeArgs),
     /// Write a synthetic RoCEv2 NFS/RDMA capture, optionally with injected violations.
     Synth(rdma_analyzer::synth::cli::SynthArgs),
+    /// Watch live: kernel eBPF probes (--probes) and/or packet capture (-i IFACE).
+    Live(rdma_analyzer::sources::live::LiveArgs),
 }
 
 #[derive(Args)]
@@ -140,6 +142,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Anomalies(a) => stream(a, false, &mut out),
         Command::Synth(a) => rdma_analyzer::synth::cli::run(&a),
         Command::Open(a) => rdma_analyzer::tui::open(&a.file, a.config(), a.filter.clone()),
+        Command::Live(a) => rdma_analyzer::sources::live::run(&a),
     }
 }
 

@@ -1052,6 +1052,22 @@ pub fn why_absent(system: &str) -> String {
             m.lines().any(|l| l.split(' ').next() == Some(name))
         })
         .unwrap_or(false);
+    let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let release = release.trim();
+    let file = module.split(' ').next().unwrap_or(module);
+    let in_kernel = fs::read_to_string(format!("/lib/modules/{release}/modules.dep"))
+        .map(|d| d.contains(&format!("/{file}.ko")))
+        .or_else(|_| {
+            fs::read_to_string(format!("/lib/modules/{release}/modules.builtin"))
+                .map(|d| d.contains(&format!("/{file}.ko")))
+        })
+        .ok();
+    if !loaded && in_kernel == Some(false) {
+        return format!("this kernel ({release}) has no {file} module: no kernel RDMA stack here");
+    }
+    if !loaded && in_kernel.is_none() {
+        return format!("module {module} is not loaded, and kernel {release} lists no modules (/lib/modules/{release} absent): probably no kernel RDMA stack here");
+    }
     if loaded {
         format!("module {module} is loaded but has no tracepoints under events/{system}")
     } else {
@@ -1064,6 +1080,8 @@ pub fn why_absent(system: &str) -> String {
 
 /// Loaded probes: the object, its attachments and its maps.
 pub struct ProbeSet {
+    // Declared before `ebpf` so the links close before the program.
+    links: Vec<CookieLink>,
     ebpf: aya::Ebpf,
     ring: aya::maps::RingBuf<aya::maps::MapData>,
     lost: aya::maps::PerCpuArray<aya::maps::MapData, u64>,
@@ -1089,13 +1107,11 @@ impl fmt::Display for StartError {
         match self {
             StartError::NotBuilt(why) => write!(f, "{why}"),
             StartError::Load(why) => write!(f, "loading the eBPF probes failed: {why}"),
-            StartError::NothingAttached(m) => {
-                write!(f, "no probe could be attached:")?;
-                for x in m {
-                    write!(f, "\n  {}: {}", x.what, x.why)?;
-                }
-                Ok(())
-            }
+            StartError::NothingAttached(m) => write!(
+                f,
+                "the eBPF program loaded and passed the verifier, but none of the {} tracepoint groups above exists on this kernel",
+                m.len()
+            ),
         }
     }
 }
@@ -1110,7 +1126,7 @@ impl ProbeSet {
     ///
     /// # Errors
     /// See [`StartError`].
-    pub fn start(plan: &Plan, kprobes: bool) -> Result<ProbeSet, StartError> {
+    pub fn start(plan: &Plan, formats: &FormatSet, kprobes: bool) -> Result<ProbeSet, StartError> {
         if PROBES_OBJECT.is_empty() {
             return Err(StartError::NotBuilt(if PROBES_BUILD_STATUS.is_empty() {
                 "built without eBPF probes".to_string()
@@ -1128,6 +1144,7 @@ impl ProbeSet {
             })
             .collect();
         let mut attached = Vec::new();
+        let mut links = Vec::new();
         {
             let prog: &mut aya::programs::TracePoint = ebpf
                 .program_mut(ebpf_common::PROG_TRACEPOINT)
@@ -1137,12 +1154,25 @@ impl ProbeSet {
                 .try_into()
                 .map_err(|e: aya::programs::ProgramError| StartError::Load(chain(&e)))?;
             prog.load().map_err(|e| StartError::Load(chain(&e)))?;
+            let prog_fd = prog.fd().map_err(|e| StartError::Load(chain(&e)))?;
+            use std::os::fd::{AsFd, AsRawFd};
+            let raw = prog_fd.as_fd().as_raw_fd();
             for (sys, ev) in &plan.tracepoints {
-                match prog.attach(sys, ev) {
-                    Ok(_) => attached.push(format!("{sys}:{ev}")),
+                let Some(f) = formats.by_name(sys, ev) else {
+                    missing.push(Missing {
+                        what: format!("{sys}:{ev}"),
+                        why: "no format file".into(),
+                    });
+                    continue;
+                };
+                match CookieLink::attach(raw, f.id) {
+                    Ok(l) => {
+                        links.push(l);
+                        attached.push(format!("{sys}:{ev}"));
+                    }
                     Err(e) => missing.push(Missing {
                         what: format!("{sys}:{ev}"),
-                        why: chain(&e),
+                        why: e,
                     }),
                 }
             }
@@ -1187,6 +1217,7 @@ impl ProbeSet {
                 aya::maps::PerCpuArray::try_from(m).map_err(|e| StartError::Load(chain(&e)))
             })?;
         Ok(ProbeSet {
+            links,
             ebpf,
             ring,
             lost,
@@ -1221,7 +1252,74 @@ impl ProbeSet {
 
     /// Detaches everything (also done on drop).
     pub fn detach(self) {
-        drop(self.ebpf);
+        let ProbeSet { links, ebpf, .. } = self;
+        drop(links);
+        drop(ebpf);
+    }
+}
+
+/// A tracepoint attachment that carries a BPF cookie (the event's id).
+///
+/// aya 0.14's `TracePoint::attach` sets no cookie, and the program cannot
+/// read `common_type` (the kernel overwrites the record's first 8 bytes with
+/// a pt_regs pointer before running BPF), so the attachment is made here:
+/// `perf_event_open(PERF_TYPE_TRACEPOINT, id)` then
+/// `bpf(BPF_LINK_CREATE, BPF_PERF_EVENT, cookie = id)` (Linux 5.15+).
+/// Closing the two descriptors detaches it.
+struct CookieLink {
+    _link: std::os::fd::OwnedFd,
+    _perf: std::os::fd::OwnedFd,
+}
+
+impl CookieLink {
+    #[allow(unsafe_code)]
+    fn attach(prog_fd: std::os::fd::RawFd, tp_id: u16) -> Result<CookieLink, String> {
+        use std::os::fd::{FromRawFd, OwnedFd};
+        // struct perf_event_attr, PERF_ATTR_SIZE_VER0 (64 bytes).
+        let mut attr = [0u8; 64];
+        attr[0..4].copy_from_slice(&2u32.to_ne_bytes()); // PERF_TYPE_TRACEPOINT
+        attr[4..8].copy_from_slice(&64u32.to_ne_bytes()); // size
+        attr[8..16].copy_from_slice(&u64::from(tp_id).to_ne_bytes()); // config
+        attr[16..24].copy_from_slice(&1u64.to_ne_bytes()); // sample_period
+        attr[48..52].copy_from_slice(&1u32.to_ne_bytes()); // wakeup_events
+                                                           // SAFETY: a valid attr buffer of the size it states; pid -1, cpu 0:
+                                                           // every process (the BPF program runs on every CPU regardless).
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_perf_event_open,
+                attr.as_ptr(),
+                -1 as libc::pid_t,
+                0 as libc::c_int,
+                -1 as libc::c_int,
+                libc::c_ulong::from(8u32), // PERF_FLAG_FD_CLOEXEC
+            )
+        };
+        if fd < 0 {
+            return Err(format!("perf_event_open: {}", io::Error::last_os_error()));
+        }
+        // SAFETY: a descriptor the kernel just returned to us.
+        let perf = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+        use std::os::fd::AsRawFd;
+        // union bpf_attr, link_create: prog_fd, target_fd, attach_type, flags, perf_event.bpf_cookie.
+        let mut battr = [0u8; 64];
+        battr[0..4].copy_from_slice(&(prog_fd as u32).to_ne_bytes());
+        battr[4..8].copy_from_slice(&(perf.as_raw_fd() as u32).to_ne_bytes());
+        battr[8..12].copy_from_slice(&41u32.to_ne_bytes()); // BPF_PERF_EVENT
+        battr[16..24].copy_from_slice(&u64::from(tp_id).to_ne_bytes());
+        // SAFETY: a valid bpf_attr buffer of the size passed.
+        let lfd = unsafe { libc::syscall(libc::SYS_bpf, 28 as libc::c_int, battr.as_ptr(), 64u32) }; // BPF_LINK_CREATE
+        if lfd < 0 {
+            return Err(format!(
+                "bpf(BPF_LINK_CREATE, BPF_PERF_EVENT with cookie): {} (needs Linux 5.15+)",
+                io::Error::last_os_error()
+            ));
+        }
+        // SAFETY: as above.
+        let link = unsafe { OwnedFd::from_raw_fd(lfd as i32) };
+        Ok(CookieLink {
+            _link: link,
+            _perf: perf,
+        })
     }
 }
 

@@ -11,7 +11,7 @@
 //!  offset  size  RecordHeader
 //!       0     1  version  (RECORD_VERSION)
 //!       1     1  kind     (RecordKind)
-//!       2     2  event_id (tracepoint common_type; kprobe: KprobeId)
+//!       2     2  event_id (tracepoint: its ID, from the attach cookie; kprobe: KprobeId)
 //!       4     4  cpu
 //!       8     8  ts_ns    (bpf_ktime_get_ns: CLOCK_MONOTONIC)
 //!      16     8  pid_tgid (bpf_get_current_pid_tgid: tgid << 32 | tid)
@@ -60,7 +60,8 @@ pub const FN_ACCEPT: &str = "rdma_accept";
 #[repr(u8)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecordKind {
-    /// A tracepoint: `data` is the raw record, `event_id` its `common_type`.
+    /// A tracepoint: `data` is the raw record (its first 8 bytes, the
+    /// common fields, are not valid), `event_id` the event's id.
     Tracepoint = 1,
     /// A kprobe: `event_id` is a [`KprobeId`], `data` the private data bytes.
     Kprobe = 2,
@@ -99,8 +100,9 @@ pub struct RecordHeader {
     pub version: u8,
     /// [`RecordKind`] as a byte.
     pub kind: u8,
-    /// Tracepoint: the record's `common_type` (the event's `ID:` in its
-    /// format file). Kprobe: a [`KprobeId`].
+    /// Tracepoint: the event's `ID:` from its format file, which userspace
+    /// passes as the BPF attach cookie (the record's own `common_type` is
+    /// overwritten before BPF runs). Kprobe: a [`KprobeId`].
     pub event_id: u16,
     /// CPU the event fired on.
     pub cpu: u32,

@@ -17,8 +17,8 @@
 #[cfg(target_arch = "bpf")]
 mod bpf {
     use aya_ebpf::helpers::{
-        bpf_get_current_pid_tgid, bpf_get_smp_processor_id, bpf_ktime_get_ns,
-        bpf_probe_read_kernel, bpf_probe_read_kernel_buf,
+        bpf_get_attach_cookie, bpf_get_current_pid_tgid, bpf_get_smp_processor_id,
+        bpf_ktime_get_ns, bpf_probe_read_kernel, bpf_probe_read_kernel_buf,
     };
     use aya_ebpf::macros::{kprobe, map, tracepoint};
     use aya_ebpf::maps::{PerCpuArray, RingBuf};
@@ -84,10 +84,12 @@ mod bpf {
             entry.discard(0);
             return Err(e as i32);
         }
-        // The first field of every tracepoint record is `common_type`, the
-        // event's id: userspace maps it to a name through the format files.
-        // SAFETY: as above; `data` was just filled.
-        let id = unsafe { u16::from_ne_bytes([(*rec).data[0], (*rec).data[1]]) };
+        // The record's first 8 bytes (`common_type` and the other common
+        // fields) are overwritten by the kernel with a pt_regs pointer before
+        // BPF programs run (perf_trace_run_bpf_submit), so the event id comes
+        // from the attach cookie userspace set to the tracepoint's `ID:`.
+        // SAFETY: the helper only reads the program's own run context.
+        let id = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) } as u16;
         unsafe {
             (*rec).header = header(RecordKind::Tracepoint, id, RECORD_DATA_MAX as u32);
         }
@@ -134,7 +136,8 @@ mod bpf {
             // SAFETY: `rec` is reserved; the read is fault-safe. The length is
             // a constant so the verifier can bound it; `len` tells userspace
             // how much of it is the private data.
-            let r = unsafe { bpf_probe_read_kernel_buf(pdata, &mut (&mut (*rec).data)[..PDATA_MAX]) };
+            let r =
+                unsafe { bpf_probe_read_kernel_buf(pdata, &mut (&mut (*rec).data)[..PDATA_MAX]) };
             if r.is_ok() {
                 copied = n as u32;
             }

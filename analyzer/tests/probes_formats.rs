@@ -1,0 +1,239 @@
+//! The decoder against the real format files of the lab's guest kernel
+//! (Debian 6.1.0-50-amd64, copied from its tracefs into
+//! `ebpf-probes/testdata/`): every event parses, and records laid out by
+//! those formats decode to the values the guest's own trace printed
+//! (`captures/v3-ddp.*.trace.txt`).
+
+use std::path::PathBuf;
+
+use rdma_analyzer::sources::ebpf::{
+    ChunkType, Cid, Decoder, FormatSet, ProbeEvent, SegKind, TaskKey, SYSTEMS,
+};
+
+fn formats() -> FormatSet {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../ebpf-probes/testdata/linux-6.1.0-50-amd64");
+    let (set, absent, bad) = FormatSet::load(&root, &SYSTEMS);
+    assert!(absent.is_empty(), "{absent:?}");
+    assert!(bad.is_empty(), "{bad:?}");
+    set
+}
+
+/// A ring-buffer record: header + raw record laid out by `format`.
+fn record(set: &FormatSet, name: &str, fields: &[(&str, u64)]) -> Vec<u8> {
+    let f = set
+        .sorted()
+        .into_iter()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| panic!("{name}"));
+    let mut data = vec![0u8; 256];
+    for (n, v) in fields {
+        let fd = f.field(n).unwrap_or_else(|| panic!("{name}.{n}"));
+        data[fd.offset..fd.offset + fd.size].copy_from_slice(&v.to_ne_bytes()[..fd.size]);
+    }
+    let mut v = vec![0u8; ebpf_common::HEADER_LEN];
+    v[0] = ebpf_common::RECORD_VERSION;
+    v[1] = ebpf_common::RecordKind::Tracepoint as u8;
+    v[2..4].copy_from_slice(&f.id.to_ne_bytes());
+    v[24..28].copy_from_slice(&256u32.to_ne_bytes());
+    v.extend_from_slice(&data);
+    v
+}
+
+#[test]
+fn every_guest_format_parses() {
+    let set = formats();
+    // rpcrdma 98, rdma_cma 19, ib_cma 34 (LAB_NOTES).
+    assert_eq!(set.len(), 151);
+    for f in set.sorted() {
+        assert!(
+            f.fixed_len() <= ebpf_common::RECORD_DATA_MAX,
+            "{} is {} bytes",
+            f.name,
+            f.fixed_len()
+        );
+    }
+}
+
+#[test]
+fn decode_client_and_server_events_by_the_guest_layout() {
+    let set = formats();
+    let mut d = Decoder::new(set.clone(), 0);
+    // xprtrdma_marshal: task:00000001@00000000 xid=0x9bc0454e hdr=28 xdr=40/0/0 pullup/inline
+    let p = d
+        .decode(&record(
+            &set,
+            "xprtrdma_marshal",
+            &[
+                ("task_id", 1),
+                ("xid", 0x9bc0454e),
+                ("hdrlen", 28),
+                ("headlen", 40),
+                ("rtype", 1),
+                ("wtype", 0),
+            ],
+        ))
+        .unwrap();
+    assert_eq!(
+        p.event,
+        ProbeEvent::Marshal {
+            task: TaskKey {
+                task_id: 1,
+                client_id: 0
+            },
+            xid: 0x9bc0454e,
+            rtype: ChunkType::Pullup,
+            wtype: ChunkType::Inline,
+            hdrlen: Some(28),
+            xdrlen: Some(40)
+        }
+    );
+    // xprtrdma_chunk_read: task:0000000b@00000004 pos=132 131072@0xa8c0454e0cf3a000:0x000018d8
+    let p = d
+        .decode(&record(
+            &set,
+            "xprtrdma_chunk_read",
+            &[
+                ("task_id", 0xb),
+                ("client_id", 4),
+                ("pos", 132),
+                ("length", 131072),
+                ("offset", 0xa8c0454e0cf3a000),
+                ("handle", 0x18d8),
+            ],
+        ))
+        .unwrap();
+    assert_eq!(
+        p.event,
+        ProbeEvent::ClientChunk {
+            task: TaskKey {
+                task_id: 0xb,
+                client_id: 4
+            },
+            kind: SegKind::Read { position: 132 },
+            handle: 0x18d8,
+            length: 131072,
+            offset: 0xa8c0454e0cf3a000
+        }
+    );
+    // xprtrdma_reply: xid=0x9bc0454e credits=64
+    let p = d
+        .decode(&record(
+            &set,
+            "xprtrdma_reply",
+            &[("task_id", 1), ("xid", 0x9bc0454e), ("credits", 64)],
+        ))
+        .unwrap();
+    assert!(matches!(
+        p.event,
+        ProbeEvent::Reply {
+            xid: 0x9bc0454e,
+            credits: 64,
+            ..
+        }
+    ));
+    // svcrdma_decode_rqst: cq.id=4 cid=64 xid=0x9bc0454e vers=1 credits=128 proc=RDMA_MSG hdrlen=28
+    let p = d
+        .decode(&record(
+            &set,
+            "svcrdma_decode_rqst",
+            &[
+                ("cq_id", 4),
+                ("completion_id", 64),
+                ("xid", 0x9bc0454e),
+                ("vers", 1),
+                ("credits", 128),
+                ("proc", 0),
+                ("hdrlen", 28),
+            ],
+        ))
+        .unwrap();
+    assert_eq!(
+        p.event,
+        ProbeEvent::DecodeRqst {
+            cid: Cid { cq_id: 4, cid: 64 },
+            xid: 0x9bc0454e,
+            vers: 1,
+            proc: 0,
+            credits: 128,
+            hdrlen: Some(28)
+        }
+    );
+    // svcrdma_post_send: cq_id=3 cid=72 num_sge=1 inv_rkey=0x00000c0b
+    let p = d
+        .decode(&record(
+            &set,
+            "svcrdma_post_send",
+            &[
+                ("cq_id", 3),
+                ("completion_id", 72),
+                ("num_sge", 1),
+                ("inv_rkey", 0xc0b),
+            ],
+        ))
+        .unwrap();
+    assert_eq!(
+        p.event,
+        ProbeEvent::ServerPostSend {
+            cid: Cid { cq_id: 3, cid: 72 },
+            inv_rkey: Some(0xc0b)
+        }
+    );
+    // xprtrdma_mr_reminv: task:00000017@00000004 ... 4096@0x85036f450c1e1000:0x00000c0b
+    let p = d
+        .decode(&record(
+            &set,
+            "xprtrdma_mr_reminv",
+            &[("task_id", 0x17), ("client_id", 4), ("handle", 0xc0b)],
+        ))
+        .unwrap();
+    assert_eq!(
+        p.event,
+        ProbeEvent::RemoteInv {
+            task: TaskKey {
+                task_id: 0x17,
+                client_id: 4
+            },
+            handle: 0xc0b
+        }
+    );
+    // svcrdma_wc_read: totalbytes=262144
+    let p = d
+        .decode(&record(
+            &set,
+            "svcrdma_wc_read",
+            &[("cq_id", 3), ("completion_id", 82), ("totalbytes", 262144)],
+        ))
+        .unwrap();
+    assert!(
+        matches!(
+            p.event,
+            ProbeEvent::Completion {
+                bytes: Some(262144),
+                ..
+            }
+        ),
+        "{:?}",
+        p.event
+    );
+    // cm_event_handler carries addresses.
+    let p = d
+        .decode(&record(
+            &set,
+            "cm_event_handler",
+            &[("cm_id", 3), ("event", 4)],
+        ))
+        .unwrap();
+    assert!(
+        matches!(
+            p.event,
+            ProbeEvent::Cm {
+                cm_id: Some(3),
+                cm_event: Some(4),
+                ..
+            }
+        ),
+        "{:?}",
+        p.event
+    );
+}
