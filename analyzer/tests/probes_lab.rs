@@ -1,0 +1,165 @@
+//! Probes against the wire, in the VM lab (`ebpf-probes/lab.sh`).
+//!
+//! With `RDMA_ANALYZER_LAB_OUT=DIR` (a lab run with the probe hook), for each
+//! scenario: every XID the client's packet capture shows must be seen by the
+//! probes on both sides, with the same chunk handles, the credits the wire
+//! carried (granted: client probes; requested: server probes), the same
+//! remotely invalidated R_Key, and kernel latencies consistent with the wire
+//! (the server's time inside the wire's round trip, the client's around it).
+//! Without the variable the test says so and passes.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use rdma_analyzer::analyze;
+use rdma_analyzer::engine::{Config, Finding, Transaction};
+use serde_json::Value;
+
+/// Slack for comparing kernel and capture timestamps (TCG guests are slow
+/// and tcpdump stamps packets in softirq, not at the NIC).
+const SLACK_US: f64 = 3_000.0;
+
+fn wire(pcap: &Path) -> Vec<Transaction> {
+    let mut v = Vec::new();
+    analyze::run_file(pcap, Config::default(), |f| {
+        if let Finding::Transaction(t) = f {
+            v.push(*t);
+        }
+    })
+    .expect("read pcap");
+    v
+}
+
+/// The probes' view of each XID from one guest's JSON Lines: `probes.<side>`.
+fn probe_views(jsonl: &Path, side: &str) -> HashMap<u32, Value> {
+    let text =
+        std::fs::read_to_string(jsonl).unwrap_or_else(|e| panic!("{}: {e}", jsonl.display()));
+    let mut m = HashMap::new();
+    for line in text.lines() {
+        let v: Value = serde_json::from_str(line).expect("json line");
+        if v["type"] != "transaction" {
+            continue;
+        }
+        if let (Some(x), Some(p)) = (v["xid"].as_u64(), v["probes"].get(side)) {
+            m.insert(x as u32, p.clone());
+        }
+    }
+    m
+}
+
+fn handles(v: &Value) -> BTreeSet<u64> {
+    v["chunks"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|c| c["handle"].as_u64()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn probes_agree_with_the_wire() {
+    let Some(out) = std::env::var_os("RDMA_ANALYZER_LAB_OUT").map(PathBuf::from) else {
+        eprintln!("skipped: set RDMA_ANALYZER_LAB_OUT to a lab run with the probe hook (ebpf-probes/lab.sh)");
+        return;
+    };
+    let mut scenarios: Vec<String> = std::fs::read_dir(&out)
+        .expect("lab output")
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.strip_suffix(".pcap"))
+                .map(String::from)
+        })
+        .collect();
+    scenarios.sort();
+    assert!(!scenarios.is_empty(), "no SC.pcap in {}", out.display());
+    let mut failures = Vec::new();
+    for sc in &scenarios {
+        let d = out.join("details").join(sc);
+        let client = probe_views(&d.join("hook-client/probes.jsonl"), "client_probes");
+        let server = probe_views(&d.join("hook-server/probes.jsonl"), "server_probes");
+        let w = wire(&out.join(format!("{sc}.pcap")));
+        let (mut checked, mut inv, mut chunked) = (0, 0, 0);
+        for t in w.iter().filter(|t| t.reply_frame.is_some()) {
+            let x = t.xid;
+            let mut fail = |what: String| failures.push(format!("{sc} xid {x:#010x}: {what}"));
+            let (Some(c), Some(s)) = (client.get(&x), server.get(&x)) else {
+                fail(format!(
+                    "seen on the wire; client probes {}, server probes {}",
+                    client.contains_key(&x),
+                    server.contains_key(&x)
+                ));
+                continue;
+            };
+            checked += 1;
+            let wire_handles: BTreeSet<u64> =
+                t.chunks.iter().map(|c| u64::from(c.handle)).collect();
+            if !wire_handles.is_empty() {
+                chunked += 1;
+            }
+            if handles(c) != wire_handles {
+                fail(format!(
+                    "chunk handles: wire {wire_handles:x?}, client probes {:x?}",
+                    handles(c)
+                ));
+            }
+            if handles(s) != wire_handles {
+                fail(format!(
+                    "chunk handles: wire {wire_handles:x?}, server probes {:x?}",
+                    handles(s)
+                ));
+            }
+            if c["credits_granted"].as_u64() != t.credits_granted.map(u64::from) {
+                fail(format!(
+                    "credits granted: wire {:?}, client probes {}",
+                    t.credits_granted, c["credits_granted"]
+                ));
+            }
+            if s["credits_requested"].as_u64() != Some(u64::from(t.credits_requested)) {
+                fail(format!(
+                    "credits requested: wire {}, server probes {}",
+                    t.credits_requested, s["credits_requested"]
+                ));
+            }
+            let wk = t.remote_invalidated_rkey.map(u64::from);
+            if wk.is_some() {
+                inv += 1;
+            }
+            if c["remote_invalidated_rkey"].as_u64() != wk
+                || s["remote_invalidated_rkey"].as_u64() != wk
+            {
+                fail(format!(
+                    "invalidated rkey: wire {wk:x?}, client probes {}, server probes {}",
+                    c["remote_invalidated_rkey"], s["remote_invalidated_rkey"]
+                ));
+            }
+            if let (Some(wl), Some(cl), Some(sl)) = (
+                t.latency_us,
+                c["latency_us"].as_f64(),
+                s["latency_us"].as_f64(),
+            ) {
+                if sl > wl + SLACK_US {
+                    fail(format!(
+                        "server kernel time {sl:.0} µs exceeds the wire round trip {wl:.0} µs"
+                    ));
+                }
+                if cl + SLACK_US < wl {
+                    fail(format!(
+                        "client kernel latency {cl:.0} µs is shorter than the wire's {wl:.0} µs"
+                    ));
+                }
+            }
+        }
+        eprintln!(
+            "{sc}: {} wire transactions, {checked} checked on both sides ({chunked} with chunks, {inv} remotely invalidated); probes saw {} client / {} server",
+            w.len(),
+            client.len(),
+            server.len()
+        );
+        assert!(checked > 0 || w.is_empty(), "{sc}: nothing compared");
+    }
+    if !failures.is_empty() {
+        let n = failures.len();
+        failures.truncate(40);
+        panic!("{n} disagreements:\n{}", failures.join("\n"));
+    }
+}

@@ -1,0 +1,2 @@
+#!/bin/bash
+exec bash "$LAB_HOOK_DIR/start.sh" "$@"

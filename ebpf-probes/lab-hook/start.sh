@@ -1,0 +1,23 @@
+#!/bin/bash
+# Shared by client-start.sh and server-start.sh: runs `rdma-analyzer live
+# --probes` headless in the guest for one scenario ($1 = scenario, $2 = output
+# folder), and on the client also captures eth0 live (-i eth0 --write), so the
+# wire and the probes are correlated by XID in one JSON Lines file.
+# The lab contract: return within HOOK_TIMEOUT; the -stop hook ends it.
+set -u
+sc=$1 out=$2
+bin=$LAB_HOOK_DIR/rdma-analyzer
+[ -x "$bin" ] || { echo "no $bin (build it on the host: ebpf-probes/lab.sh does)"; exit 1; }
+args=(live --probes --json-out "$out/probes.jsonl" --stats-out "$out/probes-stats.json")
+if [ "$LAB_ROLE" = client ]; then
+    args+=(-i eth0 --write "$out/live.pcapng")
+fi
+"$bin" "${args[@]}" > "$out/live.out" 2> "$out/live.err" &
+echo $! > "/tmp/rdma-live.$LAB_ROLE.pid"
+# Wait until the probes are attached (or it gave up), bounded.
+for _ in $(seq 1 100); do
+    grep -q "probes: .* attached" "$out/live.err" 2>/dev/null && break
+    kill -0 "$(cat "/tmp/rdma-live.$LAB_ROLE.pid")" 2>/dev/null || break
+    sleep 0.2
+done
+cat "$out/live.err"

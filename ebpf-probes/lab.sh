@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The probes in the VM lab: builds the analyzer (release) on the host, hands
+# it to both guests through the lab's guest-hook mechanism, runs scenarios
+# with `live --probes` in both guests (and live capture in the client), then
+# compares what the probes saw with the wire (analyzer/tests/probes_lab.rs).
+#
+#   ebpf-probes/lab.sh [--out DIR] [SCENARIO...]   (default: v3-inline v3-ddp v42-reminv)
+#
+# Root and a few minutes (TCG). Leaves the lab's results and the hook's
+# output (details/SC/hook-{client,server}/) in DIR.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=/tmp/rdma-analyzer-probes-lab/$(date -u +%Y%m%dT%H%M%SZ)
+if [ "${1:-}" = --out ]; then out=$2; shift 2; fi
+scenarios=("$@")
+[ ${#scenarios[@]} -gt 0 ] || scenarios=(v3-inline v3-ddp v42-reminv)
+
+scripts/setup-ebpf.sh
+cargo build --release -q -p rdma-analyzer
+bin=target/release/rdma-analyzer
+[ -n "$("$bin" live --help | grep -- --probes)" ]
+hook=$(mktemp -d /tmp/rdma-probes-hook.XXXXXX)
+trap 'rm -rf "$hook"' EXIT
+cp ebpf-probes/lab-hook/*.sh "$hook/"
+cp "$bin" "$hook/rdma-analyzer"
+mkdir -p "$out"
+echo "probes lab: results in $out"
+captures/lab/run.sh --out "$out" --guest-hook "$hook" "${scenarios[@]}"
+RDMA_ANALYZER_LAB_OUT=$out cargo test -q -p rdma-analyzer --test probes_lab -- --nocapture
