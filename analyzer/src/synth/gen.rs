@@ -396,7 +396,7 @@ impl<W: Write> Gen<W> {
 
     fn ud_mad(&mut self, ci: usize, from_client: bool, mad: &[u8]) -> Result<u64, Error> {
         let Some(c) = self.conns.get_mut(ci) else {
-            return Err(Error::Options(format!("no connection {ci}")));
+            return Err(Error::NoConnection(ci));
         };
         let (src, dst, p) = if from_client {
             let p = c.c_gsi_psn;
@@ -416,7 +416,7 @@ impl<W: Write> Gen<W> {
     }
 
     fn connect(&mut self, ci: usize) -> Result<(), Error> {
-        let c = self.conns.get(ci).cloned().ok_or(Error::FrameTooLong(0))?;
+        let c = self.conns.get(ci).cloned().ok_or(Error::NoConnection(ci))?;
         let th = self.o.inline_threshold;
         let client_priv = RpcRdmaCmPrivate::new(self.o.remote_invalidation, th, th);
         let server_priv = RpcRdmaCmPrivate::new(c.server_r, th, th);
@@ -471,7 +471,7 @@ impl<W: Write> Gen<W> {
                 remote_port_gid: mapped(c.server.ip),
                 // RoCEv2 derives the flow label from the UDP ports;
                 // soft-RoCE leaves the packet rate at 0.
-                flow_label: (u32::from(c.csport) * 0x9e37 ^ u32::from(c.ssport)) & 0xf_ffff,
+                flow_label: ((u32::from(c.csport) * 0x9e37) ^ u32::from(c.ssport)) & 0xf_ffff,
                 packet_rate: 0,
                 traffic_class: 0,
                 hop_limit: 0x40,
@@ -526,7 +526,7 @@ impl<W: Write> Gen<W> {
     }
 
     fn disconnect(&mut self, ci: usize) -> Result<(), Error> {
-        let c = self.conns.get(ci).cloned().ok_or(Error::FrameTooLong(0))?;
+        let c = self.conns.get(ci).cloned().ok_or(Error::NoConnection(ci))?;
         self.wire.advance(50_000);
         let dreq = CmDreq {
             local_comm_id: c.c_comm,
@@ -760,7 +760,7 @@ impl<W: Write> Gen<W> {
     ) -> Result<(u64, u64), Error> {
         let mtu = self.o.mtu as usize;
         let Some(c) = self.conns.get_mut(ci) else {
-            return Err(Error::Options(format!("no connection {ci}")));
+            return Err(Error::NoConnection(ci));
         };
         let (src, dst, port, dqp) = if from_client {
             c.s_msn = (c.s_msn + 1) & MASK24;
@@ -812,7 +812,7 @@ impl<W: Write> Gen<W> {
 
     /// The server acknowledges everything the client sent so far.
     fn server_ack(&mut self, ci: usize) -> Result<u64, Error> {
-        let c = self.conns.get(ci).ok_or(Error::FrameTooLong(0))?;
+        let c = self.conns.get(ci).ok_or(Error::NoConnection(ci))?;
         let mut t = Transport::new(
             bth(
                 Opcode::RC_ACKNOWLEDGE,
@@ -829,7 +829,7 @@ impl<W: Write> Gen<W> {
 
     /// The client acknowledges everything the server sent so far.
     fn client_ack(&mut self, ci: usize) -> Result<u64, Error> {
-        let c = self.conns.get(ci).ok_or(Error::FrameTooLong(0))?;
+        let c = self.conns.get(ci).ok_or(Error::NoConnection(ci))?;
         let mut t = Transport::new(
             bth(
                 Opcode::RC_ACKNOWLEDGE,
@@ -855,7 +855,7 @@ impl<W: Write> Gen<W> {
     ) -> Result<u64, Error> {
         let mtu = self.o.mtu as usize;
         let Some(c) = self.conns.get_mut(ci) else {
-            return Err(Error::Options(format!("no connection {ci}")));
+            return Err(Error::NoConnection(ci));
         };
         c.c_msn = (c.c_msn + 1) & MASK24;
         let (from, to, port, dqp) = (c.server, c.client, c.ssport, c.cqpn);
@@ -904,7 +904,7 @@ impl<W: Write> Gen<W> {
         let len = len as usize;
         let npk = len.div_ceil(mtu).max(1);
         let Some(c) = self.conns.get_mut(ci) else {
-            return Err(Error::Options(format!("no connection {ci}")));
+            return Err(Error::NoConnection(ci));
         };
         let req_psn = c.s_psn;
         c.s_psn = (c.s_psn + npk as u32) & MASK24;

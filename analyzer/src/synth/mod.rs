@@ -334,6 +334,8 @@ pub enum Error {
     Emit(rdma_dissectors::Error),
     /// A frame larger than the frame buffer: a generator bug.
     FrameTooLong(usize),
+    /// A connection index past the table: a generator bug.
+    NoConnection(usize),
 }
 
 impl fmt::Display for Error {
@@ -347,6 +349,9 @@ impl fmt::Display for Error {
                     f,
                     "synth: a {n}-byte frame does not fit the frame buffer (a generator bug)"
                 )
+            }
+            Error::NoConnection(i) => {
+                write!(f, "synth: connection {i} does not exist (a generator bug)")
             }
         }
     }
