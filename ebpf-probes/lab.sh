@@ -4,7 +4,7 @@
 # with `live --probes` in both guests (and live capture in the client), then
 # compares what the probes saw with the wire (analyzer/tests/probes_lab.rs).
 #
-#   ebpf-probes/lab.sh [--out DIR] [SCENARIO...]   (default: v3-inline v3-ddp v42-reminv)
+#   [PROFILE=debug] ebpf-probes/lab.sh [--out DIR] [SCENARIO...]   (default: v3-inline v3-ddp v42-reminv)
 #
 # Root and a few minutes (TCG). Leaves the lab's results and the hook's
 # output (details/SC/hook-{client,server}/) in DIR.
@@ -16,8 +16,10 @@ scenarios=("$@")
 [ ${#scenarios[@]} -gt 0 ] || scenarios=(v3-inline v3-ddp v42-reminv)
 
 scripts/setup-ebpf.sh
-cargo build --release -q -p rdma-analyzer
-bin=target/release/rdma-analyzer
+# PROFILE=debug skips the release build (e.g. when another build holds the lock).
+profile=${PROFILE:-release}
+if [ "$profile" = release ]; then cargo build --release -q -p rdma-analyzer; else cargo build -q -p rdma-analyzer; fi
+bin=target/$profile/rdma-analyzer
 [ -n "$("$bin" live --help | grep -- --probes)" ]
 hook=$(mktemp -d /tmp/rdma-probes-hook.XXXXXX)
 trap 'rm -rf "$hook"' EXIT

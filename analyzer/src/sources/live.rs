@@ -494,7 +494,9 @@ pub fn run(args: &LiveArgs) -> anyhow::Result<ExitCode> {
         }
         // Probe records.
         if let Some((set, dec)) = probes.as_mut() {
-            poll_readable(set.ring_fd(), 50);
+            // The probes wake the reader only when the ring is an eighth full;
+            // otherwise records wait at most this long.
+            poll_readable(set.ring_fd(), 20);
             let corr = &mut correlator;
             let f = &mut findings;
             let errs = (&mut stats.decode_errors, &mut stats.first_decode_error);
