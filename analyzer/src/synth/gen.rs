@@ -104,7 +104,6 @@ struct Conn {
     c_msn: u32,
     s_msn: u32,
     c_gsi_psn: u32,
-    s_gsi_psn: u32,
     c_comm: u32,
     s_comm: u32,
     tid: u64,
@@ -144,6 +143,8 @@ struct Gen<W: Write> {
     next_rkey: u32,
     sum: Summary,
     batch: Vec<CallSpec>,
+    /// PSN of the server's QP1 (GSI), shared by all connections.
+    server_gsi_psn: u32,
 }
 
 fn psn(v: u32) -> Psn {
@@ -268,6 +269,9 @@ impl<W: Write> Gen<W> {
         let n = o.connections as usize
             + usize::from(o.inject.contains(&Inject::RemoteInvalidationNotNegotiated));
         let mut conns = Vec::with_capacity(n);
+        // The server's communication IDs must differ between connections
+        // (they name the connection in DREQ/DREP); consecutive ones do.
+        let s_comm_base = rng.next_u32();
         for i in 0..n {
             let extra = i >= o.connections as usize;
             let host = 2 + i as u32;
@@ -304,9 +308,8 @@ impl<W: Write> Gen<W> {
                 c_msn: 0,
                 s_msn: 0,
                 c_gsi_psn: 3,
-                s_gsi_psn: 2,
                 c_comm: rng.next_u32(),
-                s_comm: rng.next_u32(),
+                s_comm: s_comm_base.wrapping_add(i as u32),
                 tid: (2u64 << 32) | u64::from(rng.next_u32()),
                 server_r,
                 inv: o.remote_invalidation && server_r,
@@ -331,6 +334,7 @@ impl<W: Write> Gen<W> {
             args: vec![0; msg_len],
             sum: Summary::default(),
             batch: Vec::with_capacity(64),
+            server_gsi_psn: 2,
         })
     }
 
@@ -403,8 +407,9 @@ impl<W: Write> Gen<W> {
             c.c_gsi_psn += 1;
             (c.client, c.server, p)
         } else {
-            let p = c.s_gsi_psn;
-            c.s_gsi_psn += 1;
+            // One server, one QP1: its PSN runs across all connections.
+            let p = self.server_gsi_psn;
+            self.server_gsi_psn += 1;
             (c.server, c.client, p)
         };
         let mut t = Transport::new(bth(Opcode::UD_SEND_ONLY, 1, p, true), mad);
