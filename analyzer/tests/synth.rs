@@ -304,16 +304,12 @@ injection_tests! {
     inject_invalidated_foreign_stag => Inject::InvalidatedForeignStag;
     inject_inline_threshold_exceeded => Inject::InlineThresholdExceeded;
     inject_err_vers => Inject::ErrVers;
-    #[ignore = "engine: a 20-byte RDMA_ERROR/ERR_CHUNK (complete per RFC 8166 4.1.2, what Linux sends) is reported as short_header, not err_chunk, and the call it answers stays open (call_without_reply at DREP)"]
     inject_err_chunk => Inject::ErrChunk;
     inject_short_header => Inject::ShortHeader;
-    #[ignore = "engine: the ERR_CHUNK answering the mismatched call is reported as short_header, not err_chunk, and the call stays open (call_without_reply at DREP)"]
     inject_xid_mismatch => Inject::XidMismatch;
     inject_msgp_used => Inject::MsgpUsed;
-    #[ignore = "engine: RDMA_DONE is 16 bytes by its XDR (RFC 8166 4.6.2); the 28-byte short_header check runs first, so done_used is never reported"]
     inject_done_used => Inject::DoneUsed;
     inject_version_mismatch => Inject::VersionMismatch;
-    #[ignore = "engine: the ERR_CHUNK answering the bad rdma_proc is reported as short_header, not err_chunk"]
     inject_bad_proc => Inject::BadProc;
     inject_rdma_outside_chunk => Inject::RdmaOutsideChunk;
     inject_icrc_mismatch => Inject::IcrcMismatch;
@@ -325,7 +321,6 @@ injection_tests! {
 }
 
 #[test]
-#[ignore = "engine: ERR_CHUNK and RDMA_DONE reported as short_header (see inject_err_chunk, inject_done_used)"]
 fn inject_everything_at_once() {
     let (f, sum) = generate(
         "inject-all",

@@ -356,7 +356,16 @@ impl Engine {
         let known_rpcrdma = known_conn
             .and_then(|c| self.conns.corr.get(&c))
             .is_some_and(|c| c.rpcrdma);
-        if m.bytes.len() < rpcrdma::MIN_HEADER_LEN {
+        // RFC 8166 4.5: a message shorter than the minimal 28-byte header
+        // must be discarded. That minimum is RDMA_MSG's with three empty
+        // lists; RDMA_ERROR/ERR_CHUNK (20 bytes, what Linux sends) and
+        // RDMA_DONE (16) are complete in fewer by their own XDR (4.1.2), so
+        // they are judged by that instead of being called short.
+        let complete_short = matches!(
+            RpcRdmaHeader::parse_fixed(m.bytes).map(|f| f.proc),
+            Ok(Proc::Error | Proc::Done)
+        ) && RpcRdmaHeader::parse(m.bytes).is_ok();
+        if m.bytes.len() < rpcrdma::MIN_HEADER_LEN && !complete_short {
             if known_rpcrdma {
                 self.anomaly(
                     out,
