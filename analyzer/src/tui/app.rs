@@ -2,8 +2,12 @@
 //!
 //! ```text
 //!  source thread ──Msg──► drain (≤ 20 ms per turn) ──► Model ──► refresh views ──► draw (≤ 1 per 50 ms)
-//!  terminal ──key/mouse──► keys::map ──► resolve (Enter) ──► UiState::apply
+//!  Input (terminal, or a script in tests) ──key/mouse──► keys::map ──► resolve (Enter) ──► UiState::apply
 //! ```
+//!
+//! Both ends are injected: any [`Source`] (a file today; live capture and
+//! kernel probes later, with `live() == true`) and any [`Input`], so the
+//! same loop runs the file viewer, the live monitor and the tests.
 //!
 //! While the source runs the loop wakes every 50 ms; once it is done and
 //! nothing changes the loop sleeps in `event::poll` until input arrives (or
@@ -80,7 +84,15 @@ pub fn open(path: &Path, config: Config, filter: Option<String>) -> anyhow::Resu
         path: path.to_path_buf(),
         config,
     });
-    let mut terminal = ratatui::init();
+    // try_init, not init: a terminal that cannot be set up is an error
+    // message, not a panic. A half set up terminal is put back either way.
+    let mut terminal = match ratatui::try_init() {
+        Ok(t) => t,
+        Err(e) => {
+            ratatui::restore();
+            anyhow::bail!("cannot set up the terminal: {e}");
+        }
+    };
     // ratatui's panic hook restores the terminal but knows nothing of mouse
     // capture; switch that off first, then let its hook run.
     let _ = execute!(io::stdout(), EnableMouseCapture);
