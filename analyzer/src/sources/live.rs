@@ -549,7 +549,7 @@ pub fn run(args: &LiveArgs) -> anyhow::Result<ExitCode> {
             &mut out,
         )?;
         merger.flush(now, &mut values);
-        write_values(&mut values, json_lines, &mut out)?;
+        write_values(&mut values, json_lines, &mut out, &mut stats.transactions)?;
         if probes.is_none() && capture_done {
             break;
         }
@@ -597,7 +597,7 @@ pub fn run(args: &LiveArgs) -> anyhow::Result<ExitCode> {
         &mut out,
     )?;
     merger.flush(u64::MAX, &mut values);
-    write_values(&mut values, json_lines, &mut out)?;
+    write_values(&mut values, json_lines, &mut out, &mut stats.transactions)?;
     out.flush()?;
     write_stats(args, &mut stats, started)?;
     eprintln!(
@@ -660,11 +660,16 @@ fn emit(
             }
         }
     }
-    stats.transactions += values.len() as u64;
     Ok(())
 }
 
-fn write_values(values: &mut Vec<Value>, json_lines: bool, out: &mut dyn Write) -> io::Result<()> {
+fn write_values(
+    values: &mut Vec<Value>,
+    json_lines: bool,
+    out: &mut dyn Write,
+    written: &mut u64,
+) -> io::Result<()> {
+    *written += values.len() as u64;
     for v in values.drain(..) {
         if json_lines {
             serde_json::to_writer(&mut *out, &v)?;
@@ -778,7 +783,7 @@ fn open_capture(
     iface: &str,
     filter: &str,
 ) -> anyhow::Result<(pcap::Capture<pcap::Active>, LinkType)> {
-    let mut cap = pcap::Capture::from_device(iface)
+    let cap = pcap::Capture::from_device(iface)
         .and_then(|c| {
             c.promisc(true)
                 .snaplen(65535)
@@ -787,8 +792,14 @@ fn open_capture(
                 .open()
         })
         .with_context(|| format!("live -i {iface}: opening the capture"))?;
+    let mut cap = cap;
     cap.filter(filter, true)
         .with_context(|| format!("live: capture filter {filter:?}"))?;
+    // Non-blocking, polled with a timeout: with immediate mode a blocking
+    // read can wait forever on a quiet link, and the loop must see STOP.
+    let cap = cap
+        .setnonblock()
+        .with_context(|| format!("live -i {iface}: non-blocking mode"))?;
     let link = LinkType(cap.get_datalink().0 as u32);
     Ok((cap, link))
 }
@@ -829,7 +840,10 @@ fn capture_loop(
                     &mut findings,
                 );
             }
-            Err(pcap::Error::TimeoutExpired) => {}
+            Err(pcap::Error::TimeoutExpired) => {
+                use std::os::fd::AsRawFd;
+                poll_readable(cap.as_raw_fd(), 100);
+            }
             Err(e) => {
                 error = Some(e.to_string());
                 break;
