@@ -194,6 +194,7 @@ fn psn_wrap_is_not_an_anomaly() {
                 write: 1,
                 readdir: 1,
                 compound: 1,
+                longcall: 1,
             },
             ..Options::default()
         },
@@ -394,7 +395,7 @@ fn tshark_decodes_synthetic_traffic_like_the_lab_captures() {
         &Options {
             calls: 40,
             seed: 3,
-            mix: "inline=30,read=30,write=25,readdir=5,compound=10"
+            mix: "inline=30,read=30,write=25,readdir=5,compound=10,longcall=5"
                 .parse()
                 .unwrap(),
             ..Options::default()

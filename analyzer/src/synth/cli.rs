@@ -21,7 +21,7 @@ pub struct SynthArgs {
     /// Connections the calls are spread over.
     #[arg(long, default_value_t = 1)]
     pub connections: u32,
-    /// Call type weights: inline (NFSv3 GETATTR/LOOKUP/ACCESS), read, write, readdir, compound (NFSv4.1).
+    /// Call type weights: inline (NFSv3 GETATTR/LOOKUP/ACCESS), read, write, readdir, compound (NFSv4.1), longcall (position-zero read chunk).
     #[arg(long, default_value = "inline=40,read=30,write=25,readdir=5", value_parser = parse_mix)]
     pub mix: Mix,
     /// Bytes per READ and WRITE (K, M suffixes allowed).

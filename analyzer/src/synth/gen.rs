@@ -50,6 +50,9 @@ enum ChunkUse {
     Read,
     /// Reply chunk: the server RDMA-writes the whole reply (READDIR).
     Reply,
+    /// Position-zero read chunk: the whole call is RDMA-read (a Long Call,
+    /// RFC 8166 section 3.5.3), announced by an RDMA_NOMSG.
+    LongCall,
 }
 
 /// One call as the client builds it.
@@ -124,7 +127,8 @@ struct Conn {
 #[derive(Debug, Clone, Copy)]
 enum Src {
     Pattern,
-    Body,
+    /// `self.body` from this offset.
+    Body(usize),
 }
 
 struct Gen<W: Write> {
@@ -383,7 +387,7 @@ impl<W: Write> Gen<W> {
             ci = (ci + 1) % n_clean;
         }
         if self.o.inject.contains(&Inject::CallWithoutReply) {
-            let spec = self.new_call(0, Some(Proc3::Getattr));
+            let spec = self.new_call(0, Some(Proc3::Getattr))?;
             let (f, _) = self.client_call(0, &spec, CallHdr::Normal)?;
             self.sum.calls += 1;
             self.wire.advance(2_000);
@@ -572,14 +576,23 @@ impl<W: Write> Gen<W> {
     }
 
     /// A new call on connection `ci`: of `proc` if given, else drawn from the mix.
-    fn new_call(&mut self, ci: usize, proc: Option<Proc3>) -> CallSpec {
+    fn new_call(&mut self, ci: usize, proc: Option<Proc3>) -> Result<CallSpec, Error> {
         let io = self.o.io_size;
+        let drawn = proc.is_none();
         let proc = proc.unwrap_or_else(|| {
             let m = self.o.mix;
-            let total = u64::from(m.inline + m.read + m.write + m.readdir + m.compound);
+            let total =
+                u64::from(m.inline + m.read + m.write + m.readdir + m.compound + m.longcall);
             let r = self.rng.below(total);
             let offset = self.conns.get(ci).map_or(0, |c| c.file_offset);
-            if r >= u64::from(m.inline + m.read + m.write + m.readdir) {
+            if r >= u64::from(m.inline + m.read + m.write + m.readdir + m.compound) {
+                // Too big for a Send: the inline threshold plus a bit.
+                Proc3::Write {
+                    offset,
+                    count: self.o.inline_threshold + 2048,
+                    inline: true,
+                }
+            } else if r >= u64::from(m.inline + m.read + m.write + m.readdir) {
                 let c = self.conns.get_mut(ci);
                 let seqid = c.map_or(1, |c| {
                     c.v4_seq = c.v4_seq.wrapping_add(1);
@@ -609,6 +622,9 @@ impl<W: Write> Gen<W> {
         let chunk = match proc {
             Proc3::Read { .. } => ChunkUse::Write,
             Proc3::Write { inline: false, .. } => ChunkUse::Read,
+            // Drawn from the mix, an inline WRITE is a Long Call; asked for
+            // (inline_threshold_exceeded), it goes in the Send as it is.
+            Proc3::Write { inline: true, .. } if drawn => ChunkUse::LongCall,
             Proc3::Readdir { .. } => ChunkUse::Reply,
             _ => ChunkUse::None,
         };
@@ -622,7 +638,8 @@ impl<W: Write> Gen<W> {
         let total = match chunk {
             ChunkUse::None => 0,
             ChunkUse::Reply => REPLY_CHUNK_LEN,
-            _ => io,
+            ChunkUse::LongCall => self.build_rpc_call(&spec, spec.xid)? as u32,
+            ChunkUse::Write | ChunkUse::Read => io,
         };
         let mut left = total;
         while left > 0 && spec.nseg < MAX_SEGS {
@@ -644,11 +661,14 @@ impl<W: Write> Gen<W> {
             left -= len;
         }
         if let Some(c) = self.conns.get_mut(ci) {
-            if matches!(chunk, ChunkUse::Write | ChunkUse::Read) {
-                c.file_offset += u64::from(io);
+            match proc {
+                Proc3::Read { count, .. } | Proc3::Write { count, .. } => {
+                    c.file_offset += u64::from(count);
+                }
+                _ => {}
             }
         }
-        spec
+        Ok(spec)
     }
 
     /// Builds the RPC call into `self.body`; returns its length.
@@ -725,9 +745,21 @@ impl<W: Write> Gen<W> {
                     }
                     (reads.get(..segs.len()).unwrap_or_default(), &[], None)
                 }
+                ChunkUse::LongCall => {
+                    for (r, s) in reads.iter_mut().zip(segs) {
+                        *r = ReadSegment {
+                            position: 0,
+                            segment: *s,
+                        };
+                    }
+                    (reads.get(..segs.len()).unwrap_or_default(), &[], None)
+                }
             };
         let chunks = Chunks::new(read, write, reply);
-        let body = if how == CallHdr::Msgp {
+        let long = spec.chunk == ChunkUse::LongCall;
+        let body = if long {
+            Body::Nomsg(chunks)
+        } else if how == CallHdr::Msgp {
             Body::Msgp {
                 align: 4096,
                 thresh: 0,
@@ -750,7 +782,12 @@ impl<W: Write> Gen<W> {
                 p.copy_from_slice(&7u32.to_be_bytes());
             }
         }
-        let len = self.append_body(hlen, rpc_len);
+        // A Long Call's RPC message is in the read chunk, not the Send.
+        let len = if long {
+            hlen
+        } else {
+            self.append_body(hlen, rpc_len)
+        };
         self.send(ci, true, len, None)
     }
 
@@ -883,7 +920,7 @@ impl<W: Write> Gen<W> {
             };
             let payload = match src {
                 Src::Pattern => self.pattern.get(..n),
-                Src::Body => self.body.get(i * mtu..i * mtu + n),
+                Src::Body(at) => self.body.get(at + i * mtu..at + i * mtu + n),
             }
             .unwrap_or_default();
             let mut t = Transport::new(bth(op, dqp, p, is_last), payload);
@@ -904,7 +941,14 @@ impl<W: Write> Gen<W> {
     }
 
     /// The server RDMA-reads `len` bytes from (`rkey`, `va`) and the client responds.
-    fn rdma_read(&mut self, ci: usize, rkey: u32, va: u64, len: u32) -> Result<(), Error> {
+    fn rdma_read(
+        &mut self,
+        ci: usize,
+        rkey: u32,
+        va: u64,
+        len: u32,
+        src: Src,
+    ) -> Result<(), Error> {
         let mtu = self.o.mtu as usize;
         let len = len as usize;
         let npk = len.div_ceil(mtu).max(1);
@@ -935,7 +979,11 @@ impl<W: Write> Gen<W> {
                 (false, false, false) => Opcode::RC_RDMA_READ_RESPONSE_MIDDLE,
                 (false, false, true) => Opcode::RC_RDMA_READ_RESPONSE_LAST,
             };
-            let payload = self.pattern.get(..n).unwrap_or_default();
+            let payload = match src {
+                Src::Pattern => self.pattern.get(..n),
+                Src::Body(at) => self.body.get(at + i * mtu..at + i * mtu + n),
+            }
+            .unwrap_or_default();
             let mut t = Transport::new(
                 bth(op, c.sqpn, req_psn.wrapping_add(i as u32), false),
                 payload,
@@ -974,7 +1022,18 @@ impl<W: Write> Gen<W> {
                 }
                 ChunkUse::Read => {
                     for s in spec.segments() {
-                        self.rdma_read(ci, s.handle, s.offset, s.length)?;
+                        self.rdma_read(ci, s.handle, s.offset, s.length, Src::Pattern)?;
+                        moved += u64::from(s.length);
+                    }
+                    self.wire.advance(4_000);
+                }
+                ChunkUse::LongCall => {
+                    // The client's memory holds the call as it built it.
+                    self.build_rpc_call(spec, spec.xid)?;
+                    let mut at = 0;
+                    for s in spec.segments() {
+                        self.rdma_read(ci, s.handle, s.offset, s.length, Src::Body(at))?;
+                        at += s.length as usize;
                         moved += u64::from(s.length);
                     }
                     self.wire.advance(4_000);
@@ -983,7 +1042,7 @@ impl<W: Write> Gen<W> {
                     let n = self.build_rpc_reply(spec.proc, spec.xid)?;
                     if let Some(s) = spec.segments().first() {
                         let n = n.min(s.length as usize) as u32;
-                        self.rdma_write(ci, s.handle, s.offset, n, Src::Body)?;
+                        self.rdma_write(ci, s.handle, s.offset, n, Src::Body(0))?;
                         moved += u64::from(n);
                         reply_chunk_len = n;
                     }
@@ -1068,7 +1127,7 @@ impl<W: Write> Gen<W> {
                     let hl = h.emit(&mut self.msg)?;
                     Ok(self.append_body(hl, rpc_len))
                 }
-                ChunkUse::None | ChunkUse::Read => {
+                ChunkUse::None | ChunkUse::Read | ChunkUse::LongCall => {
                     let rpc_len = self.build_rpc_reply(spec.proc, spec.xid)?;
                     let h = hdr(Proc::Msg, Body::Msg(Chunks::EMPTY));
                     let hl = h.emit(&mut self.msg)?;
@@ -1092,7 +1151,7 @@ impl<W: Write> Gen<W> {
         let mut batch = std::mem::take(&mut self.batch);
         batch.clear();
         for _ in 0..k {
-            let spec = self.new_call(ci, None);
+            let spec = self.new_call(ci, None)?;
             batch.push(spec);
         }
         for spec in &batch {
@@ -1119,7 +1178,7 @@ impl<W: Write> Gen<W> {
         call: CallHdr,
         reply: ReplyHdr,
     ) -> Result<(u64, u64), Error> {
-        let spec = self.new_call(ci, Some(proc));
+        let spec = self.new_call(ci, Some(proc))?;
         let (f, _) = self.client_call(ci, &spec, call)?;
         if matches!(call, CallHdr::Normal | CallHdr::XidMismatch | CallHdr::Msgp) {
             self.sum.calls += 1;
@@ -1145,8 +1204,8 @@ impl<W: Write> Gen<W> {
         let g = self.o.credits_granted;
         // Connection 0's first exchange: one call, or two for credit_overrun.
         if kinds.contains(&Inject::CreditOverrun) {
-            let a = self.new_call(0, Some(Proc3::Getattr));
-            let b = self.new_call(0, Some(Proc3::Access));
+            let a = self.new_call(0, Some(Proc3::Getattr))?;
+            let b = self.new_call(0, Some(Proc3::Access))?;
             self.client_call(0, &a, CallHdr::Normal)?;
             self.wire.advance(1_000);
             let (fb, _) = self.client_call(0, &b, CallHdr::Normal)?;
@@ -1175,8 +1234,8 @@ impl<W: Write> Gen<W> {
         match k {
             Inject::CreditOverrun | Inject::PsnWrap | Inject::CallWithoutReply => {}
             Inject::ZeroCreditGrant => {
-                let a = self.new_call(0, Some(Proc3::Getattr));
-                let b = self.new_call(0, Some(Proc3::Getattr));
+                let a = self.new_call(0, Some(Proc3::Getattr))?;
+                let b = self.new_call(0, Some(Proc3::Getattr))?;
                 self.client_call(0, &a, CallHdr::Normal)?;
                 self.client_call(0, &b, CallHdr::Normal)?;
                 self.sum.calls += 2;
@@ -1187,7 +1246,7 @@ impl<W: Write> Gen<W> {
             }
             Inject::RemoteInvalidationNotNegotiated => {
                 let ci = self.conns.len() - 1;
-                let spec = self.new_call(ci, Some(read));
+                let spec = self.new_call(ci, Some(read))?;
                 self.client_call(ci, &spec, CallHdr::Normal)?;
                 self.sum.calls += 1;
                 self.server_ack(ci)?;
@@ -1196,8 +1255,8 @@ impl<W: Write> Gen<W> {
                 self.expect("remote_invalidation_not_negotiated", vec![f], k);
             }
             Inject::InvalidatedForeignStag => {
-                let a = self.new_call(0, Some(read));
-                let b = self.new_call(0, Some(Proc3::Getattr));
+                let a = self.new_call(0, Some(read))?;
+                let b = self.new_call(0, Some(Proc3::Getattr))?;
                 self.client_call(0, &a, CallHdr::Normal)?;
                 self.client_call(0, &b, CallHdr::Normal)?;
                 self.sum.calls += 2;
@@ -1225,7 +1284,7 @@ impl<W: Write> Gen<W> {
                     count: self.o.inline_threshold + 512,
                     inline: true,
                 };
-                let spec = self.new_call(0, Some(w));
+                let spec = self.new_call(0, Some(w))?;
                 let (first, last) = self.client_call(0, &spec, CallHdr::Normal)?;
                 self.sum.calls += 1;
                 self.expect("inline_threshold_exceeded", vec![first, last], k);
@@ -1308,7 +1367,7 @@ impl<W: Write> Gen<W> {
                 self.expect("rdma_outside_chunk", vec![f], k);
             }
             Inject::IcrcMismatch => {
-                let spec = self.new_call(0, Some(Proc3::Getattr));
+                let spec = self.new_call(0, Some(Proc3::Getattr))?;
                 self.client_call(0, &spec, CallHdr::Normal)?;
                 self.sum.calls += 1;
                 self.wire.corrupt_next_icrc = true;

@@ -14,6 +14,8 @@
 //!                     READ     ─ RDMA WRITE First/Middle/Last into the write chunk, reply
 //!                     WRITE    ─ RDMA READ request, client READ responses, reply
 //!                     READDIR  ─ RDMA WRITE of the reply into the reply chunk, RDMA_NOMSG
+//!                     COMPOUND ─ (NFSv4.1, inline) reply Send
+//!                     Long Call (RDMA_NOMSG + position-zero read chunk) ─ RDMA READ of the call, reply
 //!                   (reply = Send With Invalidate of the call's first STag when both set R)
 //!                   client: ACK per reply
 //!  at the end:      DREQ ──► DREP ◄──
@@ -178,6 +180,9 @@ pub struct Mix {
     pub readdir: u32,
     /// NFSv4.1 COMPOUND (SEQUENCE, PUTFH, GETATTR), inline.
     pub compound: u32,
+    /// Long Call: a WRITE whose whole call (inline threshold + 2 KiB) goes
+    /// in a position-zero read chunk behind an RDMA_NOMSG.
+    pub longcall: u32,
 }
 
 impl Default for Mix {
@@ -188,6 +193,7 @@ impl Default for Mix {
             write: 25,
             readdir: 5,
             compound: 0,
+            longcall: 0,
         }
     }
 }
@@ -195,7 +201,7 @@ impl Default for Mix {
 impl FromStr for Mix {
     type Err = String;
 
-    /// `inline=40,read=30,write=25,readdir=5,compound=0`; kinds left out weigh 0.
+    /// `inline=40,read=30,write=25,readdir=5,compound=0,longcall=0`; kinds left out weigh 0.
     fn from_str(s: &str) -> Result<Self, String> {
         let mut m = Mix {
             inline: 0,
@@ -203,6 +209,7 @@ impl FromStr for Mix {
             write: 0,
             readdir: 0,
             compound: 0,
+            longcall: 0,
         };
         for part in s.split(',').filter(|p| !p.is_empty()) {
             let (k, v) = part
@@ -218,14 +225,15 @@ impl FromStr for Mix {
                 "write" => m.write = v,
                 "readdir" => m.readdir = v,
                 "compound" => m.compound = v,
+                "longcall" => m.longcall = v,
                 other => {
                     return Err(format!(
-                        "unknown mix kind {other:?}; use inline, read, write, readdir, compound"
+                        "unknown mix kind {other:?}; use inline, read, write, readdir, compound, longcall"
                     ))
                 }
             }
         }
-        if m.inline + m.read + m.write + m.readdir + m.compound == 0 {
+        if m.inline + m.read + m.write + m.readdir + m.compound + m.longcall == 0 {
             return Err("the mix weighs nothing: give at least one kind a weight above 0".into());
         }
         Ok(m)
