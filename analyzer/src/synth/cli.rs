@@ -22,7 +22,7 @@ pub struct SynthArgs {
     #[arg(long, default_value_t = 1)]
     pub connections: u32,
     /// Call type weights: inline (NFSv3 GETATTR/LOOKUP/ACCESS), read, write, readdir, compound (NFSv4.1), longcall (position-zero read chunk).
-    #[arg(long, default_value = "inline=40,read=30,write=25,readdir=5", value_parser = parse_mix)]
+    #[arg(long, default_value = "inline=35,read=30,write=25,readdir=5,compound=3,longcall=2", value_parser = parse_mix)]
     pub mix: Mix,
     /// Bytes per READ and WRITE (K, M suffixes allowed).
     #[arg(long, default_value = "64K", value_parser = parse_u32_size)]
@@ -52,6 +52,14 @@ pub struct SynthArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Violations to inject, comma-separated (e.g. credit_overrun,err_chunk), or "all".
+    ///
+    /// Kinds: credit_overrun, zero_credit_grant, remote_invalidation_not_negotiated,
+    /// invalidated_foreign_stag, inline_threshold_exceeded, err_vers, err_chunk,
+    /// short_header, xid_mismatch, msgp_used, done_used, version_mismatch, bad_proc,
+    /// rdma_outside_chunk, psn_wrap (not a violation: PSNs start just below 2^24),
+    /// icrc_mismatch, read_list_in_reply, nomsg_without_chunks, error_from_requester,
+    /// reply_without_call, call_without_reply. Each anomaly they cause is listed with
+    /// its frames in FILE.expected.json.
     #[arg(long, value_delimiter = ',')]
     pub inject: Vec<String>,
     /// Microsecond timestamps (default nanosecond).

@@ -188,12 +188,12 @@ pub struct Mix {
 impl Default for Mix {
     fn default() -> Self {
         Mix {
-            inline: 40,
+            inline: 35,
             read: 30,
             write: 25,
             readdir: 5,
-            compound: 0,
-            longcall: 0,
+            compound: 3,
+            longcall: 2,
         }
     }
 }
