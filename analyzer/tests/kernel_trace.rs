@@ -209,7 +209,10 @@ fn captures_match_their_published_sha256() {
     for entry in fs::read_dir(captures()).unwrap().flatten() {
         let name = entry.file_name().to_string_lossy().to_string();
         if name.ends_with(".pcap") {
-            assert!(listed.contains(&name), "{name} is not listed in captures/SHA256SUMS");
+            assert!(
+                listed.contains(&name),
+                "{name} is not listed in captures/SHA256SUMS"
+            );
         }
     }
 }

@@ -46,7 +46,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         links.push(LinkType(idb.linktype.0 as u32));
                         None
                     }
-                    PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => Some((links.get(epb.if_id as usize).copied(), epb.data)),
+                    PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
+                        Some((links.get(epb.if_id as usize).copied(), epb.data))
+                    }
                     PcapBlockOwned::NG(_) => None,
                 };
                 if let Some((link, data)) = data {

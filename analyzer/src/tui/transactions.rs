@@ -51,7 +51,12 @@ fn columns(wide: bool) -> [Col; 11] {
         col(SortCol::RoundTrips, "rt", 2, 2),
         col(SortCol::Bytes, "moved", 9, 2),
         col(SortCol::Invalidation, "invalidated", 11, 3),
-        col(SortCol::Anomalies, "anomalies", if wide { 36 } else { 9 }, 1),
+        col(
+            SortCol::Anomalies,
+            "anomalies",
+            if wide { 36 } else { 9 },
+            1,
+        ),
     ]
 }
 
