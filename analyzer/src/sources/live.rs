@@ -117,17 +117,17 @@ fn probe_preflight() -> Result<PathBuf, String> {
         } else {
             ebpf::PROBES_BUILD_STATUS
         };
-        return Err(format!("live --probes: {why}"));
+        return Err(why.to_string());
     }
     if !(has_cap(CAP_SYS_ADMIN) || (has_cap(CAP_BPF) && has_cap(CAP_PERFMON))) {
         return Err(
-            "live --probes: not permitted: run as root, or grant CAP_BPF and CAP_PERFMON \
+            "not permitted: run as root, or grant CAP_BPF and CAP_PERFMON \
              (setcap cap_bpf,cap_perfmon+ep rdma-analyzer)"
                 .to_string(),
         );
     }
     ebpf::find_tracefs().ok_or_else(|| {
-        "live --probes: tracefs is not mounted; mount it with: \
+        "tracefs is not mounted; mount it with: \
          mount -t tracefs nodev /sys/kernel/tracing"
             .to_string()
     })
@@ -431,6 +431,9 @@ pub fn run(args: &LiveArgs) -> anyhow::Result<ExitCode> {
                     .collect();
                 probes = Some((set, dec));
             }
+            // Not built with probes, no permission, no tracefs, or the
+            // kernel refused the program: an error, said as it is.
+            Err(e @ (StartError::NotBuilt(_) | StartError::Load(_))) => bail!("{e}"),
             Err(e) => {
                 if let StartError::NothingAttached(m) = &e {
                     stats.missing = m.iter().map(|m| (m.what.clone(), m.why.clone())).collect();
@@ -717,7 +720,8 @@ fn report_probes(stats: &LiveStats, error: Option<&str>) {
 }
 
 fn start_probes(args: &LiveArgs) -> Result<(ProbeSet, Decoder), StartError> {
-    let tracefs = probe_preflight().map_err(StartError::NotBuilt)?;
+    let tracefs =
+        probe_preflight().map_err(|e| StartError::NotBuilt(format!("live --probes: {e}")))?;
     let mut systems: Vec<String> = ebpf::SYSTEMS.iter().map(|s| (*s).to_string()).collect();
     let mut extra = Vec::new();
     for t in &args.extra_tracepoints {
