@@ -571,26 +571,9 @@ impl Engine {
         let xid = hdr.xid.0;
         let key = (backchannel, xid);
         let mut anomalies = Vec::new();
-        // Inline threshold of this direction, when the CM exchange told us.
-        let threshold = self.state.connections.get(&conn).and_then(|c| {
-            if backchannel {
-                c.reply_inline_threshold()
-            } else {
-                c.call_inline_threshold()
-            }
-        });
-        if let Some(th) = threshold {
-            if m.total > th as usize {
-                anomalies.push(Kind::InlineThresholdExceeded);
-                self.anomaly(
-                    out,
-                    Kind::InlineThresholdExceeded,
-                    vec![m.first_frame, m.frame],
-                    Some(conn),
-                    Some(xid),
-                    format!("call Send of {} bytes exceeds the {th}-byte inline threshold the peers negotiated; it should have used a Long Call", m.total),
-                );
-            }
+        // A forward call flows client to server; a backchannel call the other way.
+        if self.inline_exceeded(m, conn, xid, !backchannel, out) {
+            anomalies.push(Kind::InlineThresholdExceeded);
         }
         let mut rec = Transaction {
             connection: conn,
@@ -785,6 +768,43 @@ impl Engine {
         }
     }
 
+    /// Checks a Send against the inline threshold the CM exchange negotiated
+    /// for its direction (RFC 8166 3.3.2, RFC 8797 4.2); unknown thresholds
+    /// (no CM exchange in the capture) are not guessed.
+    fn inline_exceeded(
+        &mut self,
+        m: &Message<'_>,
+        conn: ConnId,
+        xid: u32,
+        client_to_server: bool,
+        out: &mut Vec<Finding>,
+    ) -> bool {
+        let threshold = self.state.connections.get(&conn).and_then(|c| {
+            if client_to_server {
+                c.call_inline_threshold()
+            } else {
+                c.reply_inline_threshold()
+            }
+        });
+        let Some(th) = threshold.filter(|&th| m.total > th as usize) else {
+            return false;
+        };
+        let instead = if client_to_server {
+            "a Long Call (position-zero read chunk)"
+        } else {
+            "the reply chunk (Long Reply)"
+        };
+        self.anomaly(
+            out,
+            Kind::InlineThresholdExceeded,
+            vec![m.first_frame, m.frame],
+            Some(conn),
+            Some(xid),
+            format!("Send of {} bytes exceeds the {th}-byte inline threshold the peers negotiated for this direction; it should have used {instead}", m.total),
+        );
+        true
+    }
+
     pub(super) fn take_outstanding(&mut self, conn: ConnId, key: (bool, u32)) -> Option<Txn> {
         let corr = self.conns.corr.get_mut(&conn)?;
         let t = corr.outstanding.remove(&key)?;
@@ -842,25 +862,8 @@ impl Engine {
                     .to_string(),
             );
         }
-        let threshold = self.state.connections.get(&conn).and_then(|c| {
-            if backchannel {
-                c.call_inline_threshold()
-            } else {
-                c.reply_inline_threshold()
-            }
-        });
-        if let Some(th) = threshold {
-            if m.total > th as usize {
-                kinds.push(Kind::InlineThresholdExceeded);
-                self.anomaly(
-                    out,
-                    Kind::InlineThresholdExceeded,
-                    vec![m.first_frame, m.frame],
-                    Some(conn),
-                    Some(xid),
-                    format!("reply Send of {} bytes exceeds the {th}-byte inline threshold the peers negotiated; it should have used the reply chunk", m.total),
-                );
-            }
+        if self.inline_exceeded(m, conn, xid, backchannel, out) {
+            kinds.push(Kind::InlineThresholdExceeded);
         }
         if !backchannel {
             let points = self.config.max_credit_points;
