@@ -152,6 +152,7 @@ impl<'a> Dissection<'a> {
 ///
 /// Never fails and never panics: what could not be parsed is in
 /// [`Dissection::stop`], and everything below it is kept.
+#[inline]
 pub fn dissect<'a>(link: LinkType, frame: &'a [u8], config: &Config) -> Dissection<'a> {
     let mut d = Dissection::default();
     if let Err(e) = dissect_link(link, frame, config, &mut d) {
