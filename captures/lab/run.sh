@@ -20,6 +20,11 @@
 # only the QEMU processes it started and removes only its own temp folder.
 set -euo pipefail
 
+# The whole script is one function, called on the last line: bash then parses
+# it completely before running, so editing this file during a (long) run
+# cannot break the run.
+main() {
+
 here=$(cd "$(dirname "$0")" && pwd)
 invocation="$0 $*"
 
@@ -73,6 +78,8 @@ missing=()
 for p in "${host_pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+# python3 (standard library only) runs summarize.py; any python3 will do.
+command -v python3 > /dev/null || missing+=(python3)
 if [ ${#missing[@]} -gt 0 ]; then
     log "installing host packages: ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
@@ -80,7 +87,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     timeout 1200 apt-get install -y -q --no-install-recommends "${missing[@]}" \
         || die "apt-get install ${missing[*]} failed"
 fi
-for c in qemu-system-x86_64 debootstrap mkfs.ext4 tshark; do
+for c in qemu-system-x86_64 debootstrap mkfs.ext4 tshark python3; do
     command -v "$c" > /dev/null || die "$c not found even after installing ${host_pkgs[*]}"
 done
 
@@ -140,7 +147,7 @@ done
     echo "SCENARIOS=\"${scenarios[*]}\""
     # Pass through workload sizes if the caller set them (see scenarios.sh).
     for v in DDP_MB REMINV_MB PARALLEL_JOBS PARALLEL_BS PARALLEL_COUNT BIGDIR_ENTRIES \
-             RECONNECT_DOWN RECONNECT_METHOD CMD_TIMEOUT TRACE_BUFFER_KB HOOK_TIMEOUT; do
+             PARALLEL_CREDITS RECONNECT_DOWN RECONNECT_METHOD CMD_TIMEOUT TRACE_BUFFER_KB HOOK_TIMEOUT; do
         [ -n "${!v:-}" ] && echo "$v=\"${!v}\""
     done
     true
@@ -242,3 +249,6 @@ python3 "$here/summarize.py" --out "$out" --share-out "$share/out" \
     --command "$invocation" -- "${scenarios[@]}" \
     || log "summarize.py failed; the raw results are still in $out"
 log "done in $((t_run1 - t_run0)) s; results in $out"
+}
+
+main "$@"

@@ -40,7 +40,13 @@ for sc in $SCENARIOS; do
     # Never leave a mount behind for the next scenario.
     if grep -q " $MNT " /proc/mounts; then log "still mounted after $sc; forcing umount"; umount -f -l "$MNT"; fi
 
-    sleep 1   # let the last DREQ/DREP reach the capture
+    # The transport is torn down after umount returns: wait (bounded) until no
+    # RDMA CM id is left, so the DREQ/DREP are in the capture.
+    for i in $(seq 1 30); do
+        rdma resource show cm_id 2>/dev/null | grep -q 20049 || break
+        sleep 0.5
+    done
+    sleep 1
     kill -INT "$tcpdump_pid"; wait "$tcpdump_pid"
     run_hook client-stop "$sc"
     trace_stop "$SCO/client.trace" > "$SCO/client-trace-stats.txt"

@@ -19,11 +19,12 @@ scenario_known() { declare -F "client_$(fn_of "$1")" > /dev/null; }
 
 MNT=/mnt/lab
 
-# run 'COMMAND': log it (what ran, when) and run it, bounded.
+# run 'COMMAND': log it (what ran, when) and run it, bounded; its output goes
+# to the scenario's output.txt.
 run() {
     local t0 t1 rc
     t0=$(date +%s.%N)
-    timeout "${CMD_TIMEOUT:-180}" bash -c "$1"
+    timeout "${CMD_TIMEOUT:-180}" bash -c "$1" >> "$SCO/output.txt" 2>&1 < /dev/null
     rc=$?
     t1=$(date +%s.%N)
     printf '%s\t%s\t%s\trc=%s\t%s\n' "$(date -u -d "@$t0" +%H:%M:%S.%3N)" \
@@ -46,7 +47,7 @@ lab_mount() {
 lab_umount() {
     awk -v m="$MNT" '$0 ~ "mounted on " m " " {p=1} p && /^device / && $0 !~ "mounted on " m " " {p=0} p' \
         /proc/self/mountstats >> "$SCO/mountstats.txt"
-    run "umount $MNT" || run "umount -f -l $MNT"
+    CMD_TIMEOUT=${UMOUNT_TIMEOUT:-90} run "umount $MNT" || run "umount -f -l $MNT"
 }
 
 drop_caches() { run "sync; echo 3 > /proc/sys/vm/drop_caches"; }
@@ -72,7 +73,12 @@ prep_bigdir_and_link() {
 
 # ------------------------------------------------------------- workloads ---
 
-# Small-file operations that all fit in the 4 KiB inline buffers.
+# Small-file operations. Their calls and data fit the 4 KiB inline buffers,
+# but the Linux client asks for a reply chunk whenever the largest possible
+# reply exceeds the inline threshold (READDIR/READDIRPLUS, GETACL after
+# `ls -l`, NFSv4 EXCHANGE_ID and GETATTR with ACL-sized buffers) and for a
+# write chunk when it reads a whole page through the page cache; so these
+# scenarios are "mostly inline", and show both cases on small payloads.
 inline_workload() {
     local d=$MNT/$SC
     run "head -c 1000 /dev/zero | tr '\\0' a > $d/small.txt"   # CREATE/OPEN, WRITE, COMMIT
@@ -81,7 +87,8 @@ inline_workload() {
     run "mkdir $d/sub"                                          # MKDIR
     drop_caches
     run "stat $d/small.txt > /dev/null"                         # LOOKUP, GETATTR
-    run "cat $d/small.txt > /dev/null"                          # ACCESS, READ
+    run "dd if=$d/small.txt of=/dev/null bs=1000 count=1 iflag=direct"  # ACCESS, READ of 1000 bytes: inline reply
+    run "cat $d/small.txt > /dev/null"                          # READ of a whole page (4 KiB > inline): write chunk
     run "ls -l $d > /dev/null"                                  # READDIR(PLUS), small
     run "mv $d/empty $d/sub/empty2"                             # RENAME
     run "rm $d/sub/empty2 && rmdir $d/sub"                      # REMOVE, RMDIR
@@ -99,23 +106,23 @@ ddp_workload() {
 
 # ------------------------------------------------------------- scenarios ---
 
-info_v3_inline() { echo "NFSv3 small-file create/write/commit/setattr/lookup/getattr/read/readdirplus/rename/remove, all inline (RDMA_MSG, no chunks)"; }
+info_v3_inline() { echo "NFSv3 small-file CREATE/WRITE/COMMIT/SETATTR/MKDIR/LOOKUP/GETATTR/ACCESS/READ/READDIRPLUS/RENAME/REMOVE/RMDIR/FSSTAT: calls and data inline (a 1000-byte direct READ answered inline); reply chunks only where the reply size is unbounded (READDIRPLUS, NFSACL GETACL), one write chunk for a page-cache READ"; }
 server_prep_v3_inline() { prep_dir; }
 client_v3_inline() { lab_mount vers=3 && inline_workload; lab_umount; }
 
-info_v41_inline() { echo "NFSv4.1 session set-up (EXCHANGE_ID, CREATE_SESSION, RECLAIM_COMPLETE) and small-file compounds, all inline"; }
+info_v41_inline() { echo "NFSv4.1 session set-up (EXCHANGE_ID, CREATE_SESSION, RECLAIM_COMPLETE, SEQUENCE) and the same small-file workload as COMPOUNDs: mostly inline, reply chunks for EXCHANGE_ID/GETATTR/READDIR replies of unbounded size, one write chunk for a page-cache READ"; }
 server_prep_v41_inline() { prep_dir; }
 client_v41_inline() { lab_mount vers=4.1 && inline_workload; lab_umount; }
 
-info_v42_inline() { echo "NFSv4.2 session set-up and small-file compounds, all inline"; }
+info_v42_inline() { echo "NFSv4.2 session set-up and the same small-file workload as COMPOUNDs: mostly inline, reply chunks for EXCHANGE_ID/GETATTR/READDIR replies of unbounded size, one write chunk for a page-cache READ"; }
 server_prep_v42_inline() { prep_dir; }
 client_v42_inline() { lab_mount vers=4.2 && inline_workload; lab_umount; }
 
-info_v3_ddp() { echo "NFSv3 direct 1 MiB WRITEs (read chunks), direct 1 MiB READs (write chunks), READDIRPLUS of 300 long names and READLINK of a 1.5 KB target (reply chunks)"; }
+info_v3_ddp() { echo "NFSv3, rsize=wsize=256 KiB: dd bs=1M direct WRITEs (256 KiB WRITE RPCs with 2-segment read chunks), direct READs (2-segment write chunks with different R_keys, so no Send With Invalidate), READDIRPLUS of 300 long names and READLINK of a 1.5 KB target (reply chunks)"; }
 server_prep_v3_ddp() { prep_dir; prep_bigdir_and_link; }
 client_v3_ddp() { lab_mount vers=3 && ddp_workload; lab_umount; }
 
-info_v42_ddp() { echo "NFSv4.2 direct 1 MiB WRITEs (read chunks), direct 1 MiB READs (write chunks), READDIR of 300 long names and READLINK of a 1.5 KB target (reply chunks)"; }
+info_v42_ddp() { echo "NFSv4.2, rsize=wsize=256 KiB: dd bs=1M direct WRITEs (read chunks), direct READs (2-segment write chunks), READDIR of 300 long names and READLINK of a 1.5 KB target (reply chunks)"; }
 server_prep_v42_ddp() { prep_dir; prep_bigdir_and_link; }
 client_v42_ddp() { lab_mount vers=4.2 && ddp_workload; lab_umount; }
 
@@ -129,32 +136,45 @@ client_v42_reminv() {
     lab_umount
 }
 
-info_parallel() { echo "NFSv3, ${PARALLEL_JOBS:-96} concurrent direct dd (bs=${PARALLEL_BS:-8k}) writing then reading: more outstanding RPCs than the server grants credits, so the credit window runs full"; }
-server_prep_parallel() { prep_dir; }
+info_parallel() { echo "NFSv3, ${PARALLEL_JOBS:-96} concurrent direct dd (bs=${PARALLEL_BS:-8k}) writing then reading, server credits lowered to ${PARALLEL_CREDITS:-16} (svc_rdma/max_requests): more RPCs ready than credits granted, so the credit window runs full"; }
+# Under TCG one vCPU cannot start processes fast enough to keep 64 RPCs (the
+# default grant) in flight; a smaller grant makes the limit reachable.
+server_prep_parallel() {
+    prep_dir
+    if [ -w /proc/sys/sunrpc/svc_rdma/max_requests ] && [ -n "${PARALLEL_CREDITS:-16}" ]; then
+        cat /proc/sys/sunrpc/svc_rdma/max_requests > /tmp/max_requests.saved
+        echo "${PARALLEL_CREDITS:-16}" > /proc/sys/sunrpc/svc_rdma/max_requests
+    fi
+}
+server_reset_parallel() {
+    [ -f /tmp/max_requests.saved ] && cat /tmp/max_requests.saved > /proc/sys/sunrpc/svc_rdma/max_requests
+}
 client_parallel() {
     local d=$MNT/$SC i n=${PARALLEL_JOBS:-96} bs=${PARALLEL_BS:-8k} cnt=${PARALLEL_COUNT:-2}
     lab_mount vers=3 || { lab_umount; return 1; }
     # All jobs wait on one lock the parent holds, then start together.
     exec 9> /tmp/parallel.lock
     flock -x 9
+    local pids=()
     for i in $(seq 1 "$n"); do
         ( flock -s /tmp/parallel.lock true
           dd if=/dev/zero of="$d/p$i" bs="$bs" count="$cnt" oflag=direct 2>/dev/null
-          dd if="$d/p$i" of=/dev/null bs="$bs" iflag=direct 2>/dev/null ) &
+          dd if="$d/p$i" of=/dev/null bs="$bs" iflag=direct 2>/dev/null ) 9>&- &
+        pids+=($!)
     done
     echo "$(date -u +%H:%M:%S.%3N)	-	client	-	$n parallel jobs: dd of=$d/pN bs=$bs count=$cnt oflag=direct; dd if=$d/pN bs=$bs iflag=direct" >> "$SCO/commands.txt"
     sleep 2
     flock -u 9; exec 9>&-
     echo "$(date -u +%H:%M:%S.%3N)	-	client	-	released the $n jobs" >> "$SCO/commands.txt"
-    local start; start=$(date +%s)
-    while [ -n "$(jobs -rp)" ]; do
-        if [ $(( $(date +%s) - start )) -gt "${CMD_TIMEOUT:-180}" ]; then
-            log "parallel jobs still running after ${CMD_TIMEOUT:-180}s; killing them"
-            kill $(jobs -rp) 2>/dev/null; break
-        fi
-        sleep 1
-    done
-    wait
+    # Bounded wait: a watchdog kills the jobs if they hang.
+    # (Its output goes to the command log, not to our stdout: a leftover sleep
+    # holding the console pipe open would delay the guest's power-off.)
+    ( sleep "${CMD_TIMEOUT:-180}"; echo "parallel jobs still running after ${CMD_TIMEOUT:-180}s; killing them"
+      kill "${pids[@]}" ) >> "$SCO/commands.txt" 2>&1 < /dev/null &
+    local watchdog=$!
+    wait "${pids[@]}"
+    kill "$watchdog" 2>/dev/null; wait "$watchdog" 2>/dev/null
+    echo "$(date -u +%H:%M:%S.%3N)	-	client	-	all $n jobs finished" >> "$SCO/commands.txt"
     lab_umount
 }
 
@@ -191,45 +211,86 @@ client_inline_thresholds() {
     set_tunable sunrpc/rdma_max_inline_read "$saved_r"
 }
 
-info_reconnect() { echo "NFSv3 direct 16 KiB WRITEs in a loop while the server's link goes down for ${RECONNECT_DOWN:-8}s (${RECONNECT_METHOD:-server-link}): RC retransmissions, QP error, a second CM REQ/REP/RTU and the pending XIDs sent again"; }
+info_reconnect() {
+    case ${RECONNECT_METHOD:-server-blackhole} in
+        server-blackhole) echo "NFSv3 direct 16 KiB WRITEs in a loop while the server drops every frame (tc matchall drop, ingress and egress) until the client's QP gives up: RC retransmissions with the same PSN, RETRY_EXC_ERR, DREQ, CM REQ retries, then a new REQ/REP/RTU (new QP) and the pending XID sent again" ;;
+        server-link) echo "NFSv3 direct 16 KiB WRITEs in a loop while the server's eth0 is down for ${RECONNECT_DOWN:-25}s: RC retransmissions, QP error, a second CM exchange and the pending XID sent again" ;;
+        client-rxe) echo "NFSv3 direct 16 KiB WRITEs in a loop while the client's rxe0 is deleted for ${RECONNECT_DOWN:-25}s and added again: device removal, a second CM exchange and the pending XID sent again" ;;
+    esac
+}
 server_prep_reconnect() { prep_dir; }
+server_reset_reconnect() { tc qdisc del dev eth0 clsact 2>/dev/null; ip link set eth0 up; true; }
+
+# client_saw EVENT: has the client's own trace recorded EVENT in this scenario?
+client_saw() { grep -q "$1" "$TRACEFS/trace" 2>/dev/null; }
+
 client_reconnect() {
-    local d=$MNT/$SC i=0 start
+    local d=$MNT/$SC start c0 c
     lab_mount vers=3 || { lab_umount; return 1; }
-    rm -f /tmp/reconnect.stop
+    rm -f /tmp/reconnect.stop; echo 0 > /tmp/reconnect.count
     # A slow, steady stream of direct writes, so I/O is in flight whatever the
-    # moment the link drops, without a large capture.
-    ( while [ ! -e /tmp/reconnect.stop ] && [ "$i" -lt 400 ]; do
+    # moment the link drops, without a large capture. Each completed write
+    # bumps a counter, so we can tell when I/O flows again.
+    ( i=0
+      while [ ! -e /tmp/reconnect.stop ] && [ "$i" -lt 400 ]; do
           i=$((i + 1))
-          timeout 240 dd if=/dev/zero of="$d/stream" bs=16k count=1 seek="$i" oflag=direct conv=notrunc 2>/dev/null
+          timeout 300 dd if=/dev/zero of="$d/stream" bs=16k count=1 seek="$i" oflag=direct conv=notrunc 2>/dev/null \
+              && echo "$i" > /tmp/reconnect.count
           sleep 0.3
-      done ) &
+      done ) > /dev/null 2>&1 < /dev/null &
     local writer=$!
     echo "$(date -u +%H:%M:%S.%3N)	-	client	-	background loop: dd if=/dev/zero of=$d/stream bs=16k count=1 seek=N oflag=direct conv=notrunc; sleep 0.3" >> "$SCO/commands.txt"
     sleep 3
-    case ${RECONNECT_METHOD:-server-link} in
+    case ${RECONNECT_METHOD:-server-blackhole} in
+        server-blackhole)
+            # The server drops all frames without touching any device state, so
+            # rxe keeps its GIDs and answers the new REQ at once when the drop
+            # ends. The drop lasts until this client's QP has given up (about
+            # 7 retries 2 s apart) and xprtrdma has tried once more, bounded.
+            run "touch $CTL/$SC.action.blackhole-on"
+            wait_for "$CTL/$SC.action.blackhole-on.done" 60
+            start=$(date +%s)
+            while ! client_saw xprtrdma_disconnect && [ $(( $(date +%s) - start )) -lt "${RECONNECT_DOWN_MAX:-120}" ]; do sleep 1; done
+            client_saw xprtrdma_disconnect || log "the QP did not fail within ${RECONNECT_DOWN_MAX:-120}s"
+            sleep 3   # a CM REQ or two into the void
+            echo "$(date -u +%H:%M:%S.%3N)	$(( $(date +%s) - start ))s	client	-	QP failed and xprtrdma disconnected; ending the drop" >> "$SCO/commands.txt"
+            run "touch $CTL/$SC.action.blackhole-off"
+            wait_for "$CTL/$SC.action.blackhole-off.done" 60
+            ;;
         server-link)
-            # The server takes its own eth0 down and up (see server_action).
+            # The server takes its own eth0 down and up. Note: after that, the
+            # server's rxe sometimes does not answer CM REQs any more (seen
+            # under heavy host load), hence not the default.
             run "touch $CTL/$SC.action.bounce"
-            wait_for "$CTL/$SC.action.bounce.done" $(( ${RECONNECT_DOWN:-8} + 60 ))
+            wait_for "$CTL/$SC.action.bounce.done" $(( ${RECONNECT_DOWN:-25} + 60 ))
             ;;
         client-rxe)
+            # Device removal on the client: xprtrdma drops the connection at once.
             run "rdma link delete rxe0"
-            sleep "${RECONNECT_DOWN:-8}"
+            sleep "${RECONNECT_DOWN:-25}"
             run "rdma link add rxe0 type rxe netdev eth0"
             ;;
     esac
-    # Let the pending write complete on the new connection, plus a few more.
+    # Wait (bounded) until three more writes went through on the new connection.
+    c0=$(cat /tmp/reconnect.count)
+    log "link back; waiting for writes to flow again (done so far: $c0)"
     start=$(date +%s)
-    log "waiting for the client to reconnect and the writes to go through"
-    sleep 20
-    touch /tmp/reconnect.stop
-    while kill -0 "$writer" 2>/dev/null; do
-        [ $(( $(date +%s) - start )) -gt 240 ] && { log "writer still stuck after 240s; killing it"; kill "$writer"; break; }
+    while :; do
+        c=$(cat /tmp/reconnect.count)
+        [ "$c" -ge $((c0 + 3)) ] && break
+        if [ $(( $(date +%s) - start )) -gt 180 ]; then log "no write completed within 180s after the link came back"; break; fi
         sleep 1
     done
+    echo "$(date -u +%H:%M:%S.%3N)	$(( $(date +%s) - start ))s	client	-	writes flowing again ($c0 -> $c)" >> "$SCO/commands.txt"
+    touch /tmp/reconnect.stop
+    start=$(date +%s)
+    while kill -0 "$writer" 2>/dev/null; do
+        [ $(( $(date +%s) - start )) -gt 60 ] && { log "writer still stuck; killing it"; kill "$writer"; break; }
+        sleep 0.5
+    done
     wait "$writer" 2>/dev/null
-    run "stat $d/stream"
+    # A hung hard mount would make these wait their full timeout: shorten it.
+    CMD_TIMEOUT=60 run "stat $d/stream"
     lab_umount
 }
 
@@ -237,11 +298,21 @@ client_reconnect() {
 server_action() {
     case $2 in
         bounce)
-            log "link down for ${RECONNECT_DOWN:-8}s"
+            log "link down for ${RECONNECT_DOWN:-25}s"
             ip link set eth0 down
-            sleep "${RECONNECT_DOWN:-8}"
+            sleep "${RECONNECT_DOWN:-25}"
             ip link set eth0 up
             log "link up again"
+            ;;
+        blackhole-on)
+            log "dropping all frames on eth0 (tc clsact matchall drop)"
+            tc qdisc add dev eth0 clsact
+            tc filter add dev eth0 ingress matchall action drop
+            tc filter add dev eth0 egress matchall action drop
+            ;;
+        blackhole-off)
+            tc qdisc del dev eth0 clsact
+            log "frames flow again"
             ;;
         *) log "unknown action $2" ;;
     esac
