@@ -147,7 +147,7 @@ done
     echo "SCENARIOS=\"${scenarios[*]}\""
     # Pass through workload sizes if the caller set them (see scenarios.sh).
     for v in DDP_MB REMINV_MB PARALLEL_JOBS PARALLEL_BS PARALLEL_COUNT BIGDIR_ENTRIES \
-             PARALLEL_CREDITS RECONNECT_DOWN RECONNECT_METHOD CMD_TIMEOUT TRACE_BUFFER_KB HOOK_TIMEOUT; do
+             PARALLEL_CREDITS RECONNECT_DOWN RECONNECT_DOWN_MAX RECONNECT_METHOD CMD_TIMEOUT UMOUNT_TIMEOUT TRACE_BUFFER_KB HOOK_TIMEOUT; do
         [ -n "${!v:-}" ] && echo "$v=\"${!v}\""
     done
     true

@@ -386,7 +386,7 @@ def first_line_of_cmd(cmd):
 
 def markdown_tables(paths):
     """`summarize.py table SC.json...`: the tables of captures/README.md."""
-    docs = [json.load(open(p)) for p in paths]
+    docs = [d for d in (json.load(open(p)) for p in paths) if "scenario" in d]
     print("| Capture | Scenario: what it exercises | Kernel | Frames | sha256 (pcap) |")
     print("|---|---|---|---:|---|")
     for d in docs:
