@@ -380,7 +380,7 @@ fn views_filter_and_sort() {
     let mut m = model_of("v3-ddp.pcap");
     let mut ui = UiState::default();
     m.refresh(&mut ui);
-    assert_eq!(m.view.len(), 578);
+    assert_eq!(m.view.len(), 44);
     ui.filter = "WRITE".into();
     m.refresh(&mut ui);
     assert_eq!(m.view.len(), 8);
@@ -394,7 +394,7 @@ fn views_filter_and_sort() {
     assert_eq!(m.view.len(), 1);
     ui.filter = "c1".into();
     m.refresh(&mut ui);
-    assert_eq!(m.view.len(), 578);
+    assert_eq!(m.view.len(), 44);
     ui.filter = "c2".into();
     m.refresh(&mut ui);
     assert!(m.view.is_empty());
