@@ -1,7 +1,7 @@
 //! Connections: built from the CM exchange (REQ, REP, RTU, DREQ, DREP, REJ),
 //! or from traffic alone when the capture starts mid-connection.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::net::IpAddr;
 
 use rdma_dissectors::ib::cm::CmMessage;
@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::rdma::ReadReq;
 use super::txn::Txn;
-use super::{ConnId, Engine, Finding, Kind, QpKey};
+use super::{ConnId, Engine, Finding, Kind, Map, QpKey};
 
 /// Which end of an RPC-over-RDMA connection a queue pair is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -225,11 +225,11 @@ impl Connection {
 #[derive(Debug, Default)]
 pub(super) struct Corr {
     /// Outstanding calls by (backchannel, xid).
-    pub outstanding: HashMap<(bool, u32), Txn>,
+    pub outstanding: Map<(bool, u32), Txn>,
     /// Insertion order of `outstanding`, for evicting the oldest.
     pub order: VecDeque<(bool, u32, u64)>,
     /// Advertised STags: handle -> calls whose chunks name it.
-    pub stags: HashMap<u32, Vec<(bool, u32)>>,
+    pub stags: Map<u32, Vec<(bool, u32)>>,
     /// RDMA Read requests awaiting responses, in PSN order.
     pub reads: VecDeque<ReadReq>,
     /// Whether RPC-over-RDMA was seen (or the CM port says so).
@@ -242,9 +242,9 @@ pub(super) struct Corr {
 /// All connections' private correlation state.
 #[derive(Debug, Default)]
 pub(super) struct Table {
-    pub corr: HashMap<ConnId, Corr>,
+    pub corr: Map<ConnId, Corr>,
     /// CM REQs waiting for their REP: (client address, client comm id).
-    pub pending: HashMap<(IpAddr, u32), ConnId>,
+    pub pending: Map<(IpAddr, u32), ConnId>,
 }
 
 impl Table {

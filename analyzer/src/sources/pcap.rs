@@ -165,9 +165,12 @@ const PREFETCH_CHUNK: usize = 4 << 20;
 /// The thread stops when the file ends, on an error (handed to the reader),
 /// or when the `Prefetch` is dropped.
 pub struct Prefetch {
-    rx: Receiver<io::Result<Vec<u8>>>,
+    rx: Receiver<io::Result<(Vec<u8>, usize)>>,
     recycle: SyncSender<Vec<u8>>,
     cur: Vec<u8>,
+    /// Bytes of `cur` that hold data (buffers keep their full size so a
+    /// recycled one is never zeroed again).
+    len: usize,
     pos: usize,
     done: bool,
 }
@@ -175,13 +178,12 @@ pub struct Prefetch {
 impl Prefetch {
     /// Starts reading `file` ahead.
     pub fn new(mut file: File) -> Self {
-        let (tx, rx) = sync_channel::<io::Result<Vec<u8>>>(PREFETCH_DEPTH);
+        let (tx, rx) = sync_channel::<io::Result<(Vec<u8>, usize)>>(PREFETCH_DEPTH);
         let (recycle, spare) = sync_channel::<Vec<u8>>(PREFETCH_DEPTH + 2);
         std::thread::Builder::new()
             .name("pcap-prefetch".into())
             .spawn(move || loop {
-                let mut buf = spare.try_recv().unwrap_or_default();
-                buf.resize(PREFETCH_CHUNK, 0);
+                let mut buf = spare.try_recv().unwrap_or_else(|_| vec![0; PREFETCH_CHUNK]);
                 let mut n = 0;
                 while n < buf.len() {
                     match file.read(&mut buf[n..]) {
@@ -194,10 +196,9 @@ impl Prefetch {
                         }
                     }
                 }
-                buf.truncate(n);
                 let end = n == 0;
                 // The reader hung up: nobody wants the rest.
-                if tx.send(Ok(buf)).is_err() || end {
+                if tx.send(Ok((buf, n))).is_err() || end {
                     return;
                 }
             })
@@ -211,6 +212,7 @@ impl Prefetch {
                         rx,
                         recycle,
                         cur: Vec::new(),
+                        len: 0,
                         pos: 0,
                         done: false,
                     }
@@ -219,6 +221,7 @@ impl Prefetch {
                     rx,
                     recycle,
                     cur: Vec::new(),
+                    len: 0,
                     pos: 0,
                     done: false,
                 },
@@ -228,16 +231,19 @@ impl Prefetch {
 
 impl Read for Prefetch {
     fn read(&mut self, dst: &mut [u8]) -> io::Result<usize> {
-        while self.pos == self.cur.len() {
+        while self.pos == self.len {
             if self.done {
                 return Ok(0);
             }
             match self.rx.recv() {
-                Ok(Ok(next)) => {
+                Ok(Ok((next, len))) => {
                     let old = std::mem::replace(&mut self.cur, next);
-                    let _ = self.recycle.try_send(old);
+                    if !old.is_empty() {
+                        let _ = self.recycle.try_send(old);
+                    }
+                    self.len = len;
                     self.pos = 0;
-                    if self.cur.is_empty() {
+                    if len == 0 {
                         self.done = true;
                     }
                 }
@@ -248,7 +254,7 @@ impl Read for Prefetch {
                 Err(_) => self.done = true,
             }
         }
-        let n = dst.len().min(self.cur.len() - self.pos);
+        let n = dst.len().min(self.len - self.pos);
         dst[..n].copy_from_slice(&self.cur[self.pos..self.pos + n]);
         self.pos += n;
         Ok(n)
