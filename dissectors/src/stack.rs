@@ -161,6 +161,50 @@ pub fn dissect<'a>(link: LinkType, frame: &'a [u8], config: &Config) -> Dissecti
     d
 }
 
+/// Only the ICRC verdict of a RoCEv2 frame, without the rest of the
+/// dissection: cheap enough to run on another thread ahead of [`dissect`]
+/// (which then runs with `verify_icrc: false`). `None` when the frame is not
+/// RoCEv2 over IPv4/IPv6 (RoCEv1 and native InfiniBand are left to
+/// [`dissect`]) or its headers do not parse.
+pub fn rocev2_icrc_status(link: LinkType, frame: &[u8], config: &Config) -> Option<IcrcStatus> {
+    let (mut ether, mut rest) = match link {
+        LinkType::ETHERNET => Ethernet::parse(frame)
+            .ok()
+            .map(|(e, r)| (e.ether_type, r))?,
+        LinkType::LINUX_SLL => LinuxSll::parse(frame).ok().map(|(h, r)| (h.protocol, r))?,
+        LinkType::LINUX_SLL2 => LinuxSll2::parse(frame).ok().map(|(h, r)| (h.protocol, r))?,
+        LinkType::RAW
+        | LinkType::RAW_BSD
+        | LinkType::RAW_OPENBSD
+        | LinkType::IPV4
+        | LinkType::IPV6 => (ether_type::IPV4, frame),
+        _ => return None,
+    };
+    let mut tags = 0;
+    while ether == ether_type::VLAN || ether == ether_type::QINQ {
+        let (v, r) = Vlan::parse(rest).ok()?;
+        tags += 1;
+        if tags > 8 {
+            return None;
+        }
+        (ether, rest) = (v.ether_type, r);
+    }
+    if ether != ether_type::IPV4 && ether != ether_type::IPV6 {
+        return None;
+    }
+    let (ip, payload) = Ip::parse(rest).ok()?;
+    if ip.protocol() != PROTO_UDP {
+        return None;
+    }
+    let (udp, ib) = Udp::parse(payload).ok()?;
+    if udp.destination_port != config.rocev2_port || ib.len() < 4 {
+        return None;
+    }
+    let whole = ip.captured_whole(rest.len()) && usize::from(udp.length) <= payload.len();
+    let udp_header = payload.get(..Udp::HEADER_LEN)?;
+    Some(icrc::check_rocev2(ip.header(), udp_header, ib, whole))
+}
+
 /// Offset of `inner` inside `outer` (both borrowed from the same frame).
 fn offset_in(outer: &[u8], inner: &[u8]) -> usize {
     (inner.as_ptr() as usize).saturating_sub(outer.as_ptr() as usize)

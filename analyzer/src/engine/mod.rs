@@ -31,6 +31,7 @@ pub(crate) type Map<K, V> = std::collections::HashMap<K, V, foldhash::quality::R
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
+use rdma_dissectors::ib::icrc::IcrcStatus;
 use rdma_dissectors::ib::Qpn;
 use rdma_dissectors::link::LinkType;
 use rdma_dissectors::stack::{self, RpcRdmaDecode};
@@ -120,6 +121,22 @@ pub enum Event<'a> {
         orig_len: u32,
         /// Captured bytes.
         data: &'a [u8],
+    },
+    /// A captured frame whose RoCEv2 ICRC a source already checked (on
+    /// another thread): the engine does not verify it again.
+    CheckedFrame {
+        /// 1-based frame number.
+        number: u64,
+        /// Capture time, ns since the epoch.
+        ts_ns: u64,
+        /// Link type of the capture interface.
+        link: LinkType,
+        /// Length on the wire.
+        orig_len: u32,
+        /// Captured bytes.
+        data: &'a [u8],
+        /// The ICRC verdict (`rdma_dissectors::stack::rocev2_icrc_status`).
+        icrc: IcrcStatus,
     },
     /// Time passes without traffic (live mode).
     Tick(u64),
@@ -264,7 +281,15 @@ impl Engine {
                 link,
                 orig_len,
                 data,
-            } => self.frame(number, ts_ns, link, orig_len, data, out),
+            } => self.frame(number, ts_ns, link, orig_len, data, None, out),
+            Event::CheckedFrame {
+                number,
+                ts_ns,
+                link,
+                orig_len,
+                data,
+                icrc,
+            } => self.frame(number, ts_ns, link, orig_len, data, Some(icrc), out),
             Event::Tick(ts) => {
                 self.state.totals.last_ts_ns = self.state.totals.last_ts_ns.max(ts);
             }
@@ -294,6 +319,7 @@ impl Engine {
         })));
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn frame(
         &mut self,
         number: u64,
@@ -301,6 +327,7 @@ impl Engine {
         link: LinkType,
         orig_len: u32,
         data: &[u8],
+        checked: Option<IcrcStatus>,
         out: &mut Vec<Finding>,
     ) {
         let t = &mut self.state.totals;
@@ -311,7 +338,18 @@ impl Engine {
         }
         t.last_ts_ns = t.last_ts_ns.max(ts);
         let _ = orig_len;
-        let d = stack::dissect(link, data, &self.config.stack);
+        let d = match checked {
+            None => stack::dissect(link, data, &self.config.stack),
+            Some(icrc) => {
+                let config = stack::Config {
+                    verify_icrc: false,
+                    ..self.config.stack
+                };
+                let mut d = stack::dissect(link, data, &config);
+                d.icrc = Some(icrc);
+                d
+            }
+        };
         match d.icrc {
             Some(rdma_dissectors::ib::icrc::IcrcStatus::Valid) => t.icrc_valid += 1,
             Some(rdma_dissectors::ib::icrc::IcrcStatus::Invalid { found, computed }) => {
