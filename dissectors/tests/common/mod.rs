@@ -1,4 +1,6 @@
 //! Frames from the real captures for tests and benchmarks.
+// Each test crate uses a different subset of these helpers.
+#![allow(dead_code)]
 
 use std::path::Path;
 
