@@ -85,6 +85,29 @@ pub struct SegmentUse {
     pub remotely_invalidated: bool,
 }
 
+impl SegmentUse {
+    /// A segment as the call advertised it, before anything moved.
+    fn advertised(
+        kind: ChunkKind,
+        chunk: u32,
+        position: Option<u32>,
+        s: rdma_dissectors::rpcrdma::Segment,
+    ) -> Self {
+        SegmentUse {
+            kind,
+            chunk,
+            position,
+            handle: s.handle,
+            length: s.length,
+            offset: s.offset,
+            bytes_moved: 0,
+            reported_length: None,
+            frames: Vec::new(),
+            remotely_invalidated: false,
+        }
+    }
+}
+
 /// One step of the ladder diagram.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LadderStep {
@@ -627,49 +650,27 @@ impl Engine {
             fill_call(&mut rec, c.prog, c.vers, c.proc, c.args, ddp);
         }
         for r in chunks.read_list() {
-            rec.chunks.push(SegmentUse {
-                kind: ChunkKind::Read,
-                chunk: 0,
-                position: Some(r.position),
-                handle: r.segment.handle,
-                length: r.segment.length,
-                offset: r.segment.offset,
-                bytes_moved: 0,
-                reported_length: None,
-                frames: Vec::new(),
-                remotely_invalidated: false,
-            });
+            rec.chunks.push(SegmentUse::advertised(
+                ChunkKind::Read,
+                0,
+                Some(r.position),
+                r.segment,
+            ));
         }
         for (i, w) in chunks.write_list().enumerate() {
-            for s in w.segments() {
-                rec.chunks.push(SegmentUse {
-                    kind: ChunkKind::Write,
-                    chunk: i as u32,
-                    position: None,
-                    handle: s.handle,
-                    length: s.length,
-                    offset: s.offset,
-                    bytes_moved: 0,
-                    reported_length: None,
-                    frames: Vec::new(),
-                    remotely_invalidated: false,
-                });
+            for seg in w.segments() {
+                rec.chunks.push(SegmentUse::advertised(
+                    ChunkKind::Write,
+                    i as u32,
+                    None,
+                    seg,
+                ));
             }
         }
         if let Some(rc) = chunks.reply_chunk() {
-            for s in rc.segments() {
-                rec.chunks.push(SegmentUse {
-                    kind: ChunkKind::Reply,
-                    chunk: 0,
-                    position: None,
-                    handle: s.handle,
-                    length: s.length,
-                    offset: s.offset,
-                    bytes_moved: 0,
-                    reported_length: None,
-                    frames: Vec::new(),
-                    remotely_invalidated: false,
-                });
+            for seg in rc.segments() {
+                rec.chunks
+                    .push(SegmentUse::advertised(ChunkKind::Reply, 0, None, seg));
             }
         }
         let cap = self.config.max_ladder_steps;
