@@ -408,7 +408,6 @@ impl Engine {
                     c.server_comm_id = Some(rep.local_comm_id);
                     c.server_start_psn = Some(rep.starting_psn.get());
                     c.server_private = private;
-                    let v1 = |p: Option<CmPrivateData>| p.and_then(|p| p.v1());
                     c.negotiated = Some(rpcrdma_cm::negotiate(
                         v1(c.client_private),
                         v1(c.server_private),

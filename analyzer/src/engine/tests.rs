@@ -6,7 +6,7 @@ use std::net::Ipv4Addr;
 use std::path::Path;
 
 use rdma_dissectors::ib::bth::{Bth, Opcode};
-use rdma_dissectors::ib::{PKey, Psn, Qpn, Transport};
+use rdma_dissectors::ib::Transport;
 use rdma_dissectors::oncrpc::{AuthFlavor, Call, MsgBody, OpaqueAuth, RpcMsg};
 use rdma_dissectors::rpcrdma::{Body, Chunks, Proc, RpcRdmaHeader, Xid};
 
@@ -181,20 +181,9 @@ const SERVER: Node = Node {
     ip: Ipv4Addr::new(10, 99, 0, 1),
 };
 
+/// An acknowledged RC packet header (the synth generator's builder).
 fn bth(opcode: Opcode, qpn: u32, psn: u32) -> Bth {
-    Bth {
-        opcode,
-        se: false,
-        m: false,
-        pad_count: 0,
-        tver: 0,
-        p_key: PKey::DEFAULT,
-        fecn: false,
-        becn: false,
-        dest_qp: Qpn::try_new(qpn & 0xff_ffff).unwrap(),
-        ack_req: true,
-        psn: Psn::try_new(psn & 0xff_ffff).unwrap(),
-    }
+    crate::synth::gen::bth(opcode, qpn, psn, true)
 }
 
 /// An RDMA_MSG NFSv3 GETATTR call with `xid`, as bytes of a Send payload.

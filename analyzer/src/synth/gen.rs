@@ -159,7 +159,8 @@ fn qpn(v: u32) -> Qpn {
     Qpn::try_new(v & MASK24).unwrap_or_default()
 }
 
-fn bth(opcode: Opcode, dest_qp: u32, p: u32, ack_req: bool) -> Bth {
+/// A BTH with the defaults every generated packet shares.
+pub(crate) fn bth(opcode: Opcode, dest_qp: u32, p: u32, ack_req: bool) -> Bth {
     Bth {
         opcode,
         se: false,

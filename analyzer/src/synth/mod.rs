@@ -28,7 +28,7 @@
 //! the last call of the first connection.
 
 pub mod cli;
-mod gen;
+pub(crate) mod gen;
 pub mod nfs;
 pub mod prng;
 pub mod wire;
