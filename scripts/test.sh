@@ -5,6 +5,7 @@
 #
 #   scripts/test.sh            everything
 #   FUZZ_SECONDS=0 scripts/test.sh   skip the fuzz smoke run
+#   LAB=0 scripts/test.sh            skip the VM lab (eBPF probes vs the wire, a few minutes under TCG)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -27,6 +28,16 @@ step "tests (cargo nextest)"
 cargo nextest run --workspace --no-fail-fast --status-level fail --final-status-level slow
 # nextest does not run doctests.
 cargo test --workspace --doc --quiet
+
+if [ "${LAB:-1}" != 0 ]; then
+    step "eBPF probes in the VM lab vs the wire (ebpf-probes/lab.sh)"
+    # The debug binary nextest just built carries the same eBPF object as a
+    # release build (the probes are always compiled for BPF in release), so
+    # no second build of the whole tree is needed.
+    lab_out=target/probes-lab
+    rm -rf "$lab_out"
+    PROFILE=debug ebpf-probes/lab.sh --out "$lab_out"
+fi
 
 step "rustdoc without warnings"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
