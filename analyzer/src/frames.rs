@@ -118,75 +118,75 @@ pub fn frame_json(number: u64, ts_ns: u64, orig_len: u32, d: &Dissection<'_>) ->
                    "hop_lmt": g.hop_lmt, "sgid": gid(&g.sgid), "dgid": gid(&g.dgid)}),
         );
     }
-    if let Some(b) = d.bth {
+    if let Some(b) = d.bth() {
         m.insert(
             "bth".into(),
             json!({"opcode": b.opcode.0, "opcode_name": b.opcode.name(), "se": b.se, "m": b.m, "pad_count": b.pad_count, "tver": b.tver,
                    "p_key": b.p_key.get(), "fecn": b.fecn, "becn": b.becn, "dest_qp": b.dest_qp.get(), "ack_req": b.ack_req, "psn": b.psn.get()}),
         );
     }
-    if let Some(h) = d.xrceth {
+    if let Some(h) = d.xrceth() {
         m.insert("xrceth".into(), json!({"xrc_srq": h.xrc_srq}));
     }
-    if let Some(h) = d.deth {
+    if let Some(h) = d.deth() {
         m.insert(
             "deth".into(),
             json!({"q_key": h.q_key, "src_qp": h.src_qp.get()}),
         );
     }
-    if let Some(h) = d.reth {
+    if let Some(h) = d.reth() {
         m.insert(
             "reth".into(),
             json!({"va": h.va, "r_key": h.r_key, "dma_length": h.dma_length}),
         );
     }
-    if let Some(h) = d.atomiceth {
+    if let Some(h) = d.atomiceth() {
         m.insert("atomiceth".into(), json!({"va": h.va, "r_key": h.r_key, "swap_add_data": h.swap_add_data, "compare_data": h.compare_data}));
     }
-    if let Some(h) = d.aeth {
+    if let Some(h) = d.aeth() {
         m.insert(
             "aeth".into(),
             json!({"syndrome": h.syndrome, "msn": h.msn, "kind": format!("{:?}", h.kind())}),
         );
     }
-    if let Some(h) = d.atomicacketh {
+    if let Some(h) = d.atomicacketh() {
         m.insert(
             "atomicacketh".into(),
             json!({"orig_remote_data": h.orig_remote_data}),
         );
     }
-    if let Some(h) = d.immdt {
+    if let Some(h) = d.immdt() {
         m.insert("immdt".into(), json!({"imm": h.imm}));
     }
-    if let Some(h) = d.ieth {
+    if let Some(h) = d.ieth() {
         m.insert("ieth".into(), json!({"r_key": h.r_key}));
     }
-    if d.bth.is_some() {
-        m.insert("payload_len".into(), json!(d.payload.len()));
+    if d.bth().is_some() {
+        m.insert("payload_len".into(), json!(d.payload().len()));
     }
-    if let Some(mad) = d.mad {
+    if let Some(mad) = d.mad() {
         m.insert(
             "mad".into(),
             json!({"base_version": mad.base_version, "mgmt_class": mad.mgmt_class, "class_version": mad.class_version, "method": mad.method,
                    "status": mad.status, "transaction_id": mad.transaction_id, "attribute_id": mad.attribute_id, "attribute_modifier": mad.attribute_modifier}),
         );
     }
-    if let Some(cm) = d.cm {
-        m.insert("cm".into(), cm_json(&cm));
+    if let Some(cm) = d.cm() {
+        m.insert("cm".into(), cm_json(cm));
     }
-    if let Some(c) = d.cma {
+    if let Some(c) = d.cma() {
         m.insert(
             "cma".into(),
             json!({"cma_version": c.cma_version, "ip_version": c.ip_version, "src_port": c.src_port, "src_addr": c.src_addr.to_string(), "dst_addr": c.dst_addr.to_string()}),
         );
     }
-    if let Some((off, p)) = d.rpcrdma_cm_private {
+    if let Some((off, p)) = d.rpcrdma_cm_private() {
         m.insert("rpcrdma_cm_private".into(), private_json(off, p));
     }
-    if let Some(h) = &d.rpcrdma {
+    if let Some(h) = &d.rpcrdma() {
         m.insert("rpcrdma".into(), rpcrdma_json(h));
     }
-    if let Some(r) = &d.rpc {
+    if let Some(r) = &d.rpc() {
         let v = match &r.body {
             MsgBody::Call(c) => {
                 let mut o = json!({"xid": r.xid, "msg_type": "call", "rpcvers": c.rpcvers, "program": c.prog, "version": c.vers, "procedure": c.proc,
@@ -225,7 +225,7 @@ pub fn frame_json(number: u64, ts_ns: u64, orig_len: u32, d: &Dissection<'_>) ->
         };
         m.insert("rpc".into(), v);
     }
-    if let Some(n) = &d.nfs {
+    if let Some(n) = &d.nfs() {
         let ops: Vec<&str> = n
             .ops()
             .iter()
@@ -389,7 +389,7 @@ pub fn frame_text(number: u64, ts_ns: u64, orig_len: u32, d: &Dissection<'_>) ->
     if let Some(ip) = d.ip {
         s.push_str(&format!(" {} > {}", ip.source(), ip.destination()));
     }
-    if let Some(b) = d.bth {
+    if let Some(b) = d.bth() {
         s.push_str(&format!(
             " | {} qp {:#x} psn {:#x}",
             b.opcode.name(),
@@ -400,32 +400,32 @@ pub fn frame_text(number: u64, ts_ns: u64, orig_len: u32, d: &Dissection<'_>) ->
             s.push_str(" A");
         }
     }
-    if let Some(r) = d.reth {
+    if let Some(r) = d.reth() {
         s.push_str(&format!(
             " | RETH va {:#x} rkey {:#x} len {}",
             r.va, r.r_key, r.dma_length
         ));
     }
-    if let Some(a) = d.aeth {
+    if let Some(a) = d.aeth() {
         s.push_str(&format!(" | AETH {:?} msn {}", a.kind(), a.msn));
     }
-    if let Some(i) = d.ieth {
+    if let Some(i) = d.ieth() {
         s.push_str(&format!(" | IETH rkey {:#x}", i.r_key));
     }
-    if let Some(cm) = d.cm {
-        let v = cm_json(&cm);
+    if let Some(cm) = d.cm() {
+        let v = cm_json(cm);
         s.push_str(&format!(" | CM {}", v["message"].as_str().unwrap_or("?")));
         if let Some(q) = v.get("local_qpn") {
             s.push_str(&format!(" qpn {q}"));
         }
     }
-    if let Some(c) = d.cma {
+    if let Some(c) = d.cma() {
         s.push_str(&format!(
             " | CMA {}:{} > {}",
             c.src_addr, c.src_port, c.dst_addr
         ));
     }
-    if let Some((_, p)) = d.rpcrdma_cm_private {
+    if let Some((_, p)) = d.rpcrdma_cm_private() {
         match p.v1() {
             Some(v) => s.push_str(&format!(
                 " | RPC/RDMA private v1 R={} send {} recv {}",
@@ -436,7 +436,7 @@ pub fn frame_text(number: u64, ts_ns: u64, orig_len: u32, d: &Dissection<'_>) ->
             None => s.push_str(" | RPC/RDMA private data of an unknown version"),
         }
     }
-    if let Some(h) = &d.rpcrdma {
+    if let Some(h) = &d.rpcrdma() {
         s.push_str(&format!(
             " | {} xid {:#010x} credits {}",
             h.proc.name().unwrap_or("?"),
@@ -453,12 +453,12 @@ pub fn frame_text(number: u64, ts_ns: u64, orig_len: u32, d: &Dissection<'_>) ->
             }
         }
     }
-    if let Some(r) = &d.rpc {
+    if let Some(r) = &d.rpc() {
         match &r.body {
             MsgBody::Call(c) => {
-                let name = d.nfs.as_ref().and_then(|n| n.procedure).unwrap_or("?");
+                let name = d.nfs().as_ref().and_then(|n| n.procedure).unwrap_or("?");
                 s.push_str(&format!(" | RPC call prog {} v{} {name}", c.prog, c.vers));
-                if let Some(n) = &d.nfs {
+                if let Some(n) = &d.nfs() {
                     if !n.ops().is_empty() {
                         let ops: Vec<&str> = n
                             .ops()

@@ -366,14 +366,14 @@ fn own_view(path: &Path) -> BTreeMap<u64, FrameView> {
     let mut m = BTreeMap::new();
     while let Some(p) = r.next_packet().unwrap() {
         let d = stack::dissect(p.link_type, p.data, &cfg);
-        let b = d.bth.expect("every frame has a BTH");
+        let b = d.bth().expect("every frame has a BTH");
         let op = b.opcode;
-        let rpc = if d.mad.is_none()
+        let rpc = if d.mad().is_none()
             && matches!(
                 op,
                 Opcode::RC_SEND_ONLY | Opcode::RC_SEND_ONLY_WITH_INVALIDATE | Opcode::RC_SEND_FIRST
             ) {
-            RpcRdmaHeader::parse_fixed(d.payload)
+            RpcRdmaHeader::parse_fixed(d.payload())
                 .ok()
                 .map(|f| (f.xid.0, u32::from(f.proc)))
         } else {

@@ -29,7 +29,7 @@ fn main() {
     let mut sink = 0u64;
     for _ in 0..n {
         let d = dissect(LinkType::ETHERNET, std::hint::black_box(&frame), &config);
-        sink = sink.wrapping_add(d.payload.len() as u64);
+        sink = sink.wrapping_add(d.payload().len() as u64);
     }
     println!("{which} x{n} icrc={icrc}: {sink}");
 }

@@ -91,18 +91,18 @@ fn tally(d: &Dissection<'_>, counts: &mut BTreeMap<&'static str, u64>) {
     };
     add("ip", d.ip.is_some());
     add("udp", d.udp.is_some());
-    add("bth", d.bth.is_some());
-    add("reth", d.reth.is_some());
-    add("aeth", d.aeth.is_some());
-    add("ieth", d.ieth.is_some());
-    add("deth", d.deth.is_some());
-    add("mad", d.mad.is_some());
-    add("cm", d.cm.is_some());
-    add("cma", d.cma.is_some());
-    add("rpcrdma_cm_private", d.rpcrdma_cm_private.is_some());
-    add("rpcrdma", d.rpcrdma.is_some());
-    add("rpc", d.rpc.is_some());
-    add("nfs", d.nfs.is_some());
+    add("bth", d.bth().is_some());
+    add("reth", d.reth().is_some());
+    add("aeth", d.aeth().is_some());
+    add("ieth", d.ieth().is_some());
+    add("deth", d.deth().is_some());
+    add("mad", d.mad().is_some());
+    add("cm", d.cm().is_some());
+    add("cma", d.cma().is_some());
+    add("rpcrdma_cm_private", d.rpcrdma_cm_private().is_some());
+    add("rpcrdma", d.rpcrdma().is_some());
+    add("rpc", d.rpc().is_some());
+    add("nfs", d.nfs().is_some());
     add("errors", d.stop.is_some());
 }
 
@@ -126,20 +126,20 @@ fn write_seeds(dir: &Path, frame: u64, data: &[u8], d: &Dissection<'_>) -> std::
         }
         let _ = udp;
     }
-    if !d.payload.is_empty() {
-        let p = &data[from(d.payload)..from(d.payload) + d.payload.len()];
-        if d.mad.is_some() {
+    if !d.payload().is_empty() {
+        let p = &data[from(d.payload())..from(d.payload()) + d.payload().len()];
+        if d.mad().is_some() {
             put("mad_cm", p)?;
         } else {
             put("rpcrdma", p)?;
-            if let Some(h) = &d.rpcrdma {
+            if let Some(h) = &d.rpcrdma() {
                 if let Some(rpc) = p.get(h.header_len()..) {
                     put("oncrpc", rpc)?;
                 }
             }
         }
     }
-    if let Some(cm) = d.cm {
+    if let Some(cm) = d.cm() {
         let private = match cm {
             rdma_dissectors::ib::cm::CmMessage::Req(r) => Some(r.private_data),
             rdma_dissectors::ib::cm::CmMessage::Rep(r) => Some(r.private_data),

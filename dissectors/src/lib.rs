@@ -33,11 +33,11 @@
 //! ];
 //! let d = stack::dissect(LinkType::ETHERNET, frame, &stack::Config::default());
 //! assert!(d.stop.is_none());
-//! let bth = d.bth.expect("a RoCEv2 frame has a BTH");
+//! let bth = d.bth().expect("a RoCEv2 frame has a BTH");
 //! assert_eq!(bth.opcode.name(), "RC Acknowledge");
 //! assert_eq!(bth.dest_qp.get(), 0x11);
 //! assert_eq!(bth.psn.get(), 0x430ac5);
-//! assert_eq!(d.aeth.map(|a| a.msn), Some(1));
+//! assert_eq!(d.aeth().map(|a| a.msn), Some(1));
 //! assert_eq!(d.icrc, Some(IcrcStatus::Valid));
 //! ```
 //!

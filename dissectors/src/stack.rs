@@ -29,8 +29,9 @@ use crate::ib::ieth::Ieth;
 use crate::ib::immdt::ImmDt;
 use crate::ib::lrh::{LinkNextHeader, Lrh};
 use crate::ib::mad::Mad;
+use crate::ib::rdeth::Rdeth;
 use crate::ib::reth::Reth;
-use crate::ib::transport;
+use crate::ib::transport::{self, Transport};
 use crate::ib::xrceth::XrcEth;
 use crate::ip::{Ip, PROTO_UDP};
 use crate::layer::Layer;
@@ -80,6 +81,13 @@ pub enum RpcRdmaDecode {
 }
 
 /// Everything [`dissect`] found in one frame.
+///
+/// The layers above the IBA transport come in two families that never share
+/// a frame (management datagrams on QP0/QP1, RPC-over-RDMA on RC SENDs), so
+/// they share one [`Upper`] slot: the struct is as big as the larger family,
+/// not the sum, which matters because one is built and moved per frame.
+/// Accessor methods ([`Dissection::bth`], [`Dissection::cm`],
+/// [`Dissection::nfs`], ...) read through the nesting.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct Dissection<'a> {
@@ -97,54 +105,197 @@ pub struct Dissection<'a> {
     pub lrh: Option<Lrh>,
     /// Global Route Header (RoCEv1, or native InfiniBand with a GRH).
     pub grh: Option<Grh>,
-    /// Base Transport Header.
-    pub bth: Option<Bth>,
-    /// XRC extension header.
-    pub xrceth: Option<XrcEth>,
-    /// Datagram extension header (UD).
-    pub deth: Option<Deth>,
-    /// RDMA extension header.
-    pub reth: Option<Reth>,
-    /// Atomic extension header.
-    pub atomiceth: Option<AtomicEth>,
-    /// ACK extension header.
-    pub aeth: Option<Aeth>,
-    /// Atomic ACK extension header.
-    pub atomicacketh: Option<AtomicAckEth>,
-    /// Immediate data.
-    pub immdt: Option<ImmDt>,
-    /// Invalidate extension header (the R_Key a Send With Invalidate names).
-    pub ieth: Option<Ieth>,
-    /// The IB payload after the transport headers, without pad bytes.
-    pub payload: &'a [u8],
+    /// BTH, extension headers, payload and pad.
+    pub transport: Option<Transport<'a>>,
     /// Result of the ICRC check.
     pub icrc: Option<IcrcStatus>,
     /// Result of the VCRC check (native InfiniBand only).
     pub vcrc: Option<VcrcStatus>,
-    /// MAD header (UD traffic to QP1).
-    pub mad: Option<Mad>,
+    /// The layers above the transport, if any parsed.
+    pub upper: Upper<'a>,
+    /// Where and why parsing stopped, if it did.
+    pub stop: Option<Error>,
+}
+
+/// The layers above the IBA transport in one frame.
+#[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
+pub enum Upper<'a> {
+    /// Nothing above the transport was decoded.
+    #[default]
+    None,
+    /// A MAD on QP0/QP1 and what it carries.
+    Mad(MadLayers<'a>),
+    /// An RC SEND First/Only taken for RPC-over-RDMA.
+    RpcRdma(RpcRdmaLayers<'a>),
+}
+
+/// A MAD (UD SEND to QP0/QP1) and the CM layers inside it.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct MadLayers<'a> {
+    /// MAD header.
+    pub mad: Mad,
     /// CM message in the MAD.
     pub cm: Option<CmMessage<'a>>,
     /// RDMA-CM header at the start of a REQ's private data.
     pub cma: Option<CmaHeader>,
     /// RFC 8797 private data and its offset in the consumer's private data.
     pub rpcrdma_cm_private: Option<(usize, CmPrivateData)>,
-    /// RPC-over-RDMA header.
-    pub rpcrdma: Option<RpcRdmaHeader<'a>>,
+}
+
+/// RPC-over-RDMA and the ONC RPC / NFS layers inside an RC SEND.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct RpcRdmaLayers<'a> {
     /// Offset of the RPC-over-RDMA header in the frame.
-    pub rpcrdma_offset: usize,
+    pub offset: usize,
+    /// RPC-over-RDMA header (`None` when a SEND First cut it short).
+    pub header: Option<RpcRdmaHeader<'a>>,
     /// ONC RPC message in an RDMA_MSG payload stream.
     pub rpc: Option<RpcMsg<'a>>,
     /// NFS (or MOUNT, NLM, ...) call summary.
     pub nfs: Option<CallSummary>,
-    /// Where and why parsing stopped, if it did.
-    pub stop: Option<Error>,
 }
 
 impl<'a> Dissection<'a> {
     /// Whether the frame is RoCE or native InfiniBand traffic.
     pub fn is_ib(&self) -> bool {
-        self.bth.is_some()
+        self.transport.is_some()
+    }
+
+    /// Base Transport Header.
+    #[inline]
+    pub fn bth(&self) -> Option<Bth> {
+        self.transport.map(|t| t.bth)
+    }
+
+    /// Reliable Datagram extension header.
+    #[inline]
+    pub fn rdeth(&self) -> Option<Rdeth> {
+        self.transport.and_then(|t| t.rdeth)
+    }
+
+    /// XRC extension header.
+    #[inline]
+    pub fn xrceth(&self) -> Option<XrcEth> {
+        self.transport.and_then(|t| t.xrceth)
+    }
+
+    /// Datagram extension header (UD).
+    #[inline]
+    pub fn deth(&self) -> Option<Deth> {
+        self.transport.and_then(|t| t.deth)
+    }
+
+    /// RDMA extension header.
+    #[inline]
+    pub fn reth(&self) -> Option<Reth> {
+        self.transport.and_then(|t| t.reth)
+    }
+
+    /// Atomic extension header.
+    #[inline]
+    pub fn atomiceth(&self) -> Option<AtomicEth> {
+        self.transport.and_then(|t| t.atomiceth)
+    }
+
+    /// ACK extension header.
+    #[inline]
+    pub fn aeth(&self) -> Option<Aeth> {
+        self.transport.and_then(|t| t.aeth)
+    }
+
+    /// Atomic ACK extension header.
+    #[inline]
+    pub fn atomicacketh(&self) -> Option<AtomicAckEth> {
+        self.transport.and_then(|t| t.atomicacketh)
+    }
+
+    /// Immediate data.
+    #[inline]
+    pub fn immdt(&self) -> Option<ImmDt> {
+        self.transport.and_then(|t| t.immdt)
+    }
+
+    /// Invalidate extension header (the R_Key a Send With Invalidate names).
+    #[inline]
+    pub fn ieth(&self) -> Option<Ieth> {
+        self.transport.and_then(|t| t.ieth)
+    }
+
+    /// The IB payload after the transport headers, without pad bytes
+    /// (empty when the transport did not parse).
+    #[inline]
+    pub fn payload(&self) -> &'a [u8] {
+        self.transport.map_or(&[], |t| t.payload)
+    }
+
+    /// The MAD layers, if the frame is a MAD.
+    #[inline]
+    pub fn mad_layers(&self) -> Option<&MadLayers<'a>> {
+        match &self.upper {
+            Upper::Mad(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The RPC-over-RDMA layers, if the SEND was taken for RPC-over-RDMA.
+    #[inline]
+    pub fn rpcrdma_layers(&self) -> Option<&RpcRdmaLayers<'a>> {
+        match &self.upper {
+            Upper::RpcRdma(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// MAD header (UD traffic to QP1).
+    #[inline]
+    pub fn mad(&self) -> Option<Mad> {
+        self.mad_layers().map(|m| m.mad)
+    }
+
+    /// CM message in the MAD.
+    #[inline]
+    pub fn cm(&self) -> Option<&CmMessage<'a>> {
+        self.mad_layers()?.cm.as_ref()
+    }
+
+    /// RDMA-CM header at the start of a REQ's private data.
+    #[inline]
+    pub fn cma(&self) -> Option<CmaHeader> {
+        self.mad_layers()?.cma
+    }
+
+    /// RFC 8797 private data and its offset in the consumer's private data.
+    #[inline]
+    pub fn rpcrdma_cm_private(&self) -> Option<(usize, CmPrivateData)> {
+        self.mad_layers()?.rpcrdma_cm_private
+    }
+
+    /// RPC-over-RDMA header.
+    #[inline]
+    pub fn rpcrdma(&self) -> Option<&RpcRdmaHeader<'a>> {
+        self.rpcrdma_layers()?.header.as_ref()
+    }
+
+    /// Offset of the RPC-over-RDMA header in the frame (0 when the payload
+    /// was not taken for RPC-over-RDMA).
+    #[inline]
+    pub fn rpcrdma_offset(&self) -> usize {
+        self.rpcrdma_layers().map_or(0, |r| r.offset)
+    }
+
+    /// ONC RPC message in an RDMA_MSG payload stream.
+    #[inline]
+    pub fn rpc(&self) -> Option<&RpcMsg<'a>> {
+        self.rpcrdma_layers()?.rpc.as_ref()
+    }
+
+    /// NFS (or MOUNT, NLM, ...) call summary.
+    #[inline]
+    pub fn nfs(&self) -> Option<&CallSummary> {
+        self.rpcrdma_layers()?.nfs.as_ref()
     }
 }
 
@@ -384,25 +535,18 @@ fn dissect_transport<'a>(
     d: &mut Dissection<'a>,
 ) -> Result<(), Error> {
     let base = offset_in(frame, ib);
-    let t = transport::parse_transport(ib).map_err(|e| e.at(base))?;
-    d.bth = Some(t.bth);
-    d.xrceth = t.xrceth;
-    d.deth = t.deth;
-    d.reth = t.reth;
-    d.atomiceth = t.atomiceth;
-    d.aeth = t.aeth;
-    d.atomicacketh = t.atomicacketh;
-    d.immdt = t.immdt;
-    d.ieth = t.ieth;
-    d.payload = t.payload;
-    let op = t.bth.opcode;
+    transport::parse_transport_into(ib, &mut d.transport).map_err(|e| e.at(base))?;
+    let Some(t) = &d.transport else {
+        return Ok(());
+    };
+    let (op, payload) = (t.bth.opcode, t.payload);
     if op == Opcode::UD_SEND_ONLY && t.deth.is_some() && matches!(t.bth.dest_qp.get(), 0 | 1) {
-        return dissect_mad(frame, t.payload, d);
+        return dissect_mad(frame, payload, d);
     }
     if op.operation() == Operation::Send
         && matches!(op.position(), Some(Position::First | Position::Only))
     {
-        return dissect_rpcrdma(frame, t.payload, op, config, d);
+        return dissect_rpcrdma(frame, payload, op, config, d);
     }
     Ok(())
 }
@@ -414,12 +558,20 @@ fn dissect_mad<'a>(
 ) -> Result<(), Error> {
     let base = offset_in(frame, payload);
     let (mad, data) = Mad::parse(payload).map_err(|e| e.at(base))?;
-    d.mad = Some(mad);
+    d.upper = Upper::Mad(MadLayers {
+        mad,
+        cm: None,
+        cma: None,
+        rpcrdma_cm_private: None,
+    });
+    let Upper::Mad(layers) = &mut d.upper else {
+        return Ok(());
+    };
     if mad.mgmt_class != crate::ib::mad::class::CM {
         return Ok(());
     }
     let msg = cm::parse_cm(&mad, data).map_err(|e| e.at(offset_in(frame, data)))?;
-    d.cm = Some(msg);
+    layers.cm = Some(msg);
     let private = match msg {
         CmMessage::Req(r) => r.private_data,
         CmMessage::Rep(r) => r.private_data,
@@ -430,12 +582,12 @@ fn dissect_mad<'a>(
         CmMessage::Req(r) if r.service_id.rdma_cm().is_some() => {
             let (cma, rest) =
                 CmaHeader::parse(private).map_err(|e| e.at(offset_in(frame, private)))?;
-            d.cma = Some(cma);
+            layers.cma = Some(cma);
             rest
         }
         _ => private,
     };
-    d.rpcrdma_cm_private = rpcrdma_cm::find(consumer);
+    layers.rpcrdma_cm_private = rpcrdma_cm::find(consumer);
     Ok(())
 }
 
@@ -455,7 +607,15 @@ fn dissect_rpcrdma<'a>(
         return Ok(());
     }
     let base = offset_in(frame, payload);
-    d.rpcrdma_offset = base;
+    d.upper = Upper::RpcRdma(RpcRdmaLayers {
+        offset: base,
+        header: None,
+        rpc: None,
+        nfs: None,
+    });
+    let Upper::RpcRdma(layers) = &mut d.upper else {
+        return Ok(());
+    };
     let (hdr, stream) = match RpcRdmaHeader::parse(payload) {
         Ok(v) => v,
         // The rest of a multi-packet SEND is in later frames; a header cut
@@ -463,7 +623,7 @@ fn dissect_rpcrdma<'a>(
         Err(Error::Truncated { .. }) if op.position() == Some(Position::First) => return Ok(()),
         Err(e) => return Err(e.at(base)),
     };
-    d.rpcrdma = Some(hdr);
+    layers.header = Some(hdr);
     if !matches!(hdr.proc, Proc::Msg | Proc::Msgp) || stream.is_empty() {
         return Ok(());
     }
@@ -477,11 +637,11 @@ fn dissect_rpcrdma<'a>(
                     Some(c) => nfs::Ddp::new(c, msg.header_len()),
                     None => nfs::Ddp::NONE,
                 };
-                d.nfs = Some(nfs::describe_call_with(
+                layers.nfs = Some(nfs::describe_call_with(
                     call.prog, call.vers, call.proc, call.args, ddp,
                 ));
             }
-            d.rpc = Some(msg);
+            layers.rpc = Some(msg);
             Ok(())
         }
         Err(Error::Truncated { .. }) if op.position() == Some(Position::First) => Ok(()),
@@ -498,4 +658,16 @@ fn looks_like_rpcrdma(p: &[u8]) -> bool {
         _ => None,
     };
     matches!((word(1), word(2), word(3)), (Some(1), Some(credits), Some(proc)) if proc <= 4 && credits <= 0xffff)
+}
+
+#[cfg(test)]
+mod tests {
+    /// One is built and moved per frame, so its size shows in every
+    /// benchmark: a new layer belongs in [`super::Upper`] if it cannot share
+    /// a frame with the others.
+    #[test]
+    fn dissection_stays_small() {
+        let size = core::mem::size_of::<super::Dissection<'_>>();
+        assert!(size <= 768, "Dissection grew to {size} bytes");
+    }
 }

@@ -54,7 +54,7 @@ fn hot_paths_do_not_allocate() {
     };
     let n = allocations_of(|| {
         let d = dissect(LinkType::ETHERNET, &call, &config);
-        assert!(d.nfs.is_some() && d.rpc.is_some());
+        assert!(d.nfs().is_some() && d.rpc().is_some());
         std::hint::black_box(&d);
     });
     assert_eq!(n, 0, "dissecting an RPC call SEND allocated {n} times");

@@ -353,7 +353,7 @@ impl Engine {
             return;
         };
         let (src, dst) = (ip.source(), ip.destination());
-        let private = d.rpcrdma_cm_private.map(|(_, p)| p);
+        let private = d.rpcrdma_cm_private().map(|(_, p)| p);
         match cm {
             CmMessage::Req(req) => {
                 let key = (src, req.local_comm_id);

@@ -354,7 +354,7 @@ impl Engine {
             Some(rdma_dissectors::ib::icrc::IcrcStatus::Valid) => t.icrc_valid += 1,
             Some(rdma_dissectors::ib::icrc::IcrcStatus::Invalid { found, computed }) => {
                 t.icrc_invalid += 1;
-                let conn = d.bth.and_then(|b| self.conn_of_dest(&d, b.dest_qp));
+                let conn = d.bth().and_then(|b| self.conn_of_dest(&d, b.dest_qp));
                 self.anomaly(
                     out,
                     Kind::IcrcMismatch,
@@ -367,7 +367,7 @@ impl Engine {
             Some(_) => t.icrc_unchecked += 1,
             None => {}
         }
-        let Some(bth) = d.bth else {
+        let Some(bth) = d.bth() else {
             if let Some(e) = d.stop {
                 // A frame that got as far as UDP to the RoCEv2 port but no further.
                 if d.udp
@@ -400,7 +400,7 @@ impl Engine {
             );
             return;
         }
-        if let Some(cm) = d.cm {
+        if let Some(&cm) = d.cm() {
             self.state.totals.cm_messages += 1;
             self.cm_message(number, ts, &d, cm, out);
             return;

@@ -42,7 +42,7 @@ impl Engine {
         d: &Dissection<'_>,
         out: &mut Vec<Finding>,
     ) {
-        let Some(bth) = d.bth else { return };
+        let Some(bth) = d.bth() else { return };
         let op = bth.opcode;
         let psn = bth.psn.get();
         let operation = op.operation();
@@ -72,7 +72,8 @@ impl Engine {
                         // from a new one (tshark counts it twice).
                         let xid = (operation == Operation::Send)
                             .then(|| {
-                                rdma_dissectors::rpcrdma::RpcRdmaHeader::parse_fixed(d.payload).ok()
+                                rdma_dissectors::rpcrdma::RpcRdmaHeader::parse_fixed(d.payload())
+                                    .ok()
                             })
                             .flatten()
                             .map(|f| f.xid.0);
@@ -109,14 +110,14 @@ impl Engine {
                     return;
                 };
                 let m = Message {
-                    bytes: d.payload,
-                    total: d.payload.len(),
+                    bytes: d.payload(),
+                    total: d.payload().len(),
                     first_frame: number,
                     frame: number,
                     ts,
                     src,
                     dest,
-                    invalidate: d.ieth.map(|i| i.r_key),
+                    invalidate: d.ieth().map(|i| i.r_key),
                 };
                 self.send_packet(m, position, out);
             }
@@ -124,7 +125,7 @@ impl Engine {
             Operation::RdmaReadRequest => self.read_request(number, ts, dest, conn, d, out),
             Operation::RdmaReadResponse => self.read_response(number, ts, conn, d, out),
             Operation::Acknowledge => {
-                if let Some(aeth) = d.aeth {
+                if let Some(aeth) = d.aeth() {
                     match aeth.kind() {
                         AckKind::Nak(code) => {
                             let what = match code {
@@ -263,11 +264,11 @@ impl Engine {
         d: &Dissection<'_>,
         out: &mut Vec<Finding>,
     ) {
-        let Some(bth) = d.bth else { return };
-        let bytes = d.payload.len() as u32;
+        let Some(bth) = d.bth() else { return };
+        let bytes = d.payload().len() as u32;
         let position = bth.opcode.position();
         let cap = self.config.max_ladder_steps;
-        if let Some(reth) = d.reth {
+        if let Some(reth) = d.reth() {
             // First or Only: the RETH says where.
             let conn = match conn {
                 Some(c) => Some(c),
@@ -346,7 +347,7 @@ impl Engine {
         d: &Dissection<'_>,
         out: &mut Vec<Finding>,
     ) {
-        let (Some(bth), Some(reth)) = (d.bth, d.reth) else {
+        let (Some(bth), Some(reth)) = (d.bth(), d.reth()) else {
             return;
         };
         let conn = match conn {
@@ -408,10 +409,10 @@ impl Engine {
         d: &Dissection<'_>,
         out: &mut Vec<Finding>,
     ) {
-        let Some(bth) = d.bth else { return };
+        let Some(bth) = d.bth() else { return };
         let Some(conn) = conn else { return };
         let psn = bth.psn;
-        let bytes = d.payload.len() as u32;
+        let bytes = d.payload().len() as u32;
         let Some(corr) = self.conns.corr.get_mut(&conn) else {
             return;
         };
@@ -437,7 +438,7 @@ impl Engine {
             let _ = corr.reads.drain(..idx.min(corr.reads.len()));
         }
         let Some(tg) = target else { return };
-        let payload = d.payload;
+        let payload = d.payload();
         let cap = self.config.max_ladder_steps;
         let Some(t) = self.credit_segment(conn, tg, bytes, number, ts, true) else {
             return;

@@ -13,7 +13,7 @@ fuzz_target!(|data: &[u8]| {
             if let Some(e) = d.stop {
                 assert!(e.offset() <= data.len(), "{e} past the end of a {}-byte frame", data.len());
             }
-            assert!(d.payload.len() <= data.len());
+            assert!(d.payload().len() <= data.len());
         }
     }
 });

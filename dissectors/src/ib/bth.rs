@@ -360,6 +360,32 @@ const EXT_HEADERS: [ExtHeaders; 256] = {
     t
 };
 
+/// [`Opcode::operation`] for every opcode, built at compile time.
+// Evaluated at compile time: an out-of-range index fails the build.
+#[allow(clippy::indexing_slicing)]
+const OPERATIONS: [Operation; 256] = {
+    let mut t = [Operation::Unknown; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = Opcode(i as u8).compute_operation();
+        i += 1;
+    }
+    t
+};
+
+/// [`Opcode::position`] for every opcode, built at compile time.
+// Evaluated at compile time: an out-of-range index fails the build.
+#[allow(clippy::indexing_slicing)]
+const POSITIONS: [Option<Position>; 256] = {
+    let mut t = [None; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = Opcode(i as u8).compute_position();
+        i += 1;
+    }
+    t
+};
+
 /// A BTH opcode (IBA 9.2, table 38). Open: any byte is an opcode, and an
 /// undefined one is [`Transport::Unknown`]/[`Operation::Unknown`], not an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -613,7 +639,16 @@ impl Opcode {
     }
 
     /// The operation; [`Operation::Unknown`] for undefined opcodes.
+    // A u8 index into a 256-entry table cannot miss.
+    #[allow(clippy::indexing_slicing)]
+    #[inline]
     pub const fn operation(self) -> Operation {
+        OPERATIONS[self.0 as usize]
+    }
+
+    /// [`Opcode::operation`] worked out from table 38; tabulated at compile
+    /// time in `OPERATIONS`, as it is asked of every packet.
+    const fn compute_operation(self) -> Operation {
         if !self.is_known() {
             return Operation::Unknown;
         }
@@ -637,7 +672,16 @@ impl Opcode {
 
     /// The packet's place in its message, for SEND, RDMA WRITE and RDMA
     /// READ Response opcodes; `None` for the others.
+    // A u8 index into a 256-entry table cannot miss.
+    #[allow(clippy::indexing_slicing)]
+    #[inline]
     pub const fn position(self) -> Option<Position> {
+        POSITIONS[self.0 as usize]
+    }
+
+    /// [`Opcode::position`] worked out from table 38; tabulated at compile
+    /// time in `POSITIONS`.
+    const fn compute_position(self) -> Option<Position> {
         if !self.is_known() || matches!(self.transport(), Transport::Cnp) {
             return None;
         }

@@ -212,10 +212,65 @@ fn bad_pad(len: usize) -> Error {
 /// field `pad_count`) if there are fewer bytes after the headers than the
 /// pad count.
 pub fn parse_transport(input: &[u8]) -> Result<Transport<'_>> {
+    fill(input, &mut None).map(|t| *t)
+}
+
+/// [`parse_transport`] into `slot`, which is left `None` on error.
+///
+/// Building the 192-byte [`Transport`] where it will live, rather than
+/// returning it through a `Result` and moving it again, is a measurable part
+/// of a whole-frame dissection.
+#[inline]
+pub(crate) fn parse_transport_into<'a>(
+    input: &'a [u8],
+    slot: &mut Option<Transport<'a>>,
+) -> Result<()> {
+    match fill(input, slot) {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            *slot = None;
+            Err(e)
+        }
+    }
+}
+
+#[inline]
+fn fill<'a, 's>(
+    input: &'a [u8],
+    slot: &'s mut Option<Transport<'a>>,
+) -> Result<&'s mut Transport<'a>> {
     let (bth, mut rest) = Bth::parse(input)?;
-    let mut t = Transport::new(bth, &[]);
+    let t = slot.insert(Transport::new(bth, &[]));
+    let exts = bth.opcode.ext_headers();
+    // Middle packets, the bulk of any transfer, carry no extension header.
+    if !exts.is_empty() {
+        rest = parse_ext_headers(t, &exts, rest)?;
+    }
+    let pad = usize::from(bth.pad_count);
+    let Some(payload_len) = rest.len().checked_sub(pad) else {
+        return Err(Error::BadField {
+            layer: Layer::Bth,
+            offset: 1,
+            field: "pad_count",
+            value: u64::from(bth.pad_count),
+            expected: "no more than the bytes after the headers",
+        });
+    };
+    let (payload, pad) = rest.split_at(payload_len);
+    t.payload = payload;
+    t.pad = pad;
+    Ok(t)
+}
+
+/// Parses the extension headers `exts` (table 38 order) into `t`; returns
+/// what follows them.
+fn parse_ext_headers<'a>(
+    t: &mut Transport<'a>,
+    exts: &bth::ExtHeaders,
+    mut rest: &'a [u8],
+) -> Result<&'a [u8]> {
     let mut off = bth::HEADER_LEN;
-    for h in bth.opcode.ext_headers().iter() {
+    for h in exts.iter() {
         let at = |e: Error| e.at(off);
         rest = match h {
             ExtHeader::Rdeth => Rdeth::parse(rest).map(|(v, r)| (t.rdeth = Some(v), r)),
@@ -234,20 +289,7 @@ pub fn parse_transport(input: &[u8]) -> Result<Transport<'_>> {
         .1;
         off += h.wire_len();
     }
-    let pad = usize::from(bth.pad_count);
-    let Some(payload_len) = rest.len().checked_sub(pad) else {
-        return Err(Error::BadField {
-            layer: Layer::Bth,
-            offset: 1,
-            field: "pad_count",
-            value: u64::from(bth.pad_count),
-            expected: "no more than the bytes after the headers",
-        });
-    };
-    let (payload, pad) = rest.split_at(payload_len);
-    t.payload = payload;
-    t.pad = pad;
-    Ok(t)
+    Ok(rest)
 }
 
 #[cfg(test)]

@@ -44,11 +44,13 @@ pub fn find(name: &str, pred: impl Fn(&stack::Dissection<'_>) -> bool) -> Vec<u8
 /// An RC SEND Only carrying an RPC-over-RDMA call (RDMA_MSG + RPC call + NFS).
 pub fn rpc_call_send() -> Vec<u8> {
     find("v3-ddp.pcap", |d| {
-        d.nfs.is_some() && d.bth.is_some_and(|b| b.opcode.0 == 0x04)
+        d.nfs().is_some() && d.bth().is_some_and(|b| b.opcode.0 == 0x04)
     })
 }
 
 /// An RC RDMA WRITE Middle (payload only).
 pub fn write_middle() -> Vec<u8> {
-    find("v3-ddp.pcap", |d| d.bth.is_some_and(|b| b.opcode.0 == 0x07))
+    find("v3-ddp.pcap", |d| {
+        d.bth().is_some_and(|b| b.opcode.0 == 0x07)
+    })
 }
