@@ -20,6 +20,8 @@
 
 pub mod anomaly;
 mod conn;
+pub mod probe;
+pub mod probe_correlate;
 mod rdma;
 pub mod txn;
 
@@ -39,7 +41,7 @@ use serde::Serialize;
 
 pub use anomaly::{Anomaly, Kind, Severity};
 pub use conn::{CmState, Connection, CreditPoint, Role};
-pub use txn::{ChunkKind, LadderStep, SegmentUse, Transaction, Transfer};
+pub use txn::{ChunkKind, LadderStep, Origin, SegmentUse, Transaction, Transfer};
 
 /// A connection's identifier: small, stable for the whole run, in order of discovery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -138,7 +140,11 @@ pub enum Event<'a> {
         /// The ICRC verdict (`rdma_dissectors::stack::rocev2_icrc_status`).
         icrc: IcrcStatus,
     },
-    /// Time passes without traffic (live mode).
+    /// A kernel probe record (live mode with `--probes`): correlated into
+    /// transactions of the client's or the server's kernel
+    /// ([`Origin`]), alongside those of the wire.
+    Probe(&'a probe::Probe),
+    /// Time passes without traffic (live mode): ns since the epoch.
     Tick(u64),
     /// The source is exhausted: close out what is still open.
     End,
@@ -201,6 +207,10 @@ pub struct Totals {
     pub chunk_bytes: u64,
     /// Replies sent with Send With Invalidate.
     pub remote_invalidations: u64,
+    /// Kernel probe records handled.
+    pub probe_records: u64,
+    /// Transactions the probes completed (both sides).
+    pub probe_transactions: u64,
     /// Time of the first frame (ns since the epoch).
     pub first_ts_ns: u64,
     /// Time of the last frame.
@@ -243,18 +253,30 @@ pub struct Engine {
     qps: Map<QpKey, QpState>,
     next_conn: u32,
     conns: conn::Table,
+    kernel: probe_correlate::Correlator,
 }
 
 impl Engine {
     /// A new engine with `config`'s caps.
     pub fn new(config: Config) -> Self {
+        let kernel = probe_correlate::Correlator::new(probe_correlate::CorrelateConfig {
+            max_outstanding: config.max_outstanding,
+            max_ladder_steps: config.max_ladder_steps,
+            ..probe_correlate::CorrelateConfig::default()
+        });
         Engine {
             config,
             state: State::default(),
             qps: Map::default(),
             next_conn: 1,
             conns: conn::Table::default(),
+            kernel,
         }
+    }
+
+    /// The probe-side correlation (counters, CM private data the kprobes saw).
+    pub fn kernel(&self) -> &probe_correlate::Correlator {
+        &self.kernel
     }
 
     /// The aggregate state (connections, counters).
@@ -290,10 +312,24 @@ impl Engine {
                 data,
                 icrc,
             } => self.frame(number, ts_ns, link, orig_len, data, Some(icrc), out),
+            Event::Probe(p) => {
+                self.state.totals.probe_records += 1;
+                let from = out.len();
+                self.with_kernel(out, |k, out| k.handle(p, out));
+                self.count_kernel_findings(from, out);
+            }
             Event::Tick(ts) => {
                 self.state.totals.last_ts_ns = self.state.totals.last_ts_ns.max(ts);
+                let from = out.len();
+                self.with_kernel(out, |k, out| k.tick(ts, out));
+                self.count_kernel_findings(from, out);
             }
-            Event::End => self.end(out),
+            Event::End => {
+                self.end(out);
+                let from = out.len();
+                self.with_kernel(out, |k, out| k.end(out));
+                self.count_kernel_findings(from, out);
+            }
         }
     }
 
@@ -456,6 +492,28 @@ impl Engine {
             }
         }
         self.qps.entry(key).or_default()
+    }
+
+    /// Runs the probe correlator with the engine's connection-id counter.
+    fn with_kernel(
+        &mut self,
+        out: &mut Vec<Finding>,
+        f: impl FnOnce(&mut probe_correlate::Correlator, &mut Vec<Finding>),
+    ) {
+        self.kernel.next_conn = self.next_conn;
+        f(&mut self.kernel, out);
+        self.next_conn = self.kernel.next_conn;
+    }
+
+    fn count_kernel_findings(&mut self, from: usize, out: &[Finding]) {
+        for f in out.get(from..).unwrap_or_default() {
+            match f {
+                Finding::Transaction(_) => self.state.totals.probe_transactions += 1,
+                Finding::Anomaly(a) => {
+                    *self.state.anomaly_counts.entry(a.kind).or_default() += 1;
+                }
+            }
+        }
     }
 
     fn end(&mut self, out: &mut Vec<Finding>) {

@@ -134,9 +134,35 @@ pub struct Phases {
     pub reply_after_rdma_ns: Option<u64>,
 }
 
+/// Who saw a transaction: the wire, or one side's kernel through the probes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// Packet capture.
+    #[default]
+    Wire,
+    /// The client's kernel (`xprtrdma_*` probes).
+    ClientProbes,
+    /// The server's kernel (`svcrdma_*` probes).
+    ServerProbes,
+}
+
+impl Origin {
+    /// Stable name (JSON, TUI).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Wire => "wire",
+            Origin::ClientProbes => "client_probes",
+            Origin::ServerProbes => "server_probes",
+        }
+    }
+}
+
 /// A completed (or abandoned) RPC transaction.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Transaction {
+    /// Who saw it. Probe transactions number their "frames" by probe record.
+    pub origin: Origin,
     /// Connection.
     pub connection: ConnId,
     /// RPC XID.
@@ -599,6 +625,7 @@ impl Engine {
             anomalies.push(Kind::InlineThresholdExceeded);
         }
         let mut rec = Transaction {
+            origin: Origin::Wire,
             connection: conn,
             xid,
             backchannel,

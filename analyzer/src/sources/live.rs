@@ -16,7 +16,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -26,10 +26,9 @@ use clap::Args;
 use rdma_dissectors::link::LinkType;
 use serde_json::{json, Value};
 
-use crate::engine::{Config, Engine, Event, Finding, Transaction};
+use crate::engine::{Config, Engine, Event, Finding, Origin, Transaction};
 use crate::report;
 use crate::sources::ebpf::{self, Decoder, FormatSet, Plan, ProbeSet, StartError};
-use crate::sources::probe_correlate::{CorrelateConfig, Correlator};
 
 /// `rdma-analyzer live` options.
 #[derive(Debug, Clone, Args)]
@@ -64,6 +63,9 @@ pub struct LiveArgs {
     /// UDP port that carries RoCEv2.
     #[arg(long, default_value_t = 4791)]
     pub rocev2_port: u16,
+    /// Text output even on a terminal (the TUI is the default there).
+    #[arg(long)]
+    pub no_tui: bool,
 }
 
 /// Exit code when there is nothing to watch (no RDMA tracepoints, no interface).
@@ -222,36 +224,8 @@ fn cpu_seconds() -> f64 {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
-/// Where a finding came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Origin {
-    /// Packet capture.
-    Wire,
-    /// Client-side probes (`xprtrdma_*`).
-    ClientProbes,
-    /// Server-side probes (`svcrdma_*`).
-    ServerProbes,
-}
-
-impl Origin {
-    /// Stable name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Origin::Wire => "wire",
-            Origin::ClientProbes => "client_probes",
-            Origin::ServerProbes => "server_probes",
-        }
-    }
-}
-
 fn origin_of(t: &Transaction) -> Origin {
-    if t.call_header.starts_with("client probes") {
-        Origin::ClientProbes
-    } else if t.call_header.starts_with("server probes") {
-        Origin::ServerProbes
-    } else {
-        Origin::Wire
-    }
+    t.origin
 }
 
 /// The views of one XID held by the [`Merger`].
@@ -395,8 +369,16 @@ fn merge(mut v: Vec<(Origin, Box<Transaction>)>) -> Value {
     j
 }
 
+/// One captured frame, owned: it crosses from the capture thread.
+struct Captured {
+    number: u64,
+    ts_ns: u64,
+    orig_len: u32,
+    data: Vec<u8>,
+}
+
 enum FromCapture {
-    Findings(Vec<Finding>),
+    Frames(Vec<Captured>),
     Done {
         frames: u64,
         dropped: u64,
@@ -404,76 +386,253 @@ enum FromCapture {
     },
 }
 
-/// Runs `live`.
+/// Batches of captured frames in flight to the engine at most; with
+/// [`BATCH_BYTES`] this bounds the memory between capture and engine.
+const CAPTURE_CHANNEL_DEPTH: usize = 16;
+/// A batch is sent when it holds this many bytes (or frames, or every 50 ms).
+const BATCH_BYTES: usize = 1 << 20;
+const BATCH_FRAMES: usize = 1024;
+
+/// What `live` watches: the probes (their ring buffer is read on the
+/// caller's thread) and packet capture (on its own thread). Both turn into
+/// engine events through [`LiveInputs::poll`], so the headless mode and the
+/// TUI run one engine over the same events.
+pub struct LiveInputs {
+    probes: Option<(ProbeSet, Decoder)>,
+    capture: Option<(
+        mpsc::Receiver<FromCapture>,
+        thread::JoinHandle<()>,
+        LinkType,
+    )>,
+    capture_done: bool,
+    /// What the run counted so far.
+    pub stats: LiveStats,
+    /// Why the probes could not start (they were asked for), if they could not.
+    pub probes_error: Option<String>,
+    /// What is watched, in words (`probes + eth0`).
+    pub what: String,
+    /// Engine configuration for these inputs (the RoCEv2 port).
+    pub config: Config,
+}
+
+impl LiveInputs {
+    /// Starts what `args` asks for. A probe start that finds nothing to
+    /// attach is not an error (see [`LiveInputs::is_empty`]); no permission,
+    /// no tracefs, a build without probes and a missing interface are.
+    ///
+    /// # Errors
+    /// As above, in words the user can act on.
+    pub fn start(args: &LiveArgs) -> anyhow::Result<LiveInputs> {
+        if !args.probes && args.iface.is_none() {
+            bail!("live: say what to watch: --probes, -i IFACE, or both");
+        }
+        let mut config = Config::default();
+        config.stack.rocev2_port = args.rocev2_port;
+        let mut inputs = LiveInputs {
+            probes: None,
+            capture: None,
+            capture_done: true,
+            stats: LiveStats::default(),
+            probes_error: None,
+            what: String::new(),
+            config,
+        };
+        if args.probes {
+            match start_probes(args) {
+                Ok((set, dec)) => {
+                    inputs.stats.attached.clone_from(&set.attached);
+                    inputs.stats.missing = set
+                        .missing
+                        .iter()
+                        .map(|m| (m.what.clone(), m.why.clone()))
+                        .collect();
+                    inputs.probes = Some((set, dec));
+                }
+                // Not built with probes, no permission, no tracefs, or the
+                // kernel refused the program: an error, said as it is.
+                Err(e @ (StartError::NotBuilt(_) | StartError::Load(_))) => bail!("{e}"),
+                Err(e) => {
+                    if let StartError::NothingAttached(m) = &e {
+                        inputs.stats.missing =
+                            m.iter().map(|m| (m.what.clone(), m.why.clone())).collect();
+                    }
+                    inputs.probes_error = Some(e.to_string());
+                }
+            }
+            report_probes(&inputs.stats, inputs.probes_error.as_deref());
+        }
+        if let Some(iface) = &args.iface {
+            capture_preflight(iface).map_err(anyhow::Error::msg)?;
+            let (cap, link) = open_capture(iface, &args.filter)?;
+            let writer = match &args.write {
+                Some(p) => Some(
+                    PcapngWriter::create(p, link)
+                        .with_context(|| format!("creating {}", p.display()))?,
+                ),
+                None => None,
+            };
+            eprintln!("live: capturing on {iface} (filter {:?})", args.filter);
+            let (tx, rx) = mpsc::sync_channel(CAPTURE_CHANNEL_DEPTH);
+            let h = thread::Builder::new()
+                .name("live-capture".into())
+                .spawn(move || capture_loop(cap, writer, &tx))
+                .context("live: starting the capture thread")?;
+            inputs.capture = Some((rx, h, link));
+            inputs.capture_done = false;
+        }
+        let mut what = Vec::new();
+        if inputs.probes.is_some() {
+            what.push("probes".to_string());
+        }
+        if let Some(i) = &args.iface {
+            what.push(i.clone());
+        }
+        inputs.what = what.join(" + ");
+        Ok(inputs)
+    }
+
+    /// Nothing could be started: no RDMA tracepoints and no interface.
+    pub fn is_empty(&self) -> bool {
+        self.probes.is_none() && self.capture.is_none()
+    }
+
+    /// Hands what arrived to `handle` as engine events, waiting up to
+    /// `wait_ms` for probe records. False once every input has ended.
+    pub fn poll(&mut self, wait_ms: i32, handle: &mut dyn FnMut(Event<'_>)) -> bool {
+        if let Some((set, dec)) = self.probes.as_mut() {
+            // The probes wake the reader only when the ring is an eighth
+            // full; otherwise records wait at most `wait_ms`.
+            poll_readable(set.ring_fd(), wait_ms);
+            let (errors, first) = (
+                &mut self.stats.decode_errors,
+                &mut self.stats.first_decode_error,
+            );
+            let n = set.drain(|raw| match dec.decode(raw) {
+                Ok(p) => handle(Event::Probe(&p)),
+                Err(e) => {
+                    *errors += 1;
+                    first.get_or_insert_with(|| e.to_string());
+                }
+            });
+            self.stats.records += n;
+        } else {
+            thread::sleep(Duration::from_millis(u64::try_from(wait_ms).unwrap_or(0)));
+        }
+        if let Some((rx, _, link)) = &self.capture {
+            loop {
+                match rx.try_recv() {
+                    Ok(m) => {
+                        if Self::on_capture(m, *link, &mut self.stats, handle) {
+                            self.capture_done = true;
+                        }
+                    }
+                    Err(mpsc::TryRecvError::Empty) => break,
+                    Err(mpsc::TryRecvError::Disconnected) => {
+                        self.capture_done = true;
+                        break;
+                    }
+                }
+            }
+        }
+        self.probes.is_some() || !self.capture_done
+    }
+
+    /// True on `Done`.
+    fn on_capture(
+        m: FromCapture,
+        link: LinkType,
+        stats: &mut LiveStats,
+        handle: &mut dyn FnMut(Event<'_>),
+    ) -> bool {
+        match m {
+            FromCapture::Frames(v) => {
+                for f in &v {
+                    handle(Event::Frame {
+                        number: f.number,
+                        ts_ns: f.ts_ns,
+                        link,
+                        orig_len: f.orig_len,
+                        data: &f.data,
+                    });
+                }
+                false
+            }
+            FromCapture::Done {
+                frames,
+                dropped,
+                error,
+            } => {
+                stats.frames = frames;
+                stats.frames_dropped = dropped;
+                if let Some(e) = error {
+                    eprintln!("live: capture stopped: {e}");
+                }
+                true
+            }
+        }
+    }
+
+    /// Stops every input: the last probe records and frames go to `handle`,
+    /// the probes are detached, the capture thread is joined (its pcapng
+    /// finished).
+    pub fn finish(&mut self, handle: &mut dyn FnMut(Event<'_>)) {
+        STOP.store(true, Ordering::SeqCst);
+        if let Some((mut set, mut dec)) = self.probes.take() {
+            let (errors, first) = (
+                &mut self.stats.decode_errors,
+                &mut self.stats.first_decode_error,
+            );
+            let n = set.drain(|raw| match dec.decode(raw) {
+                Ok(p) => handle(Event::Probe(&p)),
+                Err(e) => {
+                    *errors += 1;
+                    first.get_or_insert_with(|| e.to_string());
+                }
+            });
+            self.stats.records += n;
+            self.stats.lost_in_kernel = set.lost();
+            self.stats.per_event.clone_from(&dec.counts);
+            set.detach();
+        }
+        if let Some((rx, h, link)) = self.capture.take() {
+            // Draining unblocks the capture thread if the channel was full.
+            while let Ok(m) = rx.recv() {
+                Self::on_capture(m, link, &mut self.stats, handle);
+            }
+            let _ = h.join();
+            self.capture_done = true;
+        }
+    }
+}
+
+/// Whether a signal (SIGINT, SIGTERM, SIGHUP) asked `live` to stop.
+pub fn stop_requested() -> bool {
+    STOP.load(Ordering::SeqCst)
+}
+
+/// Runs `live`: the TUI when standard output is a terminal (and no
+/// `--json-out`, `--duration` or `--no-tui`), otherwise headless.
 ///
 /// # Errors
 /// Bad arguments, a source that cannot start, output that cannot be written.
 pub fn run(args: &LiveArgs) -> anyhow::Result<ExitCode> {
-    if !args.probes && args.iface.is_none() {
-        bail!("live: say what to watch: --probes, -i IFACE, or both");
-    }
     install_signal_handlers();
     let started = Instant::now();
     let mono0 = monotonic_ns();
-    let mut stats = LiveStats::default();
-
-    // ------------------------------------------------ probes
-    let mut probes: Option<(ProbeSet, Decoder)> = None;
-    let mut probes_error: Option<String> = None;
-    if args.probes {
-        match start_probes(args) {
-            Ok((set, dec)) => {
-                stats.attached.clone_from(&set.attached);
-                stats.missing = set
-                    .missing
-                    .iter()
-                    .map(|m| (m.what.clone(), m.why.clone()))
-                    .collect();
-                probes = Some((set, dec));
-            }
-            // Not built with probes, no permission, no tracefs, or the
-            // kernel refused the program: an error, said as it is.
-            Err(e @ (StartError::NotBuilt(_) | StartError::Load(_))) => bail!("{e}"),
-            Err(e) => {
-                if let StartError::NothingAttached(m) = &e {
-                    stats.missing = m.iter().map(|m| (m.what.clone(), m.why.clone())).collect();
-                }
-                probes_error = Some(e.to_string());
-            }
-        }
-        report_probes(&stats, probes_error.as_deref());
-    }
-
-    // ------------------------------------------------ capture
-    let (tx, rx) = mpsc::sync_channel::<FromCapture>(256);
-    let mut capture_thread = None;
-    if let Some(iface) = &args.iface {
-        capture_preflight(iface).map_err(anyhow::Error::msg)?;
-        let mut cfg = Config::default();
-        cfg.stack.rocev2_port = args.rocev2_port;
-        let cap = open_capture(iface, &args.filter)?;
-        let writer = match &args.write {
-            Some(p) => Some(
-                PcapngWriter::create(p, cap.1)
-                    .with_context(|| format!("creating {}", p.display()))?,
-            ),
-            None => None,
-        };
-        eprintln!("live: capturing on {iface} (filter {:?})", args.filter);
-        let tx = tx.clone();
-        capture_thread = Some(thread::spawn(move || {
-            capture_loop(cap.0, cap.1, writer, cfg, &tx)
-        }));
-    }
-    drop(tx);
-
-    if probes.is_none() && capture_thread.is_none() {
+    let mut inputs = LiveInputs::start(args)?;
+    if inputs.is_empty() {
         eprintln!("live: nothing to watch on this host; exiting");
-        write_stats(args, &mut stats, started)?;
+        write_stats(args, &mut inputs.stats, started)?;
         return Ok(ExitCode::from(EXIT_NOTHING_TO_WATCH));
     }
+    let tui = !args.no_tui
+        && args.json_out.is_none()
+        && args.duration.is_none()
+        && std::io::IsTerminal::is_terminal(&io::stdout());
+    if tui {
+        return crate::tui::app::live(Box::new(LiveSource { inputs }));
+    }
 
-    // ------------------------------------------------ output
     let mut out: Box<dyn Write> = match &args.json_out {
         Some(p) => Box::new(BufWriter::new(
             File::create(p).with_context(|| format!("creating {}", p.display()))?,
@@ -481,65 +640,23 @@ pub fn run(args: &LiveArgs) -> anyhow::Result<ExitCode> {
         None => Box::new(BufWriter::new(io::stdout())),
     };
     let json_lines = args.json_out.is_some();
-    let mut correlator = Correlator::new(CorrelateConfig::default());
+    let mut engine = Engine::new(inputs.config.clone());
     let mut merger = Merger::new(1_000_000_000, 65536);
     let mut findings = Vec::new();
     let mut values = Vec::new();
     let deadline = args
         .duration
         .map(|d| started + Duration::from_secs_f64(d.max(0.0)));
-    let mut capture_done = capture_thread.is_none();
     let mut last_tick = Instant::now();
-
+    let mut stats = LiveStats::default();
     loop {
         if STOP.load(Ordering::SeqCst) || deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
-        // Probe records.
-        if let Some((set, dec)) = probes.as_mut() {
-            // The probes wake the reader only when the ring is an eighth full;
-            // otherwise records wait at most this long.
-            poll_readable(set.ring_fd(), 20);
-            let corr = &mut correlator;
-            let f = &mut findings;
-            let errs = (&mut stats.decode_errors, &mut stats.first_decode_error);
-            stats.records += set.drain(|raw| match dec.decode(raw) {
-                Ok(p) => corr.handle(&p, f),
-                Err(e) => {
-                    *errs.0 += 1;
-                    errs.1.get_or_insert_with(|| e.to_string());
-                }
-            });
-        } else {
-            thread::sleep(Duration::from_millis(50));
-        }
-        // Wire findings.
-        loop {
-            match rx.try_recv() {
-                Ok(FromCapture::Findings(v)) => findings.extend(v),
-                Ok(FromCapture::Done {
-                    frames,
-                    dropped,
-                    error,
-                }) => {
-                    stats.frames = frames;
-                    stats.frames_dropped = dropped;
-                    if let Some(e) = error {
-                        eprintln!("live: capture stopped: {e}");
-                    }
-                    capture_done = true;
-                }
-                Err(mpsc::TryRecvError::Empty) => break,
-                Err(mpsc::TryRecvError::Disconnected) => {
-                    capture_done = true;
-                    break;
-                }
-            }
-        }
+        let alive = inputs.poll(20, &mut |e| engine.handle(e, &mut findings));
         if last_tick.elapsed() >= Duration::from_millis(100) {
             last_tick = Instant::now();
-            let now_wall = wall_ns();
-            correlator.tick(now_wall, &mut findings);
+            engine.handle(Event::Tick(wall_ns()), &mut findings);
         }
         let now = monotonic_ns().saturating_sub(mono0);
         emit(
@@ -553,43 +670,13 @@ pub fn run(args: &LiveArgs) -> anyhow::Result<ExitCode> {
         )?;
         merger.flush(now, &mut values);
         write_values(&mut values, json_lines, &mut out, &mut stats.transactions)?;
-        if probes.is_none() && capture_done {
+        if !alive {
             break;
         }
     }
 
-    // ------------------------------------------------ shut down
-    STOP.store(true, Ordering::SeqCst);
-    if let Some((mut set, mut dec)) = probes.take() {
-        let corr = &mut correlator;
-        let f = &mut findings;
-        let errs = (&mut stats.decode_errors, &mut stats.first_decode_error);
-        stats.records += set.drain(|raw| match dec.decode(raw) {
-            Ok(p) => corr.handle(&p, f),
-            Err(e) => {
-                *errs.0 += 1;
-                errs.1.get_or_insert_with(|| e.to_string());
-            }
-        });
-        stats.lost_in_kernel = set.lost();
-        stats.per_event.clone_from(&dec.counts);
-        set.detach();
-    }
-    if let Some(h) = capture_thread.take() {
-        let _ = h.join();
-        while let Ok(m) = rx.recv() {
-            match m {
-                FromCapture::Findings(v) => findings.extend(v),
-                FromCapture::Done {
-                    frames, dropped, ..
-                } => {
-                    stats.frames = frames;
-                    stats.frames_dropped = dropped;
-                }
-            }
-        }
-    }
-    correlator.end(&mut findings);
+    inputs.finish(&mut |e| engine.handle(e, &mut findings));
+    engine.handle(Event::End, &mut findings);
     emit(
         &mut findings,
         &mut merger,
@@ -602,6 +689,11 @@ pub fn run(args: &LiveArgs) -> anyhow::Result<ExitCode> {
     merger.flush(u64::MAX, &mut values);
     write_values(&mut values, json_lines, &mut out, &mut stats.transactions)?;
     out.flush()?;
+    let mut stats = LiveStats {
+        transactions: stats.transactions,
+        anomalies: stats.anomalies,
+        ..inputs.stats
+    };
     write_stats(args, &mut stats, started)?;
     eprintln!(
         "live: {} probe records ({} lost in the kernel, {} undecodable), {} frames ({} dropped), {} transactions, {} anomalies in {:.1} s",
@@ -614,7 +706,7 @@ pub fn run(args: &LiveArgs) -> anyhow::Result<ExitCode> {
         stats.anomalies,
         stats.seconds
     );
-    if let Some(p) = correlator.private_data.first() {
+    if let Some(p) = engine.kernel().private_data.first() {
         eprintln!("live: CM private data ({:?}): {}", p.0, hex(&p.1));
     } else if args.probes {
         eprintln!(
@@ -622,6 +714,49 @@ pub fn run(args: &LiveArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `live` in the TUI: the inputs polled on the source thread, through the
+/// same [`Pump`](crate::tui::source::Pump) as a file.
+pub struct LiveSource {
+    inputs: LiveInputs,
+}
+
+impl crate::tui::source::Source for LiveSource {
+    fn describe(&self) -> String {
+        format!("live: {}", self.inputs.what)
+    }
+
+    fn live(&self) -> bool {
+        true
+    }
+
+    fn run(mut self: Box<Self>, feed: crate::tui::source::Feed) {
+        let mut pump = crate::tui::source::Pump::new(self.inputs.config.clone(), feed, true);
+        let mut go = true;
+        let mut last_tick = Instant::now();
+        while go && !STOP.load(Ordering::SeqCst) {
+            let alive = self.inputs.poll(20, &mut |e| {
+                if go {
+                    go = pump.handle(e);
+                }
+            });
+            if go && last_tick.elapsed() >= Duration::from_millis(100) {
+                last_tick = Instant::now();
+                // Ticks also carry the periodic snapshot to the screen.
+                go = pump.handle(Event::Tick(wall_ns()));
+            }
+            if !alive {
+                break;
+            }
+        }
+        // Detach and join on every way out (q, a signal, the inputs ending).
+        self.inputs.finish(&mut |e| {
+            pump.handle(e);
+        });
+        let error = self.inputs.probes_error.take();
+        pump.finish(error);
+    }
 }
 
 fn hex(b: &[u8]) -> String {
@@ -816,17 +951,14 @@ fn open_capture(
 
 fn capture_loop(
     mut cap: pcap::Capture<pcap::Active>,
-    link: LinkType,
     mut writer: Option<PcapngWriter>,
-    cfg: Config,
     tx: &mpsc::SyncSender<FromCapture>,
 ) {
-    let mut engine = Engine::new(cfg);
-    let mut findings = Vec::new();
     let mut number = 0u64;
-    let dropped_sends = AtomicU64::new(0);
     let mut error = None;
-    let mut last_tick = Instant::now();
+    let mut batch: Vec<Captured> = Vec::new();
+    let mut batch_bytes = 0usize;
+    let mut last_send = Instant::now();
     while !STOP.load(Ordering::SeqCst) {
         match cap.next_packet() {
             Ok(p) => {
@@ -839,42 +971,43 @@ fn capture_loop(
                         writer = None;
                     }
                 }
-                engine.handle(
-                    Event::Frame {
-                        number,
-                        ts_ns: ts,
-                        link,
-                        orig_len: p.header.len,
-                        data: p.data,
-                    },
-                    &mut findings,
-                );
+                batch_bytes += p.data.len();
+                batch.push(Captured {
+                    number,
+                    ts_ns: ts,
+                    orig_len: p.header.len,
+                    data: p.data.to_vec(),
+                });
             }
             Err(pcap::Error::TimeoutExpired) => {
                 use std::os::fd::AsRawFd;
-                poll_readable(cap.as_raw_fd(), 100);
+                poll_readable(cap.as_raw_fd(), 50);
             }
             Err(e) => {
                 error = Some(e.to_string());
                 break;
             }
         }
-        if last_tick.elapsed() >= Duration::from_millis(100) {
-            last_tick = Instant::now();
-            engine.handle(Event::Tick(wall_ns()), &mut findings);
-        }
-        if !findings.is_empty() {
-            // Findings are small; a full channel means the writer is stuck:
-            // block rather than lose transactions.
-            let v = std::mem::take(&mut findings);
-            if tx.send(FromCapture::Findings(v)).is_err() {
-                dropped_sends.fetch_add(1, Ordering::Relaxed);
+        if !batch.is_empty()
+            && (batch_bytes >= BATCH_BYTES
+                || batch.len() >= BATCH_FRAMES
+                || last_send.elapsed() >= Duration::from_millis(50))
+        {
+            // A full channel means the engine is behind: wait (the kernel's
+            // capture buffer absorbs the burst and counts what it drops).
+            batch_bytes = 0;
+            last_send = Instant::now();
+            if tx
+                .send(FromCapture::Frames(std::mem::take(&mut batch)))
+                .is_err()
+            {
                 break;
             }
         }
     }
-    engine.handle(Event::End, &mut findings);
-    let _ = tx.send(FromCapture::Findings(findings));
+    if !batch.is_empty() {
+        let _ = tx.send(FromCapture::Frames(batch));
+    }
     if let Some(mut w) = writer {
         if let Err(e) = w.finish() {
             error.get_or_insert(format!("writing pcapng: {e}"));

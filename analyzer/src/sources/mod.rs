@@ -4,4 +4,3 @@
 pub mod ebpf;
 pub mod live;
 pub mod pcap;
-pub mod probe_correlate;

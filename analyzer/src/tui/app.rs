@@ -86,6 +86,20 @@ pub fn open(path: &Path, config: Config, filter: Option<String>) -> anyhow::Resu
     });
     // try_init, not init: a terminal that cannot be set up is an error
     // message, not a panic. A half set up terminal is put back either way.
+    in_terminal(source, filter)
+}
+
+/// `rdma-analyzer live` on a terminal: the same screens over a live source
+/// (probes, capture or both). The source is stopped and joined before the
+/// terminal is restored, so the probes are detached when this returns.
+///
+/// # Errors
+/// When the terminal cannot be set up.
+pub fn live(source: Box<dyn Source>) -> anyhow::Result<ExitCode> {
+    in_terminal(source, None)
+}
+
+fn in_terminal(source: Box<dyn Source>, filter: Option<String>) -> anyhow::Result<ExitCode> {
     let mut terminal = match ratatui::try_init() {
         Ok(t) => t,
         Err(e) => {
@@ -152,7 +166,7 @@ pub fn run<B: Backend>(
     let term_err = |e: B::Error| io::Error::other(e.to_string());
     let live = source.live();
     let mut model = Model::new(source.describe(), Caps::default());
-    let (tap, _worker) = source::spawn(source)?;
+    let (tap, worker) = source::spawn(source)?;
     let size = terminal.size().map_err(term_err)?;
     ui.apply(Action::Resize(size.height));
     let mut queued: VecDeque<Msg> = VecDeque::new();
@@ -232,8 +246,18 @@ pub fn run<B: Backend>(
                 break;
             }
         }
+        // SIGTERM/SIGINT/SIGHUP reach a live view here (a terminal in raw
+        // mode sends Ctrl-C as a key instead).
+        if live && crate::sources::live::stop_requested() {
+            ui.quit = true;
+        }
         if ui.quit {
             tap.stop();
+            if live {
+                // A live source notices within one poll (< 0.2 s) and
+                // detaches its probes before returning.
+                let _ = worker.join();
+            }
             model.counters.dropped = tap.dropped() + pause_dropped;
             return Ok((model, ui));
         }

@@ -19,11 +19,12 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use crate::engine::probe::{ChunkType, Cid, Probe, ProbeEvent, SegKind, TaskKey};
 use crate::engine::txn::Phases;
 use crate::engine::{
-    Anomaly, ChunkKind, ConnId, Finding, Kind, LadderStep, SegmentUse, Transaction, Transfer,
+    Anomaly, ChunkKind, ConnId, Finding, Kind, LadderStep, Origin, SegmentUse, Transaction,
+    Transfer,
 };
-use crate::sources::ebpf::{ChunkType, Cid, Probe, ProbeEvent, SegKind, TaskKey};
 
 /// Caps and timing.
 #[derive(Debug, Clone, Copy)]
@@ -114,6 +115,9 @@ pub struct Correlator {
     pub stats: CorrelateStats,
     /// CM private data seen by the kprobes: (connect or accept, bytes).
     pub private_data: Vec<(ebpf_common::KprobeId, Vec<u8>)>,
+    /// The id the next kernel-side connection gets; the engine shares its
+    /// own counter through this so wire and probe connections never collide.
+    pub(crate) next_conn: u32,
 }
 
 fn seg_use(kind: SegKind, handle: u32, length: u32, offset: u64, chunk: u32) -> SegmentUse {
@@ -176,8 +180,12 @@ impl Correlator {
     }
 
     fn conn(&mut self, server: bool, key: u32) -> ConnId {
-        let n = self.conns.len() as u32;
-        *self.conns.entry((server, key)).or_insert(ConnId(n))
+        let next = &mut self.next_conn;
+        *self.conns.entry((server, key)).or_insert_with(|| {
+            let id = ConnId(*next);
+            *next += 1;
+            id
+        })
     }
 
     /// Handles one probe event; findings go to `out` as they complete.
@@ -612,6 +620,7 @@ impl Correlator {
             .reply
             .map(|r| r.1.saturating_sub(c.sent_ts.unwrap_or(call_ts)) as f64 / 1e3);
         let t = Transaction {
+            origin: Origin::ClientProbes,
             connection,
             xid: c.xid,
             backchannel: false,
@@ -768,6 +777,7 @@ impl Correlator {
             .iter()
             .any(|g| g.kind == ChunkKind::Reply && g.reported_length.unwrap_or(0) > 0);
         let t = Transaction {
+            origin: Origin::ServerProbes,
             connection,
             xid: s.xid,
             backchannel: false,

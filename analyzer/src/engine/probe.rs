@@ -1,0 +1,317 @@
+//! Kernel probe events, decoded: what `sources::ebpf` turns ring-buffer
+//! records into and the engine consumes as [`Event::Probe`](super::Event::Probe).
+//! Plain data, independent of kernel version (the decoder maps each kernel's
+//! tracepoint layout onto these).
+
+use std::net::SocketAddr;
+
+use ebpf_common::KprobeId;
+
+/// Which list a segment belongs to (kernel-side view of RFC 8166 §4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SegKind {
+    /// Read list (with its position).
+    Read {
+        /// XDR position of the read chunk.
+        position: u32,
+    },
+    /// Write list.
+    Write,
+    /// Reply chunk.
+    Reply,
+}
+
+/// How the client marshalled one direction of a call (`enum rpcrdma_chunktype`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChunkType {
+    /// `rpcrdma_noch`: inline.
+    Inline,
+    /// `rpcrdma_noch_pullup`: inline, pulled up into one buffer.
+    Pullup,
+    /// `rpcrdma_noch_mapped`: inline, mapped pages.
+    Mapped,
+    /// `rpcrdma_readch`: read list.
+    ReadList,
+    /// `rpcrdma_areadch`: position-zero read chunk (Long Call).
+    LongCall,
+    /// `rpcrdma_writech`: write list.
+    WriteList,
+    /// `rpcrdma_replych`: reply chunk (Long Reply).
+    ReplyChunk,
+    /// A value this analyzer does not know.
+    Unknown(i64),
+}
+
+impl ChunkType {
+    /// From the kernel's enum value (Linux 5.x–6.x numbering).
+    pub fn from_kernel(v: i64) -> ChunkType {
+        match v {
+            0 => ChunkType::Inline,
+            1 => ChunkType::Pullup,
+            2 => ChunkType::Mapped,
+            3 => ChunkType::ReadList,
+            4 => ChunkType::LongCall,
+            5 => ChunkType::WriteList,
+            6 => ChunkType::ReplyChunk,
+            v => ChunkType::Unknown(v),
+        }
+    }
+}
+
+/// An RPC task as the client's tracepoints name it (`task:ID@CLIENT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TaskKey {
+    /// `task_id`.
+    pub task_id: u32,
+    /// `client_id` (the RPC client; one per mount and transport).
+    pub client_id: u32,
+}
+
+/// A completion id (`cq.id` + `cid`) as the server's tracepoints name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Cid {
+    /// Completion queue id (one per connection and direction).
+    pub cq_id: u32,
+    /// Completion id within the CQ.
+    pub cid: i32,
+}
+
+/// What a probe saw, typed. Fields are `Option` where a kernel may lack them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProbeEvent {
+    /// Client `xprtrdma_marshal`: a call was encoded.
+    Marshal {
+        /// Task.
+        task: TaskKey,
+        /// RPC XID (on-wire value).
+        xid: u32,
+        /// How the call travels.
+        rtype: ChunkType,
+        /// How the reply is to travel.
+        wtype: ChunkType,
+        /// RPC-over-RDMA header bytes.
+        hdrlen: Option<u32>,
+        /// RPC message bytes (head + page + tail).
+        xdrlen: Option<u32>,
+    },
+    /// Client `xprtrdma_chunk_read/write/reply/wp`: a segment advertised.
+    ClientChunk {
+        /// Task.
+        task: TaskKey,
+        /// List.
+        kind: SegKind,
+        /// R_Key.
+        handle: u32,
+        /// Length.
+        length: u32,
+        /// Offset (VA).
+        offset: u64,
+    },
+    /// Client `xprtrdma_post_send`.
+    ClientPostSend {
+        /// Task (absent for a backchannel or a keepalive).
+        task: Option<TaskKey>,
+        /// Send completion id.
+        cid: Option<Cid>,
+    },
+    /// Client `xprtrdma_reply`: a reply matched its call.
+    Reply {
+        /// Task.
+        task: TaskKey,
+        /// XID.
+        xid: u32,
+        /// Credits the server granted.
+        credits: u32,
+    },
+    /// Client `xprtrdma_decode_seg`: a segment of the reply's write list or reply chunk.
+    DecodeSeg {
+        /// R_Key.
+        handle: u32,
+        /// Length the server wrote.
+        length: u32,
+        /// Offset.
+        offset: u64,
+    },
+    /// Client `xprtrdma_mr_reminv`: the server's Send With Invalidate invalidated this MR.
+    RemoteInv {
+        /// Task.
+        task: TaskKey,
+        /// R_Key invalidated.
+        handle: u32,
+    },
+    /// Client `xprtrdma_mr_localinv`: the client invalidates an MR itself.
+    LocalInv {
+        /// Task.
+        task: TaskKey,
+        /// R_Key.
+        handle: u32,
+    },
+    /// Client `xprtrdma_connect` / `xprtrdma_disconnect` / `xprtrdma_op_connect`.
+    ClientConnect {
+        /// Event name.
+        event: String,
+        /// Peer (`addr` and `port` strings).
+        peer: Option<String>,
+        /// Return code.
+        rc: Option<i64>,
+    },
+    /// Client `xprtrdma_inline_thresh`: negotiated inline sizes.
+    InlineThresh {
+        /// Negotiated send / receive.
+        send: Option<u32>,
+        /// Receive.
+        recv: Option<u32>,
+    },
+    /// Server `svcrdma_decode_rqst`: a call's transport header decoded.
+    DecodeRqst {
+        /// Receive completion.
+        cid: Cid,
+        /// XID.
+        xid: u32,
+        /// rdma_vers.
+        vers: u32,
+        /// rdma_proc.
+        proc: u32,
+        /// Credits requested.
+        credits: u32,
+        /// Header bytes.
+        hdrlen: Option<u32>,
+    },
+    /// Server `svcrdma_decode_rseg/wseg`: a segment of the call's chunk lists.
+    ServerDecodeSeg {
+        /// Receive completion.
+        cid: Cid,
+        /// List.
+        kind: SegKind,
+        /// R_Key.
+        handle: u32,
+        /// Length.
+        length: u32,
+        /// Offset.
+        offset: u64,
+    },
+    /// Server `svcrdma_encode_wseg`: a write segment of the reply, as filled.
+    EncodeWseg {
+        /// Send completion.
+        cid: Cid,
+        /// R_Key.
+        handle: u32,
+        /// Bytes written.
+        length: u32,
+        /// Offset.
+        offset: u64,
+    },
+    /// Server `svcrdma_post_send`: the reply posted, with the R_Key it invalidates.
+    ServerPostSend {
+        /// Send completion.
+        cid: Cid,
+        /// R_Key of Send With Invalidate (None: plain Send).
+        inv_rkey: Option<u32>,
+    },
+    /// Server `svcrdma_post_{read,write,reply}_chunk`: RDMA Reads or Writes posted.
+    PostChunk {
+        /// Read, Write or Reply.
+        kind: SegKind,
+        /// The chunk context's completion.
+        cid: Cid,
+        /// Work requests posted.
+        sqecount: Option<u32>,
+    },
+    /// A completion (`svcrdma_wc_*`, `xprtrdma_wc_*`), with status when traced.
+    Completion {
+        /// Event name (`svcrdma_wc_read`).
+        event: String,
+        /// Completion.
+        cid: Cid,
+        /// `ib_wc_status` (0 success), when traced.
+        status: Option<i64>,
+        /// Bytes, when traced (`totalbytes`, `received`).
+        bytes: Option<u64>,
+    },
+    /// `rdma_cma` events with addresses (`cm_event_handler`, `cm_send_req`, ...).
+    Cm {
+        /// Event name.
+        event: String,
+        /// `cm.id`.
+        cm_id: Option<u32>,
+        /// Source address.
+        src: Option<SocketAddr>,
+        /// Destination address.
+        dst: Option<SocketAddr>,
+        /// `rdma_cm_event_type` (for `cm_event_handler`).
+        cm_event: Option<u32>,
+        /// Event status.
+        status: Option<i64>,
+        /// QP number, when the event carries it.
+        qpn: Option<u32>,
+    },
+    /// `ib_cma` events (`icm_send_req`, ...): CM communication ids.
+    IbCm {
+        /// Event name.
+        event: String,
+        /// Local comm id.
+        local_id: Option<u32>,
+        /// Remote comm id.
+        remote_id: Option<u32>,
+        /// Local QPN, when carried.
+        local_qpn: Option<u32>,
+        /// Remote QPN, when carried.
+        remote_qpn: Option<u32>,
+    },
+    /// Kprobe: the CM private data passed to `rdma_connect_locked` or `rdma_accept`.
+    PrivateData {
+        /// Which call.
+        which: KprobeId,
+        /// The bytes (RFC 8797: `f6ab0e18 vers flags send recv`).
+        bytes: Vec<u8>,
+    },
+    /// An error event (`*_err`, `*flush*`, failed completions, ...).
+    Error {
+        /// Event name.
+        event: String,
+        /// Status or rc, when carried.
+        status: Option<i64>,
+    },
+    /// Any other event of the attached systems: counted, not interpreted.
+    Other {
+        /// System.
+        system: String,
+        /// Event name.
+        event: String,
+    },
+}
+
+impl ProbeEvent {
+    /// The XID the event names directly, if any.
+    pub fn xid(&self) -> Option<u32> {
+        match self {
+            ProbeEvent::Marshal { xid, .. }
+            | ProbeEvent::Reply { xid, .. }
+            | ProbeEvent::DecodeRqst { xid, .. } => Some(*xid),
+            _ => None,
+        }
+    }
+}
+
+/// Where and when an event happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProbeMeta {
+    /// 1-based record sequence number (stands for the frame number).
+    pub seq: u64,
+    /// Time, ns since the epoch (the probe's monotonic clock shifted by the
+    /// offset measured when the probes started).
+    pub ts_ns: u64,
+    /// CPU.
+    pub cpu: u32,
+    /// Thread id.
+    pub tid: u32,
+}
+
+/// A decoded record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Probe {
+    /// Where and when.
+    pub meta: ProbeMeta,
+    /// What.
+    pub event: ProbeEvent,
+}
