@@ -13,17 +13,14 @@
 //! [`Cursor`] reads items one after another from a message and reports every
 //! problem as an [`Error`] carrying the layer and the offset counted from the
 //! start of the message (plus an optional base, for a slice cut out of a
-//! larger one). The reads use nom's `complete` parsers; nom's error kinds
-//! never leave this module. [`Writer`] is the matching encoder used by the
-//! `emit` functions. Neither allocates.
-
-use nom::bytes::complete::take;
-use nom::number::complete::{be_u32, be_u64};
+//! larger one). The reads are bounds-checked slice reads rather than nom
+//! parsers: an RPC call is dozens of these items, and nom's generic input
+//! handling cost several times the instructions of the read itself.
+//! [`Writer`] is the matching encoder used by the `emit` functions. Neither
+//! allocates.
 
 use crate::error::{Error, Result};
 use crate::layer::Layer;
-
-type NomError<'a> = nom::error::Error<&'a [u8]>;
 
 /// Number of zero bytes that follow `len` bytes of opaque data (RFC 4506 4.10).
 #[inline]
@@ -87,6 +84,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// The bytes not yet consumed.
+    #[inline]
     pub fn rest(&self) -> &'a [u8] {
         self.input.get(self.pos..).unwrap_or(&[])
     }
@@ -139,21 +137,23 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    fn advance_to(&mut self, rest: &'a [u8]) {
-        self.pos = self.input.len().saturating_sub(rest.len());
+    /// The next `N` bytes, consumed; `None` (nothing consumed) if fewer remain.
+    #[inline]
+    fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
+        let b = *self.rest().first_chunk::<N>()?;
+        self.pos = self.pos.saturating_add(N);
+        Some(b)
     }
 
     /// Reads an `unsigned int` (RFC 4506 4.2).
     ///
     /// # Errors
     /// [`Error::Truncated`] if fewer than 4 bytes remain.
+    #[inline]
     pub fn u32(&mut self) -> Result<u32> {
-        match be_u32::<_, NomError<'a>>(self.rest()) {
-            Ok((rest, v)) => {
-                self.advance_to(rest);
-                Ok(v)
-            }
-            Err(_) => Err(self.truncated(4)),
+        match self.array() {
+            Some(b) => Ok(u32::from_be_bytes(b)),
+            None => Err(self.truncated(4)),
         }
     }
 
@@ -161,13 +161,11 @@ impl<'a> Cursor<'a> {
     ///
     /// # Errors
     /// [`Error::Truncated`] if fewer than 8 bytes remain.
+    #[inline]
     pub fn u64(&mut self) -> Result<u64> {
-        match be_u64::<_, NomError<'a>>(self.rest()) {
-            Ok((rest, v)) => {
-                self.advance_to(rest);
-                Ok(v)
-            }
-            Err(_) => Err(self.truncated(8)),
+        match self.array() {
+            Some(b) => Ok(u64::from_be_bytes(b)),
+            None => Err(self.truncated(8)),
         }
     }
 
@@ -189,14 +187,16 @@ impl<'a> Cursor<'a> {
     ///
     /// # Errors
     /// [`Error::Truncated`] if the data or its padding is cut short.
+    #[inline]
     pub fn fixed_opaque(&mut self, n: usize) -> Result<&'a [u8]> {
         let total = padded_len(n);
-        match take::<_, _, NomError<'a>>(total)(self.rest()) {
-            Ok((rest, all)) => {
-                self.advance_to(rest);
+        let end = self.pos.saturating_add(total);
+        match self.input.get(self.pos..end) {
+            Some(all) => {
+                self.pos = end;
                 Ok(all.get(..n).unwrap_or(all))
             }
-            Err(_) => Err(self.truncated(total)),
+            None => Err(self.truncated(total)),
         }
     }
 
@@ -207,6 +207,7 @@ impl<'a> Cursor<'a> {
     /// # Errors
     /// [`Error::Truncated`] if the length word, data or padding is cut short;
     /// [`Error::BadField`] naming `field` if the length exceeds `max`.
+    #[inline]
     pub fn opaque(&mut self, field: &'static str, max: u32) -> Result<&'a [u8]> {
         let len = self.u32()?;
         if len > max {
