@@ -4,7 +4,7 @@
 # with `live --probes` in both guests (and live capture in the client), then
 # compares what the probes saw with the wire (analyzer/tests/probes_lab.rs).
 #
-#   [PROFILE=debug] ebpf-probes/lab.sh [--out DIR] [SCENARIO...]   (default: v3-inline v3-ddp v42-reminv)
+#   [PROFILE=debug] ebpf-probes/lab.sh [--out DIR] [SCENARIO...]   (default: v3-inline v3-ddp v42-reminv parallel)
 #
 # Root and a few minutes (TCG). Leaves the lab's results and the hook's
 # output (details/SC/hook-{client,server}/) in DIR.
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 out=/tmp/rdma-analyzer-probes-lab/$(date -u +%Y%m%dT%H%M%SZ)
 if [ "${1:-}" = --out ]; then out=$2; shift 2; fi
 scenarios=("$@")
-[ ${#scenarios[@]} -gt 0 ] || scenarios=(v3-inline v3-ddp v42-reminv)
+[ ${#scenarios[@]} -gt 0 ] || scenarios=(v3-inline v3-ddp v42-reminv parallel)
 
 scripts/setup-ebpf.sh
 # PROFILE=debug skips the release build (e.g. when another build holds the lock).

@@ -77,8 +77,16 @@ extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
 
-fn install_signal_handlers() {
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+/// Signals that stop `live` cleanly. The TUI leaves SIGHUP alone: when its
+/// terminal goes away the process must die, not spin on a dead tty (the
+/// kernel closes the probes' links with the process's descriptors).
+fn install_signal_handlers(tui: bool) {
+    let sigs: &[libc::c_int] = if tui {
+        &[libc::SIGINT, libc::SIGTERM]
+    } else {
+        &[libc::SIGINT, libc::SIGTERM, libc::SIGHUP]
+    };
+    for &sig in sigs {
         // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
         #[allow(unsafe_code)]
         unsafe {
@@ -616,7 +624,11 @@ pub fn stop_requested() -> bool {
 /// # Errors
 /// Bad arguments, a source that cannot start, output that cannot be written.
 pub fn run(args: &LiveArgs) -> anyhow::Result<ExitCode> {
-    install_signal_handlers();
+    let tui = !args.no_tui
+        && args.json_out.is_none()
+        && args.duration.is_none()
+        && std::io::IsTerminal::is_terminal(&io::stdout());
+    install_signal_handlers(tui);
     let started = Instant::now();
     let mono0 = monotonic_ns();
     let mut inputs = LiveInputs::start(args)?;
@@ -625,10 +637,6 @@ pub fn run(args: &LiveArgs) -> anyhow::Result<ExitCode> {
         write_stats(args, &mut inputs.stats, started)?;
         return Ok(ExitCode::from(EXIT_NOTHING_TO_WATCH));
     }
-    let tui = !args.no_tui
-        && args.json_out.is_none()
-        && args.duration.is_none()
-        && std::io::IsTerminal::is_terminal(&io::stdout());
     if tui {
         return crate::tui::app::live(Box::new(LiveSource { inputs }));
     }

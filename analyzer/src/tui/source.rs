@@ -96,7 +96,11 @@ impl Feed {
     }
 
     /// Sends if there is room; otherwise counts a drop (live sources).
+    /// False once nobody listens or the UI asked to stop.
     pub fn offer(&self, m: Msg) -> bool {
+        if self.stopped() {
+            return false;
+        }
         match self.tx.try_send(m) {
             Ok(()) => true,
             Err(TrySendError::Full(_)) => {

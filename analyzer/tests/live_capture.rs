@@ -1,0 +1,254 @@
+//! `live -i IFACE` on the machine running the tests: the frames of a real
+//! lab capture are injected onto the loopback interface (libpcap's
+//! `pcap_inject`) while the real binary captures them, first headless (JSON
+//! Lines and `--write` pcapng), then in the TUI inside tmux.
+//!
+//! One test, both phases in turn: two captures of `lo` at once would each
+//! see the other's frames. Needs root (CAP_NET_RAW); skipped with a message
+//! otherwise.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use rdma_analyzer::analyze;
+use rdma_analyzer::engine::{Config, Finding};
+use rdma_analyzer::sources::pcap::PcapReader;
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_rdma-analyzer");
+const SCENARIO: &str = "v42-reminv.pcap";
+
+fn capture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../captures")
+        .join(name)
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .map(|v| v.split_whitespace().next() == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+/// Sends every frame of `pcap` out of `lo`; returns how many.
+fn inject(pcap: &Path) -> u64 {
+    let mut out = pcap::Capture::from_device("lo")
+        .and_then(|c| c.open())
+        .expect("opening lo for injection");
+    let mut r = PcapReader::open(pcap).expect("capture");
+    let mut n = 0;
+    while let Some(p) = r.next_packet().expect("frame") {
+        out.sendpacket(p.data).expect("pcap_inject on lo");
+        n += 1;
+        // soft-RoCE bursts are what the lab recorded; the loopback queue
+        // is shorter than a NIC's, so pace a little.
+        if n % 64 == 0 {
+            sleep(Duration::from_millis(2));
+        }
+    }
+    n
+}
+
+/// XID -> (chunk handles, remotely invalidated R_Key), as the wire engine
+/// sees the original capture.
+fn expected() -> BTreeMap<u64, (BTreeSet<u64>, Option<u64>)> {
+    let mut m = BTreeMap::new();
+    analyze::run_file(&capture(SCENARIO), Config::default(), |f| {
+        if let Finding::Transaction(t) = f {
+            m.insert(
+                u64::from(t.xid),
+                (
+                    t.chunks.iter().map(|c| u64::from(c.handle)).collect(),
+                    t.remote_invalidated_rkey.map(u64::from),
+                ),
+            );
+        }
+    })
+    .expect("reading the capture");
+    m
+}
+
+fn wait_for_file_text(path: &Path, what: &str, limit: Duration) -> String {
+    let start = Instant::now();
+    loop {
+        let s = std::fs::read_to_string(path).unwrap_or_default();
+        if s.contains(what) {
+            return s;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "{} never said {what:?}; it says:\n{s}",
+            path.display()
+        );
+        sleep(Duration::from_millis(100));
+    }
+}
+
+fn headless(dir: &Path) {
+    let jsonl = dir.join("live.jsonl");
+    let pcapng = dir.join("live.pcapng");
+    let err = dir.join("live.err");
+    let stats = dir.join("stats.json");
+    let mut child = Command::new(BIN)
+        .args(["live", "-i", "lo", "--duration", "10", "--json-out"])
+        .arg(&jsonl)
+        .arg("--write")
+        .arg(&pcapng)
+        .arg("--stats-out")
+        .arg(&stats)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err).expect("stderr file"))
+        .spawn()
+        .expect("starting live");
+    wait_for_file_text(&err, "capturing on lo", Duration::from_secs(20));
+    sleep(Duration::from_millis(300));
+    let sent = inject(&capture(SCENARIO));
+    let status = child.wait().expect("live");
+    let err_text = std::fs::read_to_string(&err).unwrap_or_default();
+    assert!(status.success(), "live failed: {status}\n{err_text}");
+
+    // Every transaction of the capture, with its chunks and invalidation.
+    let want = expected();
+    let mut got = BTreeMap::new();
+    for line in std::fs::read_to_string(&jsonl).expect("json lines").lines() {
+        let v: Value = serde_json::from_str(line).expect("a JSON line");
+        if v["type"] != "transaction" {
+            continue;
+        }
+        assert_eq!(v["sources"], serde_json::json!(["wire"]), "{v}");
+        let handles = v["chunks"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|c| c["handle"].as_u64()).collect())
+            .unwrap_or_default();
+        got.insert(
+            v["xid"].as_u64().expect("xid"),
+            (handles, v["remote_invalidated_rkey"].as_u64()),
+        );
+    }
+    assert_eq!(
+        got.len(),
+        want.len(),
+        "live saw {} transactions, the capture has {}\n{err_text}",
+        got.len(),
+        want.len()
+    );
+    assert_eq!(got, want, "live and report disagree");
+
+    // --write kept every frame, byte for byte in count; stats agree.
+    let mut r = PcapReader::open(&pcapng).expect("written pcapng");
+    let mut written = 0u64;
+    while r.next_packet().expect("frame").is_some() {
+        written += 1;
+    }
+    assert_eq!(written, sent, "--write saved {written} of {sent} frames");
+    let s: Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).expect("stats")).expect("json");
+    assert_eq!(s["frames"], sent, "{s}");
+    assert_eq!(s["frames_dropped"], 0, "{s}");
+    assert_eq!(s["transactions"], want.len(), "{s}");
+}
+
+/// tmux of our own (its own socket), killed on drop.
+struct Tmux(String);
+
+impl Tmux {
+    fn cmd(&self, args: &[&str]) -> std::process::Output {
+        Command::new("tmux")
+            .arg("-L")
+            .arg(&self.0)
+            .args(args)
+            .output()
+            .expect("running tmux")
+    }
+
+    fn pane(&self) -> String {
+        String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", "t"]).stdout).into_owned()
+    }
+
+    fn wait_for(&self, what: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let p = self.pane();
+            if p.contains(what) {
+                return p;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "pane never showed {what:?}; it shows:\n{p}"
+            );
+            sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"]);
+    }
+}
+
+fn in_tui() {
+    let t = Tmux(format!("rdma-analyzer-live-{}", std::process::id()));
+    let shell = format!("'{BIN}' live -i lo; echo EXITED $?; sleep 60");
+    let o = t.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-x",
+        "160",
+        "-y",
+        "48",
+        "sh",
+        "-c",
+        &shell,
+    ]);
+    assert!(o.status.success(), "tmux new-session: {o:?}");
+    // The status line names the live source before any traffic.
+    t.wait_for("live: lo");
+    sleep(Duration::from_millis(300));
+    inject(&capture(SCENARIO));
+    let n = expected().len();
+    let p = t.wait_for(&format!("{n} calls, {n} replies"));
+    assert!(p.contains("10.99.0.1"), "overview lacks the server:\n{p}");
+    t.cmd(&["send-keys", "-t", "t", "2"]);
+    let p = t.wait_for(&format!("Transactions {n}/{n}"));
+    assert!(
+        p.contains("0xc72afd7f") && p.contains("COMPOUND(EXCHANGE_ID)"),
+        "{p}"
+    );
+    t.cmd(&["send-keys", "-t", "t", "q"]);
+    t.wait_for("EXITED 0");
+    assert_eq!(
+        t.cmd(&["display", "-p", "-t", "t", "#{alternate_on}"])
+            .stdout,
+        b"0\n",
+        "terminal left in the alternate screen"
+    );
+}
+
+#[test]
+fn live_capture_headless_and_in_the_tui() {
+    if !is_root() {
+        eprintln!("skipped: live -i lo needs root (CAP_NET_RAW)");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("rdma-live-capture-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    headless(&dir);
+    let tmux = Command::new("tmux").arg("-V").output();
+    if tmux.is_ok_and(|o| o.status.success()) {
+        in_tui();
+    } else {
+        eprintln!("TUI phase skipped: tmux is not installed");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
