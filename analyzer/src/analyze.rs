@@ -1,11 +1,18 @@
 //! Drives the engine over a capture file: the one loop every offline front
 //! end shares.
 //!
-//! [`run_file`] splits the work over two threads: one reads the file, copies
-//! frames into batches and checks their RoCEv2 ICRC (the largest per-byte
-//! cost); the calling thread dissects the rest and runs the engine. Batches
-//! are recycled, so memory stays at a few batches whatever the file size.
+//! [`run_file`] splits the work over two threads: one reads the file into
+//! batches and checks the frames' RoCEv2 ICRC (the largest per-byte cost);
+//! the calling thread dissects the rest and runs the engine. Batches are
+//! recycled, so memory stays at a few batches whatever the file size.
+//!
+//! A classic pcap file is read straight into the batches and split into
+//! records where it lies, so each byte is copied once, by the kernel; any
+//! other file goes through [`PcapReader`], whose frames are copied into the
+//! batches.
 
+use std::fs::File;
+use std::io::{self, Read};
 use std::path::Path;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
@@ -14,7 +21,7 @@ use rdma_dissectors::link::LinkType;
 use rdma_dissectors::stack;
 
 use crate::engine::{Config, Engine, Event, Finding};
-use crate::sources::pcap::{PcapReader, ReadError};
+use crate::sources::pcap::{PcapReader, ReadError, ReadErrorKind, MAX_RECORD_LEN};
 
 /// How a run over a file ended.
 pub struct Outcome {
@@ -32,6 +39,9 @@ const BATCH_FRAMES: usize = 1024;
 const BATCH_BYTES: usize = 1 << 20;
 /// Batches in flight between the threads.
 const BATCH_DEPTH: usize = 4;
+/// Bytes read from a classic pcap file per batch: small enough that the
+/// kernel's copy lands in the reading core's cache.
+const PCAP_CHUNK: usize = 512 << 10;
 
 struct FrameMeta {
     number: u64,
@@ -68,13 +78,20 @@ pub fn run_file(
     config: Config,
     mut sink: impl FnMut(Finding),
 ) -> Result<Outcome, ReadError> {
-    let mut reader = PcapReader::open(path)?;
     let (tx, rx) = sync_channel::<Msg>(BATCH_DEPTH);
     let (recycle, spare) = sync_channel::<Batch>(BATCH_DEPTH + 2);
     let stack_config = config.stack;
-    let worker = std::thread::Builder::new()
-        .name("pcap-read-icrc".into())
-        .spawn(move || read_batches(&mut reader, &stack_config, &tx, &spare));
+    let worker = match ClassicPcap::open(path) {
+        Some(classic) => std::thread::Builder::new()
+            .name("pcap-read-icrc".into())
+            .spawn(move || classic.read_batches(&stack_config, &tx, &spare)),
+        None => {
+            let mut reader = PcapReader::open(path)?;
+            std::thread::Builder::new()
+                .name("pcap-read-icrc".into())
+                .spawn(move || read_batches(&mut reader, &stack_config, &tx, &spare))
+        }
+    };
     let Ok(worker) = worker else {
         // No second thread to be had: do it all here.
         let mut reader = PcapReader::open(path)?;
@@ -84,6 +101,188 @@ pub fn run_file(
     drop(rx);
     let _ = worker.join();
     Ok(outcome)
+}
+
+/// A classic pcap file positioned after its header.
+struct ClassicPcap {
+    file: File,
+    path: std::path::PathBuf,
+    big_endian: bool,
+    units_per_sec: u64,
+    link: LinkType,
+}
+
+/// Length of a classic pcap file header and of a record header.
+const PCAP_FILE_HEADER: usize = 24;
+const PCAP_RECORD_HEADER: usize = 16;
+
+impl ClassicPcap {
+    /// The file, if it opens and starts with a whole classic pcap header;
+    /// `None` leaves it (and any error) to [`PcapReader`].
+    fn open(path: &Path) -> Option<Self> {
+        let mut file = File::open(path).ok()?;
+        let mut h = [0u8; PCAP_FILE_HEADER];
+        file.read_exact(&mut h).ok()?;
+        let (units_per_sec, big_endian) = match u32::from_le_bytes([h[0], h[1], h[2], h[3]]) {
+            0xa1b2_c3d4 => (1_000_000, false),
+            0xd4c3_b2a1 => (1_000_000, true),
+            0xa1b2_3c4d => (1_000_000_000, false),
+            0x4d3c_b2a1 => (1_000_000_000, true),
+            _ => return None,
+        };
+        let link = read_u32(&h, 20, big_endian) & 0x0fff_ffff;
+        Some(ClassicPcap {
+            file,
+            path: path.to_path_buf(),
+            big_endian,
+            units_per_sec,
+            link: LinkType(link),
+        })
+    }
+
+    /// The error [`PcapReader`] gives for the same damage, so that both
+    /// paths report a broken file alike.
+    fn err(&self, frame: u64, offset: u64, kind: ReadErrorKind) -> ReadError {
+        ReadError {
+            path: self.path.clone(),
+            frame: Some(frame),
+            offset,
+            kind,
+        }
+    }
+
+    /// Reads the records into batches, checking ICRCs on the way, and hands
+    /// them to `tx`. A record cut by the end of a read is carried over to
+    /// the start of the next batch. Batch buffers keep their length when
+    /// recycled, so a buffer is zeroed once, not once per use.
+    fn read_batches(
+        mut self,
+        config: &stack::Config,
+        tx: &SyncSender<Msg>,
+        spare: &Receiver<Batch>,
+    ) {
+        let mut batch = Batch::default();
+        // Bytes of `batch.data` that hold file data.
+        let mut filled = 0;
+        // Bytes the record at the start of `batch.data` needs, when known.
+        let mut pending = 0;
+        // File offset of `batch.data[0]`.
+        let mut offset = PCAP_FILE_HEADER as u64;
+        let mut frames = 0u64;
+        let mut eof = false;
+        let mut io_error = None;
+        let error = loop {
+            let want = PCAP_CHUNK.max(pending);
+            if batch.data.len() < want {
+                batch.data.resize(want, 0);
+            }
+            while filled < want && !eof {
+                match self.file.read(&mut batch.data[filled..want]) {
+                    Ok(0) => eof = true,
+                    Ok(k) => filled += k,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        io_error = Some(e);
+                        eof = true;
+                    }
+                }
+            }
+            let data = &batch.data[..filled];
+            let (mut at, mut corrupt) = (0, None);
+            pending = 0;
+            while let Some(h) = data.get(at..at + PCAP_RECORD_HEADER) {
+                let caplen = read_u32(h, 8, self.big_endian) as usize;
+                if caplen > MAX_RECORD_LEN {
+                    corrupt = Some(caplen as u64);
+                    break;
+                }
+                let start = at + PCAP_RECORD_HEADER;
+                let Some(frame) = data.get(start..start + caplen) else {
+                    pending = PCAP_RECORD_HEADER + caplen;
+                    break;
+                };
+                let secs = u64::from(read_u32(h, 0, self.big_endian));
+                let frac = u64::from(read_u32(h, 4, self.big_endian));
+                frames += 1;
+                let icrc = if config.verify_icrc {
+                    stack::rocev2_icrc_status(self.link, frame, config)
+                } else {
+                    None
+                };
+                batch.frames.push(FrameMeta {
+                    number: frames,
+                    ts_ns: secs * 1_000_000_000 + frac * (1_000_000_000 / self.units_per_sec),
+                    link: self.link,
+                    orig_len: read_u32(h, 12, self.big_endian),
+                    start,
+                    len: caplen,
+                    icrc,
+                });
+                at = start + caplen;
+            }
+            let rest = filled - at;
+            let here = offset + at as u64;
+            if let Some(caplen) = corrupt {
+                break Some(self.err(
+                    frames + 1,
+                    here,
+                    ReadErrorKind::Corrupt("captured length over 16 MiB", caplen),
+                ));
+            }
+            if let Some(e) = io_error.take() {
+                break Some(self.err(frames + 1, here, ReadErrorKind::Io(e)));
+            }
+            if eof && rest > 0 {
+                let needed = if rest < PCAP_RECORD_HEADER {
+                    PCAP_RECORD_HEADER
+                } else {
+                    pending
+                };
+                break Some(self.err(
+                    frames + 1,
+                    here,
+                    ReadErrorKind::Truncated {
+                        needed,
+                        available: rest,
+                    },
+                ));
+            }
+            let mut next = spare.try_recv().unwrap_or_default();
+            next.frames.clear();
+            let len = PCAP_CHUNK.max(pending).max(rest);
+            if next.data.len() < len {
+                next.data.resize(len, 0);
+            }
+            next.data[..rest].copy_from_slice(&batch.data[at..filled]);
+            (offset, filled) = (here, rest);
+            if batch.frames.is_empty() {
+                // Only part of one large record so far: keep reading.
+                batch = next;
+            } else if tx
+                .send(Msg::Batch(std::mem::replace(&mut batch, next)))
+                .is_err()
+            {
+                return;
+            }
+            if eof {
+                break None;
+            }
+        };
+        if !batch.frames.is_empty() && tx.send(Msg::Batch(batch)).is_err() {
+            return;
+        }
+        let _ = tx.send(Msg::End { frames, error });
+    }
+}
+
+/// The `u32` at `at` in a header the caller has bounds-checked.
+fn read_u32(b: &[u8], at: usize, big_endian: bool) -> u32 {
+    let w = [b[at], b[at + 1], b[at + 2], b[at + 3]];
+    if big_endian {
+        u32::from_be_bytes(w)
+    } else {
+        u32::from_le_bytes(w)
+    }
 }
 
 fn read_batches<R: std::io::Read>(
@@ -115,7 +314,10 @@ fn read_batches<R: std::io::Read>(
                 if batch.frames.len() < BATCH_FRAMES && batch.data.len() < BATCH_BYTES {
                     continue;
                 }
-                let next = spare.try_recv().unwrap_or_default();
+                // The engine thread leaves the bytes for the classic pcap
+                // path's sake (see ClassicPcap::read_batches).
+                let mut next = spare.try_recv().unwrap_or_default();
+                next.data.clear();
                 if tx
                     .send(Msg::Batch(std::mem::replace(&mut batch, next)))
                     .is_err()
@@ -174,7 +376,8 @@ fn consume_batches(
                         sink(x);
                     }
                 }
-                b.data.clear();
+                // The bytes stay: refilling a buffer of the right length
+                // costs no zeroing.
                 b.frames.clear();
                 let _ = recycle.try_send(b);
             }
@@ -272,5 +475,50 @@ mod tests {
             b.engine.state().totals.icrc_valid
         );
         assert_eq!(a.engine.state().totals.calls, b.engine.state().totals.calls);
+    }
+
+    /// The classic pcap path reads records where they lie in its own
+    /// buffers; a broken file must read exactly as [`PcapReader`] reads it.
+    #[test]
+    fn classic_pcap_path_reports_damage_as_the_reader_does() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../captures/v3-inline.pcap");
+        let bytes = std::fs::read(&src).unwrap();
+        let mut corrupt = bytes.clone();
+        // The third record's caplen (24-byte file header, then records).
+        let mut at = 24;
+        for _ in 0..2 {
+            let caplen = u32::from_le_bytes(corrupt[at + 8..at + 12].try_into().unwrap());
+            at += 16 + caplen as usize;
+        }
+        corrupt[at + 8..at + 12].copy_from_slice(&(17u32 << 20).to_le_bytes());
+        let cases = [
+            ("tail", bytes[..bytes.len() - 3].to_vec()),
+            ("record-header", bytes[..at + 7].to_vec()),
+            ("record", bytes[..at + 30].to_vec()),
+            ("corrupt", corrupt),
+            ("whole", bytes.clone()),
+        ];
+        for (name, data) in cases {
+            let path =
+                std::env::temp_dir().join(format!("classic-{name}-{}.pcap", std::process::id()));
+            std::fs::write(&path, &data).unwrap();
+            let a = run_file(&path, Config::default(), |_| {}).unwrap();
+            let mut reader = PcapReader::open(&path).unwrap();
+            let b = run_reader(&mut reader, Config::default(), &mut |_| {}).unwrap();
+            std::fs::remove_file(&path).unwrap();
+            assert_eq!(a.frames, b.frames, "{name}");
+            let (ea, eb) = (
+                a.error.map(|e| e.to_string()),
+                b.error.map(|e| e.to_string()),
+            );
+            assert_eq!(ea.is_some(), name != "whole", "{name}: {ea:?}");
+            assert_eq!(ea, eb, "{name}");
+            let (ta, tb) = (&a.engine.state().totals, &b.engine.state().totals);
+            assert_eq!(
+                (ta.frames, ta.bytes, ta.icrc_valid),
+                (tb.frames, tb.bytes, tb.icrc_valid),
+                "{name}"
+            );
+        }
     }
 }
