@@ -10,7 +10,9 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use crate::engine::{Anomaly, ChunkKind, ConnId, Finding, Kind, State, Transaction, Transfer};
+use crate::engine::{
+    Anomaly, ChunkKind, ConnId, Finding, Kind, Origin, State, Transaction, Transfer,
+};
 use crate::report::Filter;
 
 use super::source::{Msg, Progress};
@@ -83,6 +85,8 @@ pub struct TxnRow {
     pub round_trips: u8,
     /// Anomalies on it.
     pub anomalies: u8,
+    /// Who saw it (the wire, or a kernel through `live --probes`).
+    pub origin: Origin,
 }
 
 /// One advertised segment, compact.
@@ -304,6 +308,7 @@ impl Model {
             reply: t.reply_transfer,
             round_trips: t.round_trips,
             anomalies: u8::try_from(t.anomalies.len()).unwrap_or(u8::MAX),
+            origin: t.origin,
         });
         for s in &t.chunks {
             if self.segs.len() >= self.caps.segments {

@@ -611,3 +611,40 @@ fn model_caps_keep_newest_details_and_anomalous_ones() {
     );
     assert_eq!(m.detail(7).map(|t| t.xid), Some(7), "the newest stay");
 }
+
+#[test]
+fn kernel_rows_say_whose_view_they_are() {
+    // `live --probes`: the kernels' transactions arrive beside the wire's.
+    let mut first = None;
+    crate::analyze::run_file(&capture("v3-ddp.pcap"), Config::default(), |f| {
+        if let Finding::Transaction(t) = f {
+            first.get_or_insert(t);
+        }
+    })
+    .expect("capture");
+    let wire = first.expect("a transaction");
+    let mut client = wire.clone();
+    client.origin = crate::engine::Origin::ClientProbes;
+    let mut server = wire.clone();
+    server.origin = crate::engine::Origin::ServerProbes;
+    let mut m = Model::new("live", Caps::default());
+    m.apply(Msg::Findings(vec![
+        Finding::Transaction(wire.clone()),
+        Finding::Transaction(client),
+        Finding::Transaction(server),
+    ]));
+    let mut ui = UiState::default();
+    ui.apply(Action::Go(Screen::Transactions));
+    let t = render(&mut m, &mut ui, 160, 24);
+    let text: String = t
+        .backend()
+        .buffer()
+        .content()
+        .iter()
+        .map(|c| c.symbol())
+        .collect();
+    let xid = format!("{:#010x}", wire.xid);
+    assert_eq!(text.matches(&xid).count(), 3, "{text}");
+    assert!(text.contains("[client kernel] NFS NULL"), "{text}");
+    assert!(text.contains("[server kernel] NFS NULL"), "{text}");
+}

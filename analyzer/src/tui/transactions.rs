@@ -19,7 +19,7 @@ use ratatui::Frame;
 use super::model::{Model, TxnRow, NONE32, NONE64};
 use super::state::{Screen, SortCol, UiState};
 use super::widgets::{block, bytes, dur, header_style, selected_style, transfer_short};
-use crate::engine::Kind;
+use crate::engine::{Kind, Origin};
 
 /// A column: what it shows, how wide, how much it matters when space is short.
 struct Col {
@@ -104,7 +104,25 @@ fn cell<'a>(c: &Col, r: &TxnRow, m: &'a Model, wide: bool) -> Cell<'a> {
         }
         SortCol::Conn => format!("c{}", r.conn),
         SortCol::Xid => format!("{:#010x}", r.xid),
-        SortCol::Procedure => return Cell::from(m.label(r)),
+        // Live with probes: the kernels' own views sit beside the wire's
+        // (same XID, one row each); say whose row it is.
+        SortCol::Procedure => {
+            return match r.origin {
+                Origin::Wire => Cell::from(m.label(r)),
+                o => Cell::from(Span::styled(
+                    format!(
+                        "[{}] {}",
+                        if o == Origin::ClientProbes {
+                            "client kernel"
+                        } else {
+                            "server kernel"
+                        },
+                        m.label(r)
+                    ),
+                    Style::new().fg(Color::Magenta),
+                )),
+            }
+        }
         SortCol::Call if wide => r.call.as_str().into(),
         SortCol::Call => transfer_short(r.call).into(),
         SortCol::Reply if wide => r.reply.as_str().into(),
