@@ -26,6 +26,9 @@ use crate::engine::{
     Transfer,
 };
 
+/// Kernel-side connection labels remembered at once.
+const MAX_KERNEL_CONNS: usize = 4096;
+
 /// Caps and timing.
 #[derive(Debug, Clone, Copy)]
 pub struct CorrelateConfig {
@@ -180,6 +183,12 @@ impl Correlator {
     }
 
     fn conn(&mut self, server: bool, key: u32) -> ConnId {
+        // Every reconnect brings new completion queues: over days the map
+        // would only grow. Ids are labels, so forgetting them all is safe
+        // (a connection seen again gets a new id).
+        if self.conns.len() >= MAX_KERNEL_CONNS && !self.conns.contains_key(&(server, key)) {
+            self.conns.clear();
+        }
         let next = &mut self.next_conn;
         *self.conns.entry((server, key)).or_insert_with(|| {
             let id = ConnId(*next);
