@@ -54,52 +54,62 @@ impl Engine {
                 | Operation::CompareSwap
                 | Operation::FetchAdd
         );
+        // Everything this packet reads or changes in its QP's state, in one
+        // lookup: the table is keyed by address and QPN, and hashing that
+        // several times per packet showed in whole-capture profiles.
         let q = self.qp_mut(dest, out);
         q.last_ts_ns = ts;
         let conn = q.conn;
+        let (mut retransmitted, mut gap) = (false, false);
         if is_request {
-            if let Some(last) = q.last_psn {
-                let last = Psn::try_new(last).unwrap_or_default();
-                let cur = bth.psn;
-                if cur == last || cur.is_before(last) {
-                    // Seen before: the requester retransmitted it (after a NAK or a timeout).
-                    self.state.totals.retransmissions += 1;
-                    if op
-                        .position()
-                        .is_some_and(|p| matches!(p, Position::First | Position::Only))
-                    {
-                        // Name the RPC it carried, so a duplicated reply can be told
-                        // from a new one (tshark counts it twice).
-                        let xid = (operation == Operation::Send)
-                            .then(|| {
-                                rdma_dissectors::rpcrdma::RpcRdmaHeader::parse_fixed(d.payload())
-                                    .ok()
-                            })
-                            .flatten()
-                            .map(|f| f.xid.0);
-                        let carrying =
-                            xid.map_or(String::new(), |x| format!(" carrying xid {x:#010x}"));
-                        self.anomaly(
-                            out,
-                            Kind::Retransmission,
-                            vec![number],
-                            conn,
-                            xid,
-                            format!(
-                                "{} PSN {psn:#x} to {dest}{carrying} was sent again (a retransmission); it is not counted twice",
-                                op.name()
-                            ),
-                        );
-                    }
-                    return;
-                }
-                if last.add(1) != cur && !q.psn_jump_unknown {
-                    self.state.totals.psn_gaps += 1;
+            let cur = bth.psn;
+            match q.last_psn.map(|l| Psn::try_new(l).unwrap_or_default()) {
+                // Seen before: the requester retransmitted it (after a NAK or a timeout).
+                Some(last) if cur == last || cur.is_before(last) => retransmitted = true,
+                last => {
+                    gap = last.is_some_and(|l| l.add(1) != cur && !q.psn_jump_unknown);
+                    q.last_psn = Some(psn);
+                    q.psn_jump_unknown = operation == Operation::RdmaReadRequest;
                 }
             }
-            let q = self.qp_mut(dest, out);
-            q.last_psn = Some(psn);
-            q.psn_jump_unknown = operation == Operation::RdmaReadRequest;
+        }
+        // A Write's later packets carry no RETH: its context says where they go.
+        let mut write = None;
+        if !retransmitted && operation == Operation::RdmaWrite && d.reth().is_none() {
+            write = q.write;
+            if matches!(op.position(), Some(Position::Last)) {
+                q.write = None;
+            }
+        }
+        if retransmitted {
+            self.state.totals.retransmissions += 1;
+            if op
+                .position()
+                .is_some_and(|p| matches!(p, Position::First | Position::Only))
+            {
+                // Name the RPC it carried, so a duplicated reply can be told
+                // from a new one (tshark counts it twice).
+                let xid = (operation == Operation::Send)
+                    .then(|| rdma_dissectors::rpcrdma::RpcRdmaHeader::parse_fixed(d.payload()).ok())
+                    .flatten()
+                    .map(|f| f.xid.0);
+                let carrying = xid.map_or(String::new(), |x| format!(" carrying xid {x:#010x}"));
+                self.anomaly(
+                    out,
+                    Kind::Retransmission,
+                    vec![number],
+                    conn,
+                    xid,
+                    format!(
+                        "{} PSN {psn:#x} to {dest}{carrying} was sent again (a retransmission); it is not counted twice",
+                        op.name()
+                    ),
+                );
+            }
+            return;
+        }
+        if gap {
+            self.state.totals.psn_gaps += 1;
         }
         if let Some(c) = conn.and_then(|c| self.state.connections.get_mut(&c)) {
             c.last_ts_ns = ts;
@@ -121,7 +131,7 @@ impl Engine {
                 };
                 self.send_packet(m, position, out);
             }
-            Operation::RdmaWrite => self.write_packet(number, ts, dest, conn, d, out),
+            Operation::RdmaWrite => self.write_packet(number, ts, dest, conn, write, d, out),
             Operation::RdmaReadRequest => self.read_request(number, ts, dest, conn, d, out),
             Operation::RdmaReadResponse => self.read_response(number, ts, conn, d, out),
             Operation::Acknowledge => {
@@ -255,12 +265,15 @@ impl Engine {
         Some(t)
     }
 
+    /// `write` is the context of the Write a packet without RETH continues.
+    #[allow(clippy::too_many_arguments)]
     fn write_packet(
         &mut self,
         number: u64,
         ts: u64,
         dest: QpKey,
         conn: Option<ConnId>,
+        write: Option<WriteCtx>,
         d: &Dissection<'_>,
         out: &mut Vec<Finding>,
     ) {
@@ -301,11 +314,7 @@ impl Engine {
                 }
             }
         } else {
-            let q = self.qp_mut(dest, out);
-            let Some(w) = q.write else { return };
-            if matches!(position, Some(Position::Last)) {
-                q.write = None;
-            }
+            let Some(w) = write else { return };
             if let Some(tg) = w.target {
                 let _ = w.rkey;
                 self.credit_segment(w.conn, tg, bytes, number, ts, false);
