@@ -17,7 +17,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -413,6 +413,8 @@ pub struct LiveInputs {
         LinkType,
     )>,
     capture_done: bool,
+    /// Tells the capture thread to end (set by `finish`; a signal sets `STOP`).
+    capture_stop: Arc<AtomicBool>,
     /// What the run counted so far.
     pub stats: LiveStats,
     /// Why the probes could not start (they were asked for), if they could not.
@@ -440,6 +442,7 @@ impl LiveInputs {
             probes: None,
             capture: None,
             capture_done: true,
+            capture_stop: Arc::new(AtomicBool::new(false)),
             stats: LiveStats::default(),
             probes_error: None,
             what: String::new(),
@@ -481,9 +484,10 @@ impl LiveInputs {
             };
             eprintln!("live: capturing on {iface} (filter {:?})", args.filter);
             let (tx, rx) = mpsc::sync_channel(CAPTURE_CHANNEL_DEPTH);
+            let stop = inputs.capture_stop.clone();
             let h = thread::Builder::new()
                 .name("live-capture".into())
-                .spawn(move || capture_loop(cap, writer, &tx))
+                .spawn(move || capture_loop(cap, writer, &tx, &stop))
                 .context("live: starting the capture thread")?;
             inputs.capture = Some((rx, h, link));
             inputs.capture_done = false;
@@ -584,7 +588,7 @@ impl LiveInputs {
     /// the probes are detached, the capture thread is joined (its pcapng
     /// finished).
     pub fn finish(&mut self, handle: &mut dyn FnMut(Event<'_>)) {
-        STOP.store(true, Ordering::SeqCst);
+        self.capture_stop.store(true, Ordering::SeqCst);
         if let Some((mut set, mut dec)) = self.probes.take() {
             let (errors, first) = (
                 &mut self.stats.decode_errors,
@@ -961,13 +965,14 @@ fn capture_loop(
     mut cap: pcap::Capture<pcap::Active>,
     mut writer: Option<PcapngWriter>,
     tx: &mpsc::SyncSender<FromCapture>,
+    stop: &AtomicBool,
 ) {
     let mut number = 0u64;
     let mut error = None;
     let mut batch: Vec<Captured> = Vec::new();
     let mut batch_bytes = 0usize;
     let mut last_send = Instant::now();
-    while !STOP.load(Ordering::SeqCst) {
+    while !STOP.load(Ordering::SeqCst) && !stop.load(Ordering::SeqCst) {
         match cap.next_packet() {
             Ok(p) => {
                 number += 1;
