@@ -12,6 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=/tmp/rdma-analyzer-probes-lab/$(date -u +%Y%m%dT%H%M%SZ)
 if [ "${1:-}" = --out ]; then out=$2; shift 2; fi
+# Absolute: the comparison runs as a cargo test, from the crate's folder.
+out=$(realpath -m "$out")
 scenarios=("$@")
 [ ${#scenarios[@]} -gt 0 ] || scenarios=(v3-inline v3-ddp v42-reminv parallel)
 
