@@ -232,10 +232,6 @@ fn cpu_seconds() -> f64 {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
-fn origin_of(t: &Transaction) -> Origin {
-    t.origin
-}
-
 /// The views of one XID held by the [`Merger`].
 type Views = Vec<(Origin, Box<Transaction>)>;
 
@@ -263,7 +259,7 @@ impl Merger {
 
     /// Adds a transaction seen at (local, monotonic) time `now_ns`.
     pub fn add(&mut self, t: Box<Transaction>, now_ns: u64, out: &mut Vec<Value>) {
-        let o = origin_of(&t);
+        let o = t.origin;
         let xid = t.xid;
         match self.pending.get_mut(&xid) {
             Some((_, v)) if !v.iter().any(|(oo, _)| *oo == o) => v.push((o, t)),
@@ -313,7 +309,7 @@ impl Merger {
 fn kernel_view(t: &Transaction) -> Value {
     json!({
         "latency_us": t.latency_us,
-        "credits_requested": if origin_of(t) == Origin::ServerProbes { Some(t.credits_requested) } else { None },
+        "credits_requested": if t.origin == Origin::ServerProbes { Some(t.credits_requested) } else { None },
         "credits_granted": t.credits_granted,
         "remote_invalidated_rkey": t.remote_invalidated_rkey,
         "chunks": t.chunks.iter().map(|c| json!({
@@ -515,18 +511,7 @@ impl LiveInputs {
             // The probes wake the reader only when the ring is an eighth
             // full; otherwise records wait at most `wait_ms`.
             poll_readable(set.ring_fd(), wait_ms);
-            let (errors, first) = (
-                &mut self.stats.decode_errors,
-                &mut self.stats.first_decode_error,
-            );
-            let n = set.drain(|raw| match dec.decode(raw) {
-                Ok(p) => handle(Event::Probe(&p)),
-                Err(e) => {
-                    *errors += 1;
-                    first.get_or_insert_with(|| e.to_string());
-                }
-            });
-            self.stats.records += n;
+            drain_probes(set, dec, &mut self.stats, handle);
         } else {
             thread::sleep(Duration::from_millis(u64::try_from(wait_ms).unwrap_or(0)));
         }
@@ -590,18 +575,7 @@ impl LiveInputs {
     pub fn finish(&mut self, handle: &mut dyn FnMut(Event<'_>)) {
         self.capture_stop.store(true, Ordering::SeqCst);
         if let Some((mut set, mut dec)) = self.probes.take() {
-            let (errors, first) = (
-                &mut self.stats.decode_errors,
-                &mut self.stats.first_decode_error,
-            );
-            let n = set.drain(|raw| match dec.decode(raw) {
-                Ok(p) => handle(Event::Probe(&p)),
-                Err(e) => {
-                    *errors += 1;
-                    first.get_or_insert_with(|| e.to_string());
-                }
-            });
-            self.stats.records += n;
+            drain_probes(&mut set, &mut dec, &mut self.stats, handle);
             self.stats.lost_in_kernel = set.lost();
             self.stats.per_event.clone_from(&dec.counts);
             set.detach();
@@ -615,6 +589,24 @@ impl LiveInputs {
             self.capture_done = true;
         }
     }
+}
+
+/// Decodes every record waiting in the ring into `handle`, counting what
+/// does not decode.
+fn drain_probes(
+    set: &mut ProbeSet,
+    dec: &mut Decoder,
+    stats: &mut LiveStats,
+    handle: &mut dyn FnMut(Event<'_>),
+) {
+    let (errors, first) = (&mut stats.decode_errors, &mut stats.first_decode_error);
+    stats.records += set.drain(|raw| match dec.decode(raw) {
+        Ok(p) => handle(Event::Probe(&p)),
+        Err(e) => {
+            *errors += 1;
+            first.get_or_insert_with(|| e.to_string());
+        }
+    });
 }
 
 /// Whether a signal (SIGINT, SIGTERM, SIGHUP) asked `live` to stop.
