@@ -18,6 +18,10 @@ use rdma_analyzer::engine::{Config, Finding};
 use rdma_analyzer::sources::pcap::PcapReader;
 use serde_json::Value;
 
+#[path = "common/tmux.rs"]
+mod tmux;
+use tmux::{have_tmux, Tmux};
+
 const BIN: &str = env!("CARGO_BIN_EXE_rdma-analyzer");
 const SCENARIO: &str = "v42-reminv.pcap";
 
@@ -156,62 +160,9 @@ fn headless(dir: &Path) {
     assert_eq!(s["transactions"], want.len(), "{s}");
 }
 
-/// tmux of our own (its own socket), killed on drop.
-struct Tmux(String);
-
-impl Tmux {
-    fn cmd(&self, args: &[&str]) -> std::process::Output {
-        Command::new("tmux")
-            .arg("-L")
-            .arg(&self.0)
-            .args(args)
-            .output()
-            .expect("running tmux")
-    }
-
-    fn pane(&self) -> String {
-        String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", "t"]).stdout).into_owned()
-    }
-
-    fn wait_for(&self, what: &str) -> String {
-        let start = Instant::now();
-        loop {
-            let p = self.pane();
-            if p.contains(what) {
-                return p;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "pane never showed {what:?}; it shows:\n{p}"
-            );
-            sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.cmd(&["kill-server"]);
-    }
-}
-
 fn in_tui() {
-    let t = Tmux(format!("rdma-analyzer-live-{}", std::process::id()));
     let shell = format!("'{BIN}' live -i lo; echo EXITED $?; sleep 60");
-    let o = t.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
-        "t",
-        "-x",
-        "160",
-        "-y",
-        "48",
-        "sh",
-        "-c",
-        &shell,
-    ]);
-    assert!(o.status.success(), "tmux new-session: {o:?}");
+    let t = Tmux::start(format!("rdma-analyzer-live-{}", std::process::id()), &shell);
     // The status line names the live source before any traffic.
     t.wait_for("live: lo");
     sleep(Duration::from_millis(300));
@@ -219,13 +170,13 @@ fn in_tui() {
     let n = expected().len();
     let p = t.wait_for(&format!("{n} calls, {n} replies"));
     assert!(p.contains("10.99.0.1"), "overview lacks the server:\n{p}");
-    t.cmd(&["send-keys", "-t", "t", "2"]);
+    t.send(&["2"]);
     let p = t.wait_for(&format!("Transactions {n}/{n}"));
     assert!(
         p.contains("0xc72afd7f") && p.contains("COMPOUND(EXCHANGE_ID)"),
         "{p}"
     );
-    t.cmd(&["send-keys", "-t", "t", "q"]);
+    t.send(&["q"]);
     t.wait_for("EXITED 0");
     assert_eq!(
         t.cmd(&["display", "-p", "-t", "t", "#{alternate_on}"])
@@ -244,8 +195,7 @@ fn live_capture_headless_and_in_the_tui() {
     let dir = std::env::temp_dir().join(format!("rdma-live-capture-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     headless(&dir);
-    let tmux = Command::new("tmux").arg("-V").output();
-    if tmux.is_ok_and(|o| o.status.success()) {
+    if have_tmux() {
         in_tui();
     } else {
         eprintln!("TUI phase skipped: tmux is not installed");

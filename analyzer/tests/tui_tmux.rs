@@ -3,9 +3,11 @@
 //! Skipped (with a message) when tmux is not installed.
 
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
-use std::thread::sleep;
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+
+#[path = "common/tmux.rs"]
+mod tmux;
+use tmux::{have_tmux, Tmux};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rdma-analyzer");
 
@@ -16,114 +18,15 @@ fn capture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// A tmux server of our own (its own socket), killed on drop.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn cmd(&self, args: &[&str]) -> Output {
-        Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .expect("running tmux")
-    }
-
-    fn send(&self, keys: &[&str]) {
-        let mut a = vec!["send-keys", "-t", "t"];
-        a.extend_from_slice(keys);
-        let o = self.cmd(&a);
-        assert!(o.status.success(), "send-keys {keys:?}: {o:?}");
-    }
-
-    fn pane(&self) -> String {
-        String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", "t"]).stdout).into_owned()
-    }
-
-    /// Waits until the pane shows `what` (the UI redraws within 50 ms).
-    fn wait_for(&self, what: &str) -> String {
-        let start = Instant::now();
-        loop {
-            let p = self.pane();
-            if p.contains(what) {
-                // A capture can catch a frame half written: wait for two
-                // identical ones in a row.
-                sleep(Duration::from_millis(60));
-                let q = self.pane();
-                if q == p {
-                    return q;
-                }
-                continue;
-            }
-            if start.elapsed() > Duration::from_secs(30) {
-                panic!("pane never showed {what:?}; it shows:\n{p}");
-            }
-            sleep(Duration::from_millis(100));
-        }
-    }
-
-    /// Waits until the pane no longer shows `what`.
-    fn wait_gone(&self, what: &str) {
-        let start = Instant::now();
-        while self.pane().contains(what) {
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "pane still shows {what:?}:\n{}",
-                self.pane()
-            );
-            sleep(Duration::from_millis(100));
-        }
-    }
-
-    /// Sends keys, then waits for `what`.
-    fn step(&self, keys: &[&str], what: &str) -> String {
-        self.send(keys);
-        self.wait_for(what)
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.cmd(&["kill-server"]);
-    }
-}
-
-fn have_tmux() -> bool {
-    Command::new("tmux")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 #[test]
 fn tui_end_to_end_in_tmux() {
     if !have_tmux() {
         eprintln!("SKIPPED tui_end_to_end_in_tmux: tmux is not installed");
         return;
     }
-    let t = Tmux {
-        socket: format!("rdma-analyzer-test-{}", std::process::id()),
-    };
     let cap = capture("v3-ddp.pcap");
     let shell = format!("'{BIN}' open '{}'; echo EXITED $?; sleep 60", cap.display());
-    let o = t.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
-        "t",
-        "-x",
-        "160",
-        "-y",
-        "48",
-        "sh",
-        "-c",
-        &shell,
-    ]);
-    assert!(o.status.success(), "tmux new-session: {o:?}");
+    let t = Tmux::start(format!("rdma-analyzer-test-{}", std::process::id()), &shell);
 
     // Overview: the connection, its negotiated parameters and the totals.
     let p = t.wait_for("done");
@@ -245,25 +148,12 @@ fn resize_and_ctrl_c_in_tmux() {
         eprintln!("SKIPPED resize_and_ctrl_c_in_tmux: tmux is not installed");
         return;
     }
-    let t = Tmux {
-        socket: format!("rdma-analyzer-test-rs-{}", std::process::id()),
-    };
     let cap = capture("v3-inline.pcap");
     let shell = format!("'{BIN}' open '{}'; echo EXITED $?; sleep 60", cap.display());
-    let o = t.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
-        "t",
-        "-x",
-        "160",
-        "-y",
-        "48",
-        "sh",
-        "-c",
+    let t = Tmux::start(
+        format!("rdma-analyzer-test-rs-{}", std::process::id()),
         &shell,
-    ]);
-    assert!(o.status.success(), "tmux new-session: {o:?}");
+    );
     t.wait_for("done");
     t.step(&["2"], "Transactions 41/41");
     // Shrink below 80×24, then to it, then grow: the program keeps drawing.
