@@ -94,11 +94,13 @@ pub fn frame_json(number: u64, ts_ns: u64, orig_len: u32, d: &Dissection<'_>) ->
     }
     if let Some(ip) = d.ip {
         let v = match ip {
-            Ip::V4(h, _) => {
+            Ip::V4(h) => {
+                let h = h.fields();
                 json!({"version": 4, "src": h.source.to_string(), "dst": h.destination.to_string(), "proto": h.protocol,
                                   "ttl": h.ttl, "dscp": h.dscp, "ecn": h.ecn, "len": h.total_len})
             }
-            Ip::V6(h, _) => {
+            Ip::V6(h) => {
+                let h = h.fields();
                 json!({"version": 6, "src": h.source.to_string(), "dst": h.destination.to_string(), "proto": h.next_header,
                                   "hop_limit": h.hop_limit, "traffic_class": h.traffic_class, "flow_label": h.flow_label, "len": h.payload_len})
             }

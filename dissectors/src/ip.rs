@@ -16,7 +16,7 @@
 
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use crate::bytes::{put, put_u16};
+use crate::bytes::{array_at, put, put_u16, u16_at, u32_at, u8_at};
 use crate::error::{Error, Result};
 use crate::layer::Layer;
 
@@ -73,13 +73,133 @@ pub struct Ipv6 {
     pub destination: Ipv6Addr,
 }
 
-/// An IPv4 or IPv6 header, with the raw header bytes the ICRC needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// An IPv4 or IPv6 header as found in a frame: a checked view of its
+/// bytes whose fields are read when asked for. Building the typed
+/// [`Ipv4`]/[`Ipv6`] for every frame cost more than the rest of a RoCEv2
+/// packet's dissection; most frames only need the protocol and addresses.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Ip<'a> {
     /// IPv4.
-    V4(Ipv4, &'a [u8]),
+    V4(Ipv4Slice<'a>),
     /// IPv6.
-    V6(Ipv6, &'a [u8]),
+    V6(Ipv6Slice<'a>),
+}
+
+impl core::fmt::Debug for Ip<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Ip::V4(h) => f.debug_tuple("V4").field(&h.fields()).finish(),
+            Ip::V6(h) => f.debug_tuple("V6").field(&h.fields()).finish(),
+        }
+    }
+}
+
+/// The bytes of an IPv4 header that [`Ip::parse`] accepted: at least 20,
+/// exactly the header length with its options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Ipv4Slice<'a>(&'a [u8]);
+
+impl<'a> Ipv4Slice<'a> {
+    /// The header bytes, options included.
+    #[inline]
+    pub fn bytes(&self) -> &'a [u8] {
+        self.0
+    }
+
+    /// Every field, typed.
+    pub fn fields(&self) -> Ipv4 {
+        let b = self.0;
+        let flags = u16_at(b, 6);
+        Ipv4 {
+            dscp: u8_at(b, 1) >> 2,
+            ecn: u8_at(b, 1) & 0x3,
+            total_len: self.total_len(),
+            identification: u16_at(b, 4),
+            dont_fragment: flags & 0x4000 != 0,
+            more_fragments: flags & 0x2000 != 0,
+            fragment_offset: flags & 0x1fff,
+            ttl: u8_at(b, 8),
+            protocol: self.protocol(),
+            header_checksum: u16_at(b, 10),
+            source: self.source(),
+            destination: self.destination(),
+            header_len: b.len() as u8,
+        }
+    }
+
+    /// Total length of the datagram as announced by the header.
+    #[inline]
+    pub fn total_len(&self) -> u16 {
+        u16_at(self.0, 2)
+    }
+
+    /// Protocol of the payload (17 for UDP).
+    #[inline]
+    pub fn protocol(&self) -> u8 {
+        u8_at(self.0, 9)
+    }
+
+    /// Source address.
+    #[inline]
+    pub fn source(&self) -> Ipv4Addr {
+        Ipv4Addr::from(array_at::<4>(self.0, 12))
+    }
+
+    /// Destination address.
+    #[inline]
+    pub fn destination(&self) -> Ipv4Addr {
+        Ipv4Addr::from(array_at::<4>(self.0, 16))
+    }
+}
+
+/// The 40 bytes of an IPv6 fixed header that [`Ip::parse`] accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Ipv6Slice<'a>(&'a [u8]);
+
+impl<'a> Ipv6Slice<'a> {
+    /// The header bytes.
+    #[inline]
+    pub fn bytes(&self) -> &'a [u8] {
+        self.0
+    }
+
+    /// Every field, typed.
+    pub fn fields(&self) -> Ipv6 {
+        let first = u32_at(self.0, 0);
+        Ipv6 {
+            traffic_class: (first >> 20) as u8,
+            flow_label: first & 0xf_ffff,
+            payload_len: self.payload_len(),
+            next_header: self.next_header(),
+            hop_limit: u8_at(self.0, 7),
+            source: self.source(),
+            destination: self.destination(),
+        }
+    }
+
+    /// Payload length as announced by the header.
+    #[inline]
+    pub fn payload_len(&self) -> u16 {
+        u16_at(self.0, 4)
+    }
+
+    /// Next header (17 for UDP).
+    #[inline]
+    pub fn next_header(&self) -> u8 {
+        u8_at(self.0, 6)
+    }
+
+    /// Source address.
+    #[inline]
+    pub fn source(&self) -> Ipv6Addr {
+        Ipv6Addr::from(array_at::<16>(self.0, 8))
+    }
+
+    /// Destination address.
+    #[inline]
+    pub fn destination(&self) -> Ipv6Addr {
+        Ipv6Addr::from(array_at::<16>(self.0, 24))
+    }
 }
 
 impl<'a> Ip<'a> {
@@ -147,22 +267,7 @@ impl<'a> Ip<'a> {
         }
         let end = total_len.min(input.len());
         let payload = input.get(header_len..end).unwrap_or_default();
-        let ip = Ipv4 {
-            dscp: h.dcp().value(),
-            ecn: h.ecn().value(),
-            total_len: h.total_len(),
-            identification: h.identification(),
-            dont_fragment: h.dont_fragment(),
-            more_fragments: h.more_fragments(),
-            fragment_offset: h.fragments_offset().value(),
-            ttl: h.ttl(),
-            protocol: h.protocol().0,
-            header_checksum: h.header_checksum(),
-            source: h.source_addr(),
-            destination: h.destination_addr(),
-            header_len: header_len as u8,
-        };
-        Ok((Ip::V4(ip, header), payload))
+        Ok((Ip::V4(Ipv4Slice(header)), payload))
     }
 
     /// Parses an IPv6 fixed header (see [`Ip::parse`]). Extension headers are
@@ -189,46 +294,38 @@ impl<'a> Ip<'a> {
         let header = h.slice();
         let end = (40 + usize::from(h.payload_length())).min(input.len());
         let payload = input.get(40..end).unwrap_or_default();
-        let ip = Ipv6 {
-            traffic_class: h.traffic_class(),
-            flow_label: h.flow_label().value(),
-            payload_len: h.payload_length(),
-            next_header: h.next_header().0,
-            hop_limit: h.hop_limit(),
-            source: h.source_addr(),
-            destination: h.destination_addr(),
-        };
-        Ok((Ip::V6(ip, header), payload))
+        Ok((Ip::V6(Ipv6Slice(header)), payload))
     }
 
     /// The raw header bytes (needed by the RoCEv2 ICRC).
     pub fn header(&self) -> &'a [u8] {
         match self {
-            Ip::V4(_, h) | Ip::V6(_, h) => h,
+            Ip::V4(h) => h.bytes(),
+            Ip::V6(h) => h.bytes(),
         }
     }
 
     /// The protocol of the payload (IPv4 protocol or IPv6 next header).
     pub fn protocol(&self) -> u8 {
         match self {
-            Ip::V4(h, _) => h.protocol,
-            Ip::V6(h, _) => h.next_header,
+            Ip::V4(h) => h.protocol(),
+            Ip::V6(h) => h.next_header(),
         }
     }
 
     /// Source address.
     pub fn source(&self) -> IpAddr {
         match self {
-            Ip::V4(h, _) => IpAddr::V4(h.source),
-            Ip::V6(h, _) => IpAddr::V6(h.source),
+            Ip::V4(h) => IpAddr::V4(h.source()),
+            Ip::V6(h) => IpAddr::V6(h.source()),
         }
     }
 
     /// Destination address.
     pub fn destination(&self) -> IpAddr {
         match self {
-            Ip::V4(h, _) => IpAddr::V4(h.destination),
-            Ip::V6(h, _) => IpAddr::V6(h.destination),
+            Ip::V4(h) => IpAddr::V4(h.destination()),
+            Ip::V6(h) => IpAddr::V6(h.destination()),
         }
     }
 
@@ -236,8 +333,8 @@ impl<'a> Ip<'a> {
     /// frame) hold the whole datagram the header announces.
     pub fn captured_whole(&self, captured: usize) -> bool {
         match self {
-            Ip::V4(h, _) => captured >= usize::from(h.total_len),
-            Ip::V6(h, _) => captured >= 40 + usize::from(h.payload_len),
+            Ip::V4(h) => captured >= usize::from(h.total_len()),
+            Ip::V6(h) => captured >= 40 + usize::from(h.payload_len()),
         }
     }
 
@@ -356,8 +453,9 @@ mod tests {
     fn parse_ipv4() {
         let f = v4_frame();
         let (ip, payload) = Ip::parse(&f).unwrap();
-        let Ip::V4(h, raw) = ip else { panic!("not v4") };
-        assert_eq!(raw.len(), 20);
+        let Ip::V4(v) = ip else { panic!("not v4") };
+        assert_eq!(v.bytes().len(), 20);
+        let h = v.fields();
         assert_eq!(payload.len(), 28);
         assert_eq!(h.protocol, PROTO_UDP);
         assert_eq!(h.source, Ipv4Addr::new(10, 99, 0, 1));
@@ -453,7 +551,9 @@ mod tests {
         let mut buf = [0u8; 48];
         h.emit(8, &mut buf).unwrap();
         let (ip, payload) = Ip::parse(&buf).unwrap();
-        assert_eq!(ip, Ip::V6(h, &buf[..40]));
+        let Ip::V6(v) = ip else { panic!("not v6") };
+        assert_eq!(v.bytes(), &buf[..40]);
+        assert_eq!(v.fields(), h);
         assert_eq!(payload.len(), 8);
     }
 
@@ -471,7 +571,8 @@ mod tests {
             };
             let mut buf = vec![0u8; 20 + len];
             h.emit(len, &mut buf).unwrap();
-            let (Ip::V4(p, _), payload) = Ip::parse(&buf).unwrap() else { panic!() };
+            let (Ip::V4(p), payload) = Ip::parse(&buf).unwrap() else { panic!() };
+            let p = p.fields();
             prop_assert_eq!(payload.len(), len);
             prop_assert_eq!(checksum(&buf[..20]), 0);
             prop_assert_eq!(Ipv4 { header_checksum: 0, ..p }, h);
