@@ -306,10 +306,27 @@ impl<'a> Dissection<'a> {
 #[inline]
 pub fn dissect<'a>(link: LinkType, frame: &'a [u8], config: &Config) -> Dissection<'a> {
     let mut d = Dissection::default();
-    if let Err(e) = dissect_link(link, frame, config, &mut d) {
+    dissect_into(link, frame, config, &mut d);
+    d
+}
+
+/// As [`dissect`], into a [`Dissection`] the caller owns (and has reset
+/// with [`Default::default`]).
+///
+/// For callers on a hot path: returning the ~720-byte dissection by value
+/// costs a copy per frame that the compiler does not always elide.
+///
+/// ```
+/// use rdma_dissectors::{link::LinkType, stack::{dissect_into, Config, Dissection}};
+/// let mut d = Dissection::default();
+/// dissect_into(LinkType::ETHERNET, &[0u8; 10], &Config::default(), &mut d);
+/// assert!(d.stop.is_some()); // 10 bytes cannot hold an Ethernet header
+/// ```
+#[inline]
+pub fn dissect_into<'a>(link: LinkType, frame: &'a [u8], config: &Config, d: &mut Dissection<'a>) {
+    if let Err(e) = dissect_link(link, frame, config, d) {
         d.stop = Some(e);
     }
-    d
 }
 
 /// Only the ICRC verdict of a RoCEv2 frame, without the rest of the
