@@ -41,7 +41,9 @@ use serde::Serialize;
 
 pub use anomaly::{Anomaly, Kind, Severity};
 pub use conn::{CmState, Connection, CreditPoint, Role};
-pub use txn::{ChunkKind, LadderStep, Origin, SegmentUse, Transaction, Transfer};
+pub use txn::{
+    CallHeader, ChunkKind, LadderStep, Origin, SegmentUse, StepWhat, Transaction, Transfer,
+};
 
 /// A connection's identifier: small, stable for the whole run, in order of discovery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]

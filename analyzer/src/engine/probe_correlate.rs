@@ -22,8 +22,8 @@ use std::collections::{HashMap, VecDeque};
 use crate::engine::probe::{ChunkType, Cid, Probe, ProbeEvent, SegKind, TaskKey};
 use crate::engine::txn::Phases;
 use crate::engine::{
-    Anomaly, ChunkKind, ConnId, Finding, Kind, LadderStep, Origin, SegmentUse, Transaction,
-    Transfer,
+    Anomaly, CallHeader, ChunkKind, ConnId, Finding, Kind, LadderStep, Origin, SegmentUse,
+    Transaction, Transfer,
 };
 
 /// Kernel-side connection labels remembered at once.
@@ -168,7 +168,7 @@ impl Ladder {
             frame: seq,
             offset_ns: ts.saturating_sub(base_ts),
             from_client,
-            what,
+            what: what.into(),
         });
     }
 }
@@ -659,13 +659,13 @@ impl Correlator {
             anomalies,
             ladder: c.ladder.steps,
             ladder_omitted: c.ladder.omitted,
-            call_header: format!(
+            call_header: CallHeader::Text(format!(
                 "client probes: task {}@{} rtype {:?} wtype {:?}",
                 task.task_id,
                 task.client_id,
                 c.rtype.unwrap_or(ChunkType::Inline),
                 c.wtype.unwrap_or(ChunkType::Inline)
-            ),
+            )),
             write_chunks: 0,
             empty_write_chunks: 0,
             unused_write_chunks: 0,
@@ -827,10 +827,10 @@ impl Correlator {
             anomalies,
             ladder: s.ladder.steps,
             ladder_omitted: s.ladder.omitted,
-            call_header: format!(
+            call_header: CallHeader::Text(format!(
                 "server probes: rdma_vers {} rdma_proc {} rdma_credit {} hdrlen {}",
                 s.vers, s.proc, s.credits, s.hdrlen
-            ),
+            )),
             write_chunks: 0,
             empty_write_chunks: 0,
             unused_write_chunks: 0,

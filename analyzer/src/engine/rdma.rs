@@ -9,7 +9,7 @@ use rdma_dissectors::ib::Psn;
 use rdma_dissectors::oncrpc::{MsgBody, RpcMsg};
 use rdma_dissectors::stack::Dissection;
 
-use super::txn::{fill_call, ChunkKind, Message, SEGMENT_FRAME_CAP};
+use super::txn::{fill_call, ChunkKind, Message, StepWhat, SEGMENT_FRAME_CAP};
 use super::{ConnId, Engine, Finding, Kind, QpKey};
 
 /// An RDMA Write in progress on a QP: its later packets carry no RETH.
@@ -305,12 +305,17 @@ impl Engine {
             if let Some(tg) = target {
                 if let Some(t) = self.credit_segment(conn, tg, bytes, number, ts, false) {
                     let from_client = t.rec.backchannel;
-                    t.rec.step(cap, number, ts, from_client, || {
-                        format!(
-                            "RDMA WRITE rkey {:#x} va {:#x} len {}",
-                            reth.r_key, reth.va, reth.dma_length
-                        )
-                    });
+                    t.rec.step(
+                        cap,
+                        number,
+                        ts,
+                        from_client,
+                        StepWhat::RdmaWrite {
+                            rkey: reth.r_key,
+                            va: reth.va,
+                            len: reth.dma_length,
+                        },
+                    );
                 }
             }
         } else {
@@ -380,12 +385,17 @@ impl Engine {
             {
                 t.first_read_ts.get_or_insert(ts);
                 let from_client = t.rec.backchannel;
-                t.rec.step(cap, number, ts, from_client, || {
-                    format!(
-                        "RDMA READ request rkey {:#x} va {:#x} len {}",
-                        reth.r_key, reth.va, reth.dma_length
-                    )
-                });
+                t.rec.step(
+                    cap,
+                    number,
+                    ts,
+                    from_client,
+                    StepWhat::RdmaReadRequest {
+                        rkey: reth.r_key,
+                        va: reth.va,
+                        len: reth.dma_length,
+                    },
+                );
             }
         }
         let max = self.config.max_reads;
@@ -454,9 +464,13 @@ impl Engine {
         };
         if done {
             let from_client = !t.rec.backchannel;
-            t.rec.step(cap, number, ts, from_client, || {
-                format!("RDMA READ response complete rkey {rkey:#x}")
-            });
+            t.rec.step(
+                cap,
+                number,
+                ts,
+                from_client,
+                StepWhat::RdmaReadResponseComplete { rkey },
+            );
         }
         // A Long Call's RPC header travels in the first read response.
         let pos0 = t

@@ -108,7 +108,7 @@ fn real_ddp_capture_round_trips_and_phases() {
         assert!(w
             .ladder
             .iter()
-            .any(|s| s.what.starts_with("RDMA READ request")));
+            .any(|s| s.what.to_string().starts_with("RDMA READ request")));
     }
     let reads: Vec<_> = txns
         .iter()

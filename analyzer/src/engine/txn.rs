@@ -117,8 +117,130 @@ pub struct LadderStep {
     pub offset_ns: u64,
     /// True when the requester (client) sent it.
     pub from_client: bool,
-    /// What it was, e.g. `RDMA READ request rkey 0x1234 va 0x... len 4096`.
-    pub what: String,
+    /// What it was; shown as e.g. `RDMA READ request rkey 0x1234 va 0x... len 4096`.
+    pub what: StepWhat,
+}
+
+/// What a ladder step was. Kept as numbers and put into words only when
+/// shown (TUI, JSON): formatting every step of every transaction was a
+/// tenth of the engine's time on a whole capture.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StepWhat {
+    /// The call's Send (its last packet).
+    CallSend {
+        /// Bytes of the whole Send.
+        bytes: usize,
+        /// R_Key of a Send With Invalidate.
+        invalidate: Option<u32>,
+    },
+    /// The reply's Send.
+    ReplySend {
+        /// Bytes of the whole Send.
+        bytes: usize,
+        /// R_Key of a Send With Invalidate.
+        invalidate: Option<u32>,
+    },
+    /// The first packet of an RDMA WRITE into one of the call's segments.
+    RdmaWrite {
+        /// R_Key from the RETH.
+        rkey: u32,
+        /// Virtual address from the RETH.
+        va: u64,
+        /// DMA length from the RETH.
+        len: u32,
+    },
+    /// An RDMA READ request for one of the call's segments.
+    RdmaReadRequest {
+        /// R_Key from the RETH.
+        rkey: u32,
+        /// Virtual address from the RETH.
+        va: u64,
+        /// DMA length from the RETH.
+        len: u32,
+    },
+    /// The last response to an RDMA READ.
+    RdmaReadResponseComplete {
+        /// R_Key the read named.
+        rkey: u32,
+    },
+    /// Anything else, in words (the kernel probes' steps).
+    Text(String),
+}
+
+impl std::fmt::Display for StepWhat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StepWhat::CallSend { bytes, invalidate } => {
+                write!(f, "call Send {bytes} bytes")?;
+                if let Some(k) = invalidate {
+                    write!(f, " with Invalidate rkey {k:#x}")?;
+                }
+                Ok(())
+            }
+            StepWhat::ReplySend {
+                bytes,
+                invalidate: Some(k),
+            } => write!(f, "reply Send with Invalidate rkey {k:#x}, {bytes} bytes"),
+            StepWhat::ReplySend {
+                bytes,
+                invalidate: None,
+            } => write!(f, "reply Send {bytes} bytes"),
+            StepWhat::RdmaWrite { rkey, va, len } => {
+                write!(f, "RDMA WRITE rkey {rkey:#x} va {va:#x} len {len}")
+            }
+            StepWhat::RdmaReadRequest { rkey, va, len } => {
+                write!(f, "RDMA READ request rkey {rkey:#x} va {va:#x} len {len}")
+            }
+            StepWhat::RdmaReadResponseComplete { rkey } => {
+                write!(f, "RDMA READ response complete rkey {rkey:#x}")
+            }
+            StepWhat::Text(s) => f.write_str(s),
+        }
+    }
+}
+
+impl Serialize for StepWhat {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl From<String> for StepWhat {
+    fn from(s: String) -> Self {
+        StepWhat::Text(s)
+    }
+}
+
+/// The call's RPC-over-RDMA header, shown in words. A wire call keeps the
+/// header's bytes and decodes them again when shown: writing out every
+/// call's chunk lists cost more than the rest of its correlation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CallHeader {
+    /// The transport header as it came off the wire (fixed part and chunk lists).
+    Wire(Box<[u8]>),
+    /// A description in words (the kernel probes' view).
+    Text(String),
+}
+
+impl std::fmt::Display for CallHeader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallHeader::Wire(b) => match RpcRdmaHeader::parse(b) {
+                Ok((h, _)) => describe_header(&h, f),
+                // Kept only after it parsed once; say so rather than guess.
+                Err(e) => write!(f, "(header no longer decodes: {e})"),
+            },
+            CallHeader::Text(s) => f.write_str(s),
+        }
+    }
+}
+
+impl Serialize for CallHeader {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
 }
 
 /// Time spent in each phase of a transaction (see the round-trips draft).
@@ -221,8 +343,8 @@ pub struct Transaction {
     pub ladder: Vec<LadderStep>,
     /// Ladder steps left out by the cap.
     pub ladder_omitted: u32,
-    /// The decoded RPC-over-RDMA header of the call, in words.
-    pub call_header: String,
+    /// The decoded RPC-over-RDMA header of the call (shown in words).
+    pub call_header: CallHeader,
     /// Write chunks the call offered.
     pub write_chunks: u32,
     /// Of those, chunks with no segments (RFC 8166 3.4.6 "empty").
@@ -255,7 +377,7 @@ impl Transaction {
         frame: u64,
         ts: u64,
         from_client: bool,
-        what: impl FnOnce() -> String,
+        what: StepWhat,
     ) {
         if self.ladder.len() >= cap {
             self.ladder_omitted += 1;
@@ -265,7 +387,7 @@ impl Transaction {
             frame,
             offset_ns: ts.saturating_sub(self.call_ts_ns),
             from_client,
-            what: what(),
+            what,
         });
     }
 }
@@ -661,7 +783,9 @@ impl Engine {
             anomalies,
             ladder: Vec::new(),
             ladder_omitted: 0,
-            call_header: describe_header(hdr),
+            call_header: CallHeader::Wire(
+                m.bytes.get(..hdr.header_len()).unwrap_or_default().into(),
+            ),
             write_chunks: chunks.write_count() as u32,
             empty_write_chunks: chunks.write_list().filter(|w| w.is_empty()).count() as u32,
             unused_write_chunks: 0,
@@ -703,13 +827,16 @@ impl Engine {
         let cap = self.config.max_ladder_steps;
         let total = m.total;
         let inv = m.invalidate;
-        rec.step(cap, m.frame, m.ts, !backchannel, || {
-            let mut s = format!("call Send {total} bytes");
-            if let Some(k) = inv {
-                s.push_str(&format!(" with Invalidate rkey {k:#x}"));
-            }
-            s
-        });
+        rec.step(
+            cap,
+            m.frame,
+            m.ts,
+            !backchannel,
+            StepWhat::CallSend {
+                bytes: total,
+                invalidate: inv,
+            },
+        );
         self.state.totals.calls += 1;
         // Evict the oldest outstanding call at the cap.
         let max = self.config.max_outstanding;
@@ -988,10 +1115,16 @@ impl Engine {
         rec.latency_us = Some(lat_ns as f64 / 1000.0);
         let cap = self.config.max_ladder_steps;
         let total = m.total;
-        rec.step(cap, m.frame, m.ts, rec.backchannel, || match invalidate {
-            Some(k) => format!("reply Send with Invalidate rkey {k:#x}, {total} bytes"),
-            None => format!("reply Send {total} bytes"),
-        });
+        rec.step(
+            cap,
+            m.frame,
+            m.ts,
+            rec.backchannel,
+            StepWhat::ReplySend {
+                bytes: total,
+                invalidate,
+            },
+        );
         // Round trips (draft-dnoveck-nfsv4-rpcrdma-rtissues section 2.2).
         let read = t.first_read_ts.is_some() || rec.call_transfer != Transfer::Inline;
         let wrote = t.first_write_ts.is_some() || rec.reply_transfer == Transfer::ReplyChunk;
@@ -1113,41 +1246,37 @@ pub(super) fn fill_call(
 }
 
 /// The call's RPC-over-RDMA header in a line.
-fn describe_header(h: &RpcRdmaHeader<'_>) -> String {
-    let mut s = format!(
+fn describe_header(h: &RpcRdmaHeader<'_>, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    write!(
+        f,
         "{} xid {:#010x} vers {} credits {}",
         h.proc.name().unwrap_or("?"),
         h.xid.0,
         h.vers,
         h.credits
-    );
+    )?;
     if let Some(c) = h.chunks() {
         for r in c.read_list() {
-            s.push_str(&format!(
+            write!(
+                f,
                 "; read pos {} {:#x}:{}@{:#x}",
                 r.position, r.segment.handle, r.segment.length, r.segment.offset
-            ));
+            )?;
         }
         for (i, w) in c.write_list().enumerate() {
-            s.push_str(&format!("; write[{i}]"));
+            write!(f, "; write[{i}]")?;
             for seg in w.segments() {
-                s.push_str(&format!(
-                    " {:#x}:{}@{:#x}",
-                    seg.handle, seg.length, seg.offset
-                ));
+                write!(f, " {:#x}:{}@{:#x}", seg.handle, seg.length, seg.offset)?;
             }
         }
         if let Some(r) = c.reply_chunk() {
-            s.push_str("; reply");
+            f.write_str("; reply")?;
             for seg in r.segments() {
-                s.push_str(&format!(
-                    " {:#x}:{}@{:#x}",
-                    seg.handle, seg.length, seg.offset
-                ));
+                write!(f, " {:#x}:{}@{:#x}", seg.handle, seg.length, seg.offset)?;
             }
         }
     }
-    s
+    Ok(())
 }
 
 /// The RPC reply status in words: `SUCCESS`, `PROG_MISMATCH`, `AUTH_ERROR`, ...

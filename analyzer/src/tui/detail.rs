@@ -139,7 +139,8 @@ fn draw_ladder(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState, t: &Trans
     let sel = ui.selected[i].min(t.ladder.len().saturating_sub(1));
     let top = super::widgets::window(ui.top[i], sel, page);
     let rows = t.ladder.iter().skip(top).take(page).map(|s: &LadderStep| {
-        let style = if s.what.contains("Invalidate") {
+        let what = s.what.to_string();
+        let style = if what.contains("Invalidate") {
             Style::new().fg(Color::Magenta)
         } else if s.from_client {
             Style::new().fg(Color::Cyan)
@@ -149,7 +150,7 @@ fn draw_ladder(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState, t: &Trans
         Row::new(vec![
             format!("{:>7}", s.frame),
             format!("{:>10}", dur(s.offset_ns)),
-            arrow(&s.what, s.from_client, lane),
+            arrow(&what, s.from_client, lane),
         ])
         .style(style)
     });
@@ -177,7 +178,7 @@ fn draw_info(f: &mut Frame<'_>, area: Rect, t: &Transaction) {
     let mut lines = vec![
         Line::from(vec![
             key("RPC-over-RDMA  "),
-            Span::raw(t.call_header.clone()),
+            Span::raw(t.call_header.to_string()),
         ]),
         Line::from(vec![
             key("RPC call       "),
