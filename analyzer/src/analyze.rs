@@ -2,8 +2,11 @@
 //! end shares.
 //!
 //! [`run_file`] splits the work over two threads: one reads the file into
-//! batches and checks the frames' RoCEv2 ICRC (the largest per-byte cost);
-//! the calling thread dissects the rest and runs the engine. Batches are
+//! batches; the calling thread dissects and runs the engine. The frames'
+//! RoCEv2 ICRC (the largest per-byte cost) goes to whichever thread has time:
+//! the reader checks a batch when the engine already has work queued, and
+//! otherwise hands it over unchecked so the engine checks it while
+//! dissecting (the verdict is the same function's either way). Batches are
 //! recycled, so memory stays at a few batches whatever the file size.
 //!
 //! A classic pcap file is read straight into the batches and split into
@@ -14,7 +17,9 @@
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
 
 use rdma_dissectors::ib::icrc::IcrcStatus;
 use rdma_dissectors::link::LinkType;
@@ -42,6 +47,53 @@ const BATCH_DEPTH: usize = 4;
 /// Bytes read from a classic pcap file per batch: small enough that the
 /// kernel's copy lands in the reading core's cache.
 const PCAP_CHUNK: usize = 512 << 10;
+/// The reader checks a batch's ICRCs itself when at least this many batches
+/// wait for the engine; below it the engine is about to run dry and checks
+/// them instead.
+const ICRC_BACKLOG: usize = 2;
+
+/// Batches sent and not yet taken by the engine, so the reader can tell
+/// which of the two threads is behind.
+#[derive(Clone, Default)]
+struct Backlog(Arc<AtomicUsize>);
+
+impl Backlog {
+    fn reader_has_time(&self) -> bool {
+        self.0.load(Ordering::Relaxed) >= ICRC_BACKLOG
+    }
+
+    fn sent(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn taken(&self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Checks the ICRC of every frame of `batch` (RoCEv2 frames get a verdict,
+/// the others stay `None` and are left to the dissection).
+fn check_icrcs(batch: &mut Batch, config: &stack::Config) {
+    for f in &mut batch.frames {
+        let data = batch.data.get(f.start..f.start + f.len).unwrap_or_default();
+        f.icrc = stack::rocev2_icrc_status(f.link, data, config);
+    }
+}
+
+/// Hands `batch` to the engine, checking its ICRCs first if the engine is
+/// busy enough for that to cost nothing. False when the engine has gone.
+fn send_batch(
+    tx: &SyncSender<Msg>,
+    backlog: &Backlog,
+    config: &stack::Config,
+    mut batch: Batch,
+) -> bool {
+    if config.verify_icrc && backlog.reader_has_time() {
+        check_icrcs(&mut batch, config);
+    }
+    backlog.sent();
+    tx.send(Msg::Batch(batch)).is_ok()
+}
 
 struct FrameMeta {
     number: u64,
@@ -81,15 +133,17 @@ pub fn run_file(
     let (tx, rx) = sync_channel::<Msg>(BATCH_DEPTH);
     let (recycle, spare) = sync_channel::<Batch>(BATCH_DEPTH + 2);
     let stack_config = config.stack;
+    let backlog = Backlog::default();
+    let theirs = backlog.clone();
     let worker = match ClassicPcap::open(path) {
         Some(classic) => std::thread::Builder::new()
             .name("pcap-read-icrc".into())
-            .spawn(move || classic.read_batches(&stack_config, &tx, &spare)),
+            .spawn(move || classic.read_batches(&stack_config, &tx, &spare, &theirs)),
         None => {
             let mut reader = PcapReader::open(path)?;
             std::thread::Builder::new()
                 .name("pcap-read-icrc".into())
-                .spawn(move || read_batches(&mut reader, &stack_config, &tx, &spare))
+                .spawn(move || read_batches(&mut reader, &stack_config, &tx, &spare, &theirs))
         }
     };
     let Ok(worker) = worker else {
@@ -97,7 +151,7 @@ pub fn run_file(
         let mut reader = PcapReader::open(path)?;
         return run_reader(&mut reader, config, &mut sink);
     };
-    let outcome = consume_batches(config, &rx, &recycle, &mut sink);
+    let outcome = consume_batches(config, &rx, &recycle, &backlog, &mut sink);
     drop(rx);
     let _ = worker.join();
     Ok(outcome)
@@ -151,15 +205,17 @@ impl ClassicPcap {
         }
     }
 
-    /// Reads the records into batches, checking ICRCs on the way, and hands
-    /// them to `tx`. A record cut by the end of a read is carried over to
-    /// the start of the next batch. Batch buffers keep their length when
-    /// recycled, so a buffer is zeroed once, not once per use.
+    /// Reads the records into batches and hands them to `tx` (see
+    /// [`send_batch`] for who checks the ICRCs). A record cut by the end of
+    /// a read is carried over to the start of the next batch. Batch buffers
+    /// keep their length when recycled, so a buffer is zeroed once, not
+    /// once per use.
     fn read_batches(
         mut self,
         config: &stack::Config,
         tx: &SyncSender<Msg>,
         spare: &Receiver<Batch>,
+        backlog: &Backlog,
     ) {
         let mut batch = Batch::default();
         // Bytes of `batch.data` that hold file data.
@@ -197,18 +253,13 @@ impl ClassicPcap {
                     break;
                 }
                 let start = at + PCAP_RECORD_HEADER;
-                let Some(frame) = data.get(start..start + caplen) else {
+                if data.len() < start + caplen {
                     pending = PCAP_RECORD_HEADER + caplen;
                     break;
-                };
+                }
                 let secs = u64::from(read_u32(h, 0, self.big_endian));
                 let frac = u64::from(read_u32(h, 4, self.big_endian));
                 frames += 1;
-                let icrc = if config.verify_icrc {
-                    stack::rocev2_icrc_status(self.link, frame, config)
-                } else {
-                    None
-                };
                 batch.frames.push(FrameMeta {
                     number: frames,
                     ts_ns: secs * 1_000_000_000 + frac * (1_000_000_000 / self.units_per_sec),
@@ -216,7 +267,7 @@ impl ClassicPcap {
                     orig_len: read_u32(h, 12, self.big_endian),
                     start,
                     len: caplen,
-                    icrc,
+                    icrc: None,
                 });
                 at = start + caplen;
             }
@@ -258,17 +309,14 @@ impl ClassicPcap {
             if batch.frames.is_empty() {
                 // Only part of one large record so far: keep reading.
                 batch = next;
-            } else if tx
-                .send(Msg::Batch(std::mem::replace(&mut batch, next)))
-                .is_err()
-            {
+            } else if !send_batch(tx, backlog, config, std::mem::replace(&mut batch, next)) {
                 return;
             }
             if eof {
                 break None;
             }
         };
-        if !batch.frames.is_empty() && tx.send(Msg::Batch(batch)).is_err() {
+        if !batch.frames.is_empty() && !send_batch(tx, backlog, config, batch) {
             return;
         }
         let _ = tx.send(Msg::End { frames, error });
@@ -290,6 +338,7 @@ fn read_batches<R: std::io::Read>(
     config: &stack::Config,
     tx: &SyncSender<Msg>,
     spare: &Receiver<Batch>,
+    backlog: &Backlog,
 ) {
     let mut batch = spare.try_recv().unwrap_or_default();
     loop {
@@ -297,11 +346,6 @@ fn read_batches<R: std::io::Read>(
             Ok(Some(p)) => {
                 let start = batch.data.len();
                 batch.data.extend_from_slice(p.data);
-                let icrc = if config.verify_icrc {
-                    stack::rocev2_icrc_status(p.link_type, p.data, config)
-                } else {
-                    None
-                };
                 batch.frames.push(FrameMeta {
                     number: p.number,
                     ts_ns: p.ts_ns,
@@ -309,7 +353,7 @@ fn read_batches<R: std::io::Read>(
                     orig_len: p.orig_len,
                     start,
                     len: p.data.len(),
-                    icrc,
+                    icrc: None,
                 });
                 if batch.frames.len() < BATCH_FRAMES && batch.data.len() < BATCH_BYTES {
                     continue;
@@ -318,10 +362,7 @@ fn read_batches<R: std::io::Read>(
                 // path's sake (see ClassicPcap::read_batches).
                 let mut next = spare.try_recv().unwrap_or_default();
                 next.data.clear();
-                if tx
-                    .send(Msg::Batch(std::mem::replace(&mut batch, next)))
-                    .is_err()
-                {
+                if !send_batch(tx, backlog, config, std::mem::replace(&mut batch, next)) {
                     return;
                 }
                 continue;
@@ -329,7 +370,7 @@ fn read_batches<R: std::io::Read>(
             Ok(None) => None,
             Err(e) => Some(e),
         };
-        if !batch.frames.is_empty() && tx.send(Msg::Batch(batch)).is_err() {
+        if !batch.frames.is_empty() && !send_batch(tx, backlog, config, batch) {
             return;
         }
         let _ = tx.send(Msg::End {
@@ -344,6 +385,7 @@ fn consume_batches(
     config: Config,
     rx: &Receiver<Msg>,
     recycle: &SyncSender<Batch>,
+    backlog: &Backlog,
     sink: &mut impl FnMut(Finding),
 ) -> Outcome {
     let mut engine = Engine::new(config);
@@ -352,6 +394,7 @@ fn consume_batches(
     while let Ok(msg) = rx.recv() {
         match msg {
             Msg::Batch(mut b) => {
+                backlog.taken();
                 for f in &b.frames {
                     let data = &b.data[f.start..f.start + f.len];
                     let event = match f.icrc {
