@@ -298,6 +298,7 @@ impl<'a> Ip<'a> {
     }
 
     /// The raw header bytes (needed by the RoCEv2 ICRC).
+    #[inline]
     pub fn header(&self) -> &'a [u8] {
         match self {
             Ip::V4(h) => h.bytes(),
@@ -306,6 +307,7 @@ impl<'a> Ip<'a> {
     }
 
     /// The protocol of the payload (IPv4 protocol or IPv6 next header).
+    #[inline]
     pub fn protocol(&self) -> u8 {
         match self {
             Ip::V4(h) => h.protocol(),
@@ -314,6 +316,7 @@ impl<'a> Ip<'a> {
     }
 
     /// Source address.
+    #[inline]
     pub fn source(&self) -> IpAddr {
         match self {
             Ip::V4(h) => IpAddr::V4(h.source()),
@@ -322,6 +325,7 @@ impl<'a> Ip<'a> {
     }
 
     /// Destination address.
+    #[inline]
     pub fn destination(&self) -> IpAddr {
         match self {
             Ip::V4(h) => IpAddr::V4(h.destination()),
@@ -331,6 +335,7 @@ impl<'a> Ip<'a> {
 
     /// Whether `captured` bytes (the header and what followed it in the
     /// frame) hold the whole datagram the header announces.
+    #[inline]
     pub fn captured_whole(&self, captured: usize) -> bool {
         match self {
             Ip::V4(h) => captured >= usize::from(h.total_len()),
@@ -339,6 +344,7 @@ impl<'a> Ip<'a> {
     }
 
     /// The layer this header belongs to.
+    #[inline]
     pub fn layer(&self) -> Layer {
         match self {
             Ip::V4(..) => Layer::Ipv4,
