@@ -481,9 +481,22 @@ impl Engine {
             .conn
     }
 
+    /// The state of `key`'s QP, made if new. Inlined so the key is hashed
+    /// from registers: built on the stack and reloaded whole, a fresh IPv4
+    /// `IpAddr` stalled store forwarding on every packet.
+    #[inline]
     fn qp_mut(&mut self, key: QpKey, out: &mut Vec<Finding>) -> &mut QpState {
-        // Below the cap one lookup does; only a full table needs the second.
-        if self.qps.len() >= self.config.max_qps && !self.qps.contains_key(&key) {
+        if self.qps.len() >= self.config.max_qps {
+            self.make_room_for_qp(key, out);
+        }
+        self.qps.entry(key).or_default()
+    }
+
+    /// At the cap, forgets a QP unless `key` already has its place.
+    #[cold]
+    #[inline(never)]
+    fn make_room_for_qp(&mut self, key: QpKey, out: &mut Vec<Finding>) {
+        if !self.qps.contains_key(&key) {
             // Forget the longest-idle QP, preferring ones no connection owns.
             let victim = self
                 .qps
@@ -508,7 +521,6 @@ impl Engine {
                 }
             }
         }
-        self.qps.entry(key).or_default()
     }
 
     /// Runs the probe correlator with the engine's connection-id counter.
