@@ -159,6 +159,25 @@ pub struct RpcRdmaLayers<'a> {
 }
 
 impl<'a> Dissection<'a> {
+    /// Forgets every layer. Field by field: assigning a whole
+    /// `Dissection::default()` through a reference compiled to zeroing all
+    /// ~720 bytes, where setting each layer to `None` writes a few tags.
+    #[inline]
+    fn clear(&mut self) {
+        self.link = None;
+        self.vlan = [None, None];
+        self.vlan_count = 0;
+        self.ip = None;
+        self.udp = None;
+        self.lrh = None;
+        self.grh = None;
+        self.transport = None;
+        self.icrc = None;
+        self.vcrc = None;
+        self.upper = Upper::None;
+        self.stop = None;
+    }
+
     /// Whether the frame is RoCE or native InfiniBand traffic.
     pub fn is_ib(&self) -> bool {
         self.transport.is_some()
@@ -310,8 +329,8 @@ pub fn dissect<'a>(link: LinkType, frame: &'a [u8], config: &Config) -> Dissecti
     d
 }
 
-/// As [`dissect`], into a [`Dissection`] the caller owns (and has reset
-/// with [`Default::default`]).
+/// As [`dissect`], into a [`Dissection`] the caller owns; whatever it held
+/// before is cleared first.
 ///
 /// For callers on a hot path: returning the ~720-byte dissection by value
 /// costs a copy per frame that the compiler does not always elide.
@@ -324,6 +343,7 @@ pub fn dissect<'a>(link: LinkType, frame: &'a [u8], config: &Config) -> Dissecti
 /// ```
 #[inline]
 pub fn dissect_into<'a>(link: LinkType, frame: &'a [u8], config: &Config, d: &mut Dissection<'a>) {
+    d.clear();
     if let Err(e) = dissect_link(link, frame, config, d) {
         d.stop = Some(e);
     }

@@ -481,9 +481,8 @@ impl Engine {
             .conn
     }
 
-    /// The state of `key`'s QP, made if new. Inlined so the key is hashed
-    /// from registers: built on the stack and reloaded whole, a fresh IPv4
-    /// `IpAddr` stalled store forwarding on every packet.
+    /// The state of `key`'s QP, made if new. One lookup per packet; the
+    /// eviction path is kept out of line so this stays short.
     #[inline]
     fn qp_mut(&mut self, key: QpKey, out: &mut Vec<Finding>) -> &mut QpState {
         if self.qps.len() >= self.config.max_qps {
