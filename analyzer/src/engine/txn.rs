@@ -1257,26 +1257,30 @@ fn describe_header(h: &RpcRdmaHeader<'_>, f: &mut std::fmt::Formatter<'_>) -> st
     )?;
     if let Some(c) = h.chunks() {
         for r in c.read_list() {
-            write!(
-                f,
-                "; read pos {} {:#x}:{}@{:#x}",
-                r.position, r.segment.handle, r.segment.length, r.segment.offset
-            )?;
+            write!(f, "; read pos {} ", r.position)?;
+            write_segment(f, &r.segment)?;
         }
         for (i, w) in c.write_list().enumerate() {
             write!(f, "; write[{i}]")?;
             for seg in w.segments() {
-                write!(f, " {:#x}:{}@{:#x}", seg.handle, seg.length, seg.offset)?;
+                f.write_str(" ")?;
+                write_segment(f, &seg)?;
             }
         }
         if let Some(r) = c.reply_chunk() {
             f.write_str("; reply")?;
             for seg in r.segments() {
-                write!(f, " {:#x}:{}@{:#x}", seg.handle, seg.length, seg.offset)?;
+                f.write_str(" ")?;
+                write_segment(f, &seg)?;
             }
         }
     }
     Ok(())
+}
+
+/// A segment as `handle:length@offset`, in hex but the length.
+fn write_segment(f: &mut std::fmt::Formatter<'_>, s: &rpcrdma::Segment) -> std::fmt::Result {
+    write!(f, "{:#x}:{}@{:#x}", s.handle, s.length, s.offset)
 }
 
 /// The RPC reply status in words: `SUCCESS`, `PROG_MISMATCH`, `AUTH_ERROR`, ...
