@@ -117,6 +117,8 @@ fn write_seeds(dir: &Path, frame: u64, data: &[u8], d: &Dissection<'_>) -> std::
     };
     put("stack", data)?;
     put("link", data)?;
+    // Whole frames: the lengths the ICRC's CRC kernel sees.
+    put("crc32", data)?;
     if let Some(udp) = d.udp {
         // BTH starts 8 bytes after the UDP header's start.
         let ip_len = d.ip.map_or(0, |i| i.header().len());

@@ -25,8 +25,6 @@
 //! frame, the caller passes `captured_whole: false` and gets
 //! [`IcrcStatus::Unchecked`].
 
-use crc32fast::Hasher;
-
 /// Length of the ICRC in bytes.
 pub const ICRC_LEN: usize = 4;
 
@@ -97,7 +95,8 @@ const LRH_ONES: [u8; LRH_LEN] = [0xff; LRH_LEN];
 /// Gathers the small masked header pieces in one stack buffer so that the
 /// hasher sees few, larger updates.
 struct Feed {
-    hasher: Hasher,
+    /// The finished CRC of what was flushed so far.
+    crc: u32,
     buf: [u8; 128],
     len: usize,
 }
@@ -105,7 +104,7 @@ struct Feed {
 impl Feed {
     fn new() -> Self {
         Feed {
-            hasher: Hasher::new(),
+            crc: 0,
             buf: [0; 128],
             len: 0,
         }
@@ -113,7 +112,7 @@ impl Feed {
 
     fn flush(&mut self) {
         if let Some(b) = self.buf.get(..self.len) {
-            self.hasher.update(b);
+            self.crc = crc32_fold::update(self.crc, b);
         }
         self.len = 0;
     }
@@ -125,7 +124,7 @@ impl Feed {
             self.len = end;
         } else {
             self.flush();
-            self.hasher.update(data);
+            self.crc = crc32_fold::update(self.crc, data);
         }
     }
 
@@ -146,7 +145,7 @@ impl Feed {
 
     fn finish(mut self) -> u32 {
         self.flush();
-        self.hasher.finalize()
+        self.crc
     }
 }
 
@@ -211,12 +210,11 @@ fn rocev2_general(ip_header: &[u8], udp_header: &[u8], bth_to_pad_end: &[u8]) ->
 /// stall on the buffer's freshly written narrower stores. Here each 16-byte
 /// block is assembled in a `u128` (byte k of the block in bits 8k..8k+8),
 /// the variant fields are ORed to ones, and the block is folded with
-/// slice-by-16 tables; the payload then goes to `crc32fast`, which uses
-/// carry-less multiplication on long runs.
+/// slice-by-16 tables; the payload then goes to [`crc32_fold`], which folds
+/// it with carry-less multiplication.
 mod fast {
     use super::BTH_LEN;
     use crate::bytes::array_at;
-    use crc32fast::Hasher;
 
     /// Reflected CRC-32 (Ethernet) polynomial.
     const POLY: u32 = 0xedb8_8320;
@@ -311,9 +309,7 @@ mod fast {
 
     #[inline(always)]
     fn finish(c: u32, rest: &[u8]) -> u32 {
-        let mut h = Hasher::new_with_initial(!c);
-        h.update(rest);
-        h.finalize()
+        crc32_fold::update(!c, rest)
     }
 
     /// IPv4 (20 bytes): blocks [ones×8, ip 0..8], [ip 8..20, udp 0..4],
