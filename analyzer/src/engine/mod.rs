@@ -271,6 +271,11 @@ pub struct Engine {
     next_conn: u32,
     conns: conn::Table,
     kernel: probe_correlate::Correlator,
+    /// Middle packets of RDMA Writes and Read Responses not yet added to
+    /// their transactions (see [`rdma::Credit`]).
+    credits: Vec<rdma::Credit>,
+    /// False writes every packet at once (the tests' reference).
+    defer_credits: bool,
 }
 
 impl Engine {
@@ -288,6 +293,8 @@ impl Engine {
             next_conn: 1,
             conns: conn::Table::default(),
             kernel,
+            credits: Vec::with_capacity(rdma::MAX_CREDITS),
+            defer_credits: true,
         }
     }
 
@@ -313,6 +320,9 @@ impl Engine {
 
     /// Consumes one event; findings are appended to `out`.
     pub fn handle(&mut self, event: Event<'_>, out: &mut Vec<Finding>) {
+        if !matches!(event, Event::Frame { .. } | Event::CheckedFrame { .. }) {
+            self.flush_credits();
+        }
         match event {
             Event::Frame {
                 number,
@@ -418,6 +428,10 @@ impl Engine {
             }
             Some(_) => t.icrc_unchecked += 1,
             None => {}
+        }
+        if !self.credits.is_empty() && !rdma::continues_transfer(&d) {
+            // Anything else may read or end the transactions they belong to.
+            self.flush_credits();
         }
         let Some(bth) = d.bth() else {
             if let Some(e) = d.stop {

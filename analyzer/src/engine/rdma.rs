@@ -20,6 +20,81 @@ pub(super) struct WriteCtx {
     rkey: u32,
 }
 
+/// The Middle packets of one transfer (an RDMA Write, or the responses to
+/// one RDMA Read) into one chunk segment, added up before they are written
+/// to the segment's transaction.
+///
+/// Nine packets in ten of a bulk NFS transfer are Middles, and writing each
+/// into its transaction (two table lookups and a ~450-byte entry that the
+/// frame data has pushed out of the cache) was the engine's largest cost.
+/// A Middle only adds to its segment's bytes and frames and to its
+/// transaction's first/last times, so the sums can wait as long as nothing
+/// else looks at that transaction: every other packet and event, and every
+/// Middle that is not deferred, writes all of them first (`flush_credits`),
+/// and there is one entry per transaction and direction, so the order in
+/// which they are written does not matter. The result is the same as
+/// writing each packet at once.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Credit {
+    conn: ConnId,
+    target: ((bool, u32), usize),
+    read: bool,
+    bytes: u64,
+    first_ts: u64,
+    last_ts: u64,
+    /// The first frames (the segment keeps at most this many).
+    frames: [u64; SEGMENT_FRAME_CAP],
+    n_frames: usize,
+}
+
+/// Transfers deferred at once; one more writes them all.
+pub(super) const MAX_CREDITS: usize = 16;
+
+impl Credit {
+    fn new(
+        conn: ConnId,
+        target: ((bool, u32), usize),
+        read: bool,
+        bytes: u32,
+        frame: u64,
+        ts: u64,
+    ) -> Self {
+        let mut frames = [0; SEGMENT_FRAME_CAP];
+        frames[0] = frame;
+        Credit {
+            conn,
+            target,
+            read,
+            bytes: u64::from(bytes),
+            first_ts: ts,
+            last_ts: ts,
+            frames,
+            n_frames: 1,
+        }
+    }
+
+    /// Adds `next`, a one-packet credit to the same segment.
+    fn absorb(&mut self, next: &Credit) {
+        self.bytes += next.bytes;
+        self.last_ts = next.last_ts;
+        if let Some(f) = self.frames.get_mut(self.n_frames) {
+            *f = next.frames[0];
+            self.n_frames += 1;
+        }
+    }
+}
+
+/// Whether the packet is the Middle of an RDMA Write or Read Response: the
+/// packets [`Credit`] defers.
+pub(super) fn continues_transfer(d: &Dissection<'_>) -> bool {
+    d.bth().is_some_and(|b| {
+        matches!(
+            b.opcode.operation(),
+            Operation::RdmaWrite | Operation::RdmaReadResponse
+        ) && b.opcode.position() == Some(Position::Middle)
+    })
+}
+
 /// An RDMA Read request waiting for its responses.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct ReadReq {
@@ -235,13 +310,56 @@ impl Engine {
         );
     }
 
-    fn credit_segment(
+    /// Adds a Middle packet's payload to its transfer's [`Credit`].
+    fn defer_credit(&mut self, c: Credit) {
+        if !self.defer_credits {
+            let bytes = u32::try_from(c.bytes).unwrap_or(u32::MAX);
+            self.credit_segment(c.conn, c.target, bytes, c.frames[0], c.last_ts, c.read);
+            return;
+        }
+        let same_txn =
+            |e: &Credit| e.conn == c.conn && e.target.0 == c.target.0 && e.read == c.read;
+        let full = self.credits.len() >= MAX_CREDITS;
+        match self.credits.iter_mut().find(|e| same_txn(e)) {
+            Some(e) if e.target.1 == c.target.1 => {
+                e.absorb(&c);
+                return;
+            }
+            // Another segment of the same transaction: keep the order of its
+            // first/last times exact.
+            Some(_) => self.flush_credits(),
+            None if full => self.flush_credits(),
+            None => {}
+        }
+        self.credits.push(c);
+    }
+
+    /// Writes every deferred [`Credit`] into its transaction.
+    pub(super) fn flush_credits(&mut self) {
+        let mut credits = std::mem::take(&mut self.credits);
+        for c in credits.drain(..) {
+            let Some(t) = self.apply_credit(c.conn, c.target, c.first_ts, c.last_ts, c.read) else {
+                continue;
+            };
+            if let Some(s) = t.rec.chunks.get_mut(c.target.1) {
+                s.bytes_moved += c.bytes;
+                for &f in c.frames.get(..c.n_frames).unwrap_or_default() {
+                    if s.frames.len() < SEGMENT_FRAME_CAP {
+                        s.frames.push(f);
+                    }
+                }
+            }
+        }
+        self.credits = credits;
+    }
+
+    /// The transaction of `target`, with the times of a transfer into it.
+    fn apply_credit(
         &mut self,
         conn: ConnId,
         target: ((bool, u32), usize),
-        bytes: u32,
-        frame: u64,
-        ts: u64,
+        first_ts: u64,
+        last_ts: u64,
         read: bool,
     ) -> Option<&mut super::txn::Txn> {
         let t = self
@@ -251,12 +369,29 @@ impl Engine {
             .outstanding
             .get_mut(&target.0)?;
         if read {
-            t.first_read_ts.get_or_insert(ts);
-            t.last_read_ts = Some(ts);
+            t.first_read_ts.get_or_insert(first_ts);
+            t.last_read_ts = Some(last_ts);
         } else {
-            t.first_write_ts.get_or_insert(ts);
-            t.last_write_ts = Some(ts);
+            t.first_write_ts.get_or_insert(first_ts);
+            t.last_write_ts = Some(last_ts);
         }
+        Some(t)
+    }
+
+    /// Adds one packet's payload to `target` now (the deferred ones first).
+    fn credit_segment(
+        &mut self,
+        conn: ConnId,
+        target: ((bool, u32), usize),
+        bytes: u32,
+        frame: u64,
+        ts: u64,
+        read: bool,
+    ) -> Option<&mut super::txn::Txn> {
+        if !self.credits.is_empty() {
+            self.flush_credits();
+        }
+        let t = self.apply_credit(conn, target, ts, ts, read)?;
         let s = t.rec.chunks.get_mut(target.1)?;
         s.bytes_moved += u64::from(bytes);
         if s.frames.len() < SEGMENT_FRAME_CAP {
@@ -322,7 +457,11 @@ impl Engine {
             let Some(w) = write else { return };
             if let Some(tg) = w.target {
                 let _ = w.rkey;
-                self.credit_segment(w.conn, tg, bytes, number, ts, false);
+                if position == Some(Position::Middle) {
+                    self.defer_credit(Credit::new(w.conn, tg, false, bytes, number, ts));
+                } else {
+                    self.credit_segment(w.conn, tg, bytes, number, ts, false);
+                }
             }
         }
     }
@@ -457,6 +596,10 @@ impl Engine {
             let _ = corr.reads.drain(..idx.min(corr.reads.len()));
         }
         let Some(tg) = target else { return };
+        if !done && !first && bth.opcode.position() == Some(Position::Middle) {
+            self.defer_credit(Credit::new(conn, tg, true, bytes, number, ts));
+            return;
+        }
         let payload = d.payload();
         let cap = self.config.max_ladder_steps;
         let Some(t) = self.credit_segment(conn, tg, bytes, number, ts, true) else {
