@@ -180,7 +180,7 @@ impl Prefetch {
     pub fn new(mut file: File) -> Self {
         let (tx, rx) = sync_channel::<io::Result<(Vec<u8>, usize)>>(PREFETCH_DEPTH);
         let (recycle, spare) = sync_channel::<Vec<u8>>(PREFETCH_DEPTH + 2);
-        std::thread::Builder::new()
+        let (rx, recycle) = std::thread::Builder::new()
             .name("pcap-prefetch".into())
             .spawn(move || loop {
                 let mut buf = spare.try_recv().unwrap_or_else(|_| vec![0; PREFETCH_CHUNK]);
@@ -207,25 +207,18 @@ impl Prefetch {
                     // No thread: hand the error to the first read.
                     let (tx, rx) = sync_channel(1);
                     let _ = tx.send(Err(e));
-                    let (recycle, _) = sync_channel(1);
-                    Prefetch {
-                        rx,
-                        recycle,
-                        cur: Vec::new(),
-                        len: 0,
-                        pos: 0,
-                        done: false,
-                    }
+                    (rx, sync_channel(1).0)
                 },
-                |_| Prefetch {
-                    rx,
-                    recycle,
-                    cur: Vec::new(),
-                    len: 0,
-                    pos: 0,
-                    done: false,
-                },
-            )
+                |_| (rx, recycle),
+            );
+        Prefetch {
+            rx,
+            recycle,
+            cur: Vec::new(),
+            len: 0,
+            pos: 0,
+            done: false,
+        }
     }
 }
 
