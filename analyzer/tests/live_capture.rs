@@ -31,16 +31,9 @@ fn capture(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .map(|v| v.split_whitespace().next() == Some("0"))
-        })
-        .unwrap_or(false)
-}
+#[path = "common/root.rs"]
+mod root;
+use root::is_root;
 
 /// Sends every frame of `pcap` out of `lo`; returns how many.
 fn inject(pcap: &Path) -> u64 {

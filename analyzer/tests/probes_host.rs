@@ -7,16 +7,9 @@
 
 use std::process::Command;
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .map(|v| v.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
+#[path = "common/root.rs"]
+mod root;
+use root::is_root;
 
 fn rdma_tracepoints_present() -> bool {
     [
