@@ -22,6 +22,7 @@ pub mod anomaly;
 mod conn;
 pub mod probe;
 pub mod probe_correlate;
+mod qp_table;
 mod rdma;
 pub mod txn;
 
@@ -267,7 +268,7 @@ struct QpState {
 pub struct Engine {
     config: Config,
     state: State,
-    qps: Map<QpKey, QpState>,
+    qps: qp_table::QpTable,
     next_conn: u32,
     conns: conn::Table,
     kernel: probe_correlate::Correlator,
@@ -289,7 +290,7 @@ impl Engine {
         Engine {
             config,
             state: State::default(),
-            qps: Map::default(),
+            qps: qp_table::QpTable::default(),
             next_conn: 1,
             conns: conn::Table::default(),
             kernel,
@@ -502,7 +503,7 @@ impl Engine {
         if self.qps.len() >= self.config.max_qps {
             self.make_room_for_qp(key, out);
         }
-        self.qps.entry(key).or_default()
+        self.qps.get_or_default(key)
     }
 
     /// At the cap, forgets a QP unless `key` already has its place.
@@ -517,7 +518,7 @@ impl Engine {
                 .min_by_key(|(_, q)| (q.conn.is_some(), q.last_ts_ns))
                 .map(|(k, _)| *k);
             if let Some(v) = victim {
-                self.qps.remove(&v);
+                let _ = self.qps.remove(&v);
                 self.state.evictions.qps += 1;
                 if self.state.evictions.qps.is_power_of_two() {
                     self.anomaly(
