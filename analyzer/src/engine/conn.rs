@@ -301,7 +301,7 @@ impl Engine {
 
     /// Points `key` at `conn` (a QP number reused by a new connection moves).
     pub(super) fn bind_qp(&mut self, key: QpKey, conn: ConnId, out: &mut Vec<Finding>) {
-        let q = self.qp_mut(key, out);
+        let q = self.qp_mut(&key, out);
         q.conn = Some(conn);
         q.last_psn = None;
         q.send = None;

@@ -499,9 +499,9 @@ impl Engine {
     /// The state of `key`'s QP, made if new. One lookup per packet; the
     /// eviction path is kept out of line so this stays short.
     #[inline]
-    fn qp_mut(&mut self, key: QpKey, out: &mut Vec<Finding>) -> &mut QpState {
+    fn qp_mut(&mut self, key: &QpKey, out: &mut Vec<Finding>) -> &mut QpState {
         if self.qps.len() >= self.config.max_qps {
-            self.make_room_for_qp(key, out);
+            self.make_room_for_qp(*key, out);
         }
         self.qps.get_or_default(key)
     }

@@ -37,13 +37,15 @@ impl QpTable {
     }
 
     /// `key`'s state, made empty if new.
-    pub(super) fn get_or_default(&mut self, key: QpKey) -> &mut QpState {
+    ///
+    /// The key is borrowed and a hit writes nothing: the caller has just
+    /// built it field by field, and a copy reads it back in wider words,
+    /// which stalls store forwarding for longer than the lookup takes.
+    pub(super) fn get_or_default(&mut self, key: &QpKey) -> &mut QpState {
         let i = match self.last {
-            // A hit writes nothing: copying the key into `last` again read
-            // it back wider than the caller had just written it, and the
-            // failed store forwarding cost more than the lookup it saved.
-            Some((k, i)) if k == key => i as usize,
+            Some((k, i)) if k == *key => i as usize,
             _ => {
+                let key = *key;
                 let i = match self.index.get(&key) {
                     Some(&i) => i as usize,
                     None => {
@@ -118,7 +120,7 @@ mod tests {
             let k = key((x % 97) as u32);
             match (x >> 32) % 8 {
                 0..=3 => {
-                    t.get_or_default(k).last_ts_ns = step;
+                    t.get_or_default(&k).last_ts_ns = step;
                     m.insert(k, step);
                 }
                 4 | 5 => {

@@ -171,7 +171,7 @@ impl Engine {
         // Everything this packet reads or changes in its QP's state, in one
         // lookup: the table is keyed by address and QPN, and hashing that
         // several times per packet showed in whole-capture profiles.
-        let q = self.qp_mut(dest, out);
+        let q = self.qp_mut(&dest, out);
         q.last_ts_ns = ts;
         let conn = q.conn;
         let (mut retransmitted, mut gap) = (false, false);
@@ -468,7 +468,7 @@ impl Engine {
                 self.outside_chunk(out, number, conn, "RDMA WRITE", reth);
             }
             if matches!(position, Some(Position::First)) {
-                let q = self.qp_mut(dest, out);
+                let q = self.qp_mut(&dest, out);
                 q.write = Some(WriteCtx {
                     conn,
                     target,

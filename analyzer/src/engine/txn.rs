@@ -444,11 +444,11 @@ impl Engine {
                     prefix: m.bytes.get(..keep).unwrap_or_default().to_vec(),
                     total: m.bytes.len(),
                 };
-                let q = self.qp_mut(m.dest, out);
+                let q = self.qp_mut(&m.dest, out);
                 q.send = Some(r);
             }
             Position::Middle | Position::Last => {
-                let q = self.qp_mut(m.dest, out);
+                let q = self.qp_mut(&m.dest, out);
                 let Some(r) = q.send.as_mut() else {
                     // The capture started in the middle of this message.
                     return;
