@@ -389,8 +389,8 @@ pub fn rocev2_icrc_status(link: LinkType, frame: &[u8], config: &Config) -> Opti
         return None;
     }
     let whole = ip.captured_whole(rest.len()) && usize::from(udp.length) <= payload.len();
-    let udp_header = payload.get(..Udp::HEADER_LEN)?;
-    Some(icrc::check_rocev2(ip.header(), udp_header, ib, whole))
+    let packet = rest.get(..offset_in(rest, ib) + ib.len())?;
+    Some(icrc::check_rocev2_packet(packet, ip.header().len(), whole))
 }
 
 /// Offset of `inner` inside `outer` (both borrowed from the same frame).
@@ -486,11 +486,11 @@ fn dissect_ip<'a>(
     if udp.destination_port != config.rocev2_port {
         return Ok(());
     }
-    let udp_header = payload.get(..Udp::HEADER_LEN).unwrap_or_default();
     let whole = whole && usize::from(udp.length) <= payload.len();
     let (body, _) = split_crc(frame, ib, 4, Layer::Icrc)?;
     if config.verify_icrc {
-        d.icrc = Some(icrc::check_rocev2(ip.header(), udp_header, ib, whole));
+        let packet = at.get(..offset_in(at, ib) + ib.len()).unwrap_or_default();
+        d.icrc = Some(icrc::check_rocev2_packet(packet, ip.header().len(), whole));
     }
     dissect_transport(frame, body, config, d)
 }

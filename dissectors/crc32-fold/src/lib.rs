@@ -48,6 +48,62 @@ pub fn update(crc: u32, data: &[u8]) -> u32 {
     h.finalize()
 }
 
+/// Bytes to force to ones in the first 64 bytes of a buffer, for
+/// [`update_masked`]: the invariant fields that the InfiniBand ICRC covers
+/// as ones, for instance.
+#[derive(Debug, Clone)]
+pub struct OrMask {
+    /// 64 zero bytes, the mask, 64 zero bytes: the kernel reads the mask of
+    /// any 64-byte block at an offset into this, never past its end.
+    padded: [u8; 192],
+}
+
+impl OrMask {
+    /// `mask[i]` is ORed into byte `i` of the buffer.
+    pub const fn new(mask: [u8; 64]) -> Self {
+        let mut padded = [0; 192];
+        let mut i = 0;
+        while i < 64 {
+            padded[64 + i] = mask[i];
+            i += 1;
+        }
+        OrMask { padded }
+    }
+
+    fn mask(&self) -> &[u8] {
+        self.padded.get(64..128).unwrap_or_default()
+    }
+}
+
+/// As [`update`], over `data` with byte `i` ORed with `mask`'s byte `i`
+/// for the first 64 bytes, without writing the masked copy anywhere.
+///
+/// ```
+/// let mut mask = [0; 64];
+/// mask[1] = 0xff;
+/// let mask = crc32_fold::OrMask::new(mask);
+/// assert_eq!(
+///     crc32_fold::update_masked(0, b"1\x0034", &mask),
+///     crc32_fold::update(0, b"1\xff34"),
+/// );
+/// ```
+#[inline]
+pub fn update_masked(crc: u32, data: &[u8], mask: &OrMask) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    if x86::takes(data.len()) && x86::available() {
+        return x86::update_masked(crc, data, mask);
+    }
+    let (head, rest) = data.split_at(data.len().min(64));
+    let mut masked = [0u8; 64];
+    for ((m, &d), &o) in masked.iter_mut().zip(head).zip(mask.mask()) {
+        *m = d | o;
+    }
+    let mut h = crc32fast::Hasher::new_with_initial(crc);
+    h.update(masked.get(..head.len()).unwrap_or_default());
+    h.update(rest);
+    h.finalize()
+}
+
 /// Fold constants, derived from the polynomial.
 mod consts {
     /// The CRC-32 polynomial without its x^32 term, normal bit order.
@@ -148,9 +204,22 @@ mod x86 {
     pub fn update(crc: u32, data: &[u8]) -> u32 {
         debug_assert!(takes(data.len()) && available());
         // SAFETY: the caller checked that the CPU has every feature `kernel`
-        // enables (`available`), and `kernel` reads only inside `data`.
-        !unsafe { kernel(!crc, data) }
+        // enables (`available`), and `kernel` reads only inside `data` (and
+        // `NO_MASK`, which it does not read unmasked).
+        !unsafe { kernel::<false>(!crc, data, &NO_MASK) }
     }
+
+    /// See [`super::update_masked`]; the caller has checked [`takes`] and
+    /// [`available`].
+    #[inline]
+    pub fn update_masked(crc: u32, data: &[u8], mask: &super::OrMask) -> u32 {
+        debug_assert!(takes(data.len()) && available());
+        // SAFETY: as in `update`; the mask is read at offsets 64..=128 of
+        // its 192 bytes, 64 bytes at a time.
+        !unsafe { kernel::<true>(!crc, data, &mask.padded) }
+    }
+
+    static NO_MASK: [u8; 192] = [0; 192];
 
     /// Sixteen 64-bit constants as eight 128-bit lanes, lowest first.
     #[inline]
@@ -184,12 +253,13 @@ mod x86 {
     }
 
     /// The raw (unfinished) CRC of `state` continued over `data`, with
-    /// `takes(data.len())`.
+    /// `takes(data.len())`. With `MASKED`, byte `i < 64` of `data` is ORed
+    /// with byte `64 + i` of `mask` (laid out as [`super::OrMask`]).
     ///
     /// # Safety
     /// The CPU must have the enabled features.
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,vpclmulqdq,pclmulqdq,sse4.1")]
-    unsafe fn kernel(state: u32, data: &[u8]) -> u32 {
+    unsafe fn kernel<const MASKED: bool>(state: u32, data: &[u8], mask: &[u8; 192]) -> u32 {
         let n = data.len();
         // The first block holds the first `first` bytes (1..=64), at its end.
         let first = match n % 64 {
@@ -206,6 +276,22 @@ mod x86 {
         // SAFETY (loads): the mask takes only `first` <= n bytes from the start.
         let head =
             unsafe { _mm512_maskz_loadu_epi8(u64::MAX >> (64 - first), data.as_ptr().cast()) };
+        let head = if MASKED {
+            // SAFETY: `first` <= 64 bytes from offset 64 of 192.
+            let m = unsafe {
+                _mm512_maskz_loadu_epi8(u64::MAX >> (64 - first), mask.as_ptr().add(64).cast())
+            };
+            _mm512_or_si512(head, m)
+        } else {
+            head
+        };
+        // Block 1 holds bytes `first..first + 64`: the rest of the mask.
+        let mask1 = if MASKED {
+            // SAFETY: 64 + first + 64 <= 192.
+            unsafe { _mm512_loadu_si512(mask.as_ptr().add(64 + first).cast()) }
+        } else {
+            _mm512_setzero_si512()
+        };
         let head = _mm512_xor_si512(
             head,
             _mm512_zextsi128_si512(_mm_cvtsi32_si128(state as i32)),
@@ -228,7 +314,13 @@ mod x86 {
             let at = first + 64 * (i - 1);
             debug_assert!(at + 64 <= n);
             // SAFETY: blocks after the first are whole: first + 64 * (blocks - 1) == n.
-            unsafe { _mm512_loadu_si512(data.as_ptr().add(at).cast()) }
+            let block = unsafe { _mm512_loadu_si512(data.as_ptr().add(at).cast()) };
+            // Blocks from 2 on start past byte 64, where no mask reaches.
+            if MASKED && i == 1 {
+                _mm512_or_si512(block, mask1)
+            } else {
+                block
+            }
         };
         // Virtual block `v` (0..4) of the first group.
         let group0 = |v: usize| -> __m512i {
@@ -361,7 +453,58 @@ mod tests {
         }
     }
 
+    fn masked_reference(crc: u32, data: &[u8], mask: &[u8; 64]) -> u32 {
+        let mut copy = data.to_vec();
+        for (d, m) in copy.iter_mut().zip(mask) {
+            *d |= m;
+        }
+        reference(crc, &copy)
+    }
+
+    /// Every length up to 1 KiB and a few masks, including one that
+    /// reaches into the second 64-byte block for every length.
+    #[test]
+    fn masked_agrees_with_masking_a_copy() {
+        let buf: Vec<u8> = (0..1200u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8)
+            .collect();
+        let mut sparse = [0u8; 64];
+        for i in [0, 1, 3, 8, 10, 11, 26, 27, 32, 46, 47, 52, 63] {
+            sparse[i] = 0xff;
+        }
+        sparse[0] = 0x0f;
+        let masks = [[0u8; 64], [0xff; 64], sparse];
+        for mask in &masks {
+            let or = super::OrMask::new(*mask);
+            for len in 0..=1024 {
+                for skew in [0, 5] {
+                    let data = &buf[skew..skew + len];
+                    for crc in [0, 0xdead_beef] {
+                        assert_eq!(
+                            super::update_masked(crc, data, &or),
+                            masked_reference(crc, data, mask),
+                            "len {len} skew {skew} crc {crc:#x} mask {mask:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     proptest! {
+        #[test]
+        fn masked_agrees_with_masking_a_copy_anywhere(
+            crc: u32,
+            data in proptest::collection::vec(any::<u8>(), 0..600),
+            mask in proptest::array::uniform32(any::<u8>()),
+            mask_at in 0usize..33,
+        ) {
+            let mut m = [0u8; 64];
+            m[mask_at..mask_at + 32].copy_from_slice(&mask);
+            let or = super::OrMask::new(m);
+            prop_assert_eq!(super::update_masked(crc, &data, &or), masked_reference(crc, &data, &m));
+        }
+
         #[test]
         fn agrees_with_crc32fast(crc: u32, data in proptest::collection::vec(any::<u8>(), 0..9000)) {
             prop_assert_eq!(super::update(crc, &data), reference(crc, &data));
