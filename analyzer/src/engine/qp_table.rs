@@ -1,13 +1,14 @@
 //! The queue-pair table, looked up once or more for every packet.
 //!
-//! Packets come in runs for one QP (a bulk transfer's Middle packets, a
-//! Send and its ACK's peer), so the table remembers the slot of the last key
-//! it found: a run costs one hash lookup, and the rest compare a key. The
-//! states live in a slab so that a slot number stays valid until a removal,
-//! which forgets the remembered one.
+//! Packets come in runs for one QP (the packets of a bulk transfer follow
+//! one another), so the table remembers the slot of the last key it found:
+//! a run costs one hash lookup, and the rest compare a key. The states live
+//! in a slab so that a slot number stays valid until a removal, which
+//! forgets the remembered one.
 
 use super::{Map, QpKey, QpState};
 
+/// Queue-pair states by key, with the last slot found.
 #[derive(Debug, Default)]
 pub(super) struct QpTable {
     slots: Vec<(QpKey, QpState)>,
