@@ -389,8 +389,15 @@ pub fn rocev2_icrc_status(link: LinkType, frame: &[u8], config: &Config) -> Opti
         return None;
     }
     let whole = ip.captured_whole(rest.len()) && usize::from(udp.length) <= payload.len();
-    let packet = rest.get(..offset_in(rest, ib) + ib.len())?;
-    Some(icrc::check_rocev2_packet(packet, ip.header().len(), whole))
+    Some(check_icrc(rest, ip, ib, whole))
+}
+
+/// The ICRC verdict of a RoCEv2 packet from `at` (its IP header's start)
+/// through `ib` (the IBA packet with its ICRC): the headers lie end to end
+/// in the frame, so the check reads them as one buffer.
+fn check_icrc(at: &[u8], ip: Ip<'_>, ib: &[u8], whole: bool) -> IcrcStatus {
+    let packet = at.get(..offset_in(at, ib) + ib.len()).unwrap_or_default();
+    icrc::check_rocev2_packet(packet, ip.header().len(), whole)
 }
 
 /// Offset of `inner` inside `outer` (both borrowed from the same frame).
@@ -489,8 +496,7 @@ fn dissect_ip<'a>(
     let whole = whole && usize::from(udp.length) <= payload.len();
     let (body, _) = split_crc(frame, ib, 4, Layer::Icrc)?;
     if config.verify_icrc {
-        let packet = at.get(..offset_in(at, ib) + ib.len()).unwrap_or_default();
-        d.icrc = Some(icrc::check_rocev2_packet(packet, ip.header().len(), whole));
+        d.icrc = Some(check_icrc(at, ip, ib, whole));
     }
     dissect_transport(frame, body, config, d)
 }

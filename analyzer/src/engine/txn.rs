@@ -825,16 +825,14 @@ impl Engine {
             }
         }
         let cap = self.config.max_ladder_steps;
-        let total = m.total;
-        let inv = m.invalidate;
         rec.step(
             cap,
             m.frame,
             m.ts,
             !backchannel,
             StepWhat::CallSend {
-                bytes: total,
-                invalidate: inv,
+                bytes: m.total,
+                invalidate: m.invalidate,
             },
         );
         self.state.totals.calls += 1;
@@ -1114,14 +1112,13 @@ impl Engine {
         let lat_ns = m.ts.saturating_sub(rec.call_ts_ns);
         rec.latency_us = Some(lat_ns as f64 / 1000.0);
         let cap = self.config.max_ladder_steps;
-        let total = m.total;
         rec.step(
             cap,
             m.frame,
             m.ts,
             rec.backchannel,
             StepWhat::ReplySend {
-                bytes: total,
+                bytes: m.total,
                 invalidate,
             },
         );

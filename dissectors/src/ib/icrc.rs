@@ -250,23 +250,25 @@ const LRH_ONES_CRC: u32 = {
 };
 
 /// The masks of a RoCEv2 pseudo header without IPv4 options, as one
-/// [`crc32_fold::OrMask`] over IP, UDP and BTH laid end to end.
-// Evaluated at compile time: an out-of-range index fails the build.
-#[allow(clippy::indexing_slicing)]
+/// [`crc32_fold::OrMask`] over IP, UDP and BTH laid end to end: the same
+/// tables [`rocev2_general`] applies header by header.
 const fn rocev2_ones(ip: &Masks, ip_len: usize) -> crc32_fold::OrMask {
     let mut m = [0u8; 64];
-    let mut i = 0;
-    while i < ip.len() {
-        m[ip[i].0] |= ip[i].1;
-        i += 1;
-    }
-    let mut i = 0;
-    while i < UDP_MASKS.len() {
-        m[ip_len + UDP_MASKS[i].0] |= UDP_MASKS[i].1;
-        i += 1;
-    }
-    m[ip_len + UDP_LEN + BTH_RESV8A] |= 0xff;
+    or_masks(&mut m, 0, ip);
+    or_masks(&mut m, ip_len, UDP_MASKS);
+    or_masks(&mut m, ip_len + UDP_LEN, BTH_MASKS);
     crc32_fold::OrMask::new(m)
+}
+
+/// ORs `masks`, for a header starting at byte `at`, into `m`.
+// Evaluated at compile time only: an out-of-range index fails the build.
+#[allow(clippy::indexing_slicing)]
+const fn or_masks(m: &mut [u8; 64], at: usize, masks: &Masks) {
+    let mut i = 0;
+    while i < masks.len() {
+        m[at + masks[i].0] |= masks[i].1;
+        i += 1;
+    }
 }
 
 static ROCEV2_IPV4_ONES: crc32_fold::OrMask = rocev2_ones(IPV4_MASKS, 20);
