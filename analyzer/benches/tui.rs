@@ -20,8 +20,10 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use rdma_analyzer::engine::{Config, ConnId};
+use rdma_analyzer::pipeline::Stop;
+use rdma_analyzer::sources::pcap::FileSource;
+use rdma_analyzer::tui::feed::{self, Msg};
 use rdma_analyzer::tui::model::{Caps, Model};
-use rdma_analyzer::tui::source::{self, FileSource, Msg};
 use rdma_analyzer::tui::state::{Action, Screen, SortCol, UiState};
 
 fn capture(name: &str) -> PathBuf {
@@ -35,14 +37,10 @@ fn capture(name: &str) -> PathBuf {
 /// over 8 connections and successive copies of the capture's time span.
 fn million() -> Model {
     let mut real = Model::new("v3-ddp.pcap", Caps::default());
-    source::load(
-        Box::new(FileSource {
-            path: capture("v3-ddp.pcap"),
-            config: Config::default(),
-        }),
-        &mut real,
-    )
-    .expect("source thread");
+    let config = Config::default();
+    let source = FileSource::open(&capture("v3-ddp.pcap"), &config.stack).expect("capture");
+    real.load(Box::new(source), config)
+        .expect("pipeline thread");
     let base: Vec<_> = (0..real.rows.len())
         .filter_map(|r| real.detail(r).cloned())
         .collect();
@@ -100,11 +98,9 @@ fn first_screen(_c: &mut Criterion) {
         return;
     };
     let start = Instant::now();
-    let (tap, _h) = source::spawn(Box::new(FileSource {
-        path: path.clone().into(),
-        config: Config::default(),
-    }))
-    .expect("spawn");
+    let config = Config::default();
+    let source = FileSource::open(path.as_ref(), &config.stack).expect("capture");
+    let (tap, _h) = feed::spawn(Box::new(source), config, Stop::new()).expect("spawn");
     let mut m = Model::new(path, Caps::default());
     let mut ui = UiState::default();
     let mut term = Terminal::new(TestBackend::new(160, 48)).expect("terminal");

@@ -1,17 +1,20 @@
-//! rdma-analyzer: sources, the correlation engine and the front ends.
+//! rdma-analyzer: sources, the correlation engine and the front ends, joined
+//! by one pipeline.
 //!
-//! - [`sources`] turn capture files (and later live capture and kernel
-//!   probes) into frames: the only code with I/O;
+//! - [`sources`] turn capture files, live capture and kernel probes into
+//!   engine events: the only code with I/O;
 //! - [`engine`] is the pure state machine that correlates them;
-//! - [`analyze`] drives the engine over a file;
-//! - [`report`], [`frames`]: the text and JSON front ends;
+//! - [`pipeline`] is the one loop that drives a source through the engine
+//!   into a sink;
+//! - [`output`] (reports, JSON Lines, frame dissections) and [`tui`] are the
+//!   sinks and front ends;
+//! - [`cli`] says what each command takes;
 //! - [`synth`] writes synthetic captures, with injected violations, for tests and benchmarks.
 
-pub mod analyze;
+pub mod cli;
 pub mod engine;
-pub mod frames;
-pub mod report;
+pub mod output;
+pub mod pipeline;
 pub mod sources;
-pub mod stats;
 pub mod synth;
 pub mod tui;

@@ -1,89 +1,29 @@
-//! The `rdma-analyzer` command line: argument parsing and wiring only.
+//! The `rdma-analyzer` command line: wiring only. Each command picks a
+//! source and a sink, runs the one pipeline, and turns how it ended into
+//! an exit status.
 
-use std::io::{self, BufWriter, Write};
-use std::path::PathBuf;
+use std::fs::File;
+use std::io::{self, BufWriter, IsTerminal, Write};
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use clap::{Args, Parser, Subcommand};
-use rdma_analyzer::analyze;
-use rdma_analyzer::engine::{Config, Finding};
-use rdma_analyzer::frames;
-use rdma_analyzer::report::{self, Filter, Report};
+use clap::Parser;
+use rdma_analyzer::cli::{AnalyzeArgs, Cli, Command, FramesArgs, LiveArgs};
+use rdma_analyzer::engine::Engine;
+use rdma_analyzer::output::frames::Frames;
+use rdma_analyzer::output::lines::{Lines, Which};
+use rdma_analyzer::output::live::LiveSink;
+use rdma_analyzer::output::Report;
+use rdma_analyzer::pipeline::{self, End, Stop};
+use rdma_analyzer::sources::live::LiveInputs;
+use rdma_analyzer::sources::pcap::FileSource;
+use rdma_analyzer::sources::sys;
 
-/// RPC-over-RDMA (NFS/RDMA) protocol analyzer for RoCEv2 and InfiniBand.
-#[derive(Parser)]
-#[command(version, about, long_about = None)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Print every frame's dissection (text, or JSON Lines with --json).
-    Frames {
-        /// pcap or pcapng file.
-        file: PathBuf,
-        /// One JSON object per frame.
-        #[arg(long)]
-        json: bool,
-        /// UDP port that carries RoCEv2.
-        #[arg(long, default_value_t = 4791)]
-        rocev2_port: u16,
-    },
-    /// Connections, response times, chunks, invalidation, credits, round trips, anomalies.
-    Report(AnalyzeArgs),
-    /// One line (or JSON object) per RPC transaction.
-    Transactions(AnalyzeArgs),
-    /// One line (or JSON object) per anomaly.
-    Anomalies(AnalyzeArgs),
-    /// Explore a capture in a terminal UI (--filter sets the initial filter).
-    Open(AnalyzeArgs),
-    /// Write a synthetic RoCEv2 NFS/RDMA capture, optionally with injected violations.
-    Synth(rdma_analyzer::synth::cli::SynthArgs),
-    /// Watch live: kernel eBPF probes (--probes) and/or packet capture (-i IFACE).
-    Live(rdma_analyzer::sources::live::LiveArgs),
-}
-
-#[derive(Args)]
-struct AnalyzeArgs {
-    /// pcap or pcapng file.
-    file: PathBuf,
-    /// Machine-readable output.
-    #[arg(long)]
-    json: bool,
-    /// Only a connection (c3), an XID (0x1234abcd), a procedure (READ) or an anomaly kind (credit_overrun).
-    #[arg(long)]
-    filter: Option<String>,
-    /// UDP port that carries RoCEv2.
-    #[arg(long, default_value_t = 4791)]
-    rocev2_port: u16,
-    /// Most connections tracked at once.
-    #[arg(long, default_value_t = 4096)]
-    max_connections: usize,
-    /// Most queue pairs tracked at once.
-    #[arg(long, default_value_t = 16384)]
-    max_qps: usize,
-    /// Most outstanding calls per connection.
-    #[arg(long, default_value_t = 65536)]
-    max_outstanding: usize,
-}
-
-impl AnalyzeArgs {
-    fn config(&self) -> Config {
-        let mut c = Config::default();
-        c.stack.rocev2_port = self.rocev2_port;
-        c.max_connections = self.max_connections.max(1);
-        c.max_qps = self.max_qps.max(2);
-        c.max_outstanding = self.max_outstanding.max(1);
-        c
-    }
-
-    fn filter(&self) -> Filter {
-        self.filter.as_deref().map_or(Filter::All, Filter::parse)
-    }
-}
+/// The analysis could not read all of its input (README: exit status).
+const EXIT_INCOMPLETE: u8 = 2;
+/// `live` found nothing to watch on this host.
+const EXIT_NOTHING_TO_WATCH: u8 = 3;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -91,108 +31,228 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             // A closed pipe (`| head`) is not an error worth a message.
-            if e.downcast_ref::<io::Error>()
-                .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
-            {
+            if broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
             eprintln!("rdma-analyzer: {e:#}");
-            ExitCode::from(2)
+            ExitCode::from(EXIT_INCOMPLETE)
         }
     }
+}
+
+fn broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+    })
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let stdout = io::stdout();
-    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     match cli.command {
-        Command::Frames {
-            file,
-            json,
-            rocev2_port,
-        } => {
-            let code = frames::print(&file, json, rocev2_port, &mut out)?;
-            out.flush()?;
-            Ok(code)
+        Command::Frames(a) => frames(&a),
+        Command::Report(a) => report(&a),
+        Command::Transactions(a) => lines(&a, Which::Transactions),
+        Command::Anomalies(a) => lines(&a, Which::Anomalies),
+        Command::Open(a) => open(&a),
+        Command::Synth(a) => {
+            rdma_analyzer::synth::cli::run(&a)?;
+            Ok(ExitCode::SUCCESS)
         }
-        Command::Report(a) => {
-            let filter = a.filter();
-            let mut rep = Report::new(filter);
-            let outcome = analyze::run_file(&a.file, a.config(), |f| rep.add(&f))
-                .with_context(|| format!("reading {}", a.file.display()))?;
-            let err = outcome.error.as_ref().map(ToString::to_string);
-            let name = a.file.display().to_string();
-            if a.json {
-                serde_json::to_writer_pretty(
-                    &mut out,
-                    &rep.to_json(outcome.engine.state(), &name, err.clone()),
-                )?;
-                writeln!(out)?;
-            } else {
-                write!(
-                    out,
-                    "{}",
-                    rep.to_text(outcome.engine.state(), &name, err.as_deref())
-                )?;
-            }
-            out.flush()?;
-            finish(err)
-        }
-        Command::Transactions(a) => stream(a, true, &mut out),
-        Command::Anomalies(a) => stream(a, false, &mut out),
-        Command::Synth(a) => rdma_analyzer::synth::cli::run(&a),
-        Command::Open(a) => rdma_analyzer::tui::open(&a.file, a.config(), a.filter.clone()),
-        Command::Live(a) => rdma_analyzer::sources::live::run(&a),
+        Command::Live(a) => live(&a),
     }
 }
 
-/// Streams transactions or anomalies as the engine finds them.
-fn stream(a: AnalyzeArgs, transactions: bool, out: &mut impl Write) -> anyhow::Result<ExitCode> {
-    let filter = a.filter();
-    let mut io_err: Option<io::Error> = None;
-    let outcome = analyze::run_file(&a.file, a.config(), |f| {
-        if io_err.is_some() {
-            return;
-        }
-        let r = match (&f, transactions) {
-            (Finding::Transaction(t), true) if filter.txn(t) => {
-                if a.json {
-                    serde_json::to_writer(&mut *out, &report::transaction_json(t))
-                        .map_err(io::Error::from)
-                        .and_then(|()| writeln!(out))
-                } else {
-                    writeln!(out, "{}", report::transaction_line(t))
-                }
-            }
-            (Finding::Anomaly(an), false) if filter.anomaly(an) => {
-                if a.json {
-                    serde_json::to_writer(&mut *out, &report::anomaly_json(an))
-                        .map_err(io::Error::from)
-                        .and_then(|()| writeln!(out))
-                } else {
-                    writeln!(out, "{}", report::anomaly_line(an))
-                }
-            }
-            _ => Ok(()),
-        };
-        if let Err(e) = r {
-            io_err = Some(e);
-        }
-    })
-    .with_context(|| format!("reading {}", a.file.display()))?;
-    if let Some(e) = io_err {
-        return Err(e.into());
-    }
-    out.flush()?;
-    finish(outcome.error.map(|e| e.to_string()))
-}
-
-fn finish(err: Option<String>) -> anyhow::Result<ExitCode> {
-    match err {
+/// The exit status for how the source ended, having said why on stderr.
+fn finish(end: &End) -> ExitCode {
+    match end.error() {
         Some(e) => {
             eprintln!("rdma-analyzer: {e}");
-            Ok(ExitCode::from(2))
+            ExitCode::from(EXIT_INCOMPLETE)
         }
-        None => Ok(ExitCode::SUCCESS),
+        None => ExitCode::SUCCESS,
     }
+}
+
+/// A sink's write error: nothing for a closed pipe, an error otherwise.
+fn output_error(e: Option<io::Error>) -> anyhow::Result<()> {
+    match e {
+        Some(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(e).context("writing the output"),
+        _ => Ok(()),
+    }
+}
+
+fn stdout() -> BufWriter<io::StdoutLock<'static>> {
+    BufWriter::with_capacity(1 << 16, io::stdout().lock())
+}
+
+fn frames(a: &FramesArgs) -> anyhow::Result<ExitCode> {
+    let config = rdma_dissectors::stack::Config {
+        rocev2_port: a.rocev2_port,
+        ..rdma_dissectors::stack::Config::default()
+    };
+    let mut source = FileSource::open(&a.file, &config)?;
+    let mut sink = Frames::new(stdout(), a.json, config);
+    let outcome = pipeline::run(&mut source, None, &mut sink, &Stop::new());
+    output_error(sink.error.take())?;
+    Ok(finish(&outcome.end))
+}
+
+fn report(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
+    let config = a.config();
+    let mut source = FileSource::open(&a.file, &config.stack)?;
+    let mut rep = Report::new(a.filter());
+    let outcome = pipeline::run(
+        &mut source,
+        Some(Engine::new(config)),
+        &mut rep,
+        &Stop::new(),
+    );
+    let Some(engine) = outcome.engine else {
+        anyhow::bail!("the run lost its engine");
+    };
+    let name = a.file.display().to_string();
+    let err = outcome.end.error().map(str::to_string);
+    let mut out = stdout();
+    if a.json {
+        serde_json::to_writer_pretty(&mut out, &rep.to_json(engine.state(), &name, err))?;
+        writeln!(out)?;
+    } else {
+        write!(
+            out,
+            "{}",
+            rep.to_text(engine.state(), &name, err.as_deref())
+        )?;
+    }
+    out.flush()?;
+    Ok(finish(&outcome.end))
+}
+
+fn lines(a: &AnalyzeArgs, which: Which) -> anyhow::Result<ExitCode> {
+    let config = a.config();
+    let mut source = FileSource::open(&a.file, &config.stack)?;
+    let mut sink = Lines::new(stdout(), which, a.json, a.filter());
+    let outcome = pipeline::run(
+        &mut source,
+        Some(Engine::new(config)),
+        &mut sink,
+        &Stop::new(),
+    );
+    output_error(sink.error.take())?;
+    Ok(finish(&outcome.end))
+}
+
+fn open(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
+    if !io::stdout().is_terminal() {
+        eprintln!(
+            "rdma-analyzer open: standard output is not a terminal; for text or JSON output use `rdma-analyzer report {}` (or transactions, anomalies)",
+            a.file.display()
+        );
+        return Ok(ExitCode::from(EXIT_INCOMPLETE));
+    }
+    let config = a.config();
+    // Opened before the screen is taken, so a file that is not a capture is
+    // said plainly, as `report` says it.
+    let source = FileSource::open(&a.file, &config.stack)?;
+    let error = rdma_analyzer::tui::show(Box::new(source), config, Stop::new(), a.filter.clone())?;
+    Ok(match error {
+        Some(e) => {
+            eprintln!("rdma-analyzer: {e}");
+            ExitCode::from(EXIT_INCOMPLETE)
+        }
+        None => ExitCode::SUCCESS,
+    })
+}
+
+fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
+    let tui =
+        !a.no_tui && a.json_out.is_none() && a.duration.is_none() && io::stdout().is_terminal();
+    let stop = Stop::new();
+    sys::stop_on_signals(&stop, !tui);
+    let started = Instant::now();
+    let mut inputs = LiveInputs::start(&a.options())?;
+    if inputs.is_empty() {
+        let mut notices = Vec::new();
+        pipeline::Source::notices(&mut inputs, &mut notices);
+        for n in notices {
+            eprintln!("{}", n.text);
+        }
+        eprintln!("live: nothing to watch on this host; exiting");
+        write_stats(a, &mut inputs.stats, started)?;
+        return Ok(ExitCode::from(EXIT_NOTHING_TO_WATCH));
+    }
+    if tui {
+        let error = rdma_analyzer::tui::show(Box::new(inputs), a.config(), stop, None)?;
+        return Ok(match error {
+            Some(e) => {
+                eprintln!("rdma-analyzer: {e}");
+                ExitCode::from(EXIT_INCOMPLETE)
+            }
+            None => ExitCode::SUCCESS,
+        });
+    }
+    if let Some(d) = a.duration {
+        let stop = stop.clone();
+        let d = Duration::from_secs_f64(d.max(0.0));
+        std::thread::Builder::new()
+            .name("live-duration".into())
+            .spawn(move || {
+                std::thread::sleep(d);
+                stop.request();
+            })
+            .context("live: starting the --duration timer")?;
+    }
+    let out: Box<dyn Write> = match &a.json_out {
+        Some(p) => Box::new(BufWriter::new(
+            File::create(p).with_context(|| format!("creating {}", p.display()))?,
+        )),
+        None => Box::new(BufWriter::new(io::stdout())),
+    };
+    let mut sink = LiveSink::new(out, a.json_out.is_some());
+    let outcome = pipeline::run(&mut inputs, Some(Engine::new(a.config())), &mut sink, &stop);
+    output_error(sink.error.take())?;
+    let mut stats = inputs.stats.clone();
+    stats.transactions = sink.transactions;
+    stats.anomalies = sink.anomalies;
+    write_stats(a, &mut stats, started)?;
+    eprintln!(
+        "live: {} probe records ({} lost in the kernel, {} undecodable), {} frames ({} dropped), {} transactions, {} anomalies in {:.1} s",
+        stats.records,
+        stats.lost_in_kernel,
+        stats.decode_errors,
+        stats.frames,
+        stats.frames_dropped,
+        stats.transactions,
+        stats.anomalies,
+        stats.seconds
+    );
+    match outcome
+        .engine
+        .as_ref()
+        .and_then(|e| e.kernel().private_data.first())
+    {
+        Some(p) => {
+            let hex: String = p.1.iter().map(|x| format!("{x:02x}")).collect();
+            eprintln!("live: CM private data ({:?}): {hex}", p.0);
+        }
+        None if a.probes => eprintln!(
+            "live: CM private data (RFC 8797): unknown (no kprobe saw a connection being set up)"
+        ),
+        None => {}
+    }
+    Ok(finish(&outcome.end))
+}
+
+fn write_stats(
+    a: &LiveArgs,
+    stats: &mut rdma_analyzer::sources::live::LiveStats,
+    started: Instant,
+) -> anyhow::Result<()> {
+    stats.seconds = started.elapsed().as_secs_f64();
+    stats.cpu_seconds = sys::cpu_seconds();
+    if let Some(p) = &a.stats_out {
+        let mut f = File::create(p).with_context(|| format!("creating {}", p.display()))?;
+        serde_json::to_writer_pretty(&mut f, &stats.to_json())?;
+        writeln!(f)?;
+    }
+    Ok(())
 }

@@ -9,7 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use rdma_analyzer::analyze;
+#[path = "common/analyze.rs"]
+mod analyze;
 use rdma_analyzer::engine::{ChunkKind, Config, Finding, Transaction};
 
 fn captures() -> PathBuf {
@@ -95,11 +96,7 @@ fn engine_txns(pcap: &Path) -> Vec<Transaction> {
         }
     })
     .unwrap();
-    assert!(
-        outcome.error.is_none(),
-        "{:?}",
-        outcome.error.map(|e| e.to_string())
-    );
+    assert!(outcome.error().is_none(), "{:?}", outcome.error());
     txns
 }
 

@@ -13,7 +13,8 @@ use std::process::{Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use rdma_analyzer::analyze;
+#[path = "common/analyze.rs"]
+mod analyze;
 use rdma_analyzer::engine::{Config, Finding};
 use rdma_analyzer::sources::pcap::PcapReader;
 use serde_json::Value;

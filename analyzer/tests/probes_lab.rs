@@ -11,7 +11,8 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use rdma_analyzer::analyze;
+#[path = "common/analyze.rs"]
+mod analyze;
 use rdma_analyzer::engine::{Config, Finding, Transaction};
 use serde_json::Value;
 

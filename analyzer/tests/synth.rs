@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rdma_analyzer::analyze;
+#[path = "common/analyze.rs"]
+mod analyze;
 use rdma_analyzer::engine::{Config, Finding, Totals, Transfer};
 use rdma_analyzer::sources::pcap::PcapReader;
 use rdma_analyzer::synth::{self, Inject, Mix, Options, Summary};
@@ -71,9 +72,9 @@ fn analyze(path: &Path) -> Analysis {
     })
     .expect("the synthetic capture opens");
     assert!(
-        outcome.error.is_none(),
+        outcome.error().is_none(),
         "reading stopped: {:?}",
-        outcome.error
+        outcome.error()
     );
     anomalies.sort();
     read_reply_frames.sort_unstable();

@@ -17,7 +17,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rdma_analyzer::analyze;
+#[path = "common/analyze.rs"]
+mod analyze;
 use rdma_analyzer::engine::{Config, Finding, Kind, Transfer};
 
 #[derive(Debug, Default)]

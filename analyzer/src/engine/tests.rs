@@ -16,10 +16,22 @@ use crate::synth::wire::{Node, Wire};
 
 fn run(bytes: &[u8], config: Config) -> (Engine, Vec<Finding>) {
     let mut reader = PcapReader::new(bytes, "test.pcap".into()).unwrap();
+    let mut engine = Engine::new(config);
     let mut out = Vec::new();
-    let outcome = crate::analyze::run_reader(&mut reader, config, &mut |f| out.push(f)).unwrap();
-    assert!(outcome.error.is_none());
-    (outcome.engine, out)
+    while let Some(p) = reader.next_packet().unwrap() {
+        engine.handle(
+            Event::Frame {
+                number: p.number,
+                ts_ns: p.ts_ns,
+                link: p.link_type,
+                orig_len: p.orig_len,
+                data: p.data,
+            },
+            &mut out,
+        );
+    }
+    engine.handle(Event::End, &mut out);
+    (engine, out)
 }
 
 fn capture(name: &str) -> Vec<u8> {

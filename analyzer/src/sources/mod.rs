@@ -1,6 +1,9 @@
-//! Sources: the only code that touches files, sockets or the kernel. Each one
-//! turns bytes or kernel records into engine events.
+//! Sources: the only code that touches files, sockets or the kernel. Each
+//! turns bytes or kernel records into engine events, as a pipeline
+//! [`Source`](crate::pipeline::Source).
 
+pub mod capture;
 pub mod ebpf;
 pub mod live;
 pub mod pcap;
+pub mod sys;

@@ -1,6 +1,7 @@
 //! From transport headers to pcap records: Ethernet II, IPv4 (with its
 //! header checksum), UDP to port 4791 (checksum 0, as RoCEv2 senders do) and
-//! the ICRC, every header written by the dissectors' own `emit`.
+//! the ICRC, every header written by the dissectors' own `emit`, every
+//! record by the analyzer's one capture writer.
 //!
 //! ```text
 //! pcap record: ts_sec ts_frac incl_len orig_len | frame
@@ -16,10 +17,11 @@ use std::net::Ipv4Addr;
 use rdma_dissectors::ib::icrc::{rocev2_icrc, ICRC_LEN};
 use rdma_dissectors::ib::Transport;
 use rdma_dissectors::ip::{Ipv4, PROTO_UDP};
-use rdma_dissectors::link::{ether_type, Ethernet};
+use rdma_dissectors::link::{ether_type, Ethernet, LinkType};
 use rdma_dissectors::udp::{Udp, ROCEV2_PORT};
 
 use super::Error;
+use crate::sources::pcap::{CaptureWriter, Format, Resolution};
 
 const ETH_LEN: usize = Ethernet::HEADER_LEN;
 const IP_LEN: usize = 20;
@@ -28,8 +30,6 @@ const UDP_LEN: usize = Udp::HEADER_LEN;
 pub const OUTER_LEN: usize = ETH_LEN + IP_LEN + UDP_LEN;
 /// Largest frame we build: a 4096-byte MTU packet with every header, rounded up.
 const MAX_FRAME: usize = 8192;
-/// pcap snap length written in the file header.
-const SNAPLEN: u32 = 262_144;
 
 /// One end of a connection as the wire shows it.
 #[derive(Debug, Clone, Copy)]
@@ -42,7 +42,7 @@ pub struct Node {
 
 /// Writes pcap records of RoCEv2 frames and keeps count of them.
 pub struct Wire<W: Write> {
-    out: W,
+    out: CaptureWriter<W>,
     frame_buf: Vec<u8>,
     /// Frames written so far: the number of the last one (tshark counts from 1).
     pub frames: u64,
@@ -50,7 +50,6 @@ pub struct Wire<W: Write> {
     pub bytes: u64,
     /// Timestamp of the next frame, ns since the epoch.
     pub ts_ns: u64,
-    micro: bool,
     ip_id: u16,
     /// Corrupt the ICRC of the next frame (the `icrc_mismatch` injection).
     pub corrupt_next_icrc: bool,
@@ -64,22 +63,19 @@ impl<W: Write> Wire<W> {
     ///
     /// # Errors
     /// When writing the file header fails.
-    pub fn new(mut out: W, start_ns: u64, micro: bool) -> Result<Self, Error> {
-        let magic: u32 = if micro { 0xa1b2_c3d4 } else { 0xa1b2_3c4d };
-        let mut h = [0u8; 24];
-        h[0..4].copy_from_slice(&magic.to_le_bytes());
-        h[4..6].copy_from_slice(&2u16.to_le_bytes());
-        h[6..8].copy_from_slice(&4u16.to_le_bytes());
-        h[16..20].copy_from_slice(&SNAPLEN.to_le_bytes());
-        h[20..24].copy_from_slice(&1u32.to_le_bytes());
-        out.write_all(&h)?;
+    pub fn new(out: W, start_ns: u64, micro: bool) -> Result<Self, Error> {
+        let resolution = if micro {
+            Resolution::Micro
+        } else {
+            Resolution::Nano
+        };
+        let out = CaptureWriter::new(out, Format::Pcap, LinkType::ETHERNET, resolution)?;
         Ok(Wire {
+            bytes: out.bytes,
             out,
             frame_buf: vec![0; MAX_FRAME],
             frames: 0,
-            bytes: 24,
             ts_ns: start_ns,
-            micro,
             ip_id: 1,
             corrupt_next_icrc: false,
             // 25 Gb/s: 320 ps per byte.
@@ -157,19 +153,11 @@ impl<W: Write> Wire<W> {
 
     /// Writes the pcap record of the first `len` bytes of the frame buffer.
     fn record(&mut self, len: usize) -> Result<u64, Error> {
-        let secs = self.ts_ns / 1_000_000_000;
-        let frac = self.ts_ns % 1_000_000_000;
-        let frac = if self.micro { frac / 1000 } else { frac };
-        let mut h = [0u8; 16];
-        h[0..4].copy_from_slice(&(secs as u32).to_le_bytes());
-        h[4..8].copy_from_slice(&(frac as u32).to_le_bytes());
-        h[8..12].copy_from_slice(&(len as u32).to_le_bytes());
-        h[12..16].copy_from_slice(&(len as u32).to_le_bytes());
-        self.out.write_all(&h)?;
         let frame = self.frame_buf.get(..len).ok_or(Error::FrameTooLong(len))?;
-        self.out.write_all(frame)?;
+        let orig_len = u32::try_from(len).map_err(|_| Error::FrameTooLong(len))?;
+        self.out.packet(self.ts_ns, orig_len, frame)?;
         self.frames += 1;
-        self.bytes += 16 + len as u64;
+        self.bytes = self.out.bytes;
         // The next frame leaves after this one is on the wire.
         self.ts_ns += (len as u64 * self.ps_per_byte).div_ceil(1000).max(1);
         Ok(self.frames)
@@ -179,8 +167,7 @@ impl<W: Write> Wire<W> {
     ///
     /// # Errors
     /// When the final flush fails.
-    pub fn finish(mut self) -> Result<W, Error> {
-        self.out.flush()?;
-        Ok(self.out)
+    pub fn finish(self) -> Result<W, Error> {
+        Ok(self.out.finish()?)
     }
 }

@@ -5,9 +5,10 @@
 //!  Input (terminal, or a script in tests) ──key/mouse──► keys::map ──► resolve (Enter) ──► UiState::apply
 //! ```
 //!
-//! Both ends are injected: any [`Source`] (a file today; live capture and
-//! kernel probes later, with `live() == true`) and any [`Input`], so the
-//! same loop runs the file viewer, the live monitor and the tests.
+//! Both ends are injected: any pipeline [`Source`] (a capture file; live
+//! capture and kernel probes, which are `is_live()`) through a [`Session`],
+//! and any [`Input`], so the same loop runs the file viewer, the live
+//! monitor and the tests.
 //!
 //! While the source runs the loop wakes every 50 ms; once it is done and
 //! nothing changes the loop sleeps in `event::poll` until input arrives (or
@@ -17,10 +18,9 @@
 //! whose overflow is counted as dropped.
 
 use std::collections::VecDeque;
-use std::io::{self, IsTerminal};
-use std::path::Path;
-use std::process::ExitCode;
+use std::io;
 use std::sync::mpsc::TryRecvError;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossterm::event::{self, DisableMouseCapture, EnableMouseCapture, Event as TermEvent};
@@ -28,11 +28,12 @@ use crossterm::execute;
 use ratatui::backend::Backend;
 use ratatui::Terminal;
 
+use super::feed::{self, Msg, Tap};
 use super::model::{Caps, Model};
-use super::source::{self, FileSource, Msg, Source};
 use super::state::{Action, Screen, UiState};
 use super::{anomalies, draw, keys};
 use crate::engine::Config;
+use crate::pipeline::{Source, Stop};
 
 /// Shortest time between two frames.
 const FRAME: Duration = Duration::from_millis(50);
@@ -65,41 +66,54 @@ impl Input for TermInput {
     }
 }
 
-/// `rdma-analyzer open FILE`: checks for a terminal, sets it up, runs, restores it.
+/// What feeds a screen: the channel from the pipeline thread, and that
+/// thread.
+pub struct Session {
+    /// The receiving end.
+    pub tap: Tap,
+    /// The thread feeding it (joined on quit for a live source, so its
+    /// probes are detached before the terminal is restored).
+    pub worker: Option<JoinHandle<()>>,
+    /// The source, in words (status line).
+    pub describe: String,
+    /// Whether the source is live (it drops rather than waits).
+    pub live: bool,
+}
+
+impl Session {
+    /// Starts the pipeline over `source` on its own thread; `stop` is what
+    /// the quit key (and any signal handler holding it) sets.
+    ///
+    /// # Errors
+    /// When the thread cannot be started.
+    pub fn start(source: Box<dyn Source>, config: Config, stop: Stop) -> io::Result<Session> {
+        let describe = source.describe();
+        let live = source.is_live();
+        let (tap, worker) = feed::spawn(source, config, stop)?;
+        Ok(Session {
+            tap,
+            worker: Some(worker),
+            describe,
+            live,
+        })
+    }
+}
+
+/// Shows `source` on the terminal until the user quits (or `stop` is set):
+/// sets the terminal up, runs, restores it. Returns the source's error, if
+/// it ended with one, for the caller to report once the screen is gone.
 ///
 /// # Errors
-/// Terminal I/O failures.
-pub fn open(path: &Path, config: Config, filter: Option<String>) -> anyhow::Result<ExitCode> {
-    if !io::stdout().is_terminal() {
-        eprintln!(
-            "rdma-analyzer open: standard output is not a terminal; for text or JSON output use `rdma-analyzer report {}` (or transactions, anomalies)",
-            path.display()
-        );
-        return Ok(ExitCode::from(2));
-    }
-    if let Err(e) = std::fs::metadata(path) {
-        anyhow::bail!("{}: {e}", path.display());
-    }
-    let source = Box::new(FileSource {
-        path: path.to_path_buf(),
-        config,
-    });
+/// When the terminal cannot be set up, or terminal I/O fails.
+pub fn show(
+    source: Box<dyn Source>,
+    config: Config,
+    stop: Stop,
+    filter: Option<String>,
+) -> anyhow::Result<Option<String>> {
+    let session = Session::start(source, config, stop)?;
     // try_init, not init: a terminal that cannot be set up is an error
     // message, not a panic. A half set up terminal is put back either way.
-    in_terminal(source, filter)
-}
-
-/// `rdma-analyzer live` on a terminal: the same screens over a live source
-/// (probes, capture or both). The source is stopped and joined before the
-/// terminal is restored, so the probes are detached when this returns.
-///
-/// # Errors
-/// When the terminal cannot be set up.
-pub fn live(source: Box<dyn Source>) -> anyhow::Result<ExitCode> {
-    in_terminal(source, None)
-}
-
-fn in_terminal(source: Box<dyn Source>, filter: Option<String>) -> anyhow::Result<ExitCode> {
     let mut terminal = match ratatui::try_init() {
         Ok(t) => t,
         Err(e) => {
@@ -119,11 +133,11 @@ fn in_terminal(source: Box<dyn Source>, filter: Option<String>) -> anyhow::Resul
     if let Some(f) = filter {
         ui.filter = f;
     }
-    let r = run(&mut terminal, source, ui, &mut TermInput);
+    let r = run(&mut terminal, session, ui, &mut TermInput);
     let _ = execute!(io::stdout(), DisableMouseCapture);
     ratatui::restore();
-    r?;
-    Ok(ExitCode::SUCCESS)
+    let (model, _) = r?;
+    Ok(model.error)
 }
 
 /// Turns Enter into what it means on the screen shown.
@@ -152,21 +166,25 @@ pub fn resolve(a: Action, m: &Model, ui: &UiState) -> Option<Action> {
     }
 }
 
-/// Runs the UI over `source` on `terminal` until the user quits; returns
+/// Runs the UI over `session` on `terminal` until the user quits; returns
 /// what was shown last (tests look at it).
 ///
 /// # Errors
 /// Terminal I/O failures.
 pub fn run<B: Backend>(
     terminal: &mut Terminal<B>,
-    source: Box<dyn Source>,
+    session: Session,
     mut ui: UiState,
     input: &mut impl Input,
 ) -> io::Result<(Model, UiState)> {
     let term_err = |e: B::Error| io::Error::other(e.to_string());
-    let live = source.live();
-    let mut model = Model::new(source.describe(), Caps::default());
-    let (tap, worker) = source::spawn(source)?;
+    let Session {
+        tap,
+        worker,
+        describe,
+        live,
+    } = session;
+    let mut model = Model::new(describe, Caps::default());
     let size = terminal.size().map_err(term_err)?;
     ui.apply(Action::Resize(size.height));
     let mut queued: VecDeque<Msg> = VecDeque::new();
@@ -246,9 +264,10 @@ pub fn run<B: Backend>(
                 break;
             }
         }
-        // SIGTERM/SIGINT/SIGHUP reach a live view here (a terminal in raw
-        // mode sends Ctrl-C as a key instead).
-        if live && crate::sources::live::stop_requested() {
+        // SIGTERM/SIGINT reach the view here, through the stop handle
+        // their handler sets (a terminal in raw mode sends Ctrl-C as a key
+        // instead).
+        if tap.stop_requested() {
             ui.quit = true;
         }
         if ui.quit {
@@ -256,7 +275,15 @@ pub fn run<B: Backend>(
             if live {
                 // A live source notices within one poll (< 0.2 s) and
                 // detaches its probes before returning.
-                let _ = worker.join();
+                if let Some(w) = worker {
+                    let _ = w.join();
+                }
+            }
+            // The source's last word, if the screen quit before reading it.
+            while let Ok(msg) = tap.rx.try_recv() {
+                if matches!(msg, Msg::Done { .. } | Msg::Notice(_)) {
+                    model.apply(msg);
+                }
             }
             model.counters.dropped = tap.dropped() + pause_dropped;
             return Ok((model, ui));

@@ -1,4 +1,5 @@
-//! The terminal UI (`rdma-analyzer open FILE`): a thin view over the engine.
+//! The terminal UI (`rdma-analyzer open FILE`, `live` on a terminal): a thin
+//! view over the engine.
 //!
 //! ```text
 //! ┌ 1 Overview │ 2 Transactions │ 3 Detail │ 4 Chunks │ 5 Credits │ 6 Anomalies ┐  tabs
@@ -9,8 +10,9 @@
 //! └ status: source, progress gauge or live rates, frames, events, drops ──────┘  status
 //! ```
 //!
-//! Data flows one way: a [`source::Source`] thread runs the engine and sends
-//! findings and state snapshots; [`model::Model`] accumulates them into
+//! Data flows one way: the pipeline runs the engine over any
+//! [`Source`](crate::pipeline::Source) on its own thread and [`feed::TuiSink`]
+//! sends findings and state snapshots; [`model::Model`] accumulates them into
 //! bounded tables; [`draw`] renders `&Model` and `&UiState` and nothing else.
 //! Keys go through [`keys::map`] to an [`state::Action`] that
 //! [`state::UiState::apply`] performs.
@@ -20,10 +22,10 @@ pub mod app;
 pub mod chunks;
 pub mod credits;
 pub mod detail;
+pub mod feed;
 pub mod keys;
 pub mod model;
 pub mod overview;
-pub mod source;
 pub mod state;
 pub mod transactions;
 mod widgets;
@@ -34,7 +36,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Tabs, Wrap};
 use ratatui::Frame;
 
-pub use app::{open, run};
+pub use app::{run, show};
 use model::Model;
 use state::{Screen, UiState};
 
@@ -122,6 +124,16 @@ fn draw_status(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
         spans.push(Span::styled(
             format!(" (stopped: {e})"),
             Style::new().fg(Color::Red),
+        ));
+    } else if let Some(n) = &m.notice {
+        let color = if n.warning {
+            Color::Yellow
+        } else {
+            Color::Reset
+        };
+        spans.push(Span::styled(
+            format!(" ({})", n.text),
+            Style::new().fg(color),
         ));
     }
     let c = &m.counters;

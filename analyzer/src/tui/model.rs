@@ -13,9 +13,10 @@ use std::collections::{HashMap, VecDeque};
 use crate::engine::{
     Anomaly, ChunkKind, ConnId, Finding, Kind, Origin, State, Transaction, Transfer,
 };
-use crate::report::Filter;
+use crate::output::Filter;
+use crate::pipeline::{Notice, Progress, Source, Stop};
 
-use super::source::{Msg, Progress};
+use super::feed::{self, Msg};
 use super::state::{Screen, Sort, SortCol, UiState};
 
 /// How much the model keeps.
@@ -147,6 +148,8 @@ pub struct Model {
     pub done: bool,
     /// Why the source stopped early, if it did.
     pub error: Option<String>,
+    /// The last thing the source said (a capture that stopped, probes missing).
+    pub notice: Option<Notice>,
     /// Status counters.
     pub counters: Counters,
     /// Frames per second of capture time between the last two snapshots
@@ -199,6 +202,27 @@ impl Model {
         }
     }
 
+    /// Runs `source` to its end through the same pipeline and feed as the
+    /// screen, without a terminal (tests, benchmarks, snapshots).
+    ///
+    /// # Errors
+    /// When the pipeline thread cannot be started.
+    pub fn load(
+        &mut self,
+        source: Box<dyn Source>,
+        config: crate::engine::Config,
+    ) -> std::io::Result<()> {
+        let (tap, h) = feed::spawn(source, config, Stop::new())?;
+        while let Ok(m) = tap.rx.recv() {
+            self.apply(m);
+        }
+        if h.join().is_err() && self.error.is_none() {
+            self.error = Some("the analysis thread panicked; this is a bug".into());
+        }
+        self.counters.dropped = tap.dropped();
+        Ok(())
+    }
+
     /// Takes one message from the source.
     pub fn apply(&mut self, msg: Msg) {
         match msg {
@@ -219,6 +243,7 @@ impl Model {
                 self.state = *state;
                 self.progress = progress;
             }
+            Msg::Notice(n) => self.notice = Some(n),
             Msg::Done {
                 state,
                 progress,

@@ -11,12 +11,14 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
+use super::feed::{self, Feed, Msg};
 use super::keys::{map, map_mouse};
 use super::model::{Caps, Model};
-use super::source::{load, Feed, FileSource, Msg, Source};
 use super::state::{Action, Screen, SortCol, UiState};
 use super::{app, draw};
 use crate::engine::{Anomaly, Config, Finding, Kind, Transfer};
+use crate::pipeline::Stop;
+use crate::sources::pcap::FileSource;
 
 fn key(c: KeyCode) -> KeyEvent {
     KeyEvent::new(c, KeyModifiers::NONE)
@@ -249,14 +251,9 @@ fn capture(name: &str) -> PathBuf {
 pub(crate) fn model_of(name: &str) -> Model {
     let path = capture(name);
     let mut m = Model::new(name, Caps::default());
-    load(
-        Box::new(FileSource {
-            path,
-            config: Config::default(),
-        }),
-        &mut m,
-    )
-    .expect("source thread");
+    let config = Config::default();
+    let source = FileSource::open(&path, &config.stack).expect("a capture");
+    m.load(Box::new(source), config).expect("pipeline thread");
     m
 }
 
@@ -427,16 +424,9 @@ struct Burst {
     done: Arc<AtomicBool>,
 }
 
-impl Source for Burst {
-    fn describe(&self) -> String {
-        "burst".into()
-    }
-
-    fn live(&self) -> bool {
-        self.live
-    }
-
-    fn run(self: Box<Self>, feed: Feed) {
+impl Burst {
+    /// Sends from a thread of its own, as the pipeline thread would.
+    fn run(self, feed: Feed) {
         while !self.go.load(Ordering::SeqCst) {
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -456,6 +446,18 @@ impl Source for Burst {
         }
         drop(feed);
         self.done.store(true, Ordering::SeqCst);
+    }
+
+    fn session(self) -> app::Session {
+        let (feed, tap) = feed::channel(Stop::new());
+        let live = self.live;
+        let worker = std::thread::spawn(move || self.run(feed));
+        app::Session {
+            tap,
+            worker: Some(worker),
+            describe: "burst".into(),
+            live,
+        }
     }
 }
 
@@ -515,7 +517,7 @@ fn paused_run(n: usize, live: bool, unpause: bool) -> (Model, UiState) {
     let mut t = Terminal::new(TestBackend::new(80, 24)).expect("test terminal");
     app::run(
         &mut t,
-        Box::new(src),
+        src.session(),
         UiState::default(),
         &mut Script(steps.into()),
     )
@@ -547,8 +549,8 @@ fn pause_freezes_a_live_source_and_counts_what_it_drops() {
 
 #[test]
 fn live_status_line_shows_rates_and_drops() {
-    use super::source::Progress;
     use crate::engine::State;
+    use crate::pipeline::Progress;
     let mut m = Model::new("eth0", Caps::default());
     for (frames, ts) in [(0u64, 1_000_000_000u64), (500, 1_500_000_000)] {
         let mut st = State::default();
@@ -615,14 +617,23 @@ fn model_caps_keep_newest_details_and_anomalous_ones() {
 #[test]
 fn kernel_rows_say_whose_view_they_are() {
     // `live --probes`: the kernels' transactions arrive beside the wire's.
-    let mut first = None;
-    crate::analyze::run_file(&capture("v3-ddp.pcap"), Config::default(), |f| {
-        if let Finding::Transaction(t) = f {
-            first.get_or_insert(t);
-        }
-    })
-    .expect("capture");
-    let wire = first.expect("a transaction");
+    let config = Config::default();
+    let mut source = FileSource::open(&capture("v3-ddp.pcap"), &config.stack).expect("capture");
+    let mut sink = crate::pipeline::Collect::default();
+    crate::pipeline::run(
+        &mut source,
+        Some(crate::engine::Engine::new(config)),
+        &mut sink,
+        &Stop::new(),
+    );
+    let wire = sink
+        .findings
+        .into_iter()
+        .find_map(|f| match f {
+            Finding::Transaction(t) => Some(t),
+            Finding::Anomaly(_) => None,
+        })
+        .expect("a transaction");
     let mut client = wire.clone();
     client.origin = crate::engine::Origin::ClientProbes;
     let mut server = wire.clone();

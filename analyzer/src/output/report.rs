@@ -7,77 +7,11 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::json;
 
-use crate::engine::{Anomaly, ConnId, Connection, Finding, Kind, State, Transaction, Transfer};
-use crate::stats::{Latency, Summary};
-
-/// What `--filter` selects: a connection (`c3`), an XID (`0x1234abcd`), a
-/// procedure name (`READ`, case-insensitive, matched against the procedure
-/// label) or an anomaly kind (`credit_overrun`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Filter {
-    /// Everything.
-    All,
-    /// One connection.
-    Connection(u32),
-    /// One XID.
-    Xid(u32),
-    /// One anomaly kind.
-    Kind(Kind),
-    /// A procedure name.
-    Procedure(String),
-}
-
-impl Filter {
-    /// Parses a `--filter` value.
-    pub fn parse(s: &str) -> Filter {
-        let t = s.trim();
-        if let Some(n) = t.strip_prefix('c').and_then(|n| n.parse().ok()) {
-            return Filter::Connection(n);
-        }
-        if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-            if let Ok(x) = u32::from_str_radix(h, 16) {
-                return Filter::Xid(x);
-            }
-        }
-        if let Some(k) = Kind::from_name(t) {
-            return Filter::Kind(k);
-        }
-        Filter::Procedure(t.to_ascii_uppercase())
-    }
-
-    /// Whether a transaction passes.
-    pub fn txn(&self, t: &Transaction) -> bool {
-        match self {
-            Filter::All => true,
-            Filter::Connection(c) => t.connection.0 == *c,
-            Filter::Xid(x) => t.xid == *x,
-            Filter::Kind(k) => t.anomalies.contains(k),
-            Filter::Procedure(p) => t
-                .procedure_label()
-                .to_ascii_uppercase()
-                .contains(p.as_str()),
-        }
-    }
-
-    /// Whether an anomaly passes.
-    pub fn anomaly(&self, a: &Anomaly) -> bool {
-        match self {
-            Filter::All => true,
-            Filter::Connection(c) => a.connection.is_some_and(|x| x.0 == *c),
-            Filter::Xid(x) => a.xid == Some(*x),
-            Filter::Kind(k) => a.kind == *k,
-            Filter::Procedure(p) => a.message.to_ascii_uppercase().contains(p.as_str()),
-        }
-    }
-
-    /// Whether a connection passes.
-    pub fn connection(&self, c: &Connection) -> bool {
-        match self {
-            Filter::Connection(id) => c.id.0 == *id,
-            _ => true,
-        }
-    }
-}
+use super::filter::Filter;
+use super::json::private_json;
+use super::stats::{Latency, Summary};
+use crate::engine::{ConnId, Engine, Finding, Kind, State, Transaction, Transfer};
+use crate::pipeline::{End, Flow, Notice, Progress, Sink};
 
 /// Frames listed per anomaly kind in the report; the rest are counted.
 const FRAMES_PER_KIND: usize = 20;
@@ -424,109 +358,15 @@ impl Report {
     }
 }
 
-fn private_json(p: rdma_dissectors::rpcrdma_cm::CmPrivateData) -> serde_json::Value {
-    match p.v1() {
-        Some(v) => {
-            json!({"version": 1, "remote_invalidate": v.remote_invalidate, "send_size": v.send_size, "recv_size": v.recv_size})
-        }
-        None => json!({"version": format!("{p:?}")}),
+impl Sink for Report {
+    fn finding(&mut self, f: Finding) -> Flow {
+        self.add(&f);
+        Flow::Continue
     }
-}
 
-/// One transaction as a JSON object (the `transactions --json` schema).
-pub fn transaction_json(t: &Transaction) -> serde_json::Value {
-    json!({
-        "connection": t.connection.to_string(),
-        "xid": t.xid,
-        "backchannel": t.backchannel,
-        "call_frame": t.call_frame,
-        "reply_frame": t.reply_frame,
-        "call_ts": t.call_ts_ns as f64 / 1e9,
-        "program": t.program,
-        "program_name": t.program_name,
-        "version": t.version,
-        "procedure": t.procedure,
-        "proc": t.proc,
-        "call_transfer": t.call_transfer,
-        "reply_transfer": t.reply_transfer,
-        "call_len": t.call_len,
-        "reply_len": t.reply_len,
-        "latency_us": t.latency_us,
-        "credits_requested": t.credits_requested,
-        "credits_granted": t.credits_granted,
-        "in_flight_at_call": t.in_flight_at_call,
-        "chunks": t.chunks,
-        "remote_invalidated_rkey": t.remote_invalidated_rkey,
-        "round_trips": t.round_trips,
-        "responder_interrupts": t.responder_interrupts,
-        "phases": t.phases,
-        "reply_status": t.reply_status,
-        "anomalies": t.anomalies,
-    })
-}
+    fn notice(&mut self, n: Notice) {
+        eprintln!("rdma-analyzer: {}", n.text);
+    }
 
-/// One anomaly as a JSON object (the `anomalies --json` schema).
-pub fn anomaly_json(a: &Anomaly) -> serde_json::Value {
-    json!({
-        "kind": a.kind,
-        "severity": a.kind.severity(),
-        "rfc": a.kind.rfc(),
-        "frames": a.frames,
-        "connection": a.connection.map(|c| c.to_string()),
-        "xid": a.xid,
-        "message": a.message,
-    })
-}
-
-/// One transaction as a line of text.
-pub fn transaction_line(t: &Transaction) -> String {
-    let lat = t
-        .latency_us
-        .map_or_else(|| "no reply".to_string(), |l| format!("{l:.1} µs"));
-    let inv = t
-        .remote_invalidated_rkey
-        .map_or(String::new(), |k| format!(" inv {k:#x}"));
-    let an = if t.anomalies.is_empty() {
-        String::new()
-    } else {
-        format!(
-            " [{}]",
-            t.anomalies
-                .iter()
-                .map(|k| k.as_str())
-                .collect::<Vec<_>>()
-                .join(",")
-        )
-    };
-    format!(
-        "{} xid {:#010x} frames {}->{} {} call {} reply {} {} credits {}/{} in flight {} moved {} B rt {}{inv}{an}",
-        t.connection,
-        t.xid,
-        t.call_frame,
-        t.reply_frame.map_or("-".to_string(), |f| f.to_string()),
-        t.procedure_label(),
-        t.call_transfer.as_str(),
-        t.reply_transfer.as_str(),
-        lat,
-        t.credits_requested,
-        t.credits_granted.map_or("-".to_string(), |g| g.to_string()),
-        t.in_flight_at_call,
-        t.bytes_moved(),
-        t.round_trips,
-    )
-}
-
-/// One anomaly as a line of text.
-pub fn anomaly_line(a: &Anomaly) -> String {
-    let frames: Vec<String> = a.frames.iter().map(u64::to_string).collect();
-    format!(
-        "{} [{:?}, {}] frames {} {}{}: {}",
-        a.kind.as_str(),
-        a.kind.severity(),
-        a.kind.rfc(),
-        frames.join(","),
-        a.connection.map_or(String::new(), |c| c.to_string()),
-        a.xid.map_or(String::new(), |x| format!(" xid {x:#010x}")),
-        a.message
-    )
+    fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {}
 }

@@ -3,11 +3,8 @@
 //! JSON keys follow the specs' field names in snake_case; numbers (R_Keys,
 //! VAs, XIDs included) are JSON numbers so scripts can compare them.
 
-use std::io::Write;
-use std::path::Path;
-use std::process::ExitCode;
+use std::io::{self, Write};
 
-use anyhow::Context;
 use rdma_dissectors::ib::cm::CmMessage;
 use rdma_dissectors::ib::icrc::IcrcStatus;
 use rdma_dissectors::ip::Ip;
@@ -19,41 +16,97 @@ use rdma_dissectors::rpcrdma_cm::CmPrivateData;
 use rdma_dissectors::stack::{self, Dissection};
 use serde_json::{json, Map, Value};
 
-use crate::sources::pcap::PcapReader;
+use crate::engine::{Engine, Event, Finding};
+use crate::pipeline::{End, Flow, Notice, Progress, Sink};
 
-/// Prints every frame of `path`; returns exit status 2 when the file broke off.
-///
-/// # Errors
-/// When the file cannot be opened or output cannot be written.
-pub fn print(
-    path: &Path,
+/// Writes every frame's dissection as it comes: one line of text or one
+/// JSON object per frame. The run has no engine: this sink sees the events.
+pub struct Frames<W: Write> {
+    out: W,
     json: bool,
-    rocev2_port: u16,
-    out: &mut impl Write,
-) -> anyhow::Result<ExitCode> {
-    let mut reader =
-        PcapReader::open(path).with_context(|| format!("reading {}", path.display()))?;
-    let config = stack::Config {
-        rocev2_port,
-        ..stack::Config::default()
-    };
-    loop {
-        match reader.next_packet() {
-            Ok(Some(p)) => {
-                let d = stack::dissect(p.link_type, p.data, &config);
-                if json {
-                    let v = frame_json(p.number, p.ts_ns, p.orig_len, &d);
-                    serde_json::to_writer(&mut *out, &v)?;
-                    writeln!(out)?;
-                } else {
-                    writeln!(out, "{}", frame_text(p.number, p.ts_ns, p.orig_len, &d))?;
-                }
-            }
-            Ok(None) => return Ok(ExitCode::SUCCESS),
+    config: stack::Config,
+    /// The first write that failed; nothing is written after it.
+    pub error: Option<io::Error>,
+}
+
+impl<W: Write> Frames<W> {
+    /// A sink writing to `out`, dissecting with `config`.
+    pub fn new(out: W, json: bool, config: stack::Config) -> Self {
+        Frames {
+            out,
+            json,
+            config,
+            error: None,
+        }
+    }
+
+    fn write(
+        &mut self,
+        number: u64,
+        ts_ns: u64,
+        orig_len: u32,
+        d: &Dissection<'_>,
+    ) -> io::Result<()> {
+        if self.json {
+            serde_json::to_writer(&mut self.out, &frame_json(number, ts_ns, orig_len, d))?;
+            writeln!(self.out)
+        } else {
+            writeln!(self.out, "{}", frame_text(number, ts_ns, orig_len, d))
+        }
+    }
+}
+
+impl<W: Write> Sink for Frames<W> {
+    fn finding(&mut self, _: Finding) -> Flow {
+        Flow::Continue
+    }
+
+    fn event(&mut self, e: &Event<'_>) -> Flow {
+        let (number, ts_ns, link, orig_len, data, icrc) = match *e {
+            Event::Frame {
+                number,
+                ts_ns,
+                link,
+                orig_len,
+                data,
+            } => (number, ts_ns, link, orig_len, data, None),
+            Event::CheckedFrame {
+                number,
+                ts_ns,
+                link,
+                orig_len,
+                data,
+                icrc,
+            } => (number, ts_ns, link, orig_len, data, Some(icrc)),
+            _ => return Flow::Continue,
+        };
+        // The reading thread may have checked the ICRC already: the same
+        // function's verdict, not computed twice.
+        let config = stack::Config {
+            verify_icrc: icrc.is_none() && self.config.verify_icrc,
+            ..self.config
+        };
+        let mut d = stack::dissect(link, data, &config);
+        if icrc.is_some() {
+            d.icrc = icrc;
+        }
+        match self.write(number, ts_ns, orig_len, &d) {
+            Ok(()) => Flow::Continue,
             Err(e) => {
-                out.flush()?;
-                eprintln!("rdma-analyzer: {e}");
-                return Ok(ExitCode::from(2));
+                self.error = Some(e);
+                Flow::Stop
+            }
+        }
+    }
+
+    fn notice(&mut self, n: Notice) {
+        eprintln!("rdma-analyzer: {}", n.text);
+    }
+
+    fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {
+        if self.error.is_none() {
+            if let Err(e) = self.out.flush() {
+                self.error = Some(e);
             }
         }
     }

@@ -1,0 +1,153 @@
+//! The command line: what each subcommand takes, turned into the
+//! configuration of the parts it runs.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::engine::Config;
+use crate::output::Filter;
+use crate::sources::live::LiveOptions;
+use crate::synth::cli::SynthArgs;
+
+/// RPC-over-RDMA (NFS/RDMA) protocol analyzer for RoCEv2 and InfiniBand.
+#[derive(Parser)]
+#[command(version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Subcommand)]
+pub enum Command {
+    /// Print every frame's dissection (text, or JSON Lines with --json).
+    Frames(FramesArgs),
+    /// Connections, response times, chunks, invalidation, credits, round trips, anomalies.
+    Report(AnalyzeArgs),
+    /// One line (or JSON object) per RPC transaction.
+    Transactions(AnalyzeArgs),
+    /// One line (or JSON object) per anomaly.
+    Anomalies(AnalyzeArgs),
+    /// Explore a capture in a terminal UI (--filter sets the initial filter).
+    Open(AnalyzeArgs),
+    /// Write a synthetic RoCEv2 NFS/RDMA capture, optionally with injected violations.
+    Synth(SynthArgs),
+    /// Watch live: kernel eBPF probes (--probes) and/or packet capture (-i IFACE).
+    Live(LiveArgs),
+}
+
+/// `rdma-analyzer frames`.
+#[derive(Args)]
+pub struct FramesArgs {
+    /// pcap or pcapng file.
+    pub file: PathBuf,
+    /// One JSON object per frame.
+    #[arg(long)]
+    pub json: bool,
+    /// UDP port that carries RoCEv2.
+    #[arg(long, default_value_t = 4791)]
+    pub rocev2_port: u16,
+}
+
+/// The options of the commands that analyze a capture file.
+#[derive(Args)]
+pub struct AnalyzeArgs {
+    /// pcap or pcapng file.
+    pub file: PathBuf,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+    /// Only a connection (c3), an XID (0x1234abcd), a procedure (READ) or an anomaly kind (credit_overrun).
+    #[arg(long)]
+    pub filter: Option<String>,
+    /// UDP port that carries RoCEv2.
+    #[arg(long, default_value_t = 4791)]
+    pub rocev2_port: u16,
+    /// Most connections tracked at once.
+    #[arg(long, default_value_t = 4096)]
+    pub max_connections: usize,
+    /// Most queue pairs tracked at once.
+    #[arg(long, default_value_t = 16384)]
+    pub max_qps: usize,
+    /// Most outstanding calls per connection.
+    #[arg(long, default_value_t = 65536)]
+    pub max_outstanding: usize,
+}
+
+impl AnalyzeArgs {
+    /// The engine's configuration.
+    pub fn config(&self) -> Config {
+        let mut c = Config::default();
+        c.stack.rocev2_port = self.rocev2_port;
+        c.max_connections = self.max_connections.max(1);
+        c.max_qps = self.max_qps.max(2);
+        c.max_outstanding = self.max_outstanding.max(1);
+        c
+    }
+
+    /// What `--filter` selects.
+    pub fn filter(&self) -> Filter {
+        self.filter.as_deref().map_or(Filter::All, Filter::parse)
+    }
+}
+
+/// `rdma-analyzer live` options.
+#[derive(Debug, Clone, Args)]
+pub struct LiveArgs {
+    /// Watch the kernel's RPC-over-RDMA stack through eBPF probes.
+    #[arg(long)]
+    pub probes: bool,
+    /// Capture packets on this interface (soft-RoCE, port mirrors).
+    #[arg(short = 'i', long = "interface")]
+    pub iface: Option<String>,
+    /// Capture filter (BPF syntax, as tcpdump takes it).
+    #[arg(long = "bpf", alias = "filter", default_value = "udp port 4791")]
+    pub bpf: String,
+    /// Save captured frames to this pcapng file.
+    #[arg(long)]
+    pub write: Option<PathBuf>,
+    /// Stop after this many seconds.
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Write transactions and anomalies as JSON Lines to this file (headless).
+    #[arg(long)]
+    pub json_out: Option<PathBuf>,
+    /// Write the run's counters (records, losses, rates) as JSON to this file.
+    #[arg(long)]
+    pub stats_out: Option<PathBuf>,
+    /// Also attach to this tracepoint (`system:event`); for benchmarks.
+    #[arg(long = "tracepoint", value_name = "SYSTEM:EVENT")]
+    pub extra_tracepoints: Vec<String>,
+    /// Do not attach the CM private-data kprobes.
+    #[arg(long)]
+    pub no_kprobes: bool,
+    /// UDP port that carries RoCEv2.
+    #[arg(long, default_value_t = 4791)]
+    pub rocev2_port: u16,
+    /// Text output even on a terminal (the TUI is the default there).
+    #[arg(long)]
+    pub no_tui: bool,
+}
+
+impl LiveArgs {
+    /// What to watch.
+    pub fn options(&self) -> LiveOptions {
+        LiveOptions {
+            probes: self.probes,
+            iface: self.iface.clone(),
+            bpf: self.bpf.clone(),
+            write: self.write.clone(),
+            extra_tracepoints: self.extra_tracepoints.clone(),
+            no_kprobes: self.no_kprobes,
+        }
+    }
+
+    /// The engine's configuration.
+    pub fn config(&self) -> Config {
+        let mut c = Config::default();
+        c.stack.rocev2_port = self.rocev2_port;
+        c
+    }
+}

@@ -1,0 +1,13 @@
+//! The front ends that write: text and JSON reports, JSON Lines streams,
+//! frame dissections. Each is a pipeline [`Sink`](crate::pipeline::Sink).
+
+pub mod filter;
+pub mod frames;
+pub mod json;
+pub mod lines;
+pub mod live;
+pub mod report;
+pub mod stats;
+
+pub use filter::Filter;
+pub use report::Report;

@@ -1,0 +1,412 @@
+//! The pcap and pcapng container formats: file headers, record headers and
+//! blocks, parsed from bytes. No I/O: [`super::read::Reader`] moves the
+//! bytes, this module says what they are, so there is one parser of each
+//! format whoever reads the file.
+//!
+//! ```text
+//! pcap:   file header (24) │ record header (16) │ frame │ record header │ frame │ …
+//!         magic ver thiszone sigfigs snaplen link │ ts_sec ts_frac caplen orig_len
+//! pcapng: block │ block │ …   each block: type (4) │ total length (4) │ body │ total length (4)
+//!         SHB (0x0a0d0d0a, byte-order magic) · IDB (1: link type, options) ·
+//!         EPB (6) · SPB (3) · obsolete PB (2) · anything else skipped
+//! ```
+//!
+//! Every read is bounds-checked here (the input is untrusted); lengths that
+//! cannot be right are [`Problem::Corrupt`], never a panic.
+
+use std::ops::Range;
+
+use rdma_dissectors::link::LinkType;
+
+/// Records longer than this are treated as corruption rather than data: no
+/// link type here carries frames anywhere near it, and it bounds the buffer.
+pub const MAX_RECORD_LEN: usize = 16 << 20;
+
+/// pcapng files may declare many interfaces; past this we stop believing them.
+const MAX_INTERFACES: usize = 4096;
+
+/// Bytes of a classic pcap file header.
+const PCAP_FILE_HEADER: usize = 24;
+/// Bytes of a classic pcap record header.
+const PCAP_RECORD_HEADER: usize = 16;
+/// Bytes of a pcapng block that say its type and length (with the first
+/// body word, which a section header needs for its byte order).
+const PCAPNG_BLOCK_HEADER: usize = 12;
+
+const PCAPNG_SHB: u32 = 0x0a0d_0d0a;
+const PCAPNG_IDB: u32 = 1;
+const PCAPNG_PB: u32 = 2;
+const PCAPNG_SPB: u32 = 3;
+const PCAPNG_EPB: u32 = 6;
+
+/// Which container format a file is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Classic libpcap.
+    Pcap,
+    /// pcapng.
+    Pcapng,
+}
+
+/// What is wrong with the bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Problem {
+    /// The first four bytes are no known magic.
+    NotACapture {
+        /// The first four bytes, as a big-endian number.
+        magic: u32,
+    },
+    /// More bytes are needed than there are.
+    Truncated {
+        /// Bytes the header or record needs.
+        needed: usize,
+        /// Bytes there are.
+        available: usize,
+    },
+    /// A field that cannot be right, and its value.
+    Corrupt(&'static str, u64),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Interface {
+    link_type: LinkType,
+    /// Timestamp units per second.
+    units_per_sec: u64,
+    offset_secs: i64,
+}
+
+/// One record, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    /// A captured frame: its bytes are `data` within the record.
+    Packet {
+        /// Capture time, ns since the Unix epoch (0 when the format has none).
+        ts_ns: u64,
+        /// Link type of the interface it was captured on.
+        link: LinkType,
+        /// Length on the wire.
+        orig_len: u32,
+        /// Where the frame lies in the record.
+        data: Range<usize>,
+    },
+    /// A record with no frame (pcapng section and interface blocks, statistics, unknown).
+    Other,
+}
+
+/// Reads records of one file, one after the other; holds what earlier
+/// records declared (byte order, pcapng interfaces).
+#[derive(Debug, Clone)]
+pub struct Parser {
+    format: Format,
+    big_endian: bool,
+    /// pcap: the one link type and resolution; pcapng: per interface.
+    interfaces: Vec<Interface>,
+}
+
+fn word(b: &[u8], at: usize, big_endian: bool) -> Option<u32> {
+    let w: [u8; 4] = b.get(at..at.checked_add(4)?)?.try_into().ok()?;
+    Some(if big_endian {
+        u32::from_be_bytes(w)
+    } else {
+        u32::from_le_bytes(w)
+    })
+}
+
+fn half(b: &[u8], at: usize, big_endian: bool) -> Option<u16> {
+    let w: [u8; 2] = b.get(at..at.checked_add(2)?)?.try_into().ok()?;
+    Some(if big_endian {
+        u16::from_be_bytes(w)
+    } else {
+        u16::from_le_bytes(w)
+    })
+}
+
+/// A field the caller has already checked the length for; a short record
+/// here would be a bug in this module, reported as corruption rather than a panic.
+fn field(v: Option<u32>, what: &'static str) -> Result<u32, Problem> {
+    v.ok_or(Problem::Corrupt(what, 0))
+}
+
+impl Parser {
+    /// Reads the start of a file: which format, and how many bytes of file
+    /// header to skip before the first record (a pcapng section header is a
+    /// block like any other, so 0 there).
+    ///
+    /// # Errors
+    /// Unknown magic, or a classic header cut short.
+    pub fn start(head: &[u8]) -> Result<(Parser, usize), Problem> {
+        let Some(magic) = word(head, 0, false) else {
+            return Err(Problem::Truncated {
+                needed: 4,
+                available: head.len(),
+            });
+        };
+        let (units, big_endian) = match magic {
+            0xa1b2_c3d4 => (1_000_000, false),
+            0xd4c3_b2a1 => (1_000_000, true),
+            0xa1b2_3c4d => (1_000_000_000, false),
+            0x4d3c_b2a1 => (1_000_000_000, true),
+            PCAPNG_SHB => {
+                let p = Parser {
+                    format: Format::Pcapng,
+                    big_endian: false,
+                    interfaces: Vec::new(),
+                };
+                return Ok((p, 0));
+            }
+            m => {
+                return Err(Problem::NotACapture {
+                    magic: m.swap_bytes(),
+                })
+            }
+        };
+        let Some(link) = word(head, 20, big_endian) else {
+            return Err(Problem::Truncated {
+                needed: PCAP_FILE_HEADER,
+                available: head.len(),
+            });
+        };
+        let p = Parser {
+            format: Format::Pcap,
+            big_endian,
+            interfaces: vec![Interface {
+                link_type: LinkType(link & 0x0fff_ffff),
+                units_per_sec: units,
+                offset_secs: 0,
+            }],
+        };
+        Ok((p, PCAP_FILE_HEADER))
+    }
+
+    /// The container format.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// Bytes a record's header takes, which [`Parser::record_len`] needs.
+    pub fn header_len(&self) -> usize {
+        match self.format {
+            Format::Pcap => PCAP_RECORD_HEADER,
+            Format::Pcapng => PCAPNG_BLOCK_HEADER,
+        }
+    }
+
+    /// Whether a packet was declared on an interface yet (an error before
+    /// the first one names no frame).
+    pub fn has_interfaces(&self) -> bool {
+        !self.interfaces.is_empty()
+    }
+
+    /// The whole length of the record that starts `b`, read from its header
+    /// (`b` must hold at least [`Parser::header_len`] bytes). A pcapng
+    /// section header sets the byte order of what follows.
+    ///
+    /// # Errors
+    /// A length that cannot be right.
+    pub fn record_len(&mut self, b: &[u8]) -> Result<usize, Problem> {
+        match self.format {
+            Format::Pcap => {
+                let caplen = field(word(b, 8, self.big_endian), "record header")? as usize;
+                if caplen > MAX_RECORD_LEN {
+                    return Err(Problem::Corrupt(
+                        "captured length over 16 MiB",
+                        caplen as u64,
+                    ));
+                }
+                Ok(PCAP_RECORD_HEADER + caplen)
+            }
+            Format::Pcapng => {
+                if field(word(b, 0, self.big_endian), "block type")? == PCAPNG_SHB {
+                    // A section header: its byte-order magic decides how to read the rest.
+                    let bom = b.get(8..12).unwrap_or_default();
+                    self.big_endian = match bom {
+                        [0x1a, 0x2b, 0x3c, 0x4d] => true,
+                        [0x4d, 0x3c, 0x2b, 0x1a] => false,
+                        _ => {
+                            return Err(Problem::Corrupt(
+                                "section header byte-order magic",
+                                word(b, 8, true).map_or(0, u64::from),
+                            ))
+                        }
+                    };
+                }
+                let total = field(word(b, 4, self.big_endian), "block header")? as usize;
+                if total < 12 || total % 4 != 0 || total > MAX_RECORD_LEN {
+                    return Err(Problem::Corrupt("block total length", total as u64));
+                }
+                Ok(total)
+            }
+        }
+    }
+
+    /// Parses one whole record (`b` is exactly [`Parser::record_len`] bytes).
+    ///
+    /// # Errors
+    /// A field that cannot be right.
+    pub fn parse(&mut self, b: &[u8]) -> Result<Record, Problem> {
+        match self.format {
+            Format::Pcap => self.pcap_record(b),
+            Format::Pcapng => self.pcapng_block(b),
+        }
+    }
+
+    fn pcap_record(&self, b: &[u8]) -> Result<Record, Problem> {
+        let be = self.big_endian;
+        let secs = u64::from(field(word(b, 0, be), "record header")?);
+        let frac = u64::from(field(word(b, 4, be), "record header")?);
+        let orig_len = field(word(b, 12, be), "record header")?;
+        let iface = self
+            .interfaces
+            .first()
+            .ok_or(Problem::Corrupt("no file header", 0))?;
+        let ts_ns = secs * 1_000_000_000 + frac * (1_000_000_000 / iface.units_per_sec.max(1));
+        Ok(Record::Packet {
+            ts_ns,
+            link: iface.link_type,
+            orig_len,
+            data: PCAP_RECORD_HEADER..b.len(),
+        })
+    }
+
+    fn pcapng_block(&mut self, b: &[u8]) -> Result<Record, Problem> {
+        let be = self.big_endian;
+        let total = b.len();
+        let kind = field(word(b, 0, be), "block type")?;
+        let trailer = field(word(b, total.saturating_sub(4), be), "block trailer")?;
+        if trailer as usize != total {
+            return Err(Problem::Corrupt(
+                "block trailing length differs from leading length",
+                u64::from(trailer),
+            ));
+        }
+        match kind {
+            PCAPNG_SHB => {
+                self.interfaces.clear();
+                Ok(Record::Other)
+            }
+            PCAPNG_IDB => {
+                if total < 20 {
+                    return Err(Problem::Corrupt(
+                        "interface description block length",
+                        total as u64,
+                    ));
+                }
+                if self.interfaces.len() >= MAX_INTERFACES {
+                    return Err(Problem::Corrupt(
+                        "too many interfaces",
+                        self.interfaces.len() as u64,
+                    ));
+                }
+                let link = u32::from(half(b, 8, be).ok_or(Problem::Corrupt("link type", 0))?);
+                let (units_per_sec, offset_secs) = self.idb_options(b, 16, total - 4);
+                self.interfaces.push(Interface {
+                    link_type: LinkType(link),
+                    units_per_sec,
+                    offset_secs,
+                });
+                Ok(Record::Other)
+            }
+            PCAPNG_EPB | PCAPNG_PB => {
+                // Enhanced packet block, or the obsolete packet block (16-bit interface id).
+                if total < 32 {
+                    return Err(Problem::Corrupt("packet block length", total as u64));
+                }
+                let iface_id = if kind == PCAPNG_EPB {
+                    field(word(b, 8, be), "interface id")? as usize
+                } else {
+                    usize::from(half(b, 8, be).ok_or(Problem::Corrupt("interface id", 0))?)
+                };
+                let Some(iface) = self.interfaces.get(iface_id).copied() else {
+                    return Err(Problem::Corrupt(
+                        "packet names an undeclared interface",
+                        iface_id as u64,
+                    ));
+                };
+                let ts_hi = u64::from(field(word(b, 12, be), "timestamp")?);
+                let ts_lo = u64::from(field(word(b, 16, be), "timestamp")?);
+                let caplen = field(word(b, 20, be), "captured length")? as usize;
+                let orig_len = field(word(b, 24, be), "original length")?;
+                if 28 + caplen > total - 4 {
+                    return Err(Problem::Corrupt(
+                        "captured length runs past the block",
+                        caplen as u64,
+                    ));
+                }
+                Ok(Record::Packet {
+                    ts_ns: scale_ts((ts_hi << 32) | ts_lo, iface),
+                    link: iface.link_type,
+                    orig_len,
+                    data: 28..28 + caplen,
+                })
+            }
+            PCAPNG_SPB => {
+                // Simple packet block: interface 0, no timestamp. Its
+                // fixed part is 16 bytes: a shorter one holds no length.
+                if total < 16 {
+                    return Err(Problem::Corrupt("simple packet block length", total as u64));
+                }
+                let Some(iface) = self.interfaces.first().copied() else {
+                    return Err(Problem::Corrupt(
+                        "simple packet block before any interface",
+                        0,
+                    ));
+                };
+                let orig_len = field(word(b, 8, be), "original length")?;
+                let caplen = (orig_len as usize).min(total - 16);
+                Ok(Record::Packet {
+                    ts_ns: 0,
+                    link: iface.link_type,
+                    orig_len,
+                    data: 12..12 + caplen,
+                })
+            }
+            _ => Ok(Record::Other),
+        }
+    }
+
+    /// Reads `if_tsresol` and `if_tsoffset` from an interface block's options.
+    fn idb_options(&self, b: &[u8], mut at: usize, end: usize) -> (u64, i64) {
+        let be = self.big_endian;
+        let mut units = 1_000_000u64;
+        let mut offset = 0i64;
+        while at + 4 <= end {
+            let (Some(code), Some(len)) = (half(b, at, be), half(b, at + 2, be)) else {
+                break;
+            };
+            let len = usize::from(len);
+            let val = at + 4;
+            if code == 0 || val + len > end {
+                break;
+            }
+            match (code, len) {
+                (9, 1) => {
+                    let r = b.get(val).copied().unwrap_or(6);
+                    let exp = u32::from(r & 0x7f);
+                    units = if r & 0x80 == 0 {
+                        10u64.checked_pow(exp).unwrap_or(1_000_000_000)
+                    } else {
+                        1u64.checked_shl(exp).unwrap_or(1_000_000_000)
+                    };
+                }
+                (14, 8) => {
+                    if let (Some(hi), Some(lo)) = (word(b, val, be), word(b, val + 4, be)) {
+                        let (hi, lo) = (u64::from(hi), u64::from(lo));
+                        offset = if be { (hi << 32) | lo } else { (lo << 32) | hi } as i64;
+                    }
+                }
+                _ => {}
+            }
+            at = val + len.div_ceil(4) * 4;
+        }
+        (units.max(1), offset)
+    }
+}
+
+fn scale_ts(ts: u64, iface: Interface) -> u64 {
+    let units = iface.units_per_sec.max(1);
+    let secs = ts / units;
+    let frac = ts % units;
+    let ns = (u128::from(frac) * 1_000_000_000 / u128::from(units)) as u64;
+    let secs = secs.saturating_add_signed(iface.offset_secs);
+    secs.saturating_mul(1_000_000_000).saturating_add(ns)
+}

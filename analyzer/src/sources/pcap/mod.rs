@@ -1,0 +1,24 @@
+//! Capture files: the pcap and pcapng formats ([`format`]), reading them
+//! from any stream ([`read`]), writing them ([`write`]), and a capture file
+//! as a pipeline [`Source`](crate::pipeline::Source) ([`source`]).
+
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::indexing_slicing,
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::unreachable
+    )
+)]
+
+pub mod format;
+pub mod read;
+pub mod source;
+pub mod write;
+
+pub use format::{Format, MAX_RECORD_LEN};
+pub use read::{Batch, FrameMeta, Packet, PcapReader, ReadError, ReadErrorKind};
+pub use source::FileSource;
+pub use write::{CaptureWriter, Resolution};

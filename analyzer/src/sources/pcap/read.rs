@@ -1,0 +1,608 @@
+//! Reading pcap and pcapng from any byte stream, in batches.
+//!
+//! The stream is read in large chunks straight into a [`Batch`]'s buffer
+//! and split into records where they lie ([`super::format`] says where), so
+//! each byte is copied once, by the kernel; a record cut by the end of a
+//! chunk is carried over to the next batch. [`PcapReader::next_packet`]
+//! walks the same batches one frame at a time for callers that want that.
+//!
+//! A stream that ends inside a record, or holds a record that cannot be
+//! right, gives a [`ReadError`] naming the frame and the byte offset; every
+//! frame before it has been handed out.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use rdma_dissectors::ib::icrc::IcrcStatus;
+use rdma_dissectors::link::LinkType;
+
+use super::format::{Format, Parser, Problem, Record};
+
+/// Bytes read per batch: small enough that the kernel's copy lands in the
+/// reading core's cache, large enough that syscalls cost nothing.
+const CHUNK: usize = 512 << 10;
+
+/// One captured frame.
+#[derive(Debug, Clone, Copy)]
+pub struct Packet<'a> {
+    /// 1-based frame number, as tshark counts them.
+    pub number: u64,
+    /// Capture time in nanoseconds since the Unix epoch.
+    pub ts_ns: u64,
+    /// The link type of the interface it was captured on.
+    pub link_type: LinkType,
+    /// Length of the frame on the wire (may exceed `data.len()` when the
+    /// capture's snaplen cut it).
+    pub orig_len: u32,
+    /// The captured bytes.
+    pub data: &'a [u8],
+}
+
+/// Where one frame of a [`Batch`] lies, and what is known of it.
+#[derive(Debug, Clone, Copy)]
+pub struct FrameMeta {
+    /// 1-based frame number.
+    pub number: u64,
+    /// Capture time, ns since the epoch.
+    pub ts_ns: u64,
+    /// Link type.
+    pub link: LinkType,
+    /// Length on the wire.
+    pub orig_len: u32,
+    /// Start of the frame in [`Batch::data`].
+    pub start: usize,
+    /// Captured bytes.
+    pub len: usize,
+    /// The RoCEv2 ICRC verdict, when a reading thread had time to check it.
+    pub icrc: Option<IcrcStatus>,
+}
+
+/// Frames read together, in one buffer.
+#[derive(Debug, Default)]
+pub struct Batch {
+    /// The bytes as read (only the frames' ranges mean anything; the buffer
+    /// keeps its length when reused so it is zeroed once, not once per use).
+    pub data: Vec<u8>,
+    /// The frames, in order.
+    pub frames: Vec<FrameMeta>,
+    /// Input offset just past the last whole record in the batch.
+    pub end_offset: u64,
+}
+
+impl Batch {
+    /// The bytes of `f`, one of this batch's frames.
+    pub fn bytes(&self, f: &FrameMeta) -> &[u8] {
+        self.data
+            .get(f.start..f.start.saturating_add(f.len))
+            .unwrap_or_default()
+    }
+}
+
+/// Why a capture could not be read (further).
+#[derive(Debug)]
+pub struct ReadError {
+    /// The file being read.
+    pub path: PathBuf,
+    /// The frame being read when it failed (1-based), if past the header.
+    pub frame: Option<u64>,
+    /// Byte offset in the file where the bad record starts.
+    pub offset: u64,
+    /// What went wrong.
+    pub kind: ReadErrorKind,
+}
+
+/// The kinds of [`ReadError`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ReadErrorKind {
+    /// An I/O error from the operating system.
+    Io(io::Error),
+    /// Not a pcap or pcapng file.
+    NotACapture {
+        /// The first four bytes found.
+        magic: u32,
+    },
+    /// The file ends inside a header or a record.
+    Truncated {
+        /// Bytes the record needed.
+        needed: usize,
+        /// Bytes the file still had.
+        available: usize,
+    },
+    /// A header or record field cannot be right.
+    Corrupt(&'static str, u64),
+}
+
+impl From<Problem> for ReadErrorKind {
+    fn from(p: Problem) -> Self {
+        match p {
+            Problem::NotACapture { magic } => ReadErrorKind::NotACapture { magic },
+            Problem::Truncated { needed, available } => {
+                ReadErrorKind::Truncated { needed, available }
+            }
+            Problem::Corrupt(what, value) => ReadErrorKind::Corrupt(what, value),
+        }
+    }
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let path = self.path.display();
+        match self.frame {
+            Some(n) => write!(f, "{path}: frame {n} at byte offset {}: ", self.offset)?,
+            None => write!(f, "{path}: at byte offset {}: ", self.offset)?,
+        }
+        match &self.kind {
+            ReadErrorKind::Io(e) => write!(f, "read failed: {e}"),
+            ReadErrorKind::NotACapture { magic } => write!(
+                f,
+                "not a pcap or pcapng file (magic {magic:#010x}); convert it with `editcap -F pcapng`"
+            ),
+            ReadErrorKind::Truncated { needed, available } => write!(
+                f,
+                "file ends inside a record (needs {needed} bytes, {available} left); the capture was cut short \
+                 (was tcpdump stopped uncleanly?). Frames before this one were analyzed"
+            ),
+            ReadErrorKind::Corrupt(what, value) => write!(
+                f,
+                "corrupt record: {what} ({value}); frames before this one were analyzed"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+/// Reads frames from a pcap or pcapng stream (a file, a pipe, any reader).
+pub struct PcapReader<R> {
+    inner: R,
+    path: PathBuf,
+    parser: Parser,
+    /// Bytes of a record cut by the end of the last read.
+    carry: Vec<u8>,
+    /// Input offset of `carry[0]`: everything before it is parsed.
+    offset: u64,
+    /// Bytes the record at the start of `carry` needs, when known.
+    pending: usize,
+    eof: bool,
+    frames: u64,
+    /// What [`PcapReader::next_packet`] walks.
+    cur: Batch,
+    cur_next: usize,
+    /// Set once the stream has ended or failed.
+    finished: bool,
+    failed: Option<ReadError>,
+}
+
+impl PcapReader<File> {
+    /// Opens a capture file.
+    ///
+    /// # Errors
+    /// When the file cannot be opened or does not start with a pcap/pcapng header.
+    pub fn open(path: &Path) -> Result<Self, ReadError> {
+        let file = File::open(path).map_err(|e| ReadError {
+            path: path.to_path_buf(),
+            frame: None,
+            offset: 0,
+            kind: ReadErrorKind::Io(e),
+        })?;
+        Self::new(file, path.to_path_buf())
+    }
+}
+
+/// Reads until `buf` is full or the stream ends; the bytes read.
+fn read_full(inner: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while let Some(rest) = buf.get_mut(n..).filter(|r| !r.is_empty()) {
+        match inner.read(rest) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+impl<R: Read> PcapReader<R> {
+    /// Wraps a reader; `path` names it in error messages.
+    ///
+    /// # Errors
+    /// When the stream does not start with a pcap/pcapng header.
+    pub fn new(mut inner: R, path: PathBuf) -> Result<Self, ReadError> {
+        let err = |offset, kind| ReadError {
+            path: path.clone(),
+            frame: None,
+            offset,
+            kind,
+        };
+        // The longest file header (classic pcap); a pcapng file's first
+        // bytes are its first block, kept for the record loop.
+        let mut head = [0u8; 24];
+        let n = read_full(&mut inner, &mut head).map_err(|e| err(0, ReadErrorKind::Io(e)))?;
+        let head = head.get(..n).unwrap_or_default();
+        let (parser, skip) = Parser::start(head).map_err(|p| err(0, p.into()))?;
+        let carry = head.get(skip..).unwrap_or_default().to_vec();
+        Ok(PcapReader {
+            inner,
+            path,
+            parser,
+            carry,
+            offset: skip as u64,
+            pending: 0,
+            eof: false,
+            frames: 0,
+            cur: Batch::default(),
+            cur_next: 0,
+            finished: false,
+            failed: None,
+        })
+    }
+
+    /// The container format.
+    pub fn format(&self) -> Format {
+        self.parser.format()
+    }
+
+    /// Bytes of the input parsed so far (for progress gauges).
+    pub fn position(&self) -> u64 {
+        self.offset
+    }
+
+    /// Frames read so far.
+    pub fn frames_read(&self) -> u64 {
+        self.frames
+    }
+
+    /// The name the reader reports errors under.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn err(&self, offset: u64, kind: ReadErrorKind) -> ReadError {
+        ReadError {
+            path: self.path.clone(),
+            frame: (self.frames > 0 || self.parser.has_interfaces()).then_some(self.frames + 1),
+            offset,
+            kind,
+        }
+    }
+
+    /// Replaces `batch`'s frames with the next ones: `Ok(true)` while more
+    /// may follow, `Ok(false)` at a clean end of the stream.
+    ///
+    /// # Errors
+    /// An I/O error, a stream that ends inside a record, or a corrupt
+    /// record. The frames before the damage are in `batch` all the same.
+    pub fn fill(&mut self, batch: &mut Batch) -> Result<bool, ReadError> {
+        batch.frames.clear();
+        let rest = self.carry.len();
+        let want = CHUNK.max(self.pending).max(rest);
+        if batch.data.len() < want {
+            batch.data.resize(want, 0);
+        }
+        let (head, tail) = batch.data.split_at_mut(rest);
+        head.copy_from_slice(&self.carry);
+        let mut filled = rest;
+        let mut io_error = None;
+        if !self.eof {
+            let room = tail.get_mut(..want - rest).unwrap_or_default();
+            match read_full(&mut self.inner, room) {
+                Ok(k) => {
+                    filled += k;
+                    self.eof = k < room.len();
+                }
+                Err(e) => {
+                    io_error = Some(e);
+                    self.eof = true;
+                }
+            }
+        }
+        let data = batch.data.get(..filled).unwrap_or_default();
+        let header = self.parser.header_len();
+        let mut at = 0;
+        let mut problem = None;
+        self.pending = 0;
+        while let Some(rec) = data.get(at..) {
+            if rec.len() < header {
+                self.pending = header;
+                break;
+            }
+            let len = match self.parser.record_len(rec) {
+                Ok(len) => len,
+                Err(p) => {
+                    problem = Some(p);
+                    break;
+                }
+            };
+            let Some(rec) = rec.get(..len) else {
+                self.pending = len;
+                break;
+            };
+            match self.parser.parse(rec) {
+                Ok(Record::Packet {
+                    ts_ns,
+                    link,
+                    orig_len,
+                    data: range,
+                }) => {
+                    self.frames += 1;
+                    batch.frames.push(FrameMeta {
+                        number: self.frames,
+                        ts_ns,
+                        link,
+                        orig_len,
+                        start: at + range.start,
+                        len: range.len(),
+                        icrc: None,
+                    });
+                }
+                Ok(Record::Other) => {}
+                Err(p) => {
+                    problem = Some(p);
+                    break;
+                }
+            }
+            at += len;
+        }
+        let here = self.offset + at as u64;
+        batch.end_offset = here;
+        self.carry.clear();
+        self.carry
+            .extend_from_slice(data.get(at..).unwrap_or_default());
+        self.offset = here;
+        if let Some(p) = problem {
+            return Err(self.err(here, p.into()));
+        }
+        if let Some(e) = io_error {
+            return Err(self.err(here, ReadErrorKind::Io(e)));
+        }
+        if self.eof && !self.carry.is_empty() {
+            let needed = self.pending.max(header);
+            let available = self.carry.len();
+            return Err(self.err(here, ReadErrorKind::Truncated { needed, available }));
+        }
+        Ok(!self.eof)
+    }
+
+    /// Returns the next packet, `Ok(None)` at a clean end of the stream.
+    ///
+    /// # Errors
+    /// An I/O error, a stream that ends inside a record, or a corrupt record.
+    /// Packets returned before the error are good.
+    pub fn next_packet(&mut self) -> Result<Option<Packet<'_>>, ReadError> {
+        loop {
+            if let Some(&m) = self.cur.frames.get(self.cur_next) {
+                self.cur_next += 1;
+                return Ok(Some(Packet {
+                    number: m.number,
+                    ts_ns: m.ts_ns,
+                    link_type: m.link,
+                    orig_len: m.orig_len,
+                    data: self.cur.bytes(&m),
+                }));
+            }
+            if let Some(e) = self.failed.take() {
+                return Err(e);
+            }
+            if self.finished {
+                return Ok(None);
+            }
+            let mut cur = std::mem::take(&mut self.cur);
+            match self.fill(&mut cur) {
+                Ok(more) => self.finished = !more,
+                Err(e) => {
+                    self.failed = Some(e);
+                    self.finished = true;
+                }
+            }
+            self.cur = cur;
+            self.cur_next = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pcap_file(records: &[(u32, u32, &[u8])]) -> Vec<u8> {
+        let mut f = Vec::new();
+        f.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+        f.extend_from_slice(&2u16.to_le_bytes());
+        f.extend_from_slice(&4u16.to_le_bytes());
+        f.extend_from_slice(&[0; 8]);
+        f.extend_from_slice(&65535u32.to_le_bytes());
+        f.extend_from_slice(&1u32.to_le_bytes());
+        for (s, us, d) in records {
+            f.extend_from_slice(&s.to_le_bytes());
+            f.extend_from_slice(&us.to_le_bytes());
+            f.extend_from_slice(&(d.len() as u32).to_le_bytes());
+            f.extend_from_slice(&(d.len() as u32).to_le_bytes());
+            f.extend_from_slice(d);
+        }
+        f
+    }
+
+    /// (frame number, timestamp, bytes) of every packet read.
+    type Frames = Vec<(u64, u64, Vec<u8>)>;
+
+    fn read_all(bytes: &[u8]) -> (Frames, Option<ReadError>) {
+        let mut r = match PcapReader::new(bytes, "test.pcap".into()) {
+            Ok(r) => r,
+            Err(e) => return (vec![], Some(e)),
+        };
+        let mut out = vec![];
+        loop {
+            match r.next_packet() {
+                Ok(Some(p)) => out.push((p.number, p.ts_ns, p.data.to_vec())),
+                Ok(None) => return (out, None),
+                Err(e) => return (out, Some(e)),
+            }
+        }
+    }
+
+    #[test]
+    fn reads_pcap() {
+        let f = pcap_file(&[(1, 500_000, b"abc"), (2, 0, b"defg")]);
+        let (pkts, err) = read_all(&f);
+        assert!(err.is_none());
+        assert_eq!(
+            pkts,
+            vec![
+                (1, 1_500_000_000, b"abc".to_vec()),
+                (2, 2_000_000_000, b"defg".to_vec())
+            ]
+        );
+    }
+
+    #[test]
+    fn records_straddling_reads_and_larger_than_a_read_come_whole() {
+        // Several chunks' worth, with records straddling chunk ends, and
+        // one record bigger than a chunk.
+        let mut payloads: Vec<Vec<u8>> = (0..12_000u32)
+            .map(|i| vec![(i % 251) as u8; 100 + (i % 900) as usize])
+            .collect();
+        payloads.insert(5000, vec![7u8; 3 * CHUNK + 5]);
+        let recs: Vec<(u32, u32, &[u8])> = payloads
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (i as u32, 0, p.as_slice()))
+            .collect();
+        let bytes = pcap_file(&recs);
+        assert!(bytes.len() > 3 * CHUNK);
+        let path = std::env::temp_dir().join(format!("straddle-{}.pcap", std::process::id()));
+        std::fs::write(&path, &bytes).unwrap();
+        let mut r = PcapReader::open(&path).unwrap();
+        let mut n = 0;
+        while let Some(p) = r.next_packet().unwrap() {
+            assert_eq!(p.data, payloads[n].as_slice(), "frame {}", n + 1);
+            n += 1;
+        }
+        assert_eq!(n, payloads.len());
+        assert_eq!(r.position(), bytes.len() as u64);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn truncated_pcap_names_frame_and_offset() {
+        let f = pcap_file(&[(1, 0, b"abc"), (2, 0, b"defg")]);
+        for cut in 25..f.len() {
+            let (pkts, err) = read_all(&f[..cut]);
+            if cut == 24 + 19 {
+                assert!(err.is_none(), "clean cut after frame 1");
+                continue;
+            }
+            let e = err.expect("truncation reported");
+            assert!(matches!(e.kind, ReadErrorKind::Truncated { .. }));
+            assert_eq!(e.frame, Some(pkts.len() as u64 + 1));
+            let at = if pkts.is_empty() { 24 } else { 24 + 19 };
+            assert_eq!(e.offset, at, "cut {cut}");
+            assert!(e.to_string().contains("test.pcap: frame"), "{e}");
+        }
+    }
+
+    #[test]
+    fn garbage_is_not_a_capture() {
+        let (_, err) = read_all(b"hello world, not a pcap");
+        let e = err.unwrap();
+        assert!(matches!(e.kind, ReadErrorKind::NotACapture { .. }));
+        assert!(e.to_string().contains("not a pcap or pcapng file"));
+    }
+
+    fn block(kind: u32, body: &[u8]) -> Vec<u8> {
+        let mut body = body.to_vec();
+        while body.len() % 4 != 0 {
+            body.push(0);
+        }
+        let total = (12 + body.len()) as u32;
+        let mut b = kind.to_le_bytes().to_vec();
+        b.extend_from_slice(&total.to_le_bytes());
+        b.extend_from_slice(&body);
+        b.extend_from_slice(&total.to_le_bytes());
+        b
+    }
+
+    fn shb() -> Vec<u8> {
+        block(
+            0x0a0d_0d0a,
+            &[
+                0x4d, 0x3c, 0x2b, 0x1a, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+            ],
+        )
+    }
+
+    #[test]
+    fn reads_pcapng_with_nanosecond_interface() {
+        let mut f = shb();
+        // IDB: Ethernet, snaplen 0, option if_tsresol = 9 (ns).
+        let mut idb = vec![1, 0, 0, 0, 0, 0, 0, 0];
+        idb.extend_from_slice(&[9, 0, 1, 0, 9, 0, 0, 0, 0, 0, 0, 0]);
+        f.extend(block(1, &idb));
+        f.extend(block(0x0bad, b"skipped custom block"));
+        let ts: u64 = 3_000_000_007;
+        let mut epb = 0u32.to_le_bytes().to_vec();
+        epb.extend_from_slice(&((ts >> 32) as u32).to_le_bytes());
+        epb.extend_from_slice(&(ts as u32).to_le_bytes());
+        epb.extend_from_slice(&5u32.to_le_bytes());
+        epb.extend_from_slice(&60u32.to_le_bytes());
+        epb.extend_from_slice(b"hello");
+        f.extend(block(6, &epb));
+        let (pkts, err) = read_all(&f);
+        assert!(err.is_none(), "{err:?}");
+        assert_eq!(pkts, vec![(1, 3_000_000_007, b"hello".to_vec())]);
+
+        // A packet block naming an interface that was never declared.
+        let mut bad = epb.clone();
+        bad[0] = 7;
+        let mut g = f.clone();
+        g.extend(block(6, &bad));
+        let (pkts, err) = read_all(&g);
+        assert_eq!(pkts.len(), 1);
+        assert!(err.unwrap().to_string().contains("frame 2"));
+    }
+
+    /// A simple packet block of 12 bytes has no room for its length field:
+    /// it used to underflow (`total - 16`) and panic the reader.
+    #[test]
+    fn a_twelve_byte_simple_packet_block_is_corruption() {
+        let mut f = shb();
+        f.extend(block(1, &[1, 0, 0, 0, 0, 0, 0, 0]));
+        f.extend(block(3, &[]));
+        let (pkts, err) = read_all(&f);
+        assert!(pkts.is_empty());
+        let e = err.expect("damage reported");
+        assert!(
+            matches!(
+                e.kind,
+                ReadErrorKind::Corrupt("simple packet block length", 12)
+            ),
+            "{e}"
+        );
+        assert_eq!(e.frame, Some(1));
+    }
+
+    #[test]
+    fn reads_from_a_pipe_in_small_pieces() {
+        // A reader that returns a few bytes at a time, as a pipe does.
+        struct Dribble<'a>(&'a [u8]);
+        impl Read for Dribble<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let n = buf.len().min(self.0.len()).min(7);
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let f = pcap_file(&[(1, 0, b"abc"), (2, 0, b"defg"), (3, 0, &[9; 3000])]);
+        let mut r = PcapReader::new(Dribble(&f), "pipe".into()).unwrap();
+        let mut n = 0;
+        while let Some(p) = r.next_packet().unwrap() {
+            n += 1;
+            assert_eq!(p.number, n);
+        }
+        assert_eq!(n, 3);
+    }
+}

@@ -1,0 +1,358 @@
+//! A capture file as a pipeline source: read on a thread of its own in
+//! batches, while the pipeline's thread dissects and correlates.
+//!
+//! ```text
+//!  reader thread: PcapReader::fill ─► (ICRC check if the engine is behind) ─► channel ─┐
+//!  pipeline thread: FileSource::pump ◄──────────────────────────────────────────────────┘
+//!                   └─► Event::Frame / Event::CheckedFrame per frame; batch recycled
+//! ```
+//!
+//! The frames' RoCEv2 ICRC (the largest per-byte cost) goes to whichever
+//! thread has time: the reader checks a batch when the engine already has
+//! work queued, and otherwise hands it over unchecked so the engine checks
+//! it while dissecting (the verdict is the same function's either way).
+//! Batches are recycled, so memory stays at a few batches whatever the file
+//! size. When no thread can be started, the same reader runs inline.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use rdma_dissectors::stack;
+
+use super::read::{Batch, PcapReader, ReadError};
+use crate::engine::Event;
+use crate::pipeline::{Damage, End, Flow, Progress, Source};
+
+/// Batches in flight between the threads.
+const BATCH_DEPTH: usize = 4;
+/// The reader checks a batch's ICRCs itself when at least this many batches
+/// wait for the engine; below it the engine is about to run dry and checks
+/// them instead.
+const ICRC_BACKLOG: usize = 2;
+
+/// Batches sent and not yet taken by the engine, so the reader can tell
+/// which of the two threads is behind.
+#[derive(Clone, Default)]
+struct Backlog(Arc<AtomicUsize>);
+
+impl Backlog {
+    fn reader_has_time(&self) -> bool {
+        self.0.load(Ordering::Relaxed) >= ICRC_BACKLOG
+    }
+
+    fn sent(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn taken(&self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Checks the ICRC of every frame of `batch` (RoCEv2 frames get a verdict,
+/// the others stay `None` and are left to the dissection).
+fn check_icrcs(batch: &mut Batch, config: &stack::Config) {
+    let Batch { data, frames, .. } = batch;
+    for f in frames.iter_mut() {
+        let bytes = data
+            .get(f.start..f.start.saturating_add(f.len))
+            .unwrap_or_default();
+        f.icrc = stack::rocev2_icrc_status(f.link, bytes, config);
+    }
+}
+
+enum Msg {
+    Batch(Batch),
+    End(End),
+}
+
+/// A reader's failure as the pipeline reports it.
+fn damage(e: &ReadError) -> End {
+    End::Damaged(Damage {
+        frame: e.frame,
+        offset: e.offset,
+        message: e.to_string(),
+    })
+}
+
+/// Reads every batch and sends it, until the end, damage, the stop flag or
+/// a hung-up receiver.
+fn read_loop<R: Read>(
+    mut reader: PcapReader<R>,
+    config: &stack::Config,
+    tx: &SyncSender<Msg>,
+    spare: &Receiver<Batch>,
+    backlog: &Backlog,
+    stop: &AtomicBool,
+) {
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            let _ = tx.send(Msg::End(End::Stopped));
+            return;
+        }
+        let mut batch = spare.try_recv().unwrap_or_default();
+        let r = reader.fill(&mut batch);
+        if !batch.frames.is_empty() {
+            if config.verify_icrc && backlog.reader_has_time() {
+                check_icrcs(&mut batch, config);
+            }
+            backlog.sent();
+            if tx.send(Msg::Batch(batch)).is_err() {
+                return;
+            }
+        }
+        let end = match r {
+            Ok(true) => continue,
+            Ok(false) => End::Complete,
+            Err(e) => damage(&e),
+        };
+        let _ = tx.send(Msg::End(end));
+        return;
+    }
+}
+
+/// A reader over any byte stream.
+type AnyReader = PcapReader<Box<dyn Read + Send>>;
+
+enum Mode {
+    /// The reader on its own thread.
+    Threaded {
+        rx: Receiver<Msg>,
+        recycle: SyncSender<Batch>,
+        backlog: Backlog,
+        stop: Arc<AtomicBool>,
+        worker: Option<JoinHandle<()>>,
+    },
+    /// No thread could be had: the reader runs in `pump`.
+    Inline {
+        reader: Box<AnyReader>,
+        batch: Batch,
+        stopped: bool,
+    },
+    /// The end has been handed out.
+    Ended,
+}
+
+/// A pcap or pcapng capture file (or stream) as a [`Source`].
+pub struct FileSource {
+    name: String,
+    mode: Mode,
+    progress: Progress,
+}
+
+impl FileSource {
+    /// Opens `path` and checks that it is a capture, before any thread starts
+    /// (so a front end can refuse a non-capture before it takes the screen).
+    ///
+    /// # Errors
+    /// When the file cannot be opened or is not a pcap/pcapng file.
+    pub fn open(path: &Path, config: &stack::Config) -> Result<Self, ReadError> {
+        let file = File::open(path).map_err(|e| ReadError {
+            path: path.to_path_buf(),
+            frame: None,
+            offset: 0,
+            kind: super::read::ReadErrorKind::Io(e),
+        })?;
+        let total = file.metadata().ok().map(|m| m.len());
+        let reader = PcapReader::new(Box::new(file) as Box<dyn Read + Send>, path.to_path_buf())?;
+        Ok(Self::start(
+            path.display().to_string(),
+            reader,
+            total,
+            config,
+        ))
+    }
+
+    /// Reads `reader` on a thread of its own (inline when none can be had).
+    pub fn start(
+        name: String,
+        reader: AnyReader,
+        bytes_total: Option<u64>,
+        config: &stack::Config,
+    ) -> Self {
+        let config = *config;
+        let (tx, rx) = sync_channel::<Msg>(BATCH_DEPTH);
+        let (recycle, spare) = sync_channel::<Batch>(BATCH_DEPTH + 2);
+        let backlog = Backlog::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (theirs, their_stop) = (backlog.clone(), stop.clone());
+        // Handed over through a slot so that it comes back if the thread
+        // cannot be started.
+        let slot = Arc::new(Mutex::new(Some(reader)));
+        let their_slot = slot.clone();
+        let worker = std::thread::Builder::new()
+            .name("capture-read".into())
+            .spawn(move || {
+                let reader = their_slot.lock().ok().and_then(|mut r| r.take());
+                if let Some(reader) = reader {
+                    read_loop(reader, &config, &tx, &spare, &theirs, &their_stop);
+                }
+            });
+        let mode = match worker {
+            Ok(worker) => Mode::Threaded {
+                rx,
+                recycle,
+                backlog,
+                stop,
+                worker: Some(worker),
+            },
+            Err(_) => match slot.lock().ok().and_then(|mut r| r.take()) {
+                Some(reader) => Mode::Inline {
+                    reader: Box::new(reader),
+                    batch: Batch::default(),
+                    stopped: false,
+                },
+                None => Mode::Ended,
+            },
+        };
+        FileSource {
+            name,
+            mode,
+            progress: Progress {
+                bytes_total,
+                ..Progress::default()
+            },
+        }
+    }
+}
+
+/// Hands every frame of `batch` to `emit`; false when it wants no more.
+fn emit_batch(
+    batch: &Batch,
+    progress: &mut Progress,
+    emit: &mut dyn FnMut(Event<'_>) -> Flow,
+) -> bool {
+    for f in &batch.frames {
+        let data = batch.bytes(f);
+        let event = match f.icrc {
+            Some(icrc) => Event::CheckedFrame {
+                number: f.number,
+                ts_ns: f.ts_ns,
+                link: f.link,
+                orig_len: f.orig_len,
+                data,
+                icrc,
+            },
+            None => Event::Frame {
+                number: f.number,
+                ts_ns: f.ts_ns,
+                link: f.link,
+                orig_len: f.orig_len,
+                data,
+            },
+        };
+        progress.frames = f.number;
+        if emit(event) == Flow::Stop {
+            return false;
+        }
+    }
+    progress.bytes_read = batch.end_offset;
+    true
+}
+
+/// Why a worker thread ended without saying how.
+fn worker_failure(name: &str, worker: Option<JoinHandle<()>>) -> End {
+    let why = match worker.map(JoinHandle::join) {
+        Some(Err(panic)) => {
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".into());
+            format!("the reading thread panicked ({msg})")
+        }
+        _ => "the reading thread ended without a word".into(),
+    };
+    End::Failed(format!(
+        "{name}: {why}; frames before it were analyzed. This is a bug: please report it with the capture"
+    ))
+}
+
+impl Source for FileSource {
+    fn describe(&self) -> String {
+        self.name.clone()
+    }
+
+    fn pump(&mut self, emit: &mut dyn FnMut(Event<'_>) -> Flow) -> Option<End> {
+        let end = match &mut self.mode {
+            Mode::Threaded {
+                rx,
+                recycle,
+                backlog,
+                worker,
+                ..
+            } => match rx.recv() {
+                Ok(Msg::Batch(mut b)) => {
+                    backlog.taken();
+                    let _ = emit_batch(&b, &mut self.progress, emit);
+                    b.frames.clear();
+                    let _ = recycle.try_send(b);
+                    return None;
+                }
+                Ok(Msg::End(end)) => {
+                    if let Some(w) = worker.take() {
+                        let _ = w.join();
+                    }
+                    end
+                }
+                // The thread hung up without an end: it panicked.
+                Err(_) => worker_failure(&self.name, worker.take()),
+            },
+            Mode::Inline {
+                reader,
+                batch,
+                stopped,
+            } => {
+                if *stopped {
+                    End::Stopped
+                } else {
+                    let r = reader.fill(batch);
+                    let _ = emit_batch(batch, &mut self.progress, emit);
+                    match r {
+                        Ok(true) => return None,
+                        Ok(false) => End::Complete,
+                        Err(e) => damage(&e),
+                    }
+                }
+            }
+            Mode::Ended => End::Stopped,
+        };
+        self.mode = Mode::Ended;
+        Some(end)
+    }
+
+    fn stop(&mut self) {
+        match &mut self.mode {
+            Mode::Threaded { stop, .. } => stop.store(true, Ordering::Relaxed),
+            Mode::Inline { stopped, .. } => *stopped = true,
+            Mode::Ended => {}
+        }
+    }
+
+    fn progress(&self) -> Progress {
+        self.progress
+    }
+}
+
+impl Drop for FileSource {
+    fn drop(&mut self) {
+        // A source dropped before its end: let the thread go.
+        if let Mode::Threaded {
+            stop, rx, worker, ..
+        } = &mut self.mode
+        {
+            stop.store(true, Ordering::Relaxed);
+            while rx.try_recv().is_ok() {}
+            if let Some(w) = worker.take() {
+                // Unblocked: the channel is drained and the flag is set.
+                drop(std::mem::replace(rx, sync_channel(1).1));
+                let _ = w.join();
+            }
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! The calls into the C library that live mode needs: signals, `poll`,
+//! resource usage and capabilities. The unsafe blocks of the sources'
+//! plumbing live here, each with the reason it is sound.
+
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use crate::pipeline::Stop;
+
+/// The flag the signal handler sets: the [`Stop`] of the run that asked.
+static SIGNAL_STOP: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+extern "C" fn on_signal(_: libc::c_int) {
+    // An atomic load of an initialised OnceLock and an atomic store: both
+    // async-signal-safe.
+    if let Some(flag) = SIGNAL_STOP.get() {
+        flag.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Makes SIGINT and SIGTERM (and SIGHUP when `hangup`) set `stop` instead of
+/// killing the process, so a live run detaches its probes and writes its
+/// output. A TUI leaves SIGHUP alone: when its terminal goes away the
+/// process must die, not spin on a dead tty (the kernel closes the probes'
+/// links with the process's descriptors).
+///
+/// Only the first run of a process gets the signals.
+pub fn stop_on_signals(stop: &Stop, hangup: bool) {
+    if SIGNAL_STOP.set(stop.flag()).is_err() {
+        return;
+    }
+    let sigs: &[libc::c_int] = if hangup {
+        &[libc::SIGINT, libc::SIGTERM, libc::SIGHUP]
+    } else {
+        &[libc::SIGINT, libc::SIGTERM]
+    };
+    for &sig in sigs {
+        // SAFETY: a zeroed sigaction with a handler that only touches
+        // atomics is a valid disposition; the pointers are ours.
+        #[allow(unsafe_code)]
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Waits until `fd` is readable or `timeout_ms` passes.
+pub fn poll_readable(fd: RawFd, timeout_ms: i32) {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd that lives across the call.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::poll(&mut p, 1, timeout_ms);
+    }
+}
+
+/// CPU seconds this process used (user + system).
+pub fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage writes into the zeroed struct we own.
+    #[allow(unsafe_code)]
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        ru
+    };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Linux capability numbers live mode asks about.
+pub mod cap {
+    /// Raw sockets (packet capture).
+    pub const NET_RAW: u32 = 13;
+    /// The old catch-all (BPF and perf before 5.8).
+    pub const SYS_ADMIN: u32 = 21;
+    /// perf events.
+    pub const PERFMON: u32 = 38;
+    /// BPF programs and maps.
+    pub const BPF: u32 = 39;
+}
+
+/// Whether this process has capability `c` in its effective set.
+pub fn has_cap(c: u32) -> bool {
+    let eff = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        })
+        .unwrap_or(0);
+    eff & (1u64 << c) != 0
+}
