@@ -8,15 +8,28 @@
 //! Without the eBPF toolchain (or with `AYA_BUILD_SKIP=1`) an empty
 //! placeholder object is written instead and `probes-status.txt` says why;
 //! everything else builds, and `rdma-analyzer live --probes` reports exactly
-//! what was missing. `scripts/setup-ebpf.sh` installs the toolchain.
+//! what was missing. `scripts/setup-ebpf.sh` installs the toolchain; the
+//! next build notices it (the paths where it will appear are watched) and
+//! builds the probes for real.
+//!
+//! The nightly is pinned in one place, `ebpf-probes/probes/rust-toolchain.toml`.
 
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The nightly the probes are built with (see scripts/setup-ebpf.sh).
-const TOOLCHAIN: &str = "nightly-2026-05-20";
+/// The `channel` of a rust-toolchain.toml.
+fn pinned_channel(toml: &Path) -> String {
+    let text =
+        fs::read_to_string(toml).unwrap_or_else(|e| panic!("reading {}: {e}", toml.display()));
+    text.lines()
+        .find_map(|l| {
+            let v = l.trim().strip_prefix("channel")?.trim().strip_prefix('=')?;
+            Some(v.trim().trim_matches('"').to_string())
+        })
+        .unwrap_or_else(|| panic!("{} names no channel", toml.display()))
+}
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -31,7 +44,10 @@ fn main() {
     println!("cargo:rerun-if-changed={}", probes.display());
     let object = out.join("ebpf-probes");
     let status = out.join("probes-status.txt");
-    let toolchain = env::var("RDMA_ANALYZER_EBPF_TOOLCHAIN").unwrap_or_else(|_| TOOLCHAIN.into());
+    let pin = probes.join("rust-toolchain.toml");
+    println!("cargo:rerun-if-changed={}", pin.display());
+    let toolchain =
+        env::var("RDMA_ANALYZER_EBPF_TOOLCHAIN").unwrap_or_else(|_| pinned_channel(&pin));
 
     let skip = env::var("AYA_BUILD_SKIP").is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"));
     let missing = if skip {
@@ -41,6 +57,14 @@ fn main() {
     };
     if let Some(why) = missing {
         println!("cargo:warning=rdma-analyzer: {why}; `live --probes` will say so");
+        if !skip {
+            // Where the toolchain will appear once installed: a path that
+            // does not exist yet makes cargo rerun this script, so the
+            // build after scripts/setup-ebpf.sh builds the probes.
+            for p in toolchain_paths(&toolchain) {
+                println!("cargo:rerun-if-changed={}", p.display());
+            }
+        }
         write_placeholder(&object, &status, &why);
         return;
     }
@@ -65,6 +89,22 @@ fn main() {
 fn write_placeholder(object: &Path, status: &Path, why: &str) {
     fs::write(object, b"").expect("write placeholder object");
     fs::write(status, why).expect("write probes-status.txt");
+}
+
+/// The paths the eBPF toolchain puts in place: the nightly's rust-src and
+/// bpf-linker where scripts/setup-ebpf.sh installs it.
+fn toolchain_paths(tc: &str) -> Vec<PathBuf> {
+    let home = env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+    let rustup = env::var_os("RUSTUP_HOME").map_or_else(|| home.join(".rustup"), PathBuf::from);
+    let cargo = env::var_os("CARGO_HOME").map_or_else(|| home.join(".cargo"), PathBuf::from);
+    let host = env::var("HOST").unwrap_or_default();
+    vec![
+        rustup
+            .join("toolchains")
+            .join(format!("{tc}-{host}"))
+            .join("lib/rustlib/src/rust/library/core"),
+        cargo.join("bin").join("bpf-linker"),
+    ]
 }
 
 /// What of the eBPF toolchain is missing, in words; `None` when all is there.

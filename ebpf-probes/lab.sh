@@ -37,4 +37,4 @@ if ! captures/lab/run.sh --out "$out" --guest-hook "$hook" "${scenarios[@]}"; th
     rm -rf "$out"; mkdir -p "$out"
     captures/lab/run.sh --out "$out" --guest-hook "$hook" "${scenarios[@]}"
 fi
-RDMA_ANALYZER_LAB_OUT=$out cargo test -q -p rdma-analyzer --test probes_lab -- --nocapture
+RDMA_ANALYZER_LAB_OUT=$out cargo test -q -p rdma-analyzer --test probes_lab -- --ignored --nocapture

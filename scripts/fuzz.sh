@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
-NIGHTLY=${NIGHTLY:-nightly-2026-05-20}
+NIGHTLY=${NIGHTLY:-$(scripts/nightly.sh)}
 if ! rustup toolchain list | grep -q "^$NIGHTLY"; then
     echo "fuzz: installing $NIGHTLY" >&2
     rustup toolchain install "$NIGHTLY" --profile minimal --no-self-update >/dev/null

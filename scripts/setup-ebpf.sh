@@ -11,7 +11,7 @@
 #   scripts/setup-ebpf.sh --check    only report; exit 1 when something is missing
 set -euo pipefail
 
-TC=${EBPF_TOOLCHAIN:-nightly-2026-05-20}
+TC=${EBPF_TOOLCHAIN:-$("$(dirname "$0")/nightly.sh")}
 BPF_LINKER_VERSION=0.13.0
 PREFIX=${BPF_LINKER_LLVM_PREFIX:-$HOME/.local/share/rdma-analyzer/llvm-$TC}
 CARGO_BIN=${CARGO_HOME:-$HOME/.cargo}/bin

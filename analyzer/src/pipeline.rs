@@ -223,9 +223,12 @@ pub fn run(
                     return Flow::Stop;
                 }
                 engine.handle(e, &mut findings);
-                for f in findings.drain(..) {
-                    if sink.finding(f) == Flow::Stop {
-                        halted = true;
+                // Most frames find nothing: skip building a drain for them.
+                if !findings.is_empty() {
+                    for f in findings.drain(..) {
+                        if sink.finding(f) == Flow::Stop {
+                            halted = true;
+                        }
                     }
                 }
                 if halted {

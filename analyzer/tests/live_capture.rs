@@ -21,7 +21,7 @@ use serde_json::Value;
 
 #[path = "common/tmux.rs"]
 mod tmux;
-use tmux::{have_tmux, Tmux};
+use tmux::Tmux;
 
 const BIN: &str = env!("CARGO_BIN_EXE_rdma-analyzer");
 const SCENARIO: &str = "v42-reminv.pcap";
@@ -32,9 +32,8 @@ fn capture(name: &str) -> PathBuf {
         .join(name)
 }
 
-#[path = "common/root.rs"]
-mod root;
-use root::is_root;
+#[path = "common/prereq.rs"]
+mod prereq;
 
 /// Sends every frame of `pcap` out of `lo`; returns how many.
 fn inject(pcap: &Path) -> u64 {
@@ -182,17 +181,12 @@ fn in_tui() {
 
 #[test]
 fn live_capture_headless_and_in_the_tui() {
-    if !is_root() {
-        eprintln!("skipped: live -i lo needs root (CAP_NET_RAW)");
+    if !prereq::root("live -i lo needs CAP_NET_RAW") || !prereq::tmux() {
         return;
     }
     let dir = std::env::temp_dir().join(format!("rdma-live-capture-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     headless(&dir);
-    if have_tmux() {
-        in_tui();
-    } else {
-        eprintln!("TUI phase skipped: tmux is not installed");
-    }
+    in_tui();
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -13,6 +13,8 @@ use std::process::Command;
 
 #[path = "common/analyze.rs"]
 mod analyze;
+#[path = "common/prereq.rs"]
+mod prereq;
 use rdma_analyzer::engine::{Config, Finding, Totals, Transfer};
 use rdma_analyzer::sources::pcap::PcapReader;
 use rdma_analyzer::synth::{self, Inject, Mix, Options, Summary};
@@ -387,8 +389,7 @@ fn own_view(path: &Path) -> BTreeMap<u64, FrameView> {
 
 #[test]
 fn tshark_decodes_synthetic_traffic_like_the_lab_captures() {
-    if Command::new("tshark").arg("--version").output().is_err() {
-        eprintln!("tshark not installed: skipping the tshark comparison");
+    if !prereq::tshark() {
         return;
     }
     let (f, sum) = generate(

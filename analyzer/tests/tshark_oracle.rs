@@ -5,14 +5,13 @@
 //! command installs it, so CI always runs it.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
 
-fn captures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../captures")
-}
+#[path = "common/prereq.rs"]
+mod prereq;
 
 /// (tshark field, JSON pointer into our frame object). tshark's value is
 /// parsed as a number (decimal, 0x-hex or bare hex for IETH) or a boolean.
@@ -205,18 +204,10 @@ fn ours(pcap: &Path) -> BTreeMap<u64, Value> {
 
 #[test]
 fn frames_json_agrees_with_tshark_on_real_captures() {
-    if Command::new("tshark").arg("--version").output().is_err() {
-        eprintln!("SKIPPED: tshark is not installed (scripts/test.sh installs it)");
+    if !prereq::tshark() {
         return;
     }
-    let mut pcaps: Vec<PathBuf> = std::fs::read_dir(captures())
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "pcap"))
-        .collect();
-    pcaps.sort();
-    assert!(!pcaps.is_empty());
+    let pcaps = prereq::bundled_pcaps();
     let mut compared = BTreeMap::<&str, u64>::new();
     let mut failures = Vec::new();
     for pcap in &pcaps {

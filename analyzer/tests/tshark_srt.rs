@@ -14,11 +14,13 @@
 //!   of at the call's Send: only the count is compared.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 #[path = "common/analyze.rs"]
 mod analyze;
+#[path = "common/prereq.rs"]
+mod prereq;
 use rdma_analyzer::engine::{Config, Finding, Kind, Transfer};
 
 #[derive(Debug, Default)]
@@ -57,18 +59,10 @@ fn tshark_srt(pcap: &Path) -> BTreeMap<String, Row> {
 
 #[test]
 fn response_times_agree_with_tshark_rpc_srt() {
-    if Command::new("tshark").arg("--version").output().is_err() {
-        eprintln!("SKIPPED: tshark is not installed (scripts/test.sh installs it)");
+    if !prereq::tshark() {
         return;
     }
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../captures");
-    let mut pcaps: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "pcap"))
-        .collect();
-    pcaps.sort();
+    let pcaps = prereq::bundled_pcaps();
     let mut compared = 0;
     for pcap in pcaps {
         let theirs = tshark_srt(&pcap);

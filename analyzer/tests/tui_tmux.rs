@@ -7,7 +7,10 @@ use std::process::{Command, Stdio};
 
 #[path = "common/tmux.rs"]
 mod tmux;
-use tmux::{have_tmux, Tmux};
+use tmux::Tmux;
+
+#[path = "common/prereq.rs"]
+mod prereq;
 
 const BIN: &str = env!("CARGO_BIN_EXE_rdma-analyzer");
 
@@ -20,8 +23,7 @@ fn capture(name: &str) -> PathBuf {
 
 #[test]
 fn tui_end_to_end_in_tmux() {
-    if !have_tmux() {
-        eprintln!("SKIPPED tui_end_to_end_in_tmux: tmux is not installed");
+    if !prereq::tmux() {
         return;
     }
     let cap = capture("v3-ddp.pcap");
@@ -144,8 +146,7 @@ fn open_without_a_terminal_points_to_report() {
 
 #[test]
 fn resize_and_ctrl_c_in_tmux() {
-    if !have_tmux() {
-        eprintln!("SKIPPED resize_and_ctrl_c_in_tmux: tmux is not installed");
+    if !prereq::tmux() {
         return;
     }
     let cap = capture("v3-inline.pcap");

@@ -98,8 +98,9 @@ impl LiveStats {
     }
 }
 
-/// Checks what probes need before touching the kernel.
-fn probe_preflight() -> Result<PathBuf, String> {
+/// Checks what probes need before touching the kernel; mounts tracefs
+/// when it is missing and this process may (saying so in `notices`).
+fn probe_preflight(notices: &mut Vec<Notice>) -> Result<PathBuf, String> {
     if ebpf::PROBES_OBJECT.is_empty() {
         let why = if ebpf::PROBES_BUILD_STATUS.is_empty() {
             "built without eBPF probes"
@@ -116,16 +117,34 @@ fn probe_preflight() -> Result<PathBuf, String> {
                 .to_string(),
         );
     }
+    if let Some(t) = ebpf::find_tracefs() {
+        return Ok(t);
+    }
+    match sys::mount_tracefs() {
+        Ok(()) => notices.push(Notice {
+            warning: false,
+            text: "live: tracefs was not mounted: mounted it on /sys/kernel/tracing".into(),
+        }),
+        Err(e) => {
+            return Err(format!(
+                "tracefs is not mounted and mounting it failed ({e}); mount it with: \
+                 mount -t tracefs nodev /sys/kernel/tracing"
+            ))
+        }
+    }
     ebpf::find_tracefs().ok_or_else(|| {
-        "tracefs is not mounted; mount it with: \
-         mount -t tracefs nodev /sys/kernel/tracing"
+        "tracefs was mounted on /sys/kernel/tracing but holds no events; \
+         is this kernel built with CONFIG_FTRACE?"
             .to_string()
     })
 }
 
-fn start_probes(o: &LiveOptions) -> Result<(ProbeSet, Decoder), StartError> {
-    let tracefs =
-        probe_preflight().map_err(|e| StartError::NotBuilt(format!("live --probes: {e}")))?;
+fn start_probes(
+    o: &LiveOptions,
+    notices: &mut Vec<Notice>,
+) -> Result<(ProbeSet, Decoder), StartError> {
+    let tracefs = probe_preflight(notices)
+        .map_err(|e| StartError::NotBuilt(format!("live --probes: {e}")))?;
     let mut systems: Vec<String> = ebpf::SYSTEMS.iter().map(|s| (*s).to_string()).collect();
     let mut extra = Vec::new();
     for t in &o.extra_tracepoints {
@@ -216,7 +235,7 @@ impl LiveInputs {
         };
         if o.probes {
             let mut probes_error = None;
-            match start_probes(o) {
+            match start_probes(o, &mut inputs.notices) {
                 Ok((set, dec)) => {
                     inputs.stats.attached.clone_from(&set.attached);
                     inputs.stats.missing = set

@@ -99,3 +99,29 @@ pub fn has_cap(c: u32) -> bool {
         .unwrap_or(0);
     eff & (1u64 << c) != 0
 }
+
+/// Mounts tracefs on `/sys/kernel/tracing` (hosts that boot without it).
+///
+/// # Errors
+/// The kernel's refusal (no CAP_SYS_ADMIN, no tracefs in the kernel).
+pub fn mount_tracefs() -> std::io::Result<()> {
+    let target = c"/sys/kernel/tracing";
+    let fstype = c"tracefs";
+    let source = c"nodev";
+    // SAFETY: NUL-terminated strings that outlive the call, no data.
+    #[allow(unsafe_code)]
+    let r = unsafe {
+        libc::mount(
+            source.as_ptr(),
+            target.as_ptr(),
+            fstype.as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
