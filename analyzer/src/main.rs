@@ -93,7 +93,7 @@ fn frames(a: &FramesArgs) -> anyhow::Result<ExitCode> {
     let mut source = FileSource::open(&a.file, &config)?;
     let mut sink = Frames::new(stdout(), a.json, config);
     let outcome = pipeline::run(&mut source, None, &mut sink, &Stop::new());
-    output_error(sink.error.take())?;
+    output_error(sink.take_error())?;
     Ok(finish(&outcome.end))
 }
 
@@ -137,7 +137,7 @@ fn lines(a: &AnalyzeArgs, which: Which) -> anyhow::Result<ExitCode> {
         &mut sink,
         &Stop::new(),
     );
-    output_error(sink.error.take())?;
+    output_error(sink.take_error())?;
     Ok(finish(&outcome.end))
 }
 

@@ -16,43 +16,31 @@ use rdma_dissectors::rpcrdma_cm::CmPrivateData;
 use rdma_dissectors::stack::{self, Dissection};
 use serde_json::{json, Map, Value};
 
+use super::out::Out;
 use crate::engine::{Engine, Event, Finding};
 use crate::pipeline::{End, Flow, Notice, Progress, Sink};
 
 /// Writes every frame's dissection as it comes: one line of text or one
 /// JSON object per frame. The run has no engine: this sink sees the events.
 pub struct Frames<W: Write> {
-    out: W,
+    out: Out<W>,
     json: bool,
     config: stack::Config,
-    /// The first write that failed; nothing is written after it.
-    pub error: Option<io::Error>,
 }
 
 impl<W: Write> Frames<W> {
     /// A sink writing to `out`, dissecting with `config`.
     pub fn new(out: W, json: bool, config: stack::Config) -> Self {
         Frames {
-            out,
+            out: Out::new(out),
             json,
             config,
-            error: None,
         }
     }
 
-    fn write(
-        &mut self,
-        number: u64,
-        ts_ns: u64,
-        orig_len: u32,
-        d: &Dissection<'_>,
-    ) -> io::Result<()> {
-        if self.json {
-            serde_json::to_writer(&mut self.out, &frame_json(number, ts_ns, orig_len, d))?;
-            writeln!(self.out)
-        } else {
-            writeln!(self.out, "{}", frame_text(number, ts_ns, orig_len, d))
-        }
+    /// The first write that failed, if one did.
+    pub fn take_error(&mut self) -> Option<io::Error> {
+        self.out.take_error()
     }
 }
 
@@ -90,12 +78,10 @@ impl<W: Write> Sink for Frames<W> {
         if icrc.is_some() {
             d.icrc = icrc;
         }
-        match self.write(number, ts_ns, orig_len, &d) {
-            Ok(()) => Flow::Continue,
-            Err(e) => {
-                self.error = Some(e);
-                Flow::Stop
-            }
+        if self.json {
+            self.out.json_line(&frame_json(number, ts_ns, orig_len, &d))
+        } else {
+            self.out.text_line(frame_text(number, ts_ns, orig_len, &d))
         }
     }
 
@@ -104,11 +90,7 @@ impl<W: Write> Sink for Frames<W> {
     }
 
     fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {
-        if self.error.is_none() {
-            if let Err(e) = self.out.flush() {
-                self.error = Some(e);
-            }
-        }
+        let _ = self.out.flush();
     }
 }
 

@@ -5,6 +5,7 @@ use std::io::{self, Write};
 
 use super::filter::Filter;
 use super::json::{anomaly_json, transaction_json};
+use super::out::Out;
 use crate::engine::{Anomaly, Engine, Finding, Transaction};
 use crate::pipeline::{End, Flow, Notice, Progress, Sink};
 
@@ -19,77 +20,45 @@ pub enum Which {
 
 /// Writes transactions or anomalies as they are found, text or JSON Lines.
 pub struct Lines<W: Write> {
-    out: W,
+    out: Out<W>,
     which: Which,
     json: bool,
     filter: Filter,
-    /// Lines written.
-    pub written: u64,
-    /// The first write that failed; nothing is written after it.
-    pub error: Option<io::Error>,
 }
 
 impl<W: Write> Lines<W> {
     /// A sink writing `which` to `out`.
     pub fn new(out: W, which: Which, json: bool, filter: Filter) -> Self {
         Lines {
-            out,
+            out: Out::new(out),
             which,
             json,
             filter,
-            written: 0,
-            error: None,
         }
     }
 
-    fn write(&mut self, f: &Finding) -> io::Result<bool> {
-        let out = &mut self.out;
-        match (f, self.which) {
-            (Finding::Transaction(t), Which::Transactions) if self.filter.txn(t) => {
-                if self.json {
-                    serde_json::to_writer(&mut *out, &transaction_json(t))?;
-                    writeln!(out)?;
-                } else {
-                    writeln!(out, "{}", transaction_line(t))?;
-                }
-            }
-            (Finding::Anomaly(a), Which::Anomalies) if self.filter.anomaly(a) => {
-                if self.json {
-                    serde_json::to_writer(&mut *out, &anomaly_json(a))?;
-                    writeln!(out)?;
-                } else {
-                    writeln!(out, "{}", anomaly_line(a))?;
-                }
-            }
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-
-    /// Flushes and hands back the output.
-    ///
-    /// # Errors
-    /// The first write or flush that failed.
-    pub fn finish(mut self) -> io::Result<W> {
-        if let Some(e) = self.error.take() {
-            return Err(e);
-        }
-        self.out.flush()?;
-        Ok(self.out)
+    /// The first write that failed, if one did.
+    pub fn take_error(&mut self) -> Option<io::Error> {
+        self.out.take_error()
     }
 }
 
 impl<W: Write> Sink for Lines<W> {
     fn finding(&mut self, f: Finding) -> Flow {
-        match self.write(&f) {
-            Ok(w) => {
-                self.written += u64::from(w);
+        match (&f, self.which, self.json) {
+            (Finding::Transaction(t), Which::Transactions, _) if !self.filter.txn(t) => {
                 Flow::Continue
             }
-            Err(e) => {
-                self.error = Some(e);
-                Flow::Stop
+            (Finding::Transaction(t), Which::Transactions, true) => {
+                self.out.json_line(&transaction_json(t))
             }
+            (Finding::Transaction(t), Which::Transactions, false) => {
+                self.out.text_line(transaction_line(t))
+            }
+            (Finding::Anomaly(a), Which::Anomalies, _) if !self.filter.anomaly(a) => Flow::Continue,
+            (Finding::Anomaly(a), Which::Anomalies, true) => self.out.json_line(&anomaly_json(a)),
+            (Finding::Anomaly(a), Which::Anomalies, false) => self.out.text_line(anomaly_line(a)),
+            _ => Flow::Continue,
         }
     }
 
@@ -98,11 +67,7 @@ impl<W: Write> Sink for Lines<W> {
     }
 
     fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {
-        if self.error.is_none() {
-            if let Err(e) = self.out.flush() {
-                self.error = Some(e);
-            }
-        }
+        let _ = self.out.flush();
     }
 }
 

@@ -6,6 +6,7 @@ pub mod frames;
 pub mod json;
 pub mod lines;
 pub mod live;
+pub mod out;
 pub mod report;
 pub mod stats;
 

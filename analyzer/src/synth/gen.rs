@@ -403,6 +403,22 @@ impl<W: Write> Gen<W> {
 
     // ---- the CM ----
 
+    /// Sends one CM MAD: the common MAD header for `attr`, then the message
+    /// `body` writes after it.
+    fn cm_mad(
+        &mut self,
+        ci: usize,
+        from_client: bool,
+        attr: u16,
+        tid: u64,
+        body: impl FnOnce(&mut [u8]) -> rdma_dissectors::Result<usize>,
+    ) -> Result<u64, Error> {
+        let mut mad = [0u8; 256];
+        Mad::cm(attr, tid).emit(&mut mad)?;
+        body(mad.get_mut(24..).unwrap_or_default())?;
+        self.ud_mad(ci, from_client, &mad)
+    }
+
     fn ud_mad(&mut self, ci: usize, from_client: bool, mad: &[u8]) -> Result<u64, Error> {
         let Some(c) = self.conns.get_mut(ci) else {
             return Err(Error::NoConnection(ci));
@@ -493,10 +509,7 @@ impl<W: Write> Gen<W> {
             sap_supported: false,
             private_data: &private,
         };
-        let mut mad = [0u8; 256];
-        Mad::cm(attr::REQ, c.tid).emit(&mut mad)?;
-        req.emit(mad.get_mut(24..).unwrap_or_default())?;
-        self.ud_mad(ci, true, &mad)?;
+        self.cm_mad(ci, true, attr::REQ, c.tid, |b| req.emit(b))?;
         self.wire.advance(2_500);
         let mut rep_priv = [0u8; 8];
         server_priv.emit(&mut rep_priv)?;
@@ -517,20 +530,14 @@ impl<W: Write> Gen<W> {
             local_ca_guid: 0x5054_00ff_fe99_0001,
             private_data: &rep_priv,
         };
-        let mut mad = [0u8; 256];
-        Mad::cm(attr::REP, c.tid).emit(&mut mad)?;
-        rep.emit(mad.get_mut(24..).unwrap_or_default())?;
-        self.ud_mad(ci, false, &mad)?;
+        self.cm_mad(ci, false, attr::REP, c.tid, |b| rep.emit(b))?;
         self.wire.advance(7_500);
         let rtu = CmIds {
             local_comm_id: c.c_comm,
             remote_comm_id: c.s_comm,
             private_data: &[],
         };
-        let mut mad = [0u8; 256];
-        Mad::cm(attr::RTU, c.tid).emit(&mut mad)?;
-        rtu.emit(mad.get_mut(24..).unwrap_or_default())?;
-        self.ud_mad(ci, true, &mad)?;
+        self.cm_mad(ci, true, attr::RTU, c.tid, |b| rtu.emit(b))?;
         self.wire.advance(10_000);
         Ok(())
     }
@@ -544,20 +551,14 @@ impl<W: Write> Gen<W> {
             remote_qpn_eecn: c.sqpn,
             private_data: &[],
         };
-        let mut mad = [0u8; 256];
-        Mad::cm(attr::DREQ, c.tid).emit(&mut mad)?;
-        dreq.emit(mad.get_mut(24..).unwrap_or_default())?;
-        self.ud_mad(ci, true, &mad)?;
+        self.cm_mad(ci, true, attr::DREQ, c.tid, |b| dreq.emit(b))?;
         self.wire.advance(2_500);
         let drep = CmIds {
             local_comm_id: c.s_comm,
             remote_comm_id: c.c_comm,
             private_data: &[],
         };
-        let mut mad = [0u8; 256];
-        Mad::cm(attr::DREP, c.tid).emit(&mut mad)?;
-        drep.emit(mad.get_mut(24..).unwrap_or_default())?;
-        self.ud_mad(ci, false, &mad)?;
+        self.cm_mad(ci, false, attr::DREP, c.tid, |b| drep.emit(b))?;
         Ok(())
     }
 

@@ -18,7 +18,7 @@ pub mod read;
 pub mod source;
 pub mod write;
 
-pub use format::{Format, MAX_RECORD_LEN};
+pub use format::{Format, Problem, MAX_RECORD_LEN};
 pub use read::{Batch, FrameMeta, Packet, PcapReader, ReadError, ReadErrorKind};
 pub use source::FileSource;
 pub use write::{CaptureWriter, Resolution};

@@ -99,31 +99,13 @@ pub struct ReadError {
 pub enum ReadErrorKind {
     /// An I/O error from the operating system.
     Io(io::Error),
-    /// Not a pcap or pcapng file.
-    NotACapture {
-        /// The first four bytes found.
-        magic: u32,
-    },
-    /// The file ends inside a header or a record.
-    Truncated {
-        /// Bytes the record needed.
-        needed: usize,
-        /// Bytes the file still had.
-        available: usize,
-    },
-    /// A header or record field cannot be right.
-    Corrupt(&'static str, u64),
+    /// The bytes are not (or no longer) a well-formed capture.
+    Format(Problem),
 }
 
 impl From<Problem> for ReadErrorKind {
     fn from(p: Problem) -> Self {
-        match p {
-            Problem::NotACapture { magic } => ReadErrorKind::NotACapture { magic },
-            Problem::Truncated { needed, available } => {
-                ReadErrorKind::Truncated { needed, available }
-            }
-            Problem::Corrupt(what, value) => ReadErrorKind::Corrupt(what, value),
-        }
+        ReadErrorKind::Format(p)
     }
 }
 
@@ -136,16 +118,16 @@ impl fmt::Display for ReadError {
         }
         match &self.kind {
             ReadErrorKind::Io(e) => write!(f, "read failed: {e}"),
-            ReadErrorKind::NotACapture { magic } => write!(
+            ReadErrorKind::Format(Problem::NotACapture { magic }) => write!(
                 f,
                 "not a pcap or pcapng file (magic {magic:#010x}); convert it with `editcap -F pcapng`"
             ),
-            ReadErrorKind::Truncated { needed, available } => write!(
+            ReadErrorKind::Format(Problem::Truncated { needed, available }) => write!(
                 f,
                 "file ends inside a record (needs {needed} bytes, {available} left); the capture was cut short \
                  (was tcpdump stopped uncleanly?). Frames before this one were analyzed"
             ),
-            ReadErrorKind::Corrupt(what, value) => write!(
+            ReadErrorKind::Format(Problem::Corrupt(what, value)) => write!(
                 f,
                 "corrupt record: {what} ({value}); frames before this one were analyzed"
             ),
@@ -362,7 +344,7 @@ impl<R: Read> PcapReader<R> {
         if self.eof && !self.carry.is_empty() {
             let needed = self.pending.max(header);
             let available = self.carry.len();
-            return Err(self.err(here, ReadErrorKind::Truncated { needed, available }));
+            return Err(self.err(here, Problem::Truncated { needed, available }.into()));
         }
         Ok(!self.eof)
     }
@@ -496,7 +478,10 @@ mod tests {
                 continue;
             }
             let e = err.expect("truncation reported");
-            assert!(matches!(e.kind, ReadErrorKind::Truncated { .. }));
+            assert!(matches!(
+                e.kind,
+                ReadErrorKind::Format(Problem::Truncated { .. })
+            ));
             assert_eq!(e.frame, Some(pkts.len() as u64 + 1));
             let at = if pkts.is_empty() { 24 } else { 24 + 19 };
             assert_eq!(e.offset, at, "cut {cut}");
@@ -508,7 +493,10 @@ mod tests {
     fn garbage_is_not_a_capture() {
         let (_, err) = read_all(b"hello world, not a pcap");
         let e = err.unwrap();
-        assert!(matches!(e.kind, ReadErrorKind::NotACapture { .. }));
+        assert!(matches!(
+            e.kind,
+            ReadErrorKind::Format(Problem::NotACapture { .. })
+        ));
         assert!(e.to_string().contains("not a pcap or pcapng file"));
     }
 
@@ -577,7 +565,7 @@ mod tests {
         assert!(
             matches!(
                 e.kind,
-                ReadErrorKind::Corrupt("simple packet block length", 12)
+                ReadErrorKind::Format(Problem::Corrupt("simple packet block length", 12))
             ),
             "{e}"
         );
