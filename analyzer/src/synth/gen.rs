@@ -856,35 +856,27 @@ impl<W: Write> Gen<W> {
 
     /// The server acknowledges everything the client sent so far.
     fn server_ack(&mut self, ci: usize) -> Result<u64, Error> {
-        let c = self.conns.get(ci).ok_or(Error::NoConnection(ci))?;
-        let mut t = Transport::new(
-            bth(
-                Opcode::RC_ACKNOWLEDGE,
-                c.cqpn,
-                c.c_psn.wrapping_sub(1),
-                false,
-            ),
-            &[],
-        );
-        t.aeth = Some(ack_aeth(c.s_msn));
-        let (src, dst, port) = (c.server, c.client, c.ssport);
-        self.wire.packet(&src, &dst, port, &t)
+        self.ack(ci, true)
     }
 
     /// The client acknowledges everything the server sent so far.
     fn client_ack(&mut self, ci: usize) -> Result<u64, Error> {
+        self.ack(ci, false)
+    }
+
+    /// One side acknowledges everything the other sent so far.
+    fn ack(&mut self, ci: usize, by_server: bool) -> Result<u64, Error> {
         let c = self.conns.get(ci).ok_or(Error::NoConnection(ci))?;
+        let (qpn, psn, msn, src, dst, port) = if by_server {
+            (c.cqpn, c.c_psn, c.s_msn, c.server, c.client, c.ssport)
+        } else {
+            (c.sqpn, c.s_psn, c.c_msn, c.client, c.server, c.csport)
+        };
         let mut t = Transport::new(
-            bth(
-                Opcode::RC_ACKNOWLEDGE,
-                c.sqpn,
-                c.s_psn.wrapping_sub(1),
-                false,
-            ),
+            bth(Opcode::RC_ACKNOWLEDGE, qpn, psn.wrapping_sub(1), false),
             &[],
         );
-        t.aeth = Some(ack_aeth(c.c_msn));
-        let (src, dst, port) = (c.client, c.server, c.csport);
+        t.aeth = Some(ack_aeth(msn));
         self.wire.packet(&src, &dst, port, &t)
     }
 
