@@ -33,10 +33,7 @@ pub fn print(
 ) -> anyhow::Result<ExitCode> {
     let mut reader =
         PcapReader::open(path).with_context(|| format!("reading {}", path.display()))?;
-    let config = stack::Config {
-        rocev2_port,
-        ..stack::Config::default()
-    };
+    let config = stack::Config::default().with_rocev2_port(rocev2_port);
     loop {
         match reader.next_packet() {
             Ok(Some(p)) => {

@@ -275,6 +275,7 @@ pub fn find(private_data: &[u8]) -> Option<(usize, CmPrivateData)> {
 }
 
 /// The connection properties both peers end up with.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Negotiated {
     /// The responder may use Send With Invalidate: both peers set R
