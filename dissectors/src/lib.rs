@@ -74,6 +74,9 @@ pub mod rpcrdma;
 pub mod rpcrdma_cm;
 pub mod stack;
 pub mod udp;
+#[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
+pub mod view;
 pub mod xdr;
 
 mod bytes;
