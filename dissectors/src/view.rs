@@ -28,13 +28,14 @@
 //! through [`core::fmt`]), so the module works without `std`.
 //!
 //! ```
-//! # #[cfg(feature = "std")] {
 //! use rdma_dissectors::{link::LinkType, stack, view::FrameView};
-//! let d = stack::dissect(LinkType::ETHERNET, &[0u8; 20], &stack::Config::default());
-//! let v = FrameView::new(1, 1_500_000_000_123, 20, &d);
+//! # let frame: &[u8] = &[0u8; 20];
+//! let d = stack::dissect(LinkType::ETHERNET, frame, &stack::Config::default());
+//! let v = FrameView::new(1, 1_795_217_646_495_692_000, 20, &d);
 //! assert_eq!(v.schema_version, 1);
-//! assert_eq!(v.ts_ns, 1_500_000_000_123);
-//! # }
+//! // With serde_json, one line of `frames --json`:
+//! let line = serde_json::to_string(&v).unwrap();
+//! assert!(line.ends_with(r#""frame":1,"len":20,"schema_version":1,"ts_ns":1795217646495692000}"#));
 //! ```
 
 use core::fmt;
@@ -281,7 +282,7 @@ impl<'a> FrameView<'a> {
                 va: h.va,
             }),
             rpc: d.rpc().map(|r| RpcView::new(r.xid, &r.body)),
-            rpcrdma: d.rpcrdma().map(|h| RpcRdmaView::new(&h)),
+            rpcrdma: d.rpcrdma().map(RpcRdmaView::new),
             rpcrdma_cm_private: d
                 .rpcrdma_cm_private()
                 .map(|(offset, p)| CmPrivateView::new(offset, p)),
@@ -1637,4 +1638,100 @@ pub struct ErrorView {
     pub message: Text<crate::Error>,
     /// Offset from the start of the frame.
     pub offset: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ib::aeth::NakCode;
+    use crate::oncrpc::RpcMsg;
+
+    fn json<T: Serialize>(v: &T) -> String {
+        serde_json::to_string(v).unwrap()
+    }
+
+    #[test]
+    fn aeth_kinds_are_words_not_debug_text() {
+        let ack = AethView::new(0x1f, 1, AckKind::Ack { credit_count: 31 });
+        assert_eq!(
+            json(&ack),
+            r#"{"credit_count":31,"kind":"ack","msn":1,"syndrome":31}"#
+        );
+        let rnr = AethView::new(0x2e, 7, AckKind::RnrNak { timer: 14 });
+        assert_eq!(
+            json(&rnr),
+            r#"{"kind":"rnr_nak","msn":7,"syndrome":46,"timer":14}"#
+        );
+        let nak = AethView::new(0x60, 9, AckKind::Nak(NakCode::PsnSequenceError));
+        assert_eq!(
+            json(&nak),
+            r#"{"kind":"nak","msn":9,"nak_code":0,"nak_name":"PSN Sequence Error","syndrome":96}"#
+        );
+        let res = AethView::new(0x40, 0, AckKind::Reserved(0x40));
+        assert_eq!(json(&res), r#"{"kind":"reserved","msn":0,"syndrome":64}"#);
+    }
+
+    #[test]
+    fn private_data_has_one_shape() {
+        // RFC 8797 section 4: identifier, version, flags, send and receive sizes.
+        let v1 = CmPrivateData::parse(&[0xf6, 0xab, 0x0e, 0x18, 1, 1, 0, 3])
+            .unwrap()
+            .0;
+        assert_eq!(
+            json(&CmPrivateView::new(36, v1)),
+            r#"{"offset":36,"recv_size":4096,"remote_invalidate":true,"send_size":1024,"version":1}"#
+        );
+        let v7 = CmPrivateData::parse(&[0xf6, 0xab, 0x0e, 0x18, 7, 1, 0, 3])
+            .unwrap()
+            .0;
+        assert_eq!(
+            json(&CmPrivateView::new(36, v7)),
+            r#"{"offset":36,"recv_size":null,"remote_invalidate":null,"send_size":null,"version":7}"#
+        );
+    }
+
+    #[test]
+    fn rpc_statuses_are_snake_case_names_with_their_numbers() {
+        // xid 5, REPLY, MSG_DENIED, AUTH_ERROR, AUTH_TOOWEAK (RFC 5531 section 9).
+        let words = [5u32, 1, 1, 1, 5];
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_be_bytes()).collect();
+        let (m, _) = RpcMsg::parse(&bytes).unwrap();
+        assert_eq!(
+            json(&RpcView::new(m.xid, &m.body)),
+            r#"{"auth_stat":"auth_tooweak","auth_stat_code":5,"msg_type":"reply","reject_stat":"auth_error","reply_stat":"denied","xid":5}"#
+        );
+        // xid 6, REPLY, MSG_ACCEPTED, AUTH_NONE verifier, PROG_MISMATCH 2..4.
+        let words = [6u32, 1, 0, 0, 0, 2, 2, 4];
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_be_bytes()).collect();
+        let (m, _) = RpcMsg::parse(&bytes).unwrap();
+        assert_eq!(
+            json(&RpcView::new(m.xid, &m.body)),
+            r#"{"accept_stat":"prog_mismatch","accept_stat_code":2,"mismatch_high":4,"mismatch_low":2,"msg_type":"reply","reply_stat":"accepted","xid":6}"#
+        );
+    }
+
+    #[test]
+    fn hex_lossy_and_mac_write_without_allocating_their_own_strings() {
+        assert_eq!(json(&Hex(&[0x00, 0xab, 0x0f])), r#""00ab0f""#);
+        assert_eq!(json(&Lossy(b"syn\xffth")), "\"syn\u{fffd}th\"");
+        assert_eq!(
+            json(&Mac([0x52, 0x54, 0, 0x99, 0, 1])),
+            r#""52:54:00:99:00:01""#
+        );
+    }
+
+    #[test]
+    fn a_frame_has_schema_version_and_integer_nanoseconds() {
+        let d = crate::stack::dissect(
+            crate::link::LinkType::ETHERNET,
+            &[0; 5],
+            &crate::stack::Config::default(),
+        );
+        let s = json(&FrameView::new(3, 1_795_217_646_495_692_123, 5, &d));
+        assert!(s.starts_with(r#"{"error":{"layer":"#), "{s}");
+        assert!(
+            s.ends_with(r#""frame":3,"len":5,"schema_version":1,"ts_ns":1795217646495692123}"#),
+            "{s}"
+        );
+    }
 }
