@@ -45,7 +45,7 @@ git clone --quiet --no-local . "$clone"
     fi
     for c in crc32-fold rdma-dissectors; do
         files=$(cargo package --list --quiet --locked -p "$c")
-        f=$(ls "$CARGO_TARGET_DIR"/package/$c-*.crate)
+        f=$(ls "$CARGO_TARGET_DIR"/package/tmp-crate/$c-*.crate)
         echo "$c: $(basename "$f"), $(stat -c %s "$f") bytes, $(echo "$files" | wc -l) files:"
         echo "$files" | tr '\n' ' ' | fold -s -w 100 | sed 's/^/    /'
         echo
