@@ -35,6 +35,7 @@
 //!   (`-C target-cpu=icelake-server` and later, or `-C target-feature=...`),
 //!   since `core` cannot ask the CPU.
 #![cfg_attr(not(any(feature = "std", test)), no_std)]
+#![deny(missing_docs)]
 
 /// Continues a CRC-32: `crc` is the finished CRC of the bytes before `data`
 /// (0 for none), and the result is the finished CRC of both, exactly as
