@@ -4,7 +4,7 @@
 #
 #   1. they build with their declared minimum Rust version (rust-version);
 #   2. they build without std for a target that has none;
-#   3. the emit example builds a frame and dissects it back;
+#   3. the examples build, and the emit one builds a frame and dissects it back;
 #   4. `cargo publish --dry-run` passes for both from a clean clone of HEAD
 #      (only committed files count), and lists what each .crate holds;
 #   5. their public API has no breaking change against the baseline: the
@@ -28,7 +28,8 @@ cargo build --quiet --locked -p crc32-fold --no-default-features --target x86_64
 cargo build --quiet --locked -p rdma-dissectors --no-default-features --features serde \
     --target x86_64-unknown-none
 
-step "examples: emit_frames builds a frame with emit and dissects it back"
+step "examples: all built; emit_frames builds a frame with emit and dissects it back"
+cargo build --quiet --locked -p rdma-dissectors --examples
 cargo run --quiet --locked -p rdma-dissectors --example emit_frames >/dev/null
 
 step "cargo publish --dry-run from a clean clone of HEAD"
