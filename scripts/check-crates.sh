@@ -32,6 +32,9 @@ step "examples: all built; emit_frames builds a frame with emit and dissects it 
 cargo build --quiet --locked -p rdma-dissectors --examples
 cargo run --quiet --locked -p rdma-dissectors --example emit_frames >/dev/null
 
+step "docs as docs.rs builds them (all features) without warnings"
+RUSTDOCFLAGS="-D warnings" cargo doc --quiet --locked --no-deps -p crc32-fold -p rdma-dissectors --all-features
+
 step "cargo publish --dry-run from a clean clone of HEAD"
 clone=target/publish-check
 rm -rf "$clone"
