@@ -31,3 +31,20 @@ if ! command -v cargo-nextest >/dev/null; then
     echo "setup: installing cargo-nextest" >&2
     cargo install --locked cargo-nextest >/dev/null 2>&1
 fi
+
+# The dissector crates' checks in scripts/test.sh: their minimum Rust version
+# (read from dissectors/Cargo.toml), a target without std, the API
+# compatibility checker (pinned: a new release may change its verdicts).
+msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' "$(dirname "$0")/../dissectors/Cargo.toml")
+if ! rustup toolchain list | grep -q "^$msrv-"; then
+    echo "setup: installing Rust $msrv (the dissectors' MSRV)" >&2
+    rustup toolchain install "$msrv" --profile minimal >/dev/null 2>&1
+fi
+if ! rustup target list --installed | grep -qx x86_64-unknown-none; then
+    rustup target add x86_64-unknown-none >/dev/null 2>&1
+fi
+SEMVER_CHECKS=0.51.0
+if [ "$(cargo-semver-checks --version 2>/dev/null)" != "cargo-semver-checks $SEMVER_CHECKS" ]; then
+    echo "setup: installing cargo-semver-checks $SEMVER_CHECKS (several minutes, once)" >&2
+    cargo install --locked cargo-semver-checks --version "$SEMVER_CHECKS" >/dev/null 2>&1
+fi

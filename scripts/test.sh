@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (README): set-up, formatting, lints, every test
 # (unit, property, real captures vs kernel traces, tshark oracle, TUI in tmux),
-# docs, and a short fuzz smoke run of every fuzz target.
+# the published dissector crates (MSRV, no_std, package, API) and their
+# Python binding, docs, and a short fuzz smoke run of every fuzz target.
 #
 #   scripts/test.sh            everything
 #   FUZZ_SECONDS=0 scripts/test.sh   skip the fuzz smoke run
@@ -13,6 +14,7 @@ step() { printf '\n=== %s (%ss)\n' "$1" "$(( $(date +%s) - start ))"; }
 
 step "set-up"
 scripts/setup.sh
+scripts/setup-python.sh   # venv under target/, the binding's wheel built and installed
 scripts/setup-ebpf.sh
 # Tests that need root, tshark, tmux or the probes fail here when one is
 # missing (run alone they skip, loudly): analyzer/tests/common/prereq.rs.
@@ -41,6 +43,16 @@ if [ "${LAB:-1}" != 0 ]; then
     rm -rf "$lab_out"
     PROFILE=debug ebpf-probes/lab.sh --out "$lab_out"
 fi
+
+step "dissector crates: MSRV, no_std, examples, cargo publish --dry-run, semver (scripts/check-crates.sh)"
+scripts/check-crates.sh
+
+step "Python binding: fmt, clippy, pytest (vs frames --json)"
+cargo fmt --manifest-path python/Cargo.toml --check
+PYO3_PYTHON=$PWD/target/python-venv/bin/python CARGO_TARGET_DIR=target/python \
+    cargo clippy --quiet --manifest-path python/Cargo.toml --all-targets -- -D warnings
+# The analyzer nextest built above is the reference the binding is compared with.
+RDMA_ANALYZER=$PWD/target/debug/rdma-analyzer target/python-venv/bin/pytest -q python/tests
 
 step "rustdoc without warnings"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet

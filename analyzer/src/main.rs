@@ -86,10 +86,7 @@ fn stdout() -> BufWriter<io::StdoutLock<'static>> {
 }
 
 fn frames(a: &FramesArgs) -> anyhow::Result<ExitCode> {
-    let config = rdma_dissectors::stack::Config {
-        rocev2_port: a.rocev2_port,
-        ..rdma_dissectors::stack::Config::default()
-    };
+    let config = rdma_dissectors::stack::Config::default().with_rocev2_port(a.rocev2_port);
     let mut source = FileSource::open(&a.file, &config)?;
     let mut sink = Frames::new(stdout(), a.json, config);
     let outcome = pipeline::run(&mut source, None, &mut sink, &Stop::new());

@@ -20,10 +20,7 @@ fn bench(c: &mut Criterion) {
     let call = common::rpc_call_send();
     let middle = common::write_middle();
     let verify = Config::default();
-    let skip = Config {
-        verify_icrc: false,
-        ..Config::default()
-    };
+    let skip = Config::default().with_verify_icrc(false);
     let mut g = c.benchmark_group("stack");
     g.throughput(Throughput::Elements(1));
     for (name, frame) in [("rpc_call_send", &call), ("write_middle", &middle)] {

@@ -22,10 +22,7 @@ fn main() {
         "middle" => common::write_middle(),
         _ => common::rpc_call_send(),
     };
-    let config = Config {
-        verify_icrc: icrc,
-        ..Config::default()
-    };
+    let config = Config::default().with_verify_icrc(icrc);
     let mut sink = 0u64;
     for _ in 0..n {
         let d = dissect(LinkType::ETHERNET, std::hint::black_box(&frame), &config);

@@ -157,7 +157,7 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl core::error::Error for Error {}
 
 /// Shorthand for results of this crate.
 pub type Result<T> = core::result::Result<T, Error>;

@@ -41,6 +41,16 @@
 //! assert_eq!(d.icrc, Some(IcrcStatus::Valid));
 //! ```
 //!
+//! # Features
+//!
+//! | feature | default | what |
+//! |---|---|---|
+//! | `std` | yes | runtime CPU detection for the ICRC's AVX-512 path (crc32-fold); nothing else. Without it the crate is `#![no_std]` and needs no allocator: every parser and emitter works on caller-owned byte slices, addresses are `core::net` types and [`Error`] implements `core::error::Error`. |
+//! | `serde` | no | the [`view`] module: each frame as the typed JSON shape `rdma-analyzer frames --json` prints (`Serialize`). Works without `std` and without an allocator. |
+//! | `schemars` | no | `JsonSchema` for the [`view`] types, to publish the schema (needs `std`). |
+#![cfg_attr(not(any(feature = "std", test)), no_std)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![deny(missing_docs)]
 #![forbid(unsafe_code)]
 #![cfg_attr(
     not(test),
@@ -64,6 +74,9 @@ pub mod rpcrdma;
 pub mod rpcrdma_cm;
 pub mod stack;
 pub mod udp;
+#[cfg(feature = "serde")]
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
+pub mod view;
 pub mod xdr;
 
 mod bytes;

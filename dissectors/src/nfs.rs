@@ -489,6 +489,7 @@ enum Kind {
 
 /// A COMPOUND or CB_COMPOUND call (RFC 7530 section 16.2, RFC 8881
 /// sections 18.2 and 20.2).
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Compound<'a> {
     /// `tag`: opaque to the server, echoed in the reply.
@@ -1002,6 +1003,7 @@ fn skip_cb_args(c: &mut Cursor<'_>, op: u32) -> Result<bool> {
 }
 
 /// A COMPOUND reply (RFC 7530 section 16.2, RFC 8881 section 18.2).
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompoundReply<'a> {
     /// `status`: the status of the last op evaluated.
@@ -1281,6 +1283,7 @@ fn skip_results(c: &mut Cursor<'_>, op: u32, ddp: &Ddp<'_>, used: &mut usize) ->
 }
 
 /// What [`describe_call`] found.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CallSummary {
     /// [`program_name`] of the program.

@@ -60,7 +60,7 @@ pub const fn decode_size(v: u8) -> u32 {
 /// Encodes a size in bytes as `(bytes / 1024) - 1` (RFC 8797 section 4.2),
 /// or `None` if `bytes` is not a multiple of 1024 between 1024 and 262144.
 pub const fn encode_size(bytes: u32) -> Option<u8> {
-    if bytes < 1024 || bytes > MAX_INLINE_THRESHOLD || bytes % 1024 != 0 {
+    if bytes < 1024 || bytes > MAX_INLINE_THRESHOLD || !bytes.is_multiple_of(1024) {
         return None;
     }
     Some((bytes / 1024 - 1) as u8)
@@ -275,6 +275,7 @@ pub fn find(private_data: &[u8]) -> Option<(usize, CmPrivateData)> {
 }
 
 /// The connection properties both peers end up with.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Negotiated {
     /// The responder may use Send With Invalidate: both peers set R

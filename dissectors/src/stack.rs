@@ -43,6 +43,19 @@ use crate::rpcrdma_cm::{self, CmPrivateData};
 use crate::udp::{Udp, ROCEV2_PORT};
 
 /// How far [`dissect`] goes and what it assumes.
+///
+/// Options will be added, so the struct cannot be written as a literal
+/// outside this crate: start from [`Config::default`] and change what you
+/// need with the `with_*` methods (or assign the public fields).
+///
+/// ```
+/// use rdma_dissectors::stack::{Config, RpcRdmaDecode};
+/// let config = Config::default()
+///     .with_rocev2_port(4792)
+///     .with_rpcrdma(RpcRdmaDecode::Always);
+/// assert!(config.verify_icrc);
+/// ```
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Config {
     /// UDP destination port that marks RoCEv2 (4791 by IANA assignment).
@@ -60,6 +73,29 @@ impl Default for Config {
             verify_icrc: true,
             rpcrdma: RpcRdmaDecode::Heuristic,
         }
+    }
+}
+
+impl Config {
+    /// This configuration with RoCEv2 on UDP destination port `port`.
+    #[must_use]
+    pub const fn with_rocev2_port(mut self, port: u16) -> Self {
+        self.rocev2_port = port;
+        self
+    }
+
+    /// This configuration with the ICRC (and VCRC) check on or off.
+    #[must_use]
+    pub const fn with_verify_icrc(mut self, verify: bool) -> Self {
+        self.verify_icrc = verify;
+        self
+    }
+
+    /// This configuration deciding RPC-over-RDMA by `decode`.
+    #[must_use]
+    pub const fn with_rpcrdma(mut self, decode: RpcRdmaDecode) -> Self {
+        self.rpcrdma = decode;
+        self
     }
 }
 

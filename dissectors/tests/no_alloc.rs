@@ -48,10 +48,7 @@ fn hot_paths_do_not_allocate() {
         .flat_map(|n| common::frames(n))
         .collect();
     let config = Config::default();
-    let always = Config {
-        rpcrdma: RpcRdmaDecode::Always,
-        ..Config::default()
-    };
+    let always = Config::default().with_rpcrdma(RpcRdmaDecode::Always);
     let n = allocations_of(|| {
         let d = dissect(LinkType::ETHERNET, &call, &config);
         assert!(d.nfs().is_some() && d.rpc().is_some());

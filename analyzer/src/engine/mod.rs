@@ -111,10 +111,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            stack: stack::Config {
-                rpcrdma: RpcRdmaDecode::Never,
-                ..stack::Config::default()
-            },
+            stack: stack::Config::default().with_rpcrdma(RpcRdmaDecode::Never),
             max_connections: 4096,
             max_qps: 16384,
             max_outstanding: 65536,
@@ -404,10 +401,10 @@ impl Engine {
         let _ = orig_len;
         // One dissection, built in place: returning or moving it costs a
         // 720-byte copy per frame.
-        let config = stack::Config {
-            verify_icrc: checked.is_none() && self.config.stack.verify_icrc,
-            ..self.config.stack
-        };
+        let config = self
+            .config
+            .stack
+            .with_verify_icrc(checked.is_none() && self.config.stack.verify_icrc);
         let mut d = stack::Dissection::default();
         stack::dissect_into(link, data, &config, &mut d);
         if checked.is_some() {

@@ -26,6 +26,16 @@
 //! Generic Polynomials Using PCLMULQDQ Instruction" (Intel, 2009); the
 //! constants are derived below at compile time, and the tests check them
 //! against the published ones and every length against `crc32fast`.
+//!
+//! # Features
+//!
+//! - `std` (default): detect AVX-512 and VPCLMULQDQ at run time. Without it
+//!   the crate is `no_std` (and allocates nothing); the folding path is then
+//!   compiled in only when the build itself enables every feature it needs
+//!   (`-C target-cpu=icelake-server` and later, or `-C target-feature=...`),
+//!   since `core` cannot ask the CPU.
+#![cfg_attr(not(any(feature = "std", test)), no_std)]
+#![deny(missing_docs)]
 
 /// Continues a CRC-32: `crc` is the finished CRC of the bytes before `data`
 /// (0 for none), and the result is the finished CRC of both, exactly as
@@ -39,7 +49,20 @@
 /// ```
 #[inline]
 pub fn update(crc: u32, data: &[u8]) -> u32 {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(
+        target_arch = "x86_64",
+        any(
+            feature = "std",
+            all(
+                target_feature = "avx512f",
+                target_feature = "avx512bw",
+                target_feature = "avx512vbmi",
+                target_feature = "vpclmulqdq",
+                target_feature = "pclmulqdq",
+                target_feature = "sse4.1"
+            )
+        )
+    ))]
     if x86::takes(data.len()) && x86::available() {
         return x86::update(crc, data);
     }
@@ -89,7 +112,20 @@ impl OrMask {
 /// ```
 #[inline]
 pub fn update_masked(crc: u32, data: &[u8], mask: &OrMask) -> u32 {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(
+        target_arch = "x86_64",
+        any(
+            feature = "std",
+            all(
+                target_feature = "avx512f",
+                target_feature = "avx512bw",
+                target_feature = "avx512vbmi",
+                target_feature = "vpclmulqdq",
+                target_feature = "pclmulqdq",
+                target_feature = "sse4.1"
+            )
+        )
+    ))]
     if x86::takes(data.len()) && x86::available() {
         return x86::update_masked(crc, data, mask);
     }
@@ -104,7 +140,9 @@ pub fn update_masked(crc: u32, data: &[u8], mask: &OrMask) -> u32 {
     h.finalize()
 }
 
-/// Fold constants, derived from the polynomial.
+/// Fold constants, derived from the polynomial. Unused (but still tested)
+/// where the folding path is not compiled in.
+#[allow(dead_code)]
 mod consts {
     /// The CRC-32 polynomial without its x^32 term, normal bit order.
     const POLY: u32 = 0x04c1_1db7;
@@ -157,12 +195,29 @@ mod consts {
     };
 }
 
-#[cfg(target_arch = "x86_64")]
+/// On x86-64 with `std` (runtime detection decides), or without `std` when
+/// the build enables every feature the path uses: nothing can ask the CPU
+/// then, and a target such as `x86_64-unknown-none`, built without SIMD
+/// registers, must not see this code at all.
+#[cfg(all(
+    target_arch = "x86_64",
+    any(
+        feature = "std",
+        all(
+            target_feature = "avx512f",
+            target_feature = "avx512bw",
+            target_feature = "avx512vbmi",
+            target_feature = "vpclmulqdq",
+            target_feature = "pclmulqdq",
+            target_feature = "sse4.1"
+        )
+    )
+))]
 #[allow(unsafe_code)]
 mod x86 {
     use super::consts::{fold, k, MU_REFLECTED, P_REFLECTED};
     use core::arch::x86_64::*;
-    use std::sync::atomic::{AtomicU8, Ordering};
+    use core::sync::atomic::{AtomicU8, Ordering};
 
     /// Whether the kernel takes a buffer of `len` bytes. Below 64 bytes
     /// `crc32fast`'s one-stream fold is as quick. A remainder of 1-3 bytes
@@ -188,14 +243,33 @@ mod x86 {
 
     #[cold]
     fn detect() -> bool {
-        let yes = is_x86_feature_detected!("avx512f")
-            && is_x86_feature_detected!("avx512bw")
-            && is_x86_feature_detected!("avx512vbmi")
-            && is_x86_feature_detected!("vpclmulqdq")
-            && is_x86_feature_detected!("pclmulqdq")
-            && is_x86_feature_detected!("sse4.1");
+        let yes = cpu_has_features();
         AVAILABLE.store(if yes { 1 } else { 2 }, Ordering::Relaxed);
         yes
+    }
+
+    #[cfg(feature = "std")]
+    fn cpu_has_features() -> bool {
+        std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("avx512vbmi")
+            && std::is_x86_feature_detected!("vpclmulqdq")
+            && std::is_x86_feature_detected!("pclmulqdq")
+            && std::is_x86_feature_detected!("sse4.1")
+    }
+
+    /// Without `std` nothing can ask the CPU: the build's own target
+    /// features decide.
+    #[cfg(not(feature = "std"))]
+    fn cpu_has_features() -> bool {
+        cfg!(all(
+            target_feature = "avx512f",
+            target_feature = "avx512bw",
+            target_feature = "avx512vbmi",
+            target_feature = "vpclmulqdq",
+            target_feature = "pclmulqdq",
+            target_feature = "sse4.1"
+        ))
     }
 
     /// See [`super::update`]; the caller has checked [`takes`] and
@@ -443,7 +517,7 @@ mod tests {
         }
     }
 
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", feature = "std"))]
     #[test]
     fn the_kernel_runs_here() {
         // The lab and CI machines have AVX-512: make sure the tests above

@@ -6,7 +6,7 @@ use rdma_dissectors::link::LinkType;
 use rdma_dissectors::stack::{dissect, Config, RpcRdmaDecode};
 
 fuzz_target!(|data: &[u8]| {
-    let always = Config { rpcrdma: RpcRdmaDecode::Always, ..Config::default() };
+    let always = Config::default().with_rpcrdma(RpcRdmaDecode::Always);
     for link in [LinkType::ETHERNET, LinkType::RAW, LinkType::LINUX_SLL, LinkType::LINUX_SLL2, LinkType::INFINIBAND] {
         for config in [Config::default(), always] {
             let d = dissect(link, data, &config);

@@ -71,6 +71,32 @@ pub enum NakCode {
     Unknown(u8),
 }
 
+impl AckKind {
+    /// The syndrome type in snake_case: `"ack"`, `"rnr_nak"`, `"nak"` or
+    /// `"reserved"` (IBA table 42).
+    pub const fn name(self) -> &'static str {
+        match self {
+            AckKind::Ack { .. } => "ack",
+            AckKind::RnrNak { .. } => "rnr_nak",
+            AckKind::Nak(_) => "nak",
+            AckKind::Reserved(_) => "reserved",
+        }
+    }
+}
+
+/// Words for a protocol trace: `ACK credit count 31`, `RNR NAK timer 14`,
+/// `NAK PSN Sequence Error`, `reserved syndrome 0x40`.
+impl core::fmt::Display for AckKind {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            AckKind::Ack { credit_count } => write!(f, "ACK credit count {credit_count}"),
+            AckKind::RnrNak { timer } => write!(f, "RNR NAK timer {timer}"),
+            AckKind::Nak(code) => write!(f, "NAK {}", code.name()),
+            AckKind::Reserved(s) => write!(f, "reserved syndrome {s:#04x}"),
+        }
+    }
+}
+
 impl NakCode {
     /// The code's name as the IBA writes it.
     pub const fn name(self) -> &'static str {

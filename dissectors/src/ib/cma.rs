@@ -18,7 +18,7 @@
 //! such header: it is the consumer's from its first byte.
 
 use core::fmt;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use super::cm::ServiceId;
 use super::{out, split};

@@ -44,6 +44,7 @@ const GRH_LEN: usize = 40;
 const LRH_LEN: usize = 8;
 
 /// What the ICRC of one packet says.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IcrcStatus {
     /// The stored ICRC matches the packet.
@@ -62,6 +63,7 @@ pub enum IcrcStatus {
 }
 
 /// What the VCRC of one native IB packet says.
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum VcrcStatus {
     /// The stored VCRC matches the packet.
