@@ -20,19 +20,16 @@
 
 pub mod anomaly;
 mod conn;
+mod describe;
+pub mod keys;
+pub mod model;
 pub mod probe;
 pub mod probe_correlate;
 mod qp_table;
 mod rdma;
-pub mod txn;
-
-/// The engine's hash tables. Keys come off the wire, so the hash is keyed
-/// per process (foldhash's quality variant): several times cheaper than
-/// SipHash per frame, and an attacker cannot precompute collisions.
-pub(crate) type Map<K, V> = std::collections::HashMap<K, V, foldhash::quality::RandomState>;
+mod txn;
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 
 use rdma_dissectors::ib::icrc::IcrcStatus;
 use rdma_dissectors::ib::Qpn;
@@ -41,51 +38,12 @@ use rdma_dissectors::stack::{self, RpcRdmaDecode};
 use serde::Serialize;
 
 pub use anomaly::{Anomaly, Kind, Severity};
-pub use conn::{CmState, Connection, CreditPoint, Role};
-pub use txn::{
-    CallHeader, ChunkKind, LadderStep, Origin, SegmentUse, StepWhat, Transaction, Transfer,
+pub(crate) use keys::Map;
+pub use keys::{ConnId, QpKey};
+pub use model::{
+    CallHeader, ChunkKind, CmState, Connection, CreditPoint, LadderStep, Origin, Phases, Role,
+    SegmentUse, StepWhat, Transaction, Transfer,
 };
-
-/// A connection's identifier: small, stable for the whole run, in order of discovery.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(transparent)]
-pub struct ConnId(pub u32);
-
-impl std::fmt::Display for ConnId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "c{}", self.0)
-    }
-}
-
-/// A queue pair as the wire names it: the node's address and its QP number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct QpKey {
-    /// IP address (RoCEv2) of the node that owns the QP.
-    pub addr: IpAddr,
-    /// QP number.
-    pub qpn: u32,
-}
-
-/// One word per IPv4 key: the derived hash fed the address's enum tag,
-/// its bytes and the QPN separately, and this table is looked up for every
-/// packet.
-impl std::hash::Hash for QpKey {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        match self.addr {
-            IpAddr::V4(a) => state.write_u64(u64::from(a.to_bits()) << 32 | u64::from(self.qpn)),
-            IpAddr::V6(a) => {
-                state.write_u128(a.to_bits());
-                state.write_u32(self.qpn);
-            }
-        }
-    }
-}
-
-impl std::fmt::Display for QpKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{:#x}", self.addr, self.qpn)
-    }
-}
 
 /// Caps and switches.
 #[derive(Debug, Clone)]

@@ -19,8 +19,8 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use crate::engine::model::Phases;
 use crate::engine::probe::{ChunkType, Cid, Probe, ProbeEvent, SegKind, TaskKey};
-use crate::engine::txn::Phases;
 use crate::engine::{
     Anomaly, CallHeader, ChunkKind, ConnId, Finding, Kind, LadderStep, Origin, SegmentUse,
     Transaction, Transfer,

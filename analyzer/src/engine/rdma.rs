@@ -9,7 +9,9 @@ use rdma_dissectors::ib::Psn;
 use rdma_dissectors::oncrpc::{MsgBody, RpcMsg};
 use rdma_dissectors::stack::Dissection;
 
-use super::txn::{fill_call, ChunkKind, Message, StepWhat, SEGMENT_FRAME_CAP};
+use super::describe::fill_call;
+use super::model::{ChunkKind, StepWhat};
+use super::txn::{Message, SEGMENT_FRAME_CAP};
 use super::{ConnId, Engine, Finding, Kind, QpKey};
 
 /// A chunk segment of an outstanding call: the call's key in its
