@@ -5,9 +5,9 @@
 //! tests share one implementation.
 //!
 //! ```text
-//!  Event::Frame ──► stack::dissect ──► CM MAD? ──► connections (conn.rs)
-//!                                 └──► BTH ──┬─ SEND ──► reassembly ──► RPC-over-RDMA message (txn.rs)
-//!                                            ├─ RDMA WRITE / READ ──► chunk segments (rdma.rs)
+//!  Event::Frame ──► stack::dissect ──► CM MAD? ──► connections (wire/conn.rs)
+//!                                 └──► BTH ──┬─ SEND ──► reassembly ──► RPC-over-RDMA message (wire/call.rs)
+//!                                            ├─ RDMA WRITE / READ ──► chunk segments (wire/rdma.rs)
 //!                                            └─ ACK / NAK ──► anomalies
 //!  Event::End ──► unanswered calls
 //! ```
@@ -19,15 +19,12 @@
 //! [`Evictions`] and reported as a `state_evicted` anomaly, never dropped silently.
 
 pub mod anomaly;
-mod conn;
 mod describe;
 pub mod keys;
 pub mod model;
 pub mod probe;
 pub mod probe_correlate;
-mod qp_table;
-mod rdma;
-mod txn;
+mod wire;
 
 use std::collections::BTreeMap;
 
@@ -37,8 +34,9 @@ use rdma_dissectors::link::LinkType;
 use rdma_dissectors::stack::{self, RpcRdmaDecode};
 use serde::Serialize;
 
+use wire::state::QpState;
+
 pub use anomaly::{Anomaly, Kind, Severity};
-pub(crate) use keys::Map;
 pub use keys::{ConnId, QpKey};
 pub use model::{
     CallHeader, ChunkKind, CmState, Connection, CreditPoint, LadderStep, Origin, Phases, Role,
@@ -206,33 +204,17 @@ pub struct State {
     pub evictions: Evictions,
 }
 
-/// Per-queue-pair receive state.
-#[derive(Debug, Default)]
-struct QpState {
-    conn: Option<ConnId>,
-    /// Last request PSN seen arriving at this QP (for duplicates and gaps).
-    last_psn: Option<u32>,
-    /// After a READ request the next PSN jumps by the response count, which
-    /// the wire does not say; skip one gap check.
-    psn_jump_unknown: bool,
-    /// A multi-packet Send being reassembled.
-    send: Option<txn::Reassembly>,
-    /// An RDMA Write whose later packets carry no RETH.
-    write: Option<rdma::WriteCtx>,
-    last_ts_ns: u64,
-}
-
 /// The correlation engine.
 pub struct Engine {
     config: Config,
     state: State,
-    qps: qp_table::QpTable,
+    qps: wire::qp_table::QpTable,
     next_conn: u32,
-    conns: conn::Table,
+    conns: wire::state::Table,
     kernel: probe_correlate::Correlator,
     /// Middle packets of RDMA Writes and Read Responses not yet added to
-    /// their transactions (see [`rdma::Credit`]).
-    credits: Vec<rdma::Credit>,
+    /// their transactions (see [`wire::rdma::Credit`]).
+    credits: Vec<wire::rdma::Credit>,
     /// False writes every packet at once (the tests' reference).
     defer_credits: bool,
 }
@@ -248,11 +230,11 @@ impl Engine {
         Engine {
             config,
             state: State::default(),
-            qps: qp_table::QpTable::default(),
+            qps: wire::qp_table::QpTable::default(),
             next_conn: 1,
-            conns: conn::Table::default(),
+            conns: wire::state::Table::default(),
             kernel,
-            credits: Vec::with_capacity(rdma::MAX_CREDITS),
+            credits: Vec::with_capacity(wire::rdma::MAX_CREDITS),
             defer_credits: true,
         }
     }
@@ -388,7 +370,7 @@ impl Engine {
             Some(_) => t.icrc_unchecked += 1,
             None => {}
         }
-        if !self.credits.is_empty() && !rdma::continues_transfer(&d) {
+        if !self.credits.is_empty() && !wire::rdma::continues_transfer(&d) {
             // Anything else may read or end the transactions they belong to.
             self.flush_credits();
         }

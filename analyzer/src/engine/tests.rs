@@ -351,7 +351,7 @@ fn deferred_middle_packets_give_the_same_results() {
             .iter()
             .filter(|f| {
                 let d = stack::dissect(f.2, &f.4, &stack::Config::default());
-                super::rdma::continues_transfer(&d)
+                super::wire::rdma::continues_transfer(&d)
             })
             .count();
         assert_eq!(replay(&frames, true), replay(&frames, false), "{name}");

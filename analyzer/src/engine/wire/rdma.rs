@@ -9,53 +9,11 @@ use rdma_dissectors::ib::Psn;
 use rdma_dissectors::oncrpc::{MsgBody, RpcMsg};
 use rdma_dissectors::stack::Dissection;
 
-use super::describe::fill_call;
-use super::model::{ChunkKind, StepWhat};
-use super::txn::{Message, SEGMENT_FRAME_CAP};
-use super::{ConnId, Engine, Finding, Kind, QpKey};
-
-/// A chunk segment of an outstanding call: the call's key in its
-/// connection's `outstanding` table and the segment's index, in one word.
-///
-/// Every Middle packet copies one of these a few times. As a
-/// `((bool, u32), usize)` with a niche tag, each copy read back its fields
-/// with wider, overlapping loads than had stored them, and the stalled store
-/// forwarding was the engine's hottest spot; one word is stored and loaded
-/// whole.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct SegmentRef(std::num::NonZeroU64);
-
-impl SegmentRef {
-    /// `None` for an index past 2^31 - 2, which no chunk list reaches (a
-    /// segment takes 16 bytes of a header of at most 16 MiB).
-    fn new(txn: (bool, u32), index: usize) -> Option<Self> {
-        let low = u32::try_from(index).ok()?.checked_add(1)?;
-        if low >= 1 << 31 {
-            return None;
-        }
-        let word = u64::from(txn.1) << 32 | u64::from(txn.0) << 31 | u64::from(low);
-        std::num::NonZeroU64::new(word).map(SegmentRef)
-    }
-
-    /// The call's key in `outstanding`.
-    fn txn(self) -> (bool, u32) {
-        let w = self.0.get();
-        (w >> 31 & 1 == 1, (w >> 32) as u32)
-    }
-
-    /// The segment's index in the call's chunks.
-    fn index(self) -> usize {
-        ((self.0.get() & 0x7fff_ffff) - 1) as usize
-    }
-}
-
-/// An RDMA Write in progress on a QP: its later packets carry no RETH.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct WriteCtx {
-    conn: ConnId,
-    target: Option<SegmentRef>,
-    rkey: u32,
-}
+use super::state::{Message, ReadReq, SegmentRef, Txn, WriteCtx, SEGMENT_FRAME_CAP};
+use crate::engine::describe::fill_call;
+use crate::engine::keys::{ConnId, QpKey};
+use crate::engine::model::{ChunkKind, CmState, StepWhat};
+use crate::engine::{Engine, Finding, Kind};
 
 /// The Middle packets of one transfer (an RDMA Write, or the responses to
 /// one RDMA Read) into one chunk segment, added up before they are written
@@ -72,7 +30,7 @@ pub(super) struct WriteCtx {
 /// which they are written does not matter. The result is the same as
 /// writing each packet at once.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Credit {
+pub(in crate::engine) struct Credit {
     conn: ConnId,
     target: SegmentRef,
     read: bool,
@@ -85,7 +43,7 @@ pub(super) struct Credit {
 }
 
 /// Transfers deferred at once; one more writes them all.
-pub(super) const MAX_CREDITS: usize = 16;
+pub(in crate::engine) const MAX_CREDITS: usize = 16;
 
 impl Credit {
     fn new(conn: ConnId, target: SegmentRef, read: bool, m: Middle) -> Self {
@@ -119,7 +77,7 @@ impl Credit {
 /// every packet, only to add three fields of it to an entry, showed in
 /// profiles.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Middle {
+pub(in crate::engine) struct Middle {
     bytes: u32,
     frame: u64,
     ts: u64,
@@ -127,7 +85,7 @@ pub(super) struct Middle {
 
 /// Whether the packet is the Middle of an RDMA Write or Read Response: the
 /// packets [`Credit`] defers.
-pub(super) fn continues_transfer(d: &Dissection<'_>) -> bool {
+pub(in crate::engine) fn continues_transfer(d: &Dissection<'_>) -> bool {
     d.bth().is_some_and(|b| {
         matches!(
             b.opcode.operation(),
@@ -136,20 +94,9 @@ pub(super) fn continues_transfer(d: &Dissection<'_>) -> bool {
     })
 }
 
-/// An RDMA Read request waiting for its responses.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct ReadReq {
-    psn: u32,
-    next_psn: u32,
-    rkey: u32,
-    len: u32,
-    received: u32,
-    target: Option<SegmentRef>,
-}
-
 impl Engine {
     /// Handles any RC/UC/UD packet that is not a CM MAD.
-    pub(super) fn rc_frame(
+    pub(in crate::engine) fn rc_frame(
         &mut self,
         number: u64,
         ts: u64,
@@ -335,7 +282,7 @@ impl Engine {
             .state
             .connections
             .get(&conn)
-            .is_some_and(|c| c.cm_state != super::CmState::NotSeen);
+            .is_some_and(|c| c.cm_state != CmState::NotSeen);
         // Mid-capture, calls sent before the capture began are unknown: only a
         // connection seen from its start can prove the access was not advertised.
         if !rpcrdma || !cm_seen {
@@ -375,7 +322,7 @@ impl Engine {
     }
 
     /// Writes every deferred [`Credit`] into its transaction.
-    pub(super) fn flush_credits(&mut self) {
+    pub(in crate::engine) fn flush_credits(&mut self) {
         let mut credits = std::mem::take(&mut self.credits);
         for c in credits.drain(..) {
             let Some(t) = self.apply_credit(c.conn, c.target, c.first_ts, c.last_ts, c.read) else {
@@ -401,7 +348,7 @@ impl Engine {
         first_ts: u64,
         last_ts: u64,
         read: bool,
-    ) -> Option<&mut super::txn::Txn> {
+    ) -> Option<&mut Txn> {
         let t = self
             .conns
             .corr
@@ -427,7 +374,7 @@ impl Engine {
         frame: u64,
         ts: u64,
         read: bool,
-    ) -> Option<&mut super::txn::Txn> {
+    ) -> Option<&mut Txn> {
         if !self.credits.is_empty() {
             self.flush_credits();
         }
@@ -699,27 +646,5 @@ impl Engine {
             }
         }
         let _ = out;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::SegmentRef;
-
-    #[test]
-    fn segment_ref_gives_back_what_it_was_made_of() {
-        for txn in [
-            (false, 0),
-            (true, 0),
-            (false, u32::MAX),
-            (true, 0x8000_0001),
-        ] {
-            for index in [0, 1, 7, 0xffff, (1 << 31) - 2] {
-                let r = SegmentRef::new(txn, index).unwrap();
-                assert_eq!((r.txn(), r.index()), (txn, index));
-            }
-            assert_eq!(SegmentRef::new(txn, (1 << 31) - 1), None);
-            assert_eq!(SegmentRef::new(txn, usize::MAX), None);
-        }
     }
 }

@@ -1,59 +1,20 @@
 //! Connections: built from the CM exchange (REQ, REP, RTU, DREQ, DREP, REJ),
 //! or from traffic alone when the capture starts mid-connection.
 
-use std::collections::VecDeque;
 use std::net::IpAddr;
 
 use rdma_dissectors::ib::cm::CmMessage;
 use rdma_dissectors::rpcrdma_cm;
 use rdma_dissectors::stack::Dissection;
 
-use super::model::{v1, CmState, Connection};
-use super::rdma::ReadReq;
-use super::txn::Txn;
-use super::{ConnId, Engine, Finding, Kind, Map, QpKey};
-
-/// Correlation state per connection that the front ends never see.
-#[derive(Debug, Default)]
-pub(super) struct Corr {
-    /// Outstanding calls by (backchannel, xid).
-    pub outstanding: Map<(bool, u32), Txn>,
-    /// Insertion order of `outstanding`, for evicting the oldest.
-    pub order: VecDeque<(bool, u32, u64)>,
-    /// Advertised STags: handle -> calls whose chunks name it.
-    pub stags: Map<u32, Vec<(bool, u32)>>,
-    /// RDMA Read requests awaiting responses, in PSN order.
-    pub reads: VecDeque<ReadReq>,
-    /// Whether RPC-over-RDMA was seen (or the CM port says so).
-    pub rpcrdma: bool,
-    /// For connections found from traffic: the client's address, learnt
-    /// from the first call, before its QP number is known.
-    pub peer_addr: Option<IpAddr>,
-}
-
-/// All connections' private correlation state.
-#[derive(Debug, Default)]
-pub(super) struct Table {
-    pub corr: Map<ConnId, Corr>,
-    /// CM REQs waiting for their REP: (client address, client comm id).
-    pub pending: Map<(IpAddr, u32), ConnId>,
-}
-
-impl Table {
-    pub fn ids(&self) -> Vec<ConnId> {
-        let mut v: Vec<ConnId> = self.corr.keys().copied().collect();
-        v.sort();
-        v
-    }
-
-    pub fn outstanding(&self) -> usize {
-        self.corr.values().map(|c| c.outstanding.len()).sum()
-    }
-}
+use super::state::{Corr, Txn};
+use crate::engine::keys::{ConnId, QpKey};
+use crate::engine::model::{v1, CmState, Connection};
+use crate::engine::{Engine, Finding, Kind};
 
 impl Engine {
     /// Creates a connection, evicting the longest-idle one at the cap.
-    pub(super) fn new_conn(&mut self, ts: u64, out: &mut Vec<Finding>) -> ConnId {
+    pub(in crate::engine) fn new_conn(&mut self, ts: u64, out: &mut Vec<Finding>) -> ConnId {
         if self.state.connections.len() >= self.config.max_connections {
             let victim = self
                 .state
@@ -92,7 +53,7 @@ impl Engine {
     }
 
     /// Points `key` at `conn` (a QP number reused by a new connection moves).
-    pub(super) fn bind_qp(&mut self, key: QpKey, conn: ConnId, out: &mut Vec<Finding>) {
+    pub(in crate::engine) fn bind_qp(&mut self, key: QpKey, conn: ConnId, out: &mut Vec<Finding>) {
         let q = self.qp_mut(&key, out);
         q.conn = Some(conn);
         q.last_psn = None;
@@ -101,7 +62,7 @@ impl Engine {
     }
 
     /// Emits every outstanding call of `id` as unanswered.
-    pub(super) fn close_out(&mut self, id: ConnId, why: &str, out: &mut Vec<Finding>) {
+    pub(in crate::engine) fn close_out(&mut self, id: ConnId, why: &str, out: &mut Vec<Finding>) {
         let Some(corr) = self.conns.corr.get_mut(&id) else {
             return;
         };
@@ -133,7 +94,7 @@ impl Engine {
         }
     }
 
-    pub(super) fn cm_message(
+    pub(in crate::engine) fn cm_message(
         &mut self,
         number: u64,
         ts: u64,

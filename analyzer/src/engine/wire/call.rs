@@ -3,54 +3,22 @@
 //! one message can show.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
 
 use rdma_dissectors::nfs;
 use rdma_dissectors::oncrpc::{MsgBody, RpcMsg};
 use rdma_dissectors::rpcrdma::{self, Body, Chunks, Proc, RdmaError, RpcRdmaHeader};
 
-use super::describe::{fill_call, reply_status};
-use super::model::{
+use super::state::{Message, Reassembly, Txn};
+use crate::engine::describe::{fill_call, reply_status};
+use crate::engine::keys::ConnId;
+use crate::engine::model::{
     v1, CallHeader, ChunkKind, Origin, Phases, SegmentUse, StepWhat, Transaction, Transfer,
 };
-use super::{ConnId, Engine, Finding, Kind, QpKey};
-
-/// An outstanding call with its correlation bookkeeping.
-#[derive(Debug, Clone)]
-pub(super) struct Txn {
-    pub rec: Transaction,
-    pub first_read_ts: Option<u64>,
-    pub last_read_ts: Option<u64>,
-    pub first_write_ts: Option<u64>,
-    pub last_write_ts: Option<u64>,
-}
-
-/// A multi-packet Send being put back together.
-#[derive(Debug, Clone)]
-pub(super) struct Reassembly {
-    pub first_frame: u64,
-    pub prefix: Vec<u8>,
-    pub total: usize,
-}
-
-/// A whole RPC-over-RDMA message, as received.
-pub(super) struct Message<'a> {
-    pub bytes: &'a [u8],
-    pub total: usize,
-    pub first_frame: u64,
-    pub frame: u64,
-    pub ts: u64,
-    pub src: IpAddr,
-    pub dest: QpKey,
-    pub invalidate: Option<u32>,
-}
-
-/// Frames recorded per segment; the rest are counted in `bytes_moved` only.
-pub(super) const SEGMENT_FRAME_CAP: usize = 8;
+use crate::engine::{Engine, Finding, Kind};
 
 impl Engine {
     /// Handles one packet of an RC SEND.
-    pub(super) fn send_packet(
+    pub(in crate::engine) fn send_packet(
         &mut self,
         m: Message<'_>,
         position: rdma_dissectors::ib::bth::Position,
@@ -145,7 +113,7 @@ impl Engine {
     }
 
     /// Handles one whole RPC-over-RDMA message.
-    pub(super) fn message(&mut self, m: Message<'_>, out: &mut Vec<Finding>) {
+    pub(in crate::engine) fn message(&mut self, m: Message<'_>, out: &mut Vec<Finding>) {
         let known_conn = self.qps.get(&m.dest).and_then(|q| q.conn);
         let known_rpcrdma = known_conn
             .and_then(|c| self.conns.corr.get(&c))
@@ -581,7 +549,11 @@ impl Engine {
         true
     }
 
-    pub(super) fn take_outstanding(&mut self, conn: ConnId, key: (bool, u32)) -> Option<Txn> {
+    pub(in crate::engine) fn take_outstanding(
+        &mut self,
+        conn: ConnId,
+        key: (bool, u32),
+    ) -> Option<Txn> {
         let corr = self.conns.corr.get_mut(&conn)?;
         let t = corr.outstanding.remove(&key)?;
         for s in &t.rec.chunks {
