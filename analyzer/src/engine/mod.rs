@@ -9,8 +9,12 @@
 //!                                 └──► BTH ──┬─ SEND ──► reassembly ──► RPC-over-RDMA message (wire/call.rs)
 //!                                            ├─ RDMA WRITE / READ ──► chunk segments (wire/rdma.rs)
 //!                                            └─ ACK / NAK ──► anomalies
+//!  Event::Probe ──► kernel/ ──► transactions as the client's or the server's kernel saw them
 //!  Event::End ──► unanswered calls
 //! ```
+//!
+//! `keys`, `model`, `describe` and `anomaly` are leaves that `wire/` and
+//! `kernel/` share; neither of those imports the other.
 //!
 //! Output comes two ways: [`Finding`]s (completed transactions and
 //! anomalies) pushed to the caller's vector as they happen, and aggregate
@@ -20,11 +24,15 @@
 
 pub mod anomaly;
 mod describe;
+pub mod kernel;
 pub mod keys;
 pub mod model;
-pub mod probe;
-pub mod probe_correlate;
 mod wire;
+
+/// The kernel probes' correlator, at its old path.
+pub use kernel as probe_correlate;
+/// The kernel probes' events, at their old path.
+pub use kernel::event as probe;
 
 use std::collections::BTreeMap;
 
@@ -211,7 +219,7 @@ pub struct Engine {
     qps: wire::qp_table::QpTable,
     next_conn: u32,
     conns: wire::state::Table,
-    kernel: probe_correlate::Correlator,
+    kernel: kernel::Correlator,
     /// Middle packets of RDMA Writes and Read Responses not yet added to
     /// their transactions (see [`wire::rdma::Credit`]).
     credits: Vec<wire::rdma::Credit>,
@@ -222,10 +230,10 @@ pub struct Engine {
 impl Engine {
     /// A new engine with `config`'s caps.
     pub fn new(config: Config) -> Self {
-        let kernel = probe_correlate::Correlator::new(probe_correlate::CorrelateConfig {
+        let kernel = kernel::Correlator::new(kernel::CorrelateConfig {
             max_outstanding: config.max_outstanding,
             max_ladder_steps: config.max_ladder_steps,
-            ..probe_correlate::CorrelateConfig::default()
+            ..kernel::CorrelateConfig::default()
         });
         Engine {
             config,
@@ -240,7 +248,7 @@ impl Engine {
     }
 
     /// The probe-side correlation (counters, CM private data the kprobes saw).
-    pub fn kernel(&self) -> &probe_correlate::Correlator {
+    pub fn kernel(&self) -> &kernel::Correlator {
         &self.kernel
     }
 
@@ -481,7 +489,7 @@ impl Engine {
     fn with_kernel(
         &mut self,
         out: &mut Vec<Finding>,
-        f: impl FnOnce(&mut probe_correlate::Correlator, &mut Vec<Finding>),
+        f: impl FnOnce(&mut kernel::Correlator, &mut Vec<Finding>),
     ) {
         self.kernel.next_conn = self.next_conn;
         f(&mut self.kernel, out);

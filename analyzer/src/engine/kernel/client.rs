@@ -1,0 +1,353 @@
+//! The client's kernel (`xprtrdma_*` tracepoints), keyed by RPC task:
+//!
+//! ```text
+//!  chunk_read/write/reply ─► marshal(xid) ─► post_send ─► reply(xid, credits)
+//!    ─► mr_reminv(handle) ─► decode_seg(len) ─► Transaction (after a grace period)
+//! ```
+
+use super::event::{ChunkType, ProbeEvent, ProbeMeta, SegKind, TaskKey};
+use super::{seg_use, Correlator, Ladder};
+use crate::engine::model::Phases;
+use crate::engine::{
+    Anomaly, CallHeader, ChunkKind, Finding, Kind, Origin, SegmentUse, Transaction, Transfer,
+};
+
+/// A call of one RPC task, from its chunks to its reply.
+#[derive(Debug, Clone, Default)]
+pub(super) struct ClientCall {
+    first_seq: u64,
+    marshal: Option<(u64, u64)>, // (seq, ts)
+    xid: u32,
+    rtype: Option<ChunkType>,
+    wtype: Option<ChunkType>,
+    call_len: u32,
+    in_flight: u32,
+    segs: Vec<SegmentUse>,
+    sent_ts: Option<u64>,
+    reply: Option<(u64, u64, u32)>, // (seq, ts, credits)
+    deadline: u64,
+    remote_inv: Option<u32>,
+    ladder: Ladder,
+}
+
+impl Correlator {
+    /// The arms of [`Correlator::handle`] for the client's events.
+    pub(super) fn client_event(
+        &mut self,
+        meta: ProbeMeta,
+        event: &ProbeEvent,
+        out: &mut Vec<Finding>,
+    ) {
+        let (seq, ts) = (meta.seq, meta.ts_ns);
+        match event {
+            ProbeEvent::ClientChunk {
+                task,
+                kind,
+                handle,
+                length,
+                offset,
+            } => {
+                let c = self.task_entry(*task, seq, out);
+                if c.marshal.is_some() {
+                    // Chunks after a marshal: the task is being marshalled again.
+                    c.segs.clear();
+                    c.marshal = None;
+                    c.ladder = Ladder::default();
+                }
+                let chunk = c.segs.iter().filter(|s| s.kind == ChunkKind::Write).count() as u32;
+                let chunk = if matches!(kind, SegKind::Write) {
+                    chunk
+                } else {
+                    0
+                };
+                c.segs
+                    .push(seg_use(*kind, *handle, *length, *offset, chunk));
+            }
+            ProbeEvent::Marshal {
+                task,
+                xid,
+                rtype,
+                wtype,
+                hdrlen,
+                xdrlen,
+            } => {
+                let in_flight = self
+                    .tasks
+                    .iter()
+                    .filter(|(k, c)| {
+                        k.client_id == task.client_id && c.marshal.is_some() && c.reply.is_none()
+                    })
+                    .count() as u32
+                    + 1;
+                let cap = self.cfg.max_ladder_steps;
+                let remarshal = self.tasks.get(task).is_some_and(|c| c.marshal.is_some());
+                if remarshal {
+                    self.stats.remarshals += 1;
+                }
+                let c = self.task_entry(*task, seq, out);
+                c.marshal = Some((seq, ts));
+                c.xid = *xid;
+                c.rtype = Some(*rtype);
+                c.wtype = Some(*wtype);
+                c.call_len = hdrlen.unwrap_or(0) + xdrlen.unwrap_or(0);
+                c.in_flight = in_flight;
+                let segs = c.segs.len();
+                c.ladder.step(
+                    cap,
+                    ts,
+                    seq,
+                    ts,
+                    true,
+                    format!(
+                        "marshal xid {xid:#010x} rtype {rtype:?} wtype {wtype:?}, {segs} segments"
+                    ),
+                );
+            }
+            ProbeEvent::ClientPostSend {
+                task: Some(task), ..
+            } => {
+                let cap = self.cfg.max_ladder_steps;
+                if let Some(c) = self.tasks.get_mut(task) {
+                    if c.sent_ts.is_none() {
+                        c.sent_ts = Some(ts);
+                    }
+                    let base = c.marshal.map_or(ts, |m| m.1);
+                    c.ladder.step(cap, base, seq, ts, true, "post_send".into());
+                }
+            }
+            ProbeEvent::Reply { task, xid, credits } => {
+                let cap = self.cfg.max_ladder_steps;
+                let grace = self.cfg.close_grace_ns;
+                match self.tasks.get_mut(task) {
+                    Some(c) if c.marshal.is_some() && c.xid == *xid => {
+                        c.reply = Some((seq, ts, *credits));
+                        c.deadline = ts.saturating_add(grace);
+                        let base = c.marshal.map_or(ts, |m| m.1);
+                        c.ladder.step(
+                            cap,
+                            base,
+                            seq,
+                            ts,
+                            false,
+                            format!("reply credits {credits}"),
+                        );
+                    }
+                    _ => {
+                        let connection = Some(self.conn(false, task.client_id));
+                        out.push(Finding::Anomaly(Box::new(Anomaly {
+                            kind: Kind::ReplyWithoutCall,
+                            frames: vec![seq],
+                            connection,
+                            xid: Some(*xid),
+                            message: format!(
+                                "client probes: reply to xid {xid:#010x} (task {}@{}) whose marshal was not seen",
+                                task.task_id, task.client_id
+                            ),
+                        })));
+                    }
+                }
+            }
+            ProbeEvent::RemoteInv { task, handle } => {
+                let cap = self.cfg.max_ladder_steps;
+                if let Some(c) = self.tasks.get_mut(task) {
+                    c.remote_inv = Some(*handle);
+                    for s in c.segs.iter_mut().filter(|s| s.handle == *handle) {
+                        s.remotely_invalidated = true;
+                    }
+                    let base = c.marshal.map_or(ts, |m| m.1);
+                    c.ladder.step(
+                        cap,
+                        base,
+                        seq,
+                        ts,
+                        false,
+                        format!("remote invalidation of rkey {handle:#x}"),
+                    );
+                }
+            }
+            ProbeEvent::LocalInv { task, handle } => {
+                let cap = self.cfg.max_ladder_steps;
+                if let Some(c) = self.tasks.get_mut(task) {
+                    let base = c.marshal.map_or(ts, |m| m.1);
+                    c.ladder.step(
+                        cap,
+                        base,
+                        seq,
+                        ts,
+                        true,
+                        format!("local invalidation of rkey {handle:#x}"),
+                    );
+                }
+            }
+            ProbeEvent::DecodeSeg { handle, length, .. } => {
+                if let Some(s) = self
+                    .tasks
+                    .values_mut()
+                    .filter(|c| c.reply.is_some())
+                    .flat_map(|c| c.segs.iter_mut())
+                    .find(|s| {
+                        s.handle == *handle
+                            && s.kind != ChunkKind::Read
+                            && s.reported_length.is_none()
+                    })
+                {
+                    s.reported_length = Some(*length);
+                    s.bytes_moved = u64::from(*length);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn task_entry(&mut self, task: TaskKey, seq: u64, out: &mut Vec<Finding>) -> &mut ClientCall {
+        if !self.tasks.contains_key(&task) {
+            if self.tasks.len() >= self.cfg.max_outstanding {
+                while let Some(old) = self.task_order.pop_front() {
+                    if let Some(c) = self.tasks.remove(&old) {
+                        self.stats.evicted += 1;
+                        self.finish_client(old, c, out);
+                        break;
+                    }
+                }
+            }
+            self.task_order.push_back(task);
+        }
+        // A task that already has a reply and starts again is a new call.
+        if self.tasks.get(&task).is_some_and(|c| c.reply.is_some()) {
+            if let Some(c) = self.tasks.remove(&task) {
+                self.finish_client(task, c, out);
+            }
+            self.task_order.push_back(task);
+        }
+        self.tasks.entry(task).or_insert_with(|| ClientCall {
+            first_seq: seq,
+            ..ClientCall::default()
+        })
+    }
+
+    pub(super) fn expire(&mut self, now: u64, out: &mut Vec<Finding>) {
+        if !self
+            .tasks
+            .values()
+            .any(|c| c.reply.is_some() && c.deadline < now)
+        {
+            return;
+        }
+        let mut done: Vec<TaskKey> = self
+            .tasks
+            .iter()
+            .filter(|(_, c)| c.reply.is_some() && c.deadline < now)
+            .map(|(k, _)| *k)
+            .collect();
+        done.sort_by_key(|k| self.tasks.get(k).map_or(0, |c| c.first_seq));
+        for k in done {
+            if let Some(c) = self.tasks.remove(&k) {
+                self.task_order.retain(|t| *t != k);
+                self.finish_client(k, c, out);
+            }
+        }
+    }
+
+    pub(super) fn finish_client(&mut self, task: TaskKey, c: ClientCall, out: &mut Vec<Finding>) {
+        let Some((call_seq, call_ts)) = c.marshal else {
+            return; // chunks registered, never marshalled: nothing to report
+        };
+        let connection = self.conn(false, task.client_id);
+        self.stats.client_transactions += 1;
+        let call_transfer = match c.rtype {
+            Some(ChunkType::ReadList) => Transfer::ReadChunks,
+            Some(ChunkType::LongCall) => Transfer::LongCall,
+            _ => Transfer::Inline,
+        };
+        let reply_transfer = match (c.reply, c.wtype) {
+            (None, _) => Transfer::None,
+            (Some(_), Some(ChunkType::WriteList)) => Transfer::WriteChunks,
+            (Some(_), Some(ChunkType::ReplyChunk)) => {
+                // The server may answer inline when the reply fits.
+                if c.segs
+                    .iter()
+                    .any(|s| s.kind == ChunkKind::Reply && s.reported_length.unwrap_or(0) > 0)
+                {
+                    Transfer::ReplyChunk
+                } else {
+                    Transfer::Inline
+                }
+            }
+            (Some(_), _) => Transfer::Inline,
+        };
+        let mut anomalies = Vec::new();
+        if let Some(k) = c.remote_inv {
+            if !c.segs.iter().any(|s| s.handle == k) {
+                anomalies.push(Kind::InvalidatedForeignStag);
+                out.push(Finding::Anomaly(Box::new(Anomaly {
+                    kind: Kind::InvalidatedForeignStag,
+                    frames: vec![call_seq],
+                    connection: Some(connection),
+                    xid: Some(c.xid),
+                    message: format!("client probes: reply to xid {:#010x} invalidated rkey {k:#x}, not one of its segments", c.xid),
+                })));
+            }
+        }
+        if c.reply.is_none() {
+            anomalies.push(Kind::CallWithoutReply);
+            out.push(Finding::Anomaly(Box::new(Anomaly {
+                kind: Kind::CallWithoutReply,
+                frames: vec![call_seq],
+                connection: Some(connection),
+                xid: Some(c.xid),
+                message: format!("client probes: call xid {:#010x} got no reply", c.xid),
+            })));
+        }
+        let reads = c.segs.iter().any(|s| s.kind == ChunkKind::Read);
+        let writes = c
+            .segs
+            .iter()
+            .any(|s| s.kind != ChunkKind::Read && s.bytes_moved > 0);
+        let latency = c
+            .reply
+            .map(|r| r.1.saturating_sub(c.sent_ts.unwrap_or(call_ts)) as f64 / 1e3);
+        let t = Transaction {
+            origin: Origin::ClientProbes,
+            connection,
+            xid: c.xid,
+            backchannel: false,
+            call_frame: call_seq,
+            call_ts_ns: call_ts,
+            reply_frame: c.reply.map(|r| r.0),
+            reply_ts_ns: c.reply.map(|r| r.1),
+            program: None,
+            program_name: None,
+            version: None,
+            procedure: None,
+            proc: None,
+            call_transfer,
+            reply_transfer,
+            call_len: c.call_len,
+            reply_len: None,
+            latency_us: latency,
+            credits_requested: 0,
+            credits_granted: c.reply.map(|r| r.2),
+            in_flight_at_call: c.in_flight,
+            chunks: c.segs,
+            remote_invalidated_rkey: c.remote_inv,
+            round_trips: 1 + u8::from(reads) + u8::from(writes),
+            responder_interrupts: 1 + u8::from(reads),
+            phases: Phases::default(),
+            reply_status: None,
+            anomalies,
+            ladder: c.ladder.steps,
+            ladder_omitted: c.ladder.omitted,
+            call_header: CallHeader::Text(format!(
+                "client probes: task {}@{} rtype {:?} wtype {:?}",
+                task.task_id,
+                task.client_id,
+                c.rtype.unwrap_or(ChunkType::Inline),
+                c.wtype.unwrap_or(ChunkType::Inline)
+            )),
+            write_chunks: 0,
+            empty_write_chunks: 0,
+            unused_write_chunks: 0,
+        };
+        out.push(Finding::Transaction(Box::new(t)));
+    }
+}
