@@ -2,6 +2,7 @@
 
 use std::net::IpAddr;
 
+use rdma_dissectors::rpcrdma::Xid;
 use serde::Serialize;
 
 /// The engine's hash tables. Keys come off the wire, so the hash is keyed
@@ -48,4 +49,31 @@ impl std::fmt::Display for QpKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{:#x}", self.addr, self.qpn)
     }
+}
+
+/// An outstanding call on one connection. Each side numbers its own calls,
+/// so a forward call and a backchannel call may carry the same XID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct CallKey {
+    /// Whether the call went server to client (NFSv4.1 backchannel).
+    pub backchannel: bool,
+    /// The call's XID (`rdma_xid`, RFC 8166 4.2.1).
+    pub xid: Xid,
+}
+
+/// A connection as one side's kernel tracepoints name it: they carry no
+/// addresses or QP numbers, so the two sides' names for one connection
+/// cannot be matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum KernelConnKey {
+    /// The client's RPC client (`client_id`: one per mount and transport).
+    Client {
+        /// `client_id` of the `xprtrdma_*` tracepoints.
+        client_id: u32,
+    },
+    /// The server's receive completion queue (one per connection).
+    Server {
+        /// `cq.id` of the `svcrdma_*` tracepoints.
+        cq_id: u32,
+    },
 }

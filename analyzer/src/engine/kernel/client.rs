@@ -7,6 +7,7 @@
 
 use super::event::{ChunkType, ProbeEvent, ProbeMeta, SegKind, TaskKey};
 use super::{seg_use, Correlator, Ladder};
+use crate::engine::keys::KernelConnKey;
 use crate::engine::model::Phases;
 use crate::engine::{
     Anomaly, CallHeader, ChunkKind, Finding, Kind, Origin, SegmentUse, Transaction, Transfer,
@@ -133,7 +134,9 @@ impl Correlator {
                         );
                     }
                     _ => {
-                        let connection = Some(self.conn(false, task.client_id));
+                        let connection = Some(self.conn(KernelConnKey::Client {
+                            client_id: task.client_id,
+                        }));
                         out.push(Finding::Anomaly(Box::new(Anomaly {
                             kind: Kind::ReplyWithoutCall,
                             frames: vec![seq],
@@ -252,7 +255,9 @@ impl Correlator {
         let Some((call_seq, call_ts)) = c.marshal else {
             return; // chunks registered, never marshalled: nothing to report
         };
-        let connection = self.conn(false, task.client_id);
+        let connection = self.conn(KernelConnKey::Client {
+            client_id: task.client_id,
+        });
         self.stats.client_transactions += 1;
         let call_transfer = match c.rtype {
             Some(ChunkType::ReadList) => Transfer::ReadChunks,

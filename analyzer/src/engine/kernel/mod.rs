@@ -25,6 +25,7 @@ use client::ClientCall;
 use event::{Cid, Probe, ProbeEvent, SegKind, TaskKey};
 use server::ServerCall;
 
+use crate::engine::keys::KernelConnKey;
 use crate::engine::{ChunkKind, ConnId, Finding, LadderStep, SegmentUse};
 
 /// Kernel-side connection labels remembered at once.
@@ -71,7 +72,7 @@ pub struct CorrelateStats {
 #[derive(Debug, Default)]
 pub struct Correlator {
     cfg: CorrelateConfig,
-    conns: HashMap<(bool, u32), ConnId>,
+    conns: HashMap<KernelConnKey, ConnId>,
     tasks: HashMap<TaskKey, ClientCall>,
     task_order: VecDeque<TaskKey>,
     recv_ts: HashMap<Cid, u64>,
@@ -148,15 +149,16 @@ impl Correlator {
         }
     }
 
-    fn conn(&mut self, server: bool, key: u32) -> ConnId {
+    /// The engine's id for the connection a kernel names `key`.
+    fn conn(&mut self, key: KernelConnKey) -> ConnId {
         // Every reconnect brings new completion queues: over days the map
         // would only grow. Ids are labels, so forgetting them all is safe
         // (a connection seen again gets a new id).
-        if self.conns.len() >= MAX_KERNEL_CONNS && !self.conns.contains_key(&(server, key)) {
+        if self.conns.len() >= MAX_KERNEL_CONNS && !self.conns.contains_key(&key) {
             self.conns.clear();
         }
         let next = &mut self.next_conn;
-        *self.conns.entry((server, key)).or_insert_with(|| {
+        *self.conns.entry(key).or_insert_with(|| {
             let id = ConnId(*next);
             *next += 1;
             id

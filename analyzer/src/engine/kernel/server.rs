@@ -8,6 +8,7 @@
 
 use super::event::{ProbeEvent, ProbeMeta, SegKind};
 use super::{seg_use, Correlator, Ladder};
+use crate::engine::keys::KernelConnKey;
 use crate::engine::model::Phases;
 use crate::engine::{
     Anomaly, CallHeader, ChunkKind, Finding, Kind, Origin, SegmentUse, Transaction, Transfer,
@@ -185,7 +186,7 @@ impl Correlator {
         reply: Option<(u64, u64, Option<u32>)>,
         out: &mut Vec<Finding>,
     ) {
-        let connection = self.conn(true, s.cq_id);
+        let connection = self.conn(KernelConnKey::Server { cq_id: s.cq_id });
         self.stats.server_transactions += 1;
         let mut anomalies = Vec::new();
         let mut push = |kind: Kind, message: String, out: &mut Vec<Finding>| {

@@ -6,11 +6,11 @@ use std::collections::HashMap;
 
 use rdma_dissectors::nfs;
 use rdma_dissectors::oncrpc::{MsgBody, RpcMsg};
-use rdma_dissectors::rpcrdma::{self, Body, Chunks, Proc, RdmaError, RpcRdmaHeader};
+use rdma_dissectors::rpcrdma::{self, Body, Chunks, Proc, RdmaError, RpcRdmaHeader, Xid};
 
 use super::state::{Message, Reassembly, Txn};
 use crate::engine::describe::{fill_call, reply_status};
-use crate::engine::keys::ConnId;
+use crate::engine::keys::{CallKey, ConnId};
 use crate::engine::model::{
     v1, CallHeader, ChunkKind, Origin, Phases, SegmentUse, StepWhat, Transaction, Transfer,
 };
@@ -99,7 +99,10 @@ impl Engine {
                     (c.client.is_none()
                         && c.server.is_some_and(|s| s.addr == m.src)
                         && corr.peer_addr == Some(m.dest.addr)
-                        && corr.outstanding.contains_key(&(false, xid)))
+                        && corr.outstanding.contains_key(&CallKey {
+                            backchannel: false,
+                            xid: Xid(xid),
+                        }))
                     .then_some(c.id)
                 })?;
                 if let Some(c) = self.state.connections.get_mut(&id) {
@@ -311,7 +314,10 @@ impl Engine {
             format!("RDMA_ERROR for xid {xid:#010x}: {what}"),
         );
         // It answers the call: close the transaction.
-        let key = (false, xid);
+        let key = CallKey {
+            backchannel: false,
+            xid: Xid(xid),
+        };
         if let Some(mut t) = self.take_outstanding(conn, key) {
             t.rec.reply_transfer = Transfer::Error;
             t.rec.anomalies.push(kind);
@@ -331,7 +337,10 @@ impl Engine {
         out: &mut Vec<Finding>,
     ) {
         let xid = hdr.xid.0;
-        let key = (backchannel, xid);
+        let key = CallKey {
+            backchannel,
+            xid: hdr.xid,
+        };
         let mut anomalies = Vec::new();
         // A forward call flows client to server; a backchannel call the other way.
         if self.inline_exceeded(m, conn, xid, !backchannel, out) {
@@ -432,8 +441,8 @@ impl Engine {
         let mut evicted = None;
         if let Some(corr) = self.conns.corr.get_mut(&conn) {
             if corr.outstanding.len() >= max {
-                while let Some((b, x, _)) = corr.order.pop_front() {
-                    if let Some(t) = corr.outstanding.remove(&(b, x)) {
+                while let Some((k, _)) = corr.order.pop_front() {
+                    if let Some(t) = corr.outstanding.remove(&k) {
                         evicted = Some(t);
                         break;
                     }
@@ -449,10 +458,10 @@ impl Engine {
                     v.push(key);
                 }
             }
-            corr.order.push_back((backchannel, xid, m.frame));
+            corr.order.push_back((key, m.frame));
             if corr.order.len() > 2 * max.max(16) {
                 let live = &corr.outstanding;
-                corr.order.retain(|(b, x, _)| live.contains_key(&(*b, *x)));
+                corr.order.retain(|(k, _)| live.contains_key(k));
             }
         }
         if let Some(t) = evicted {
@@ -552,7 +561,7 @@ impl Engine {
     pub(in crate::engine) fn take_outstanding(
         &mut self,
         conn: ConnId,
-        key: (bool, u32),
+        key: CallKey,
     ) -> Option<Txn> {
         let corr = self.conns.corr.get_mut(&conn)?;
         let t = corr.outstanding.remove(&key)?;
@@ -622,7 +631,11 @@ impl Engine {
             }
             let _ = points;
         }
-        let Some(mut t) = self.take_outstanding(conn, (backchannel, xid)) else {
+        let key = CallKey {
+            backchannel,
+            xid: hdr.xid,
+        };
+        let Some(mut t) = self.take_outstanding(conn, key) else {
             self.anomaly(
                 out,
                 Kind::ReplyWithoutCall,

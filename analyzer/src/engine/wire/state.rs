@@ -5,7 +5,9 @@
 use std::collections::VecDeque;
 use std::net::IpAddr;
 
-use crate::engine::keys::{ConnId, Map, QpKey};
+use rdma_dissectors::rpcrdma::Xid;
+
+use crate::engine::keys::{CallKey, ConnId, Map, QpKey};
 use crate::engine::model::Transaction;
 
 /// Per-queue-pair receive state.
@@ -27,12 +29,12 @@ pub(in crate::engine) struct QpState {
 /// Correlation state per connection that the front ends never see.
 #[derive(Debug, Default)]
 pub(in crate::engine) struct Corr {
-    /// Outstanding calls by (backchannel, xid).
-    pub outstanding: Map<(bool, u32), Txn>,
+    /// Outstanding calls.
+    pub outstanding: Map<CallKey, Txn>,
     /// Insertion order of `outstanding`, for evicting the oldest.
-    pub order: VecDeque<(bool, u32, u64)>,
+    pub order: VecDeque<(CallKey, u64)>,
     /// Advertised STags: handle -> calls whose chunks name it.
-    pub stags: Map<u32, Vec<(bool, u32)>>,
+    pub stags: Map<u32, Vec<CallKey>>,
     /// RDMA Read requests awaiting responses, in PSN order.
     pub reads: VecDeque<ReadReq>,
     /// Whether RPC-over-RDMA was seen (or the CM port says so).
@@ -109,19 +111,22 @@ pub(in crate::engine) struct SegmentRef(std::num::NonZeroU64);
 impl SegmentRef {
     /// `None` for an index past 2^31 - 2, which no chunk list reaches (a
     /// segment takes 16 bytes of a header of at most 16 MiB).
-    pub fn new(txn: (bool, u32), index: usize) -> Option<Self> {
+    pub fn new(txn: CallKey, index: usize) -> Option<Self> {
         let low = u32::try_from(index).ok()?.checked_add(1)?;
         if low >= 1 << 31 {
             return None;
         }
-        let word = u64::from(txn.1) << 32 | u64::from(txn.0) << 31 | u64::from(low);
+        let word = u64::from(txn.xid.0) << 32 | u64::from(txn.backchannel) << 31 | u64::from(low);
         std::num::NonZeroU64::new(word).map(SegmentRef)
     }
 
     /// The call's key in `outstanding`.
-    pub fn txn(self) -> (bool, u32) {
+    pub fn txn(self) -> CallKey {
         let w = self.0.get();
-        (w >> 31 & 1 == 1, (w >> 32) as u32)
+        CallKey {
+            backchannel: w >> 31 & 1 == 1,
+            xid: Xid((w >> 32) as u32),
+        }
     }
 
     /// The segment's index in the call's chunks.
@@ -151,16 +156,20 @@ pub(in crate::engine) struct ReadReq {
 
 #[cfg(test)]
 mod tests {
-    use super::SegmentRef;
+    use super::{CallKey, SegmentRef, Xid};
 
     #[test]
     fn segment_ref_gives_back_what_it_was_made_of() {
-        for txn in [
+        for (backchannel, xid) in [
             (false, 0),
             (true, 0),
             (false, u32::MAX),
             (true, 0x8000_0001),
         ] {
+            let txn = CallKey {
+                backchannel,
+                xid: Xid(xid),
+            };
             for index in [0, 1, 7, 0xffff, (1 << 31) - 2] {
                 let r = SegmentRef::new(txn, index).unwrap();
                 assert_eq!((r.txn(), r.index()), (txn, index));
