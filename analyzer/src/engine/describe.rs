@@ -6,6 +6,7 @@ use rdma_dissectors::nfs;
 use rdma_dissectors::rpcrdma::{self, RpcRdmaHeader};
 use serde::Serialize;
 
+use super::kernel::event::SegKind;
 use super::model::{CallHeader, StepWhat, Transaction};
 
 impl std::fmt::Display for StepWhat {
@@ -35,7 +36,62 @@ impl std::fmt::Display for StepWhat {
             StepWhat::RdmaReadResponseComplete { rkey } => {
                 write!(f, "RDMA READ response complete rkey {rkey:#x}")
             }
-            StepWhat::Text(s) => f.write_str(s),
+            StepWhat::Marshal {
+                xid,
+                rtype,
+                wtype,
+                segments,
+            } => write!(
+                f,
+                "marshal xid {xid:#010x} rtype {rtype:?} wtype {wtype:?}, {segments} segments"
+            ),
+            StepWhat::PostSend { invalidate: None } => f.write_str("post_send"),
+            StepWhat::PostSend {
+                invalidate: Some(k),
+            } => write!(f, "post_send with invalidate rkey {k:#x}"),
+            StepWhat::Reply { credits } => write!(f, "reply credits {credits}"),
+            StepWhat::RemoteInvalidation { rkey } => {
+                write!(f, "remote invalidation of rkey {rkey:#x}")
+            }
+            StepWhat::LocalInvalidation { rkey } => {
+                write!(f, "local invalidation of rkey {rkey:#x}")
+            }
+            StepWhat::DecodeRqst {
+                xid,
+                vers,
+                proc,
+                credits,
+            } => write!(
+                f,
+                "decode_rqst xid {xid:#010x} vers {vers} proc {proc} credits {credits}"
+            ),
+            StepWhat::PostChunk {
+                kind,
+                work_requests,
+            } => {
+                let what = match kind {
+                    SegKind::Read { .. } => "RDMA Read",
+                    SegKind::Write => "RDMA Write (write chunk)",
+                    SegKind::Reply => "RDMA Write (reply chunk)",
+                };
+                write!(f, "post {what}")?;
+                if let Some(n) = work_requests {
+                    write!(f, " ({n} WRs)")?;
+                }
+                Ok(())
+            }
+            StepWhat::ChunkDone { read, bytes } => {
+                let event = if *read {
+                    "svcrdma_wc_read"
+                } else {
+                    "svcrdma_wc_write"
+                };
+                write!(f, "{event} done")?;
+                if let Some(b) = bytes {
+                    write!(f, " {b} bytes")?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -43,12 +99,6 @@ impl std::fmt::Display for StepWhat {
 impl Serialize for StepWhat {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
-    }
-}
-
-impl From<String> for StepWhat {
-    fn from(s: String) -> Self {
-        StepWhat::Text(s)
     }
 }
 
@@ -160,5 +210,91 @@ pub(super) fn reply_status(r: &rdma_dissectors::oncrpc::ReplyBody<'_>) -> String
         ReplyBody::Denied(RejectedReply::RpcMismatch { .. }) => "RPC_MISMATCH".into(),
         ReplyBody::Denied(RejectedReply::AuthError(a)) => format!("AUTH_ERROR({a:?})"),
         other => format!("{other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::kernel::event::ChunkType;
+
+    /// The kernel side's steps read as they did when they were formatted
+    /// as they happened (live JSON and the TUI show these words).
+    #[test]
+    fn kernel_steps_in_words() {
+        let cases = [
+            (
+                StepWhat::Marshal {
+                    xid: 0x9bc0454e,
+                    rtype: ChunkType::Pullup,
+                    wtype: ChunkType::WriteList,
+                    segments: 2,
+                },
+                "marshal xid 0x9bc0454e rtype Pullup wtype WriteList, 2 segments",
+            ),
+            (StepWhat::PostSend { invalidate: None }, "post_send"),
+            (
+                StepWhat::PostSend {
+                    invalidate: Some(0x18d7),
+                },
+                "post_send with invalidate rkey 0x18d7",
+            ),
+            (StepWhat::Reply { credits: 128 }, "reply credits 128"),
+            (
+                StepWhat::RemoteInvalidation { rkey: 0xc0b },
+                "remote invalidation of rkey 0xc0b",
+            ),
+            (
+                StepWhat::LocalInvalidation { rkey: 0xc0b },
+                "local invalidation of rkey 0xc0b",
+            ),
+            (
+                StepWhat::DecodeRqst {
+                    xid: 0xa8c0454e,
+                    vers: 1,
+                    proc: 0,
+                    credits: 128,
+                },
+                "decode_rqst xid 0xa8c0454e vers 1 proc 0 credits 128",
+            ),
+            (
+                StepWhat::PostChunk {
+                    kind: SegKind::Read { position: 0 },
+                    work_requests: Some(14),
+                },
+                "post RDMA Read (14 WRs)",
+            ),
+            (
+                StepWhat::PostChunk {
+                    kind: SegKind::Write,
+                    work_requests: None,
+                },
+                "post RDMA Write (write chunk)",
+            ),
+            (
+                StepWhat::PostChunk {
+                    kind: SegKind::Reply,
+                    work_requests: Some(1),
+                },
+                "post RDMA Write (reply chunk) (1 WRs)",
+            ),
+            (
+                StepWhat::ChunkDone {
+                    read: true,
+                    bytes: Some(131072),
+                },
+                "svcrdma_wc_read done 131072 bytes",
+            ),
+            (
+                StepWhat::ChunkDone {
+                    read: false,
+                    bytes: None,
+                },
+                "svcrdma_wc_write done",
+            ),
+        ];
+        for (step, words) in cases {
+            assert_eq!(step.to_string(), words, "{step:?}");
+        }
     }
 }

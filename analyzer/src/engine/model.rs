@@ -3,9 +3,11 @@
 //! (a capped ladder, a thinned credit series); the words it is shown in are
 //! in `describe`.
 
+use rdma_dissectors::rpcrdma::Segment;
 use rdma_dissectors::rpcrdma_cm::{CmPrivateData, Negotiated, RpcRdmaCmPrivate};
 use serde::Serialize;
 
+use super::kernel::event::{ChunkType, SegKind};
 use super::keys::{ConnId, QpKey};
 use super::Kind;
 
@@ -82,12 +84,13 @@ pub struct SegmentUse {
 }
 
 impl SegmentUse {
-    /// A segment as the call advertised it, before anything moved.
+    /// A segment as the call advertised it, before anything moved: the one
+    /// way the wire and the kernel side make one.
     pub(super) fn advertised(
         kind: ChunkKind,
         chunk: u32,
         position: Option<u32>,
-        s: rdma_dissectors::rpcrdma::Segment,
+        s: Segment,
     ) -> Self {
         SegmentUse {
             kind,
@@ -160,8 +163,64 @@ pub enum StepWhat {
         /// R_Key the read named.
         rkey: u32,
     },
-    /// Anything else, in words (the kernel probes' steps).
-    Text(String),
+    /// Client `xprtrdma_marshal`: the call was encoded.
+    Marshal {
+        /// RPC XID.
+        xid: u32,
+        /// How the call travels.
+        rtype: ChunkType,
+        /// How the reply is to travel.
+        wtype: ChunkType,
+        /// Segments advertised.
+        segments: usize,
+    },
+    /// `xprtrdma_post_send` or `svcrdma_post_send`: the Send was posted.
+    PostSend {
+        /// R_Key of a Send With Invalidate (the server's reply).
+        invalidate: Option<u32>,
+    },
+    /// Client `xprtrdma_reply`: the reply matched its call.
+    Reply {
+        /// Credits the server granted.
+        credits: u32,
+    },
+    /// Client `xprtrdma_mr_reminv`: the server's Send With Invalidate
+    /// invalidated one of the call's memory regions.
+    RemoteInvalidation {
+        /// R_Key invalidated.
+        rkey: u32,
+    },
+    /// Client `xprtrdma_mr_localinv`: the client invalidated a memory region itself.
+    LocalInvalidation {
+        /// R_Key invalidated.
+        rkey: u32,
+    },
+    /// Server `svcrdma_decode_rqst`: the call's transport header was decoded.
+    DecodeRqst {
+        /// RPC XID.
+        xid: u32,
+        /// rdma_vers.
+        vers: u32,
+        /// rdma_proc.
+        proc: u32,
+        /// Credits requested.
+        credits: u32,
+    },
+    /// Server `svcrdma_post_{read,write,reply}_chunk`: RDMA Reads or Writes posted.
+    PostChunk {
+        /// Read list, write list or reply chunk.
+        kind: SegKind,
+        /// Work requests posted, when traced.
+        work_requests: Option<u32>,
+    },
+    /// Server `svcrdma_wc_read` / `svcrdma_wc_write`: the RDMA Reads or
+    /// Writes of a chunk completed.
+    ChunkDone {
+        /// Reads (true) or Writes.
+        read: bool,
+        /// Bytes, when traced.
+        bytes: Option<u64>,
+    },
 }
 
 /// The call's RPC-over-RDMA header, shown in words. A wire call keeps the
@@ -304,6 +363,56 @@ impl Transaction {
         self.chunks.iter().map(|c| c.bytes_moved).sum()
     }
 
+    /// A call as it was sent, with nothing known of its reply: what is not
+    /// given here is empty, but one round trip and one responder interrupt
+    /// (an inline call's).
+    pub(super) fn new(
+        origin: Origin,
+        connection: ConnId,
+        xid: u32,
+        call_frame: u64,
+        call_ts_ns: u64,
+        call_header: CallHeader,
+    ) -> Self {
+        Transaction {
+            origin,
+            connection,
+            xid,
+            backchannel: false,
+            call_frame,
+            call_ts_ns,
+            reply_frame: None,
+            reply_ts_ns: None,
+            program: None,
+            program_name: None,
+            version: None,
+            procedure: None,
+            proc: None,
+            call_transfer: Transfer::Inline,
+            reply_transfer: Transfer::None,
+            call_len: 0,
+            reply_len: None,
+            latency_us: None,
+            credits_requested: 0,
+            credits_granted: None,
+            in_flight_at_call: 0,
+            chunks: Vec::new(),
+            remote_invalidated_rkey: None,
+            round_trips: 1,
+            responder_interrupts: 1,
+            phases: Phases::default(),
+            reply_status: None,
+            anomalies: Vec::new(),
+            ladder: Vec::new(),
+            ladder_omitted: 0,
+            call_header,
+            write_chunks: 0,
+            empty_write_chunks: 0,
+            unused_write_chunks: 0,
+        }
+    }
+
+    /// Adds a ladder step at `ts`, unless the ladder holds `cap` steps already.
     pub(super) fn step(
         &mut self,
         cap: usize,
@@ -312,16 +421,55 @@ impl Transaction {
         from_client: bool,
         what: StepWhat,
     ) {
-        if self.ladder.len() >= cap {
-            self.ladder_omitted += 1;
-            return;
-        }
-        self.ladder.push(LadderStep {
+        let step = LadderStep {
             frame,
             offset_ns: ts.saturating_sub(self.call_ts_ns),
             from_client,
             what,
-        });
+        };
+        Ladder::add(&mut self.ladder, &mut self.ladder_omitted, cap, step);
+    }
+}
+
+/// The ladder of a call still being followed, before its [`Transaction`]
+/// exists (the kernel side builds one only when the call is done).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Ladder {
+    /// The steps, in time order.
+    pub steps: Vec<LadderStep>,
+    /// Steps left out by the cap.
+    pub omitted: u32,
+}
+
+impl Ladder {
+    /// Adds a step at `ts`, `base_ts` being the call's time, unless the
+    /// ladder holds `cap` steps already.
+    pub(super) fn step(
+        &mut self,
+        cap: usize,
+        base_ts: u64,
+        frame: u64,
+        ts: u64,
+        from_client: bool,
+        what: StepWhat,
+    ) {
+        let step = LadderStep {
+            frame,
+            offset_ns: ts.saturating_sub(base_ts),
+            from_client,
+            what,
+        };
+        Self::add(&mut self.steps, &mut self.omitted, cap, step);
+    }
+
+    /// The cap, for every ladder: `step` joins `steps` unless they number
+    /// `cap` already, in which case `omitted` counts it.
+    fn add(steps: &mut Vec<LadderStep>, omitted: &mut u32, cap: usize, step: LadderStep) {
+        if steps.len() >= cap {
+            *omitted += 1;
+            return;
+        }
+        steps.push(step);
     }
 }
 

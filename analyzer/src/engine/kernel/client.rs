@@ -6,9 +6,9 @@
 //! ```
 
 use super::event::{ChunkType, ProbeEvent, ProbeMeta, SegKind, TaskKey};
-use super::{seg_use, Correlator, Ladder};
+use super::{advertised, Correlator};
 use crate::engine::keys::KernelConnKey;
-use crate::engine::model::Phases;
+use crate::engine::model::{Ladder, StepWhat};
 use crate::engine::{
     Anomaly, CallHeader, ChunkKind, Finding, Kind, Origin, SegmentUse, Transaction, Transfer,
 };
@@ -62,7 +62,7 @@ impl Correlator {
                     0
                 };
                 c.segs
-                    .push(seg_use(*kind, *handle, *length, *offset, chunk));
+                    .push(advertised(*kind, *handle, *length, *offset, chunk));
             }
             ProbeEvent::Marshal {
                 task,
@@ -92,17 +92,13 @@ impl Correlator {
                 c.wtype = Some(*wtype);
                 c.call_len = hdrlen.unwrap_or(0) + xdrlen.unwrap_or(0);
                 c.in_flight = in_flight;
-                let segs = c.segs.len();
-                c.ladder.step(
-                    cap,
-                    ts,
-                    seq,
-                    ts,
-                    true,
-                    format!(
-                        "marshal xid {xid:#010x} rtype {rtype:?} wtype {wtype:?}, {segs} segments"
-                    ),
-                );
+                let what = StepWhat::Marshal {
+                    xid: *xid,
+                    rtype: *rtype,
+                    wtype: *wtype,
+                    segments: c.segs.len(),
+                };
+                c.ladder.step(cap, ts, seq, ts, true, what);
             }
             ProbeEvent::ClientPostSend {
                 task: Some(task), ..
@@ -113,7 +109,8 @@ impl Correlator {
                         c.sent_ts = Some(ts);
                     }
                     let base = c.marshal.map_or(ts, |m| m.1);
-                    c.ladder.step(cap, base, seq, ts, true, "post_send".into());
+                    let what = StepWhat::PostSend { invalidate: None };
+                    c.ladder.step(cap, base, seq, ts, true, what);
                 }
             }
             ProbeEvent::Reply { task, xid, credits } => {
@@ -124,14 +121,8 @@ impl Correlator {
                         c.reply = Some((seq, ts, *credits));
                         c.deadline = ts.saturating_add(grace);
                         let base = c.marshal.map_or(ts, |m| m.1);
-                        c.ladder.step(
-                            cap,
-                            base,
-                            seq,
-                            ts,
-                            false,
-                            format!("reply credits {credits}"),
-                        );
+                        let what = StepWhat::Reply { credits: *credits };
+                        c.ladder.step(cap, base, seq, ts, false, what);
                     }
                     _ => {
                         let connection = Some(self.conn(KernelConnKey::Client {
@@ -158,28 +149,16 @@ impl Correlator {
                         s.remotely_invalidated = true;
                     }
                     let base = c.marshal.map_or(ts, |m| m.1);
-                    c.ladder.step(
-                        cap,
-                        base,
-                        seq,
-                        ts,
-                        false,
-                        format!("remote invalidation of rkey {handle:#x}"),
-                    );
+                    let what = StepWhat::RemoteInvalidation { rkey: *handle };
+                    c.ladder.step(cap, base, seq, ts, false, what);
                 }
             }
             ProbeEvent::LocalInv { task, handle } => {
                 let cap = self.cfg.max_ladder_steps;
                 if let Some(c) = self.tasks.get_mut(task) {
                     let base = c.marshal.map_or(ts, |m| m.1);
-                    c.ladder.step(
-                        cap,
-                        base,
-                        seq,
-                        ts,
-                        true,
-                        format!("local invalidation of rkey {handle:#x}"),
-                    );
+                    let what = StepWhat::LocalInvalidation { rkey: *handle };
+                    c.ladder.step(cap, base, seq, ts, true, what);
                 }
             }
             ProbeEvent::DecodeSeg { handle, length, .. } => {
@@ -311,47 +290,37 @@ impl Correlator {
         let latency = c
             .reply
             .map(|r| r.1.saturating_sub(c.sent_ts.unwrap_or(call_ts)) as f64 / 1e3);
+        let header = CallHeader::Text(format!(
+            "client probes: task {}@{} rtype {:?} wtype {:?}",
+            task.task_id,
+            task.client_id,
+            c.rtype.unwrap_or(ChunkType::Inline),
+            c.wtype.unwrap_or(ChunkType::Inline)
+        ));
         let t = Transaction {
-            origin: Origin::ClientProbes,
-            connection,
-            xid: c.xid,
-            backchannel: false,
-            call_frame: call_seq,
-            call_ts_ns: call_ts,
             reply_frame: c.reply.map(|r| r.0),
             reply_ts_ns: c.reply.map(|r| r.1),
-            program: None,
-            program_name: None,
-            version: None,
-            procedure: None,
-            proc: None,
             call_transfer,
             reply_transfer,
             call_len: c.call_len,
-            reply_len: None,
             latency_us: latency,
-            credits_requested: 0,
             credits_granted: c.reply.map(|r| r.2),
             in_flight_at_call: c.in_flight,
             chunks: c.segs,
             remote_invalidated_rkey: c.remote_inv,
             round_trips: 1 + u8::from(reads) + u8::from(writes),
             responder_interrupts: 1 + u8::from(reads),
-            phases: Phases::default(),
-            reply_status: None,
             anomalies,
             ladder: c.ladder.steps,
             ladder_omitted: c.ladder.omitted,
-            call_header: CallHeader::Text(format!(
-                "client probes: task {}@{} rtype {:?} wtype {:?}",
-                task.task_id,
-                task.client_id,
-                c.rtype.unwrap_or(ChunkType::Inline),
-                c.wtype.unwrap_or(ChunkType::Inline)
-            )),
-            write_chunks: 0,
-            empty_write_chunks: 0,
-            unused_write_chunks: 0,
+            ..Transaction::new(
+                Origin::ClientProbes,
+                connection,
+                c.xid,
+                call_seq,
+                call_ts,
+                header,
+            )
         };
         out.push(Finding::Transaction(Box::new(t)));
     }

@@ -26,7 +26,9 @@ use event::{Cid, Probe, ProbeEvent, SegKind, TaskKey};
 use server::ServerCall;
 
 use crate::engine::keys::KernelConnKey;
-use crate::engine::{ChunkKind, ConnId, Finding, LadderStep, SegmentUse};
+use rdma_dissectors::rpcrdma::Segment;
+
+use crate::engine::{ChunkKind, ConnId, Finding, SegmentUse};
 
 /// Kernel-side connection labels remembered at once.
 const MAX_KERNEL_CONNS: usize = 4096;
@@ -90,54 +92,19 @@ pub struct Correlator {
     pub(crate) next_conn: u32,
 }
 
-fn seg_use(kind: SegKind, handle: u32, length: u32, offset: u64, chunk: u32) -> SegmentUse {
+/// A segment a kernel's tracepoint reports, as the call advertised it.
+fn advertised(kind: SegKind, handle: u32, length: u32, offset: u64, chunk: u32) -> SegmentUse {
     let (kind, position) = match kind {
         SegKind::Read { position } => (ChunkKind::Read, Some(position)),
         SegKind::Write => (ChunkKind::Write, None),
         SegKind::Reply => (ChunkKind::Reply, None),
     };
-    SegmentUse {
-        kind,
-        chunk,
-        position,
+    let segment = Segment {
         handle,
         length,
         offset,
-        bytes_moved: 0,
-        reported_length: None,
-        frames: Vec::new(),
-        remotely_invalidated: false,
-    }
-}
-
-/// Ladder steps of one call, capped.
-#[derive(Debug, Clone, Default)]
-struct Ladder {
-    steps: Vec<LadderStep>,
-    omitted: u32,
-}
-
-impl Ladder {
-    fn step(
-        &mut self,
-        cap: usize,
-        base_ts: u64,
-        seq: u64,
-        ts: u64,
-        from_client: bool,
-        what: String,
-    ) {
-        if self.steps.len() >= cap {
-            self.omitted += 1;
-            return;
-        }
-        self.steps.push(LadderStep {
-            frame: seq,
-            offset_ns: ts.saturating_sub(base_ts),
-            from_client,
-            what: what.into(),
-        });
-    }
+    };
+    SegmentUse::advertised(kind, chunk, position, segment)
 }
 
 impl Correlator {

@@ -7,9 +7,9 @@
 //! ```
 
 use super::event::{ProbeEvent, ProbeMeta, SegKind};
-use super::{seg_use, Correlator, Ladder};
+use super::{advertised, Correlator};
 use crate::engine::keys::KernelConnKey;
-use crate::engine::model::Phases;
+use crate::engine::model::{Ladder, Phases, StepWhat};
 use crate::engine::{
     Anomaly, CallHeader, ChunkKind, Finding, Kind, Origin, SegmentUse, Transaction, Transfer,
 };
@@ -66,9 +66,11 @@ impl Correlator {
                             } else {
                                 s.last_write = Some(ts);
                             }
-                            let b = bytes.map(|b| format!(" {b} bytes")).unwrap_or_default();
-                            s.ladder
-                                .step(cap, s.ts, seq, ts, read, format!("{event} done{b}"));
+                            let what = StepWhat::ChunkDone {
+                                read,
+                                bytes: *bytes,
+                            };
+                            s.ladder.step(cap, s.ts, seq, ts, read, what);
                         }
                     }
                 }
@@ -88,7 +90,7 @@ impl Correlator {
                     0
                 };
                 if v.len() < 256 {
-                    v.push(seg_use(*kind, *handle, *length, *offset, chunk));
+                    v.push(advertised(*kind, *handle, *length, *offset, chunk));
                 }
             }
             ProbeEvent::DecodeRqst {
@@ -117,9 +119,12 @@ impl Correlator {
                     ..ServerCall::default()
                 };
                 let cap = self.cfg.max_ladder_steps;
-                let what = format!(
-                    "decode_rqst xid {xid:#010x} vers {vers} proc {proc} credits {credits}"
-                );
+                let what = StepWhat::DecodeRqst {
+                    xid: *xid,
+                    vers: *vers,
+                    proc: *proc,
+                    credits: *credits,
+                };
                 s.ladder.step(cap, call_ts, seq, ts, true, what);
                 if self.threads.len() >= self.cfg.max_outstanding {
                     self.stats.evicted += 1;
@@ -142,14 +147,11 @@ impl Correlator {
                             s.first_write.get_or_insert(ts);
                         }
                     }
-                    let n = sqecount.map(|n| format!(" ({n} WRs)")).unwrap_or_default();
-                    let what = match kind {
-                        SegKind::Read { .. } => "RDMA Read",
-                        SegKind::Write => "RDMA Write (write chunk)",
-                        SegKind::Reply => "RDMA Write (reply chunk)",
+                    let what = StepWhat::PostChunk {
+                        kind: *kind,
+                        work_requests: *sqecount,
                     };
-                    s.ladder
-                        .step(cap, s.ts, seq, ts, false, format!("post {what}{n}"));
+                    s.ladder.step(cap, s.ts, seq, ts, false, what);
                     if self.chunk_order.len() >= self.cfg.max_outstanding {
                         if let Some(old) = self.chunk_order.pop_front() {
                             self.chunk_ctx.remove(&old);
@@ -262,9 +264,7 @@ impl Correlator {
         }
         let reply_ts = reply.map(|r| r.1);
         if let Some((seq, ts, inv)) = reply {
-            let what = inv.map_or("post_send".to_string(), |k| {
-                format!("post_send with invalidate rkey {k:#x}")
-            });
+            let what = StepWhat::PostSend { invalidate: inv };
             s.ladder
                 .step(self.cfg.max_ladder_steps, s.ts, seq, ts, false, what);
         }
@@ -292,20 +292,13 @@ impl Correlator {
             .segs
             .iter()
             .any(|g| g.kind == ChunkKind::Reply && g.reported_length.unwrap_or(0) > 0);
+        let header = CallHeader::Text(format!(
+            "server probes: rdma_vers {} rdma_proc {} rdma_credit {} hdrlen {}",
+            s.vers, s.proc, s.credits, s.hdrlen
+        ));
         let t = Transaction {
-            origin: Origin::ServerProbes,
-            connection,
-            xid: s.xid,
-            backchannel: false,
-            call_frame: s.seq,
-            call_ts_ns: s.ts,
             reply_frame: reply.map(|r| r.0),
             reply_ts_ns: reply_ts,
-            program: None,
-            program_name: None,
-            version: None,
-            procedure: None,
-            proc: None,
             call_transfer: if s.proc == 1 && s.segs.iter().any(|g| g.position == Some(0)) {
                 Transfer::LongCall
             } else if s.segs.iter().any(|g| g.kind == ChunkKind::Read) {
@@ -320,27 +313,17 @@ impl Correlator {
                 Some(_) => Transfer::Inline,
             },
             call_len: s.hdrlen,
-            reply_len: None,
             latency_us: reply_ts.map(|r| r.saturating_sub(s.ts) as f64 / 1e3),
             credits_requested: s.credits,
-            credits_granted: None,
-            in_flight_at_call: 0,
             chunks: s.segs,
             remote_invalidated_rkey: inv,
             round_trips: 1 + u8::from(reads) + u8::from(writes),
             responder_interrupts: 1 + u8::from(reads),
             phases,
-            reply_status: None,
             anomalies,
             ladder: s.ladder.steps,
             ladder_omitted: s.ladder.omitted,
-            call_header: CallHeader::Text(format!(
-                "server probes: rdma_vers {} rdma_proc {} rdma_credit {} hdrlen {}",
-                s.vers, s.proc, s.credits, s.hdrlen
-            )),
-            write_chunks: 0,
-            empty_write_chunks: 0,
-            unused_write_chunks: 0,
+            ..Transaction::new(Origin::ServerProbes, connection, s.xid, s.seq, s.ts, header)
         };
         out.push(Finding::Transaction(Box::new(t)));
     }

@@ -346,20 +346,9 @@ impl Engine {
         if self.inline_exceeded(m, conn, xid, !backchannel, out) {
             anomalies.push(Kind::InlineThresholdExceeded);
         }
+        let header = CallHeader::Wire(m.bytes.get(..hdr.header_len()).unwrap_or_default().into());
         let mut rec = Transaction {
-            origin: Origin::Wire,
-            connection: conn,
-            xid,
             backchannel,
-            call_frame: m.frame,
-            call_ts_ns: m.ts,
-            reply_frame: None,
-            reply_ts_ns: None,
-            program: None,
-            program_name: None,
-            version: None,
-            procedure: None,
-            proc: None,
             call_transfer: if chunks.has_position_zero() {
                 Transfer::LongCall
             } else if chunks.read_count() > 0 {
@@ -367,28 +356,12 @@ impl Engine {
             } else {
                 Transfer::Inline
             },
-            reply_transfer: Transfer::None,
             call_len: u32::try_from(m.total).unwrap_or(u32::MAX),
-            reply_len: None,
-            latency_us: None,
             credits_requested: hdr.credits,
-            credits_granted: None,
-            in_flight_at_call: 0,
-            chunks: Vec::new(),
-            remote_invalidated_rkey: None,
-            round_trips: 1,
-            responder_interrupts: 1,
-            phases: Phases::default(),
-            reply_status: None,
             anomalies,
-            ladder: Vec::new(),
-            ladder_omitted: 0,
-            call_header: CallHeader::Wire(
-                m.bytes.get(..hdr.header_len()).unwrap_or_default().into(),
-            ),
             write_chunks: chunks.write_count() as u32,
             empty_write_chunks: chunks.write_list().filter(|w| w.is_empty()).count() as u32,
-            unused_write_chunks: 0,
+            ..Transaction::new(Origin::Wire, conn, xid, m.frame, m.ts, header)
         };
         if let Some(
             msg @ RpcMsg {
