@@ -6,8 +6,8 @@ use rdma_dissectors::rpcrdma::Xid;
 use serde::Serialize;
 
 /// The engine's hash tables. Keys come off the wire, so the hash is keyed
-/// per process (foldhash's quality variant): several times cheaper than
-/// SipHash per frame, and an attacker cannot precompute collisions.
+/// per process (foldhash's quality variant): cheaper than SipHash for the
+/// lookups every frame makes, and an attacker cannot precompute collisions.
 pub(crate) type Map<K, V> = std::collections::HashMap<K, V, foldhash::quality::RandomState>;
 
 /// A connection's identifier: small, stable for the whole run, in order of discovery.
@@ -48,6 +48,28 @@ impl std::hash::Hash for QpKey {
 impl std::fmt::Display for QpKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{:#x}", self.addr, self.qpn)
+    }
+}
+
+/// Hands out connection ids in order of discovery, to the wire side and the
+/// kernel side alike, so that no two connections share one.
+#[derive(Debug)]
+pub(crate) struct ConnIds {
+    next: u32,
+}
+
+impl Default for ConnIds {
+    fn default() -> Self {
+        ConnIds { next: 1 }
+    }
+}
+
+impl ConnIds {
+    /// An id no connection has had.
+    pub(crate) fn new_id(&mut self) -> ConnId {
+        let id = ConnId(self.next);
+        self.next += 1;
+        id
     }
 }
 

@@ -45,6 +45,7 @@ use serde::Serialize;
 use wire::state::QpState;
 
 pub use anomaly::{Anomaly, Kind, Severity};
+use keys::ConnIds;
 pub use keys::{ConnId, QpKey};
 pub use model::{
     CallHeader, ChunkKind, CmState, Connection, CreditPoint, LadderStep, Origin, Phases, Role,
@@ -217,14 +218,14 @@ pub struct Engine {
     config: Config,
     state: State,
     qps: wire::qp_table::QpTable,
-    next_conn: u32,
+    ids: ConnIds,
     conns: wire::state::Table,
     kernel: kernel::Correlator,
     /// Middle packets of RDMA Writes and Read Responses not yet added to
-    /// their transactions (see [`wire::rdma::Credit`]).
-    credits: Vec<wire::rdma::Credit>,
+    /// their transactions (see [`wire::rdma::DeferredMiddle`]).
+    deferred: Vec<wire::rdma::DeferredMiddle>,
     /// False writes every packet at once (the tests' reference).
-    defer_credits: bool,
+    defer_middles: bool,
 }
 
 impl Engine {
@@ -239,11 +240,11 @@ impl Engine {
             config,
             state: State::default(),
             qps: wire::qp_table::QpTable::default(),
-            next_conn: 1,
+            ids: ConnIds::default(),
             conns: wire::state::Table::default(),
             kernel,
-            credits: Vec::with_capacity(wire::rdma::MAX_CREDITS),
-            defer_credits: true,
+            deferred: Vec::with_capacity(wire::rdma::MAX_DEFERRED),
+            defer_middles: true,
         }
     }
 
@@ -270,7 +271,7 @@ impl Engine {
     /// Consumes one event; findings are appended to `out`.
     pub fn handle(&mut self, event: Event<'_>, out: &mut Vec<Finding>) {
         if !matches!(event, Event::Frame { .. } | Event::CheckedFrame { .. }) {
-            self.flush_credits();
+            self.flush_deferred();
         }
         match event {
             Event::Frame {
@@ -291,19 +292,19 @@ impl Engine {
             Event::Probe(p) => {
                 self.state.totals.probe_records += 1;
                 let from = out.len();
-                self.with_kernel(out, |k, out| k.handle(p, out));
+                self.kernel.handle(&mut self.ids, p, out);
                 self.count_kernel_findings(from, out);
             }
             Event::Tick(ts) => {
                 self.state.totals.last_ts_ns = self.state.totals.last_ts_ns.max(ts);
                 let from = out.len();
-                self.with_kernel(out, |k, out| k.tick(ts, out));
+                self.kernel.tick(&mut self.ids, ts, out);
                 self.count_kernel_findings(from, out);
             }
             Event::End => {
                 self.end(out);
                 let from = out.len();
-                self.with_kernel(out, |k, out| k.end(out));
+                self.kernel.end(&mut self.ids, out);
                 self.count_kernel_findings(from, out);
             }
         }
@@ -350,8 +351,8 @@ impl Engine {
         }
         t.last_ts_ns = t.last_ts_ns.max(ts);
         let _ = orig_len;
-        // One dissection, built in place: returning or moving it costs a
-        // 720-byte copy per frame.
+        // One dissection, built in place: it is large, and returning or
+        // moving it would copy it for every frame.
         let config = stack::Config {
             verify_icrc: checked.is_none() && self.config.stack.verify_icrc,
             ..self.config.stack
@@ -378,9 +379,9 @@ impl Engine {
             Some(_) => t.icrc_unchecked += 1,
             None => {}
         }
-        if !self.credits.is_empty() && !wire::rdma::continues_transfer(&d) {
+        if !self.deferred.is_empty() && !wire::rdma::continues_transfer(&d) {
             // Anything else may read or end the transactions they belong to.
-            self.flush_credits();
+            self.flush_deferred();
         }
         let Some(bth) = d.bth() else {
             if let Some(e) = d.stop {
@@ -483,17 +484,6 @@ impl Engine {
                 }
             }
         }
-    }
-
-    /// Runs the probe correlator with the engine's connection-id counter.
-    fn with_kernel(
-        &mut self,
-        out: &mut Vec<Finding>,
-        f: impl FnOnce(&mut kernel::Correlator, &mut Vec<Finding>),
-    ) {
-        self.kernel.next_conn = self.next_conn;
-        f(&mut self.kernel, out);
-        self.next_conn = self.kernel.next_conn;
     }
 
     fn count_kernel_findings(&mut self, from: usize, out: &[Finding]) {

@@ -121,8 +121,7 @@ pub struct LadderStep {
 }
 
 /// What a ladder step was. Kept as numbers and put into words only when
-/// shown (TUI, JSON): formatting every step of every transaction was a
-/// tenth of the engine's time on a whole capture.
+/// shown (TUI, JSON), so that following a transaction formats nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum StepWhat {
@@ -224,8 +223,8 @@ pub enum StepWhat {
 }
 
 /// The call's RPC-over-RDMA header, shown in words. A wire call keeps the
-/// header's bytes and decodes them again when shown: writing out every
-/// call's chunk lists cost more than the rest of its correlation.
+/// header's bytes and decodes them again when shown, so that following a
+/// call writes out none of its chunk lists.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum CallHeader {

@@ -308,7 +308,7 @@ fn short_header_on_a_known_connection_is_reported() {
 /// and the final state, as text.
 fn replay(frames: &[(u64, u64, LinkType, u32, Vec<u8>)], defer: bool) -> (String, String) {
     let mut engine = Engine::new(Config::default());
-    engine.defer_credits = defer;
+    engine.defer_middles = defer;
     let mut out = Vec::new();
     for (number, ts_ns, link, orig_len, data) in frames {
         engine.handle(
@@ -326,7 +326,7 @@ fn replay(frames: &[(u64, u64, LinkType, u32, Vec<u8>)], defer: bool) -> (String
     (format!("{out:#?}"), format!("{:#?}", engine.state()))
 }
 
-/// Deferring the Middle packets of Writes and Read Responses (`rdma::Credit`)
+/// Deferring the Middle packets of Writes and Read Responses (`rdma::DeferredMiddle`)
 /// must give exactly what adding each at once gives: on every real capture,
 /// and on damaged copies where packets are lost, repeated and reordered, so
 /// that transfers break off, interleave and outlive their transactions.

@@ -7,7 +7,7 @@
 
 use super::event::{ChunkType, ProbeEvent, ProbeMeta, SegKind, TaskKey};
 use super::{advertised, Correlator};
-use crate::engine::keys::KernelConnKey;
+use crate::engine::keys::{ConnIds, KernelConnKey};
 use crate::engine::model::{Ladder, StepWhat};
 use crate::engine::{
     Anomaly, CallHeader, ChunkKind, Finding, Kind, Origin, SegmentUse, Transaction, Transfer,
@@ -35,6 +35,7 @@ impl Correlator {
     /// The arms of [`Correlator::handle`] for the client's events.
     pub(super) fn client_event(
         &mut self,
+        ids: &mut ConnIds,
         meta: ProbeMeta,
         event: &ProbeEvent,
         out: &mut Vec<Finding>,
@@ -48,7 +49,7 @@ impl Correlator {
                 length,
                 offset,
             } => {
-                let c = self.task_entry(*task, seq, out);
+                let c = self.task_entry(ids, *task, seq, out);
                 if c.marshal.is_some() {
                     // Chunks after a marshal: the task is being marshalled again.
                     c.segs.clear();
@@ -85,7 +86,7 @@ impl Correlator {
                 if remarshal {
                     self.stats.remarshals += 1;
                 }
-                let c = self.task_entry(*task, seq, out);
+                let c = self.task_entry(ids, *task, seq, out);
                 c.marshal = Some((seq, ts));
                 c.xid = *xid;
                 c.rtype = Some(*rtype);
@@ -125,9 +126,12 @@ impl Correlator {
                         c.ladder.step(cap, base, seq, ts, false, what);
                     }
                     _ => {
-                        let connection = Some(self.conn(KernelConnKey::Client {
-                            client_id: task.client_id,
-                        }));
+                        let connection = Some(self.conn(
+                            ids,
+                            KernelConnKey::Client {
+                                client_id: task.client_id,
+                            },
+                        ));
                         out.push(Finding::Anomaly(Box::new(Anomaly {
                             kind: Kind::ReplyWithoutCall,
                             frames: vec![seq],
@@ -181,13 +185,19 @@ impl Correlator {
         }
     }
 
-    fn task_entry(&mut self, task: TaskKey, seq: u64, out: &mut Vec<Finding>) -> &mut ClientCall {
+    fn task_entry(
+        &mut self,
+        ids: &mut ConnIds,
+        task: TaskKey,
+        seq: u64,
+        out: &mut Vec<Finding>,
+    ) -> &mut ClientCall {
         if !self.tasks.contains_key(&task) {
             if self.tasks.len() >= self.cfg.max_outstanding {
                 while let Some(old) = self.task_order.pop_front() {
                     if let Some(c) = self.tasks.remove(&old) {
                         self.stats.evicted += 1;
-                        self.finish_client(old, c, out);
+                        self.finish_client(ids, old, c, out);
                         break;
                     }
                 }
@@ -197,7 +207,7 @@ impl Correlator {
         // A task that already has a reply and starts again is a new call.
         if self.tasks.get(&task).is_some_and(|c| c.reply.is_some()) {
             if let Some(c) = self.tasks.remove(&task) {
-                self.finish_client(task, c, out);
+                self.finish_client(ids, task, c, out);
             }
             self.task_order.push_back(task);
         }
@@ -207,7 +217,7 @@ impl Correlator {
         })
     }
 
-    pub(super) fn expire(&mut self, now: u64, out: &mut Vec<Finding>) {
+    pub(super) fn expire(&mut self, ids: &mut ConnIds, now: u64, out: &mut Vec<Finding>) {
         if !self
             .tasks
             .values()
@@ -225,18 +235,27 @@ impl Correlator {
         for k in done {
             if let Some(c) = self.tasks.remove(&k) {
                 self.task_order.retain(|t| *t != k);
-                self.finish_client(k, c, out);
+                self.finish_client(ids, k, c, out);
             }
         }
     }
 
-    pub(super) fn finish_client(&mut self, task: TaskKey, c: ClientCall, out: &mut Vec<Finding>) {
+    pub(super) fn finish_client(
+        &mut self,
+        ids: &mut ConnIds,
+        task: TaskKey,
+        c: ClientCall,
+        out: &mut Vec<Finding>,
+    ) {
         let Some((call_seq, call_ts)) = c.marshal else {
             return; // chunks registered, never marshalled: nothing to report
         };
-        let connection = self.conn(KernelConnKey::Client {
-            client_id: task.client_id,
-        });
+        let connection = self.conn(
+            ids,
+            KernelConnKey::Client {
+                client_id: task.client_id,
+            },
+        );
         self.stats.client_transactions += 1;
         let call_transfer = match c.rtype {
             Some(ChunkType::ReadList) => Transfer::ReadChunks,

@@ -19,13 +19,13 @@ pub mod event;
 mod client;
 mod server;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use client::ClientCall;
 use event::{Cid, Probe, ProbeEvent, SegKind, TaskKey};
 use server::ServerCall;
 
-use crate::engine::keys::KernelConnKey;
+use crate::engine::keys::{ConnIds, KernelConnKey, Map};
 use rdma_dissectors::rpcrdma::Segment;
 
 use crate::engine::{ChunkKind, ConnId, Finding, SegmentUse};
@@ -74,22 +74,19 @@ pub struct CorrelateStats {
 #[derive(Debug, Default)]
 pub struct Correlator {
     cfg: CorrelateConfig,
-    conns: HashMap<KernelConnKey, ConnId>,
-    tasks: HashMap<TaskKey, ClientCall>,
+    conns: Map<KernelConnKey, ConnId>,
+    tasks: Map<TaskKey, ClientCall>,
     task_order: VecDeque<TaskKey>,
-    recv_ts: HashMap<Cid, u64>,
+    recv_ts: Map<Cid, u64>,
     recv_order: VecDeque<Cid>,
-    recv_segs: HashMap<Cid, Vec<SegmentUse>>,
-    threads: HashMap<u32, ServerCall>,
-    chunk_ctx: HashMap<Cid, u32>,
+    recv_segs: Map<Cid, Vec<SegmentUse>>,
+    threads: Map<u32, ServerCall>,
+    chunk_ctx: Map<Cid, u32>,
     chunk_order: VecDeque<Cid>,
     /// Counters.
     pub stats: CorrelateStats,
     /// CM private data seen by the kprobes: (connect or accept, bytes).
     pub private_data: Vec<(ebpf_common::KprobeId, Vec<u8>)>,
-    /// The id the next kernel-side connection gets; the engine shares its
-    /// own counter through this so wire and probe connections never collide.
-    pub(crate) next_conn: u32,
 }
 
 /// A segment a kernel's tracepoint reports, as the call advertised it.
@@ -117,25 +114,25 @@ impl Correlator {
     }
 
     /// The engine's id for the connection a kernel names `key`.
-    fn conn(&mut self, key: KernelConnKey) -> ConnId {
+    fn conn(&mut self, ids: &mut ConnIds, key: KernelConnKey) -> ConnId {
         // Every reconnect brings new completion queues: over days the map
         // would only grow. Ids are labels, so forgetting them all is safe
         // (a connection seen again gets a new id).
         if self.conns.len() >= MAX_KERNEL_CONNS && !self.conns.contains_key(&key) {
             self.conns.clear();
         }
-        let next = &mut self.next_conn;
-        *self.conns.entry(key).or_insert_with(|| {
-            let id = ConnId(*next);
-            *next += 1;
-            id
-        })
+        *self.conns.entry(key).or_insert_with(|| ids.new_id())
     }
 
     /// Handles one probe event; findings go to `out` as they complete.
-    pub fn handle(&mut self, p: &Probe, out: &mut Vec<Finding>) {
+    pub(in crate::engine) fn handle(
+        &mut self,
+        ids: &mut ConnIds,
+        p: &Probe,
+        out: &mut Vec<Finding>,
+    ) {
         self.stats.events += 1;
-        self.expire(p.meta.ts_ns, out);
+        self.expire(ids, p.meta.ts_ns, out);
         match &p.event {
             ProbeEvent::ClientChunk { .. }
             | ProbeEvent::Marshal { .. }
@@ -143,13 +140,13 @@ impl Correlator {
             | ProbeEvent::Reply { .. }
             | ProbeEvent::RemoteInv { .. }
             | ProbeEvent::LocalInv { .. }
-            | ProbeEvent::DecodeSeg { .. } => self.client_event(p.meta, &p.event, out),
+            | ProbeEvent::DecodeSeg { .. } => self.client_event(ids, p.meta, &p.event, out),
             ProbeEvent::Completion { .. }
             | ProbeEvent::ServerDecodeSeg { .. }
             | ProbeEvent::DecodeRqst { .. }
             | ProbeEvent::PostChunk { .. }
             | ProbeEvent::EncodeWseg { .. }
-            | ProbeEvent::ServerPostSend { .. } => self.server_event(p.meta, &p.event, out),
+            | ProbeEvent::ServerPostSend { .. } => self.server_event(ids, p.meta, &p.event, out),
             ProbeEvent::PrivateData { which, bytes } if self.private_data.len() < 1024 => {
                 self.private_data.push((*which, bytes.clone()));
             }
@@ -158,23 +155,28 @@ impl Correlator {
     }
 
     /// Time passes (live mode): replies whose grace period ended are emitted.
-    pub fn tick(&mut self, ts_ns: u64, out: &mut Vec<Finding>) {
-        self.expire(ts_ns, out);
+    pub(in crate::engine) fn tick(
+        &mut self,
+        ids: &mut ConnIds,
+        ts_ns: u64,
+        out: &mut Vec<Finding>,
+    ) {
+        self.expire(ids, ts_ns, out);
     }
 
     /// The source ended: everything still open is emitted, unanswered calls
     /// with a `call_without_reply` anomaly.
-    pub fn end(&mut self, out: &mut Vec<Finding>) {
+    pub(in crate::engine) fn end(&mut self, ids: &mut ConnIds, out: &mut Vec<Finding>) {
         let keys: Vec<TaskKey> = self.task_order.drain(..).collect();
         for k in keys {
             if let Some(c) = self.tasks.remove(&k) {
-                self.finish_client(k, c, out);
+                self.finish_client(ids, k, c, out);
             }
         }
         let mut threads: Vec<(u32, ServerCall)> = self.threads.drain().collect();
         threads.sort_by_key(|(_, s)| s.seq);
         for (_, s) in threads {
-            self.finish_server(s, None, out);
+            self.finish_server(ids, s, None, out);
         }
     }
 }

@@ -8,7 +8,7 @@
 
 use super::event::{ProbeEvent, ProbeMeta, SegKind};
 use super::{advertised, Correlator};
-use crate::engine::keys::KernelConnKey;
+use crate::engine::keys::{ConnIds, KernelConnKey};
 use crate::engine::model::{Ladder, Phases, StepWhat};
 use crate::engine::{
     Anomaly, CallHeader, ChunkKind, Finding, Kind, Origin, SegmentUse, Transaction, Transfer,
@@ -37,6 +37,7 @@ impl Correlator {
     /// The arms of [`Correlator::handle`] for the server's events.
     pub(super) fn server_event(
         &mut self,
+        ids: &mut ConnIds,
         meta: ProbeMeta,
         event: &ProbeEvent,
         out: &mut Vec<Finding>,
@@ -102,7 +103,7 @@ impl Correlator {
                 hdrlen,
             } => {
                 if let Some(prev) = self.threads.remove(&tid) {
-                    self.finish_server(prev, None, out);
+                    self.finish_server(ids, prev, None, out);
                 }
                 let call_ts = self.recv_ts.get(cid).copied().unwrap_or(ts);
                 let segs = self.recv_segs.remove(cid).unwrap_or_default();
@@ -175,7 +176,7 @@ impl Correlator {
             }
             ProbeEvent::ServerPostSend { inv_rkey, .. } => {
                 if let Some(s) = self.threads.remove(&tid) {
-                    self.finish_server(s, Some((seq, ts, *inv_rkey)), out);
+                    self.finish_server(ids, s, Some((seq, ts, *inv_rkey)), out);
                 }
             }
             _ => {}
@@ -184,11 +185,12 @@ impl Correlator {
 
     pub(super) fn finish_server(
         &mut self,
+        ids: &mut ConnIds,
         mut s: ServerCall,
         reply: Option<(u64, u64, Option<u32>)>,
         out: &mut Vec<Finding>,
     ) {
-        let connection = self.conn(KernelConnKey::Server { cq_id: s.cq_id });
+        let connection = self.conn(ids, KernelConnKey::Server { cq_id: s.cq_id });
         self.stats.server_transactions += 1;
         let mut anomalies = Vec::new();
         let mut push = |kind: Kind, message: String, out: &mut Vec<Finding>| {

@@ -2,6 +2,7 @@
 
 use super::event::{ChunkType, Cid, Probe, ProbeEvent, ProbeMeta, SegKind, TaskKey};
 use super::{CorrelateConfig, Correlator};
+use crate::engine::keys::ConnIds;
 use crate::engine::{Finding, Kind, Transaction, Transfer};
 
 fn p(seq: u64, ts: u64, tid: u32, event: ProbeEvent) -> Probe {
@@ -36,6 +37,7 @@ fn txns(out: &[Finding]) -> Vec<&Transaction> {
 fn client_read_with_remote_invalidation() {
     let mut c = Correlator::new(CorrelateConfig::default());
     let mut out = Vec::new();
+    let mut ids = ConnIds::default();
     let evs = [
         ProbeEvent::ClientChunk {
             task: T,
@@ -80,12 +82,13 @@ fn client_read_with_remote_invalidation() {
     ];
     for (i, e) in evs.into_iter().enumerate() {
         c.handle(
+            &mut ids,
             &p(i as u64 + 1, 1_000_000 + i as u64 * 10_000, 40, e),
             &mut out,
         );
     }
     assert!(out.is_empty(), "held for the grace period");
-    c.tick(1_000_000 + 30_000_000, &mut out);
+    c.tick(&mut ids, 1_000_000 + 30_000_000, &mut out);
     let t = txns(&out);
     assert_eq!(t.len(), 1);
     let t = t[0];
@@ -107,11 +110,13 @@ fn client_read_with_remote_invalidation() {
 fn client_unanswered_and_foreign_invalidation() {
     let mut c = Correlator::new(CorrelateConfig::default());
     let mut out = Vec::new();
+    let mut ids = ConnIds::default();
     let t2 = TaskKey {
         task_id: 2,
         client_id: 4,
     };
     c.handle(
+        &mut ids,
         &p(
             1,
             10,
@@ -128,6 +133,7 @@ fn client_unanswered_and_foreign_invalidation() {
         &mut out,
     );
     c.handle(
+        &mut ids,
         &p(
             2,
             20,
@@ -144,6 +150,7 @@ fn client_unanswered_and_foreign_invalidation() {
         &mut out,
     );
     c.handle(
+        &mut ids,
         &p(
             3,
             30,
@@ -157,6 +164,7 @@ fn client_unanswered_and_foreign_invalidation() {
         &mut out,
     );
     c.handle(
+        &mut ids,
         &p(
             4,
             31,
@@ -169,6 +177,7 @@ fn client_unanswered_and_foreign_invalidation() {
         &mut out,
     );
     c.handle(
+        &mut ids,
         &p(
             5,
             40,
@@ -184,7 +193,7 @@ fn client_unanswered_and_foreign_invalidation() {
         ),
         &mut out,
     );
-    c.end(&mut out);
+    c.end(&mut ids, &mut out);
     let kinds: Vec<Kind> = out
         .iter()
         .filter_map(|f| match f {
@@ -209,6 +218,7 @@ fn client_unanswered_and_foreign_invalidation() {
 fn server_write_with_read_chunk() {
     let mut c = Correlator::new(CorrelateConfig::default());
     let mut out = Vec::new();
+    let mut ids = ConnIds::default();
     let rc = Cid { cq_id: 4, cid: 51 };
     let sc = Cid { cq_id: 3, cid: 82 };
     let nfsd = 353;
@@ -269,7 +279,11 @@ fn server_write_with_read_chunk() {
         ),
     ];
     for (i, (tid, e)) in evs.into_iter().enumerate() {
-        c.handle(&p(i as u64 + 1, 1_000 * (i as u64 + 1), tid, e), &mut out);
+        c.handle(
+            &mut ids,
+            &p(i as u64 + 1, 1_000 * (i as u64 + 1), tid, e),
+            &mut out,
+        );
     }
     let t = txns(&out);
     assert_eq!(t.len(), 1);
@@ -290,6 +304,7 @@ fn server_write_with_read_chunk() {
 fn server_reply_with_invalidate_and_write_chunk() {
     let mut c = Correlator::new(CorrelateConfig::default());
     let mut out = Vec::new();
+    let mut ids = ConnIds::default();
     let rc = Cid { cq_id: 4, cid: 53 };
     let evs = [
         ProbeEvent::ServerDecodeSeg {
@@ -324,7 +339,7 @@ fn server_reply_with_invalidate_and_write_chunk() {
         },
     ];
     for (i, e) in evs.into_iter().enumerate() {
-        c.handle(&p(i as u64 + 1, 10 + i as u64, 352, e), &mut out);
+        c.handle(&mut ids, &p(i as u64 + 1, 10 + i as u64, 352, e), &mut out);
     }
     let t = txns(&out);
     assert_eq!(t.len(), 1);
@@ -342,12 +357,14 @@ fn bounded_outstanding_calls() {
         ..CorrelateConfig::default()
     });
     let mut out = Vec::new();
+    let mut ids = ConnIds::default();
     for i in 0..100u32 {
         let task = TaskKey {
             task_id: i,
             client_id: 1,
         };
         c.handle(
+            &mut ids,
             &p(
                 u64::from(i) + 1,
                 u64::from(i),

@@ -596,13 +596,11 @@ impl Engine {
             kinds.push(Kind::InlineThresholdExceeded);
         }
         if !backchannel {
-            let points = self.config.max_credit_points;
             if let Some(c) = self.state.connections.get_mut(&conn) {
                 c.granted = Some(hdr.credits);
                 c.granted_min = Some(c.granted_min.map_or(hdr.credits, |g| g.min(hdr.credits)));
                 c.granted_max = Some(c.granted_max.map_or(hdr.credits, |g| g.max(hdr.credits)));
             }
-            let _ = points;
         }
         let key = CallKey {
             backchannel,

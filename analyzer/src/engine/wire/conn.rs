@@ -45,8 +45,7 @@ impl Engine {
                 );
             }
         }
-        let id = ConnId(self.next_conn);
-        self.next_conn += 1;
+        let id = self.ids.new_id();
         self.state.connections.insert(id, Connection::new(id, ts));
         self.conns.corr.insert(id, Corr::default());
         id
@@ -136,7 +135,6 @@ impl Engine {
                     c.client_start_psn = Some(req.starting_psn.get());
                     c.client_private = private;
                     c.cm_frames.push(number);
-                    let _ = dst;
                 }
                 if let Some(corr) = self.conns.corr.get_mut(&id) {
                     corr.rpcrdma = rdma_cm.is_some_and(|(_, p)| p == 20049) || private.is_some();

@@ -100,11 +100,10 @@ pub(in crate::engine) const SEGMENT_FRAME_CAP: usize = 8;
 /// A chunk segment of an outstanding call: the call's key in its
 /// connection's `outstanding` table and the segment's index, in one word.
 ///
-/// Every Middle packet copies one of these a few times. As a
-/// `((bool, u32), usize)` with a niche tag, each copy read back its fields
-/// with wider, overlapping loads than had stored them, and the stalled store
-/// forwarding was the engine's hottest spot; one word is stored and loaded
-/// whole.
+/// Every Middle packet copies one of these a few times, so it is one word,
+/// stored and loaded whole: a `(CallKey, usize)` with a niche tag would be
+/// read back in wider, overlapping loads than had stored it, which stalls
+/// store forwarding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(in crate::engine) struct SegmentRef(std::num::NonZeroU64);
 
