@@ -63,6 +63,10 @@ pub enum Kind {
     StateEvicted,
     /// An RDMA-CM connection request was rejected (IBA 12.6.7).
     ConnectionRejected,
+    /// A CM message the connection manager's state machine does not allow
+    /// in the state its connection is in (IBA 12.9): an RTU before the REP,
+    /// a DREP without a DREQ, a message from the wrong side, ...
+    CmBadTransition,
 }
 
 impl Kind {
@@ -94,11 +98,12 @@ impl Kind {
             Kind::Nak => "nak",
             Kind::StateEvicted => "state_evicted",
             Kind::ConnectionRejected => "connection_rejected",
+            Kind::CmBadTransition => "cm_bad_transition",
         }
     }
 
     /// Every kind, in a stable order.
-    pub const ALL: [Kind; 25] = [
+    pub const ALL: [Kind; 26] = [
         Kind::CreditOverrun,
         Kind::ZeroCreditGrant,
         Kind::InlineThresholdExceeded,
@@ -124,6 +129,7 @@ impl Kind {
         Kind::Nak,
         Kind::StateEvicted,
         Kind::ConnectionRejected,
+        Kind::CmBadTransition,
     ];
 
     /// Parses a stable name.
@@ -151,6 +157,7 @@ impl Kind {
             Kind::Retransmission | Kind::Nak => "IBA 9.7.5",
             Kind::StateEvicted => "-",
             Kind::ConnectionRejected => "IBA 12.6.7",
+            Kind::CmBadTransition => "IBA 12.9",
         }
     }
 
@@ -178,6 +185,7 @@ impl Kind {
             | Kind::Malformed
             | Kind::Nak
             | Kind::ConnectionRejected
+            | Kind::CmBadTransition
             | Kind::StateEvicted => Severity::Warning,
             Kind::CallWithoutReply | Kind::ReplyWithoutCall | Kind::Retransmission => {
                 Severity::Info

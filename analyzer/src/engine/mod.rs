@@ -23,6 +23,7 @@
 //! [`Evictions`] and reported as a `state_evicted` anomaly, never dropped silently.
 
 pub mod anomaly;
+mod cm;
 mod describe;
 pub mod kernel;
 pub mod keys;

@@ -482,6 +482,16 @@ pub enum Role {
     Server,
 }
 
+impl Role {
+    /// The other end.
+    pub fn peer(self) -> Role {
+        match self {
+            Role::Client => Role::Server,
+            Role::Server => Role::Client,
+        }
+    }
+}
+
 /// Where the CM exchange of a connection stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -500,6 +510,21 @@ pub enum CmState {
     Disconnecting,
     /// DREP seen.
     Closed,
+}
+
+impl CmState {
+    /// Stable name (JSON).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CmState::NotSeen => "not_seen",
+            CmState::Requested => "requested",
+            CmState::Replied => "replied",
+            CmState::Established => "established",
+            CmState::Rejected => "rejected",
+            CmState::Disconnecting => "disconnecting",
+            CmState::Closed => "closed",
+        }
+    }
 }
 
 /// One point of a connection's credit history.

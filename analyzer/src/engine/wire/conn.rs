@@ -8,8 +8,9 @@ use rdma_dissectors::rpcrdma_cm;
 use rdma_dissectors::stack::Dissection;
 
 use super::state::{Corr, Txn};
+use crate::engine::cm;
 use crate::engine::keys::{ConnId, QpKey};
-use crate::engine::model::{v1, CmState, Connection};
+use crate::engine::model::{v1, Connection, Role};
 use crate::engine::{Engine, Finding, Kind};
 
 impl Engine {
@@ -111,6 +112,7 @@ impl Engine {
                 let key = (src, req.local_comm_id);
                 if let Some(&id) = self.conns.pending.get(&key) {
                     // A retransmitted REQ (the CM retries MADs).
+                    self.cm_transition(id, number, &cm, Role::Client, src, out);
                     if let Some(c) = self.state.connections.get_mut(&id) {
                         c.cm_frames.push(number);
                     }
@@ -121,13 +123,13 @@ impl Engine {
                 }
                 let id = self.new_conn(ts, out);
                 self.conns.pending.insert(key, id);
+                self.cm_transition(id, number, &cm, Role::Client, src, out);
                 let client = QpKey {
                     addr: src,
                     qpn: req.local_qpn.get(),
                 };
                 let rdma_cm = req.service_id.rdma_cm();
                 if let Some(c) = self.state.connections.get_mut(&id) {
-                    c.cm_state = CmState::Requested;
                     c.client = Some(client);
                     c.service_id = Some(req.service_id.0);
                     c.port = rdma_cm.map(|(_, port)| port);
@@ -149,12 +151,12 @@ impl Engine {
                     addr: src,
                     qpn: rep.local_qpn.get(),
                 };
+                self.cm_transition(id, number, &cm, Role::Server, src, out);
                 if let Some(c) = self.state.connections.get_mut(&id) {
                     if c.server.is_some() {
                         c.cm_frames.push(number);
                         return;
                     }
-                    c.cm_state = CmState::Replied;
                     c.server = Some(server);
                     c.server_comm_id = Some(rep.local_comm_id);
                     c.server_start_psn = Some(rep.starting_psn.get());
@@ -175,23 +177,26 @@ impl Engine {
                 self.bind_qp(server, id, out);
             }
             CmMessage::Rtu(rtu) => {
-                if let Some(id) = self.conn_by_comm_id(src, rtu.local_comm_id) {
+                if let Some((id, sender)) = self.conn_by_comm_id(src, rtu.local_comm_id) {
+                    self.cm_transition(id, number, &cm, sender, src, out);
                     if let Some(c) = self.state.connections.get_mut(&id) {
-                        c.cm_state = CmState::Established;
                         c.cm_frames.push(number);
                     }
                 }
             }
             CmMessage::Rej(rej) => {
-                let id = self
-                    .conns
-                    .pending
-                    .get(&(dst, rej.remote_comm_id))
-                    .copied()
-                    .or_else(|| self.conn_by_comm_id(dst, rej.remote_comm_id));
-                if let Some(c) = id.and_then(|id| self.state.connections.get_mut(&id)) {
-                    c.cm_state = CmState::Rejected;
-                    c.cm_frames.push(number);
+                // Sent to the side whose comm id it names: a pending REQ's
+                // client, or either side of a known connection.
+                let to = match self.conns.pending.get(&(dst, rej.remote_comm_id)) {
+                    Some(&id) => Some((id, Role::Client)),
+                    None => self.conn_by_comm_id(dst, rej.remote_comm_id),
+                };
+                let id = to.map(|(id, _)| id);
+                if let Some((id, receiver)) = to {
+                    self.cm_transition(id, number, &cm, receiver.peer(), src, out);
+                    if let Some(c) = self.state.connections.get_mut(&id) {
+                        c.cm_frames.push(number);
+                    }
                 }
                 self.anomaly(
                     out,
@@ -207,17 +212,17 @@ impl Engine {
                 );
             }
             CmMessage::Dreq(dreq) => {
-                if let Some(id) = self.conn_by_comm_id(src, dreq.local_comm_id) {
+                if let Some((id, sender)) = self.conn_by_comm_id(src, dreq.local_comm_id) {
+                    self.cm_transition(id, number, &cm, sender, src, out);
                     if let Some(c) = self.state.connections.get_mut(&id) {
-                        c.cm_state = CmState::Disconnecting;
                         c.cm_frames.push(number);
                     }
                 }
             }
             CmMessage::Drep(drep) => {
-                if let Some(id) = self.conn_by_comm_id(src, drep.local_comm_id) {
+                if let Some((id, sender)) = self.conn_by_comm_id(src, drep.local_comm_id) {
+                    self.cm_transition(id, number, &cm, sender, src, out);
                     if let Some(c) = self.state.connections.get_mut(&id) {
-                        c.cm_state = CmState::Closed;
                         c.cm_frames.push(number);
                     }
                     self.close_out(id, "the connection was closed (DREQ/DREP) first", out);
@@ -227,17 +232,57 @@ impl Engine {
         }
     }
 
-    /// The connection whose side at `addr` has CM communication ID `comm_id`.
-    fn conn_by_comm_id(&self, addr: IpAddr, comm_id: u32) -> Option<ConnId> {
-        self.state
-            .connections
-            .values()
-            .rev()
-            .find(|c| {
-                (c.client_comm_id == Some(comm_id) && c.client.is_some_and(|q| q.addr == addr))
-                    || (c.server_comm_id == Some(comm_id)
-                        && c.server.is_some_and(|q| q.addr == addr))
-            })
-            .map(|c| c.id)
+    /// Moves connection `id`'s CM state for `msg` from `sender` (at `src`),
+    /// and reports a message the state machine does not allow there.
+    fn cm_transition(
+        &mut self,
+        id: ConnId,
+        number: u64,
+        msg: &CmMessage<'_>,
+        sender: Role,
+        src: IpAddr,
+        out: &mut Vec<Finding>,
+    ) {
+        let Some(c) = self.state.connections.get_mut(&id) else {
+            return;
+        };
+        match cm::next(c.cm_state, msg, sender) {
+            Ok(s) => c.cm_state = s,
+            Err(e) => {
+                c.cm_state = e.then;
+                let side = match sender {
+                    Role::Client => "client",
+                    Role::Server => "server",
+                };
+                self.anomaly(
+                    out,
+                    Kind::CmBadTransition,
+                    vec![number],
+                    Some(id),
+                    None,
+                    format!(
+                        "CM {} from the {side} ({src}) while the connection was {}: the CM state machine does not allow it there; taken as {}",
+                        e.message,
+                        e.from.as_str(),
+                        e.then.as_str()
+                    ),
+                );
+            }
+        }
+    }
+
+    /// The connection whose side at `addr` has CM communication ID
+    /// `comm_id`, and which side that is.
+    fn conn_by_comm_id(&self, addr: IpAddr, comm_id: u32) -> Option<(ConnId, Role)> {
+        self.state.connections.values().rev().find_map(|c| {
+            if c.client_comm_id == Some(comm_id) && c.client.is_some_and(|q| q.addr == addr) {
+                Some((c.id, Role::Client))
+            } else if c.server_comm_id == Some(comm_id) && c.server.is_some_and(|q| q.addr == addr)
+            {
+                Some((c.id, Role::Server))
+            } else {
+                None
+            }
+        })
     }
 }
