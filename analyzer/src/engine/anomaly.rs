@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use super::ConnId;
+use super::keys::{ConnId, Origin};
 
 /// What was found. The `as_str` names are a stable interface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -211,6 +211,9 @@ pub enum Severity {
 pub struct Anomaly {
     /// Stable kind.
     pub kind: Kind,
+    /// Who saw it: the wire, or one side's kernel (whose "frames" are
+    /// probe record numbers).
+    pub origin: Origin,
     /// Frame numbers involved (1-based, as tshark counts).
     pub frames: Vec<u64>,
     /// Connection, when known.

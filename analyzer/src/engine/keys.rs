@@ -1,4 +1,4 @@
-//! Correlation keys, and the hash tables keyed by them.
+//! Correlation keys, the hash tables keyed by them, and who saw what.
 
 use std::net::IpAddr;
 
@@ -98,4 +98,29 @@ pub(crate) enum KernelConnKey {
         /// `cq.id` of the `svcrdma_*` tracepoints.
         cq_id: u32,
     },
+}
+
+/// Who saw a transaction or an anomaly: the wire, or one side's kernel
+/// through the probes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// Packet capture.
+    #[default]
+    Wire,
+    /// The client's kernel (`xprtrdma_*` probes).
+    ClientProbes,
+    /// The server's kernel (`svcrdma_*` probes).
+    ServerProbes,
+}
+
+impl Origin {
+    /// Stable name (JSON, TUI).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Wire => "wire",
+            Origin::ClientProbes => "client_probes",
+            Origin::ServerProbes => "server_probes",
+        }
+    }
 }

@@ -47,10 +47,10 @@ use wire::state::QpState;
 
 pub use anomaly::{Anomaly, Kind, Severity};
 use keys::ConnIds;
-pub use keys::{ConnId, QpKey};
+pub use keys::{ConnId, Origin, QpKey};
 pub use model::{
-    CallHeader, ChunkKind, CmState, Connection, CreditPoint, LadderStep, Origin, Phases, Role,
-    SegmentUse, StepWhat, Transaction, Transfer,
+    CallHeader, ChunkKind, CmState, Connection, CreditPoint, LadderStep, Phases, Role, SegmentUse,
+    StepWhat, Transaction, Transfer,
 };
 
 /// Caps and switches.
@@ -326,6 +326,7 @@ impl Engine {
         }
         out.push(Finding::Anomaly(Box::new(Anomaly {
             kind,
+            origin: Origin::Wire,
             frames,
             connection: conn,
             xid,

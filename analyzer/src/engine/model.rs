@@ -8,7 +8,7 @@ use rdma_dissectors::rpcrdma_cm::{CmPrivateData, Negotiated, RpcRdmaCmPrivate};
 use serde::Serialize;
 
 use super::kernel::event::{ChunkType, SegKind};
-use super::keys::{ConnId, QpKey};
+use super::keys::{ConnId, Origin, QpKey};
 use super::Kind;
 
 /// How a call or a reply travelled.
@@ -245,30 +245,6 @@ pub struct Phases {
     pub write_ns: Option<u64>,
     /// Last RDMA operation to the reply.
     pub reply_after_rdma_ns: Option<u64>,
-}
-
-/// Who saw a transaction: the wire, or one side's kernel through the probes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Origin {
-    /// Packet capture.
-    #[default]
-    Wire,
-    /// The client's kernel (`xprtrdma_*` probes).
-    ClientProbes,
-    /// The server's kernel (`svcrdma_*` probes).
-    ServerProbes,
-}
-
-impl Origin {
-    /// Stable name (JSON, TUI).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Origin::Wire => "wire",
-            Origin::ClientProbes => "client_probes",
-            Origin::ServerProbes => "server_probes",
-        }
-    }
 }
 
 /// A completed (or abandoned) RPC transaction.

@@ -134,6 +134,7 @@ impl Correlator {
                         ));
                         out.push(Finding::Anomaly(Box::new(Anomaly {
                             kind: Kind::ReplyWithoutCall,
+                            origin: Origin::ClientProbes,
                             frames: vec![seq],
                             connection,
                             xid: Some(*xid),
@@ -284,6 +285,7 @@ impl Correlator {
                 anomalies.push(Kind::InvalidatedForeignStag);
                 out.push(Finding::Anomaly(Box::new(Anomaly {
                     kind: Kind::InvalidatedForeignStag,
+                    origin: Origin::ClientProbes,
                     frames: vec![call_seq],
                     connection: Some(connection),
                     xid: Some(c.xid),
@@ -295,6 +297,7 @@ impl Correlator {
             anomalies.push(Kind::CallWithoutReply);
             out.push(Finding::Anomaly(Box::new(Anomaly {
                 kind: Kind::CallWithoutReply,
+                origin: Origin::ClientProbes,
                 frames: vec![call_seq],
                 connection: Some(connection),
                 xid: Some(c.xid),

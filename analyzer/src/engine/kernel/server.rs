@@ -197,6 +197,7 @@ impl Correlator {
             anomalies.push(kind);
             out.push(Finding::Anomaly(Box::new(Anomaly {
                 kind,
+                origin: Origin::ServerProbes,
                 frames: vec![s.seq],
                 connection: Some(connection),
                 xid: Some(s.xid),

@@ -3,7 +3,7 @@
 use super::event::{ChunkType, Cid, Probe, ProbeEvent, ProbeMeta, SegKind, TaskKey};
 use super::{CorrelateConfig, Correlator};
 use crate::engine::keys::ConnIds;
-use crate::engine::{Finding, Kind, Transaction, Transfer};
+use crate::engine::{Finding, Kind, Origin, Transaction, Transfer};
 
 fn p(seq: u64, ts: u64, tid: u32, event: ProbeEvent) -> Probe {
     Probe {
@@ -197,7 +197,10 @@ fn client_unanswered_and_foreign_invalidation() {
     let kinds: Vec<Kind> = out
         .iter()
         .filter_map(|f| match f {
-            Finding::Anomaly(a) => Some(a.kind),
+            Finding::Anomaly(a) => {
+                assert_eq!(a.origin, Origin::ClientProbes, "{a:?}");
+                Some(a.kind)
+            }
             Finding::Transaction(_) => None,
         })
         .collect();
@@ -383,4 +386,37 @@ fn bounded_outstanding_calls() {
     }
     assert!(c.tasks.len() <= 4);
     assert_eq!(c.stats.evicted, 96);
+}
+
+#[test]
+fn server_anomalies_say_they_come_from_the_server() {
+    let mut c = Correlator::new(CorrelateConfig::default());
+    let mut out = Vec::new();
+    let mut ids = ConnIds::default();
+    // An RDMA_MSGP call (rdma_proc 2) the server never answers.
+    let decode = ProbeEvent::DecodeRqst {
+        cid: Cid { cq_id: 4, cid: 1 },
+        xid: 9,
+        vers: 1,
+        proc: 2,
+        credits: 8,
+        hdrlen: None,
+    };
+    c.handle(&mut ids, &p(1, 10, 352, decode), &mut out);
+    c.end(&mut ids, &mut out);
+    let anomalies: Vec<(Kind, Origin)> = out
+        .iter()
+        .filter_map(|f| match f {
+            Finding::Anomaly(a) => Some((a.kind, a.origin)),
+            Finding::Transaction(_) => None,
+        })
+        .collect();
+    assert_eq!(
+        anomalies,
+        [
+            (Kind::MsgpUsed, Origin::ServerProbes),
+            (Kind::CallWithoutReply, Origin::ServerProbes)
+        ]
+    );
+    assert_eq!(txns(&out)[0].origin, Origin::ServerProbes);
 }

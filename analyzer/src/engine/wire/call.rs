@@ -10,9 +10,9 @@ use rdma_dissectors::rpcrdma::{self, Body, Chunks, Proc, RdmaError, RpcRdmaHeade
 
 use super::state::{Message, Reassembly, Txn};
 use crate::engine::describe::{fill_call, reply_status};
-use crate::engine::keys::{CallKey, ConnId};
+use crate::engine::keys::{CallKey, ConnId, Origin};
 use crate::engine::model::{
-    v1, CallHeader, ChunkKind, Origin, Phases, SegmentUse, StepWhat, Transaction, Transfer,
+    v1, CallHeader, ChunkKind, Phases, SegmentUse, StepWhat, Transaction, Transfer,
 };
 use crate::engine::{Engine, Finding, Kind};
 
