@@ -72,6 +72,11 @@ pub struct Config {
     pub max_credit_points: usize,
     /// Steps recorded per transaction for the ladder diagram.
     pub max_ladder_steps: usize,
+    /// Add up the Middle packets of an RDMA Write or Read Response before
+    /// writing them to their transaction (the default). Off, each is written
+    /// as it comes: the results are the same, only slower, and that is the
+    /// reference the deferral is tested against.
+    pub defer_middle_packets: bool,
 }
 
 impl Default for Config {
@@ -88,6 +93,7 @@ impl Default for Config {
             max_message_prefix: 8192,
             max_credit_points: 4096,
             max_ladder_steps: 64,
+            defer_middle_packets: true,
         }
     }
 }
@@ -225,8 +231,6 @@ pub struct Engine {
     /// Middle packets of RDMA Writes and Read Responses not yet added to
     /// their transactions (see [`wire::rdma::DeferredMiddle`]).
     deferred: Vec<wire::rdma::DeferredMiddle>,
-    /// False writes every packet at once (the tests' reference).
-    defer_middles: bool,
 }
 
 impl Engine {
@@ -245,7 +249,6 @@ impl Engine {
             conns: wire::state::Table::default(),
             kernel,
             deferred: Vec::with_capacity(wire::rdma::MAX_DEFERRED),
-            defer_middles: true,
         }
     }
 
@@ -267,6 +270,11 @@ impl Engine {
     /// Calls outstanding right now, over all connections.
     pub fn outstanding_calls(&self) -> usize {
         self.conns.outstanding()
+    }
+
+    /// Queue pairs tracked right now (at most `max_qps`).
+    pub fn tracked_qps(&self) -> usize {
+        self.qps.len()
     }
 
     /// Consumes one event; findings are appended to `out`.
@@ -506,6 +514,3 @@ impl Engine {
         }
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -298,7 +298,7 @@ impl Engine {
 
     /// Adds a Middle packet's payload to its transfer's [`DeferredMiddle`].
     fn defer_middle(&mut self, conn: ConnId, target: SegmentRef, read: bool, m: Middle) {
-        if !self.defer_middles {
+        if !self.config.defer_middle_packets {
             self.add_to_segment(conn, target, m.bytes, m.frame, m.ts, read);
             return;
         }

@@ -1,34 +1,44 @@
-//! Engine scenario tests: real captures replayed, and hostile input built
-//! with the dissectors' emitters (through the synth generator's `Wire`) to
-//! prove the tables stay within their caps and say so.
+//! Engine scenario tests: real captures replayed through `Engine::handle`
+//! (read with `pcap-parser`, not the analyzer's own readers), and hostile
+//! input built with the dissectors' emitters (through the synth generator's
+//! `Wire`) to prove the tables stay within their caps and say so.
 
+#[path = "common/pcap.rs"]
+mod pcap;
+
+use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
-use std::path::Path;
 
-use rdma_dissectors::ib::bth::{Bth, Opcode};
-use rdma_dissectors::ib::Transport;
+use rdma_analyzer::engine::{
+    Anomaly, ChunkKind, CmState, Config, ConnId, Engine, Event, Finding, Kind, Origin, Transaction,
+    Transfer,
+};
+use rdma_analyzer::synth::prng::SplitMix64;
+use rdma_analyzer::synth::wire::{Node, Wire};
+use rdma_dissectors::ib::bth::{Bth, Opcode, Operation, Position};
+use rdma_dissectors::ib::{PKey, Psn, Qpn, Transport};
 use rdma_dissectors::oncrpc::{AuthFlavor, Call, MsgBody, OpaqueAuth, RpcMsg};
 use rdma_dissectors::rpcrdma::{Body, Chunks, Proc, RpcRdmaHeader, Xid};
+use rdma_dissectors::stack;
 
-use super::*;
-use crate::sources::pcap::PcapReader;
-use crate::synth::wire::{Node, Wire};
+use pcap::{capture, capture_frames, frames, Frame};
 
-fn run(bytes: &[u8], config: Config) -> (Engine, Vec<Finding>) {
-    let mut reader = PcapReader::new(bytes, "test.pcap".into()).unwrap();
+/// Every frame of `frames` through a new engine, then the end.
+fn replay(frames: &[Frame], config: Config) -> (Engine, Vec<Finding>) {
+    let mut engine = Engine::new(config);
     let mut out = Vec::new();
-    let outcome = crate::analyze::run_reader(&mut reader, config, &mut |f| out.push(f)).unwrap();
-    assert!(outcome.error.is_none());
-    (outcome.engine, out)
+    for f in frames {
+        engine.handle(f.event(), &mut out);
+    }
+    engine.handle(Event::End, &mut out);
+    (engine, out)
 }
 
-fn capture(name: &str) -> Vec<u8> {
-    std::fs::read(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../captures")
-            .join(name),
-    )
-    .unwrap()
+/// A whole capture file in memory (one the test wrote).
+fn run(bytes: &[u8], config: Config) -> (Engine, Vec<Finding>) {
+    let (frames, cut) = frames(bytes);
+    assert!(!cut, "the capture ends in the middle of a record");
+    replay(&frames, config)
 }
 
 fn kinds(out: &[Finding]) -> BTreeMap<Kind, usize> {
@@ -43,14 +53,15 @@ fn kinds(out: &[Finding]) -> BTreeMap<Kind, usize> {
 
 #[test]
 fn real_inline_capture() {
-    let (engine, out) = run(&capture("v3-inline.pcap"), Config::default());
+    let (engine, out) = replay(&capture_frames("v3-inline.pcap"), Config::default());
     let s = engine.state();
     assert_eq!(s.connections.len(), 1);
     let c = s.connections.values().next().unwrap();
     assert_eq!(c.cm_state, CmState::Closed);
     assert_eq!(c.port, Some(20049));
     let n = c.negotiated.unwrap();
-    // Linux client R set, server R clear; 4 KiB both ways (LAB_NOTES).
+    // Linux client R set, server R clear; 4 KiB both ways (the private
+    // data of the REQ and the REP).
     assert!(!n.remote_invalidation);
     assert_eq!((n.inline_send, n.inline_recv), (4096, 4096));
     assert_eq!((c.calls, c.replies), (41, 41));
@@ -82,7 +93,7 @@ fn real_inline_capture() {
 
 #[test]
 fn real_ddp_capture_round_trips_and_phases() {
-    let (_, out) = run(&capture("v3-ddp.pcap"), Config::default());
+    let (_, out) = replay(&capture_frames("v3-ddp.pcap"), Config::default());
     assert!(kinds(&out).is_empty(), "{:?}", kinds(&out));
     let txns: Vec<&Transaction> = out
         .iter()
@@ -139,34 +150,10 @@ fn real_ddp_capture_round_trips_and_phases() {
 #[test]
 fn truncated_capture_keeps_what_came_before() {
     let bytes = capture("v3-ddp.pcap");
-    let cut = &bytes[..bytes.len() / 2 + 7];
-    let mut reader = PcapReader::new(cut, "cut.pcap".into()).unwrap();
-    let mut n = 0;
-    let mut engine = Engine::new(Config::default());
-    let mut out = Vec::new();
-    let err = loop {
-        match reader.next_packet() {
-            Ok(Some(p)) => {
-                n += 1;
-                engine.handle(
-                    Event::Frame {
-                        number: p.number,
-                        ts_ns: p.ts_ns,
-                        link: p.link_type,
-                        orig_len: p.orig_len,
-                        data: p.data,
-                    },
-                    &mut out,
-                );
-            }
-            Ok(None) => panic!("a cut file must not end cleanly"),
-            Err(e) => break e,
-        }
-    };
-    assert!(n > 1000);
-    assert_eq!(err.frame, Some(n + 1));
-    assert!(err.to_string().contains("cut.pcap: frame"), "{err}");
-    engine.handle(Event::End, &mut out);
+    let (frames, cut) = frames(&bytes[..bytes.len() / 2 + 7]);
+    assert!(cut, "a cut file must not end cleanly");
+    assert!(frames.len() > 1000);
+    let (_, out) = replay(&frames, Config::default());
     assert!(out
         .iter()
         .any(|f| matches!(f, Finding::Transaction(t) if t.reply_frame.is_some())));
@@ -181,9 +168,21 @@ const SERVER: Node = Node {
     ip: Ipv4Addr::new(10, 99, 0, 1),
 };
 
-/// An acknowledged RC packet header (the synth generator's builder).
+/// An acknowledged RC packet header.
 fn bth(opcode: Opcode, qpn: u32, psn: u32) -> Bth {
-    crate::synth::gen::bth(opcode, qpn, psn, true)
+    Bth {
+        opcode,
+        se: false,
+        m: false,
+        pad_count: 0,
+        tver: 0,
+        p_key: PKey::DEFAULT,
+        fecn: false,
+        becn: false,
+        dest_qp: Qpn::try_new(qpn & 0xff_ffff).unwrap(),
+        ack_req: true,
+        psn: Psn::try_new(psn & 0xff_ffff).unwrap(),
+    }
 }
 
 /// An RDMA_MSG NFSv3 GETATTR call with `xid`, as bytes of a Send payload.
@@ -266,7 +265,7 @@ fn a_flood_of_queue_pairs_stays_within_the_cap() {
         ..Config::default()
     };
     let (engine, out) = run(&bytes, config);
-    assert!(engine.qps.len() <= 512, "{}", engine.qps.len());
+    assert!(engine.tracked_qps() <= 512, "{}", engine.tracked_qps());
     assert!(engine.state().connections.len() <= 256);
     assert_eq!(engine.state().evictions.connections, u64::from(qps) - 256);
     assert!(engine.state().evictions.qps > 0);
@@ -304,29 +303,30 @@ fn short_header_on_a_known_connection_is_reported() {
     assert_eq!(short[0].frames, vec![2]);
 }
 
-/// Every frame of `frames` through an engine, then the end; the findings
-/// and the final state, as text.
-fn replay(frames: &[(u64, u64, LinkType, u32, Vec<u8>)], defer: bool) -> (String, String) {
-    let mut engine = Engine::new(Config::default());
-    engine.defer_middles = defer;
-    let mut out = Vec::new();
-    for (number, ts_ns, link, orig_len, data) in frames {
-        engine.handle(
-            Event::Frame {
-                number: *number,
-                ts_ns: *ts_ns,
-                link: *link,
-                orig_len: *orig_len,
-                data,
-            },
-            &mut out,
-        );
-    }
-    engine.handle(Event::End, &mut out);
+/// The findings and the final state of a replay, as text, with the Middle
+/// packets of transfers deferred or not.
+fn replay_text(frames: &[Frame], defer: bool) -> (String, String) {
+    let config = Config {
+        defer_middle_packets: defer,
+        ..Config::default()
+    };
+    let (engine, out) = replay(frames, config);
     (format!("{out:#?}"), format!("{:#?}", engine.state()))
 }
 
-/// Deferring the Middle packets of Writes and Read Responses (`rdma::DeferredMiddle`)
+/// Whether the frame is the Middle of an RDMA Write or Read Response: a
+/// packet the engine defers.
+fn is_middle(f: &Frame) -> bool {
+    let d = stack::dissect(f.link, &f.data, &stack::Config::default());
+    d.bth().is_some_and(|b| {
+        matches!(
+            b.opcode.operation(),
+            Operation::RdmaWrite | Operation::RdmaReadResponse
+        ) && b.opcode.position() == Some(Position::Middle)
+    })
+}
+
+/// Deferring the Middle packets of Writes and Read Responses (`DeferredMiddle`)
 /// must give exactly what adding each at once gives: on every real capture,
 /// and on damaged copies where packets are lost, repeated and reordered, so
 /// that transfers break off, interleave and outlive their transactions.
@@ -341,21 +341,14 @@ fn deferred_middle_packets_give_the_same_results() {
         "v42-reminv.pcap",
         "inline-thresholds.pcap",
     ] {
-        let bytes = capture(name);
-        let mut reader = PcapReader::new(&bytes[..], name.into()).unwrap();
-        let mut frames = Vec::new();
-        while let Some(p) = reader.next_packet().unwrap() {
-            frames.push((p.number, p.ts_ns, p.link_type, p.orig_len, p.data.to_vec()));
-        }
-        middles += frames
-            .iter()
-            .filter(|f| {
-                let d = stack::dissect(f.2, &f.4, &stack::Config::default());
-                super::wire::rdma::continues_transfer(&d)
-            })
-            .count();
-        assert_eq!(replay(&frames, true), replay(&frames, false), "{name}");
-        let mut rng = crate::synth::prng::SplitMix64::new(0x5eed ^ frames.len() as u64);
+        let frames = capture_frames(name);
+        middles += frames.iter().filter(|f| is_middle(f)).count();
+        assert_eq!(
+            replay_text(&frames, true),
+            replay_text(&frames, false),
+            "{name}"
+        );
+        let mut rng = SplitMix64::new(0x5eed ^ frames.len() as u64);
         for round in 0..4 {
             let mut damaged = Vec::with_capacity(frames.len());
             for f in &frames {
@@ -375,8 +368,8 @@ fn deferred_middle_packets_give_the_same_results() {
                 }
             }
             assert_eq!(
-                replay(&damaged, true),
-                replay(&damaged, false),
+                replay_text(&damaged, true),
+                replay_text(&damaged, false),
                 "{name}, damaged copy {round}"
             );
         }
@@ -384,5 +377,85 @@ fn deferred_middle_packets_give_the_same_results() {
     assert!(
         middles > 1000,
         "the captures hold only {middles} Middle packets"
+    );
+}
+
+/// The CM message a frame carries (`"REQ"`, `"DREP"`, ...).
+fn cm_message(f: &Frame) -> Option<&'static str> {
+    let d = stack::dissect(f.link, &f.data, &stack::Config::default());
+    d.cm().map(|m| m.name())
+}
+
+fn cm_bad_transitions(out: &[Finding]) -> Vec<&Anomaly> {
+    out.iter()
+        .filter_map(|f| match f {
+            Finding::Anomaly(a) if a.kind == Kind::CmBadTransition => Some(&**a),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A DREP whose DREQ the capture lost: the connection is closed all the
+/// same, and the broken exchange is reported, by the wire.
+#[test]
+fn a_drep_without_its_dreq_is_a_bad_cm_transition() {
+    let all = capture_frames("v3-inline.pcap");
+    let (_, out) = replay(&all, Config::default());
+    assert!(cm_bad_transitions(&out).is_empty());
+    let frames: Vec<Frame> = all
+        .into_iter()
+        .filter(|f| cm_message(f) != Some("DREQ"))
+        .collect();
+    let (engine, out) = replay(&frames, Config::default());
+    let bad = cm_bad_transitions(&out);
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert_eq!(bad[0].origin, Origin::Wire);
+    assert_eq!(bad[0].connection, Some(ConnId(1)));
+    assert!(
+        bad[0].message.starts_with(
+            "CM DREP from the server (10.99.0.1) while the connection was established"
+        ),
+        "{}",
+        bad[0].message
+    );
+    let c = engine.state().connections.values().next().unwrap();
+    assert_eq!(c.cm_state, CmState::Closed);
+    assert_eq!(
+        engine.state().anomaly_counts.get(&Kind::CmBadTransition),
+        Some(&1)
+    );
+}
+
+/// An RTU ahead of its REP (reordered by the capture or sent too early):
+/// reported once, and the connection is set up all the same.
+#[test]
+fn an_rtu_before_its_rep_is_a_bad_cm_transition() {
+    let mut frames = capture_frames("v3-inline.pcap");
+    let rep = frames
+        .iter()
+        .position(|f| cm_message(f) == Some("REP"))
+        .unwrap();
+    let rtu = frames
+        .iter()
+        .position(|f| cm_message(f) == Some("RTU"))
+        .unwrap();
+    frames.swap(rep, rtu);
+    let (engine, out) = replay(&frames, Config::default());
+    let bad = cm_bad_transitions(&out);
+    // The late REP then finds the connection established, where a REP
+    // sent again is allowed.
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(
+        bad[0]
+            .message
+            .starts_with("CM RTU from the client (10.99.0.2) while the connection was requested"),
+        "{}",
+        bad[0].message
+    );
+    let c = engine.state().connections.values().next().unwrap();
+    assert_eq!(c.cm_state, CmState::Closed);
+    assert!(
+        c.negotiated.is_some(),
+        "the REP still set up the connection"
     );
 }
