@@ -459,3 +459,116 @@ fn an_rtu_before_its_rep_is_a_bad_cm_transition() {
         "the REP still set up the connection"
     );
 }
+
+/// What a snapshot keeps of a connection: identity, the CM exchange, what
+/// was negotiated, the credit picture and the counters.
+#[derive(serde::Serialize)]
+struct ConnectionSummary {
+    id: String,
+    client: Option<String>,
+    server: Option<String>,
+    cm_state: &'static str,
+    port: Option<u16>,
+    cm_frames: Vec<u64>,
+    negotiated: Option<NegotiatedSummary>,
+    calls: u64,
+    replies: u64,
+    chunk_bytes: u64,
+    remote_invalidations: u64,
+    credits: CreditSummary,
+    anomalies: u64,
+    /// Non-empty latency buckets: log2 of µs -> replies.
+    latency_log2_us: BTreeMap<usize, u64>,
+}
+
+/// What the CM private data negotiated, seen from the client.
+#[derive(serde::Serialize)]
+struct NegotiatedSummary {
+    inline_send: u32,
+    inline_recv: u32,
+    remote_invalidation: bool,
+}
+
+#[derive(serde::Serialize)]
+struct CreditSummary {
+    requested: Option<u32>,
+    granted: Option<u32>,
+    granted_min: Option<u32>,
+    granted_max: Option<u32>,
+    in_flight: u32,
+    peak_in_flight: u32,
+    at_limit_ns: u64,
+    points: usize,
+}
+
+/// A compact, deterministic account of `engine.state()`.
+#[derive(serde::Serialize)]
+struct StateSummary<'a> {
+    totals: &'a rdma_analyzer::engine::Totals,
+    connections: Vec<ConnectionSummary>,
+    anomaly_counts: &'a BTreeMap<Kind, u64>,
+    evictions: &'a rdma_analyzer::engine::Evictions,
+}
+
+fn summary(engine: &Engine) -> StateSummary<'_> {
+    let s = engine.state();
+    let connections = s
+        .connections
+        .values()
+        .map(|c| ConnectionSummary {
+            id: c.id.to_string(),
+            client: c.client.map(|q| q.to_string()),
+            server: c.server.map(|q| q.to_string()),
+            cm_state: c.cm_state.as_str(),
+            port: c.port,
+            cm_frames: c.cm_frames.clone(),
+            negotiated: c.negotiated.map(|n| NegotiatedSummary {
+                inline_send: n.inline_send,
+                inline_recv: n.inline_recv,
+                remote_invalidation: n.remote_invalidation,
+            }),
+            calls: c.calls,
+            replies: c.replies,
+            chunk_bytes: c.chunk_bytes,
+            remote_invalidations: c.remote_invalidations,
+            credits: CreditSummary {
+                requested: c.requested,
+                granted: c.granted,
+                granted_min: c.granted_min,
+                granted_max: c.granted_max,
+                in_flight: c.in_flight,
+                peak_in_flight: c.peak_in_flight,
+                at_limit_ns: c.at_limit_ns,
+                points: c.credit_series.len(),
+            },
+            anomalies: c.anomalies,
+            latency_log2_us: c
+                .latency_log2_us
+                .iter()
+                .enumerate()
+                .filter(|(_, &n)| n > 0)
+                .map(|(i, &n)| (i, n))
+                .collect(),
+        })
+        .collect();
+    StateSummary {
+        totals: &s.totals,
+        connections,
+        anomaly_counts: &s.anomaly_counts,
+        evictions: &s.evictions,
+    }
+}
+
+/// The engine's state after each bundled capture, against its reviewed
+/// snapshot (`tests/snapshots/engine__state_*.snap`): any change in what
+/// the engine makes of a capture shows here, field by field.
+#[test]
+fn state_of_every_bundled_capture() {
+    let names = pcap::bundled_pcaps();
+    assert!(names.len() >= 9, "{names:?}");
+    for name in names {
+        let (engine, _) = replay(&capture_frames(&name), Config::default());
+        let snapshot = format!("state_{}", name.trim_end_matches(".pcap"));
+        insta::assert_yaml_snapshot!(snapshot, summary(&engine));
+    }
+}
