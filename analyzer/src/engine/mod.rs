@@ -13,8 +13,9 @@
 //!  Event::End ──► unanswered calls
 //! ```
 //!
-//! `keys`, `model`, `describe` and `anomaly` are leaves that `wire/` and
-//! `kernel/` share; neither of those imports the other.
+//! `keys`, `model`, `describe`, `anomaly`, `cm` and `kernel/event` are
+//! leaves that `wire/` and `kernel/` share; neither of those two imports
+//! the other, and inside `wire/` the files share only `wire/state`.
 //!
 //! Output comes two ways: [`Finding`]s (completed transactions and
 //! anomalies) pushed to the caller's vector as they happen, and aggregate
@@ -30,9 +31,7 @@ pub mod keys;
 pub mod model;
 mod wire;
 
-/// The kernel probes' correlator, at its old path.
-pub use kernel as probe_correlate;
-/// The kernel probes' events, at their old path.
+/// The kernel probes' events, at the path `sources::ebpf` imports them from.
 pub use kernel::event as probe;
 
 use std::collections::BTreeMap;

@@ -21,13 +21,13 @@ mod server;
 
 use std::collections::VecDeque;
 
+use rdma_dissectors::rpcrdma::Segment;
+
 use client::ClientCall;
 use event::{Cid, Probe, ProbeEvent, SegKind, TaskKey};
 use server::ServerCall;
 
 use crate::engine::keys::{ConnIds, KernelConnKey, Map};
-use rdma_dissectors::rpcrdma::Segment;
-
 use crate::engine::{ChunkKind, ConnId, Finding, SegmentUse};
 
 /// Kernel-side connection labels remembered at once.
