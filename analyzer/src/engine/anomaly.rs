@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use super::ConnId;
+use super::keys::{ConnId, Origin};
 
 /// What was found. The `as_str` names are a stable interface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -63,6 +63,10 @@ pub enum Kind {
     StateEvicted,
     /// An RDMA-CM connection request was rejected (IBA 12.6.7).
     ConnectionRejected,
+    /// A CM message the connection manager's state machine does not allow
+    /// in the state its connection is in (IBA 12.9): an RTU before the REP,
+    /// a DREP without a DREQ, a message from the wrong side, ...
+    CmBadTransition,
 }
 
 impl Kind {
@@ -94,11 +98,12 @@ impl Kind {
             Kind::Nak => "nak",
             Kind::StateEvicted => "state_evicted",
             Kind::ConnectionRejected => "connection_rejected",
+            Kind::CmBadTransition => "cm_bad_transition",
         }
     }
 
     /// Every kind, in a stable order.
-    pub const ALL: [Kind; 25] = [
+    pub const ALL: [Kind; 26] = [
         Kind::CreditOverrun,
         Kind::ZeroCreditGrant,
         Kind::InlineThresholdExceeded,
@@ -124,6 +129,7 @@ impl Kind {
         Kind::Nak,
         Kind::StateEvicted,
         Kind::ConnectionRejected,
+        Kind::CmBadTransition,
     ];
 
     /// Parses a stable name.
@@ -151,6 +157,7 @@ impl Kind {
             Kind::Retransmission | Kind::Nak => "IBA 9.7.5",
             Kind::StateEvicted => "-",
             Kind::ConnectionRejected => "IBA 12.6.7",
+            Kind::CmBadTransition => "IBA 12.9",
         }
     }
 
@@ -178,6 +185,7 @@ impl Kind {
             | Kind::Malformed
             | Kind::Nak
             | Kind::ConnectionRejected
+            | Kind::CmBadTransition
             | Kind::StateEvicted => Severity::Warning,
             Kind::CallWithoutReply | Kind::ReplyWithoutCall | Kind::Retransmission => {
                 Severity::Info
@@ -203,6 +211,9 @@ pub enum Severity {
 pub struct Anomaly {
     /// Stable kind.
     pub kind: Kind,
+    /// Who saw it: the wire, or one side's kernel (whose "frames" are
+    /// probe record numbers).
+    pub origin: Origin,
     /// Frame numbers involved (1-based, as tshark counts).
     pub frames: Vec<u64>,
     /// Connection, when known.

@@ -5,12 +5,17 @@
 //! tests share one implementation.
 //!
 //! ```text
-//!  Event::Frame ──► stack::dissect ──► CM MAD? ──► connections (conn.rs)
-//!                                 └──► BTH ──┬─ SEND ──► reassembly ──► RPC-over-RDMA message (txn.rs)
-//!                                            ├─ RDMA WRITE / READ ──► chunk segments (rdma.rs)
+//!  Event::Frame ──► stack::dissect ──► CM MAD? ──► connections (wire/conn.rs)
+//!                                 └──► BTH ──┬─ SEND ──► reassembly ──► RPC-over-RDMA message (wire/call.rs)
+//!                                            ├─ RDMA WRITE / READ ──► chunk segments (wire/rdma.rs)
 //!                                            └─ ACK / NAK ──► anomalies
+//!  Event::Probe ──► kernel/ ──► transactions as the client's or the server's kernel saw them
 //!  Event::End ──► unanswered calls
 //! ```
+//!
+//! `keys`, `model`, `describe`, `anomaly`, `cm` and `kernel/event` are
+//! leaves that `wire/` and `kernel/` share; neither of those two imports
+//! the other, and inside `wire/` the files share only `wire/state`.
 //!
 //! Output comes two ways: [`Finding`]s (completed transactions and
 //! anomalies) pushed to the caller's vector as they happen, and aggregate
@@ -19,20 +24,17 @@
 //! [`Evictions`] and reported as a `state_evicted` anomaly, never dropped silently.
 
 pub mod anomaly;
-mod conn;
-pub mod probe;
-pub mod probe_correlate;
-mod qp_table;
-mod rdma;
-pub mod txn;
+mod cm;
+mod describe;
+pub mod kernel;
+pub mod keys;
+pub mod model;
+mod wire;
 
-/// The engine's hash tables. Keys come off the wire, so the hash is keyed
-/// per process (foldhash's quality variant): several times cheaper than
-/// SipHash per frame, and an attacker cannot precompute collisions.
-pub(crate) type Map<K, V> = std::collections::HashMap<K, V, foldhash::quality::RandomState>;
+/// The kernel probes' events, at the path `sources::ebpf` imports them from.
+pub use kernel::event as probe;
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 
 use rdma_dissectors::ib::icrc::IcrcStatus;
 use rdma_dissectors::ib::Qpn;
@@ -40,52 +42,15 @@ use rdma_dissectors::link::LinkType;
 use rdma_dissectors::stack::{self, RpcRdmaDecode};
 use serde::Serialize;
 
+use wire::state::QpState;
+
 pub use anomaly::{Anomaly, Kind, Severity};
-pub use conn::{CmState, Connection, CreditPoint, Role};
-pub use txn::{
-    CallHeader, ChunkKind, LadderStep, Origin, SegmentUse, StepWhat, Transaction, Transfer,
+use keys::ConnIds;
+pub use keys::{ConnId, Origin, QpKey};
+pub use model::{
+    CallHeader, ChunkKind, CmState, Connection, CreditPoint, LadderStep, Phases, Role, SegmentUse,
+    StepWhat, Transaction, Transfer,
 };
-
-/// A connection's identifier: small, stable for the whole run, in order of discovery.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(transparent)]
-pub struct ConnId(pub u32);
-
-impl std::fmt::Display for ConnId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "c{}", self.0)
-    }
-}
-
-/// A queue pair as the wire names it: the node's address and its QP number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct QpKey {
-    /// IP address (RoCEv2) of the node that owns the QP.
-    pub addr: IpAddr,
-    /// QP number.
-    pub qpn: u32,
-}
-
-/// One word per IPv4 key: the derived hash fed the address's enum tag,
-/// its bytes and the QPN separately, and this table is looked up for every
-/// packet.
-impl std::hash::Hash for QpKey {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        match self.addr {
-            IpAddr::V4(a) => state.write_u64(u64::from(a.to_bits()) << 32 | u64::from(self.qpn)),
-            IpAddr::V6(a) => {
-                state.write_u128(a.to_bits());
-                state.write_u32(self.qpn);
-            }
-        }
-    }
-}
-
-impl std::fmt::Display for QpKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{:#x}", self.addr, self.qpn)
-    }
-}
 
 /// Caps and switches.
 #[derive(Debug, Clone)]
@@ -106,6 +71,11 @@ pub struct Config {
     pub max_credit_points: usize,
     /// Steps recorded per transaction for the ladder diagram.
     pub max_ladder_steps: usize,
+    /// Add up the Middle packets of an RDMA Write or Read Response before
+    /// writing them to their transaction (the default). Off, each is written
+    /// as it comes: the results are the same, only slower, and that is the
+    /// reference the deferral is tested against.
+    pub defer_middle_packets: bool,
 }
 
 impl Default for Config {
@@ -119,6 +89,7 @@ impl Default for Config {
             max_message_prefix: 8192,
             max_credit_points: 4096,
             max_ladder_steps: 64,
+            defer_middle_packets: true,
         }
     }
 }
@@ -245,59 +216,40 @@ pub struct State {
     pub evictions: Evictions,
 }
 
-/// Per-queue-pair receive state.
-#[derive(Debug, Default)]
-struct QpState {
-    conn: Option<ConnId>,
-    /// Last request PSN seen arriving at this QP (for duplicates and gaps).
-    last_psn: Option<u32>,
-    /// After a READ request the next PSN jumps by the response count, which
-    /// the wire does not say; skip one gap check.
-    psn_jump_unknown: bool,
-    /// A multi-packet Send being reassembled.
-    send: Option<txn::Reassembly>,
-    /// An RDMA Write whose later packets carry no RETH.
-    write: Option<rdma::WriteCtx>,
-    last_ts_ns: u64,
-}
-
 /// The correlation engine.
 pub struct Engine {
     config: Config,
     state: State,
-    qps: qp_table::QpTable,
-    next_conn: u32,
-    conns: conn::Table,
-    kernel: probe_correlate::Correlator,
+    qps: wire::qp_table::QpTable,
+    ids: ConnIds,
+    conns: wire::state::Table,
+    kernel: kernel::Correlator,
     /// Middle packets of RDMA Writes and Read Responses not yet added to
-    /// their transactions (see [`rdma::Credit`]).
-    credits: Vec<rdma::Credit>,
-    /// False writes every packet at once (the tests' reference).
-    defer_credits: bool,
+    /// their transactions (see [`wire::rdma::DeferredMiddle`]).
+    deferred: Vec<wire::rdma::DeferredMiddle>,
 }
 
 impl Engine {
     /// A new engine with `config`'s caps.
     pub fn new(config: Config) -> Self {
-        let kernel = probe_correlate::Correlator::new(probe_correlate::CorrelateConfig {
+        let kernel = kernel::Correlator::new(kernel::CorrelateConfig {
             max_outstanding: config.max_outstanding,
             max_ladder_steps: config.max_ladder_steps,
-            ..probe_correlate::CorrelateConfig::default()
+            ..kernel::CorrelateConfig::default()
         });
         Engine {
             config,
             state: State::default(),
-            qps: qp_table::QpTable::default(),
-            next_conn: 1,
-            conns: conn::Table::default(),
+            qps: wire::qp_table::QpTable::default(),
+            ids: ConnIds::default(),
+            conns: wire::state::Table::default(),
             kernel,
-            credits: Vec::with_capacity(rdma::MAX_CREDITS),
-            defer_credits: true,
+            deferred: Vec::with_capacity(wire::rdma::MAX_DEFERRED),
         }
     }
 
     /// The probe-side correlation (counters, CM private data the kprobes saw).
-    pub fn kernel(&self) -> &probe_correlate::Correlator {
+    pub fn kernel(&self) -> &kernel::Correlator {
         &self.kernel
     }
 
@@ -316,10 +268,15 @@ impl Engine {
         self.conns.outstanding()
     }
 
+    /// Queue pairs tracked right now (at most `max_qps`).
+    pub fn tracked_qps(&self) -> usize {
+        self.qps.len()
+    }
+
     /// Consumes one event; findings are appended to `out`.
     pub fn handle(&mut self, event: Event<'_>, out: &mut Vec<Finding>) {
         if !matches!(event, Event::Frame { .. } | Event::CheckedFrame { .. }) {
-            self.flush_credits();
+            self.flush_deferred();
         }
         match event {
             Event::Frame {
@@ -340,19 +297,19 @@ impl Engine {
             Event::Probe(p) => {
                 self.state.totals.probe_records += 1;
                 let from = out.len();
-                self.with_kernel(out, |k, out| k.handle(p, out));
+                self.kernel.handle(&mut self.ids, p, out);
                 self.count_kernel_findings(from, out);
             }
             Event::Tick(ts) => {
                 self.state.totals.last_ts_ns = self.state.totals.last_ts_ns.max(ts);
                 let from = out.len();
-                self.with_kernel(out, |k, out| k.tick(ts, out));
+                self.kernel.tick(&mut self.ids, ts, out);
                 self.count_kernel_findings(from, out);
             }
             Event::End => {
                 self.end(out);
                 let from = out.len();
-                self.with_kernel(out, |k, out| k.end(out));
+                self.kernel.end(&mut self.ids, out);
                 self.count_kernel_findings(from, out);
             }
         }
@@ -373,6 +330,7 @@ impl Engine {
         }
         out.push(Finding::Anomaly(Box::new(Anomaly {
             kind,
+            origin: Origin::Wire,
             frames,
             connection: conn,
             xid,
@@ -399,8 +357,8 @@ impl Engine {
         }
         t.last_ts_ns = t.last_ts_ns.max(ts);
         let _ = orig_len;
-        // One dissection, built in place: returning or moving it costs a
-        // 720-byte copy per frame.
+        // One dissection, built in place: it is large, and returning or
+        // moving it would copy it for every frame.
         let config = self
             .config
             .stack
@@ -427,9 +385,9 @@ impl Engine {
             Some(_) => t.icrc_unchecked += 1,
             None => {}
         }
-        if !self.credits.is_empty() && !rdma::continues_transfer(&d) {
+        if !self.deferred.is_empty() && !wire::rdma::continues_transfer(&d) {
             // Anything else may read or end the transactions they belong to.
-            self.flush_credits();
+            self.flush_deferred();
         }
         let Some(bth) = d.bth() else {
             if let Some(e) = d.stop {
@@ -534,17 +492,6 @@ impl Engine {
         }
     }
 
-    /// Runs the probe correlator with the engine's connection-id counter.
-    fn with_kernel(
-        &mut self,
-        out: &mut Vec<Finding>,
-        f: impl FnOnce(&mut probe_correlate::Correlator, &mut Vec<Finding>),
-    ) {
-        self.kernel.next_conn = self.next_conn;
-        f(&mut self.kernel, out);
-        self.next_conn = self.kernel.next_conn;
-    }
-
     fn count_kernel_findings(&mut self, from: usize, out: &[Finding]) {
         for f in out.get(from..).unwrap_or_default() {
             match f {
@@ -563,6 +510,3 @@ impl Engine {
         }
     }
 }
-
-#[cfg(test)]
-mod tests;

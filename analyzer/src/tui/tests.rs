@@ -311,6 +311,7 @@ fn snapshots_with_filter_sort_help_and_anomalies() {
     ] {
         m.push(Finding::Anomaly(Box::new(Anomaly {
             kind,
+            origin: crate::engine::Origin::Wire,
             frames,
             connection: Some(crate::engine::ConnId(1)),
             xid,
@@ -433,6 +434,7 @@ impl Burst {
         for i in 0..self.n {
             let m = Msg::Findings(vec![Finding::Anomaly(Box::new(Anomaly {
                 kind: Kind::Retransmission,
+                origin: crate::engine::Origin::Wire,
                 frames: vec![i as u64 + 1],
                 connection: None,
                 xid: None,

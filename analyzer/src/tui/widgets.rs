@@ -128,6 +128,7 @@ pub fn explain(k: Kind) -> &'static str {
         Kind::Nak => "The receiver NAKed a packet (PSN sequence error, remote access error, ...).",
         Kind::StateEvicted => "A table reached its cap and forgot its oldest entry; raise the cap to keep everything.",
         Kind::ConnectionRejected => "The RDMA-CM connection request was rejected.",
+        Kind::CmBadTransition => "A CM message its connection's state did not allow (an RTU before the REP, a DREP without a DREQ, ...): MADs the capture missed, or a peer's CM gone wrong.",
     }
 }
 

@@ -9,68 +9,28 @@ use rdma_dissectors::ib::Psn;
 use rdma_dissectors::oncrpc::{MsgBody, RpcMsg};
 use rdma_dissectors::stack::Dissection;
 
-use super::txn::{fill_call, ChunkKind, Message, StepWhat, SEGMENT_FRAME_CAP};
-use super::{ConnId, Engine, Finding, Kind, QpKey};
-
-/// A chunk segment of an outstanding call: the call's key in its
-/// connection's `outstanding` table and the segment's index, in one word.
-///
-/// Every Middle packet copies one of these a few times. As a
-/// `((bool, u32), usize)` with a niche tag, each copy read back its fields
-/// with wider, overlapping loads than had stored them, and the stalled store
-/// forwarding was the engine's hottest spot; one word is stored and loaded
-/// whole.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct SegmentRef(std::num::NonZeroU64);
-
-impl SegmentRef {
-    /// `None` for an index past 2^31 - 2, which no chunk list reaches (a
-    /// segment takes 16 bytes of a header of at most 16 MiB).
-    fn new(txn: (bool, u32), index: usize) -> Option<Self> {
-        let low = u32::try_from(index).ok()?.checked_add(1)?;
-        if low >= 1 << 31 {
-            return None;
-        }
-        let word = u64::from(txn.1) << 32 | u64::from(txn.0) << 31 | u64::from(low);
-        std::num::NonZeroU64::new(word).map(SegmentRef)
-    }
-
-    /// The call's key in `outstanding`.
-    fn txn(self) -> (bool, u32) {
-        let w = self.0.get();
-        (w >> 31 & 1 == 1, (w >> 32) as u32)
-    }
-
-    /// The segment's index in the call's chunks.
-    fn index(self) -> usize {
-        ((self.0.get() & 0x7fff_ffff) - 1) as usize
-    }
-}
-
-/// An RDMA Write in progress on a QP: its later packets carry no RETH.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct WriteCtx {
-    conn: ConnId,
-    target: Option<SegmentRef>,
-    rkey: u32,
-}
+use super::state::{Message, ReadReq, SegmentRef, Txn, WriteCtx, SEGMENT_FRAME_CAP};
+use crate::engine::describe::fill_call;
+use crate::engine::keys::{ConnId, QpKey};
+use crate::engine::model::{ChunkKind, CmState, StepWhat};
+use crate::engine::{Engine, Finding, Kind};
 
 /// The Middle packets of one transfer (an RDMA Write, or the responses to
 /// one RDMA Read) into one chunk segment, added up before they are written
 /// to the segment's transaction.
 ///
-/// Most packets of a bulk NFS transfer are Middles (nine in ten of the
-/// synthetic 2 GB benchmark capture), and writing each into its transaction (two table lookups and a ~450-byte entry that the
-/// frame data has pushed out of the cache) was the engine's largest cost.
-/// A Middle only adds to its segment's bytes and frames and to its
-/// transaction's first/last times, so the sums can wait as long as nothing
-/// else looks at that transaction: every other packet and event, and every
-/// Middle that is not deferred, writes all of them first (`flush_credits`),
-/// and there is one entry per transaction and direction, so the order in
-/// which they are written does not matter. The result is the same as
-/// writing each packet at once.
+/// Most packets of a bulk NFS transfer are Middles, and writing each into
+/// its transaction costs two table lookups and a large entry that the frame
+/// data has pushed out of the cache. A Middle only adds to its segment's
+/// bytes and frames and to its transaction's first/last times, so the sums
+/// can wait as long as nothing else looks at that transaction: every other
+/// packet and event, and every Middle that is not deferred, writes all of
+/// them first (`flush_deferred`), and there is one entry per transaction
+/// and direction, so the order in which they are written does not matter.
+/// The result is the same as writing each packet at once (the integration
+/// test `deferred_middle_packets_give_the_same_results` holds it to that).
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Credit {
+pub(in crate::engine) struct DeferredMiddle {
     conn: ConnId,
     target: SegmentRef,
     read: bool,
@@ -83,13 +43,13 @@ pub(super) struct Credit {
 }
 
 /// Transfers deferred at once; one more writes them all.
-pub(super) const MAX_CREDITS: usize = 16;
+pub(in crate::engine) const MAX_DEFERRED: usize = 16;
 
-impl Credit {
+impl DeferredMiddle {
     fn new(conn: ConnId, target: SegmentRef, read: bool, m: Middle) -> Self {
         let mut frames = [0; SEGMENT_FRAME_CAP];
         frames[0] = m.frame;
-        Credit {
+        DeferredMiddle {
             conn,
             target,
             read,
@@ -112,20 +72,19 @@ impl Credit {
     }
 }
 
-/// One Middle packet offered to [`Engine::defer_credit`]. Passed on its own
-/// rather than as a one-packet [`Credit`]: building that 120-byte value for
-/// every packet, only to add three fields of it to an entry, showed in
-/// profiles.
+/// One Middle packet offered to [`Engine::defer_middle`]: three words, where
+/// a one-packet [`DeferredMiddle`] would be built in full for every packet
+/// only to have three of its fields added to an entry.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Middle {
+pub(in crate::engine) struct Middle {
     bytes: u32,
     frame: u64,
     ts: u64,
 }
 
 /// Whether the packet is the Middle of an RDMA Write or Read Response: the
-/// packets [`Credit`] defers.
-pub(super) fn continues_transfer(d: &Dissection<'_>) -> bool {
+/// packets [`DeferredMiddle`] defers.
+pub(in crate::engine) fn continues_transfer(d: &Dissection<'_>) -> bool {
     d.bth().is_some_and(|b| {
         matches!(
             b.opcode.operation(),
@@ -134,20 +93,9 @@ pub(super) fn continues_transfer(d: &Dissection<'_>) -> bool {
     })
 }
 
-/// An RDMA Read request waiting for its responses.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct ReadReq {
-    psn: u32,
-    next_psn: u32,
-    rkey: u32,
-    len: u32,
-    received: u32,
-    target: Option<SegmentRef>,
-}
-
 impl Engine {
     /// Handles any RC/UC/UD packet that is not a CM MAD.
-    pub(super) fn rc_frame(
+    pub(in crate::engine) fn rc_frame(
         &mut self,
         number: u64,
         ts: u64,
@@ -169,8 +117,7 @@ impl Engine {
                 | Operation::FetchAdd
         );
         // Everything this packet reads or changes in its QP's state, in one
-        // lookup: the table is keyed by address and QPN, and hashing that
-        // several times per packet showed in whole-capture profiles.
+        // lookup, so that its key (address and QPN) is hashed once.
         let q = self.qp_mut(&dest, out);
         q.last_ts_ns = ts;
         let conn = q.conn;
@@ -333,7 +280,7 @@ impl Engine {
             .state
             .connections
             .get(&conn)
-            .is_some_and(|c| c.cm_state != super::CmState::NotSeen);
+            .is_some_and(|c| c.cm_state != CmState::NotSeen);
         // Mid-capture, calls sent before the capture began are unknown: only a
         // connection seen from its start can prove the access was not advertised.
         if !rpcrdma || !cm_seen {
@@ -349,57 +296,59 @@ impl Engine {
         );
     }
 
-    /// Adds a Middle packet's payload to its transfer's [`Credit`].
-    fn defer_credit(&mut self, conn: ConnId, target: SegmentRef, read: bool, m: Middle) {
-        if !self.defer_credits {
-            self.credit_segment(conn, target, m.bytes, m.frame, m.ts, read);
+    /// Adds a Middle packet's payload to its transfer's [`DeferredMiddle`].
+    fn defer_middle(&mut self, conn: ConnId, target: SegmentRef, read: bool, m: Middle) {
+        if !self.config.defer_middle_packets {
+            self.add_to_segment(conn, target, m.bytes, m.frame, m.ts, read);
             return;
         }
         let same_txn =
-            |e: &Credit| e.conn == conn && e.target.txn() == target.txn() && e.read == read;
-        let full = self.credits.len() >= MAX_CREDITS;
-        match self.credits.iter_mut().find(|e| same_txn(e)) {
+            |e: &DeferredMiddle| e.conn == conn && e.target.txn() == target.txn() && e.read == read;
+        let full = self.deferred.len() >= MAX_DEFERRED;
+        match self.deferred.iter_mut().find(|e| same_txn(e)) {
             Some(e) if e.target.index() == target.index() => {
                 e.absorb(m);
                 return;
             }
             // Another segment of the same transaction: keep the order of its
             // first/last times exact.
-            Some(_) => self.flush_credits(),
-            None if full => self.flush_credits(),
+            Some(_) => self.flush_deferred(),
+            None if full => self.flush_deferred(),
             None => {}
         }
-        self.credits.push(Credit::new(conn, target, read, m));
+        self.deferred
+            .push(DeferredMiddle::new(conn, target, read, m));
     }
 
-    /// Writes every deferred [`Credit`] into its transaction.
-    pub(super) fn flush_credits(&mut self) {
-        let mut credits = std::mem::take(&mut self.credits);
-        for c in credits.drain(..) {
-            let Some(t) = self.apply_credit(c.conn, c.target, c.first_ts, c.last_ts, c.read) else {
+    /// Writes every deferred [`DeferredMiddle`] into its transaction.
+    pub(in crate::engine) fn flush_deferred(&mut self) {
+        let mut deferred = std::mem::take(&mut self.deferred);
+        for d in deferred.drain(..) {
+            let Some(t) = self.note_transfer(d.conn, d.target, d.first_ts, d.last_ts, d.read)
+            else {
                 continue;
             };
-            if let Some(s) = t.rec.chunks.get_mut(c.target.index()) {
-                s.bytes_moved += c.bytes;
-                for &f in c.frames.get(..c.n_frames).unwrap_or_default() {
+            if let Some(s) = t.rec.chunks.get_mut(d.target.index()) {
+                s.bytes_moved += d.bytes;
+                for &f in d.frames.get(..d.n_frames).unwrap_or_default() {
                     if s.frames.len() < SEGMENT_FRAME_CAP {
                         s.frames.push(f);
                     }
                 }
             }
         }
-        self.credits = credits;
+        self.deferred = deferred;
     }
 
     /// The transaction of `target`, with the times of a transfer into it.
-    fn apply_credit(
+    fn note_transfer(
         &mut self,
         conn: ConnId,
         target: SegmentRef,
         first_ts: u64,
         last_ts: u64,
         read: bool,
-    ) -> Option<&mut super::txn::Txn> {
+    ) -> Option<&mut Txn> {
         let t = self
             .conns
             .corr
@@ -417,7 +366,7 @@ impl Engine {
     }
 
     /// Adds one packet's payload to `target` now (the deferred ones first).
-    fn credit_segment(
+    fn add_to_segment(
         &mut self,
         conn: ConnId,
         target: SegmentRef,
@@ -425,11 +374,11 @@ impl Engine {
         frame: u64,
         ts: u64,
         read: bool,
-    ) -> Option<&mut super::txn::Txn> {
-        if !self.credits.is_empty() {
-            self.flush_credits();
+    ) -> Option<&mut Txn> {
+        if !self.deferred.is_empty() {
+            self.flush_deferred();
         }
-        let t = self.apply_credit(conn, target, ts, ts, read)?;
+        let t = self.note_transfer(conn, target, ts, ts, read)?;
         let s = t.rec.chunks.get_mut(target.index())?;
         s.bytes_moved += u64::from(bytes);
         if s.frames.len() < SEGMENT_FRAME_CAP {
@@ -476,7 +425,7 @@ impl Engine {
                 });
             }
             if let Some(tg) = target {
-                if let Some(t) = self.credit_segment(conn, tg, bytes, number, ts, false) {
+                if let Some(t) = self.add_to_segment(conn, tg, bytes, number, ts, false) {
                     let from_client = t.rec.backchannel;
                     t.rec.step(
                         cap,
@@ -496,7 +445,7 @@ impl Engine {
             if let Some(tg) = w.target {
                 let _ = w.rkey;
                 if position == Some(Position::Middle) {
-                    self.defer_credit(
+                    self.defer_middle(
                         w.conn,
                         tg,
                         false,
@@ -507,7 +456,7 @@ impl Engine {
                         },
                     );
                 } else {
-                    self.credit_segment(w.conn, tg, bytes, number, ts, false);
+                    self.add_to_segment(w.conn, tg, bytes, number, ts, false);
                 }
             }
         }
@@ -644,7 +593,7 @@ impl Engine {
         }
         let Some(tg) = target else { return };
         if !done && !first && bth.opcode.position() == Some(Position::Middle) {
-            self.defer_credit(
+            self.defer_middle(
                 conn,
                 tg,
                 true,
@@ -658,7 +607,7 @@ impl Engine {
         }
         let payload = d.payload();
         let cap = self.config.max_ladder_steps;
-        let Some(t) = self.credit_segment(conn, tg, bytes, number, ts, true) else {
+        let Some(t) = self.add_to_segment(conn, tg, bytes, number, ts, true) else {
             return;
         };
         if done {
@@ -697,27 +646,5 @@ impl Engine {
             }
         }
         let _ = out;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::SegmentRef;
-
-    #[test]
-    fn segment_ref_gives_back_what_it_was_made_of() {
-        for txn in [
-            (false, 0),
-            (true, 0),
-            (false, u32::MAX),
-            (true, 0x8000_0001),
-        ] {
-            for index in [0, 1, 7, 0xffff, (1 << 31) - 2] {
-                let r = SegmentRef::new(txn, index).unwrap();
-                assert_eq!((r.txn(), r.index()), (txn, index));
-            }
-            assert_eq!(SegmentRef::new(txn, (1 << 31) - 1), None);
-            assert_eq!(SegmentRef::new(txn, usize::MAX), None);
-        }
     }
 }

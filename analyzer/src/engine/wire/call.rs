@@ -3,431 +3,22 @@
 //! one message can show.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
 
 use rdma_dissectors::nfs;
 use rdma_dissectors::oncrpc::{MsgBody, RpcMsg};
-use rdma_dissectors::rpcrdma::{self, Body, Chunks, Proc, RdmaError, RpcRdmaHeader};
-use serde::Serialize;
+use rdma_dissectors::rpcrdma::{self, Body, Chunks, Proc, RdmaError, RpcRdmaHeader, Xid};
 
-use super::conn::v1;
-use super::{ConnId, Engine, Finding, Kind, QpKey};
-
-/// How a call or a reply travelled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Transfer {
-    /// The whole message in one Send.
-    Inline,
-    /// Call with read chunks (DDP of call data by RDMA Read).
-    ReadChunks,
-    /// Call in a position-zero read chunk (Long Call), RDMA_NOMSG.
-    LongCall,
-    /// Reply with data moved into write chunks by RDMA Write.
-    WriteChunks,
-    /// Reply in the reply chunk (Long Reply), RDMA_NOMSG.
-    ReplyChunk,
-    /// RDMA_ERROR instead of a reply.
-    Error,
-    /// Not seen (no reply).
-    None,
-}
-
-impl Transfer {
-    /// Stable name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Transfer::Inline => "inline",
-            Transfer::ReadChunks => "read_chunks",
-            Transfer::LongCall => "long_call",
-            Transfer::WriteChunks => "write_chunks",
-            Transfer::ReplyChunk => "reply_chunk",
-            Transfer::Error => "error",
-            Transfer::None => "none",
-        }
-    }
-}
-
-/// Which list a segment was advertised in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ChunkKind {
-    /// Read list (the responder RDMA Reads it).
-    Read,
-    /// Write list (the responder RDMA Writes into it).
-    Write,
-    /// Reply chunk.
-    Reply,
-}
-
-/// One advertised segment and what happened to it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SegmentUse {
-    /// Which list.
-    pub kind: ChunkKind,
-    /// Chunk index within its list (write list); 0 otherwise.
-    pub chunk: u32,
-    /// Read chunk position (read list only).
-    pub position: Option<u32>,
-    /// STag / R_Key.
-    pub handle: u32,
-    /// Advertised length.
-    pub length: u32,
-    /// Advertised offset (VA).
-    pub offset: u64,
-    /// Bytes moved by RDMA Read or Write into or out of it.
-    pub bytes_moved: u64,
-    /// Length the responder reported in its reply's write list or reply chunk.
-    pub reported_length: Option<u32>,
-    /// Frames of the RDMA operations that moved it (first ones, capped).
-    pub frames: Vec<u64>,
-    /// Whether the reply's Send With Invalidate named this handle.
-    pub remotely_invalidated: bool,
-}
-
-impl SegmentUse {
-    /// A segment as the call advertised it, before anything moved.
-    fn advertised(
-        kind: ChunkKind,
-        chunk: u32,
-        position: Option<u32>,
-        s: rdma_dissectors::rpcrdma::Segment,
-    ) -> Self {
-        SegmentUse {
-            kind,
-            chunk,
-            position,
-            handle: s.handle,
-            length: s.length,
-            offset: s.offset,
-            bytes_moved: 0,
-            reported_length: None,
-            frames: Vec::new(),
-            remotely_invalidated: false,
-        }
-    }
-}
-
-/// One step of the ladder diagram.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LadderStep {
-    /// Frame number.
-    pub frame: u64,
-    /// Nanoseconds since the call.
-    pub offset_ns: u64,
-    /// True when the requester (client) sent it.
-    pub from_client: bool,
-    /// What it was; shown as e.g. `RDMA READ request rkey 0x1234 va 0x... len 4096`.
-    pub what: StepWhat,
-}
-
-/// What a ladder step was. Kept as numbers and put into words only when
-/// shown (TUI, JSON): formatting every step of every transaction was a
-/// tenth of the engine's time on a whole capture.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum StepWhat {
-    /// The call's Send (its last packet).
-    CallSend {
-        /// Bytes of the whole Send.
-        bytes: usize,
-        /// R_Key of a Send With Invalidate.
-        invalidate: Option<u32>,
-    },
-    /// The reply's Send.
-    ReplySend {
-        /// Bytes of the whole Send.
-        bytes: usize,
-        /// R_Key of a Send With Invalidate.
-        invalidate: Option<u32>,
-    },
-    /// The first packet of an RDMA WRITE into one of the call's segments.
-    RdmaWrite {
-        /// R_Key from the RETH.
-        rkey: u32,
-        /// Virtual address from the RETH.
-        va: u64,
-        /// DMA length from the RETH.
-        len: u32,
-    },
-    /// An RDMA READ request for one of the call's segments.
-    RdmaReadRequest {
-        /// R_Key from the RETH.
-        rkey: u32,
-        /// Virtual address from the RETH.
-        va: u64,
-        /// DMA length from the RETH.
-        len: u32,
-    },
-    /// The last response to an RDMA READ.
-    RdmaReadResponseComplete {
-        /// R_Key the read named.
-        rkey: u32,
-    },
-    /// Anything else, in words (the kernel probes' steps).
-    Text(String),
-}
-
-impl std::fmt::Display for StepWhat {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StepWhat::CallSend { bytes, invalidate } => {
-                write!(f, "call Send {bytes} bytes")?;
-                if let Some(k) = invalidate {
-                    write!(f, " with Invalidate rkey {k:#x}")?;
-                }
-                Ok(())
-            }
-            StepWhat::ReplySend {
-                bytes,
-                invalidate: Some(k),
-            } => write!(f, "reply Send with Invalidate rkey {k:#x}, {bytes} bytes"),
-            StepWhat::ReplySend {
-                bytes,
-                invalidate: None,
-            } => write!(f, "reply Send {bytes} bytes"),
-            StepWhat::RdmaWrite { rkey, va, len } => {
-                write!(f, "RDMA WRITE rkey {rkey:#x} va {va:#x} len {len}")
-            }
-            StepWhat::RdmaReadRequest { rkey, va, len } => {
-                write!(f, "RDMA READ request rkey {rkey:#x} va {va:#x} len {len}")
-            }
-            StepWhat::RdmaReadResponseComplete { rkey } => {
-                write!(f, "RDMA READ response complete rkey {rkey:#x}")
-            }
-            StepWhat::Text(s) => f.write_str(s),
-        }
-    }
-}
-
-impl Serialize for StepWhat {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl From<String> for StepWhat {
-    fn from(s: String) -> Self {
-        StepWhat::Text(s)
-    }
-}
-
-/// The call's RPC-over-RDMA header, shown in words. A wire call keeps the
-/// header's bytes and decodes them again when shown: writing out every
-/// call's chunk lists cost more than the rest of its correlation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum CallHeader {
-    /// The transport header as it came off the wire (fixed part and chunk lists).
-    Wire(Box<[u8]>),
-    /// A description in words (the kernel probes' view).
-    Text(String),
-}
-
-impl std::fmt::Display for CallHeader {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CallHeader::Wire(b) => match RpcRdmaHeader::parse(b) {
-                Ok((h, _)) => describe_header(&h, f),
-                // Kept only after it parsed once; say so rather than guess.
-                Err(e) => write!(f, "(header no longer decodes: {e})"),
-            },
-            CallHeader::Text(s) => f.write_str(s),
-        }
-    }
-}
-
-impl Serialize for CallHeader {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-/// Time spent in each phase of a transaction (see the round-trips draft).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Phases {
-    /// Call received to the responder's first RDMA operation (or to the reply).
-    pub until_first_rdma_ns: Option<u64>,
-    /// First RDMA Read request to last Read response.
-    pub read_ns: Option<u64>,
-    /// First to last RDMA Write.
-    pub write_ns: Option<u64>,
-    /// Last RDMA operation to the reply.
-    pub reply_after_rdma_ns: Option<u64>,
-}
-
-/// Who saw a transaction: the wire, or one side's kernel through the probes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Origin {
-    /// Packet capture.
-    #[default]
-    Wire,
-    /// The client's kernel (`xprtrdma_*` probes).
-    ClientProbes,
-    /// The server's kernel (`svcrdma_*` probes).
-    ServerProbes,
-}
-
-impl Origin {
-    /// Stable name (JSON, TUI).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Origin::Wire => "wire",
-            Origin::ClientProbes => "client_probes",
-            Origin::ServerProbes => "server_probes",
-        }
-    }
-}
-
-/// A completed (or abandoned) RPC transaction.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Transaction {
-    /// Who saw it. Probe transactions number their "frames" by probe record.
-    pub origin: Origin,
-    /// Connection.
-    pub connection: ConnId,
-    /// RPC XID.
-    pub xid: u32,
-    /// Whether the call went server to client (NFSv4.1 backchannel).
-    pub backchannel: bool,
-    /// Frame of the call Send (its last packet).
-    pub call_frame: u64,
-    /// Time of the call (ns since the epoch).
-    pub call_ts_ns: u64,
-    /// Frame of the reply Send.
-    pub reply_frame: Option<u64>,
-    /// Time of the reply.
-    pub reply_ts_ns: Option<u64>,
-    /// RPC program number (None for a Long Call whose RPC header was not seen).
-    pub program: Option<u32>,
-    /// Program name (nfs, mount, nlm, ...).
-    pub program_name: Option<&'static str>,
-    /// Program version.
-    pub version: Option<u32>,
-    /// Procedure name (NFSv4 COMPOUND lists its operations).
-    pub procedure: Option<String>,
-    /// Procedure number.
-    pub proc: Option<u32>,
-    /// How the call travelled.
-    pub call_transfer: Transfer,
-    /// How the reply travelled.
-    pub reply_transfer: Transfer,
-    /// Bytes of the call Send.
-    pub call_len: u32,
-    /// Bytes of the reply Send.
-    pub reply_len: Option<u32>,
-    /// Call to reply, µs.
-    pub latency_us: Option<f64>,
-    /// Credits the call requested.
-    pub credits_requested: u32,
-    /// Credits the reply granted.
-    pub credits_granted: Option<u32>,
-    /// Calls outstanding on the connection when this one was sent (itself included).
-    pub in_flight_at_call: u32,
-    /// Advertised segments and their use.
-    pub chunks: Vec<SegmentUse>,
-    /// R_Key the reply invalidated (Send With Invalidate).
-    pub remote_invalidated_rkey: Option<u32>,
-    /// Internode round trips (1 inline; +1 for RDMA Read; +1 for RDMA Write).
-    pub round_trips: u8,
-    /// Responder interrupts (1, +1 per RDMA phase it waited for).
-    pub responder_interrupts: u8,
-    /// Measured phases.
-    pub phases: Phases,
-    /// RPC reply status (accept_stat, or denied).
-    pub reply_status: Option<String>,
-    /// Anomalies that concern this transaction.
-    pub anomalies: Vec<Kind>,
-    /// The ladder diagram, in time order (capped).
-    pub ladder: Vec<LadderStep>,
-    /// Ladder steps left out by the cap.
-    pub ladder_omitted: u32,
-    /// The decoded RPC-over-RDMA header of the call (shown in words).
-    pub call_header: CallHeader,
-    /// Write chunks the call offered.
-    pub write_chunks: u32,
-    /// Of those, chunks with no segments (RFC 8166 3.4.6 "empty").
-    pub empty_write_chunks: u32,
-    /// Of those, chunks the reply left unused (every segment length 0, or nothing written).
-    pub unused_write_chunks: u32,
-}
-
-impl Transaction {
-    /// `NFSv3 READ`, `nfs4 COMPOUND(...)`, or `?` when not known.
-    pub fn procedure_label(&self) -> String {
-        match (&self.program_name, &self.procedure) {
-            (Some(p), Some(q)) => format!("{p} {q}"),
-            (None, Some(q)) => q.clone(),
-            _ => match (self.program, self.proc) {
-                (Some(p), Some(n)) => format!("prog {p} proc {n}"),
-                _ => "?".to_string(),
-            },
-        }
-    }
-
-    /// Bytes moved through chunks.
-    pub fn bytes_moved(&self) -> u64 {
-        self.chunks.iter().map(|c| c.bytes_moved).sum()
-    }
-
-    pub(super) fn step(
-        &mut self,
-        cap: usize,
-        frame: u64,
-        ts: u64,
-        from_client: bool,
-        what: StepWhat,
-    ) {
-        if self.ladder.len() >= cap {
-            self.ladder_omitted += 1;
-            return;
-        }
-        self.ladder.push(LadderStep {
-            frame,
-            offset_ns: ts.saturating_sub(self.call_ts_ns),
-            from_client,
-            what,
-        });
-    }
-}
-
-/// An outstanding call with its correlation bookkeeping.
-#[derive(Debug, Clone)]
-pub(super) struct Txn {
-    pub rec: Transaction,
-    pub first_read_ts: Option<u64>,
-    pub last_read_ts: Option<u64>,
-    pub first_write_ts: Option<u64>,
-    pub last_write_ts: Option<u64>,
-}
-
-/// A multi-packet Send being put back together.
-#[derive(Debug, Clone)]
-pub(super) struct Reassembly {
-    pub first_frame: u64,
-    pub prefix: Vec<u8>,
-    pub total: usize,
-}
-
-/// A whole RPC-over-RDMA message, as received.
-pub(super) struct Message<'a> {
-    pub bytes: &'a [u8],
-    pub total: usize,
-    pub first_frame: u64,
-    pub frame: u64,
-    pub ts: u64,
-    pub src: IpAddr,
-    pub dest: QpKey,
-    pub invalidate: Option<u32>,
-}
-
-/// Frames recorded per segment; the rest are counted in `bytes_moved` only.
-pub(super) const SEGMENT_FRAME_CAP: usize = 8;
+use super::state::{Message, Reassembly, Txn};
+use crate::engine::describe::{fill_call, reply_status};
+use crate::engine::keys::{CallKey, ConnId, Origin};
+use crate::engine::model::{
+    v1, CallHeader, ChunkKind, Phases, SegmentUse, StepWhat, Transaction, Transfer,
+};
+use crate::engine::{Engine, Finding, Kind};
 
 impl Engine {
     /// Handles one packet of an RC SEND.
-    pub(super) fn send_packet(
+    pub(in crate::engine) fn send_packet(
         &mut self,
         m: Message<'_>,
         position: rdma_dissectors::ib::bth::Position,
@@ -508,7 +99,10 @@ impl Engine {
                     (c.client.is_none()
                         && c.server.is_some_and(|s| s.addr == m.src)
                         && corr.peer_addr == Some(m.dest.addr)
-                        && corr.outstanding.contains_key(&(false, xid)))
+                        && corr.outstanding.contains_key(&CallKey {
+                            backchannel: false,
+                            xid: Xid(xid),
+                        }))
                     .then_some(c.id)
                 })?;
                 if let Some(c) = self.state.connections.get_mut(&id) {
@@ -522,7 +116,7 @@ impl Engine {
     }
 
     /// Handles one whole RPC-over-RDMA message.
-    pub(super) fn message(&mut self, m: Message<'_>, out: &mut Vec<Finding>) {
+    pub(in crate::engine) fn message(&mut self, m: Message<'_>, out: &mut Vec<Finding>) {
         let known_conn = self.qps.get(&m.dest).and_then(|q| q.conn);
         let known_rpcrdma = known_conn
             .and_then(|c| self.conns.corr.get(&c))
@@ -720,7 +314,10 @@ impl Engine {
             format!("RDMA_ERROR for xid {xid:#010x}: {what}"),
         );
         // It answers the call: close the transaction.
-        let key = (false, xid);
+        let key = CallKey {
+            backchannel: false,
+            xid: Xid(xid),
+        };
         if let Some(mut t) = self.take_outstanding(conn, key) {
             t.rec.reply_transfer = Transfer::Error;
             t.rec.anomalies.push(kind);
@@ -740,26 +337,18 @@ impl Engine {
         out: &mut Vec<Finding>,
     ) {
         let xid = hdr.xid.0;
-        let key = (backchannel, xid);
+        let key = CallKey {
+            backchannel,
+            xid: hdr.xid,
+        };
         let mut anomalies = Vec::new();
         // A forward call flows client to server; a backchannel call the other way.
         if self.inline_exceeded(m, conn, xid, !backchannel, out) {
             anomalies.push(Kind::InlineThresholdExceeded);
         }
+        let header = CallHeader::Wire(m.bytes.get(..hdr.header_len()).unwrap_or_default().into());
         let mut rec = Transaction {
-            origin: Origin::Wire,
-            connection: conn,
-            xid,
             backchannel,
-            call_frame: m.frame,
-            call_ts_ns: m.ts,
-            reply_frame: None,
-            reply_ts_ns: None,
-            program: None,
-            program_name: None,
-            version: None,
-            procedure: None,
-            proc: None,
             call_transfer: if chunks.has_position_zero() {
                 Transfer::LongCall
             } else if chunks.read_count() > 0 {
@@ -767,28 +356,12 @@ impl Engine {
             } else {
                 Transfer::Inline
             },
-            reply_transfer: Transfer::None,
             call_len: u32::try_from(m.total).unwrap_or(u32::MAX),
-            reply_len: None,
-            latency_us: None,
             credits_requested: hdr.credits,
-            credits_granted: None,
-            in_flight_at_call: 0,
-            chunks: Vec::new(),
-            remote_invalidated_rkey: None,
-            round_trips: 1,
-            responder_interrupts: 1,
-            phases: Phases::default(),
-            reply_status: None,
             anomalies,
-            ladder: Vec::new(),
-            ladder_omitted: 0,
-            call_header: CallHeader::Wire(
-                m.bytes.get(..hdr.header_len()).unwrap_or_default().into(),
-            ),
             write_chunks: chunks.write_count() as u32,
             empty_write_chunks: chunks.write_list().filter(|w| w.is_empty()).count() as u32,
-            unused_write_chunks: 0,
+            ..Transaction::new(Origin::Wire, conn, xid, m.frame, m.ts, header)
         };
         if let Some(
             msg @ RpcMsg {
@@ -841,8 +414,8 @@ impl Engine {
         let mut evicted = None;
         if let Some(corr) = self.conns.corr.get_mut(&conn) {
             if corr.outstanding.len() >= max {
-                while let Some((b, x, _)) = corr.order.pop_front() {
-                    if let Some(t) = corr.outstanding.remove(&(b, x)) {
+                while let Some((k, _)) = corr.order.pop_front() {
+                    if let Some(t) = corr.outstanding.remove(&k) {
                         evicted = Some(t);
                         break;
                     }
@@ -858,10 +431,10 @@ impl Engine {
                     v.push(key);
                 }
             }
-            corr.order.push_back((backchannel, xid, m.frame));
+            corr.order.push_back((key, m.frame));
             if corr.order.len() > 2 * max.max(16) {
                 let live = &corr.outstanding;
-                corr.order.retain(|(b, x, _)| live.contains_key(&(*b, *x)));
+                corr.order.retain(|(k, _)| live.contains_key(k));
             }
         }
         if let Some(t) = evicted {
@@ -958,7 +531,11 @@ impl Engine {
         true
     }
 
-    pub(super) fn take_outstanding(&mut self, conn: ConnId, key: (bool, u32)) -> Option<Txn> {
+    pub(in crate::engine) fn take_outstanding(
+        &mut self,
+        conn: ConnId,
+        key: CallKey,
+    ) -> Option<Txn> {
         let corr = self.conns.corr.get_mut(&conn)?;
         let t = corr.outstanding.remove(&key)?;
         for s in &t.rec.chunks {
@@ -1019,15 +596,17 @@ impl Engine {
             kinds.push(Kind::InlineThresholdExceeded);
         }
         if !backchannel {
-            let points = self.config.max_credit_points;
             if let Some(c) = self.state.connections.get_mut(&conn) {
                 c.granted = Some(hdr.credits);
                 c.granted_min = Some(c.granted_min.map_or(hdr.credits, |g| g.min(hdr.credits)));
                 c.granted_max = Some(c.granted_max.map_or(hdr.credits, |g| g.max(hdr.credits)));
             }
-            let _ = points;
         }
-        let Some(mut t) = self.take_outstanding(conn, (backchannel, xid)) else {
+        let key = CallKey {
+            backchannel,
+            xid: hdr.xid,
+        };
+        let Some(mut t) = self.take_outstanding(conn, key) else {
             self.anomaly(
                 out,
                 Kind::ReplyWithoutCall,
@@ -1204,97 +783,5 @@ impl Engine {
             self.anomaly(out, k, vec![m.frame], Some(conn), Some(xid), msg);
         }
         out.push(Finding::Transaction(Box::new(t.rec)));
-    }
-}
-
-/// Fills program, version and procedure of a call from its RPC header.
-pub(super) fn fill_call(
-    rec: &mut Transaction,
-    prog: u32,
-    vers: u32,
-    proc: u32,
-    args: &[u8],
-    ddp: nfs::Ddp<'_>,
-) {
-    rec.program = Some(prog);
-    rec.version = Some(vers);
-    rec.proc = Some(proc);
-    rec.program_name = nfs::program_name(prog);
-    let summary = nfs::describe_call_with(prog, vers, proc, args, ddp);
-    let mut name = summary.procedure.map(str::to_string);
-    let ops: Vec<&str> = summary
-        .ops()
-        .iter()
-        .filter_map(|&op| nfs::op_name(op))
-        .collect();
-    if !ops.is_empty() {
-        let mut s = format!(
-            "{}({}",
-            name.as_deref().unwrap_or("COMPOUND"),
-            ops.join(",")
-        );
-        if !summary.ops_complete {
-            s.push_str(",...");
-        }
-        s.push(')');
-        name = Some(s);
-    }
-    rec.procedure = name.or_else(|| Some(format!("proc {proc}")));
-}
-
-/// The call's RPC-over-RDMA header in a line.
-fn describe_header(h: &RpcRdmaHeader<'_>, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-    write!(
-        f,
-        "{} xid {:#010x} vers {} credits {}",
-        h.proc.name().unwrap_or("?"),
-        h.xid.0,
-        h.vers,
-        h.credits
-    )?;
-    if let Some(c) = h.chunks() {
-        for r in c.read_list() {
-            write!(f, "; read pos {} ", r.position)?;
-            write_segment(f, &r.segment)?;
-        }
-        for (i, w) in c.write_list().enumerate() {
-            write!(f, "; write[{i}]")?;
-            for seg in w.segments() {
-                f.write_str(" ")?;
-                write_segment(f, &seg)?;
-            }
-        }
-        if let Some(r) = c.reply_chunk() {
-            f.write_str("; reply")?;
-            for seg in r.segments() {
-                f.write_str(" ")?;
-                write_segment(f, &seg)?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// A segment as `handle:length@offset`, in hex but the length.
-fn write_segment(f: &mut std::fmt::Formatter<'_>, s: &rpcrdma::Segment) -> std::fmt::Result {
-    write!(f, "{:#x}:{}@{:#x}", s.handle, s.length, s.offset)
-}
-
-/// The RPC reply status in words: `SUCCESS`, `PROG_MISMATCH`, `AUTH_ERROR`, ...
-fn reply_status(r: &rdma_dissectors::oncrpc::ReplyBody<'_>) -> String {
-    use rdma_dissectors::oncrpc::{AcceptStat, RejectedReply, ReplyBody};
-    match r {
-        ReplyBody::Accepted { stat, .. } => match stat {
-            AcceptStat::Success => "SUCCESS".into(),
-            AcceptStat::ProgUnavail => "PROG_UNAVAIL".into(),
-            AcceptStat::ProgMismatch { .. } => "PROG_MISMATCH".into(),
-            AcceptStat::ProcUnavail => "PROC_UNAVAIL".into(),
-            AcceptStat::GarbageArgs => "GARBAGE_ARGS".into(),
-            AcceptStat::SystemErr => "SYSTEM_ERR".into(),
-            other => format!("{other:?}"),
-        },
-        ReplyBody::Denied(RejectedReply::RpcMismatch { .. }) => "RPC_MISMATCH".into(),
-        ReplyBody::Denied(RejectedReply::AuthError(a)) => format!("AUTH_ERROR({a:?})"),
-        other => format!("{other:?}"),
     }
 }

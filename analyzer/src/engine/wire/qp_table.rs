@@ -6,18 +6,19 @@
 //! in a slab so that a slot number stays valid until a removal, which
 //! forgets the remembered one.
 
-use super::{Map, QpKey, QpState};
+use super::state::QpState;
+use crate::engine::keys::{Map, QpKey};
 
 /// Queue-pair states by key, with the last slot found.
 #[derive(Debug, Default)]
-pub(super) struct QpTable {
+pub(in crate::engine) struct QpTable {
     slots: Vec<(QpKey, QpState)>,
     index: Map<QpKey, u32>,
     last: Option<(QpKey, u32)>,
 }
 
 impl QpTable {
-    pub(super) fn len(&self) -> usize {
+    pub(in crate::engine) fn len(&self) -> usize {
         self.slots.len()
     }
 
@@ -28,12 +29,12 @@ impl QpTable {
         }
     }
 
-    pub(super) fn get(&self, key: &QpKey) -> Option<&QpState> {
+    pub(in crate::engine) fn get(&self, key: &QpKey) -> Option<&QpState> {
         let i = self.slot_of(key)?;
         self.slots.get(i).map(|(_, q)| q)
     }
 
-    pub(super) fn contains_key(&self, key: &QpKey) -> bool {
+    pub(in crate::engine) fn contains_key(&self, key: &QpKey) -> bool {
         self.slot_of(key).is_some()
     }
 
@@ -42,7 +43,7 @@ impl QpTable {
     /// The key is borrowed and a hit writes nothing: the caller has just
     /// built it field by field, and a copy reads it back in wider words,
     /// which stalls store forwarding for longer than the lookup takes.
-    pub(super) fn get_or_default(&mut self, key: &QpKey) -> &mut QpState {
+    pub(in crate::engine) fn get_or_default(&mut self, key: &QpKey) -> &mut QpState {
         let i = match self.last {
             Some((k, i)) if k == *key => i as usize,
             _ => {
@@ -64,7 +65,7 @@ impl QpTable {
         &mut self.slots[i].1
     }
 
-    pub(super) fn remove(&mut self, key: &QpKey) -> Option<QpState> {
+    pub(in crate::engine) fn remove(&mut self, key: &QpKey) -> Option<QpState> {
         let i = self.index.remove(key)? as usize;
         self.last = None;
         let (_, q) = self.slots.swap_remove(i);
@@ -75,7 +76,7 @@ impl QpTable {
     }
 
     /// Keeps the QPs for which `keep` is true.
-    pub(super) fn retain(&mut self, mut keep: impl FnMut(&QpKey, &QpState) -> bool) {
+    pub(in crate::engine) fn retain(&mut self, mut keep: impl FnMut(&QpKey, &QpState) -> bool) {
         let mut i = 0;
         while let Some((k, q)) = self.slots.get(i) {
             if keep(k, q) {
@@ -88,7 +89,7 @@ impl QpTable {
         }
     }
 
-    pub(super) fn iter(&self) -> impl Iterator<Item = (&QpKey, &QpState)> {
+    pub(in crate::engine) fn iter(&self) -> impl Iterator<Item = (&QpKey, &QpState)> {
         self.slots.iter().map(|(k, q)| (k, q))
     }
 }

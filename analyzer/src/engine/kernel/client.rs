@@ -1,0 +1,349 @@
+//! The client's kernel (`xprtrdma_*` tracepoints), keyed by RPC task:
+//!
+//! ```text
+//!  chunk_read/write/reply ─► marshal(xid) ─► post_send ─► reply(xid, credits)
+//!    ─► mr_reminv(handle) ─► decode_seg(len) ─► Transaction (after a grace period)
+//! ```
+
+use super::event::{ChunkType, ProbeEvent, ProbeMeta, SegKind, TaskKey};
+use super::{advertised, Correlator};
+use crate::engine::keys::{ConnIds, KernelConnKey};
+use crate::engine::model::{Ladder, StepWhat};
+use crate::engine::{
+    Anomaly, CallHeader, ChunkKind, Finding, Kind, Origin, SegmentUse, Transaction, Transfer,
+};
+
+/// A call of one RPC task, from its chunks to its reply.
+#[derive(Debug, Clone, Default)]
+pub(super) struct ClientCall {
+    first_seq: u64,
+    marshal: Option<(u64, u64)>, // (seq, ts)
+    xid: u32,
+    rtype: Option<ChunkType>,
+    wtype: Option<ChunkType>,
+    call_len: u32,
+    in_flight: u32,
+    segs: Vec<SegmentUse>,
+    sent_ts: Option<u64>,
+    reply: Option<(u64, u64, u32)>, // (seq, ts, credits)
+    deadline: u64,
+    remote_inv: Option<u32>,
+    ladder: Ladder,
+}
+
+impl Correlator {
+    /// The arms of [`Correlator::handle`] for the client's events.
+    pub(super) fn client_event(
+        &mut self,
+        ids: &mut ConnIds,
+        meta: ProbeMeta,
+        event: &ProbeEvent,
+        out: &mut Vec<Finding>,
+    ) {
+        let (seq, ts) = (meta.seq, meta.ts_ns);
+        match event {
+            ProbeEvent::ClientChunk {
+                task,
+                kind,
+                handle,
+                length,
+                offset,
+            } => {
+                let c = self.task_entry(ids, *task, seq, out);
+                if c.marshal.is_some() {
+                    // Chunks after a marshal: the task is being marshalled again.
+                    c.segs.clear();
+                    c.marshal = None;
+                    c.ladder = Ladder::default();
+                }
+                let chunk = c.segs.iter().filter(|s| s.kind == ChunkKind::Write).count() as u32;
+                let chunk = if matches!(kind, SegKind::Write) {
+                    chunk
+                } else {
+                    0
+                };
+                c.segs
+                    .push(advertised(*kind, *handle, *length, *offset, chunk));
+            }
+            ProbeEvent::Marshal {
+                task,
+                xid,
+                rtype,
+                wtype,
+                hdrlen,
+                xdrlen,
+            } => {
+                let in_flight = self
+                    .tasks
+                    .iter()
+                    .filter(|(k, c)| {
+                        k.client_id == task.client_id && c.marshal.is_some() && c.reply.is_none()
+                    })
+                    .count() as u32
+                    + 1;
+                let cap = self.cfg.max_ladder_steps;
+                let remarshal = self.tasks.get(task).is_some_and(|c| c.marshal.is_some());
+                if remarshal {
+                    self.stats.remarshals += 1;
+                }
+                let c = self.task_entry(ids, *task, seq, out);
+                c.marshal = Some((seq, ts));
+                c.xid = *xid;
+                c.rtype = Some(*rtype);
+                c.wtype = Some(*wtype);
+                c.call_len = hdrlen.unwrap_or(0) + xdrlen.unwrap_or(0);
+                c.in_flight = in_flight;
+                let what = StepWhat::Marshal {
+                    xid: *xid,
+                    rtype: *rtype,
+                    wtype: *wtype,
+                    segments: c.segs.len(),
+                };
+                c.ladder.step(cap, ts, seq, ts, true, what);
+            }
+            ProbeEvent::ClientPostSend {
+                task: Some(task), ..
+            } => {
+                let cap = self.cfg.max_ladder_steps;
+                if let Some(c) = self.tasks.get_mut(task) {
+                    if c.sent_ts.is_none() {
+                        c.sent_ts = Some(ts);
+                    }
+                    let base = c.marshal.map_or(ts, |m| m.1);
+                    let what = StepWhat::PostSend { invalidate: None };
+                    c.ladder.step(cap, base, seq, ts, true, what);
+                }
+            }
+            ProbeEvent::Reply { task, xid, credits } => {
+                let cap = self.cfg.max_ladder_steps;
+                let grace = self.cfg.close_grace_ns;
+                match self.tasks.get_mut(task) {
+                    Some(c) if c.marshal.is_some() && c.xid == *xid => {
+                        c.reply = Some((seq, ts, *credits));
+                        c.deadline = ts.saturating_add(grace);
+                        let base = c.marshal.map_or(ts, |m| m.1);
+                        let what = StepWhat::Reply { credits: *credits };
+                        c.ladder.step(cap, base, seq, ts, false, what);
+                    }
+                    _ => {
+                        let connection = Some(self.conn(
+                            ids,
+                            KernelConnKey::Client {
+                                client_id: task.client_id,
+                            },
+                        ));
+                        out.push(Finding::Anomaly(Box::new(Anomaly {
+                            kind: Kind::ReplyWithoutCall,
+                            origin: Origin::ClientProbes,
+                            frames: vec![seq],
+                            connection,
+                            xid: Some(*xid),
+                            message: format!(
+                                "client probes: reply to xid {xid:#010x} (task {}@{}) whose marshal was not seen",
+                                task.task_id, task.client_id
+                            ),
+                        })));
+                    }
+                }
+            }
+            ProbeEvent::RemoteInv { task, handle } => {
+                let cap = self.cfg.max_ladder_steps;
+                if let Some(c) = self.tasks.get_mut(task) {
+                    c.remote_inv = Some(*handle);
+                    for s in c.segs.iter_mut().filter(|s| s.handle == *handle) {
+                        s.remotely_invalidated = true;
+                    }
+                    let base = c.marshal.map_or(ts, |m| m.1);
+                    let what = StepWhat::RemoteInvalidation { rkey: *handle };
+                    c.ladder.step(cap, base, seq, ts, false, what);
+                }
+            }
+            ProbeEvent::LocalInv { task, handle } => {
+                let cap = self.cfg.max_ladder_steps;
+                if let Some(c) = self.tasks.get_mut(task) {
+                    let base = c.marshal.map_or(ts, |m| m.1);
+                    let what = StepWhat::LocalInvalidation { rkey: *handle };
+                    c.ladder.step(cap, base, seq, ts, true, what);
+                }
+            }
+            ProbeEvent::DecodeSeg { handle, length, .. } => {
+                if let Some(s) = self
+                    .tasks
+                    .values_mut()
+                    .filter(|c| c.reply.is_some())
+                    .flat_map(|c| c.segs.iter_mut())
+                    .find(|s| {
+                        s.handle == *handle
+                            && s.kind != ChunkKind::Read
+                            && s.reported_length.is_none()
+                    })
+                {
+                    s.reported_length = Some(*length);
+                    s.bytes_moved = u64::from(*length);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn task_entry(
+        &mut self,
+        ids: &mut ConnIds,
+        task: TaskKey,
+        seq: u64,
+        out: &mut Vec<Finding>,
+    ) -> &mut ClientCall {
+        if !self.tasks.contains_key(&task) {
+            if self.tasks.len() >= self.cfg.max_outstanding {
+                while let Some(old) = self.task_order.pop_front() {
+                    if let Some(c) = self.tasks.remove(&old) {
+                        self.stats.evicted += 1;
+                        self.finish_client(ids, old, c, out);
+                        break;
+                    }
+                }
+            }
+            self.task_order.push_back(task);
+        }
+        // A task that already has a reply and starts again is a new call.
+        if self.tasks.get(&task).is_some_and(|c| c.reply.is_some()) {
+            if let Some(c) = self.tasks.remove(&task) {
+                self.finish_client(ids, task, c, out);
+            }
+            self.task_order.push_back(task);
+        }
+        self.tasks.entry(task).or_insert_with(|| ClientCall {
+            first_seq: seq,
+            ..ClientCall::default()
+        })
+    }
+
+    pub(super) fn expire(&mut self, ids: &mut ConnIds, now: u64, out: &mut Vec<Finding>) {
+        if !self
+            .tasks
+            .values()
+            .any(|c| c.reply.is_some() && c.deadline < now)
+        {
+            return;
+        }
+        let mut done: Vec<TaskKey> = self
+            .tasks
+            .iter()
+            .filter(|(_, c)| c.reply.is_some() && c.deadline < now)
+            .map(|(k, _)| *k)
+            .collect();
+        done.sort_by_key(|k| self.tasks.get(k).map_or(0, |c| c.first_seq));
+        for k in done {
+            if let Some(c) = self.tasks.remove(&k) {
+                self.task_order.retain(|t| *t != k);
+                self.finish_client(ids, k, c, out);
+            }
+        }
+    }
+
+    pub(super) fn finish_client(
+        &mut self,
+        ids: &mut ConnIds,
+        task: TaskKey,
+        c: ClientCall,
+        out: &mut Vec<Finding>,
+    ) {
+        let Some((call_seq, call_ts)) = c.marshal else {
+            return; // chunks registered, never marshalled: nothing to report
+        };
+        let connection = self.conn(
+            ids,
+            KernelConnKey::Client {
+                client_id: task.client_id,
+            },
+        );
+        self.stats.client_transactions += 1;
+        let call_transfer = match c.rtype {
+            Some(ChunkType::ReadList) => Transfer::ReadChunks,
+            Some(ChunkType::LongCall) => Transfer::LongCall,
+            _ => Transfer::Inline,
+        };
+        let reply_transfer = match (c.reply, c.wtype) {
+            (None, _) => Transfer::None,
+            (Some(_), Some(ChunkType::WriteList)) => Transfer::WriteChunks,
+            (Some(_), Some(ChunkType::ReplyChunk)) => {
+                // The server may answer inline when the reply fits.
+                if c.segs
+                    .iter()
+                    .any(|s| s.kind == ChunkKind::Reply && s.reported_length.unwrap_or(0) > 0)
+                {
+                    Transfer::ReplyChunk
+                } else {
+                    Transfer::Inline
+                }
+            }
+            (Some(_), _) => Transfer::Inline,
+        };
+        let mut anomalies = Vec::new();
+        if let Some(k) = c.remote_inv {
+            if !c.segs.iter().any(|s| s.handle == k) {
+                anomalies.push(Kind::InvalidatedForeignStag);
+                out.push(Finding::Anomaly(Box::new(Anomaly {
+                    kind: Kind::InvalidatedForeignStag,
+                    origin: Origin::ClientProbes,
+                    frames: vec![call_seq],
+                    connection: Some(connection),
+                    xid: Some(c.xid),
+                    message: format!("client probes: reply to xid {:#010x} invalidated rkey {k:#x}, not one of its segments", c.xid),
+                })));
+            }
+        }
+        if c.reply.is_none() {
+            anomalies.push(Kind::CallWithoutReply);
+            out.push(Finding::Anomaly(Box::new(Anomaly {
+                kind: Kind::CallWithoutReply,
+                origin: Origin::ClientProbes,
+                frames: vec![call_seq],
+                connection: Some(connection),
+                xid: Some(c.xid),
+                message: format!("client probes: call xid {:#010x} got no reply", c.xid),
+            })));
+        }
+        let reads = c.segs.iter().any(|s| s.kind == ChunkKind::Read);
+        let writes = c
+            .segs
+            .iter()
+            .any(|s| s.kind != ChunkKind::Read && s.bytes_moved > 0);
+        let latency = c
+            .reply
+            .map(|r| r.1.saturating_sub(c.sent_ts.unwrap_or(call_ts)) as f64 / 1e3);
+        let header = CallHeader::Text(format!(
+            "client probes: task {}@{} rtype {:?} wtype {:?}",
+            task.task_id,
+            task.client_id,
+            c.rtype.unwrap_or(ChunkType::Inline),
+            c.wtype.unwrap_or(ChunkType::Inline)
+        ));
+        let t = Transaction {
+            reply_frame: c.reply.map(|r| r.0),
+            reply_ts_ns: c.reply.map(|r| r.1),
+            call_transfer,
+            reply_transfer,
+            call_len: c.call_len,
+            latency_us: latency,
+            credits_granted: c.reply.map(|r| r.2),
+            in_flight_at_call: c.in_flight,
+            chunks: c.segs,
+            remote_invalidated_rkey: c.remote_inv,
+            round_trips: 1 + u8::from(reads) + u8::from(writes),
+            responder_interrupts: 1 + u8::from(reads),
+            anomalies,
+            ladder: c.ladder.steps,
+            ladder_omitted: c.ladder.omitted,
+            ..Transaction::new(
+                Origin::ClientProbes,
+                connection,
+                c.xid,
+                call_seq,
+                call_ts,
+                header,
+            )
+        };
+        out.push(Finding::Transaction(Box::new(t)));
+    }
+}

@@ -1,0 +1,185 @@
+//! The kernel side of the engine: transactions from kernel probe events,
+//! the twin of the wire's correlation, pure and deterministic (time only
+//! from events).
+//!
+//! ```text
+//!  Event::Probe ──► Correlator::handle ──┬─ xprtrdma_* ──► client.rs (by RPC task)
+//!                                        ├─ svcrdma_*  ──► server.rs (by receive completion, then nfsd thread)
+//!                                        └─ kprobe: CM private data ──► Correlator::private_data
+//! ```
+//!
+//! It emits the engine's own [`Finding`] types, so the reports, the JSON
+//! schemas and the TUI take them unchanged. Frame numbers in these
+//! transactions are probe record sequence numbers. What the probes cannot
+//! know stays unknown: the client side never sees the credits it requested
+//! (0), the server side never sees the credits it granted (`None`).
+
+pub mod event;
+
+mod client;
+mod server;
+
+use std::collections::VecDeque;
+
+use rdma_dissectors::rpcrdma::Segment;
+
+use client::ClientCall;
+use event::{Cid, Probe, ProbeEvent, SegKind, TaskKey};
+use server::ServerCall;
+
+use crate::engine::keys::{ConnIds, KernelConnKey, Map};
+use crate::engine::{ChunkKind, ConnId, Finding, SegmentUse};
+
+/// Kernel-side connection labels remembered at once.
+const MAX_KERNEL_CONNS: usize = 4096;
+
+/// Caps and timing.
+#[derive(Debug, Clone, Copy)]
+pub struct CorrelateConfig {
+    /// Calls tracked at once per side (the oldest is closed out beyond this).
+    pub max_outstanding: usize,
+    /// After a reply, how long to wait for the invalidation and
+    /// decode events that follow it before emitting the transaction, ns.
+    pub close_grace_ns: u64,
+    /// Ladder steps kept per transaction.
+    pub max_ladder_steps: usize,
+}
+
+impl Default for CorrelateConfig {
+    fn default() -> Self {
+        CorrelateConfig {
+            max_outstanding: 65536,
+            close_grace_ns: 20_000_000,
+            max_ladder_steps: 64,
+        }
+    }
+}
+
+/// Counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CorrelateStats {
+    /// Events handled.
+    pub events: u64,
+    /// Transactions emitted from client probes.
+    pub client_transactions: u64,
+    /// Transactions emitted from server probes.
+    pub server_transactions: u64,
+    /// Calls closed out by the cap.
+    pub evicted: u64,
+    /// Client re-marshals of a task (retransmissions).
+    pub remarshals: u64,
+}
+
+/// The probe-side correlator.
+#[derive(Debug, Default)]
+pub struct Correlator {
+    cfg: CorrelateConfig,
+    conns: Map<KernelConnKey, ConnId>,
+    tasks: Map<TaskKey, ClientCall>,
+    task_order: VecDeque<TaskKey>,
+    recv_ts: Map<Cid, u64>,
+    recv_order: VecDeque<Cid>,
+    recv_segs: Map<Cid, Vec<SegmentUse>>,
+    threads: Map<u32, ServerCall>,
+    chunk_ctx: Map<Cid, u32>,
+    chunk_order: VecDeque<Cid>,
+    /// Counters.
+    pub stats: CorrelateStats,
+    /// CM private data seen by the kprobes: (connect or accept, bytes).
+    pub private_data: Vec<(ebpf_common::KprobeId, Vec<u8>)>,
+}
+
+/// A segment a kernel's tracepoint reports, as the call advertised it.
+fn advertised(kind: SegKind, handle: u32, length: u32, offset: u64, chunk: u32) -> SegmentUse {
+    let (kind, position) = match kind {
+        SegKind::Read { position } => (ChunkKind::Read, Some(position)),
+        SegKind::Write => (ChunkKind::Write, None),
+        SegKind::Reply => (ChunkKind::Reply, None),
+    };
+    let segment = Segment {
+        handle,
+        length,
+        offset,
+    };
+    SegmentUse::advertised(kind, chunk, position, segment)
+}
+
+impl Correlator {
+    /// A correlator with `cfg`.
+    pub fn new(cfg: CorrelateConfig) -> Correlator {
+        Correlator {
+            cfg,
+            ..Correlator::default()
+        }
+    }
+
+    /// The engine's id for the connection a kernel names `key`.
+    fn conn(&mut self, ids: &mut ConnIds, key: KernelConnKey) -> ConnId {
+        // Every reconnect brings new completion queues: over days the map
+        // would only grow. Ids are labels, so forgetting them all is safe
+        // (a connection seen again gets a new id).
+        if self.conns.len() >= MAX_KERNEL_CONNS && !self.conns.contains_key(&key) {
+            self.conns.clear();
+        }
+        *self.conns.entry(key).or_insert_with(|| ids.new_id())
+    }
+
+    /// Handles one probe event; findings go to `out` as they complete.
+    pub(in crate::engine) fn handle(
+        &mut self,
+        ids: &mut ConnIds,
+        p: &Probe,
+        out: &mut Vec<Finding>,
+    ) {
+        self.stats.events += 1;
+        self.expire(ids, p.meta.ts_ns, out);
+        match &p.event {
+            ProbeEvent::ClientChunk { .. }
+            | ProbeEvent::Marshal { .. }
+            | ProbeEvent::ClientPostSend { .. }
+            | ProbeEvent::Reply { .. }
+            | ProbeEvent::RemoteInv { .. }
+            | ProbeEvent::LocalInv { .. }
+            | ProbeEvent::DecodeSeg { .. } => self.client_event(ids, p.meta, &p.event, out),
+            ProbeEvent::Completion { .. }
+            | ProbeEvent::ServerDecodeSeg { .. }
+            | ProbeEvent::DecodeRqst { .. }
+            | ProbeEvent::PostChunk { .. }
+            | ProbeEvent::EncodeWseg { .. }
+            | ProbeEvent::ServerPostSend { .. } => self.server_event(ids, p.meta, &p.event, out),
+            ProbeEvent::PrivateData { which, bytes } if self.private_data.len() < 1024 => {
+                self.private_data.push((*which, bytes.clone()));
+            }
+            _ => {}
+        }
+    }
+
+    /// Time passes (live mode): replies whose grace period ended are emitted.
+    pub(in crate::engine) fn tick(
+        &mut self,
+        ids: &mut ConnIds,
+        ts_ns: u64,
+        out: &mut Vec<Finding>,
+    ) {
+        self.expire(ids, ts_ns, out);
+    }
+
+    /// The source ended: everything still open is emitted, unanswered calls
+    /// with a `call_without_reply` anomaly.
+    pub(in crate::engine) fn end(&mut self, ids: &mut ConnIds, out: &mut Vec<Finding>) {
+        let keys: Vec<TaskKey> = self.task_order.drain(..).collect();
+        for k in keys {
+            if let Some(c) = self.tasks.remove(&k) {
+                self.finish_client(ids, k, c, out);
+            }
+        }
+        let mut threads: Vec<(u32, ServerCall)> = self.threads.drain().collect();
+        threads.sort_by_key(|(_, s)| s.seq);
+        for (_, s) in threads {
+            self.finish_server(ids, s, None, out);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

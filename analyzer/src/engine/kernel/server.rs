@@ -1,0 +1,333 @@
+//! The server's kernel (`svcrdma_*` tracepoints), keyed by receive
+//! completion, then by nfsd thread:
+//!
+//! ```text
+//!  wc_recv(cid) ─► decode_rseg/wseg(cid) ─► decode_rqst(cid, xid, credits)
+//!    ─► post_read_chunk ─► wc_read ─► encode_wseg ─► post_write_chunk ─► post_send(inv_rkey) ─► Transaction
+//! ```
+
+use super::event::{ProbeEvent, ProbeMeta, SegKind};
+use super::{advertised, Correlator};
+use crate::engine::keys::{ConnIds, KernelConnKey};
+use crate::engine::model::{Ladder, Phases, StepWhat};
+use crate::engine::{
+    Anomaly, CallHeader, ChunkKind, Finding, Kind, Origin, SegmentUse, Transaction, Transfer,
+};
+
+/// A call an nfsd thread is serving, from its decoding to its reply.
+#[derive(Debug, Clone, Default)]
+pub(super) struct ServerCall {
+    pub(super) seq: u64,
+    ts: u64,
+    xid: u32,
+    cq_id: u32,
+    vers: u32,
+    proc: u32,
+    credits: u32,
+    hdrlen: u32,
+    segs: Vec<SegmentUse>,
+    first_read: Option<u64>,
+    last_read: Option<u64>,
+    first_write: Option<u64>,
+    last_write: Option<u64>,
+    ladder: Ladder,
+}
+
+impl Correlator {
+    /// The arms of [`Correlator::handle`] for the server's events.
+    pub(super) fn server_event(
+        &mut self,
+        ids: &mut ConnIds,
+        meta: ProbeMeta,
+        event: &ProbeEvent,
+        out: &mut Vec<Finding>,
+    ) {
+        let (seq, ts, tid) = (meta.seq, meta.ts_ns, meta.tid);
+        match event {
+            ProbeEvent::Completion {
+                event, cid, bytes, ..
+            } => match event.as_str() {
+                "svcrdma_wc_recv" => {
+                    if self.recv_order.len() >= self.cfg.max_outstanding {
+                        if let Some(old) = self.recv_order.pop_front() {
+                            self.recv_ts.remove(&old);
+                            self.recv_segs.remove(&old);
+                        }
+                    }
+                    self.recv_ts.insert(*cid, ts);
+                    self.recv_order.push_back(*cid);
+                }
+                "svcrdma_wc_read" | "svcrdma_wc_write" => {
+                    if let Some(t) = self.chunk_ctx.get(cid).copied() {
+                        let cap = self.cfg.max_ladder_steps;
+                        if let Some(s) = self.threads.get_mut(&t) {
+                            let read = event == "svcrdma_wc_read";
+                            if read {
+                                s.last_read = Some(ts);
+                            } else {
+                                s.last_write = Some(ts);
+                            }
+                            let what = StepWhat::ChunkDone {
+                                read,
+                                bytes: *bytes,
+                            };
+                            s.ladder.step(cap, s.ts, seq, ts, read, what);
+                        }
+                    }
+                }
+                _ => {}
+            },
+            ProbeEvent::ServerDecodeSeg {
+                cid,
+                kind,
+                handle,
+                length,
+                offset,
+            } => {
+                let v = self.recv_segs.entry(*cid).or_default();
+                let chunk = if matches!(kind, SegKind::Write) {
+                    v.iter().filter(|s| s.kind == ChunkKind::Write).count() as u32
+                } else {
+                    0
+                };
+                if v.len() < 256 {
+                    v.push(advertised(*kind, *handle, *length, *offset, chunk));
+                }
+            }
+            ProbeEvent::DecodeRqst {
+                cid,
+                xid,
+                vers,
+                proc,
+                credits,
+                hdrlen,
+            } => {
+                if let Some(prev) = self.threads.remove(&tid) {
+                    self.finish_server(ids, prev, None, out);
+                }
+                let call_ts = self.recv_ts.get(cid).copied().unwrap_or(ts);
+                let segs = self.recv_segs.remove(cid).unwrap_or_default();
+                let mut s = ServerCall {
+                    seq,
+                    ts: call_ts,
+                    xid: *xid,
+                    cq_id: cid.cq_id,
+                    vers: *vers,
+                    proc: *proc,
+                    credits: *credits,
+                    hdrlen: hdrlen.unwrap_or(0),
+                    segs,
+                    ..ServerCall::default()
+                };
+                let cap = self.cfg.max_ladder_steps;
+                let what = StepWhat::DecodeRqst {
+                    xid: *xid,
+                    vers: *vers,
+                    proc: *proc,
+                    credits: *credits,
+                };
+                s.ladder.step(cap, call_ts, seq, ts, true, what);
+                if self.threads.len() >= self.cfg.max_outstanding {
+                    self.stats.evicted += 1;
+                } else {
+                    self.threads.insert(tid, s);
+                }
+            }
+            ProbeEvent::PostChunk {
+                kind,
+                cid,
+                sqecount,
+            } => {
+                let cap = self.cfg.max_ladder_steps;
+                if let Some(s) = self.threads.get_mut(&tid) {
+                    match kind {
+                        SegKind::Read { .. } => {
+                            s.first_read.get_or_insert(ts);
+                        }
+                        _ => {
+                            s.first_write.get_or_insert(ts);
+                        }
+                    }
+                    let what = StepWhat::PostChunk {
+                        kind: *kind,
+                        work_requests: *sqecount,
+                    };
+                    s.ladder.step(cap, s.ts, seq, ts, false, what);
+                    if self.chunk_order.len() >= self.cfg.max_outstanding {
+                        if let Some(old) = self.chunk_order.pop_front() {
+                            self.chunk_ctx.remove(&old);
+                        }
+                    }
+                    self.chunk_ctx.insert(*cid, tid);
+                    self.chunk_order.push_back(*cid);
+                }
+            }
+            ProbeEvent::EncodeWseg { handle, length, .. } => {
+                if let Some(s) = self.threads.get_mut(&tid) {
+                    if let Some(seg) = s.segs.iter_mut().find(|g| {
+                        g.handle == *handle
+                            && g.kind != ChunkKind::Read
+                            && g.reported_length.is_none()
+                    }) {
+                        seg.reported_length = Some(*length);
+                        seg.bytes_moved = u64::from(*length);
+                    }
+                }
+            }
+            ProbeEvent::ServerPostSend { inv_rkey, .. } => {
+                if let Some(s) = self.threads.remove(&tid) {
+                    self.finish_server(ids, s, Some((seq, ts, *inv_rkey)), out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn finish_server(
+        &mut self,
+        ids: &mut ConnIds,
+        mut s: ServerCall,
+        reply: Option<(u64, u64, Option<u32>)>,
+        out: &mut Vec<Finding>,
+    ) {
+        let connection = self.conn(ids, KernelConnKey::Server { cq_id: s.cq_id });
+        self.stats.server_transactions += 1;
+        let mut anomalies = Vec::new();
+        let mut push = |kind: Kind, message: String, out: &mut Vec<Finding>| {
+            anomalies.push(kind);
+            out.push(Finding::Anomaly(Box::new(Anomaly {
+                kind,
+                origin: Origin::ServerProbes,
+                frames: vec![s.seq],
+                connection: Some(connection),
+                xid: Some(s.xid),
+                message,
+            })));
+        };
+        if s.vers != 1 {
+            push(
+                Kind::VersionMismatch,
+                format!(
+                    "server probes: call xid {:#010x} has rdma_vers {}",
+                    s.xid, s.vers
+                ),
+                out,
+            );
+        }
+        match s.proc {
+            2 => push(
+                Kind::MsgpUsed,
+                format!("server probes: call xid {:#010x} is RDMA_MSGP", s.xid),
+                out,
+            ),
+            3 => push(
+                Kind::DoneUsed,
+                format!("server probes: call xid {:#010x} is RDMA_DONE", s.xid),
+                out,
+            ),
+            4 => push(
+                Kind::ErrorFromRequester,
+                format!(
+                    "server probes: RDMA_ERROR from the client, xid {:#010x}",
+                    s.xid
+                ),
+                out,
+            ),
+            p if p > 4 => push(
+                Kind::BadProc,
+                format!("server probes: call xid {:#010x} has rdma_proc {p}", s.xid),
+                out,
+            ),
+            _ => {}
+        }
+        let inv = reply.and_then(|r| r.2);
+        if let Some(k) = inv {
+            for g in s.segs.iter_mut().filter(|g| g.handle == k) {
+                g.remotely_invalidated = true;
+            }
+            if !s.segs.iter().any(|g| g.handle == k) {
+                push(
+                    Kind::InvalidatedForeignStag,
+                    format!("server probes: reply to xid {:#010x} invalidates rkey {k:#x}, not one of its segments", s.xid),
+                    out,
+                );
+            }
+        }
+        if reply.is_none() {
+            push(
+                Kind::CallWithoutReply,
+                format!("server probes: call xid {:#010x} was never answered", s.xid),
+                out,
+            );
+        }
+        for g in s.segs.iter_mut().filter(|g| g.kind == ChunkKind::Read) {
+            if s.last_read.is_some() {
+                g.bytes_moved = u64::from(g.length);
+            }
+        }
+        let reply_ts = reply.map(|r| r.1);
+        if let Some((seq, ts, inv)) = reply {
+            let what = StepWhat::PostSend { invalidate: inv };
+            s.ladder
+                .step(self.cfg.max_ladder_steps, s.ts, seq, ts, false, what);
+        }
+        let reads = s.first_read.is_some();
+        let writes = s.first_write.is_some();
+        let first_rdma = s.first_read.or(s.first_write);
+        let last_rdma = s.last_write.or(s.last_read);
+        let phases = Phases {
+            until_first_rdma_ns: first_rdma.or(reply_ts).map(|t| t.saturating_sub(s.ts)),
+            read_ns: s
+                .first_read
+                .zip(s.last_read)
+                .map(|(a, b)| b.saturating_sub(a)),
+            write_ns: s
+                .first_write
+                .zip(s.last_write)
+                .map(|(a, b)| b.saturating_sub(a)),
+            reply_after_rdma_ns: last_rdma.zip(reply_ts).map(|(a, b)| b.saturating_sub(a)),
+        };
+        let has_write_list = s
+            .segs
+            .iter()
+            .any(|g| g.kind == ChunkKind::Write && g.reported_length.unwrap_or(0) > 0);
+        let has_reply_chunk = s
+            .segs
+            .iter()
+            .any(|g| g.kind == ChunkKind::Reply && g.reported_length.unwrap_or(0) > 0);
+        let header = CallHeader::Text(format!(
+            "server probes: rdma_vers {} rdma_proc {} rdma_credit {} hdrlen {}",
+            s.vers, s.proc, s.credits, s.hdrlen
+        ));
+        let t = Transaction {
+            reply_frame: reply.map(|r| r.0),
+            reply_ts_ns: reply_ts,
+            call_transfer: if s.proc == 1 && s.segs.iter().any(|g| g.position == Some(0)) {
+                Transfer::LongCall
+            } else if s.segs.iter().any(|g| g.kind == ChunkKind::Read) {
+                Transfer::ReadChunks
+            } else {
+                Transfer::Inline
+            },
+            reply_transfer: match reply {
+                None => Transfer::None,
+                Some(_) if has_reply_chunk => Transfer::ReplyChunk,
+                Some(_) if has_write_list => Transfer::WriteChunks,
+                Some(_) => Transfer::Inline,
+            },
+            call_len: s.hdrlen,
+            latency_us: reply_ts.map(|r| r.saturating_sub(s.ts) as f64 / 1e3),
+            credits_requested: s.credits,
+            chunks: s.segs,
+            remote_invalidated_rkey: inv,
+            round_trips: 1 + u8::from(reads) + u8::from(writes),
+            responder_interrupts: 1 + u8::from(reads),
+            phases,
+            anomalies,
+            ladder: s.ladder.steps,
+            ladder_omitted: s.ladder.omitted,
+            ..Transaction::new(Origin::ServerProbes, connection, s.xid, s.seq, s.ts, header)
+        };
+        out.push(Finding::Transaction(Box::new(t)));
+    }
+}

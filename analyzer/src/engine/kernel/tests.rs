@@ -1,0 +1,422 @@
+//! The correlator on abridged event sequences from the lab's tracepoints.
+
+use super::event::{ChunkType, Cid, Probe, ProbeEvent, ProbeMeta, SegKind, TaskKey};
+use super::{CorrelateConfig, Correlator};
+use crate::engine::keys::ConnIds;
+use crate::engine::{Finding, Kind, Origin, Transaction, Transfer};
+
+fn p(seq: u64, ts: u64, tid: u32, event: ProbeEvent) -> Probe {
+    Probe {
+        meta: ProbeMeta {
+            seq,
+            ts_ns: ts,
+            cpu: 0,
+            tid,
+        },
+        event,
+    }
+}
+
+const T: TaskKey = TaskKey {
+    task_id: 0x17,
+    client_id: 4,
+};
+
+fn txns(out: &[Finding]) -> Vec<&Transaction> {
+    out.iter()
+        .filter_map(|f| match f {
+            Finding::Transaction(t) => Some(&**t),
+            Finding::Anomaly(_) => None,
+        })
+        .collect()
+}
+
+/// A READ with a write chunk answered by Send With Invalidate, as the
+/// client's tracepoints show it (v42-reminv lab scenario, abridged).
+#[test]
+fn client_read_with_remote_invalidation() {
+    let mut c = Correlator::new(CorrelateConfig::default());
+    let mut out = Vec::new();
+    let mut ids = ConnIds::default();
+    let evs = [
+        ProbeEvent::ClientChunk {
+            task: T,
+            kind: SegKind::Write,
+            handle: 0xc0b,
+            length: 4096,
+            offset: 0x85036f450c1e1000,
+        },
+        ProbeEvent::ClientChunk {
+            task: T,
+            kind: SegKind::Reply,
+            handle: 0xc0c,
+            length: 256,
+            offset: 0x1000,
+        },
+        ProbeEvent::Marshal {
+            task: T,
+            xid: 0x9bc0454e,
+            rtype: ChunkType::Pullup,
+            wtype: ChunkType::WriteList,
+            hdrlen: Some(64),
+            xdrlen: Some(120),
+        },
+        ProbeEvent::ClientPostSend {
+            task: Some(T),
+            cid: None,
+        },
+        ProbeEvent::Reply {
+            task: T,
+            xid: 0x9bc0454e,
+            credits: 128,
+        },
+        ProbeEvent::RemoteInv {
+            task: T,
+            handle: 0xc0b,
+        },
+        ProbeEvent::DecodeSeg {
+            handle: 0xc0b,
+            length: 4096,
+            offset: 0x85036f450c1e1000,
+        },
+    ];
+    for (i, e) in evs.into_iter().enumerate() {
+        c.handle(
+            &mut ids,
+            &p(i as u64 + 1, 1_000_000 + i as u64 * 10_000, 40, e),
+            &mut out,
+        );
+    }
+    assert!(out.is_empty(), "held for the grace period");
+    c.tick(&mut ids, 1_000_000 + 30_000_000, &mut out);
+    let t = txns(&out);
+    assert_eq!(t.len(), 1);
+    let t = t[0];
+    assert_eq!(t.xid, 0x9bc0454e);
+    assert_eq!(t.credits_granted, Some(128));
+    assert_eq!(t.remote_invalidated_rkey, Some(0xc0b));
+    assert_eq!(t.reply_transfer, Transfer::WriteChunks);
+    assert_eq!(t.chunks.len(), 2);
+    assert!(t.chunks[0].remotely_invalidated);
+    assert_eq!(t.chunks[0].reported_length, Some(4096));
+    assert_eq!(t.call_len, 184);
+    // post_send at +30 µs, reply at +40 µs: 10 µs on the wire and in the server.
+    assert_eq!(t.latency_us, Some(10.0));
+    assert!(t.anomalies.is_empty());
+    assert_eq!(c.stats.client_transactions, 1);
+}
+
+#[test]
+fn client_unanswered_and_foreign_invalidation() {
+    let mut c = Correlator::new(CorrelateConfig::default());
+    let mut out = Vec::new();
+    let mut ids = ConnIds::default();
+    let t2 = TaskKey {
+        task_id: 2,
+        client_id: 4,
+    };
+    c.handle(
+        &mut ids,
+        &p(
+            1,
+            10,
+            1,
+            ProbeEvent::Marshal {
+                task: T,
+                xid: 1,
+                rtype: ChunkType::Inline,
+                wtype: ChunkType::Inline,
+                hdrlen: None,
+                xdrlen: None,
+            },
+        ),
+        &mut out,
+    );
+    c.handle(
+        &mut ids,
+        &p(
+            2,
+            20,
+            1,
+            ProbeEvent::Marshal {
+                task: t2,
+                xid: 2,
+                rtype: ChunkType::Inline,
+                wtype: ChunkType::Inline,
+                hdrlen: None,
+                xdrlen: None,
+            },
+        ),
+        &mut out,
+    );
+    c.handle(
+        &mut ids,
+        &p(
+            3,
+            30,
+            1,
+            ProbeEvent::Reply {
+                task: t2,
+                xid: 2,
+                credits: 0,
+            },
+        ),
+        &mut out,
+    );
+    c.handle(
+        &mut ids,
+        &p(
+            4,
+            31,
+            1,
+            ProbeEvent::RemoteInv {
+                task: t2,
+                handle: 0xdead,
+            },
+        ),
+        &mut out,
+    );
+    c.handle(
+        &mut ids,
+        &p(
+            5,
+            40,
+            1,
+            ProbeEvent::Reply {
+                task: TaskKey {
+                    task_id: 9,
+                    client_id: 4,
+                },
+                xid: 9,
+                credits: 1,
+            },
+        ),
+        &mut out,
+    );
+    c.end(&mut ids, &mut out);
+    let kinds: Vec<Kind> = out
+        .iter()
+        .filter_map(|f| match f {
+            Finding::Anomaly(a) => {
+                assert_eq!(a.origin, Origin::ClientProbes, "{a:?}");
+                Some(a.kind)
+            }
+            Finding::Transaction(_) => None,
+        })
+        .collect();
+    assert!(kinds.contains(&Kind::ReplyWithoutCall));
+    assert!(kinds.contains(&Kind::CallWithoutReply));
+    assert!(kinds.contains(&Kind::InvalidatedForeignStag));
+    let t = txns(&out);
+    assert_eq!(t.len(), 2);
+    assert_eq!(
+        t[1].in_flight_at_call, 2,
+        "task 2 was marshalled while task 0x17 was outstanding"
+    );
+}
+
+/// A WRITE with a read chunk on the server: the nfsd thread decodes,
+/// pulls the data with RDMA Read, and replies.
+#[test]
+fn server_write_with_read_chunk() {
+    let mut c = Correlator::new(CorrelateConfig::default());
+    let mut out = Vec::new();
+    let mut ids = ConnIds::default();
+    let rc = Cid { cq_id: 4, cid: 51 };
+    let sc = Cid { cq_id: 3, cid: 82 };
+    let nfsd = 353;
+    let evs = [
+        (
+            0,
+            ProbeEvent::Completion {
+                event: "svcrdma_wc_recv".into(),
+                cid: rc,
+                status: None,
+                bytes: Some(200),
+            },
+        ),
+        (
+            nfsd,
+            ProbeEvent::ServerDecodeSeg {
+                cid: rc,
+                kind: SegKind::Read { position: 132 },
+                handle: 0x18d8,
+                length: 131072,
+                offset: 0xa8c0454e0cf3a000,
+            },
+        ),
+        (
+            nfsd,
+            ProbeEvent::DecodeRqst {
+                cid: rc,
+                xid: 0xa8c0454e,
+                vers: 1,
+                proc: 0,
+                credits: 128,
+                hdrlen: Some(52),
+            },
+        ),
+        (
+            nfsd,
+            ProbeEvent::PostChunk {
+                kind: SegKind::Read { position: 0 },
+                cid: sc,
+                sqecount: Some(14),
+            },
+        ),
+        (
+            0,
+            ProbeEvent::Completion {
+                event: "svcrdma_wc_read".into(),
+                cid: sc,
+                status: None,
+                bytes: Some(131072),
+            },
+        ),
+        (
+            nfsd,
+            ProbeEvent::ServerPostSend {
+                cid: Cid { cq_id: 3, cid: 90 },
+                inv_rkey: None,
+            },
+        ),
+    ];
+    for (i, (tid, e)) in evs.into_iter().enumerate() {
+        c.handle(
+            &mut ids,
+            &p(i as u64 + 1, 1_000 * (i as u64 + 1), tid, e),
+            &mut out,
+        );
+    }
+    let t = txns(&out);
+    assert_eq!(t.len(), 1);
+    let t = t[0];
+    assert_eq!(t.xid, 0xa8c0454e);
+    assert_eq!(t.credits_requested, 128);
+    assert_eq!(t.call_ts_ns, 1_000, "call time is the receive completion");
+    assert_eq!(t.call_transfer, Transfer::ReadChunks);
+    assert_eq!(t.chunks[0].handle, 0x18d8);
+    assert_eq!(t.chunks[0].bytes_moved, 131072);
+    assert_eq!(t.round_trips, 2);
+    assert_eq!(t.phases.read_ns, Some(1_000));
+    assert_eq!(t.latency_us, Some(5.0));
+    assert_eq!(c.stats.server_transactions, 1);
+}
+
+#[test]
+fn server_reply_with_invalidate_and_write_chunk() {
+    let mut c = Correlator::new(CorrelateConfig::default());
+    let mut out = Vec::new();
+    let mut ids = ConnIds::default();
+    let rc = Cid { cq_id: 4, cid: 53 };
+    let evs = [
+        ProbeEvent::ServerDecodeSeg {
+            cid: rc,
+            kind: SegKind::Write,
+            handle: 0x18d7,
+            length: 131072,
+            offset: 0x1000,
+        },
+        ProbeEvent::DecodeRqst {
+            cid: rc,
+            xid: 7,
+            vers: 1,
+            proc: 0,
+            credits: 64,
+            hdrlen: None,
+        },
+        ProbeEvent::EncodeWseg {
+            cid: Cid { cq_id: 3, cid: 72 },
+            handle: 0x18d7,
+            length: 131072,
+            offset: 0x1000,
+        },
+        ProbeEvent::PostChunk {
+            kind: SegKind::Write,
+            cid: Cid { cq_id: 3, cid: 106 },
+            sqecount: None,
+        },
+        ProbeEvent::ServerPostSend {
+            cid: Cid { cq_id: 3, cid: 72 },
+            inv_rkey: Some(0x18d7),
+        },
+    ];
+    for (i, e) in evs.into_iter().enumerate() {
+        c.handle(&mut ids, &p(i as u64 + 1, 10 + i as u64, 352, e), &mut out);
+    }
+    let t = txns(&out);
+    assert_eq!(t.len(), 1);
+    assert_eq!(t[0].remote_invalidated_rkey, Some(0x18d7));
+    assert!(t[0].chunks[0].remotely_invalidated);
+    assert_eq!(t[0].chunks[0].reported_length, Some(131072));
+    assert_eq!(t[0].reply_transfer, Transfer::WriteChunks);
+    assert!(t[0].anomalies.is_empty());
+}
+
+#[test]
+fn bounded_outstanding_calls() {
+    let mut c = Correlator::new(CorrelateConfig {
+        max_outstanding: 4,
+        ..CorrelateConfig::default()
+    });
+    let mut out = Vec::new();
+    let mut ids = ConnIds::default();
+    for i in 0..100u32 {
+        let task = TaskKey {
+            task_id: i,
+            client_id: 1,
+        };
+        c.handle(
+            &mut ids,
+            &p(
+                u64::from(i) + 1,
+                u64::from(i),
+                1,
+                ProbeEvent::Marshal {
+                    task,
+                    xid: i,
+                    rtype: ChunkType::Inline,
+                    wtype: ChunkType::Inline,
+                    hdrlen: None,
+                    xdrlen: None,
+                },
+            ),
+            &mut out,
+        );
+    }
+    assert!(c.tasks.len() <= 4);
+    assert_eq!(c.stats.evicted, 96);
+}
+
+#[test]
+fn server_anomalies_say_they_come_from_the_server() {
+    let mut c = Correlator::new(CorrelateConfig::default());
+    let mut out = Vec::new();
+    let mut ids = ConnIds::default();
+    // An RDMA_MSGP call (rdma_proc 2) the server never answers.
+    let decode = ProbeEvent::DecodeRqst {
+        cid: Cid { cq_id: 4, cid: 1 },
+        xid: 9,
+        vers: 1,
+        proc: 2,
+        credits: 8,
+        hdrlen: None,
+    };
+    c.handle(&mut ids, &p(1, 10, 352, decode), &mut out);
+    c.end(&mut ids, &mut out);
+    let anomalies: Vec<(Kind, Origin)> = out
+        .iter()
+        .filter_map(|f| match f {
+            Finding::Anomaly(a) => Some((a.kind, a.origin)),
+            Finding::Transaction(_) => None,
+        })
+        .collect();
+    assert_eq!(
+        anomalies,
+        [
+            (Kind::MsgpUsed, Origin::ServerProbes),
+            (Kind::CallWithoutReply, Origin::ServerProbes)
+        ]
+    );
+    assert_eq!(txns(&out)[0].origin, Origin::ServerProbes);
+}

@@ -1,0 +1,126 @@
+//! Correlation keys, the hash tables keyed by them, and who saw what.
+
+use std::net::IpAddr;
+
+use rdma_dissectors::rpcrdma::Xid;
+use serde::Serialize;
+
+/// The engine's hash tables. Keys come off the wire, so the hash is keyed
+/// per process (foldhash's quality variant): cheaper than SipHash for the
+/// lookups every frame makes, and an attacker cannot precompute collisions.
+pub(crate) type Map<K, V> = std::collections::HashMap<K, V, foldhash::quality::RandomState>;
+
+/// A connection's identifier: small, stable for the whole run, in order of discovery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct ConnId(pub u32);
+
+impl std::fmt::Display for ConnId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "c{}", self.0)
+    }
+}
+
+/// A queue pair as the wire names it: the node's address and its QP number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct QpKey {
+    /// IP address (RoCEv2) of the node that owns the QP.
+    pub addr: IpAddr,
+    /// QP number.
+    pub qpn: u32,
+}
+
+/// One word per IPv4 key: the derived hash fed the address's enum tag,
+/// its bytes and the QPN separately, and this table is looked up for every
+/// packet.
+impl std::hash::Hash for QpKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        match self.addr {
+            IpAddr::V4(a) => state.write_u64(u64::from(a.to_bits()) << 32 | u64::from(self.qpn)),
+            IpAddr::V6(a) => {
+                state.write_u128(a.to_bits());
+                state.write_u32(self.qpn);
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for QpKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{:#x}", self.addr, self.qpn)
+    }
+}
+
+/// Hands out connection ids in order of discovery, to the wire side and the
+/// kernel side alike, so that no two connections share one.
+#[derive(Debug)]
+pub(crate) struct ConnIds {
+    next: u32,
+}
+
+impl Default for ConnIds {
+    fn default() -> Self {
+        ConnIds { next: 1 }
+    }
+}
+
+impl ConnIds {
+    /// An id no connection has had.
+    pub(crate) fn new_id(&mut self) -> ConnId {
+        let id = ConnId(self.next);
+        self.next += 1;
+        id
+    }
+}
+
+/// An outstanding call on one connection. Each side numbers its own calls,
+/// so a forward call and a backchannel call may carry the same XID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct CallKey {
+    /// Whether the call went server to client (NFSv4.1 backchannel).
+    pub backchannel: bool,
+    /// The call's XID (`rdma_xid`, RFC 8166 4.2.1).
+    pub xid: Xid,
+}
+
+/// A connection as one side's kernel tracepoints name it: they carry no
+/// addresses or QP numbers, so the two sides' names for one connection
+/// cannot be matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum KernelConnKey {
+    /// The client's RPC client (`client_id`: one per mount and transport).
+    Client {
+        /// `client_id` of the `xprtrdma_*` tracepoints.
+        client_id: u32,
+    },
+    /// The server's receive completion queue (one per connection).
+    Server {
+        /// `cq.id` of the `svcrdma_*` tracepoints.
+        cq_id: u32,
+    },
+}
+
+/// Who saw a transaction or an anomaly: the wire, or one side's kernel
+/// through the probes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// Packet capture.
+    #[default]
+    Wire,
+    /// The client's kernel (`xprtrdma_*` probes).
+    ClientProbes,
+    /// The server's kernel (`svcrdma_*` probes).
+    ServerProbes,
+}
+
+impl Origin {
+    /// Stable name (JSON, TUI).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Wire => "wire",
+            Origin::ClientProbes => "client_probes",
+            Origin::ServerProbes => "server_probes",
+        }
+    }
+}

@@ -1,0 +1,687 @@
+//! The engine's output model: what a front end reads of a connection and
+//! of a transaction. Plain data, with the few rules that keep it consistent
+//! (a capped ladder, a thinned credit series); the words it is shown in are
+//! in `describe`.
+
+use rdma_dissectors::rpcrdma::Segment;
+use rdma_dissectors::rpcrdma_cm::{CmPrivateData, Negotiated, RpcRdmaCmPrivate};
+use serde::Serialize;
+
+use super::kernel::event::{ChunkType, SegKind};
+use super::keys::{ConnId, Origin, QpKey};
+use super::Kind;
+
+/// How a call or a reply travelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transfer {
+    /// The whole message in one Send.
+    Inline,
+    /// Call with read chunks (DDP of call data by RDMA Read).
+    ReadChunks,
+    /// Call in a position-zero read chunk (Long Call), RDMA_NOMSG.
+    LongCall,
+    /// Reply with data moved into write chunks by RDMA Write.
+    WriteChunks,
+    /// Reply in the reply chunk (Long Reply), RDMA_NOMSG.
+    ReplyChunk,
+    /// RDMA_ERROR instead of a reply.
+    Error,
+    /// Not seen (no reply).
+    None,
+}
+
+impl Transfer {
+    /// Stable name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transfer::Inline => "inline",
+            Transfer::ReadChunks => "read_chunks",
+            Transfer::LongCall => "long_call",
+            Transfer::WriteChunks => "write_chunks",
+            Transfer::ReplyChunk => "reply_chunk",
+            Transfer::Error => "error",
+            Transfer::None => "none",
+        }
+    }
+}
+
+/// Which list a segment was advertised in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChunkKind {
+    /// Read list (the responder RDMA Reads it).
+    Read,
+    /// Write list (the responder RDMA Writes into it).
+    Write,
+    /// Reply chunk.
+    Reply,
+}
+
+/// One advertised segment and what happened to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SegmentUse {
+    /// Which list.
+    pub kind: ChunkKind,
+    /// Chunk index within its list (write list); 0 otherwise.
+    pub chunk: u32,
+    /// Read chunk position (read list only).
+    pub position: Option<u32>,
+    /// STag / R_Key.
+    pub handle: u32,
+    /// Advertised length.
+    pub length: u32,
+    /// Advertised offset (VA).
+    pub offset: u64,
+    /// Bytes moved by RDMA Read or Write into or out of it.
+    pub bytes_moved: u64,
+    /// Length the responder reported in its reply's write list or reply chunk.
+    pub reported_length: Option<u32>,
+    /// Frames of the RDMA operations that moved it (first ones, capped).
+    pub frames: Vec<u64>,
+    /// Whether the reply's Send With Invalidate named this handle.
+    pub remotely_invalidated: bool,
+}
+
+impl SegmentUse {
+    /// A segment as the call advertised it, before anything moved: the one
+    /// way the wire and the kernel side make one.
+    pub(super) fn advertised(
+        kind: ChunkKind,
+        chunk: u32,
+        position: Option<u32>,
+        s: Segment,
+    ) -> Self {
+        SegmentUse {
+            kind,
+            chunk,
+            position,
+            handle: s.handle,
+            length: s.length,
+            offset: s.offset,
+            bytes_moved: 0,
+            reported_length: None,
+            frames: Vec::new(),
+            remotely_invalidated: false,
+        }
+    }
+}
+
+/// One step of the ladder diagram.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LadderStep {
+    /// Frame number.
+    pub frame: u64,
+    /// Nanoseconds since the call.
+    pub offset_ns: u64,
+    /// True when the requester (client) sent it.
+    pub from_client: bool,
+    /// What it was; shown as e.g. `RDMA READ request rkey 0x1234 va 0x... len 4096`.
+    pub what: StepWhat,
+}
+
+/// What a ladder step was. Kept as numbers and put into words only when
+/// shown (TUI, JSON), so that following a transaction formats nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StepWhat {
+    /// The call's Send (its last packet).
+    CallSend {
+        /// Bytes of the whole Send.
+        bytes: usize,
+        /// R_Key of a Send With Invalidate.
+        invalidate: Option<u32>,
+    },
+    /// The reply's Send.
+    ReplySend {
+        /// Bytes of the whole Send.
+        bytes: usize,
+        /// R_Key of a Send With Invalidate.
+        invalidate: Option<u32>,
+    },
+    /// The first packet of an RDMA WRITE into one of the call's segments.
+    RdmaWrite {
+        /// R_Key from the RETH.
+        rkey: u32,
+        /// Virtual address from the RETH.
+        va: u64,
+        /// DMA length from the RETH.
+        len: u32,
+    },
+    /// An RDMA READ request for one of the call's segments.
+    RdmaReadRequest {
+        /// R_Key from the RETH.
+        rkey: u32,
+        /// Virtual address from the RETH.
+        va: u64,
+        /// DMA length from the RETH.
+        len: u32,
+    },
+    /// The last response to an RDMA READ.
+    RdmaReadResponseComplete {
+        /// R_Key the read named.
+        rkey: u32,
+    },
+    /// Client `xprtrdma_marshal`: the call was encoded.
+    Marshal {
+        /// RPC XID.
+        xid: u32,
+        /// How the call travels.
+        rtype: ChunkType,
+        /// How the reply is to travel.
+        wtype: ChunkType,
+        /// Segments advertised.
+        segments: usize,
+    },
+    /// `xprtrdma_post_send` or `svcrdma_post_send`: the Send was posted.
+    PostSend {
+        /// R_Key of a Send With Invalidate (the server's reply).
+        invalidate: Option<u32>,
+    },
+    /// Client `xprtrdma_reply`: the reply matched its call.
+    Reply {
+        /// Credits the server granted.
+        credits: u32,
+    },
+    /// Client `xprtrdma_mr_reminv`: the server's Send With Invalidate
+    /// invalidated one of the call's memory regions.
+    RemoteInvalidation {
+        /// R_Key invalidated.
+        rkey: u32,
+    },
+    /// Client `xprtrdma_mr_localinv`: the client invalidated a memory region itself.
+    LocalInvalidation {
+        /// R_Key invalidated.
+        rkey: u32,
+    },
+    /// Server `svcrdma_decode_rqst`: the call's transport header was decoded.
+    DecodeRqst {
+        /// RPC XID.
+        xid: u32,
+        /// rdma_vers.
+        vers: u32,
+        /// rdma_proc.
+        proc: u32,
+        /// Credits requested.
+        credits: u32,
+    },
+    /// Server `svcrdma_post_{read,write,reply}_chunk`: RDMA Reads or Writes posted.
+    PostChunk {
+        /// Read list, write list or reply chunk.
+        kind: SegKind,
+        /// Work requests posted, when traced.
+        work_requests: Option<u32>,
+    },
+    /// Server `svcrdma_wc_read` / `svcrdma_wc_write`: the RDMA Reads or
+    /// Writes of a chunk completed.
+    ChunkDone {
+        /// Reads (true) or Writes.
+        read: bool,
+        /// Bytes, when traced.
+        bytes: Option<u64>,
+    },
+}
+
+/// The call's RPC-over-RDMA header, shown in words. A wire call keeps the
+/// header's bytes and decodes them again when shown, so that following a
+/// call writes out none of its chunk lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CallHeader {
+    /// The transport header as it came off the wire (fixed part and chunk lists).
+    Wire(Box<[u8]>),
+    /// A description in words (the kernel probes' view).
+    Text(String),
+}
+
+/// Time spent in each phase of a transaction (see the round-trips draft).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Phases {
+    /// Call received to the responder's first RDMA operation (or to the reply).
+    pub until_first_rdma_ns: Option<u64>,
+    /// First RDMA Read request to last Read response.
+    pub read_ns: Option<u64>,
+    /// First to last RDMA Write.
+    pub write_ns: Option<u64>,
+    /// Last RDMA operation to the reply.
+    pub reply_after_rdma_ns: Option<u64>,
+}
+
+/// A completed (or abandoned) RPC transaction.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Transaction {
+    /// Who saw it. Probe transactions number their "frames" by probe record.
+    pub origin: Origin,
+    /// Connection.
+    pub connection: ConnId,
+    /// RPC XID.
+    pub xid: u32,
+    /// Whether the call went server to client (NFSv4.1 backchannel).
+    pub backchannel: bool,
+    /// Frame of the call Send (its last packet).
+    pub call_frame: u64,
+    /// Time of the call (ns since the epoch).
+    pub call_ts_ns: u64,
+    /// Frame of the reply Send.
+    pub reply_frame: Option<u64>,
+    /// Time of the reply.
+    pub reply_ts_ns: Option<u64>,
+    /// RPC program number (None for a Long Call whose RPC header was not seen).
+    pub program: Option<u32>,
+    /// Program name (nfs, mount, nlm, ...).
+    pub program_name: Option<&'static str>,
+    /// Program version.
+    pub version: Option<u32>,
+    /// Procedure name (NFSv4 COMPOUND lists its operations).
+    pub procedure: Option<String>,
+    /// Procedure number.
+    pub proc: Option<u32>,
+    /// How the call travelled.
+    pub call_transfer: Transfer,
+    /// How the reply travelled.
+    pub reply_transfer: Transfer,
+    /// Bytes of the call Send.
+    pub call_len: u32,
+    /// Bytes of the reply Send.
+    pub reply_len: Option<u32>,
+    /// Call to reply, µs.
+    pub latency_us: Option<f64>,
+    /// Credits the call requested.
+    pub credits_requested: u32,
+    /// Credits the reply granted.
+    pub credits_granted: Option<u32>,
+    /// Calls outstanding on the connection when this one was sent (itself included).
+    pub in_flight_at_call: u32,
+    /// Advertised segments and their use.
+    pub chunks: Vec<SegmentUse>,
+    /// R_Key the reply invalidated (Send With Invalidate).
+    pub remote_invalidated_rkey: Option<u32>,
+    /// Internode round trips (1 inline; +1 for RDMA Read; +1 for RDMA Write).
+    pub round_trips: u8,
+    /// Responder interrupts (1, +1 per RDMA phase it waited for).
+    pub responder_interrupts: u8,
+    /// Measured phases.
+    pub phases: Phases,
+    /// RPC reply status (accept_stat, or denied).
+    pub reply_status: Option<String>,
+    /// Anomalies that concern this transaction.
+    pub anomalies: Vec<Kind>,
+    /// The ladder diagram, in time order (capped).
+    pub ladder: Vec<LadderStep>,
+    /// Ladder steps left out by the cap.
+    pub ladder_omitted: u32,
+    /// The decoded RPC-over-RDMA header of the call (shown in words).
+    pub call_header: CallHeader,
+    /// Write chunks the call offered.
+    pub write_chunks: u32,
+    /// Of those, chunks with no segments (RFC 8166 3.4.6 "empty").
+    pub empty_write_chunks: u32,
+    /// Of those, chunks the reply left unused (every segment length 0, or nothing written).
+    pub unused_write_chunks: u32,
+}
+
+impl Transaction {
+    /// `NFSv3 READ`, `nfs4 COMPOUND(...)`, or `?` when not known.
+    pub fn procedure_label(&self) -> String {
+        match (&self.program_name, &self.procedure) {
+            (Some(p), Some(q)) => format!("{p} {q}"),
+            (None, Some(q)) => q.clone(),
+            _ => match (self.program, self.proc) {
+                (Some(p), Some(n)) => format!("prog {p} proc {n}"),
+                _ => "?".to_string(),
+            },
+        }
+    }
+
+    /// Bytes moved through chunks.
+    pub fn bytes_moved(&self) -> u64 {
+        self.chunks.iter().map(|c| c.bytes_moved).sum()
+    }
+
+    /// A call as it was sent, with nothing known of its reply: what is not
+    /// given here is empty, but one round trip and one responder interrupt
+    /// (an inline call's).
+    pub(super) fn new(
+        origin: Origin,
+        connection: ConnId,
+        xid: u32,
+        call_frame: u64,
+        call_ts_ns: u64,
+        call_header: CallHeader,
+    ) -> Self {
+        Transaction {
+            origin,
+            connection,
+            xid,
+            backchannel: false,
+            call_frame,
+            call_ts_ns,
+            reply_frame: None,
+            reply_ts_ns: None,
+            program: None,
+            program_name: None,
+            version: None,
+            procedure: None,
+            proc: None,
+            call_transfer: Transfer::Inline,
+            reply_transfer: Transfer::None,
+            call_len: 0,
+            reply_len: None,
+            latency_us: None,
+            credits_requested: 0,
+            credits_granted: None,
+            in_flight_at_call: 0,
+            chunks: Vec::new(),
+            remote_invalidated_rkey: None,
+            round_trips: 1,
+            responder_interrupts: 1,
+            phases: Phases::default(),
+            reply_status: None,
+            anomalies: Vec::new(),
+            ladder: Vec::new(),
+            ladder_omitted: 0,
+            call_header,
+            write_chunks: 0,
+            empty_write_chunks: 0,
+            unused_write_chunks: 0,
+        }
+    }
+
+    /// Adds a ladder step at `ts`, unless the ladder holds `cap` steps already.
+    pub(super) fn step(
+        &mut self,
+        cap: usize,
+        frame: u64,
+        ts: u64,
+        from_client: bool,
+        what: StepWhat,
+    ) {
+        let step = LadderStep {
+            frame,
+            offset_ns: ts.saturating_sub(self.call_ts_ns),
+            from_client,
+            what,
+        };
+        Ladder::add(&mut self.ladder, &mut self.ladder_omitted, cap, step);
+    }
+}
+
+/// The ladder of a call still being followed, before its [`Transaction`]
+/// exists (the kernel side builds one only when the call is done).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Ladder {
+    /// The steps, in time order.
+    pub steps: Vec<LadderStep>,
+    /// Steps left out by the cap.
+    pub omitted: u32,
+}
+
+impl Ladder {
+    /// Adds a step at `ts`, `base_ts` being the call's time, unless the
+    /// ladder holds `cap` steps already.
+    pub(super) fn step(
+        &mut self,
+        cap: usize,
+        base_ts: u64,
+        frame: u64,
+        ts: u64,
+        from_client: bool,
+        what: StepWhat,
+    ) {
+        let step = LadderStep {
+            frame,
+            offset_ns: ts.saturating_sub(base_ts),
+            from_client,
+            what,
+        };
+        Self::add(&mut self.steps, &mut self.omitted, cap, step);
+    }
+
+    /// The cap, for every ladder: `step` joins `steps` unless they number
+    /// `cap` already, in which case `omitted` counts it.
+    fn add(steps: &mut Vec<LadderStep>, omitted: &mut u32, cap: usize, step: LadderStep) {
+        if steps.len() >= cap {
+            *omitted += 1;
+            return;
+        }
+        steps.push(step);
+    }
+}
+
+/// Which end of an RPC-over-RDMA connection a queue pair is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The requester (NFS client): sent the CM REQ, sends calls.
+    Client,
+    /// The responder (NFS server).
+    Server,
+}
+
+impl Role {
+    /// The other end.
+    pub fn peer(self) -> Role {
+        match self {
+            Role::Client => Role::Server,
+            Role::Server => Role::Client,
+        }
+    }
+}
+
+/// Where the CM exchange of a connection stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CmState {
+    /// The capture started after the CM exchange: parameters are unknown.
+    NotSeen,
+    /// REQ seen.
+    Requested,
+    /// REP seen.
+    Replied,
+    /// RTU seen.
+    Established,
+    /// REJ seen.
+    Rejected,
+    /// DREQ seen.
+    Disconnecting,
+    /// DREP seen.
+    Closed,
+}
+
+impl CmState {
+    /// Stable name (JSON).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CmState::NotSeen => "not_seen",
+            CmState::Requested => "requested",
+            CmState::Replied => "replied",
+            CmState::Established => "established",
+            CmState::Rejected => "rejected",
+            CmState::Disconnecting => "disconnecting",
+            CmState::Closed => "closed",
+        }
+    }
+}
+
+/// One point of a connection's credit history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CreditPoint {
+    /// When (ns since the epoch).
+    pub ts_ns: u64,
+    /// Credits granted by the latest reply (0 before any).
+    pub granted: u32,
+    /// Calls outstanding.
+    pub in_flight: u32,
+}
+
+/// An RPC-over-RDMA connection: two queue pairs and what was negotiated.
+#[derive(Debug, Clone)]
+pub struct Connection {
+    /// Stable id.
+    pub id: ConnId,
+    /// The requester's QP, when known.
+    pub client: Option<QpKey>,
+    /// The responder's QP, when known.
+    pub server: Option<QpKey>,
+    /// CM state.
+    pub cm_state: CmState,
+    /// CM service ID of the REQ.
+    pub service_id: Option<u64>,
+    /// RDMA-CM port (20049 for NFS), from the service ID.
+    pub port: Option<u16>,
+    /// Client's CM communication ID.
+    pub client_comm_id: Option<u32>,
+    /// Server's CM communication ID.
+    pub server_comm_id: Option<u32>,
+    /// Starting PSN the client announced in its REQ.
+    pub client_start_psn: Option<u32>,
+    /// Starting PSN the server announced in its REP.
+    pub server_start_psn: Option<u32>,
+    /// RFC 8797 private data in the REQ (`None`: absent or unknown).
+    pub client_private: Option<CmPrivateData>,
+    /// RFC 8797 private data in the REP.
+    pub server_private: Option<CmPrivateData>,
+    /// What the CM exchange negotiated, seen from the client: `inline_send` is
+    /// the call inline threshold, `inline_recv` the reply inline threshold.
+    /// `None` when the capture has no CM exchange for this connection.
+    pub negotiated: Option<Negotiated>,
+    /// Frames of the CM exchange.
+    pub cm_frames: Vec<u64>,
+    /// First frame time.
+    pub first_ts_ns: u64,
+    /// Latest frame time.
+    pub last_ts_ns: u64,
+    /// Calls seen.
+    pub calls: u64,
+    /// Replies seen.
+    pub replies: u64,
+    /// Bytes moved by RDMA Read/Write into or out of chunks.
+    pub chunk_bytes: u64,
+    /// Replies sent with Send With Invalidate.
+    pub remote_invalidations: u64,
+    /// Latest credit grant.
+    pub granted: Option<u32>,
+    /// Smallest grant seen.
+    pub granted_min: Option<u32>,
+    /// Largest grant seen.
+    pub granted_max: Option<u32>,
+    /// Latest credit request.
+    pub requested: Option<u32>,
+    /// Calls outstanding now.
+    pub in_flight: u32,
+    /// Most calls outstanding at once.
+    pub peak_in_flight: u32,
+    /// Time spent with as many calls outstanding as granted (ns).
+    pub at_limit_ns: u64,
+    at_limit_since: Option<u64>,
+    /// Credit history (thinned to the configured number of points).
+    pub credit_series: Vec<CreditPoint>,
+    credit_stride: u32,
+    credit_skip: u32,
+    /// Anomalies on this connection.
+    pub anomalies: u64,
+    /// Latency histogram: bucket `i` counts replies with latency in [2^i, 2^(i+1)) µs.
+    pub latency_log2_us: [u64; 32],
+}
+
+impl Connection {
+    pub(super) fn new(id: ConnId, ts: u64) -> Self {
+        Connection {
+            id,
+            client: None,
+            server: None,
+            cm_state: CmState::NotSeen,
+            service_id: None,
+            port: None,
+            client_comm_id: None,
+            server_comm_id: None,
+            client_start_psn: None,
+            server_start_psn: None,
+            client_private: None,
+            server_private: None,
+            negotiated: None,
+            cm_frames: Vec::new(),
+            first_ts_ns: ts,
+            last_ts_ns: ts,
+            calls: 0,
+            replies: 0,
+            chunk_bytes: 0,
+            remote_invalidations: 0,
+            granted: None,
+            granted_min: None,
+            granted_max: None,
+            requested: None,
+            in_flight: 0,
+            peak_in_flight: 0,
+            at_limit_ns: 0,
+            at_limit_since: None,
+            credit_series: Vec::new(),
+            credit_stride: 1,
+            credit_skip: 0,
+            anomalies: 0,
+            latency_log2_us: [0; 32],
+        }
+    }
+
+    /// A one-line name: `client/qpn <-> server/qpn`.
+    pub fn label(&self) -> String {
+        let side = |q: Option<QpKey>| q.map_or_else(|| "?".to_string(), |q| q.to_string());
+        format!("{} <-> {}", side(self.client), side(self.server))
+    }
+
+    /// The call (client to server) inline threshold, when negotiated.
+    pub fn call_inline_threshold(&self) -> Option<u32> {
+        self.negotiated.map(|n| n.inline_send)
+    }
+
+    /// The reply (server to client) inline threshold, when negotiated.
+    pub fn reply_inline_threshold(&self) -> Option<u32> {
+        self.negotiated.map(|n| n.inline_recv)
+    }
+
+    /// Records the credit state after a call or a reply.
+    pub(super) fn credit_update(&mut self, ts: u64, max_points: usize) {
+        let granted = self.granted.unwrap_or(0);
+        // Time at the limit: in flight has reached the grant.
+        let at_limit = granted > 0 && self.in_flight >= granted;
+        match (at_limit, self.at_limit_since) {
+            (true, None) => self.at_limit_since = Some(ts),
+            (false, Some(since)) => {
+                self.at_limit_ns += ts.saturating_sub(since);
+                self.at_limit_since = None;
+            }
+            _ => {}
+        }
+        self.credit_skip += 1;
+        if self.credit_skip < self.credit_stride {
+            return;
+        }
+        self.credit_skip = 0;
+        if self.credit_series.len() >= max_points.max(2) {
+            // Thin out: keep every other point and sample half as often.
+            let mut i = 0;
+            self.credit_series.retain(|_| {
+                i += 1;
+                i % 2 == 1
+            });
+            self.credit_stride = self.credit_stride.saturating_mul(2);
+        }
+        self.credit_series.push(CreditPoint {
+            ts_ns: ts,
+            granted,
+            in_flight: self.in_flight,
+        });
+    }
+
+    /// Closes the at-limit interval at `ts` (end of capture).
+    pub(super) fn finish(&mut self, ts: u64) {
+        if let Some(since) = self.at_limit_since.take() {
+            self.at_limit_ns += ts.saturating_sub(since);
+        }
+    }
+}
+
+/// The RFC 8797 parameters of a side, when it sent version 1 private data.
+pub(super) fn v1(p: Option<CmPrivateData>) -> Option<RpcRdmaCmPrivate> {
+    p.and_then(|p| p.v1())
+}

@@ -1,0 +1,288 @@
+//! Connections: built from the CM exchange (REQ, REP, RTU, DREQ, DREP, REJ),
+//! or from traffic alone when the capture starts mid-connection.
+
+use std::net::IpAddr;
+
+use rdma_dissectors::ib::cm::CmMessage;
+use rdma_dissectors::rpcrdma_cm;
+use rdma_dissectors::stack::Dissection;
+
+use super::state::{Corr, Txn};
+use crate::engine::cm;
+use crate::engine::keys::{ConnId, QpKey};
+use crate::engine::model::{v1, Connection, Role};
+use crate::engine::{Engine, Finding, Kind};
+
+impl Engine {
+    /// Creates a connection, evicting the longest-idle one at the cap.
+    pub(in crate::engine) fn new_conn(&mut self, ts: u64, out: &mut Vec<Finding>) -> ConnId {
+        if self.state.connections.len() >= self.config.max_connections {
+            let victim = self
+                .state
+                .connections
+                .values()
+                .min_by_key(|c| c.last_ts_ns)
+                .map(|c| c.id);
+            if let Some(v) = victim {
+                self.close_out(
+                    v,
+                    "the connection table was full and this connection was the longest idle",
+                    out,
+                );
+                self.state.connections.remove(&v);
+                self.conns.corr.remove(&v);
+                self.qps.retain(|_, q| q.conn != Some(v));
+                self.state.evictions.connections += 1;
+                self.anomaly(
+                    out,
+                    Kind::StateEvicted,
+                    vec![],
+                    Some(v),
+                    None,
+                    format!(
+                        "connection table full ({} entries): stopped tracking {v}; raise --max-connections",
+                        self.config.max_connections
+                    ),
+                );
+            }
+        }
+        let id = self.ids.new_id();
+        self.state.connections.insert(id, Connection::new(id, ts));
+        self.conns.corr.insert(id, Corr::default());
+        id
+    }
+
+    /// Points `key` at `conn` (a QP number reused by a new connection moves).
+    pub(in crate::engine) fn bind_qp(&mut self, key: QpKey, conn: ConnId, out: &mut Vec<Finding>) {
+        let q = self.qp_mut(&key, out);
+        q.conn = Some(conn);
+        q.last_psn = None;
+        q.send = None;
+        q.write = None;
+    }
+
+    /// Emits every outstanding call of `id` as unanswered.
+    pub(in crate::engine) fn close_out(&mut self, id: ConnId, why: &str, out: &mut Vec<Finding>) {
+        let Some(corr) = self.conns.corr.get_mut(&id) else {
+            return;
+        };
+        let mut txns: Vec<Txn> = corr.outstanding.drain().map(|(_, t)| t).collect();
+        corr.order.clear();
+        corr.stags.clear();
+        corr.reads.clear();
+        txns.sort_by_key(|t| t.rec.call_frame);
+        let last_ts = self.state.totals.last_ts_ns;
+        if let Some(c) = self.state.connections.get_mut(&id) {
+            c.in_flight = 0;
+            c.finish(last_ts);
+        }
+        for t in txns {
+            let xid = t.rec.xid;
+            let frame = t.rec.call_frame;
+            let proc = t.rec.procedure_label();
+            self.anomaly(
+                out,
+                Kind::CallWithoutReply,
+                vec![frame],
+                Some(id),
+                Some(xid),
+                format!("call {proc} (xid {xid:#010x}, frame {frame}) got no reply: {why}"),
+            );
+            let mut rec = t.rec;
+            rec.anomalies.push(Kind::CallWithoutReply);
+            out.push(Finding::Transaction(Box::new(rec)));
+        }
+    }
+
+    pub(in crate::engine) fn cm_message(
+        &mut self,
+        number: u64,
+        ts: u64,
+        d: &Dissection<'_>,
+        cm: CmMessage<'_>,
+        out: &mut Vec<Finding>,
+    ) {
+        let Some(ip) = d.ip else {
+            return;
+        };
+        let (src, dst) = (ip.source(), ip.destination());
+        let private = d.rpcrdma_cm_private().map(|(_, p)| p);
+        match cm {
+            CmMessage::Req(req) => {
+                let key = (src, req.local_comm_id);
+                if let Some(&id) = self.conns.pending.get(&key) {
+                    // A retransmitted REQ (the CM retries MADs).
+                    self.cm_transition(id, number, &cm, Role::Client, src, out);
+                    if let Some(c) = self.state.connections.get_mut(&id) {
+                        c.cm_frames.push(number);
+                    }
+                    return;
+                }
+                if self.conns.pending.len() >= self.config.max_connections {
+                    self.conns.pending.clear();
+                }
+                let id = self.new_conn(ts, out);
+                self.conns.pending.insert(key, id);
+                self.cm_transition(id, number, &cm, Role::Client, src, out);
+                let client = QpKey {
+                    addr: src,
+                    qpn: req.local_qpn.get(),
+                };
+                let rdma_cm = req.service_id.rdma_cm();
+                if let Some(c) = self.state.connections.get_mut(&id) {
+                    c.client = Some(client);
+                    c.service_id = Some(req.service_id.0);
+                    c.port = rdma_cm.map(|(_, port)| port);
+                    c.client_comm_id = Some(req.local_comm_id);
+                    c.client_start_psn = Some(req.starting_psn.get());
+                    c.client_private = private;
+                    c.cm_frames.push(number);
+                }
+                if let Some(corr) = self.conns.corr.get_mut(&id) {
+                    corr.rpcrdma = rdma_cm.is_some_and(|(_, p)| p == 20049) || private.is_some();
+                }
+                self.bind_qp(client, id, out);
+            }
+            CmMessage::Rep(rep) => {
+                let Some(&id) = self.conns.pending.get(&(dst, rep.remote_comm_id)) else {
+                    return;
+                };
+                let server = QpKey {
+                    addr: src,
+                    qpn: rep.local_qpn.get(),
+                };
+                self.cm_transition(id, number, &cm, Role::Server, src, out);
+                if let Some(c) = self.state.connections.get_mut(&id) {
+                    if c.server.is_some() {
+                        c.cm_frames.push(number);
+                        return;
+                    }
+                    c.server = Some(server);
+                    c.server_comm_id = Some(rep.local_comm_id);
+                    c.server_start_psn = Some(rep.starting_psn.get());
+                    c.server_private = private;
+                    c.negotiated = Some(rpcrdma_cm::negotiate(
+                        v1(c.client_private),
+                        v1(c.server_private),
+                    ));
+                    c.cm_frames.push(number);
+                    // RFC 8166 3.3.3: one credit until the first reply says otherwise.
+                    c.granted = Some(1);
+                }
+                if private.is_some() {
+                    if let Some(corr) = self.conns.corr.get_mut(&id) {
+                        corr.rpcrdma = true;
+                    }
+                }
+                self.bind_qp(server, id, out);
+            }
+            CmMessage::Rtu(rtu) => {
+                if let Some((id, sender)) = self.conn_by_comm_id(src, rtu.local_comm_id) {
+                    self.cm_transition(id, number, &cm, sender, src, out);
+                    if let Some(c) = self.state.connections.get_mut(&id) {
+                        c.cm_frames.push(number);
+                    }
+                }
+            }
+            CmMessage::Rej(rej) => {
+                // Sent to the side whose comm id it names: a pending REQ's
+                // client, or either side of a known connection.
+                let to = match self.conns.pending.get(&(dst, rej.remote_comm_id)) {
+                    Some(&id) => Some((id, Role::Client)),
+                    None => self.conn_by_comm_id(dst, rej.remote_comm_id),
+                };
+                let id = to.map(|(id, _)| id);
+                if let Some((id, receiver)) = to {
+                    self.cm_transition(id, number, &cm, receiver.peer(), src, out);
+                    if let Some(c) = self.state.connections.get_mut(&id) {
+                        c.cm_frames.push(number);
+                    }
+                }
+                self.anomaly(
+                    out,
+                    Kind::ConnectionRejected,
+                    vec![number],
+                    id,
+                    None,
+                    format!(
+                        "{src} rejected the connection request from {dst}: reason {} ({})",
+                        rej.reason.0,
+                        rej.reason.name()
+                    ),
+                );
+            }
+            CmMessage::Dreq(dreq) => {
+                if let Some((id, sender)) = self.conn_by_comm_id(src, dreq.local_comm_id) {
+                    self.cm_transition(id, number, &cm, sender, src, out);
+                    if let Some(c) = self.state.connections.get_mut(&id) {
+                        c.cm_frames.push(number);
+                    }
+                }
+            }
+            CmMessage::Drep(drep) => {
+                if let Some((id, sender)) = self.conn_by_comm_id(src, drep.local_comm_id) {
+                    self.cm_transition(id, number, &cm, sender, src, out);
+                    if let Some(c) = self.state.connections.get_mut(&id) {
+                        c.cm_frames.push(number);
+                    }
+                    self.close_out(id, "the connection was closed (DREQ/DREP) first", out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Moves connection `id`'s CM state for `msg` from `sender` (at `src`),
+    /// and reports a message the state machine does not allow there.
+    fn cm_transition(
+        &mut self,
+        id: ConnId,
+        number: u64,
+        msg: &CmMessage<'_>,
+        sender: Role,
+        src: IpAddr,
+        out: &mut Vec<Finding>,
+    ) {
+        let Some(c) = self.state.connections.get_mut(&id) else {
+            return;
+        };
+        match cm::next(c.cm_state, msg, sender) {
+            Ok(s) => c.cm_state = s,
+            Err(e) => {
+                c.cm_state = e.then;
+                let side = match sender {
+                    Role::Client => "client",
+                    Role::Server => "server",
+                };
+                self.anomaly(
+                    out,
+                    Kind::CmBadTransition,
+                    vec![number],
+                    Some(id),
+                    None,
+                    format!(
+                        "CM {} from the {side} ({src}) while the connection was {}: the CM state machine does not allow it there; taken as {}",
+                        e.message,
+                        e.from.as_str(),
+                        e.then.as_str()
+                    ),
+                );
+            }
+        }
+    }
+
+    /// The connection whose side at `addr` has CM communication ID
+    /// `comm_id`, and which side that is.
+    fn conn_by_comm_id(&self, addr: IpAddr, comm_id: u32) -> Option<(ConnId, Role)> {
+        self.state.connections.values().rev().find_map(|c| {
+            if c.client_comm_id == Some(comm_id) && c.client.is_some_and(|q| q.addr == addr) {
+                Some((c.id, Role::Client))
+            } else if c.server_comm_id == Some(comm_id) && c.server.is_some_and(|q| q.addr == addr)
+            {
+                Some((c.id, Role::Server))
+            } else {
+                None
+            }
+        })
+    }
+}

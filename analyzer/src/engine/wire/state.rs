@@ -1,0 +1,180 @@
+//! The wire side's correlation state, which the front ends never see: per
+//! queue pair, per connection and per outstanding call. Plain data that
+//! `conn`, `call` and `rdma` share without importing one another.
+
+use std::collections::VecDeque;
+use std::net::IpAddr;
+
+use rdma_dissectors::rpcrdma::Xid;
+
+use crate::engine::keys::{CallKey, ConnId, Map, QpKey};
+use crate::engine::model::Transaction;
+
+/// Per-queue-pair receive state.
+#[derive(Debug, Default)]
+pub(in crate::engine) struct QpState {
+    pub conn: Option<ConnId>,
+    /// Last request PSN seen arriving at this QP (for duplicates and gaps).
+    pub last_psn: Option<u32>,
+    /// After a READ request the next PSN jumps by the response count, which
+    /// the wire does not say; skip one gap check.
+    pub psn_jump_unknown: bool,
+    /// A multi-packet Send being reassembled.
+    pub send: Option<Reassembly>,
+    /// An RDMA Write whose later packets carry no RETH.
+    pub write: Option<WriteCtx>,
+    pub last_ts_ns: u64,
+}
+
+/// Correlation state per connection that the front ends never see.
+#[derive(Debug, Default)]
+pub(in crate::engine) struct Corr {
+    /// Outstanding calls.
+    pub outstanding: Map<CallKey, Txn>,
+    /// Insertion order of `outstanding`, for evicting the oldest.
+    pub order: VecDeque<(CallKey, u64)>,
+    /// Advertised STags: handle -> calls whose chunks name it.
+    pub stags: Map<u32, Vec<CallKey>>,
+    /// RDMA Read requests awaiting responses, in PSN order.
+    pub reads: VecDeque<ReadReq>,
+    /// Whether RPC-over-RDMA was seen (or the CM port says so).
+    pub rpcrdma: bool,
+    /// For connections found from traffic: the client's address, learnt
+    /// from the first call, before its QP number is known.
+    pub peer_addr: Option<IpAddr>,
+}
+
+/// All connections' private correlation state.
+#[derive(Debug, Default)]
+pub(in crate::engine) struct Table {
+    pub corr: Map<ConnId, Corr>,
+    /// CM REQs waiting for their REP: (client address, client comm id).
+    pub pending: Map<(IpAddr, u32), ConnId>,
+}
+
+impl Table {
+    pub fn ids(&self) -> Vec<ConnId> {
+        let mut v: Vec<ConnId> = self.corr.keys().copied().collect();
+        v.sort();
+        v
+    }
+
+    pub fn outstanding(&self) -> usize {
+        self.corr.values().map(|c| c.outstanding.len()).sum()
+    }
+}
+
+/// An outstanding call with its correlation bookkeeping.
+#[derive(Debug, Clone)]
+pub(in crate::engine) struct Txn {
+    pub rec: Transaction,
+    pub first_read_ts: Option<u64>,
+    pub last_read_ts: Option<u64>,
+    pub first_write_ts: Option<u64>,
+    pub last_write_ts: Option<u64>,
+}
+
+/// A multi-packet Send being put back together.
+#[derive(Debug, Clone)]
+pub(in crate::engine) struct Reassembly {
+    pub first_frame: u64,
+    pub prefix: Vec<u8>,
+    pub total: usize,
+}
+
+/// A whole RPC-over-RDMA message, as received.
+pub(in crate::engine) struct Message<'a> {
+    pub bytes: &'a [u8],
+    pub total: usize,
+    pub first_frame: u64,
+    pub frame: u64,
+    pub ts: u64,
+    pub src: IpAddr,
+    pub dest: QpKey,
+    pub invalidate: Option<u32>,
+}
+
+/// Frames recorded per segment; the rest are counted in `bytes_moved` only.
+pub(in crate::engine) const SEGMENT_FRAME_CAP: usize = 8;
+
+/// A chunk segment of an outstanding call: the call's key in its
+/// connection's `outstanding` table and the segment's index, in one word.
+///
+/// Every Middle packet copies one of these a few times, so it is one word,
+/// stored and loaded whole: a `(CallKey, usize)` with a niche tag would be
+/// read back in wider, overlapping loads than had stored it, which stalls
+/// store forwarding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::engine) struct SegmentRef(std::num::NonZeroU64);
+
+impl SegmentRef {
+    /// `None` for an index past 2^31 - 2, which no chunk list reaches (a
+    /// segment takes 16 bytes of a header of at most 16 MiB).
+    pub fn new(txn: CallKey, index: usize) -> Option<Self> {
+        let low = u32::try_from(index).ok()?.checked_add(1)?;
+        if low >= 1 << 31 {
+            return None;
+        }
+        let word = u64::from(txn.xid.0) << 32 | u64::from(txn.backchannel) << 31 | u64::from(low);
+        std::num::NonZeroU64::new(word).map(SegmentRef)
+    }
+
+    /// The call's key in `outstanding`.
+    pub fn txn(self) -> CallKey {
+        let w = self.0.get();
+        CallKey {
+            backchannel: w >> 31 & 1 == 1,
+            xid: Xid((w >> 32) as u32),
+        }
+    }
+
+    /// The segment's index in the call's chunks.
+    pub fn index(self) -> usize {
+        ((self.0.get() & 0x7fff_ffff) - 1) as usize
+    }
+}
+
+/// An RDMA Write in progress on a QP: its later packets carry no RETH.
+#[derive(Debug, Clone, Copy)]
+pub(in crate::engine) struct WriteCtx {
+    pub conn: ConnId,
+    pub target: Option<SegmentRef>,
+    pub rkey: u32,
+}
+
+/// An RDMA Read request waiting for its responses.
+#[derive(Debug, Clone, Copy)]
+pub(in crate::engine) struct ReadReq {
+    pub psn: u32,
+    pub next_psn: u32,
+    pub rkey: u32,
+    pub len: u32,
+    pub received: u32,
+    pub target: Option<SegmentRef>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CallKey, SegmentRef, Xid};
+
+    #[test]
+    fn segment_ref_gives_back_what_it_was_made_of() {
+        for (backchannel, xid) in [
+            (false, 0),
+            (true, 0),
+            (false, u32::MAX),
+            (true, 0x8000_0001),
+        ] {
+            let txn = CallKey {
+                backchannel,
+                xid: Xid(xid),
+            };
+            for index in [0, 1, 7, 0xffff, (1 << 31) - 2] {
+                let r = SegmentRef::new(txn, index).unwrap();
+                assert_eq!((r.txn(), r.index()), (txn, index));
+            }
+            assert_eq!(SegmentRef::new(txn, (1 << 31) - 1), None);
+            assert_eq!(SegmentRef::new(txn, usize::MAX), None);
+        }
+    }
+}
