@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::engine::Config;
+use crate::engine::{Config, MergeConfig};
 use crate::output::Filter;
 use crate::sources::live::LiveOptions;
 use crate::synth::cli::SynthArgs;
@@ -80,7 +80,7 @@ impl AnalyzeArgs {
     /// The engine's configuration.
     pub fn config(&self) -> Config {
         let mut c = Config::default();
-        c.stack.rocev2_port = self.rocev2_port;
+        c.stack = c.stack.with_rocev2_port(self.rocev2_port);
         c.max_connections = self.max_connections.max(1);
         c.max_qps = self.max_qps.max(2);
         c.max_outstanding = self.max_outstanding.max(1);
@@ -144,10 +144,13 @@ impl LiveArgs {
         }
     }
 
-    /// The engine's configuration.
+    /// The engine's configuration: with probes, the wire's and the kernels'
+    /// views of each XID are joined into one transaction.
     pub fn config(&self) -> Config {
-        let mut c = Config::default();
-        c.stack.rocev2_port = self.rocev2_port;
-        c
+        Config {
+            stack: Config::default().stack.with_rocev2_port(self.rocev2_port),
+            merge: self.probes.then(MergeConfig::default),
+            ..Config::default()
+        }
     }
 }

@@ -111,7 +111,7 @@ fn report(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let err = outcome.end.error().map(str::to_string);
     let mut out = stdout();
     if a.json {
-        serde_json::to_writer_pretty(&mut out, &rep.to_json(engine.state(), &name, err))?;
+        serde_json::to_writer_pretty(&mut out, &rep.to_doc(engine.state(), &name, err))?;
         writeln!(out)?;
     } else {
         write!(
@@ -206,7 +206,7 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
     };
     let mut sink = LiveSink::new(out, a.json_out.is_some());
     let outcome = pipeline::run(&mut inputs, Some(Engine::new(a.config())), &mut sink, &stop);
-    output_error(sink.error.take())?;
+    output_error(sink.take_error())?;
     let mut stats = inputs.stats.clone();
     stats.transactions = sink.transactions;
     stats.anomalies = sink.anomalies;
@@ -244,11 +244,10 @@ fn write_stats(
     stats: &mut rdma_analyzer::sources::live::LiveStats,
     started: Instant,
 ) -> anyhow::Result<()> {
-    stats.seconds = started.elapsed().as_secs_f64();
-    stats.cpu_seconds = sys::cpu_seconds();
+    stats.finish(started.elapsed().as_secs_f64(), sys::cpu_seconds());
     if let Some(p) = &a.stats_out {
         let mut f = File::create(p).with_context(|| format!("creating {}", p.display()))?;
-        serde_json::to_writer_pretty(&mut f, &stats.to_json())?;
+        serde_json::to_writer_pretty(&mut f, &*stats)?;
         writeln!(f)?;
     }
     Ok(())

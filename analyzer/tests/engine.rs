@@ -572,3 +572,33 @@ fn state_of_every_bundled_capture() {
         insta::assert_yaml_snapshot!(snapshot, summary(&engine));
     }
 }
+
+/// With views joined (live with probes), a capture's transactions still
+/// all come out, once each, in the same order, each saying the wire saw it.
+#[test]
+fn joining_views_passes_the_wires_transactions_through() {
+    let frames = capture_frames("v3-ddp.pcap");
+    let txns = |out: Vec<Finding>| -> Vec<Transaction> {
+        out.into_iter()
+            .filter_map(|f| match f {
+                Finding::Transaction(t) => Some(*t),
+                Finding::Anomaly(_) => None,
+            })
+            .collect()
+    };
+    let (_, plain) = replay(&frames, Config::default());
+    let (_, joined) = replay(
+        &frames,
+        Config {
+            merge: Some(rdma_analyzer::engine::MergeConfig::default()),
+            ..Config::default()
+        },
+    );
+    let (plain, joined) = (txns(plain), txns(joined));
+    assert!(!plain.is_empty());
+    assert_eq!(plain.len(), joined.len());
+    for (a, b) in plain.iter().zip(&joined) {
+        assert_eq!((a.xid, a.call_frame), (b.xid, b.call_frame));
+        assert_eq!(b.sources().collect::<Vec<_>>(), vec![Origin::Wire]);
+    }
+}

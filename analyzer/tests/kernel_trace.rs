@@ -139,7 +139,8 @@ fn every_capture_agrees_with_its_kernel_trace() {
             }
             if let Some(want) = t.requested.get(&tx.xid) {
                 assert_eq!(
-                    tx.credits_requested, *want,
+                    tx.credits_requested,
+                    Some(*want),
                     "{stem}: credits requested by xid {:#x}",
                     tx.xid
                 );

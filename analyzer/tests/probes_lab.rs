@@ -117,9 +117,9 @@ fn probes_agree_with_the_wire() {
                     t.credits_granted, c["credits_granted"]
                 ));
             }
-            if s["credits_requested"].as_u64() != Some(u64::from(t.credits_requested)) {
+            if s["credits_requested"].as_u64() != t.credits_requested.map(u64::from) {
                 fail(format!(
-                    "credits requested: wire {}, server probes {}",
+                    "credits requested: wire {:?}, server probes {}",
                     t.credits_requested, s["credits_requested"]
                 ));
             }

@@ -9,7 +9,9 @@ use serde::Serialize;
 use super::keys::{ConnId, Origin};
 
 /// What was found. The `as_str` names are a stable interface.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Kind {
@@ -195,7 +197,9 @@ impl Kind {
 }
 
 /// How much an anomaly matters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
     /// Worth knowing; often a capture artefact.
@@ -204,6 +208,17 @@ pub enum Severity {
     Warning,
     /// A peer broke a MUST of the RFCs.
     Error,
+}
+
+impl Severity {
+    /// Stable name (text and JSON).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
 }
 
 /// One finding, with everything needed to locate it.

@@ -102,7 +102,19 @@ pub(crate) enum KernelConnKey {
 
 /// Who saw a transaction or an anomaly: the wire, or one side's kernel
 /// through the probes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Origin {
     /// Packet capture.

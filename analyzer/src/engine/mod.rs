@@ -28,6 +28,7 @@ mod cm;
 mod describe;
 pub mod kernel;
 pub mod keys;
+mod merge;
 pub mod model;
 mod wire;
 
@@ -47,9 +48,10 @@ use wire::state::QpState;
 pub use anomaly::{Anomaly, Kind, Severity};
 use keys::ConnIds;
 pub use keys::{ConnId, Origin, QpKey};
+pub use merge::MergeConfig;
 pub use model::{
     CallHeader, ChunkKind, CmState, Connection, CreditPoint, LadderStep, Phases, Role, SegmentUse,
-    StepWhat, Transaction, Transfer,
+    StepWhat, Transaction, Transfer, View,
 };
 
 /// Caps and switches.
@@ -76,6 +78,9 @@ pub struct Config {
     /// as it comes: the results are the same, only slower, and that is the
     /// reference the deferral is tested against.
     pub defer_middle_packets: bool,
+    /// Join the wire's and the kernels' views of each XID into one
+    /// transaction (live mode with probes); `None` hands each out as it is.
+    pub merge: Option<MergeConfig>,
 }
 
 impl Default for Config {
@@ -90,6 +95,7 @@ impl Default for Config {
             max_credit_points: 4096,
             max_ladder_steps: 64,
             defer_middle_packets: true,
+            merge: None,
         }
     }
 }
@@ -227,11 +233,14 @@ pub struct Engine {
     /// Middle packets of RDMA Writes and Read Responses not yet added to
     /// their transactions (see [`wire::rdma::DeferredMiddle`]).
     deferred: Vec<wire::rdma::DeferredMiddle>,
+    /// The views waiting to be joined (`Config::merge`).
+    merger: Option<merge::Merger>,
 }
 
 impl Engine {
     /// A new engine with `config`'s caps.
     pub fn new(config: Config) -> Self {
+        let merger = config.merge.map(merge::Merger::new);
         let kernel = kernel::Correlator::new(kernel::CorrelateConfig {
             max_outstanding: config.max_outstanding,
             max_ladder_steps: config.max_ladder_steps,
@@ -243,6 +252,7 @@ impl Engine {
             qps: wire::qp_table::QpTable::default(),
             ids: ConnIds::default(),
             conns: wire::state::Table::default(),
+            merger,
             kernel,
             deferred: Vec::with_capacity(wire::rdma::MAX_DEFERRED),
         }
@@ -275,6 +285,44 @@ impl Engine {
 
     /// Consumes one event; findings are appended to `out`.
     pub fn handle(&mut self, event: Event<'_>, out: &mut Vec<Finding>) {
+        let from = out.len();
+        self.correlate(event, out);
+        if self.merger.is_some() {
+            self.merge(event, from, out);
+        }
+    }
+
+    /// Live mode with probes: the transactions `event` completed wait for
+    /// their other views; those whose window has passed go out.
+    #[cold]
+    fn merge(&mut self, event: Event<'_>, from: usize, out: &mut Vec<Finding>) {
+        let Some(m) = self.merger.as_mut() else {
+            return;
+        };
+        match event {
+            Event::Frame { ts_ns, .. } | Event::CheckedFrame { ts_ns, .. } | Event::Tick(ts_ns) => {
+                m.advance(ts_ns);
+            }
+            Event::Probe(p) => m.advance(p.meta.ts_ns),
+            Event::End => {}
+        }
+        if out.len() > from {
+            let found: Vec<Finding> = out.drain(from..).collect();
+            for f in found {
+                match f {
+                    Finding::Transaction(t) => m.add(t, out),
+                    Finding::Anomaly(_) => out.push(f),
+                }
+            }
+        }
+        match event {
+            Event::End => m.drain(out),
+            Event::Tick(_) | Event::Probe(_) => m.expire(out),
+            Event::Frame { .. } | Event::CheckedFrame { .. } => {}
+        }
+    }
+
+    fn correlate(&mut self, event: Event<'_>, out: &mut Vec<Finding>) {
         if !matches!(event, Event::Frame { .. } | Event::CheckedFrame { .. }) {
             self.flush_deferred();
         }

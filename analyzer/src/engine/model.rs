@@ -12,7 +12,9 @@ use super::keys::{ConnId, Origin, QpKey};
 use super::Kind;
 
 /// How a call or a reply travelled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Transfer {
     /// The whole message in one Send.
@@ -47,7 +49,7 @@ impl Transfer {
 }
 
 /// Which list a segment was advertised in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ChunkKind {
     /// Read list (the responder RDMA Reads it).
@@ -286,8 +288,9 @@ pub struct Transaction {
     pub reply_len: Option<u32>,
     /// Call to reply, µs.
     pub latency_us: Option<f64>,
-    /// Credits the call requested.
-    pub credits_requested: u32,
+    /// Credits the call requested (`None` where the view cannot see them:
+    /// the client's kernel probes do not carry them).
+    pub credits_requested: Option<u32>,
     /// Credits the reply granted.
     pub credits_granted: Option<u32>,
     /// Calls outstanding on the connection when this one was sent (itself included).
@@ -318,9 +321,68 @@ pub struct Transaction {
     pub empty_write_chunks: u32,
     /// Of those, chunks the reply left unused (every segment length 0, or nothing written).
     pub unused_write_chunks: u32,
+    /// The other views of this XID joined into this one (live mode with
+    /// probes): each kernel's, when this is the wire's (see `Config::merge`).
+    pub views: Vec<View>,
+}
+
+/// What one side saw of a transaction that another side's view carries
+/// (the wire's, or the first to arrive): the numbers that can differ.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct View {
+    /// Whose view.
+    pub origin: Origin,
+    /// Call to reply as this side saw it, µs.
+    pub latency_us: Option<f64>,
+    /// Credits the call requested, when this side sees them.
+    pub credits_requested: Option<u32>,
+    /// Credits the reply granted.
+    pub credits_granted: Option<u32>,
+    /// R_Key the reply invalidated.
+    pub remote_invalidated_rkey: Option<u32>,
+    /// The chunk segments this side handled.
+    pub chunks: Vec<SegmentUse>,
+    /// How the call travelled.
+    pub call_transfer: Transfer,
+    /// How the reply travelled.
+    pub reply_transfer: Transfer,
+    /// Measured phases.
+    pub phases: Phases,
+    /// Calls outstanding when this one was sent.
+    pub in_flight_at_call: u32,
+    /// Time of the call on this side.
+    pub call_ts_ns: u64,
+    /// Anomalies this side's view shows.
+    pub anomalies: Vec<Kind>,
+}
+
+impl View {
+    /// The view a transaction gives of itself.
+    pub fn of(t: &Transaction) -> View {
+        View {
+            origin: t.origin,
+            latency_us: t.latency_us,
+            credits_requested: t.credits_requested,
+            credits_granted: t.credits_granted,
+            remote_invalidated_rkey: t.remote_invalidated_rkey,
+            chunks: t.chunks.clone(),
+            call_transfer: t.call_transfer,
+            reply_transfer: t.reply_transfer,
+            phases: t.phases,
+            in_flight_at_call: t.in_flight_at_call,
+            call_ts_ns: t.call_ts_ns,
+            anomalies: t.anomalies.clone(),
+        }
+    }
 }
 
 impl Transaction {
+    /// Who saw this transaction: its own origin, then those of the views
+    /// joined into it.
+    pub fn sources(&self) -> impl Iterator<Item = Origin> + '_ {
+        std::iter::once(self.origin).chain(self.views.iter().map(|v| v.origin))
+    }
+
     /// `NFSv3 READ`, `nfs4 COMPOUND(...)`, or `?` when not known.
     pub fn procedure_label(&self) -> String {
         match (&self.program_name, &self.procedure) {
@@ -368,7 +430,7 @@ impl Transaction {
             call_len: 0,
             reply_len: None,
             latency_us: None,
-            credits_requested: 0,
+            credits_requested: None,
             credits_granted: None,
             in_flight_at_call: 0,
             chunks: Vec::new(),
@@ -384,6 +446,7 @@ impl Transaction {
             write_chunks: 0,
             empty_write_chunks: 0,
             unused_write_chunks: 0,
+            views: Vec::new(),
         }
     }
 
@@ -469,7 +532,7 @@ impl Role {
 }
 
 /// Where the CM exchange of a connection stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CmState {
     /// The capture started after the CM exchange: parameters are unknown.

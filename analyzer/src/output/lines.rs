@@ -4,8 +4,8 @@
 use std::io::{self, Write};
 
 use super::filter::Filter;
-use super::json::{anomaly_json, transaction_json};
 use super::out::Out;
+use super::schema::{AnomalyLine, TransactionLine};
 use crate::engine::{Anomaly, Engine, Finding, Transaction};
 use crate::pipeline::{End, Flow, Notice, Progress, Sink};
 
@@ -50,13 +50,15 @@ impl<W: Write> Sink for Lines<W> {
                 Flow::Continue
             }
             (Finding::Transaction(t), Which::Transactions, true) => {
-                self.out.json_line(&transaction_json(t))
+                self.out.json_line(&TransactionLine::from(&**t))
             }
             (Finding::Transaction(t), Which::Transactions, false) => {
                 self.out.text_line(transaction_line(t))
             }
             (Finding::Anomaly(a), Which::Anomalies, _) if !self.filter.anomaly(a) => Flow::Continue,
-            (Finding::Anomaly(a), Which::Anomalies, true) => self.out.json_line(&anomaly_json(a)),
+            (Finding::Anomaly(a), Which::Anomalies, true) => {
+                self.out.json_line(&AnomalyLine::from(&**a))
+            }
             (Finding::Anomaly(a), Which::Anomalies, false) => self.out.text_line(anomaly_line(a)),
             _ => Flow::Continue,
         }
@@ -101,7 +103,7 @@ pub fn transaction_line(t: &Transaction) -> String {
         t.call_transfer.as_str(),
         t.reply_transfer.as_str(),
         lat,
-        t.credits_requested,
+        t.credits_requested.map_or("-".to_string(), |r| r.to_string()),
         t.credits_granted.map_or("-".to_string(), |g| g.to_string()),
         t.in_flight_at_call,
         t.bytes_moved(),
@@ -113,9 +115,9 @@ pub fn transaction_line(t: &Transaction) -> String {
 pub fn anomaly_line(a: &Anomaly) -> String {
     let frames: Vec<String> = a.frames.iter().map(u64::to_string).collect();
     format!(
-        "{} [{:?}, {}] frames {} {}{}: {}",
+        "{} [{}, {}] frames {} {}{}: {}",
         a.kind.as_str(),
-        a.kind.severity(),
+        a.kind.severity().as_str(),
         a.kind.rfc(),
         frames.join(","),
         a.connection.map_or(String::new(), |c| c.to_string()),

@@ -3,11 +3,11 @@
 
 pub mod filter;
 pub mod frames;
-pub mod json;
 pub mod lines;
 pub mod live;
 pub mod out;
 pub mod report;
+pub mod schema;
 pub mod stats;
 
 pub use filter::Filter;

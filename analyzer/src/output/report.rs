@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use serde::Serialize;
-use serde_json::json;
-
 use super::filter::Filter;
-use super::json::private_json;
+use super::schema::{
+    ChunkTotals, ConnectionView, EvictionsView, KindSummary, PrivateData, ReportDoc, ResponseTimes,
+    TotalsView, WriteChunks, SCHEMA_VERSION,
+};
 use super::stats::{Latency, Summary};
 use crate::engine::{ConnId, Engine, Finding, Kind, State, Transaction, Transfer};
 use crate::pipeline::{End, Flow, Notice, Progress, Sink};
@@ -23,14 +23,6 @@ struct KindAgg {
     example: Option<String>,
 }
 
-#[derive(Debug, Default, Clone, Copy, Serialize)]
-struct ChunkAgg {
-    segments: u64,
-    advertised_bytes: u64,
-    moved_bytes: u64,
-    unused_segments: u64,
-}
-
 /// Everything the report needs, built from findings in bounded memory.
 #[derive(Debug, Default)]
 pub struct Report {
@@ -38,7 +30,7 @@ pub struct Report {
     by_proc: BTreeMap<(String, Transfer, Transfer), Latency>,
     unanswered: BTreeMap<String, u64>,
     round_trips: BTreeMap<u8, u64>,
-    chunks: BTreeMap<&'static str, ChunkAgg>,
+    chunks: BTreeMap<&'static str, ChunkTotals>,
     write_chunks: u64,
     empty_write_chunks: u64,
     unused_write_chunks: u64,
@@ -118,73 +110,62 @@ impl Report {
             .collect()
     }
 
-    /// The report as JSON.
-    pub fn to_json(
-        &self,
-        state: &State,
-        file: &str,
-        read_error: Option<String>,
-    ) -> serde_json::Value {
+    /// The report as JSON (`report --json`).
+    pub fn to_doc(&self, state: &State, file: &str, read_error: Option<String>) -> ReportDoc {
         let filter = self.filter.clone().unwrap_or(Filter::All);
-        let conns: Vec<_> = state
-            .connections
-            .values()
-            .filter(|c| filter.connection(c))
-            .map(|c| {
-                json!({
-                    "id": c.id,
-                    "client": c.client.map(|q| q.to_string()),
-                    "server": c.server.map(|q| q.to_string()),
-                    "cm_state": c.cm_state,
-                    "port": c.port,
-                    "client_private": c.client_private.map(private_json),
-                    "server_private": c.server_private.map(private_json),
-                    "remote_invalidation": c.negotiated.map(|n| n.remote_invalidation),
-                    "call_inline_threshold": c.call_inline_threshold(),
-                    "reply_inline_threshold": c.reply_inline_threshold(),
-                    "calls": c.calls,
-                    "replies": c.replies,
-                    "chunk_bytes": c.chunk_bytes,
-                    "remote_invalidations": c.remote_invalidations,
-                    "credits": {
-                        "granted_min": c.granted_min,
-                        "granted_max": c.granted_max,
-                        "last_granted": c.granted,
-                        "last_requested": c.requested,
-                        "peak_in_flight": c.peak_in_flight,
-                        "at_limit_ms": c.at_limit_ns as f64 / 1e6,
-                    },
-                    "anomalies": c.anomalies,
+        ReportDoc {
+            schema_version: SCHEMA_VERSION,
+            file: file.to_string(),
+            complete: read_error.is_none(),
+            read_error,
+            totals: TotalsView::from(&state.totals),
+            evictions: EvictionsView::from(&state.evictions),
+            connections: state
+                .connections
+                .values()
+                .filter(|c| filter.connection(c))
+                .map(ConnectionView::from)
+                .collect(),
+            response_times: self
+                .proc_rows()
+                .into_iter()
+                .map(|(procedure, c, r, s)| ResponseTimes {
+                    procedure,
+                    call_transfer: c,
+                    reply_transfer: r,
+                    latency: s.into(),
                 })
-            })
-            .collect();
-        let procs: Vec<_> = self
-            .proc_rows()
-            .into_iter()
-            .map(|(p, c, r, s)| json!({"procedure": p, "call_transfer": c, "reply_transfer": r, "latency": s}))
-            .collect();
-        let kinds: Vec<_> = self
-            .kinds
-            .iter()
-            .map(|(k, a)| {
-                json!({"kind": k, "rfc": k.rfc(), "severity": k.severity(), "count": a.count, "frames": a.frames, "example": a.example})
-            })
-            .collect();
-        json!({
-            "file": file,
-            "complete": read_error.is_none(),
-            "read_error": read_error,
-            "totals": state.totals,
-            "evictions": state.evictions,
-            "connections": conns,
-            "response_times": procs,
-            "unanswered": self.unanswered,
-            "chunks": self.chunks,
-            "write_chunks": {"offered": self.write_chunks, "empty": self.empty_write_chunks, "unused": self.unused_write_chunks},
-            "round_trips": self.round_trips.iter().map(|(k, v)| (k.to_string(), *v)).collect::<BTreeMap<_, _>>(),
-            "remote_invalidations_by_connection": self.reminv_by_conn.iter().map(|(k, v)| (k.to_string(), *v)).collect::<BTreeMap<_, _>>(),
-            "anomalies": kinds,
-        })
+                .collect(),
+            unanswered: self.unanswered.clone(),
+            chunks: self.chunks.clone(),
+            write_chunks: WriteChunks {
+                offered: self.write_chunks,
+                empty: self.empty_write_chunks,
+                unused: self.unused_write_chunks,
+            },
+            round_trips: self
+                .round_trips
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
+            remote_invalidations_by_connection: self
+                .reminv_by_conn
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
+            anomalies: self
+                .kinds
+                .iter()
+                .map(|(k, a)| KindSummary {
+                    kind: *k,
+                    rfc: k.rfc(),
+                    severity: k.severity(),
+                    count: a.count,
+                    frames: a.frames.clone(),
+                    example: a.example.clone(),
+                })
+                .collect(),
+        }
     }
 
     /// The report as text for a terminal.
@@ -211,10 +192,10 @@ impl Report {
         for c in state.connections.values().filter(|c| filter.connection(c)) {
             let _ = writeln!(
                 s,
-                "  {} {}  cm={:?} port={}",
+                "  {} {}  cm={} port={}",
                 c.id,
                 c.label(),
-                c.cm_state,
+                c.cm_state.as_str(),
                 c.port.map_or("?".into(), |p| p.to_string())
             );
             let private = |p: Option<rdma_dissectors::rpcrdma_cm::CmPrivateData>| match p {
@@ -226,7 +207,10 @@ impl Report {
                         v.send_size,
                         v.recv_size
                     ),
-                    None => format!("unknown version {:?}", p),
+                    None => match PrivateData::from(p).version {
+                        Some(v) => format!("version {v} (unknown: its fields are not read)"),
+                        None => "of a kind this build does not know".to_string(),
+                    },
                 },
             };
             if c.cm_state != crate::engine::CmState::NotSeen {
@@ -330,9 +314,9 @@ impl Report {
             let frames: Vec<String> = a.frames.iter().map(u64::to_string).collect();
             let _ = writeln!(
                 s,
-                "  {} ({:?}, {}): {} — frames {}{more}",
+                "  {} ({}, {}): {} — frames {}{more}",
                 k.as_str(),
-                k.severity(),
+                k.severity().as_str(),
                 k.rfc(),
                 a.count,
                 frames.join(",")

@@ -20,7 +20,8 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::bail;
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use super::capture::{self, Capture, FromCapture};
 use super::ebpf::{self, Decoder, FormatSet, Plan, ProbeSet, StartError};
@@ -45,15 +46,30 @@ pub struct LiveOptions {
     pub no_kprobes: bool,
 }
 
-/// What the run counted; written by `--stats-out` and summarised on stderr.
-#[derive(Debug, Default, Clone)]
+/// A probe that could not be attached, and why.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct MissingProbe {
+    /// The tracepoint, kprobe or group (`rpcrdma:*`).
+    pub what: String,
+    /// Why, and what the user can do.
+    pub why: String,
+}
+
+/// What a live run counted: the `--stats-out` document, summarised on stderr.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct LiveStats {
+    /// The version of the schema this follows (1).
+    pub schema_version: u32,
     /// Tracepoints (and kprobes) attached.
     pub attached: Vec<String>,
     /// What could not be attached, and why.
-    pub missing: Vec<(String, String)>,
+    pub missing: Vec<MissingProbe>,
     /// Records read from the ring buffer.
     pub records: u64,
+    /// Records read per second of the run.
+    pub records_per_second: f64,
     /// Records the kernel dropped (ring full).
     pub lost_in_kernel: u64,
     /// Records that did not decode.
@@ -76,25 +92,38 @@ pub struct LiveStats {
     pub cpu_seconds: f64,
 }
 
+impl Default for LiveStats {
+    fn default() -> Self {
+        LiveStats {
+            schema_version: 1,
+            attached: Vec::new(),
+            missing: Vec::new(),
+            records: 0,
+            records_per_second: 0.0,
+            lost_in_kernel: 0,
+            decode_errors: 0,
+            first_decode_error: None,
+            per_event: BTreeMap::new(),
+            frames: 0,
+            frames_dropped: 0,
+            transactions: 0,
+            anomalies: 0,
+            seconds: 0.0,
+            cpu_seconds: 0.0,
+        }
+    }
+}
+
 impl LiveStats {
-    /// The `--stats-out` document.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "attached": self.attached,
-            "missing": self.missing.iter().map(|(w, y)| json!({"what": w, "why": y})).collect::<Vec<_>>(),
-            "records": self.records,
-            "records_per_second": if self.seconds > 0.0 { self.records as f64 / self.seconds } else { 0.0 },
-            "lost_in_kernel": self.lost_in_kernel,
-            "decode_errors": self.decode_errors,
-            "first_decode_error": self.first_decode_error,
-            "per_event": self.per_event,
-            "frames": self.frames,
-            "frames_dropped": self.frames_dropped,
-            "transactions": self.transactions,
-            "anomalies": self.anomalies,
-            "seconds": self.seconds,
-            "cpu_seconds": self.cpu_seconds,
-        })
+    /// Closes the run's figures: its length and CPU time.
+    pub fn finish(&mut self, seconds: f64, cpu_seconds: f64) {
+        self.seconds = seconds;
+        self.cpu_seconds = cpu_seconds;
+        self.records_per_second = if seconds > 0.0 {
+            self.records as f64 / seconds
+        } else {
+            0.0
+        };
     }
 }
 
@@ -180,6 +209,13 @@ fn start_probes(
     Ok((set, Decoder::new(formats, offset)))
 }
 
+fn missing(m: &ebpf::Missing) -> MissingProbe {
+    MissingProbe {
+        what: m.what.clone(),
+        why: m.why.clone(),
+    }
+}
+
 /// How often a live source emits [`Event::Tick`].
 const TICK_EVERY: Duration = Duration::from_millis(100);
 /// Longest a pump waits for probe records.
@@ -238,11 +274,7 @@ impl LiveInputs {
             match start_probes(o, &mut inputs.notices) {
                 Ok((set, dec)) => {
                     inputs.stats.attached.clone_from(&set.attached);
-                    inputs.stats.missing = set
-                        .missing
-                        .iter()
-                        .map(|m| (m.what.clone(), m.why.clone()))
-                        .collect();
+                    inputs.stats.missing = set.missing.iter().map(missing).collect();
                     inputs.probes = Some((set, dec));
                 }
                 // Not built with probes, no permission, no tracefs, or the
@@ -250,8 +282,7 @@ impl LiveInputs {
                 Err(e @ (StartError::NotBuilt(_) | StartError::Load(_))) => bail!("{e}"),
                 Err(e) => {
                     if let StartError::NothingAttached(m) = &e {
-                        inputs.stats.missing =
-                            m.iter().map(|m| (m.what.clone(), m.why.clone())).collect();
+                        inputs.stats.missing = m.iter().map(missing).collect();
                     }
                     probes_error = Some(e.to_string());
                 }
@@ -266,7 +297,7 @@ impl LiveInputs {
             let missing: Vec<String> = s
                 .missing
                 .iter()
-                .map(|(what, why)| format!("live: probes: missing {what}: {why}"))
+                .map(|m| format!("live: probes: missing {}: {}", m.what, m.why))
                 .collect();
             inputs.say(warn, summary);
             for m in missing {

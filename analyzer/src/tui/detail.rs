@@ -22,7 +22,7 @@ use ratatui::Frame;
 use super::model::Model;
 use super::state::{Screen, UiState};
 use super::widgets::{block, bytes, chunk_kind, dur, header_style, selected_style};
-use crate::engine::{LadderStep, Transaction};
+use crate::engine::{LadderStep, Origin, Transaction};
 
 /// Draws the detail of the transaction chosen on another screen.
 pub fn draw(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
@@ -202,7 +202,7 @@ fn draw_info(f: &mut Frame<'_>, area: Rect, t: &Transaction) {
             key("credits        "),
             Span::raw(format!(
                 "requested {}, granted {}, in flight at call {}; frames {} -> {}",
-                t.credits_requested,
+                t.credits_requested.map_or("-".into(), |r| r.to_string()),
                 t.credits_granted.map_or("-".into(), |g| g.to_string()),
                 t.in_flight_at_call,
                 t.call_frame,
@@ -251,6 +251,31 @@ fn draw_info(f: &mut Frame<'_>, area: Rect, t: &Transaction) {
                 .map_or("none".into(), |k| format!("{k:#x}"))
         )),
     ]));
+    // Live with probes: what each kernel saw of this XID beside the wire.
+    for v in &t.views {
+        lines.push(Line::from(vec![
+            key(match v.origin {
+                Origin::ClientProbes => "client kernel  ",
+                Origin::ServerProbes => "server kernel  ",
+                Origin::Wire => "wire           ",
+            }),
+            Span::raw(format!(
+                "latency {}, requested {}, granted {}, invalidated {}, {} chunk segments{}",
+                v.latency_us.map_or("-".into(), |l| format!("{l:.1} µs")),
+                v.credits_requested.map_or("-".into(), |r| r.to_string()),
+                v.credits_granted.map_or("-".into(), |g| g.to_string()),
+                v.remote_invalidated_rkey
+                    .map_or("none".into(), |k| format!("{k:#x}")),
+                v.chunks.len(),
+                if v.anomalies.is_empty() {
+                    String::new()
+                } else {
+                    let names: Vec<&str> = v.anomalies.iter().map(|k| k.as_str()).collect();
+                    format!("; {}", names.join(", "))
+                }
+            )),
+        ]));
+    }
     if !t.anomalies.is_empty() {
         let names: Vec<&str> = t.anomalies.iter().map(|k| k.as_str()).collect();
         lines.push(Line::from(vec![

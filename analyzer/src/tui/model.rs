@@ -86,8 +86,9 @@ pub struct TxnRow {
     pub round_trips: u8,
     /// Anomalies on it.
     pub anomalies: u8,
-    /// Who saw it (the wire, or a kernel through `live --probes`).
-    pub origin: Origin,
+    /// Who saw it: a bit per [`Origin`] (the wire, each kernel through
+    /// `live --probes`); see [`origin_bit`].
+    pub sources: u8,
 }
 
 /// One advertised segment, compact.
@@ -182,6 +183,15 @@ pub struct Model {
     /// Anomaly view, grouped by kind.
     pub anom_view: Vec<AnomRow>,
     anom_key: Option<(String, usize)>,
+}
+
+/// A bit per origin, for [`TxnRow::sources`].
+pub fn origin_bit(o: Origin) -> u8 {
+    match o {
+        Origin::Wire => 1,
+        Origin::ClientProbes => 2,
+        Origin::ServerProbes => 4,
+    }
 }
 
 /// A bit per anomaly kind.
@@ -333,7 +343,7 @@ impl Model {
             reply: t.reply_transfer,
             round_trips: t.round_trips,
             anomalies: u8::try_from(t.anomalies.len()).unwrap_or(u8::MAX),
-            origin: t.origin,
+            sources: t.sources().fold(0, |m, o| m | origin_bit(o)),
         });
         for s in &t.chunks {
             if self.segs.len() >= self.caps.segments {

@@ -636,28 +636,46 @@ fn kernel_rows_say_whose_view_they_are() {
             Finding::Anomaly(_) => None,
         })
         .expect("a transaction");
-    let mut client = wire.clone();
-    client.origin = crate::engine::Origin::ClientProbes;
-    let mut server = wire.clone();
-    server.origin = crate::engine::Origin::ServerProbes;
+    use crate::engine::{Origin, View};
+    // The engine joined the three views of the first XID into one row...
+    let mut joined = wire.clone();
+    for o in [Origin::ClientProbes, Origin::ServerProbes] {
+        let mut v = View::of(&wire);
+        v.origin = o;
+        v.latency_us = Some(12.5);
+        joined.views.push(v);
+    }
+    // ...and the client's kernel alone saw another.
+    let mut alone = wire.clone();
+    alone.origin = Origin::ClientProbes;
+    alone.xid ^= 0xffff;
     let mut m = Model::new("live", Caps::default());
     m.apply(Msg::Findings(vec![
-        Finding::Transaction(wire.clone()),
-        Finding::Transaction(client),
-        Finding::Transaction(server),
+        Finding::Transaction(joined.clone()),
+        Finding::Transaction(alone.clone()),
     ]));
     let mut ui = UiState::default();
     ui.apply(Action::Go(Screen::Transactions));
-    let t = render(&mut m, &mut ui, 160, 24);
-    let text: String = t
-        .backend()
+    let text = screen_text(&render(&mut m, &mut ui, 160, 24));
+    assert_eq!(
+        text.matches(&format!("{:#010x}", wire.xid)).count(),
+        1,
+        "{text}"
+    );
+    assert!(text.contains("[wire+client+server] NFS NULL"), "{text}");
+    assert!(text.contains("[client kernel] NFS NULL"), "{text}");
+    // The detail of the joined row shows each kernel's numbers.
+    ui.apply(Action::ShowTxn(0));
+    let text = screen_text(&render(&mut m, &mut ui, 160, 48));
+    assert!(text.contains("client kernel  latency 12.5 µs"), "{text}");
+    assert!(text.contains("server kernel  latency 12.5 µs"), "{text}");
+}
+
+fn screen_text(t: &Terminal<TestBackend>) -> String {
+    t.backend()
         .buffer()
         .content()
         .iter()
         .map(|c| c.symbol())
-        .collect();
-    let xid = format!("{:#010x}", wire.xid);
-    assert_eq!(text.matches(&xid).count(), 3, "{text}");
-    assert!(text.contains("[client kernel] NFS NULL"), "{text}");
-    assert!(text.contains("[server kernel] NFS NULL"), "{text}");
+        .collect()
 }

@@ -16,7 +16,7 @@ use ratatui::text::Span;
 use ratatui::widgets::{Cell, Row, Table, TableState};
 use ratatui::Frame;
 
-use super::model::{Model, TxnRow, NONE32, NONE64};
+use super::model::{origin_bit, Model, TxnRow, NONE32, NONE64};
 use super::state::{Screen, SortCol, UiState};
 use super::widgets::{block, bytes, dur, header_style, selected_style, transfer_short};
 use crate::engine::{Kind, Origin};
@@ -96,6 +96,29 @@ fn anomaly_cell(r: &TxnRow) -> String {
     }
 }
 
+/// Who saw a row, in words; `None` for the wire alone.
+fn sources_label(bits: u8) -> Option<String> {
+    let wire = origin_bit(Origin::Wire);
+    let (client, server) = (
+        origin_bit(Origin::ClientProbes),
+        origin_bit(Origin::ServerProbes),
+    );
+    match bits {
+        b if b == wire => None,
+        b if b == client => Some("client kernel".into()),
+        b if b == server => Some("server kernel".into()),
+        b => {
+            let mut who = Vec::new();
+            for (bit, name) in [(wire, "wire"), (client, "client"), (server, "server")] {
+                if b & bit != 0 {
+                    who.push(name);
+                }
+            }
+            Some(who.join("+"))
+        }
+    }
+}
+
 fn cell<'a>(c: &Col, r: &TxnRow, m: &'a Model, wide: bool) -> Cell<'a> {
     let s: String = match c.sort {
         SortCol::Time => {
@@ -104,21 +127,13 @@ fn cell<'a>(c: &Col, r: &TxnRow, m: &'a Model, wide: bool) -> Cell<'a> {
         }
         SortCol::Conn => format!("c{}", r.conn),
         SortCol::Xid => format!("{:#010x}", r.xid),
-        // Live with probes: the kernels' own views sit beside the wire's
-        // (same XID, one row each); say whose row it is.
+        // Live with probes: say who saw the row when it is not the wire
+        // alone (the engine joins the views of one XID into one row).
         SortCol::Procedure => {
-            return match r.origin {
-                Origin::Wire => Cell::from(m.label(r)),
-                o => Cell::from(Span::styled(
-                    format!(
-                        "[{}] {}",
-                        if o == Origin::ClientProbes {
-                            "client kernel"
-                        } else {
-                            "server kernel"
-                        },
-                        m.label(r)
-                    ),
+            return match sources_label(r.sources) {
+                None => Cell::from(m.label(r)),
+                Some(who) => Cell::from(Span::styled(
+                    format!("[{who}] {}", m.label(r)),
                     Style::new().fg(Color::Magenta),
                 )),
             }

@@ -317,7 +317,7 @@ impl Correlator {
             },
             call_len: s.hdrlen,
             latency_us: reply_ts.map(|r| r.saturating_sub(s.ts) as f64 / 1e3),
-            credits_requested: s.credits,
+            credits_requested: Some(s.credits),
             chunks: s.segs,
             remote_invalidated_rkey: inv,
             round_trips: 1 + u8::from(reads) + u8::from(writes),

@@ -292,7 +292,7 @@ fn server_write_with_read_chunk() {
     assert_eq!(t.len(), 1);
     let t = t[0];
     assert_eq!(t.xid, 0xa8c0454e);
-    assert_eq!(t.credits_requested, 128);
+    assert_eq!(t.credits_requested, Some(128));
     assert_eq!(t.call_ts_ns, 1_000, "call time is the receive completion");
     assert_eq!(t.call_transfer, Transfer::ReadChunks);
     assert_eq!(t.chunks[0].handle, 0x18d8);

@@ -357,7 +357,7 @@ impl Engine {
                 Transfer::Inline
             },
             call_len: u32::try_from(m.total).unwrap_or(u32::MAX),
-            credits_requested: hdr.credits,
+            credits_requested: Some(hdr.credits),
             anomalies,
             write_chunks: chunks.write_count() as u32,
             empty_write_chunks: chunks.write_list().filter(|w| w.is_empty()).count() as u32,

@@ -1,0 +1,261 @@
+//! Live mode with probes: the wire's and each kernel's view of one XID
+//! joined into one transaction.
+//!
+//! ```text
+//!  wire transaction ───┐                               ┌─► one Transaction, origin = the wire's
+//!  client kernel's ────┼─► held by XID for a window ───┤    (else the first to come), the others
+//!  server kernel's ────┘   (engine time, bounded)      └─►  in `views`, gaps filled from them
+//! ```
+//!
+//! The sides see the same call at nearly the same time, but not in an order
+//! anyone can promise, so each XID is held for a window of engine time (the
+//! events' own timestamps: frames, probe records, ticks) before it goes out
+//! with whatever views arrived. A second view from the same side (a
+//! retransmitted or reused XID) sends the held one out first. At most
+//! `max_held` XIDs are held; past that the oldest go out early.
+
+use std::collections::VecDeque;
+
+use rdma_dissectors::rpcrdma::Xid;
+
+use super::keys::{CallKey, Map};
+use super::model::{Transaction, View};
+use super::{Finding, Origin};
+
+/// How the views are joined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MergeConfig {
+    /// How long an XID waits for its other views, ns of engine time.
+    pub window_ns: u64,
+    /// XIDs held at once at most.
+    pub max_held: usize,
+}
+
+impl Default for MergeConfig {
+    fn default() -> Self {
+        MergeConfig {
+            window_ns: 1_000_000_000,
+            max_held: 65_536,
+        }
+    }
+}
+
+struct Held {
+    /// Engine time it was first seen.
+    since_ns: u64,
+    /// The findings' boxes, kept: a transaction is several hundred bytes,
+    /// moved in and out of here whole otherwise.
+    #[allow(clippy::vec_box)]
+    views: Vec<Box<Transaction>>,
+}
+
+/// The transactions waiting for their other views.
+pub(super) struct Merger {
+    config: MergeConfig,
+    held: Map<CallKey, Held>,
+    /// XIDs in the order they were first held, with that time: the front
+    /// is the next to go out. An entry whose XID went out early is stale.
+    order: VecDeque<(u64, CallKey)>,
+    /// The latest engine time seen.
+    now_ns: u64,
+}
+
+impl Merger {
+    pub(super) fn new(config: MergeConfig) -> Self {
+        Merger {
+            config,
+            held: Map::default(),
+            order: VecDeque::new(),
+            now_ns: 0,
+        }
+    }
+
+    /// Engine time passes.
+    pub(super) fn advance(&mut self, ts_ns: u64) {
+        self.now_ns = self.now_ns.max(ts_ns);
+    }
+
+    /// Takes a view of a transaction; what must go out goes to `out`.
+    pub(super) fn add(&mut self, t: Box<Transaction>, out: &mut Vec<Finding>) {
+        let key = CallKey {
+            backchannel: t.backchannel,
+            xid: Xid(t.xid),
+        };
+        let since_ns = self.now_ns;
+        match self.held.get_mut(&key) {
+            Some(h) if !h.views.iter().any(|v| v.origin == t.origin) => {
+                h.views.push(t);
+                return;
+            }
+            Some(_) => {
+                // The same side saw this XID again: what is held goes out first.
+                if let Some(h) = self.held.remove(&key) {
+                    out.push(Finding::Transaction(join(h.views)));
+                }
+            }
+            None => {}
+        }
+        self.held.insert(
+            key,
+            Held {
+                since_ns,
+                views: vec![t],
+            },
+        );
+        self.order.push_back((since_ns, key));
+        while self.held.len() > self.config.max_held {
+            let Some((t0, k)) = self.order.pop_front() else {
+                break;
+            };
+            self.release(t0, k, out);
+        }
+    }
+
+    /// Sends out every XID held longer than the window.
+    pub(super) fn expire(&mut self, out: &mut Vec<Finding>) {
+        while let Some(&(t0, k)) = self.order.front() {
+            if t0.saturating_add(self.config.window_ns) > self.now_ns {
+                break;
+            }
+            self.order.pop_front();
+            self.release(t0, k, out);
+        }
+    }
+
+    /// Sends out everything held (the end of the run).
+    pub(super) fn drain(&mut self, out: &mut Vec<Finding>) {
+        while let Some((t0, k)) = self.order.pop_front() {
+            self.release(t0, k, out);
+        }
+    }
+
+    /// Sends out `k` if it is still the one held since `t0` (a stale order
+    /// entry names an XID that went out and was held again since).
+    fn release(&mut self, t0: u64, k: CallKey, out: &mut Vec<Finding>) {
+        if self.held.get(&k).is_some_and(|h| h.since_ns == t0) {
+            if let Some(h) = self.held.remove(&k) {
+                out.push(Finding::Transaction(join(h.views)));
+            }
+        }
+    }
+}
+
+/// One transaction of several views: the wire's (else the first) is the
+/// base; what it could not see, the kernels' fill in; each other view is
+/// kept in `views`.
+#[allow(clippy::vec_box)]
+fn join(mut views: Vec<Box<Transaction>>) -> Box<Transaction> {
+    let base = views
+        .iter()
+        .position(|v| v.origin == Origin::Wire)
+        .unwrap_or(0);
+    let mut t = views.swap_remove(base);
+    views.sort_by_key(|v| v.origin);
+    for v in &views {
+        // The client's kernel knows the grant, the server's the request;
+        // either knows the R_Key it invalidated.
+        if t.credits_granted.is_none() {
+            t.credits_granted = v.credits_granted;
+        }
+        if t.credits_requested.is_none() {
+            t.credits_requested = v.credits_requested;
+        }
+        if t.remote_invalidated_rkey.is_none() {
+            t.remote_invalidated_rkey = v.remote_invalidated_rkey;
+        }
+        if t.procedure.is_none() {
+            t.program = t.program.or(v.program);
+            t.program_name = t.program_name.or(v.program_name);
+            t.version = t.version.or(v.version);
+            t.procedure.clone_from(&v.procedure);
+            t.proc = t.proc.or(v.proc);
+        }
+    }
+    t.views = views.iter().map(|v| View::of(v)).collect();
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::model::CallHeader;
+    use crate::engine::ConnId;
+
+    fn txn(origin: Origin, xid: u32) -> Box<Transaction> {
+        Box::new(Transaction::new(
+            origin,
+            ConnId(1),
+            xid,
+            1,
+            0,
+            CallHeader::Text(String::new()),
+        ))
+    }
+
+    fn out_xids(out: &[Finding]) -> Vec<(u32, Vec<Origin>)> {
+        out.iter()
+            .filter_map(|f| match f {
+                Finding::Transaction(t) => Some((t.xid, t.sources().collect())),
+                Finding::Anomaly(_) => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_views_of_one_xid_become_one_transaction_with_the_wire_as_base() {
+        let mut m = Merger::new(MergeConfig::default());
+        let mut out = Vec::new();
+        let mut client = txn(Origin::ClientProbes, 7);
+        client.credits_granted = Some(64);
+        let mut server = txn(Origin::ServerProbes, 7);
+        server.credits_requested = Some(128);
+        m.advance(10);
+        m.add(client, &mut out);
+        m.add(server, &mut out);
+        m.add(txn(Origin::Wire, 7), &mut out);
+        m.add(txn(Origin::Wire, 8), &mut out);
+        assert!(out.is_empty(), "held for the window");
+        m.advance(10 + 999_999_999);
+        m.expire(&mut out);
+        assert!(out.is_empty());
+        m.advance(10 + 1_000_000_000);
+        m.expire(&mut out);
+        assert_eq!(
+            out_xids(&out),
+            vec![
+                (
+                    7,
+                    vec![Origin::Wire, Origin::ClientProbes, Origin::ServerProbes]
+                ),
+                (8, vec![Origin::Wire])
+            ]
+        );
+        let Finding::Transaction(t) = &out[0] else {
+            panic!("a transaction")
+        };
+        assert_eq!(
+            (t.credits_granted, t.credits_requested),
+            (Some(64), Some(128))
+        );
+    }
+
+    #[test]
+    fn a_second_view_from_the_same_side_sends_the_first_out_and_stays_bounded() {
+        let mut m = Merger::new(MergeConfig {
+            window_ns: 1_000,
+            max_held: 2,
+        });
+        let mut out = Vec::new();
+        m.add(txn(Origin::Wire, 1), &mut out);
+        m.add(txn(Origin::Wire, 1), &mut out);
+        assert_eq!(out_xids(&out), vec![(1, vec![Origin::Wire])]);
+        m.add(txn(Origin::Wire, 2), &mut out);
+        m.add(txn(Origin::Wire, 3), &mut out);
+        assert_eq!(out.len(), 2, "over max_held the oldest goes out");
+        m.drain(&mut out);
+        assert_eq!(
+            out_xids(&out).iter().map(|x| x.0).collect::<Vec<_>>(),
+            vec![1, 1, 2, 3]
+        );
+    }
+}

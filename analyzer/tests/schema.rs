@@ -1,0 +1,143 @@
+//! The JSON Schema of every document and line the tool writes lives in
+//! `schema/`, generated from the output types. These tests keep it current
+//! (`UPDATE_SCHEMA=1 cargo test --test schema` rewrites it) and check that
+//! what the binary writes on every bundled capture follows it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rdma_analyzer::output::schema::{AnomalyLine, ReportDoc, TransactionLine};
+use rdma_analyzer::sources::live::LiveStats;
+use rdma_dissectors::view::FrameView;
+use schemars::{schema_for, Schema};
+use serde_json::Value;
+
+#[path = "common/prereq.rs"]
+mod prereq;
+
+const BIN: &str = env!("CARGO_BIN_EXE_rdma-analyzer");
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../schema")
+}
+
+/// (file name, schema) of every document.
+fn schemas() -> Vec<(&'static str, Schema)> {
+    vec![
+        ("frame.schema.json", schema_for!(FrameView<'static>)),
+        ("transaction.schema.json", schema_for!(TransactionLine)),
+        ("anomaly.schema.json", schema_for!(AnomalyLine)),
+        ("report.schema.json", schema_for!(ReportDoc)),
+        ("live-stats.schema.json", schema_for!(LiveStats)),
+    ]
+}
+
+fn pretty(s: &Schema) -> String {
+    let mut t = serde_json::to_string_pretty(s).expect("schema as JSON");
+    t.push('\n');
+    t
+}
+
+#[test]
+fn the_committed_schema_is_current() {
+    let update = std::env::var_os("UPDATE_SCHEMA").is_some_and(|v| v == "1");
+    let mut stale = Vec::new();
+    for (name, schema) in schemas() {
+        let path = dir().join(name);
+        let want = pretty(&schema);
+        if update {
+            std::fs::create_dir_all(dir()).expect("schema/");
+            std::fs::write(&path, &want).expect("write schema");
+            continue;
+        }
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(want.as_str()) {
+            stale.push(name);
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "schema/{stale:?} differ from the output types: run UPDATE_SCHEMA=1 cargo test -p rdma-analyzer --test schema, and review the diff"
+    );
+}
+
+fn validator(name: &str) -> jsonschema::Validator {
+    let (_, schema) = schemas()
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .expect("a schema");
+    let v = serde_json::to_value(&schema).expect("schema as a value");
+    jsonschema::validator_for(&v).expect("a valid schema")
+}
+
+/// Every object of `out` (one document, or JSON Lines) follows `name`.
+fn check(name: &str, what: &str, out: &[u8], lines: bool) -> usize {
+    let v = validator(name);
+    let docs: Vec<Value> = if lines {
+        out.split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice(l).expect("a JSON line"))
+            .collect()
+    } else {
+        vec![serde_json::from_slice(out).expect("a JSON document")]
+    };
+    for d in &docs {
+        let errors: Vec<String> = v.iter_errors(d).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{what}: {errors:?}\n{d}");
+        assert_eq!(d["schema_version"], 1, "{what}");
+    }
+    docs.len()
+}
+
+#[test]
+fn every_output_on_every_bundled_capture_follows_the_schema() {
+    let mut checked = 0;
+    for pcap in prereq::bundled_pcaps() {
+        let p = pcap.to_str().expect("utf-8 path");
+        for (args, schema, lines) in [
+            (vec!["report", "--json", p], "report.schema.json", false),
+            (
+                vec!["transactions", "--json", p],
+                "transaction.schema.json",
+                true,
+            ),
+            (vec!["anomalies", "--json", p], "anomaly.schema.json", true),
+            (vec!["frames", "--json", p], "frame.schema.json", true),
+        ] {
+            let out = Command::new(BIN).args(&args).output().expect("run");
+            assert!(out.status.success(), "{args:?}");
+            checked += check(schema, &format!("{args:?}"), &out.stdout, lines);
+        }
+    }
+    assert!(checked > 10_000, "{checked}");
+}
+
+/// The schema is strict where it can be: an unknown key in a line is an
+/// error, so the schema cannot silently fall behind what is written.
+#[test]
+fn the_schema_refuses_keys_it_does_not_describe() {
+    let v = validator("anomaly.schema.json");
+    let mut good = serde_json::json!({
+        "schema_version": 1, "kind": "retransmission", "severity": "info", "rfc": "IBA 9.7",
+        "frames": [1], "connection": "c1", "xid": 1, "origin": "wire", "message": "m"
+    });
+    assert!(
+        v.is_valid(&good),
+        "{:?}",
+        v.iter_errors(&good)
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+    );
+    good["surprise"] = serde_json::json!(1);
+    assert!(!v.is_valid(&good));
+}
+
+#[test]
+fn live_stats_follow_the_schema() {
+    let doc = serde_json::to_vec(&LiveStats::default()).expect("stats as JSON");
+    check(
+        "live-stats.schema.json",
+        "LiveStats::default()",
+        &doc,
+        false,
+    );
+}
