@@ -44,7 +44,7 @@ fn million() -> Model {
     let base: Vec<_> = (0..real.rows.len())
         .filter_map(|r| real.detail(r).cloned())
         .collect();
-    let span = real.state.totals.last_ts_ns - real.state.totals.first_ts_ns + 1;
+    let span = real.state.totals.span_ns() + 1;
     let mut m = Model::new("synthetic 1M", Caps::default());
     m.state = real.state.clone();
     m.done = true;

@@ -229,7 +229,11 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
     {
         Some(p) => {
             let hex: String = p.1.iter().map(|x| format!("{x:02x}")).collect();
-            eprintln!("live: CM private data ({:?}): {hex}", p.0);
+            let side = match p.0 {
+                ebpf_common::KprobeId::Connect => "the client's REQ (rdma_connect)",
+                ebpf_common::KprobeId::Accept => "the server's REP (rdma_accept)",
+            };
+            eprintln!("live: CM private data in {side}: {hex}");
         }
         None if a.probes => eprintln!(
             "live: CM private data (RFC 8797): unknown (no kprobe saw a connection being set up)"

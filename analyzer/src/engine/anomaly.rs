@@ -222,7 +222,7 @@ impl Severity {
 }
 
 /// One finding, with everything needed to locate it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Anomaly {
     /// Stable kind.
     pub kind: Kind,

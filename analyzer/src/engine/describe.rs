@@ -43,7 +43,9 @@ impl std::fmt::Display for StepWhat {
                 segments,
             } => write!(
                 f,
-                "marshal xid {xid:#010x} rtype {rtype:?} wtype {wtype:?}, {segments} segments"
+                "marshal xid {xid:#010x} rtype {} wtype {}, {segments} segments",
+                rtype.name(),
+                wtype.name()
             ),
             StepWhat::PostSend { invalidate: None } => f.write_str("post_send"),
             StepWhat::PostSend {
@@ -102,6 +104,19 @@ impl Serialize for StepWhat {
     }
 }
 
+impl schemars::JsonSchema for StepWhat {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "StepWhat".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "What a ladder step was, in words (`RDMA READ request rkey 0x1234 va 0x... len 4096`).",
+            "type": "string"
+        })
+    }
+}
+
 impl std::fmt::Display for CallHeader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -118,6 +133,19 @@ impl std::fmt::Display for CallHeader {
 impl Serialize for CallHeader {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
+    }
+}
+
+impl schemars::JsonSchema for CallHeader {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "CallHeader".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "The call's RPC-over-RDMA header in words: procedure, credits, chunk lists.",
+            "type": "string"
+        })
     }
 }
 
@@ -205,12 +233,38 @@ pub(super) fn reply_status(r: &rdma_dissectors::oncrpc::ReplyBody<'_>) -> String
             AcceptStat::ProcUnavail => "PROC_UNAVAIL".into(),
             AcceptStat::GarbageArgs => "GARBAGE_ARGS".into(),
             AcceptStat::SystemErr => "SYSTEM_ERR".into(),
-            other => format!("{other:?}"),
+            other => format!("accept_stat {}", u32::from(other.code())),
         },
         ReplyBody::Denied(RejectedReply::RpcMismatch { .. }) => "RPC_MISMATCH".into(),
-        ReplyBody::Denied(RejectedReply::AuthError(a)) => format!("AUTH_ERROR({a:?})"),
-        other => format!("{other:?}"),
+        ReplyBody::Denied(RejectedReply::AuthError(a)) => {
+            format!("AUTH_ERROR({})", auth_stat(*a))
+        }
+        _ => "a reply of a kind this build does not know".into(),
     }
+}
+
+/// RFC 5531 (and RFC 2203) `auth_stat` names.
+fn auth_stat(a: rdma_dissectors::oncrpc::AuthStat) -> String {
+    use rdma_dissectors::oncrpc::AuthStat;
+    let name = match a {
+        AuthStat::Ok => "AUTH_OK",
+        AuthStat::BadCred => "AUTH_BADCRED",
+        AuthStat::RejectedCred => "AUTH_REJECTEDCRED",
+        AuthStat::BadVerf => "AUTH_BADVERF",
+        AuthStat::RejectedVerf => "AUTH_REJECTEDVERF",
+        AuthStat::TooWeak => "AUTH_TOOWEAK",
+        AuthStat::InvalidResp => "AUTH_INVALIDRESP",
+        AuthStat::Failed => "AUTH_FAILED",
+        AuthStat::KerbGeneric => "AUTH_KERB_GENERIC",
+        AuthStat::TimeExpire => "AUTH_TIMEEXPIRE",
+        AuthStat::TktFile => "AUTH_TKT_FILE",
+        AuthStat::Decode => "AUTH_DECODE",
+        AuthStat::NetAddr => "AUTH_NET_ADDR",
+        AuthStat::RpcsecGssCredProblem => "RPCSEC_GSS_CREDPROBLEM",
+        AuthStat::RpcsecGssCtxProblem => "RPCSEC_GSS_CTXPROBLEM",
+        other => return format!("auth_stat {}", u32::from(other)),
+    };
+    name.into()
 }
 
 #[cfg(test)]
@@ -230,7 +284,7 @@ mod tests {
                     wtype: ChunkType::WriteList,
                     segments: 2,
                 },
-                "marshal xid 0x9bc0454e rtype Pullup wtype WriteList, 2 segments",
+                "marshal xid 0x9bc0454e rtype rpcrdma_noch_pullup wtype rpcrdma_writech, 2 segments",
             ),
             (StepWhat::PostSend { invalidate: None }, "post_send"),
             (

@@ -10,10 +10,30 @@ use serde::Serialize;
 /// lookups every frame makes, and an attacker cannot precompute collisions.
 pub(crate) type Map<K, V> = std::collections::HashMap<K, V, foldhash::quality::RandomState>;
 
-/// A connection's identifier: small, stable for the whole run, in order of discovery.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(transparent)]
+/// A connection's identifier: small, stable for the whole run, in order of
+/// discovery. Written `c1` everywhere (text, JSON, `--filter`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ConnId(pub u32);
+
+impl Serialize for ConnId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl schemars::JsonSchema for ConnId {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ConnId".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A connection, `c` and its number in order of discovery.",
+            "type": "string",
+            "pattern": "^c[0-9]+$"
+        })
+    }
+}
 
 impl std::fmt::Display for ConnId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -22,7 +42,8 @@ impl std::fmt::Display for ConnId {
 }
 
 /// A queue pair as the wire names it: the node's address and its QP number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct QpKey {
     /// IP address (RoCEv2) of the node that owns the QP.
     pub addr: IpAddr,

@@ -152,7 +152,8 @@ pub enum Finding {
 }
 
 /// What the caps pushed out.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Evictions {
     /// Connections dropped to stay under `max_connections`.
     pub connections: u64,
@@ -167,7 +168,8 @@ pub struct Evictions {
 }
 
 /// Capture-wide counters.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Totals {
     /// Frames seen.
     pub frames: u64,
@@ -203,10 +205,24 @@ pub struct Totals {
     pub probe_records: u64,
     /// Transactions the probes completed (both sides).
     pub probe_transactions: u64,
-    /// Time of the first frame (ns since the epoch).
-    pub first_ts_ns: u64,
-    /// Time of the last frame.
-    pub last_ts_ns: u64,
+    /// Time of the first frame (ns since the epoch); `None` before it.
+    pub first_ts_ns: Option<u64>,
+    /// The latest time seen (frames, live ticks); `None` before any.
+    pub last_ts_ns: Option<u64>,
+}
+
+impl Totals {
+    /// From the first frame to the latest time seen, ns (0 before any).
+    pub fn span_ns(&self) -> u64 {
+        match (self.first_ts_ns, self.last_ts_ns) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            _ => 0,
+        }
+    }
+
+    fn saw(&mut self, ts: u64) {
+        self.last_ts_ns = Some(self.last_ts_ns.map_or(ts, |l| l.max(ts)));
+    }
 }
 
 /// Everything the front ends draw.
@@ -349,7 +365,7 @@ impl Engine {
                 self.count_kernel_findings(from, out);
             }
             Event::Tick(ts) => {
-                self.state.totals.last_ts_ns = self.state.totals.last_ts_ns.max(ts);
+                self.state.totals.saw(ts);
                 let from = out.len();
                 self.kernel.tick(&mut self.ids, ts, out);
                 self.count_kernel_findings(from, out);
@@ -400,10 +416,8 @@ impl Engine {
         let t = &mut self.state.totals;
         t.frames += 1;
         t.bytes += data.len() as u64;
-        if t.first_ts_ns == 0 {
-            t.first_ts_ns = ts;
-        }
-        t.last_ts_ns = t.last_ts_ns.max(ts);
+        t.first_ts_ns.get_or_insert(ts);
+        t.saw(ts);
         let _ = orig_len;
         // One dissection, built in place: it is large, and returning or
         // moving it would copy it for every frame.

@@ -61,7 +61,8 @@ pub enum ChunkKind {
 }
 
 /// One advertised segment and what happened to it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct SegmentUse {
     /// Which list.
     pub kind: ChunkKind,
@@ -110,7 +111,8 @@ impl SegmentUse {
 }
 
 /// One step of the ladder diagram.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct LadderStep {
     /// Frame number.
     pub frame: u64,
@@ -237,7 +239,8 @@ pub enum CallHeader {
 }
 
 /// Time spent in each phase of a transaction (see the round-trips draft).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Phases {
     /// Call received to the responder's first RDMA operation (or to the reply).
     pub until_first_rdma_ns: Option<u64>,
@@ -250,9 +253,11 @@ pub struct Phases {
 }
 
 /// A completed (or abandoned) RPC transaction.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Transaction {
     /// Who saw it. Probe transactions number their "frames" by probe record.
+    /// (In JSON, `live` says who saw a line in `sources`.)
+    #[serde(skip)]
     pub origin: Origin,
     /// Connection.
     pub connection: ConnId,
@@ -309,7 +314,7 @@ pub struct Transaction {
     pub reply_status: Option<String>,
     /// Anomalies that concern this transaction.
     pub anomalies: Vec<Kind>,
-    /// The ladder diagram, in time order (capped).
+    /// The ladder diagram, in time order (capped at the first steps).
     pub ladder: Vec<LadderStep>,
     /// Ladder steps left out by the cap.
     pub ladder_omitted: u32,
@@ -323,12 +328,15 @@ pub struct Transaction {
     pub unused_write_chunks: u32,
     /// The other views of this XID joined into this one (live mode with
     /// probes): each kernel's, when this is the wire's (see `Config::merge`).
+    /// (In JSON, `live` writes them under `probes`.)
+    #[serde(skip)]
     pub views: Vec<View>,
 }
 
 /// What one side saw of a transaction that another side's view carries
 /// (the wire's, or the first to arrive): the numbers that can differ.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct View {
     /// Whose view.
     pub origin: Origin,

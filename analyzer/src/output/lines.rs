@@ -50,14 +50,14 @@ impl<W: Write> Sink for Lines<W> {
                 Flow::Continue
             }
             (Finding::Transaction(t), Which::Transactions, true) => {
-                self.out.json_line(&TransactionLine::from(&**t))
+                self.out.json_line(&TransactionLine::new(t))
             }
             (Finding::Transaction(t), Which::Transactions, false) => {
                 self.out.text_line(transaction_line(t))
             }
             (Finding::Anomaly(a), Which::Anomalies, _) if !self.filter.anomaly(a) => Flow::Continue,
             (Finding::Anomaly(a), Which::Anomalies, true) => {
-                self.out.json_line(&AnomalyLine::from(&**a))
+                self.out.json_line(&AnomalyLine::new(a))
             }
             (Finding::Anomaly(a), Which::Anomalies, false) => self.out.text_line(anomaly_line(a)),
             _ => Flow::Continue,

@@ -54,11 +54,7 @@ impl<W: Write> LiveSink<W> {
     fn anomaly(&mut self, a: &Anomaly) -> Flow {
         self.anomalies += 1;
         if self.json_lines {
-            return self.out.json_line(&AnomalyLine {
-                line_type: Some("anomaly"),
-                sources: Some(vec![a.origin]),
-                ..AnomalyLine::from(a)
-            });
+            return self.out.json_line(&AnomalyLine::live(a));
         }
         self.out.text_line(anomaly_line(a))
     }

@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use super::filter::Filter;
 use super::schema::{
-    ChunkTotals, ConnectionView, EvictionsView, KindSummary, PrivateData, ReportDoc, ResponseTimes,
-    TotalsView, WriteChunks, SCHEMA_VERSION,
+    ChunkTotals, ConnectionView, KindSummary, PrivateData, ReportDoc, ResponseTimes, WriteChunks,
+    SCHEMA_VERSION,
 };
 use super::stats::{Latency, Summary};
 use crate::engine::{ConnId, Engine, Finding, Kind, State, Transaction, Transfer};
@@ -118,8 +118,8 @@ impl Report {
             file: file.to_string(),
             complete: read_error.is_none(),
             read_error,
-            totals: TotalsView::from(&state.totals),
-            evictions: EvictionsView::from(&state.evictions),
+            totals: state.totals.clone(),
+            evictions: state.evictions,
             connections: state
                 .connections
                 .values()
@@ -133,7 +133,7 @@ impl Report {
                     procedure,
                     call_transfer: c,
                     reply_transfer: r,
-                    latency: s.into(),
+                    latency: s,
                 })
                 .collect(),
             unanswered: self.unanswered.clone(),
@@ -173,7 +173,7 @@ impl Report {
         let filter = self.filter.clone().unwrap_or(Filter::All);
         let mut s = String::new();
         let t = &state.totals;
-        let secs = t.last_ts_ns.saturating_sub(t.first_ts_ns) as f64 / 1e9;
+        let secs = t.span_ns() as f64 / 1e9;
         let _ = writeln!(s, "rdma-analyzer report: {file}");
         let _ = writeln!(
             s,

@@ -18,8 +18,9 @@ pub struct Latency {
     buckets: Vec<u64>,
 }
 
-/// A printable summary of [`Latency`].
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+/// A printable summary of [`Latency`] (percentiles within 1.6%).
+#[derive(Debug, Clone, Copy, Serialize, schemars::JsonSchema, PartialEq)]
+#[schemars(deny_unknown_fields)]
 pub struct Summary {
     /// Samples.
     pub count: u64,

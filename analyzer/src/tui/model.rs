@@ -245,7 +245,8 @@ impl Model {
                 let dt = state
                     .totals
                     .last_ts_ns
-                    .saturating_sub(self.state.totals.last_ts_ns);
+                    .unwrap_or(0)
+                    .saturating_sub(self.state.totals.last_ts_ns.unwrap_or(0));
                 let df = progress.frames.saturating_sub(self.progress.frames);
                 if dt > 0 {
                     self.frame_rate = df as f64 * 1e9 / dt as f64;
@@ -391,7 +392,7 @@ impl Model {
 
     /// Capture time at the start (ns), for relative times.
     pub fn t0(&self) -> u64 {
-        self.state.totals.first_ts_ns
+        self.state.totals.first_ts_ns.unwrap_or(0)
     }
 
     /// Brings the views up to date with `ui`'s sort and filter, and tells

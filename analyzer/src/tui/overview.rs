@@ -160,7 +160,7 @@ fn conn_cells(c: &Connection, wide: bool) -> Vec<String> {
 
 fn draw_totals(f: &mut Frame<'_>, area: Rect, m: &Model) {
     let t = &m.state.totals;
-    let span = t.last_ts_ns.saturating_sub(t.first_ts_ns);
+    let span = t.span_ns();
     let anomalies: u64 = m.state.anomaly_counts.values().sum();
     let lines = vec![
         Line::from(format!(

@@ -556,7 +556,7 @@ fn live_status_line_shows_rates_and_drops() {
     let mut m = Model::new("eth0", Caps::default());
     for (frames, ts) in [(0u64, 1_000_000_000u64), (500, 1_500_000_000)] {
         let mut st = State::default();
-        st.totals.last_ts_ns = ts;
+        st.totals.last_ts_ns = Some(ts);
         m.apply(Msg::Snapshot {
             state: Box::new(st),
             progress: Progress {

@@ -313,11 +313,11 @@ impl Correlator {
             .reply
             .map(|r| r.1.saturating_sub(c.sent_ts.unwrap_or(call_ts)) as f64 / 1e3);
         let header = CallHeader::Text(format!(
-            "client probes: task {}@{} rtype {:?} wtype {:?}",
+            "client probes: task {}@{} rtype {} wtype {}",
             task.task_id,
             task.client_id,
-            c.rtype.unwrap_or(ChunkType::Inline),
-            c.wtype.unwrap_or(ChunkType::Inline)
+            c.rtype.unwrap_or(ChunkType::Inline).name(),
+            c.wtype.unwrap_or(ChunkType::Inline).name()
         ));
         let t = Transaction {
             reply_frame: c.reply.map(|r| r.0),

@@ -43,6 +43,20 @@ pub enum ChunkType {
 }
 
 impl ChunkType {
+    /// The kernel's name for it (`enum rpcrdma_chunktype`).
+    pub fn name(self) -> std::borrow::Cow<'static, str> {
+        match self {
+            ChunkType::Inline => "rpcrdma_noch".into(),
+            ChunkType::Pullup => "rpcrdma_noch_pullup".into(),
+            ChunkType::Mapped => "rpcrdma_noch_mapped".into(),
+            ChunkType::ReadList => "rpcrdma_readch".into(),
+            ChunkType::LongCall => "rpcrdma_areadch".into(),
+            ChunkType::WriteList => "rpcrdma_writech".into(),
+            ChunkType::ReplyChunk => "rpcrdma_replych".into(),
+            ChunkType::Unknown(v) => format!("unknown chunk type {v}").into(),
+        }
+    }
+
     /// From the kernel's enum value (Linux 5.x–6.x numbering).
     pub fn from_kernel(v: i64) -> ChunkType {
         match v {

@@ -71,7 +71,7 @@ impl Engine {
         corr.stags.clear();
         corr.reads.clear();
         txns.sort_by_key(|t| t.rec.call_frame);
-        let last_ts = self.state.totals.last_ts_ns;
+        let last_ts = self.state.totals.last_ts_ns.unwrap_or(0);
         if let Some(c) = self.state.connections.get_mut(&id) {
             c.in_flight = 0;
             c.finish(last_ts);
