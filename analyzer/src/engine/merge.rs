@@ -19,7 +19,7 @@ use std::collections::VecDeque;
 use rdma_dissectors::rpcrdma::Xid;
 
 use super::keys::{CallKey, Map};
-use super::model::{Transaction, View};
+use super::model::Transaction;
 use super::{Finding, Origin};
 
 /// How the views are joined.
@@ -171,7 +171,7 @@ fn join(mut views: Vec<Box<Transaction>>) -> Box<Transaction> {
             t.proc = t.proc.or(v.proc);
         }
     }
-    t.views = views.iter().map(|v| View::of(v)).collect();
+    t.views = views.into_iter().map(|v| *v).collect();
     t
 }
 

@@ -51,7 +51,7 @@ pub use keys::{ConnId, Origin, QpKey};
 pub use merge::MergeConfig;
 pub use model::{
     CallHeader, ChunkKind, CmState, Connection, CreditPoint, LadderStep, Phases, Role, SegmentUse,
-    StepWhat, Transaction, Transfer, View,
+    StepWhat, Transaction, Transfer,
 };
 
 /// Caps and switches.
@@ -140,6 +140,62 @@ pub enum Event<'a> {
     Tick(u64),
     /// The source is exhausted: close out what is still open.
     End,
+}
+
+/// A frame event's fields, whichever of the two it is.
+#[derive(Debug, Clone, Copy)]
+pub struct FrameRef<'a> {
+    /// 1-based frame number.
+    pub number: u64,
+    /// Capture time, ns since the epoch.
+    pub ts_ns: u64,
+    /// Link type of the capture interface.
+    pub link: LinkType,
+    /// Length on the wire.
+    pub orig_len: u32,
+    /// Captured bytes.
+    pub data: &'a [u8],
+    /// The ICRC verdict, when a source checked it already.
+    pub icrc: Option<IcrcStatus>,
+}
+
+impl<'a> Event<'a> {
+    /// The frame this event carries, if it is one.
+    #[inline]
+    pub fn frame(&self) -> Option<FrameRef<'a>> {
+        match *self {
+            Event::Frame {
+                number,
+                ts_ns,
+                link,
+                orig_len,
+                data,
+            } => Some(FrameRef {
+                number,
+                ts_ns,
+                link,
+                orig_len,
+                data,
+                icrc: None,
+            }),
+            Event::CheckedFrame {
+                number,
+                ts_ns,
+                link,
+                orig_len,
+                data,
+                icrc,
+            } => Some(FrameRef {
+                number,
+                ts_ns,
+                link,
+                orig_len,
+                data,
+                icrc: Some(icrc),
+            }),
+            Event::Probe(_) | Event::Tick(_) | Event::End => None,
+        }
+    }
 }
 
 /// What the engine reports as it goes.
@@ -342,22 +398,11 @@ impl Engine {
         if !matches!(event, Event::Frame { .. } | Event::CheckedFrame { .. }) {
             self.flush_deferred();
         }
+        if let Some(f) = event.frame() {
+            return self.frame(f.number, f.ts_ns, f.link, f.orig_len, f.data, f.icrc, out);
+        }
         match event {
-            Event::Frame {
-                number,
-                ts_ns,
-                link,
-                orig_len,
-                data,
-            } => self.frame(number, ts_ns, link, orig_len, data, None, out),
-            Event::CheckedFrame {
-                number,
-                ts_ns,
-                link,
-                orig_len,
-                data,
-                icrc,
-            } => self.frame(number, ts_ns, link, orig_len, data, Some(icrc), out),
+            Event::Frame { .. } | Event::CheckedFrame { .. } => {}
             Event::Probe(p) => {
                 self.state.totals.probe_records += 1;
                 let from = out.len();

@@ -330,58 +330,7 @@ pub struct Transaction {
     /// probes): each kernel's, when this is the wire's (see `Config::merge`).
     /// (In JSON, `live` writes them under `probes`.)
     #[serde(skip)]
-    pub views: Vec<View>,
-}
-
-/// What one side saw of a transaction that another side's view carries
-/// (the wire's, or the first to arrive): the numbers that can differ.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct View {
-    /// Whose view.
-    pub origin: Origin,
-    /// Call to reply as this side saw it, µs.
-    pub latency_us: Option<f64>,
-    /// Credits the call requested, when this side sees them.
-    pub credits_requested: Option<u32>,
-    /// Credits the reply granted.
-    pub credits_granted: Option<u32>,
-    /// R_Key the reply invalidated.
-    pub remote_invalidated_rkey: Option<u32>,
-    /// The chunk segments this side handled.
-    pub chunks: Vec<SegmentUse>,
-    /// How the call travelled.
-    pub call_transfer: Transfer,
-    /// How the reply travelled.
-    pub reply_transfer: Transfer,
-    /// Measured phases.
-    pub phases: Phases,
-    /// Calls outstanding when this one was sent.
-    pub in_flight_at_call: u32,
-    /// Time of the call on this side.
-    pub call_ts_ns: u64,
-    /// Anomalies this side's view shows.
-    pub anomalies: Vec<Kind>,
-}
-
-impl View {
-    /// The view a transaction gives of itself.
-    pub fn of(t: &Transaction) -> View {
-        View {
-            origin: t.origin,
-            latency_us: t.latency_us,
-            credits_requested: t.credits_requested,
-            credits_granted: t.credits_granted,
-            remote_invalidated_rkey: t.remote_invalidated_rkey,
-            chunks: t.chunks.clone(),
-            call_transfer: t.call_transfer,
-            reply_transfer: t.reply_transfer,
-            phases: t.phases,
-            in_flight_at_call: t.in_flight_at_call,
-            call_ts_ns: t.call_ts_ns,
-            anomalies: t.anomalies.clone(),
-        }
-    }
+    pub views: Vec<Transaction>,
 }
 
 impl Transaction {

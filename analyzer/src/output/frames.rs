@@ -47,38 +47,24 @@ impl<W: Write> Sink for Frames<W> {
     }
 
     fn event(&mut self, e: &Event<'_>) -> Flow {
-        let (number, ts_ns, link, orig_len, data, icrc) = match *e {
-            Event::Frame {
-                number,
-                ts_ns,
-                link,
-                orig_len,
-                data,
-            } => (number, ts_ns, link, orig_len, data, None),
-            Event::CheckedFrame {
-                number,
-                ts_ns,
-                link,
-                orig_len,
-                data,
-                icrc,
-            } => (number, ts_ns, link, orig_len, data, Some(icrc)),
-            _ => return Flow::Continue,
+        let Some(f) = e.frame() else {
+            return Flow::Continue;
         };
         // The reading thread may have checked the ICRC already: the same
         // function's verdict, not computed twice.
         let config = self
             .config
-            .with_verify_icrc(icrc.is_none() && self.config.verify_icrc);
-        let mut d = stack::dissect(link, data, &config);
-        if icrc.is_some() {
-            d.icrc = icrc;
+            .with_verify_icrc(f.icrc.is_none() && self.config.verify_icrc);
+        let mut d = stack::dissect(f.link, f.data, &config);
+        if f.icrc.is_some() {
+            d.icrc = f.icrc;
         }
         if self.json {
             self.out
-                .json_line(&FrameView::new(number, ts_ns, orig_len, &d))
+                .json_line(&FrameView::new(f.number, f.ts_ns, f.orig_len, &d))
         } else {
-            self.out.text_line(frame_text(number, ts_ns, orig_len, &d))
+            self.out
+                .text_line(frame_text(f.number, f.ts_ns, f.orig_len, &d))
         }
     }
 

@@ -21,7 +21,7 @@ use serde::Serialize;
 use super::stats::Summary;
 use crate::engine::{
     Anomaly, CmState, ConnId, Connection, Evictions, Kind, Origin, QpKey, Severity, Totals,
-    Transaction, Transfer, View,
+    Transaction, Transfer,
 };
 
 /// Version of every document and line described here. It grows when a key
@@ -46,7 +46,7 @@ pub struct TransactionLine<'a> {
     /// `live` only: what each kernel saw, when another side's view is the
     /// line's base.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub probes: Option<BTreeMap<Origin, &'a View>>,
+    pub probes: Option<BTreeMap<Origin, &'a Transaction>>,
 }
 
 impl<'a> TransactionLine<'a> {

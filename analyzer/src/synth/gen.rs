@@ -40,6 +40,32 @@ const NFS_RDMA_PORT: u16 = 20049;
 /// Capture start: 2026-01-01T00:00:00Z.
 const START_NS: u64 = 1_767_225_600_000_000_000;
 
+/// `n` bytes of what a transfer carries, from `off` on.
+fn transfer_bytes<'a>(
+    pattern: &'a [u8],
+    body: &'a [u8],
+    src: Src,
+    off: usize,
+    n: usize,
+) -> &'a [u8] {
+    match src {
+        Src::Pattern => pattern.get(..n),
+        Src::Body(at) => body.get(at + off..at + off + n),
+    }
+    .unwrap_or_default()
+}
+
+/// The opcode of packet `i` of `npk`: `[only, first, middle, last]`.
+fn by_position(npk: usize, i: usize, ops: [Opcode; 4]) -> Opcode {
+    let [only, first, middle, last] = ops;
+    match (npk == 1, i == 0, i + 1 == npk) {
+        (true, _, _) => only,
+        (false, true, _) => first,
+        (false, false, false) => middle,
+        (false, false, true) => last,
+    }
+}
+
 /// Which chunk a call offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ChunkUse {
@@ -906,17 +932,17 @@ impl<W: Write> Gen<W> {
             c.s_psn = (c.s_psn + 1) & MASK24;
             let n = mtu.min(len - i * mtu);
             let is_last = i + 1 == npk;
-            let op = match (npk == 1, i == 0, is_last) {
-                (true, _, _) => Opcode::RC_RDMA_WRITE_ONLY,
-                (false, true, _) => Opcode::RC_RDMA_WRITE_FIRST,
-                (false, false, false) => Opcode::RC_RDMA_WRITE_MIDDLE,
-                (false, false, true) => Opcode::RC_RDMA_WRITE_LAST,
-            };
-            let payload = match src {
-                Src::Pattern => self.pattern.get(..n),
-                Src::Body(at) => self.body.get(at + i * mtu..at + i * mtu + n),
-            }
-            .unwrap_or_default();
+            let op = by_position(
+                npk,
+                i,
+                [
+                    Opcode::RC_RDMA_WRITE_ONLY,
+                    Opcode::RC_RDMA_WRITE_FIRST,
+                    Opcode::RC_RDMA_WRITE_MIDDLE,
+                    Opcode::RC_RDMA_WRITE_LAST,
+                ],
+            );
+            let payload = transfer_bytes(&self.pattern, &self.body, src, i * mtu, n);
             let mut t = Transport::new(bth(op, dqp, p, is_last), payload);
             t.pad = pad_for(n);
             if i == 0 {
@@ -967,17 +993,17 @@ impl<W: Write> Gen<W> {
         for i in 0..npk {
             let n = mtu.min(len - i * mtu);
             let is_last = i + 1 == npk;
-            let op = match (npk == 1, i == 0, is_last) {
-                (true, _, _) => Opcode::RC_RDMA_READ_RESPONSE_ONLY,
-                (false, true, _) => Opcode::RC_RDMA_READ_RESPONSE_FIRST,
-                (false, false, false) => Opcode::RC_RDMA_READ_RESPONSE_MIDDLE,
-                (false, false, true) => Opcode::RC_RDMA_READ_RESPONSE_LAST,
-            };
-            let payload = match src {
-                Src::Pattern => self.pattern.get(..n),
-                Src::Body(at) => self.body.get(at + i * mtu..at + i * mtu + n),
-            }
-            .unwrap_or_default();
+            let op = by_position(
+                npk,
+                i,
+                [
+                    Opcode::RC_RDMA_READ_RESPONSE_ONLY,
+                    Opcode::RC_RDMA_READ_RESPONSE_FIRST,
+                    Opcode::RC_RDMA_READ_RESPONSE_MIDDLE,
+                    Opcode::RC_RDMA_READ_RESPONSE_LAST,
+                ],
+            );
+            let payload = transfer_bytes(&self.pattern, &self.body, src, i * mtu, n);
             let mut t = Transport::new(
                 bth(op, c.sqpn, req_psn.wrapping_add(i as u32), false),
                 payload,

@@ -636,11 +636,11 @@ fn kernel_rows_say_whose_view_they_are() {
             Finding::Anomaly(_) => None,
         })
         .expect("a transaction");
-    use crate::engine::{Origin, View};
+    use crate::engine::Origin;
     // The engine joined the three views of the first XID into one row...
     let mut joined = wire.clone();
     for o in [Origin::ClientProbes, Origin::ServerProbes] {
-        let mut v = View::of(&wire);
+        let mut v = (*wire).clone();
         v.origin = o;
         v.latency_us = Some(12.5);
         joined.views.push(v);

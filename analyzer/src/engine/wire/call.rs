@@ -16,6 +16,20 @@ use crate::engine::model::{
 };
 use crate::engine::{Engine, Finding, Kind};
 
+/// An RPC-over-RDMA message decoded on a known connection: what a call or
+/// a reply is correlated from.
+#[derive(Clone, Copy)]
+struct Decoded<'m, 'a> {
+    m: &'m Message<'a>,
+    conn: ConnId,
+    /// Whether the call (of this message or of the call it answers) went
+    /// server to client (NFSv4.1 backchannel).
+    backchannel: bool,
+    hdr: &'m RpcRdmaHeader<'a>,
+    chunks: Chunks<'a>,
+    rpc: Option<&'m RpcMsg<'a>>,
+}
+
 impl Engine {
     /// Handles one packet of an RC SEND.
     pub(in crate::engine) fn send_packet(
@@ -263,12 +277,19 @@ impl Engine {
         }
         // A backchannel call arrives at the client; a forward call at the server.
         let call = is_call.unwrap_or(!dest_is_client);
+        let d = Decoded {
+            m: &m,
+            conn,
+            // A backchannel call flows server to client, its reply back.
+            backchannel: dest_is_client == call,
+            hdr: &hdr,
+            chunks,
+            rpc: rpc.as_ref(),
+        };
         if call {
-            let backchannel = dest_is_client;
-            self.call(&m, conn, backchannel, &hdr, chunks, rpc.as_ref(), out);
+            self.call(&d, out);
         } else {
-            let backchannel = !dest_is_client;
-            self.reply(&m, conn, backchannel, &hdr, chunks, rpc.as_ref(), out);
+            self.reply(&d, out);
         }
     }
 
@@ -325,17 +346,15 @@ impl Engine {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn call(
-        &mut self,
-        m: &Message<'_>,
-        conn: ConnId,
-        backchannel: bool,
-        hdr: &RpcRdmaHeader<'_>,
-        chunks: Chunks<'_>,
-        rpc: Option<&RpcMsg<'_>>,
-        out: &mut Vec<Finding>,
-    ) {
+    fn call(&mut self, d: &Decoded<'_, '_>, out: &mut Vec<Finding>) {
+        let Decoded {
+            m,
+            conn,
+            backchannel,
+            hdr,
+            chunks,
+            rpc,
+        } = *d;
         let xid = hdr.xid.0;
         let key = CallKey {
             backchannel,
@@ -553,17 +572,15 @@ impl Engine {
         Some(t)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn reply(
-        &mut self,
-        m: &Message<'_>,
-        conn: ConnId,
-        backchannel: bool,
-        hdr: &RpcRdmaHeader<'_>,
-        chunks: Chunks<'_>,
-        rpc: Option<&RpcMsg<'_>>,
-        out: &mut Vec<Finding>,
-    ) {
+    fn reply(&mut self, d: &Decoded<'_, '_>, out: &mut Vec<Finding>) {
+        let Decoded {
+            m,
+            conn,
+            backchannel,
+            hdr,
+            chunks,
+            rpc,
+        } = *d;
         let xid = hdr.xid.0;
         let mut kinds = Vec::new();
         if chunks.read_count() > 0 {

@@ -197,36 +197,33 @@ impl Engine {
             Operation::RdmaReadResponse => self.read_response(number, ts, conn, d, out),
             Operation::Acknowledge => {
                 if let Some(aeth) = d.aeth() {
-                    match aeth.kind() {
-                        AckKind::Nak(code) => {
-                            let what = match code {
-                                NakCode::PsnSequenceError => "PSN sequence error (a packet was lost; the requester must resend)",
-                                NakCode::InvalidRequest => "invalid request",
-                                NakCode::RemoteAccessError => "remote access error (an R_Key or address the peer did not allow)",
-                                NakCode::RemoteOperationalError => "remote operational error",
-                                NakCode::InvalidRdRequest => "invalid RD request",
-                                _ => "unknown NAK code",
-                            };
-                            self.anomaly(
-                                out,
-                                Kind::Nak,
-                                vec![number],
-                                conn,
-                                None,
-                                format!("NAK from {src} for PSN {psn:#x}: {what}"),
-                            );
-                        }
+                    let what = match aeth.kind() {
+                        AckKind::Nak(code) => Some(match code {
+                            NakCode::PsnSequenceError => {
+                                "PSN sequence error (a packet was lost; the requester must resend)"
+                            }
+                            NakCode::InvalidRequest => "invalid request",
+                            NakCode::RemoteAccessError => {
+                                "remote access error (an R_Key or address the peer did not allow)"
+                            }
+                            NakCode::RemoteOperationalError => "remote operational error",
+                            NakCode::InvalidRdRequest => "invalid RD request",
+                            _ => "unknown NAK code",
+                        }),
                         AckKind::RnrNak { .. } => {
-                            self.anomaly(
-                                out,
-                                Kind::Nak,
-                                vec![number],
-                                conn,
-                                None,
-                                format!("RNR NAK from {src} for PSN {psn:#x}: the receiver had no receive buffer posted"),
-                            );
+                            Some("RNR (receiver not ready): it had no receive buffer posted")
                         }
-                        _ => {}
+                        _ => None,
+                    };
+                    if let Some(what) = what {
+                        self.anomaly(
+                            out,
+                            Kind::Nak,
+                            vec![number],
+                            conn,
+                            None,
+                            format!("NAK from {src} for PSN {psn:#x}: {what}"),
+                        );
                     }
                 }
             }
