@@ -6,9 +6,8 @@
 
 use std::path::PathBuf;
 
-use rdma_analyzer::sources::ebpf::{
-    ChunkType, Cid, Decoder, FormatSet, ProbeEvent, SegKind, TaskKey, SYSTEMS,
-};
+use rdma_analyzer::engine::kernel::event::{ChunkType, Cid, ProbeEvent, SegKind, TaskKey};
+use rdma_analyzer::sources::ebpf::{Decoder, FormatSet, SYSTEMS};
 
 fn formats() -> FormatSet {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

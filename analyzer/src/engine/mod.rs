@@ -32,9 +32,6 @@ mod merge;
 pub mod model;
 mod wire;
 
-/// The kernel probes' events, at the path `sources::ebpf` imports them from.
-pub use kernel::event as probe;
-
 use std::collections::BTreeMap;
 
 use rdma_dissectors::ib::icrc::IcrcStatus;
@@ -135,7 +132,7 @@ pub enum Event<'a> {
     /// A kernel probe record (live mode with `--probes`): correlated into
     /// transactions of the client's or the server's kernel
     /// ([`Origin`]), alongside those of the wire.
-    Probe(&'a probe::Probe),
+    Probe(&'a kernel::event::Probe),
     /// Time passes without traffic (live mode): ns since the epoch.
     Tick(u64),
     /// The source is exhausted: close out what is still open.

@@ -385,7 +385,9 @@ pub fn parse_sockaddr(b: &[u8]) -> Option<SocketAddr> {
 
 // The decoded events are the engine's input types (`Event::Probe`); they
 // live there so the engine stays free of any kernel or I/O code.
-pub use crate::engine::probe::{ChunkType, Cid, Probe, ProbeEvent, ProbeMeta, SegKind, TaskKey};
+use crate::engine::kernel::event::{
+    ChunkType, Cid, Probe, ProbeEvent, ProbeMeta, SegKind, TaskKey,
+};
 
 /// Why a record could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
