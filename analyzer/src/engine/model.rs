@@ -407,6 +407,13 @@ impl Transaction {
         }
     }
 
+    /// Adds a step the responder took (an RDMA Read or Write): the server,
+    /// or the client for a backchannel call.
+    pub(super) fn responder_step(&mut self, cap: usize, frame: u64, ts: u64, what: StepWhat) {
+        let from_client = self.backchannel;
+        self.step(cap, frame, ts, from_client, what);
+    }
+
     /// Adds a ladder step at `ts`, unless the ladder holds `cap` steps already.
     pub(super) fn step(
         &mut self,

@@ -55,6 +55,22 @@ fn transfer_bytes<'a>(
     .unwrap_or_default()
 }
 
+/// Rdma Write opcodes by packet position: only, first, middle, last.
+const RDMA_WRITE_OPS: [Opcode; 4] = [
+    Opcode::RC_RDMA_WRITE_ONLY,
+    Opcode::RC_RDMA_WRITE_FIRST,
+    Opcode::RC_RDMA_WRITE_MIDDLE,
+    Opcode::RC_RDMA_WRITE_LAST,
+];
+
+/// Rdma Read Response opcodes by packet position: only, first, middle, last.
+const RDMA_READ_RESPONSE_OPS: [Opcode; 4] = [
+    Opcode::RC_RDMA_READ_RESPONSE_ONLY,
+    Opcode::RC_RDMA_READ_RESPONSE_FIRST,
+    Opcode::RC_RDMA_READ_RESPONSE_MIDDLE,
+    Opcode::RC_RDMA_READ_RESPONSE_LAST,
+];
+
 /// The opcode of packet `i` of `npk`: `[only, first, middle, last]`.
 fn by_position(npk: usize, i: usize, ops: [Opcode; 4]) -> Opcode {
     let [only, first, middle, last] = ops;
@@ -932,16 +948,7 @@ impl<W: Write> Gen<W> {
             c.s_psn = (c.s_psn + 1) & MASK24;
             let n = mtu.min(len - i * mtu);
             let is_last = i + 1 == npk;
-            let op = by_position(
-                npk,
-                i,
-                [
-                    Opcode::RC_RDMA_WRITE_ONLY,
-                    Opcode::RC_RDMA_WRITE_FIRST,
-                    Opcode::RC_RDMA_WRITE_MIDDLE,
-                    Opcode::RC_RDMA_WRITE_LAST,
-                ],
-            );
+            let op = by_position(npk, i, RDMA_WRITE_OPS);
             let payload = transfer_bytes(&self.pattern, &self.body, src, i * mtu, n);
             let mut t = Transport::new(bth(op, dqp, p, is_last), payload);
             t.pad = pad_for(n);
@@ -993,16 +1000,7 @@ impl<W: Write> Gen<W> {
         for i in 0..npk {
             let n = mtu.min(len - i * mtu);
             let is_last = i + 1 == npk;
-            let op = by_position(
-                npk,
-                i,
-                [
-                    Opcode::RC_RDMA_READ_RESPONSE_ONLY,
-                    Opcode::RC_RDMA_READ_RESPONSE_FIRST,
-                    Opcode::RC_RDMA_READ_RESPONSE_MIDDLE,
-                    Opcode::RC_RDMA_READ_RESPONSE_LAST,
-                ],
-            );
+            let op = by_position(npk, i, RDMA_READ_RESPONSE_OPS);
             let payload = transfer_bytes(&self.pattern, &self.body, src, i * mtu, n);
             let mut t = Transport::new(
                 bth(op, c.sqpn, req_psn.wrapping_add(i as u32), false),

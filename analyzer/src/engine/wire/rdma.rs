@@ -423,12 +423,10 @@ impl Engine {
             }
             if let Some(tg) = target {
                 if let Some(t) = self.add_to_segment(conn, tg, bytes, number, ts, false) {
-                    let from_client = t.rec.backchannel;
-                    t.rec.step(
+                    t.rec.responder_step(
                         cap,
                         number,
                         ts,
-                        from_client,
                         StepWhat::RdmaWrite {
                             rkey: reth.r_key,
                             va: reth.va,
@@ -516,12 +514,10 @@ impl Engine {
                 .and_then(|c| c.outstanding.get_mut(&tg.txn()))
             {
                 t.first_read_ts.get_or_insert(ts);
-                let from_client = t.rec.backchannel;
-                t.rec.step(
+                t.rec.responder_step(
                     cap,
                     number,
                     ts,
-                    from_client,
                     StepWhat::RdmaReadRequest {
                         rkey: reth.r_key,
                         va: reth.va,
