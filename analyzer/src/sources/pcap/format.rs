@@ -18,9 +18,15 @@ use std::ops::Range;
 
 use rdma_dissectors::link::LinkType;
 
-/// Records longer than this are treated as corruption rather than data: no
-/// link type here carries frames anywhere near it, and it bounds the buffer.
+/// pcapng blocks longer than this are treated as corruption rather than
+/// data: it bounds the buffer.
 pub const MAX_RECORD_LEN: usize = 16 << 20;
+
+/// Frames captured longer than this are corruption: no link the analyzer
+/// reads carries frames near it (RoCE jumbo frames are 9 KiB, InfiniBand
+/// packets 4 KiB and headers), so a record that says more is a damaged
+/// length field, and believing it would read what follows as garbage frames.
+pub const MAX_FRAME_LEN: usize = 256 << 10;
 
 /// pcapng files may declare many interfaces; past this we stop believing them.
 const MAX_INTERFACES: usize = 4096;
@@ -65,6 +71,15 @@ pub enum Problem {
     },
     /// A field that cannot be right, and its value.
     Corrupt(&'static str, u64),
+    /// There is nothing at all.
+    Empty,
+    /// The file is compressed (its format named) rather than a capture.
+    Compressed(&'static str),
+    /// Frames of a link type the analyzer does not dissect.
+    UnsupportedLink {
+        /// The link type (`LINKTYPE_*` number).
+        link: u32,
+    },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -73,6 +88,56 @@ struct Interface {
     /// Timestamp units per second.
     units_per_sec: u64,
     offset_secs: i64,
+    /// Longest frame the capture kept (0: no limit given).
+    snaplen: u32,
+    /// Bytes of Ethernet FCS at the end of each whole frame (libpcap's
+    /// FCS bits in the link-type field, pcapng's `if_fcslen`).
+    fcs_len: u32,
+}
+
+impl Interface {
+    /// Checks a record's captured length against what the file allows.
+    fn check_caplen(&self, caplen: usize) -> Result<(), Problem> {
+        if caplen > MAX_FRAME_LEN {
+            return Err(Problem::Corrupt(
+                "captured length over 256 KiB",
+                caplen as u64,
+            ));
+        }
+        if self.snaplen > 0 && caplen > self.snaplen as usize {
+            return Err(Problem::Corrupt(
+                "captured length over the capture's snap length",
+                caplen as u64,
+            ));
+        }
+        Ok(())
+    }
+
+    /// A frame of `caplen` bytes at `at`: the FCS is taken off a whole frame.
+    fn packet(
+        &self,
+        ts_ns: u64,
+        at: usize,
+        caplen: usize,
+        orig_len: u32,
+    ) -> Result<Record, Problem> {
+        if self.link_type.name().is_none() {
+            return Err(Problem::UnsupportedLink {
+                link: self.link_type.0,
+            });
+        }
+        let fcs = self.fcs_len as usize;
+        let orig = orig_len as usize;
+        // Only the bytes past the frame proper: a cut frame may hold part
+        // of its FCS, or none of it.
+        let keep = caplen.min(orig.saturating_sub(fcs));
+        Ok(Record::Packet {
+            ts_ns,
+            link: self.link_type,
+            orig_len: u32::try_from(orig.saturating_sub(fcs)).unwrap_or(orig_len),
+            data: at..at + keep,
+        })
+    }
 }
 
 /// One record, parsed.
@@ -135,6 +200,16 @@ impl Parser {
     /// # Errors
     /// Unknown magic, or a classic header cut short.
     pub fn start(head: &[u8]) -> Result<(Parser, usize), Problem> {
+        if head.is_empty() {
+            return Err(Problem::Empty);
+        }
+        match head {
+            [0x1f, 0x8b, ..] => return Err(Problem::Compressed("gzip")),
+            [0x28, 0xb5, 0x2f, 0xfd, ..] => return Err(Problem::Compressed("zstd")),
+            [b'B', b'Z', b'h', ..] => return Err(Problem::Compressed("bzip2")),
+            [0xfd, b'7', b'z', b'X', b'Z', ..] => return Err(Problem::Compressed("xz")),
+            _ => {}
+        }
         let Some(magic) = word(head, 0, false) else {
             return Err(Problem::Truncated {
                 needed: 4,
@@ -160,20 +235,36 @@ impl Parser {
                 })
             }
         };
-        let Some(link) = word(head, 20, big_endian) else {
+        let (Some(snaplen), Some(link)) = (word(head, 16, big_endian), word(head, 20, big_endian))
+        else {
             return Err(Problem::Truncated {
                 needed: PCAP_FILE_HEADER,
                 available: head.len(),
             });
         };
+        // The link-type word's top bits say whether frames end in an FCS
+        // and how long it is, in 16-bit units (libpcap's LT_FCS_* bits).
+        let fcs_len = if link & 0x0400_0000 != 0 {
+            (link >> 28) * 2
+        } else {
+            0
+        };
+        let iface = Interface {
+            link_type: LinkType(link & 0x03ff_ffff),
+            units_per_sec: units,
+            offset_secs: 0,
+            snaplen,
+            fcs_len,
+        };
+        if iface.link_type.name().is_none() {
+            return Err(Problem::UnsupportedLink {
+                link: iface.link_type.0,
+            });
+        }
         let p = Parser {
             format: Format::Pcap,
             big_endian,
-            interfaces: vec![Interface {
-                link_type: LinkType(link & 0x0fff_ffff),
-                units_per_sec: units,
-                offset_secs: 0,
-            }],
+            interfaces: vec![iface],
         };
         Ok((p, PCAP_FILE_HEADER))
     }
@@ -207,11 +298,8 @@ impl Parser {
         match self.format {
             Format::Pcap => {
                 let caplen = field(word(b, 8, self.big_endian), "record header")? as usize;
-                if caplen > MAX_RECORD_LEN {
-                    return Err(Problem::Corrupt(
-                        "captured length over 16 MiB",
-                        caplen as u64,
-                    ));
+                if let Some(iface) = self.interfaces.first() {
+                    iface.check_caplen(caplen)?;
                 }
                 Ok(PCAP_RECORD_HEADER + caplen)
             }
@@ -260,12 +348,12 @@ impl Parser {
             .first()
             .ok_or(Problem::Corrupt("no file header", 0))?;
         let ts_ns = secs * 1_000_000_000 + frac * (1_000_000_000 / iface.units_per_sec.max(1));
-        Ok(Record::Packet {
+        iface.packet(
             ts_ns,
-            link: iface.link_type,
+            PCAP_RECORD_HEADER,
+            b.len() - PCAP_RECORD_HEADER,
             orig_len,
-            data: PCAP_RECORD_HEADER..b.len(),
-        })
+        )
     }
 
     fn pcapng_block(&mut self, b: &[u8]) -> Result<Record, Problem> {
@@ -298,11 +386,14 @@ impl Parser {
                     ));
                 }
                 let link = u32::from(half(b, 8, be).ok_or(Problem::Corrupt("link type", 0))?);
-                let (units_per_sec, offset_secs) = self.idb_options(b, 16, total - 4);
+                let snaplen = field(word(b, 12, be), "snap length")?;
+                let (units_per_sec, offset_secs, fcs_len) = self.idb_options(b, 16, total - 4);
                 self.interfaces.push(Interface {
                     link_type: LinkType(link),
                     units_per_sec,
                     offset_secs,
+                    snaplen,
+                    fcs_len,
                 });
                 Ok(Record::Other)
             }
@@ -332,12 +423,8 @@ impl Parser {
                         caplen as u64,
                     ));
                 }
-                Ok(Record::Packet {
-                    ts_ns: scale_ts((ts_hi << 32) | ts_lo, iface),
-                    link: iface.link_type,
-                    orig_len,
-                    data: 28..28 + caplen,
-                })
+                iface.check_caplen(caplen)?;
+                iface.packet(scale_ts((ts_hi << 32) | ts_lo, iface), 28, caplen, orig_len)
             }
             PCAPNG_SPB => {
                 // Simple packet block: interface 0, no timestamp. Its
@@ -353,22 +440,20 @@ impl Parser {
                 };
                 let orig_len = field(word(b, 8, be), "original length")?;
                 let caplen = (orig_len as usize).min(total - 16);
-                Ok(Record::Packet {
-                    ts_ns: 0,
-                    link: iface.link_type,
-                    orig_len,
-                    data: 12..12 + caplen,
-                })
+                iface.check_caplen(caplen)?;
+                iface.packet(0, 12, caplen, orig_len)
             }
             _ => Ok(Record::Other),
         }
     }
 
-    /// Reads `if_tsresol` and `if_tsoffset` from an interface block's options.
-    fn idb_options(&self, b: &[u8], mut at: usize, end: usize) -> (u64, i64) {
+    /// Reads `if_tsresol`, `if_tsoffset` and `if_fcslen` from an interface
+    /// block's options.
+    fn idb_options(&self, b: &[u8], mut at: usize, end: usize) -> (u64, i64, u32) {
         let be = self.big_endian;
         let mut units = 1_000_000u64;
         let mut offset = 0i64;
+        let mut fcs_len = 0u32;
         while at + 4 <= end {
             let (Some(code), Some(len)) = (half(b, at, be), half(b, at + 2, be)) else {
                 break;
@@ -388,6 +473,7 @@ impl Parser {
                         1u64.checked_shl(exp).unwrap_or(1_000_000_000)
                     };
                 }
+                (13, 1) => fcs_len = u32::from(b.get(val).copied().unwrap_or(0)),
                 (14, 8) => {
                     if let (Some(hi), Some(lo)) = (word(b, val, be), word(b, val + 4, be)) {
                         let (hi, lo) = (u64::from(hi), u64::from(lo));
@@ -398,7 +484,31 @@ impl Parser {
             }
             at = val + len.div_ceil(4) * 4;
         }
-        (units.max(1), offset)
+        (units.max(1), offset, fcs_len)
+    }
+}
+
+/// The registered name of a link type (tcpdump.org `LINKTYPE_*`), for
+/// messages about one the analyzer does not dissect.
+pub fn link_type_name(link: u32) -> &'static str {
+    match link {
+        0 => "LINKTYPE_NULL (BSD loopback)",
+        1 => "LINKTYPE_ETHERNET",
+        101 => "LINKTYPE_RAW",
+        105 => "LINKTYPE_IEEE802_11 (Wi-Fi)",
+        108 => "LINKTYPE_LOOP (OpenBSD loopback)",
+        113 => "LINKTYPE_LINUX_SLL",
+        127 => "LINKTYPE_IEEE802_11_RADIOTAP",
+        147..=162 => "LINKTYPE_USER (private use)",
+        189 => "LINKTYPE_USB_LINUX",
+        197 => "LINKTYPE_ERF (Endace ERF records, as ibdump writes them)",
+        220 => "LINKTYPE_USB_LINUX_MMAPPED",
+        228 => "LINKTYPE_IPV4",
+        229 => "LINKTYPE_IPV6",
+        247 => "LINKTYPE_INFINIBAND",
+        252 => "LINKTYPE_WIRESHARK_UPPER_PDU",
+        276 => "LINKTYPE_LINUX_SLL2",
+        _ => "not a link type this analyzer knows",
     }
 }
 

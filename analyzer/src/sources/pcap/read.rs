@@ -131,6 +131,20 @@ impl fmt::Display for ReadError {
                 f,
                 "corrupt record: {what} ({value}); frames before this one were analyzed"
             ),
+            ReadErrorKind::Format(Problem::Empty) => {
+                write!(f, "the file is empty: it holds no capture")
+            }
+            ReadErrorKind::Format(Problem::Compressed(how)) => write!(
+                f,
+                "the file is {how}-compressed, not a capture; decompress it first"
+            ),
+            ReadErrorKind::Format(Problem::UnsupportedLink { link }) => write!(
+                f,
+                "frames of link type {link} ({}), which rdma-analyzer does not dissect \
+                 (it reads Ethernet, Linux cooked v1/v2, raw IP and InfiniBand); if the file's \
+                 header names the wrong type, rewrite it with `editcap -T ether`",
+                super::format::link_type_name(*link)
+            ),
         }
     }
 }
@@ -441,13 +455,11 @@ mod tests {
     }
 
     #[test]
-    fn records_straddling_reads_and_larger_than_a_read_come_whole() {
-        // Several chunks' worth, with records straddling chunk ends, and
-        // one record bigger than a chunk.
-        let mut payloads: Vec<Vec<u8>> = (0..12_000u32)
+    fn records_straddling_reads_come_whole() {
+        // Several chunks' worth, with records straddling chunk ends.
+        let payloads: Vec<Vec<u8>> = (0..12_000u32)
             .map(|i| vec![(i % 251) as u8; 100 + (i % 900) as usize])
             .collect();
-        payloads.insert(5000, vec![7u8; 3 * CHUNK + 5]);
         let recs: Vec<(u32, u32, &[u8])> = payloads
             .iter()
             .enumerate()
@@ -466,6 +478,28 @@ mod tests {
         assert_eq!(n, payloads.len());
         assert_eq!(r.position(), bytes.len() as u64);
         std::fs::remove_file(&path).unwrap();
+    }
+
+    /// A pcapng block may be longer than a read (a frame may not): it is
+    /// carried over until it is whole.
+    #[test]
+    fn a_block_larger_than_a_read_is_read_whole() {
+        let mut f = shb();
+        f.extend(block(1, &[1, 0, 0, 0, 0, 0, 0, 0]));
+        let epb = |b: u8| {
+            let mut e = vec![0u8; 12];
+            e.extend_from_slice(&3u32.to_le_bytes());
+            e.extend_from_slice(&3u32.to_le_bytes());
+            e.extend_from_slice(&[b; 3]);
+            block(6, &e)
+        };
+        f.extend(epb(1));
+        f.extend(block(0x0bad, &vec![7u8; 3 * CHUNK + 5]));
+        f.extend(epb(2));
+        let (pkts, err) = read_all(&f);
+        assert!(err.is_none(), "{err:?}");
+        let got: Vec<Vec<u8>> = pkts.into_iter().map(|p| p.2).collect();
+        assert_eq!(got, vec![vec![1u8; 3], vec![2u8; 3]]);
     }
 
     #[test]
@@ -592,5 +626,75 @@ mod tests {
             assert_eq!(p.number, n);
         }
         assert_eq!(n, 3);
+    }
+
+    fn pcap_with(link: u32, snaplen: u32, records: &[(u32, u32, &[u8])]) -> Vec<u8> {
+        let mut f = pcap_file(records);
+        f[16..20].copy_from_slice(&snaplen.to_le_bytes());
+        f[20..24].copy_from_slice(&link.to_le_bytes());
+        f
+    }
+
+    #[test]
+    fn a_link_type_nothing_dissects_is_refused_with_its_number_and_name() {
+        for (link, name) in [(65535, "not a link type"), (197, "LINKTYPE_ERF")] {
+            let (_, err) = read_all(&pcap_with(link, 65535, &[(1, 0, b"abc")]));
+            let e = err.expect("refused");
+            assert!(
+                matches!(e.kind, ReadErrorKind::Format(Problem::UnsupportedLink { link: l }) if l == link),
+                "{e}"
+            );
+            let msg = e.to_string();
+            assert!(
+                msg.contains(&format!("link type {link}")) && msg.contains(name),
+                "{msg}"
+            );
+        }
+    }
+
+    /// libpcap's FCS bits (LT_FCS_LENGTH_PRESENT, length in 16-bit words)
+    /// say each whole frame ends in a 4-byte FCS: it is not frame data.
+    #[test]
+    fn the_fcs_bits_of_the_link_type_take_the_fcs_off_whole_frames() {
+        let link = 1 | 0x0400_0000 | (2 << 28);
+        let f = pcap_with(link, 65535, &[(1, 0, b"framFCS!")]);
+        let (pkts, err) = read_all(&f);
+        assert!(err.is_none(), "{err:?}");
+        assert_eq!(pkts[0].2, b"fram".to_vec());
+    }
+
+    #[test]
+    fn a_record_longer_than_the_snap_length_or_256k_is_damage_at_that_record() {
+        // 1000 good frames, then one whose length field says 1,000,000.
+        let payloads: Vec<Vec<u8>> = (0..1000).map(|i| vec![i as u8; 60]).collect();
+        let recs: Vec<(u32, u32, &[u8])> = payloads.iter().map(|p| (1, 0, p.as_slice())).collect();
+        let mut f = pcap_with(1, 262_144, &recs);
+        let bad_at = f.len();
+        f.extend_from_slice(&[1, 0, 0, 0, 0, 0, 0, 0]);
+        f.extend_from_slice(&1_000_000u32.to_le_bytes());
+        f.extend_from_slice(&1_000_000u32.to_le_bytes());
+        f.extend_from_slice(&[0xee; 4096]);
+        let (pkts, err) = read_all(&f);
+        assert_eq!(pkts.len(), 1000, "nothing after the damage is a frame");
+        let e = err.expect("damage");
+        assert_eq!((e.frame, e.offset), (Some(1001), bad_at as u64), "{e}");
+        assert!(e.to_string().contains("over 256 KiB"), "{e}");
+        // Within 256 KiB but over the file's snap length of 128.
+        let g = pcap_with(1, 128, &[(1, 0, &[0u8; 100]), (1, 0, &[0u8; 200])]);
+        let (pkts, err) = read_all(&g);
+        assert_eq!(pkts.len(), 1);
+        let e = err.expect("damage");
+        assert_eq!(e.frame, Some(2));
+        assert!(e.to_string().contains("snap length"), "{e}");
+    }
+
+    #[test]
+    fn empty_and_compressed_files_are_named_as_such() {
+        let (_, err) = read_all(b"");
+        assert!(err.unwrap().to_string().contains("the file is empty"));
+        let (_, err) = read_all(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0]);
+        assert!(err.unwrap().to_string().contains("gzip-compressed"));
+        let (_, err) = read_all(&[0x28, 0xb5, 0x2f, 0xfd, 0, 0]);
+        assert!(err.unwrap().to_string().contains("zstd-compressed"));
     }
 }
