@@ -1303,6 +1303,16 @@ pub struct CallSummary {
 }
 
 impl CallSummary {
+    /// The name of op number `op` of this call: a CB_COMPOUND's operations
+    /// are the callback operations, numbered apart from a COMPOUND's.
+    pub fn op_name(&self, op: u32) -> Option<&'static str> {
+        if self.procedure == Some("CB_COMPOUND") {
+            cb_op_name(op)
+        } else {
+            op_name(op)
+        }
+    }
+
     /// The op numbers found.
     pub fn ops(&self) -> &[u32] {
         self.ops.get(..self.ops_len).unwrap_or(&self.ops)

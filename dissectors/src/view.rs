@@ -48,7 +48,7 @@ use crate::ib::cm::CmMessage;
 use crate::ib::icrc::IcrcStatus;
 use crate::ip::Ip;
 use crate::link::{Link, Vlan};
-use crate::nfs::{self, CallSummary};
+use crate::nfs::CallSummary;
 use crate::oncrpc::{
     AcceptStat, AcceptStatCode, AuthStat, AuthSys, MsgBody, RejectedReply, ReplyBody,
 };
@@ -1623,7 +1623,12 @@ pub struct OpNames(pub CallSummary);
 
 impl Serialize for OpNames {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.ops().iter().map(|&o| nfs::op_name(o).unwrap_or("?")))
+        s.collect_seq(
+            self.0
+                .ops()
+                .iter()
+                .map(|&o| self.0.op_name(o).unwrap_or("?")),
+        )
     }
 }
 

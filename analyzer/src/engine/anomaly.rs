@@ -37,7 +37,9 @@ pub enum Kind {
     XidMismatch,
     /// Unknown rdma_proc (RFC 8166 §4.5.2).
     BadProc,
-    /// RDMA_NOMSG without a position-zero read chunk or a reply chunk (RFC 8166 §4.5.2).
+    /// RDMA_NOMSG whose Payload stream is in no chunk that can carry it: a
+    /// call without a position-zero read chunk, a reply without a reply
+    /// chunk (RFC 8166 §3.5.3, §4.2.4).
     NomsgWithoutChunks,
     /// RDMA_MSGP, which RFC 8166 no longer supports (§4.6).
     MsgpUsed,
@@ -69,6 +71,23 @@ pub enum Kind {
     /// in the state its connection is in (IBA 12.9): an RTU before the REP,
     /// a DREP without a DREQ, a message from the wrong side, ...
     CmBadTransition,
+    /// An XID sent again on a connection while its earlier call was still
+    /// outstanding: an XID is retired only by its reply (RFC 8166 §3, RFC 5531 §9).
+    XidReused,
+    /// A reply stamped before its call: the capture's clock went backwards,
+    /// so the latency is unknown.
+    TimeWentBackwards,
+    /// A request packet whose PSN is far from its queue pair's sequence and
+    /// that the packets after it do not follow: another incarnation of the
+    /// QP, or a stray frame (IBA 9.7.1). Reported, not followed.
+    PsnOutOfSequence,
+    /// A frame addressed to a known queue pair by a host that is not its
+    /// connection's peer: in RoCEv2 the addresses, not the QP number alone,
+    /// say which connection a frame belongs to.
+    WrongPeer,
+    /// A RoCEv2 packet in IPv4 fragments, which RoCEv2 does not allow (its
+    /// packets are sent with Don't Fragment set).
+    IpFragment,
 }
 
 impl Kind {
@@ -101,11 +120,16 @@ impl Kind {
             Kind::StateEvicted => "state_evicted",
             Kind::ConnectionRejected => "connection_rejected",
             Kind::CmBadTransition => "cm_bad_transition",
+            Kind::XidReused => "xid_reused",
+            Kind::TimeWentBackwards => "time_went_backwards",
+            Kind::PsnOutOfSequence => "psn_out_of_sequence",
+            Kind::WrongPeer => "wrong_peer",
+            Kind::IpFragment => "ip_fragment",
         }
     }
 
     /// Every kind, in a stable order.
-    pub const ALL: [Kind; 26] = [
+    pub const ALL: [Kind; 31] = [
         Kind::CreditOverrun,
         Kind::ZeroCreditGrant,
         Kind::InlineThresholdExceeded,
@@ -132,6 +156,11 @@ impl Kind {
         Kind::StateEvicted,
         Kind::ConnectionRejected,
         Kind::CmBadTransition,
+        Kind::XidReused,
+        Kind::TimeWentBackwards,
+        Kind::PsnOutOfSequence,
+        Kind::WrongPeer,
+        Kind::IpFragment,
     ];
 
     /// Parses a stable name.
@@ -149,7 +178,8 @@ impl Kind {
                 "RFC 8166 4.5"
             }
             Kind::VersionMismatch => "RFC 8166 4.5.1",
-            Kind::XidMismatch | Kind::BadProc | Kind::NomsgWithoutChunks => "RFC 8166 4.5.2",
+            Kind::XidMismatch | Kind::BadProc => "RFC 8166 4.5.2",
+            Kind::NomsgWithoutChunks => "RFC 8166 3.5.3; 4.2.4",
             Kind::MsgpUsed | Kind::DoneUsed => "RFC 8166 4.6",
             Kind::ReadListInReply => "RFC 8166 4.3.1",
             Kind::RdmaOutsideChunk => "RFC 8166 8.1",
@@ -160,6 +190,11 @@ impl Kind {
             Kind::StateEvicted => "-",
             Kind::ConnectionRejected => "IBA 12.6.7",
             Kind::CmBadTransition => "IBA 12.9",
+            Kind::XidReused => "RFC 8166 3; RFC 5531 9",
+            Kind::TimeWentBackwards => "-",
+            Kind::PsnOutOfSequence => "IBA 9.7.1",
+            Kind::WrongPeer => "IBA 9.7 (RC); RoCEv2 A17.4",
+            Kind::IpFragment => "RoCEv2 A17.4",
         }
     }
 
@@ -188,6 +223,11 @@ impl Kind {
             | Kind::Nak
             | Kind::ConnectionRejected
             | Kind::CmBadTransition
+            | Kind::XidReused
+            | Kind::TimeWentBackwards
+            | Kind::PsnOutOfSequence
+            | Kind::WrongPeer
+            | Kind::IpFragment
             | Kind::StateEvicted => Severity::Warning,
             Kind::CallWithoutReply | Kind::ReplyWithoutCall | Kind::Retransmission => {
                 Severity::Info

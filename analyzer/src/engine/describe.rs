@@ -167,7 +167,7 @@ pub(super) fn fill_call(
     let ops: Vec<&str> = summary
         .ops()
         .iter()
-        .filter_map(|&op| nfs::op_name(op))
+        .filter_map(|&op| summary.op_name(op))
         .collect();
     if !ops.is_empty() {
         let mut s = format!(

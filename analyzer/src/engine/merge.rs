@@ -70,6 +70,11 @@ impl Merger {
         }
     }
 
+    /// XIDs held right now.
+    pub(super) fn held(&self) -> usize {
+        self.held.len()
+    }
+
     /// Engine time passes.
     pub(super) fn advance(&mut self, ts_ns: u64) {
         self.now_ns = self.now_ns.max(ts_ns);

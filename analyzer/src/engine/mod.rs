@@ -24,6 +24,7 @@
 //! [`Evictions`] and reported as a `state_evicted` anomaly, never dropped silently.
 
 pub mod anomaly;
+pub mod budget;
 mod cm;
 mod describe;
 pub mod kernel;
@@ -43,6 +44,7 @@ use serde::Serialize;
 use wire::state::QpState;
 
 pub use anomaly::{Anomaly, Kind, Severity};
+pub use budget::{Limits, DEFAULT_MEMORY_LIMIT};
 use keys::ConnIds;
 pub use keys::{ConnId, Origin, QpKey};
 pub use merge::MergeConfig;
@@ -56,6 +58,9 @@ pub use model::{
 pub struct Config {
     /// Dissector settings (RoCEv2 port, ICRC verification).
     pub stack: stack::Config,
+    /// Bytes all the engine's tables may hold together (see [`budget`]);
+    /// the `max_*` caps below apply where they are the smaller.
+    pub memory_limit: usize,
     /// Connections tracked at once.
     pub max_connections: usize,
     /// Queue pairs tracked at once (including those not yet paired).
@@ -84,6 +89,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             stack: stack::Config::default().with_rpcrdma(RpcRdmaDecode::Never),
+            memory_limit: DEFAULT_MEMORY_LIMIT,
             max_connections: 4096,
             max_qps: 16384,
             max_outstanding: 65536,
@@ -294,6 +300,8 @@ pub struct State {
 /// The correlation engine.
 pub struct Engine {
     config: Config,
+    /// What the memory budget gives each table.
+    limits: Limits,
     state: State,
     qps: wire::qp_table::QpTable,
     ids: ConnIds,
@@ -309,14 +317,21 @@ pub struct Engine {
 impl Engine {
     /// A new engine with `config`'s caps.
     pub fn new(config: Config) -> Self {
-        let merger = config.merge.map(merge::Merger::new);
+        let limits = Limits::of(&config);
+        let merger = config.merge.map(|m| {
+            merge::Merger::new(MergeConfig {
+                max_held: m.max_held.min(limits.joins),
+                ..m
+            })
+        });
         let kernel = kernel::Correlator::new(kernel::CorrelateConfig {
-            max_outstanding: config.max_outstanding,
+            max_outstanding: config.max_outstanding.min(limits.kernel_calls),
             max_ladder_steps: config.max_ladder_steps,
             ..kernel::CorrelateConfig::default()
         });
         Engine {
             config,
+            limits,
             state: State::default(),
             qps: wire::qp_table::QpTable::default(),
             ids: ConnIds::default(),
@@ -335,6 +350,34 @@ impl Engine {
     /// The aggregate state (connections, counters).
     pub fn state(&self) -> &State {
         &self.state
+    }
+
+    /// What the memory budget gives each table.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Bytes the engine's tables hold now, as the budget counts them.
+    pub fn memory_used(&self) -> usize {
+        let conns = self.state.connections.len();
+        let points: usize = self
+            .state
+            .connections
+            .values()
+            .map(|c| c.credit_series.capacity())
+            .sum();
+        let reads: usize = self.conns.corr.values().map(|c| c.reads.len()).sum();
+        conns * budget::CONNECTION_BYTES
+            + points * std::mem::size_of::<CreditPoint>()
+            + self.qps.len() * budget::QP_BYTES
+            + self.conns.call_bytes
+            + self.conns.prefix_bytes
+            + reads * std::mem::size_of::<wire::state::ReadReq>()
+            + self.kernel.tracked() * budget::KERNEL_CALL_BYTES
+            + self
+                .merger
+                .as_ref()
+                .map_or(0, |m| m.held() * budget::JOIN_BYTES)
     }
 
     /// The configuration in force.
@@ -559,40 +602,40 @@ impl Engine {
     /// eviction path is kept out of line so this stays short.
     #[inline]
     fn qp_mut(&mut self, key: &QpKey, out: &mut Vec<Finding>) -> &mut QpState {
-        if self.qps.len() >= self.config.max_qps {
+        if self.qps.len() >= self.limits.qps {
             self.make_room_for_qp(*key, out);
         }
         self.qps.get_or_default(key)
     }
 
-    /// At the cap, forgets a QP unless `key` already has its place.
+    /// At the cap, forgets a QP unless `key` already has its place: the
+    /// eviction clock's next QP not seen since it last passed (see
+    /// `QpTable::evict`), one owned by no connection first.
     #[cold]
     #[inline(never)]
     fn make_room_for_qp(&mut self, key: QpKey, out: &mut Vec<Finding>) {
-        if !self.qps.contains_key(&key) {
-            // Forget the longest-idle QP, preferring ones no connection owns.
-            let victim = self
-                .qps
-                .iter()
-                .min_by_key(|(_, q)| (q.conn.is_some(), q.last_ts_ns))
-                .map(|(k, _)| *k);
-            if let Some(v) = victim {
-                let _ = self.qps.remove(&v);
-                self.state.evictions.qps += 1;
-                if self.state.evictions.qps.is_power_of_two() {
-                    self.anomaly(
-                        out,
-                        Kind::StateEvicted,
-                        vec![],
-                        None,
-                        None,
-                        format!(
-                            "queue-pair table full ({} entries): forgot {v} ({} QPs forgotten so far); raise --max-qps",
-                            self.config.max_qps, self.state.evictions.qps
-                        ),
-                    );
-                }
-            }
+        if self.qps.contains_key(&key) {
+            return;
+        }
+        let Some((v, q)) = self.qps.evict() else {
+            return;
+        };
+        if let Some(r) = &q.send {
+            self.conns.prefix_bytes = self.conns.prefix_bytes.saturating_sub(r.prefix.capacity());
+        }
+        self.state.evictions.qps += 1;
+        if self.state.evictions.qps.is_power_of_two() {
+            self.anomaly(
+                out,
+                Kind::StateEvicted,
+                vec![],
+                q.conn,
+                None,
+                format!(
+                    "queue-pair table full ({} entries, from --max-qps and --memory-limit): forgot {v} ({} QPs forgotten so far); raise them",
+                    self.limits.qps, self.state.evictions.qps
+                ),
+            );
         }
     }
 

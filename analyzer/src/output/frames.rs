@@ -8,7 +8,6 @@
 use std::io::{self, Write};
 
 use rdma_dissectors::ib::icrc::IcrcStatus;
-use rdma_dissectors::nfs;
 use rdma_dissectors::oncrpc::MsgBody;
 use rdma_dissectors::stack::{self, Dissection};
 use rdma_dissectors::view::{CmView, FrameView};
@@ -157,7 +156,7 @@ pub fn frame_text(number: u64, ts_ns: u64, orig_len: u32, d: &Dissection<'_>) ->
                         let ops: Vec<&str> = n
                             .ops()
                             .iter()
-                            .map(|&o| nfs::op_name(o).unwrap_or("?"))
+                            .map(|&o| n.op_name(o).unwrap_or("?"))
                             .collect();
                         s.push_str(&format!("({})", ops.join(",")));
                     }

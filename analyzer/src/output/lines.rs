@@ -75,9 +75,11 @@ impl<W: Write> Sink for Lines<W> {
 
 /// One transaction as a line of text.
 pub fn transaction_line(t: &Transaction) -> String {
-    let lat = t
-        .latency_us
-        .map_or_else(|| "no reply".to_string(), |l| format!("{l:.1} µs"));
+    let lat = match (t.latency_us, t.reply_frame) {
+        (Some(l), _) => format!("{l:.1} µs"),
+        (None, Some(_)) => "latency unknown".to_string(),
+        (None, None) => "no reply".to_string(),
+    };
     let inv = t
         .remote_invalidated_rkey
         .map_or(String::new(), |k| format!(" inv {k:#x}"));

@@ -29,6 +29,7 @@ pub struct Report {
     filter: Option<Filter>,
     by_proc: BTreeMap<(String, Transfer, Transfer), Latency>,
     unanswered: BTreeMap<String, u64>,
+    latency_unknown: BTreeMap<String, u64>,
     round_trips: BTreeMap<u8, u64>,
     chunks: BTreeMap<&'static str, ChunkTotals>,
     write_chunks: u64,
@@ -69,12 +70,17 @@ impl Report {
 
     fn txn(&mut self, t: &Transaction) {
         let label = t.procedure_label();
-        match t.reply_ts_ns {
-            Some(r) => {
+        match t.reply_ts_ns.map(|r| r.checked_sub(t.call_ts_ns)) {
+            Some(Some(latency)) => {
                 self.by_proc
                     .entry((label, t.call_transfer, t.reply_transfer))
                     .or_default()
-                    .record(r.saturating_sub(t.call_ts_ns));
+                    .record(latency);
+                *self.round_trips.entry(t.round_trips).or_default() += 1;
+            }
+            // Answered, but stamped before its call: counted, not timed.
+            Some(None) => {
+                *self.latency_unknown.entry(label).or_default() += 1;
                 *self.round_trips.entry(t.round_trips).or_default() += 1;
             }
             None => *self.unanswered.entry(label).or_default() += 1,
@@ -137,6 +143,7 @@ impl Report {
                 })
                 .collect(),
             unanswered: self.unanswered.clone(),
+            latency_unknown: self.latency_unknown.clone(),
             chunks: self.chunks.clone(),
             write_chunks: WriteChunks {
                 offered: self.write_chunks,
@@ -283,6 +290,12 @@ impl Report {
         }
         for (p, n) in &self.unanswered {
             let _ = writeln!(s, "  {p:<40} unanswered: {n}");
+        }
+        for (p, n) in &self.latency_unknown {
+            let _ = writeln!(
+                s,
+                "  {p:<40} answered, latency unknown (reply stamped before its call): {n}"
+            );
         }
         let _ = writeln!(s, "\nChunks");
         for (k, a) in &self.chunks {

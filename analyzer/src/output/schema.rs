@@ -324,6 +324,9 @@ pub struct ReportDoc {
     pub response_times: Vec<ResponseTimes>,
     /// Calls never answered, by procedure.
     pub unanswered: BTreeMap<String, u64>,
+    /// Calls answered by a reply stamped before them (the capture's clock
+    /// went backwards), by procedure: counted, not timed.
+    pub latency_unknown: BTreeMap<String, u64>,
     /// Chunk segments by list (`read`, `write`, `reply`).
     pub chunks: BTreeMap<&'static str, ChunkTotals>,
     /// Write chunks.

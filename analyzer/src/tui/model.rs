@@ -331,7 +331,8 @@ impl Model {
             call_ts_ns: t.call_ts_ns,
             latency_ns: t
                 .reply_ts_ns
-                .map_or(NONE64, |r| r.saturating_sub(t.call_ts_ns)),
+                .and_then(|r| r.checked_sub(t.call_ts_ns))
+                .unwrap_or(NONE64),
             bytes: t.bytes_moved(),
             call_frame: t.call_frame,
             reply_frame: t.reply_frame.unwrap_or(0),

@@ -142,8 +142,12 @@ fn cell<'a>(c: &Col, r: &TxnRow, m: &'a Model, wide: bool) -> Cell<'a> {
         SortCol::Call => transfer_short(r.call).into(),
         SortCol::Reply if wide => r.reply.as_str().into(),
         SortCol::Reply => transfer_short(r.reply).into(),
-        SortCol::Latency if r.latency_ns == NONE64 => {
+        SortCol::Latency if r.latency_ns == NONE64 && r.reply_frame == 0 => {
             return Cell::from(Span::styled("no reply", Style::new().fg(Color::Yellow)))
+        }
+        // Answered by a reply stamped before the call.
+        SortCol::Latency if r.latency_ns == NONE64 => {
+            return Cell::from(Span::styled("unknown", Style::new().fg(Color::Yellow)))
         }
         SortCol::Latency => dur(r.latency_ns),
         SortCol::RoundTrips => r.round_trips.to_string(),

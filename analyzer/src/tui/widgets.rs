@@ -129,6 +129,11 @@ pub fn explain(k: Kind) -> &'static str {
         Kind::StateEvicted => "A table reached its cap and forgot its oldest entry; raise the cap to keep everything.",
         Kind::ConnectionRejected => "The RDMA-CM connection request was rejected.",
         Kind::CmBadTransition => "A CM message its connection's state did not allow (an RTU before the REP, a DREP without a DREQ, ...): MADs the capture missed, or a peer's CM gone wrong.",
+        Kind::XidReused => "An XID sent again while its earlier call still waited for a reply: both are kept, and replies pair with them in order.",
+        Kind::TimeWentBackwards => "A reply stamped before its call: the capture's clock went backwards, so the latency is unknown.",
+        Kind::PsnOutOfSequence => "A request packet far from its queue pair's PSN sequence that the next packets do not follow: another incarnation of the QP, or a stray frame.",
+        Kind::WrongPeer => "A frame to a known queue pair from a host that is not its connection's peer: not part of the connection.",
+        Kind::IpFragment => "A RoCEv2 packet in IPv4 fragments: RoCEv2 packets are not to be fragmented.",
     }
 }
 

@@ -105,6 +105,12 @@ fn advertised(kind: SegKind, handle: u32, length: u32, offset: u64, chunk: u32) 
 }
 
 impl Correlator {
+    /// Calls and receives followed right now, both sides together (the
+    /// memory budget counts them).
+    pub fn tracked(&self) -> usize {
+        self.tasks.len() + self.threads.len() + self.recv_ts.len() + self.chunk_ctx.len()
+    }
+
     /// A correlator with `cfg`.
     pub fn new(cfg: CorrelateConfig) -> Correlator {
         Correlator {

@@ -40,17 +40,25 @@ impl Engine {
     ) {
         use rdma_dissectors::ib::bth::Position;
         let cap = self.config.max_message_prefix;
+        // Bytes the budget's share for Send prefixes still has room for.
+        let budget_room = self
+            .limits
+            .prefix_bytes
+            .saturating_sub(self.conns.prefix_bytes);
         match position {
             Position::Only => self.message(m, out),
             Position::First => {
-                let keep = m.bytes.len().min(cap);
+                let keep = m.bytes.len().min(cap).min(budget_room);
                 let r = Reassembly {
                     first_frame: m.frame,
                     prefix: m.bytes.get(..keep).unwrap_or_default().to_vec(),
                     total: m.bytes.len(),
                 };
+                let held = r.prefix.capacity();
                 let q = self.qp_mut(&m.dest, out);
-                q.send = Some(r);
+                let before = q.send.replace(r);
+                let freed = before.map_or(0, |r| r.prefix.capacity());
+                self.conns.prefix_bytes = (self.conns.prefix_bytes + held).saturating_sub(freed);
             }
             Position::Middle | Position::Last => {
                 let q = self.qp_mut(&m.dest, out);
@@ -58,24 +66,29 @@ impl Engine {
                     // The capture started in the middle of this message.
                     return;
                 };
-                let room = cap.saturating_sub(r.prefix.len());
+                let held = r.prefix.capacity();
+                let room = cap.saturating_sub(r.prefix.len()).min(budget_room);
                 let take = m.bytes.len().min(room);
                 r.prefix
                     .extend_from_slice(m.bytes.get(..take).unwrap_or_default());
                 r.total += m.bytes.len();
-                if position == Position::Last {
-                    let Some(r) = q.send.take() else { return };
-                    if r.total > r.prefix.len() {
-                        self.state.evictions.truncated_messages += 1;
-                    }
-                    let msg = Message {
-                        bytes: &r.prefix,
-                        total: r.total,
-                        first_frame: r.first_frame,
-                        ..m
-                    };
-                    self.message(msg, out);
+                let grown = r.prefix.capacity() - held;
+                if position != Position::Last {
+                    self.conns.prefix_bytes += grown;
+                    return;
                 }
+                let Some(r) = q.send.take() else { return };
+                self.conns.prefix_bytes = self.conns.prefix_bytes.saturating_sub(held);
+                if r.total > r.prefix.len() {
+                    self.state.evictions.truncated_messages += 1;
+                }
+                let msg = Message {
+                    bytes: &r.prefix,
+                    total: r.total,
+                    first_frame: r.first_frame,
+                    ..m
+                };
+                self.message(msg, out);
             }
         }
     }
@@ -102,7 +115,7 @@ impl Engine {
                     corr.rpcrdma = true;
                     corr.peer_addr = Some(m.src);
                 }
-                self.bind_qp(m.dest, id, out);
+                self.bind_qp(m.dest, id, m.src, out);
                 Some(id)
             }
             Some(false) => {
@@ -122,7 +135,7 @@ impl Engine {
                 if let Some(c) = self.state.connections.get_mut(&id) {
                     c.client = Some(m.dest);
                 }
-                self.bind_qp(m.dest, id, out);
+                self.bind_qp(m.dest, id, m.src, out);
                 Some(id)
             }
             None => None,
@@ -264,19 +277,36 @@ impl Engine {
             return;
         }
         let chunks = hdr.chunks().unwrap_or_default();
-        if hdr.proc == Proc::Nomsg && !chunks.has_position_zero() && chunks.reply_chunk().is_none()
-        {
+        // A backchannel call arrives at the client; a forward call at the server.
+        let call = is_call.unwrap_or(!dest_is_client);
+        // RDMA_NOMSG leaves the Payload stream to a chunk: a call's goes in a
+        // position-zero read chunk (RFC 8166 3.5.3, a Long Call), a reply's in
+        // the reply chunk the call offered. A reply chunk cannot carry a call:
+        // it is for the responder to write the reply into (4.2.4).
+        let nowhere = match (hdr.proc == Proc::Nomsg, call) {
+            (false, _) => None,
+            (true, true) if !chunks.has_position_zero() => {
+                Some(if chunks.reply_chunk().is_some() {
+                    "RDMA_NOMSG call with only a reply chunk: a call's RPC message travels in a position-zero read chunk, and a reply chunk is for the reply"
+                } else {
+                    "RDMA_NOMSG call without a position-zero read chunk: its RPC message is nowhere"
+                })
+            }
+            (true, false) if chunks.reply_chunk().is_none() => {
+                Some("RDMA_NOMSG reply without a reply chunk: its RPC message is nowhere")
+            }
+            (true, _) => None,
+        };
+        if let Some(why) = nowhere {
             self.anomaly(
                 out,
                 Kind::NomsgWithoutChunks,
                 vec![m.frame],
                 Some(conn),
                 Some(xid),
-                "RDMA_NOMSG without a position-zero read chunk or a reply chunk: the RPC message is nowhere".to_string(),
+                why.to_string(),
             );
         }
-        // A backchannel call arrives at the client; a forward call at the server.
-        let call = is_call.unwrap_or(!dest_is_client);
         let d = Decoded {
             m: &m,
             conn,
@@ -339,7 +369,7 @@ impl Engine {
             backchannel: false,
             xid: Xid(xid),
         };
-        if let Some(mut t) = self.take_outstanding(conn, key) {
+        if let Some(mut t) = self.take_call(conn, key) {
             t.rec.reply_transfer = Transfer::Error;
             t.rec.anomalies.push(kind);
             self.finish_txn(t, m, None, out);
@@ -428,65 +458,50 @@ impl Engine {
             },
         );
         self.state.totals.calls += 1;
-        // Evict the oldest outstanding call at the cap.
-        let max = self.config.max_outstanding;
-        let mut evicted = None;
-        if let Some(corr) = self.conns.corr.get_mut(&conn) {
-            if corr.outstanding.len() >= max {
-                while let Some((k, _)) = corr.order.pop_front() {
-                    if let Some(t) = corr.outstanding.remove(&k) {
-                        evicted = Some(t);
-                        break;
-                    }
-                }
-            }
-            if corr.outstanding.contains_key(&key) {
-                // Same XID again on this connection: a retransmission of the call.
-                corr.outstanding.remove(&key);
-            }
-            for s in &rec.chunks {
-                let v = corr.stags.entry(s.handle).or_default();
-                if !v.contains(&key) && v.len() < 64 {
-                    v.push(key);
-                }
-            }
-            corr.order.push_back((key, m.frame));
-            if corr.order.len() > 2 * max.max(16) {
-                let live = &corr.outstanding;
-                corr.order.retain(|(k, _)| live.contains_key(k));
-            }
-        }
-        if let Some(t) = evicted {
-            self.state.evictions.calls += 1;
+        // An XID sent again while its earlier call waits for a reply: RFC
+        // 8166 section 3 (as RFC 5531 section 9) retires an XID only with
+        // its reply. Both calls are kept and counted; replies pair in order.
+        let earlier = self
+            .conns
+            .corr
+            .get(&conn)
+            .and_then(|c| c.outstanding.get(&key))
+            .map(|t| t.rec.call_frame);
+        if let Some(before) = earlier {
+            rec.anomalies.push(Kind::XidReused);
             self.anomaly(
                 out,
-                Kind::StateEvicted,
-                vec![t.rec.call_frame],
+                Kind::XidReused,
+                vec![before, m.frame],
                 Some(conn),
-                Some(t.rec.xid),
-                format!("too many outstanding calls on {conn} (cap {max}): stopped waiting for the reply to xid {:#010x}; raise --max-outstanding", t.rec.xid),
+                Some(xid),
+                format!("xid {xid:#010x} sent again (frame {}) while its call of frame {before} is still outstanding on {conn}: an XID is retired only by its reply (RFC 8166 3); replies are paired with these calls in the order they were sent", m.frame),
             );
-            out.push(Finding::Transaction(Box::new(t.rec)));
         }
+        self.make_room_for_call(conn, out);
+        // The calls outstanding in this call's direction: a backchannel
+        // call is not one of the forward calls the credits count.
         let in_flight = self
             .conns
             .corr
             .get(&conn)
-            .map_or(0, |c| c.outstanding.len() as u32 + 1);
+            .map_or(0, |c| c.in_flight_on(backchannel) as u32 + 1);
         rec.in_flight_at_call = in_flight;
-        let points = self.config.max_credit_points;
+        let points = self.limits.credit_points;
         let mut overrun = None;
         if let Some(c) = self.state.connections.get_mut(&conn) {
             c.calls += 1;
-            c.requested = Some(hdr.credits);
-            c.in_flight = in_flight;
-            c.peak_in_flight = c.peak_in_flight.max(in_flight);
-            if let Some(g) = c.granted {
-                if !backchannel && in_flight > g {
-                    overrun = Some(g);
+            // Credits, the requests for them and the calls they bound are
+            // the forward channel's.
+            if !backchannel {
+                c.requested = Some(hdr.credits);
+                c.in_flight = in_flight;
+                c.peak_in_flight = c.peak_in_flight.max(in_flight);
+                if c.granted.is_some_and(|g| in_flight > g) {
+                    overrun = c.granted;
                 }
+                c.credit_update(m.ts, points);
             }
-            c.credit_update(m.ts, points);
         }
         if let Some(g) = overrun {
             rec.anomalies.push(Kind::CreditOverrun);
@@ -499,18 +514,19 @@ impl Engine {
                 format!("{in_flight} calls outstanding but the responder granted only {g} credits"),
             );
         }
-        if let Some(corr) = self.conns.corr.get_mut(&conn) {
-            corr.outstanding.insert(
-                key,
-                Txn {
-                    rec,
-                    first_read_ts: None,
-                    last_read_ts: None,
-                    first_write_ts: None,
-                    last_write_ts: None,
-                },
-            );
-        }
+        self.insert_call(
+            conn,
+            key,
+            Txn {
+                rec,
+                seq: 0,
+                cost: 0,
+                first_read_ts: None,
+                last_read_ts: None,
+                first_write_ts: None,
+                last_write_ts: None,
+            },
+        );
     }
 
     /// Checks a Send against the inline threshold the CM exchange negotiated
@@ -548,28 +564,6 @@ impl Engine {
             format!("Send of {} bytes exceeds the {th}-byte inline threshold the peers negotiated for this direction; it should have used {instead}", m.total),
         );
         true
-    }
-
-    pub(in crate::engine) fn take_outstanding(
-        &mut self,
-        conn: ConnId,
-        key: CallKey,
-    ) -> Option<Txn> {
-        let corr = self.conns.corr.get_mut(&conn)?;
-        let t = corr.outstanding.remove(&key)?;
-        for s in &t.rec.chunks {
-            if let Some(v) = corr.stags.get_mut(&s.handle) {
-                v.retain(|k| *k != key);
-                if v.is_empty() {
-                    corr.stags.remove(&s.handle);
-                }
-            }
-        }
-        let n = corr.outstanding.len() as u32;
-        if let Some(c) = self.state.connections.get_mut(&conn) {
-            c.in_flight = n;
-        }
-        Some(t)
     }
 
     fn reply(&mut self, d: &Decoded<'_, '_>, out: &mut Vec<Finding>) {
@@ -623,7 +617,7 @@ impl Engine {
             backchannel,
             xid: hdr.xid,
         };
-        let Some(mut t) = self.take_outstanding(conn, key) else {
+        let Some(mut t) = self.take_call(conn, key) else {
             self.anomaly(
                 out,
                 Kind::ReplyWithoutCall,
@@ -705,8 +699,10 @@ impl Engine {
         rec.reply_frame = Some(m.frame);
         rec.reply_ts_ns = Some(m.ts);
         rec.reply_len = Some(u32::try_from(m.total).unwrap_or(u32::MAX));
-        let lat_ns = m.ts.saturating_sub(rec.call_ts_ns);
-        rec.latency_us = Some(lat_ns as f64 / 1000.0);
+        // A reply stamped before its call: the clock went backwards, and no
+        // latency can be told (0 would be a lie).
+        let lat_ns = m.ts.checked_sub(rec.call_ts_ns);
+        rec.latency_us = lat_ns.map(|l| l as f64 / 1000.0);
         let cap = self.config.max_ladder_steps;
         rec.step(
             cap,
@@ -732,18 +728,29 @@ impl Engine {
             .flatten()
             .max();
         rec.phases = Phases {
-            until_first_rdma_ns: Some(first_op.unwrap_or(m.ts).saturating_sub(rec.call_ts_ns)),
+            until_first_rdma_ns: first_op.unwrap_or(m.ts).checked_sub(rec.call_ts_ns),
             read_ns: t
                 .first_read_ts
                 .zip(t.last_read_ts)
-                .map(|(a, b)| b.saturating_sub(a)),
+                .and_then(|(a, b)| b.checked_sub(a)),
             write_ns: t
                 .first_write_ts
                 .zip(t.last_write_ts)
-                .map(|(a, b)| b.saturating_sub(a)),
-            reply_after_rdma_ns: last_op.map(|l| m.ts.saturating_sub(l)),
+                .and_then(|(a, b)| b.checked_sub(a)),
+            reply_after_rdma_ns: last_op.and_then(|l| m.ts.checked_sub(l)),
         };
         let mut inv_anoms = Vec::new();
+        if lat_ns.is_none() {
+            inv_anoms.push((
+                Kind::TimeWentBackwards,
+                format!(
+                    "the reply (frame {}) is stamped {:.1} µs before its call (frame {}): the capture's clock went backwards, so xid {xid:#010x}'s latency is unknown",
+                    m.frame,
+                    rec.call_ts_ns.saturating_sub(m.ts) as f64 / 1000.0,
+                    rec.call_frame
+                ),
+            ));
+        }
         if let Some(rkey) = invalidate {
             rec.remote_invalidated_rkey = Some(rkey);
             let mut owned = false;
@@ -760,13 +767,13 @@ impl Engine {
         }
         let chunk_bytes: u64 = rec.chunks.iter().map(|s| s.bytes_moved).sum();
         let backchannel = rec.backchannel;
-        let bucket = (64 - (lat_ns / 1000).max(1).leading_zeros() - 1).min(31) as usize;
-        let points = self.config.max_credit_points;
+        let bucket = lat_ns.map(|l| (64 - (l / 1000).max(1).leading_zeros() - 1).min(31) as usize);
+        let points = self.limits.credit_points;
         let mut not_negotiated = None;
         if let Some(c) = self.state.connections.get_mut(&conn) {
             c.replies += 1;
             c.chunk_bytes += chunk_bytes;
-            if let Some(slot) = c.latency_log2_us.get_mut(bucket) {
+            if let Some(slot) = bucket.and_then(|b| c.latency_log2_us.get_mut(b)) {
                 *slot += 1;
             }
             if invalidate.is_some() {

@@ -7,70 +7,108 @@ use rdma_dissectors::ib::cm::CmMessage;
 use rdma_dissectors::rpcrdma_cm;
 use rdma_dissectors::stack::Dissection;
 
-use super::state::{Corr, Txn};
+use super::state::Corr;
 use crate::engine::cm;
 use crate::engine::keys::{ConnId, QpKey};
 use crate::engine::model::{v1, Connection, Role};
 use crate::engine::{Engine, Finding, Kind};
 
 impl Engine {
-    /// Creates a connection, evicting the longest-idle one at the cap.
+    /// Creates a connection; at the cap, one goes: the eviction clock's
+    /// next connection not seen since the clock last passed it.
     pub(in crate::engine) fn new_conn(&mut self, ts: u64, out: &mut Vec<Finding>) -> ConnId {
-        if self.state.connections.len() >= self.config.max_connections {
-            let victim = self
-                .state
-                .connections
-                .values()
-                .min_by_key(|c| c.last_ts_ns)
-                .map(|c| c.id);
-            if let Some(v) = victim {
+        if self.state.connections.len() >= self.limits.connections {
+            if let Some(v) = self.conn_to_evict() {
                 self.close_out(
                     v,
                     "the connection table was full and this connection was the longest idle",
                     out,
                 );
-                self.state.connections.remove(&v);
+                let c = self.state.connections.remove(&v);
                 self.conns.corr.remove(&v);
-                self.qps.retain(|_, q| q.conn != Some(v));
+                // Its queue pairs, found through the connection, not by a scan.
+                for key in c.iter().flat_map(|c| [c.client, c.server]).flatten() {
+                    if self.qps.get(&key).is_some_and(|q| q.conn == Some(v)) {
+                        if let Some(q) = self.qps.remove(&key) {
+                            self.drop_prefix(&q);
+                        }
+                    }
+                }
                 self.state.evictions.connections += 1;
-                self.anomaly(
-                    out,
-                    Kind::StateEvicted,
-                    vec![],
-                    Some(v),
-                    None,
-                    format!(
-                        "connection table full ({} entries): stopped tracking {v}; raise --max-connections",
-                        self.config.max_connections
-                    ),
-                );
+                if self.state.evictions.connections.is_power_of_two() {
+                    self.anomaly(
+                        out,
+                        Kind::StateEvicted,
+                        vec![],
+                        Some(v),
+                        None,
+                        format!(
+                            "connection table full ({} entries, from --max-connections and --memory-limit): stopped tracking {v} ({} connections evicted so far); raise them",
+                            self.limits.connections, self.state.evictions.connections
+                        ),
+                    );
+                }
             }
         }
         let id = self.ids.new_id();
         self.state.connections.insert(id, Connection::new(id, ts));
         self.conns.corr.insert(id, Corr::default());
+        self.conns.clock.push_back((id, ts));
         id
     }
 
-    /// Points `key` at `conn` (a QP number reused by a new connection moves).
-    pub(in crate::engine) fn bind_qp(&mut self, key: QpKey, conn: ConnId, out: &mut Vec<Finding>) {
+    /// The connection to evict: the clock's next one idle since it was last
+    /// passed (a connection seen since goes round again, with a bounded
+    /// number of such second chances so that an eviction is constant time).
+    fn conn_to_evict(&mut self) -> Option<ConnId> {
+        const SECOND_CHANCES: usize = 8;
+        let mut chances = 0;
+        while let Some((id, seen)) = self.conns.clock.pop_front() {
+            let Some(c) = self.state.connections.get(&id) else {
+                // Gone already: a stale entry.
+                continue;
+            };
+            if c.last_ts_ns > seen && chances < SECOND_CHANCES {
+                chances += 1;
+                self.conns.clock.push_back((id, c.last_ts_ns));
+                continue;
+            }
+            return Some(id);
+        }
+        None
+    }
+
+    /// Forgets the Send prefix a queue pair held, in the budget's count.
+    pub(in crate::engine) fn drop_prefix(&mut self, q: &super::state::QpState) {
+        if let Some(r) = &q.send {
+            self.conns.prefix_bytes = self.conns.prefix_bytes.saturating_sub(r.prefix.capacity());
+        }
+    }
+
+    /// Points `key` at `conn`, whose other end sends from `peer` (a QP
+    /// number reused by a new connection moves, and starts afresh).
+    pub(in crate::engine) fn bind_qp(
+        &mut self,
+        key: QpKey,
+        conn: ConnId,
+        peer: IpAddr,
+        out: &mut Vec<Finding>,
+    ) {
         let q = self.qp_mut(&key, out);
         q.conn = Some(conn);
+        q.peer = Some(peer);
         q.last_psn = None;
-        q.send = None;
+        q.far_psn = None;
         q.write = None;
+        let old = q.send.take();
+        if let Some(r) = old {
+            self.conns.prefix_bytes = self.conns.prefix_bytes.saturating_sub(r.prefix.capacity());
+        }
     }
 
     /// Emits every outstanding call of `id` as unanswered.
     pub(in crate::engine) fn close_out(&mut self, id: ConnId, why: &str, out: &mut Vec<Finding>) {
-        let Some(corr) = self.conns.corr.get_mut(&id) else {
-            return;
-        };
-        let mut txns: Vec<Txn> = corr.outstanding.drain().map(|(_, t)| t).collect();
-        corr.order.clear();
-        corr.stags.clear();
-        corr.reads.clear();
-        txns.sort_by_key(|t| t.rec.call_frame);
+        let txns = self.drain_calls(id);
         let last_ts = self.state.totals.last_ts_ns.unwrap_or(0);
         if let Some(c) = self.state.connections.get_mut(&id) {
             c.in_flight = 0;
@@ -118,7 +156,7 @@ impl Engine {
                     }
                     return;
                 }
-                if self.conns.pending.len() >= self.config.max_connections {
+                if self.conns.pending.len() >= self.limits.connections {
                     self.conns.pending.clear();
                 }
                 let id = self.new_conn(ts, out);
@@ -141,7 +179,7 @@ impl Engine {
                 if let Some(corr) = self.conns.corr.get_mut(&id) {
                     corr.rpcrdma = rdma_cm.is_some_and(|(_, p)| p == 20049) || private.is_some();
                 }
-                self.bind_qp(client, id, out);
+                self.bind_qp(client, id, dst, out);
             }
             CmMessage::Rep(rep) => {
                 let Some(&id) = self.conns.pending.get(&(dst, rep.remote_comm_id)) else {
@@ -174,7 +212,7 @@ impl Engine {
                         corr.rpcrdma = true;
                     }
                 }
-                self.bind_qp(server, id, out);
+                self.bind_qp(server, id, dst, out);
             }
             CmMessage::Rtu(rtu) => {
                 if let Some((id, sender)) = self.conn_by_comm_id(src, rtu.local_comm_id) {

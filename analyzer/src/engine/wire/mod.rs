@@ -1,10 +1,11 @@
 //! The wire side of the engine: what captured frames say.
 //!
-//! `conn`, `call` and `rdma` are `impl Engine` blocks, one per part of the
+//! `conn`, `call`, `calls` and `rdma` are `impl Engine` blocks, one per part of the
 //! protocol; they share the plain data of `state` and call one another's
 //! methods on [`Engine`](super::Engine), but import nothing of one another.
 
 pub(super) mod call;
+pub(super) mod calls;
 pub(super) mod conn;
 pub(super) mod qp_table;
 pub(super) mod rdma;

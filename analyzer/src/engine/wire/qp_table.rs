@@ -15,6 +15,8 @@ pub(in crate::engine) struct QpTable {
     slots: Vec<(QpKey, QpState)>,
     index: Map<QpKey, u32>,
     last: Option<(QpKey, u32)>,
+    /// The eviction clock's hand: a slot number.
+    hand: usize,
 }
 
 impl QpTable {
@@ -75,7 +77,39 @@ impl QpTable {
         Some(q)
     }
 
+    /// Takes out the eviction clock's next QP: the hand sweeps the slots,
+    /// giving a QP seen since it last passed (`referenced`) a second
+    /// chance; after a bounded number of those the QP under the hand goes
+    /// whatever it is, so an eviction is constant time.
+    pub(in crate::engine) fn evict(&mut self) -> Option<(QpKey, QpState)> {
+        const SECOND_CHANCES: usize = 16;
+        let n = self.slots.len();
+        if n == 0 {
+            return None;
+        }
+        for _ in 0..SECOND_CHANCES {
+            if self.hand >= self.slots.len() {
+                self.hand = 0;
+            }
+            let Some((_, q)) = self.slots.get_mut(self.hand) else {
+                break;
+            };
+            if !q.referenced {
+                break;
+            }
+            q.referenced = false;
+            self.hand += 1;
+        }
+        if self.hand >= self.slots.len() {
+            self.hand = 0;
+        }
+        let key = self.slots.get(self.hand)?.0;
+        // The last slot moves into the hand's place and is looked at next.
+        self.remove(&key).map(|q| (key, q))
+    }
+
     /// Keeps the QPs for which `keep` is true.
+    #[cfg(test)]
     pub(in crate::engine) fn retain(&mut self, mut keep: impl FnMut(&QpKey, &QpState) -> bool) {
         let mut i = 0;
         while let Some((k, q)) = self.slots.get(i) {
@@ -89,6 +123,7 @@ impl QpTable {
         }
     }
 
+    #[cfg(test)]
     pub(in crate::engine) fn iter(&self) -> impl Iterator<Item = (&QpKey, &QpState)> {
         self.slots.iter().map(|(k, q)| (k, q))
     }

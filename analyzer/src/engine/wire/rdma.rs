@@ -9,7 +9,7 @@ use rdma_dissectors::ib::Psn;
 use rdma_dissectors::oncrpc::{MsgBody, RpcMsg};
 use rdma_dissectors::stack::Dissection;
 
-use super::state::{Message, ReadReq, SegmentRef, Txn, WriteCtx, SEGMENT_FRAME_CAP};
+use super::state::{Message, QpState, ReadReq, SegmentRef, Txn, WriteCtx, SEGMENT_FRAME_CAP};
 use crate::engine::describe::fill_call;
 use crate::engine::keys::{ConnId, QpKey};
 use crate::engine::model::{ChunkKind, CmState, StepWhat};
@@ -93,7 +93,101 @@ pub(in crate::engine) fn continues_transfer(d: &Dissection<'_>) -> bool {
     })
 }
 
+/// Requests further than this from the expected PSN, either way, are not
+/// taken as the sequence without a second packet that follows them. An RDMA
+/// READ of 4 MiB at a 256-byte MTU spans 16384 PSNs; losing more than this
+/// many packets of one QP in a capture is itself worth a line.
+const FAR: u32 = 1 << 16;
+
+/// Where a request's PSN stands in its queue pair's sequence.
+enum Sequence {
+    /// Seen before: the requester sent it again (after a NAK or a timeout).
+    Again,
+    /// The sequence goes on (with packets the capture missed when `gap`).
+    Next { gap: bool },
+    /// Far from the sequence, and not following a far packet before it:
+    /// held as a candidate, not followed yet.
+    Far,
+}
+
+impl Sequence {
+    /// Places `cur` in `q`'s sequence and moves the sequence on; a far
+    /// packet becomes the sequence only when the next one follows it.
+    fn of(q: &mut QpState, cur: Psn, read_request: bool) -> Sequence {
+        let Some(last) = q.last_psn.and_then(Psn::try_new) else {
+            q.last_psn = Some(cur.get());
+            q.psn_jump_unknown = read_request;
+            return Sequence::Next { gap: false };
+        };
+        let ahead = last.distance(cur);
+        let behind = cur.distance(last);
+        let near = ahead <= FAR || behind <= FAR;
+        let follows_far = q
+            .far_psn
+            .and_then(Psn::try_new)
+            .is_some_and(|f| f.distance(cur) >= 1 && f.distance(cur) <= FAR);
+        if !near && !follows_far {
+            q.far_psn = Some(cur.get());
+            return Sequence::Far;
+        }
+        q.far_psn = None;
+        if near && (cur == last || cur.is_before(last)) {
+            return Sequence::Again;
+        }
+        let gap = near && last.add(1) != cur && !q.psn_jump_unknown;
+        q.last_psn = Some(cur.get());
+        q.psn_jump_unknown = read_request;
+        Sequence::Next { gap }
+    }
+}
+
 impl Engine {
+    /// A frame to `dest` from a host that is not its connection's peer.
+    #[cold]
+    fn wrong_peer(
+        &mut self,
+        number: u64,
+        src: IpAddr,
+        dest: QpKey,
+        conn: Option<ConnId>,
+        peer: Option<IpAddr>,
+        out: &mut Vec<Finding>,
+    ) {
+        let of = conn.map_or(String::new(), |c| format!(" of {c}"));
+        let peer = peer.map_or("?".to_string(), |p| p.to_string());
+        self.anomaly(
+            out,
+            Kind::WrongPeer,
+            vec![number],
+            conn,
+            None,
+            format!("frame from {src} to QP {dest}{of}, whose peer is {peer}: not part of the connection, left out"),
+        );
+    }
+
+    /// A request far from its QP's PSN sequence, held until the next one
+    /// says whether the sequence moved.
+    #[cold]
+    fn far_psn(
+        &mut self,
+        number: u64,
+        psn: u32,
+        last: Option<u32>,
+        dest: QpKey,
+        conn: Option<ConnId>,
+        out: &mut Vec<Finding>,
+    ) {
+        let last = last.map_or("?".to_string(), |l| format!("{l:#x}"));
+        self.anomaly(
+            out,
+            Kind::PsnOutOfSequence,
+            vec![number],
+            conn,
+            None,
+            format!("PSN {psn:#x} to {dest} is far from its sequence (last {last}): a stray frame or another incarnation of the QP; left out, and followed only if the next packets follow it"),
+        );
+    }
+
     /// Handles any RC/UC/UD packet that is not a CM MAD.
     pub(in crate::engine) fn rc_frame(
         &mut self,
@@ -119,20 +213,24 @@ impl Engine {
         // Everything this packet reads or changes in its QP's state, in one
         // lookup, so that its key (address and QPN) is hashed once.
         let q = self.qp_mut(&dest, out);
-        q.last_ts_ns = ts;
         let conn = q.conn;
-        let (mut retransmitted, mut gap) = (false, false);
+        if q.peer.is_some_and(|p| p != src) {
+            let peer = q.peer;
+            return self.wrong_peer(number, src, dest, conn, peer, out);
+        }
+        q.last_ts_ns = ts;
+        q.referenced = true;
+        let (mut retransmitted, mut gap, mut stray) = (false, false, false);
         if is_request {
-            let cur = bth.psn;
-            match q.last_psn.map(|l| Psn::try_new(l).unwrap_or_default()) {
-                // Seen before: the requester retransmitted it (after a NAK or a timeout).
-                Some(last) if cur == last || cur.is_before(last) => retransmitted = true,
-                last => {
-                    gap = last.is_some_and(|l| l.add(1) != cur && !q.psn_jump_unknown);
-                    q.last_psn = Some(psn);
-                    q.psn_jump_unknown = operation == Operation::RdmaReadRequest;
-                }
+            match Sequence::of(q, bth.psn, operation == Operation::RdmaReadRequest) {
+                Sequence::Again => retransmitted = true,
+                Sequence::Next { gap: g } => gap = g,
+                Sequence::Far => stray = true,
             }
+        }
+        if stray {
+            let last = q.last_psn;
+            return self.far_psn(number, psn, last, dest, conn, out);
         }
         // A Write's later packets carry no RETH: its context says where they go.
         let mut write = None;
@@ -478,7 +576,7 @@ impl Engine {
         if let Some(c) = self.state.connections.get_mut(&id) {
             c.client = Some(dest);
         }
-        self.bind_qp(dest, id, out);
+        self.bind_qp(dest, id, src, out);
         Some(id)
     }
 
@@ -526,7 +624,7 @@ impl Engine {
                 );
             }
         }
-        let max = self.config.max_reads;
+        let max = self.limits.reads_per_connection;
         let mut evicted = false;
         if let Some(corr) = self.conns.corr.get_mut(&conn) {
             if corr.reads.len() >= max {

@@ -24,14 +24,33 @@ pub(in crate::engine) struct QpState {
     /// An RDMA Write whose later packets carry no RETH.
     pub write: Option<WriteCtx>,
     pub last_ts_ns: u64,
+    /// Seen since the eviction clock last passed (see `QpTable::evict`).
+    pub referenced: bool,
+    /// The address this QP's connection peer sends from: a frame from any
+    /// other is not part of the connection (RoCEv2: the addresses, not the
+    /// QP number alone, say which connection a frame belongs to).
+    pub peer: Option<IpAddr>,
+    /// A request PSN far from `last_psn` that is not followed yet: the next
+    /// packet decides whether the sequence moved there (another incarnation
+    /// of the QP) or it was a stray frame.
+    pub far_psn: Option<u32>,
 }
 
 /// Correlation state per connection that the front ends never see.
 #[derive(Debug, Default)]
 pub(in crate::engine) struct Corr {
-    /// Outstanding calls.
+    /// Outstanding calls, the latest of each XID.
     pub outstanding: Map<CallKey, Txn>,
-    /// Insertion order of `outstanding`, for evicting the oldest.
+    /// Earlier calls of an XID sent again while they were outstanding,
+    /// oldest first: replies are paired with them in order.
+    pub earlier: Map<CallKey, VecDeque<Txn>>,
+    /// Calls in `earlier`.
+    pub earlier_count: usize,
+    /// Of all outstanding calls, those on the backchannel (server to client).
+    pub backchannel_calls: usize,
+    /// Insertion order of the calls (key, sequence number), for evicting
+    /// the oldest at the per-connection cap; entries of calls already gone
+    /// are skipped when met.
     pub order: VecDeque<(CallKey, u64)>,
     /// Advertised STags: handle -> calls whose chunks name it.
     pub stags: Map<u32, Vec<CallKey>>,
@@ -44,12 +63,63 @@ pub(in crate::engine) struct Corr {
     pub peer_addr: Option<IpAddr>,
 }
 
+impl Corr {
+    /// Calls outstanding, reused XIDs' earlier calls included.
+    pub fn in_flight(&self) -> usize {
+        self.outstanding.len() + self.earlier_count
+    }
+
+    /// Calls outstanding in one direction: the forward channel's (which the
+    /// credits govern) or the backchannel's.
+    pub fn in_flight_on(&self, backchannel: bool) -> usize {
+        if backchannel {
+            self.backchannel_calls
+        } else {
+            self.in_flight() - self.backchannel_calls
+        }
+    }
+
+    /// Whether the call `seq` of `key` is still outstanding here.
+    pub fn holds(&self, key: &CallKey, seq: u64) -> bool {
+        held(&self.outstanding, &self.earlier, key, seq)
+    }
+}
+
+/// Whether call `seq` of `key` is among `outstanding` and `earlier`.
+pub(in crate::engine) fn held(
+    outstanding: &Map<CallKey, Txn>,
+    earlier: &Map<CallKey, VecDeque<Txn>>,
+    key: &CallKey,
+    seq: u64,
+) -> bool {
+    outstanding.get(key).is_some_and(|t| t.seq == seq)
+        || earlier
+            .get(key)
+            .is_some_and(|q| q.iter().any(|t| t.seq == seq))
+}
+
 /// All connections' private correlation state.
 #[derive(Debug, Default)]
 pub(in crate::engine) struct Table {
     pub corr: Map<ConnId, Corr>,
     /// CM REQs waiting for their REP: (client address, client comm id).
     pub pending: Map<(IpAddr, u32), ConnId>,
+    /// Connections in the order they were made, with the time they were
+    /// last looked at: the eviction clock (see `Engine::new_conn`).
+    pub clock: VecDeque<(ConnId, u64)>,
+    /// Every outstanding call in the order it was sent (connection, key,
+    /// sequence number): the oldest goes first when the calls' share of the
+    /// budget is spent. Entries of calls already gone are skipped when met,
+    /// and swept out when they outnumber the live ones.
+    pub calls: VecDeque<(ConnId, CallKey, u64)>,
+    /// Calls outstanding, all connections together.
+    pub call_count: usize,
+    /// Bytes the outstanding calls cost (`budget::call_bytes`).
+    pub call_bytes: usize,
+    /// The next call's sequence number.
+    pub next_seq: u64,
+    /// Bytes of Send prefixes held by queue pairs.
+    pub prefix_bytes: usize,
 }
 
 impl Table {
@@ -60,7 +130,7 @@ impl Table {
     }
 
     pub fn outstanding(&self) -> usize {
-        self.corr.values().map(|c| c.outstanding.len()).sum()
+        self.call_count
     }
 }
 
@@ -68,6 +138,10 @@ impl Table {
 #[derive(Debug, Clone)]
 pub(in crate::engine) struct Txn {
     pub rec: Transaction,
+    /// Its place in the order calls were sent (connection and global).
+    pub seq: u64,
+    /// Bytes it is counted for in the budget.
+    pub cost: usize,
     pub first_read_ts: Option<u64>,
     pub last_read_ts: Option<u64>,
     pub first_write_ts: Option<u64>,

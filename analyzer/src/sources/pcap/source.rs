@@ -26,7 +26,7 @@ use rdma_dissectors::stack;
 
 use super::read::{Batch, PcapReader, ReadError};
 use crate::engine::Event;
-use crate::pipeline::{Damage, End, Flow, Progress, Source};
+use crate::pipeline::{Damage, End, Flow, Notice, Progress, Source};
 
 /// Batches in flight between the threads.
 const BATCH_DEPTH: usize = 4;
@@ -143,6 +143,10 @@ pub struct FileSource {
     name: String,
     mode: Mode,
     progress: Progress,
+    /// The latest capture time handed out, and whether time went backwards
+    /// yet (said once per file: it makes latencies across it unknown).
+    clock: (u64, bool),
+    notices: Vec<Notice>,
 }
 
 impl FileSource {
@@ -217,17 +221,34 @@ impl FileSource {
                 bytes_total,
                 ..Progress::default()
             },
+            clock: (0, false),
+            notices: Vec::new(),
         }
     }
 }
 
 /// Hands every frame of `batch` to `emit`; false when it wants no more.
+/// The first frame stamped before the one it follows is noted in `notices`.
 fn emit_batch(
     batch: &Batch,
     progress: &mut Progress,
+    clock: &mut (u64, bool),
+    notices: &mut Vec<Notice>,
     emit: &mut dyn FnMut(Event<'_>) -> Flow,
 ) -> bool {
     for f in &batch.frames {
+        if f.ts_ns < clock.0 && !clock.1 {
+            clock.1 = true;
+            notices.push(Notice {
+                warning: true,
+                text: format!(
+                    "frame {} is stamped {:.1} µs before the frame it follows: the capture's clock went backwards (said once per file); latencies across it are reported unknown",
+                    f.number,
+                    (clock.0 - f.ts_ns) as f64 / 1000.0
+                ),
+            });
+        }
+        clock.0 = clock.0.max(f.ts_ns);
         let data = batch.bytes(f);
         let event = match f.icrc {
             Some(icrc) => Event::CheckedFrame {
@@ -289,7 +310,13 @@ impl Source for FileSource {
             } => match rx.recv() {
                 Ok(Msg::Batch(mut b)) => {
                     backlog.taken();
-                    let _ = emit_batch(&b, &mut self.progress, emit);
+                    let _ = emit_batch(
+                        &b,
+                        &mut self.progress,
+                        &mut self.clock,
+                        &mut self.notices,
+                        emit,
+                    );
                     b.frames.clear();
                     let _ = recycle.try_send(b);
                     return None;
@@ -312,7 +339,13 @@ impl Source for FileSource {
                     End::Stopped
                 } else {
                     let r = reader.fill(batch);
-                    let _ = emit_batch(batch, &mut self.progress, emit);
+                    let _ = emit_batch(
+                        batch,
+                        &mut self.progress,
+                        &mut self.clock,
+                        &mut self.notices,
+                        emit,
+                    );
                     match r {
                         Ok(true) => return None,
                         Ok(false) => End::Complete,
@@ -336,6 +369,10 @@ impl Source for FileSource {
 
     fn progress(&self) -> Progress {
         self.progress
+    }
+
+    fn notices(&mut self, out: &mut Vec<Notice>) {
+        out.append(&mut self.notices);
     }
 }
 

@@ -1,0 +1,233 @@
+//! The outstanding calls' table: where a call waits for its reply, what it
+//! costs in the memory budget, and who goes when room is needed.
+//!
+//! ```text
+//!  call ──► insert_call ──► Corr.outstanding[key]      (the latest call of an XID)
+//!                           Corr.earlier[key]           (the XID's earlier calls, oldest first)
+//!                           Corr.order, Table.calls     (send order: per connection, global)
+//!  reply ─► take_call ────► the oldest call of the XID (replies pair in order)
+//!  room ──► the connection's oldest at --max-outstanding; the oldest of all
+//!           when the calls' share of the budget is spent
+//! ```
+//!
+//! The two orders are queues with lazy deletion: a call that got its reply
+//! stays in them until met at the front (then skipped) or swept out when
+//! such entries outnumber the live ones, so every operation is constant
+//! time amortised, whatever the number of calls.
+
+use super::state::{held, Corr, Txn};
+use crate::engine::budget::call_bytes;
+use crate::engine::keys::{CallKey, ConnId};
+use crate::engine::{Engine, Finding, Kind};
+
+/// How a call left the table early.
+enum Evicted {
+    /// The connection's cap.
+    Connection(usize),
+    /// The budget's share for calls.
+    Budget(usize),
+}
+
+impl Engine {
+    /// Puts `t` in `conn`'s outstanding calls under `key`; an earlier call of
+    /// the same XID still outstanding moves to `earlier`.
+    pub(in crate::engine) fn insert_call(&mut self, conn: ConnId, key: CallKey, mut t: Txn) {
+        let seq = self.conns.next_seq;
+        self.conns.next_seq += 1;
+        t.seq = seq;
+        t.cost = call_bytes(&t, self.config.max_ladder_steps);
+        let cost = t.cost;
+        let Some(corr) = self.conns.corr.get_mut(&conn) else {
+            return;
+        };
+        for s in &t.rec.chunks {
+            let v = corr.stags.entry(s.handle).or_default();
+            if !v.contains(&key) && v.len() < 64 {
+                v.push(key);
+            }
+        }
+        if let Some(before) = corr.outstanding.insert(key, t) {
+            corr.earlier.entry(key).or_default().push_back(before);
+            corr.earlier_count += 1;
+        }
+        corr.order.push_back((key, seq));
+        corr.backchannel_calls += usize::from(key.backchannel);
+        let live = corr.in_flight();
+        if corr.order.len() > 2 * live + 64 {
+            let Corr {
+                order,
+                outstanding,
+                earlier,
+                ..
+            } = corr;
+            order.retain(|(k, s)| held(outstanding, earlier, k, *s));
+        }
+        self.conns.calls.push_back((conn, key, seq));
+        self.conns.call_count += 1;
+        self.conns.call_bytes += cost;
+        if self.conns.calls.len() > 2 * self.conns.call_count + 1024 {
+            let Self { conns, .. } = self;
+            let corr = &conns.corr;
+            conns
+                .calls
+                .retain(|(c, k, s)| corr.get(c).is_some_and(|x| x.holds(k, *s)));
+        }
+    }
+
+    /// Takes the oldest outstanding call of `key` on `conn`: a reply
+    /// answers the XID's calls in the order they were sent.
+    pub(in crate::engine) fn take_call(&mut self, conn: ConnId, key: CallKey) -> Option<Txn> {
+        let corr = self.conns.corr.get_mut(&conn)?;
+        let t = match corr.earlier.get_mut(&key) {
+            Some(q) => {
+                let t = q.pop_front();
+                if q.is_empty() {
+                    corr.earlier.remove(&key);
+                }
+                corr.earlier_count -= usize::from(t.is_some());
+                t
+            }
+            None => {
+                let t = corr.outstanding.remove(&key)?;
+                for s in &t.rec.chunks {
+                    if let Some(v) = corr.stags.get_mut(&s.handle) {
+                        v.retain(|k| *k != key);
+                        if v.is_empty() {
+                            corr.stags.remove(&s.handle);
+                        }
+                    }
+                }
+                Some(t)
+            }
+        }?;
+        corr.backchannel_calls -= usize::from(key.backchannel);
+        let n = corr.in_flight_on(false) as u32;
+        self.conns.call_count -= 1;
+        self.conns.call_bytes -= t.cost;
+        if let Some(c) = self.state.connections.get_mut(&conn) {
+            c.in_flight = n;
+        }
+        Some(t)
+    }
+
+    /// Every call of `conn`, oldest first, out of the table (the connection
+    /// closes or goes).
+    pub(in crate::engine) fn drain_calls(&mut self, conn: ConnId) -> Vec<Txn> {
+        let Some(corr) = self.conns.corr.get_mut(&conn) else {
+            return Vec::new();
+        };
+        let mut txns: Vec<Txn> = corr.outstanding.drain().map(|(_, t)| t).collect();
+        txns.extend(corr.earlier.drain().flat_map(|(_, q)| q));
+        corr.earlier_count = 0;
+        corr.backchannel_calls = 0;
+        corr.order.clear();
+        corr.stags.clear();
+        corr.reads.clear();
+        txns.sort_by_key(|t| t.seq);
+        self.conns.call_count -= txns.len();
+        self.conns.call_bytes -= txns.iter().map(|t| t.cost).sum::<usize>();
+        txns
+    }
+
+    /// Makes room for one more call on `conn`: its oldest goes at the
+    /// connection's cap, the oldest of all while the calls' share of the
+    /// budget is spent.
+    pub(in crate::engine) fn make_room_for_call(&mut self, conn: ConnId, out: &mut Vec<Finding>) {
+        let cap = self.limits.calls_per_connection;
+        let full = self
+            .conns
+            .corr
+            .get(&conn)
+            .is_some_and(|c| c.in_flight() >= cap);
+        if full {
+            if let Some(t) = self.evict_oldest_of(conn) {
+                self.evicted_call(conn, t, Evicted::Connection(cap), out);
+            }
+        }
+        let budget = self.limits.call_bytes;
+        while self.conns.call_bytes > budget {
+            let Some((c, k, s)) = self.conns.calls.pop_front() else {
+                break;
+            };
+            if let Some(t) = self.evict_call(c, k, s) {
+                self.evicted_call(c, t, Evicted::Budget(budget), out);
+            }
+        }
+    }
+
+    /// The oldest call still outstanding on `conn`, out of the table.
+    fn evict_oldest_of(&mut self, conn: ConnId) -> Option<Txn> {
+        loop {
+            let (k, s) = self.conns.corr.get_mut(&conn)?.order.pop_front()?;
+            if let Some(t) = self.evict_call(conn, k, s) {
+                return Some(t);
+            }
+        }
+    }
+
+    /// Call `seq` of `key` on `conn`, out of the table, if it is still there.
+    fn evict_call(&mut self, conn: ConnId, key: CallKey, seq: u64) -> Option<Txn> {
+        let corr = self.conns.corr.get_mut(&conn)?;
+        let t = if corr.outstanding.get(&key).is_some_and(|t| t.seq == seq) {
+            // The latest call of its XID goes; the one before, if any, takes its place.
+            let t = corr.outstanding.remove(&key);
+            if let Some(q) = corr.earlier.get_mut(&key) {
+                if let Some(prev) = q.pop_back() {
+                    corr.earlier_count -= 1;
+                    corr.outstanding.insert(key, prev);
+                }
+                if q.is_empty() {
+                    corr.earlier.remove(&key);
+                }
+            }
+            t
+        } else {
+            let q = corr.earlier.get_mut(&key)?;
+            let at = q.iter().position(|t| t.seq == seq)?;
+            let t = q.remove(at);
+            if q.is_empty() {
+                corr.earlier.remove(&key);
+            }
+            corr.earlier_count -= usize::from(t.is_some());
+            t
+        }?;
+        corr.backchannel_calls -= usize::from(key.backchannel);
+        let n = corr.in_flight_on(false) as u32;
+        self.conns.call_count -= 1;
+        self.conns.call_bytes -= t.cost;
+        if let Some(c) = self.state.connections.get_mut(&conn) {
+            c.in_flight = n;
+        }
+        Some(t)
+    }
+
+    /// Says that a call was given up on, and hands it out unanswered.
+    fn evicted_call(&mut self, conn: ConnId, t: Txn, why: Evicted, out: &mut Vec<Finding>) {
+        self.state.evictions.calls += 1;
+        let xid = t.rec.xid;
+        let msg = match why {
+            Evicted::Connection(cap) => format!(
+                "too many outstanding calls on {conn} (cap {cap}): stopped waiting for the reply to xid {xid:#010x}; raise --max-outstanding"
+            ),
+            Evicted::Budget(bytes) => format!(
+                "outstanding calls fill their share of the memory budget ({} MiB of --memory-limit): stopped waiting for the reply to xid {xid:#010x} on {conn}, the oldest; raise --memory-limit",
+                bytes >> 20
+            ),
+        };
+        // One finding per power of two for the budget: a flood of
+        // unanswered calls would otherwise double every call with a line.
+        let say =
+            matches!(why, Evicted::Connection(_)) || self.state.evictions.calls.is_power_of_two();
+        if say {
+            self.anomaly(
+                out,
+                Kind::StateEvicted,
+                vec![t.rec.call_frame],
+                Some(conn),
+                Some(xid),
+                msg,
+            );
+        }
+        out.push(Finding::Transaction(Box::new(t.rec)));
+    }
+}
