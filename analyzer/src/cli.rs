@@ -74,6 +74,33 @@ pub struct AnalyzeArgs {
     /// Most outstanding calls per connection.
     #[arg(long, default_value_t = 65536)]
     pub max_outstanding: usize,
+    /// Memory all the analysis state may hold together (K, M, G suffixes):
+    /// connections, queue pairs, outstanding calls, and the TUI's tables.
+    /// What it cannot hold goes oldest first, counted and reported.
+    #[arg(long, default_value = "256M", value_parser = parse_memory)]
+    pub memory_limit: usize,
+}
+
+fn parse_memory(s: &str) -> Result<usize, String> {
+    let n = crate::synth::parse_size(s)?;
+    let n =
+        usize::try_from(n).map_err(|_| format!("{s:?} is more than this machine can address"))?;
+    if n < 1 << 20 {
+        return Err(format!(
+            "{s:?} is less than 1M: too little to analyze anything"
+        ));
+    }
+    Ok(n)
+}
+
+/// The share of a memory limit the engine gets when a screen shares it (the
+/// rest holds the screen's tables).
+pub fn engine_share(limit: usize, screen: bool) -> usize {
+    if screen {
+        limit / 4 * 3
+    } else {
+        limit
+    }
 }
 
 impl AnalyzeArgs {
@@ -81,6 +108,7 @@ impl AnalyzeArgs {
     pub fn config(&self) -> Config {
         let mut c = Config::default();
         c.stack = c.stack.with_rocev2_port(self.rocev2_port);
+        c.memory_limit = self.memory_limit;
         c.max_connections = self.max_connections.max(1);
         c.max_qps = self.max_qps.max(2);
         c.max_outstanding = self.max_outstanding.max(1);
@@ -129,6 +157,10 @@ pub struct LiveArgs {
     /// Text output even on a terminal (the TUI is the default there).
     #[arg(long)]
     pub no_tui: bool,
+    /// Memory all the analysis state may hold together (K, M, G suffixes);
+    /// what it cannot hold goes oldest first, counted and reported.
+    #[arg(long, default_value = "256M", value_parser = parse_memory)]
+    pub memory_limit: usize,
 }
 
 impl LiveArgs {
@@ -149,6 +181,7 @@ impl LiveArgs {
     pub fn config(&self) -> Config {
         Config {
             stack: Config::default().stack.with_rocev2_port(self.rocev2_port),
+            memory_limit: self.memory_limit,
             merge: self.probes.then(MergeConfig::default),
             ..Config::default()
         }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Parser;
-use rdma_analyzer::cli::{AnalyzeArgs, Cli, Command, FramesArgs, LiveArgs};
+use rdma_analyzer::cli::{engine_share, AnalyzeArgs, Cli, Command, FramesArgs, LiveArgs};
 use rdma_analyzer::engine::Engine;
 use rdma_analyzer::output::frames::Frames;
 use rdma_analyzer::output::lines::{Lines, Which};
@@ -19,6 +19,7 @@ use rdma_analyzer::pipeline::{self, End, Stop};
 use rdma_analyzer::sources::live::LiveInputs;
 use rdma_analyzer::sources::pcap::FileSource;
 use rdma_analyzer::sources::sys;
+use rdma_analyzer::tui::model::Caps;
 
 /// The analysis could not read all of its input (README: exit status).
 const EXIT_INCOMPLETE: u8 = 2;
@@ -121,7 +122,21 @@ fn report(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     out.flush()?;
+    say_if_filtered_out(a, rep.matched());
     Ok(finish(&outcome.end))
+}
+
+/// A filter that matched nothing says so, rather than leave an empty
+/// output to look like a clean capture.
+fn say_if_filtered_out(a: &AnalyzeArgs, matched: u64) {
+    if let (Some(f), 0) = (&a.filter, matched) {
+        if !a.filter().is_all() {
+            eprintln!(
+                "rdma-analyzer: --filter {f} matched nothing in {} (it takes a connection such as c3, an XID such as 0x1234abcd, a procedure such as READ, or an anomaly kind such as credit_overrun)",
+                a.file.display()
+            );
+        }
+    }
 }
 
 fn lines(a: &AnalyzeArgs, which: Which) -> anyhow::Result<ExitCode> {
@@ -135,6 +150,7 @@ fn lines(a: &AnalyzeArgs, which: Which) -> anyhow::Result<ExitCode> {
         &Stop::new(),
     );
     output_error(sink.take_error())?;
+    say_if_filtered_out(a, sink.matched());
     Ok(finish(&outcome.end))
 }
 
@@ -146,11 +162,19 @@ fn open(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(EXIT_INCOMPLETE));
     }
-    let config = a.config();
+    let mut config = a.config();
+    config.memory_limit = engine_share(a.memory_limit, true);
+    let caps = Caps::within(a.memory_limit - config.memory_limit);
     // Opened before the screen is taken, so a file that is not a capture is
     // said plainly, as `report` says it.
     let source = FileSource::open(&a.file, &config.stack)?;
-    let error = rdma_analyzer::tui::show(Box::new(source), config, Stop::new(), a.filter.clone())?;
+    let error = rdma_analyzer::tui::show(
+        Box::new(source),
+        config,
+        caps,
+        Stop::new(),
+        a.filter.clone(),
+    )?;
     Ok(match error {
         Some(e) => {
             eprintln!("rdma-analyzer: {e}");
@@ -178,7 +202,10 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(EXIT_NOTHING_TO_WATCH));
     }
     if tui {
-        let error = rdma_analyzer::tui::show(Box::new(inputs), a.config(), stop, None)?;
+        let mut config = a.config();
+        config.memory_limit = engine_share(a.memory_limit, true);
+        let caps = Caps::within(a.memory_limit - config.memory_limit);
+        let error = rdma_analyzer::tui::show(Box::new(inputs), config, caps, stop, None)?;
         return Ok(match error {
             Some(e) => {
                 eprintln!("rdma-analyzer: {e}");

@@ -139,6 +139,19 @@ impl<'a> Ipv4Slice<'a> {
         u8_at(self.0, 9)
     }
 
+    /// The fragment offset, in 8-byte units (RFC 791): not 0 for every
+    /// fragment of a datagram but the first.
+    #[inline]
+    pub fn fragment_offset(&self) -> u16 {
+        u16_at(self.0, 6) & 0x1fff
+    }
+
+    /// The More Fragments flag: set on every fragment but the last.
+    #[inline]
+    pub fn more_fragments(&self) -> bool {
+        u16_at(self.0, 6) & 0x2000 != 0
+    }
+
     /// Source address.
     #[inline]
     pub fn source(&self) -> Ipv4Addr {
@@ -330,6 +343,26 @@ impl<'a> Ip<'a> {
         match self {
             Ip::V4(h) => IpAddr::V4(h.destination()),
             Ip::V6(h) => IpAddr::V6(h.destination()),
+        }
+    }
+
+    /// Whether this is a fragment of an IPv4 datagram rather than a whole
+    /// one (IPv6 fragments ride in an extension header, which is not followed).
+    #[inline]
+    pub fn is_fragment(&self) -> bool {
+        match self {
+            Ip::V4(h) => h.more_fragments() || h.fragment_offset() != 0,
+            Ip::V6(_) => false,
+        }
+    }
+
+    /// Whether this is a fragment after the first: its payload starts in the
+    /// middle of the datagram, so it holds no transport header.
+    #[inline]
+    pub fn is_later_fragment(&self) -> bool {
+        match self {
+            Ip::V4(h) => h.fragment_offset() != 0,
+            Ip::V6(_) => false,
         }
     }
 

@@ -417,7 +417,7 @@ pub fn rocev2_icrc_status(link: LinkType, frame: &[u8], config: &Config) -> Opti
         return None;
     }
     let (ip, payload) = Ip::parse(rest).ok()?;
-    if ip.protocol() != PROTO_UDP {
+    if ip.protocol() != PROTO_UDP || ip.is_later_fragment() {
         return None;
     }
     let (udp, ib) = Udp::parse(payload).ok()?;
@@ -520,7 +520,9 @@ fn dissect_ip<'a>(
     let base = offset_in(frame, at);
     let (ip, payload) = Ip::parse(at).map_err(|e| e.at(base))?;
     d.ip = Some(ip);
-    if ip.protocol() != PROTO_UDP {
+    // A fragment after the first starts in the middle of its datagram:
+    // reading a UDP header there would make one up.
+    if ip.protocol() != PROTO_UDP || ip.is_later_fragment() {
         return Ok(());
     }
     let whole = ip.captured_whole(at.len());

@@ -473,6 +473,9 @@ impl Engine {
         xid: Option<u32>,
         message: String,
     ) {
+        // A message that began and ended in one frame names it once.
+        let mut frames = frames;
+        frames.dedup();
         *self.state.anomaly_counts.entry(kind).or_insert(0) += 1;
         if let Some(c) = conn.and_then(|c| self.state.connections.get_mut(&c)) {
             c.anomalies += 1;
@@ -536,6 +539,12 @@ impl Engine {
             // Anything else may read or end the transactions they belong to.
             self.flush_deferred();
         }
+        if d.ip.is_some_and(|ip| ip.is_fragment())
+            && d.udp
+                .is_some_and(|u| u.destination_port == self.config.stack.rocev2_port)
+        {
+            return self.fragmented(number, &d, out);
+        }
         let Some(bth) = d.bth() else {
             if let Some(e) = d.stop {
                 // A frame that got as far as UDP to the RoCEv2 port but no further.
@@ -586,6 +595,24 @@ impl Engine {
             qpn: bth.dest_qp.get(),
         };
         self.rc_frame(number, ts, src, dest, &d, out);
+    }
+
+    /// The first fragment of a RoCEv2 packet: reported, not followed (the
+    /// rest of the packet is in other frames, and RoCEv2 never fragments).
+    #[cold]
+    fn fragmented(&mut self, number: u64, d: &stack::Dissection<'_>, out: &mut Vec<Finding>) {
+        let conn = d.bth().and_then(|b| self.conn_of_dest(d, b.dest_qp));
+        let (src, dst) = d.ip.map_or((String::new(), String::new()), |ip| {
+            (ip.source().to_string(), ip.destination().to_string())
+        });
+        self.anomaly(
+            out,
+            Kind::IpFragment,
+            vec![number],
+            conn,
+            None,
+            format!("RoCEv2 packet from {src} to {dst} in IPv4 fragments: RoCEv2 packets are sent whole (Don't Fragment); the fragment is left out, and its packet with it"),
+        );
     }
 
     fn conn_of_dest(&self, d: &stack::Dissection<'_>, qpn: Qpn) -> Option<ConnId> {

@@ -37,6 +37,11 @@ impl Filter {
         Filter::Procedure(t.to_ascii_uppercase())
     }
 
+    /// Whether it selects everything.
+    pub fn is_all(&self) -> bool {
+        *self == Filter::All
+    }
+
     /// Whether a transaction passes.
     pub fn txn(&self, t: &Transaction) -> bool {
         match self {

@@ -24,6 +24,7 @@ pub struct Lines<W: Write> {
     which: Which,
     json: bool,
     filter: Filter,
+    matched: u64,
 }
 
 impl<W: Write> Lines<W> {
@@ -34,7 +35,13 @@ impl<W: Write> Lines<W> {
             which,
             json,
             filter,
+            matched: 0,
         }
+    }
+
+    /// Lines that passed the filter.
+    pub fn matched(&self) -> u64 {
+        self.matched
     }
 
     /// The first write that failed, if one did.
@@ -45,6 +52,12 @@ impl<W: Write> Lines<W> {
 
 impl<W: Write> Sink for Lines<W> {
     fn finding(&mut self, f: Finding) -> Flow {
+        let passes = match (&f, self.which) {
+            (Finding::Transaction(t), Which::Transactions) => self.filter.txn(t),
+            (Finding::Anomaly(a), Which::Anomalies) => self.filter.anomaly(a),
+            _ => false,
+        };
+        self.matched += u64::from(passes);
         match (&f, self.which, self.json) {
             (Finding::Transaction(t), Which::Transactions, _) if !self.filter.txn(t) => {
                 Flow::Continue

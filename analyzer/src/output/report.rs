@@ -27,6 +27,7 @@ struct KindAgg {
 #[derive(Debug, Default)]
 pub struct Report {
     filter: Option<Filter>,
+    matched: u64,
     by_proc: BTreeMap<(String, Transfer, Transfer), Latency>,
     unanswered: BTreeMap<String, u64>,
     latency_unknown: BTreeMap<String, u64>,
@@ -50,10 +51,19 @@ impl Report {
 
     /// Takes one finding.
     pub fn add(&mut self, f: &Finding) {
-        let filter = self.filter.clone().unwrap_or(Filter::All);
+        let filter = self.filter.take().unwrap_or(Filter::All);
+        let passes = match f {
+            Finding::Transaction(t) => filter.txn(t),
+            Finding::Anomaly(a) => filter.anomaly(a),
+        };
+        self.filter = Some(filter);
+        if !passes {
+            return;
+        }
+        self.matched += 1;
         match f {
-            Finding::Transaction(t) if filter.txn(t) => self.txn(t),
-            Finding::Anomaly(a) if filter.anomaly(a) => {
+            Finding::Transaction(t) => self.txn(t),
+            Finding::Anomaly(a) => {
                 let k = self.kinds.entry(a.kind).or_default();
                 k.count += 1;
                 if k.frames.len() < FRAMES_PER_KIND {
@@ -64,8 +74,12 @@ impl Report {
                     k.example = Some(a.message.clone());
                 }
             }
-            _ => {}
         }
+    }
+
+    /// Findings that passed the filter.
+    pub fn matched(&self) -> u64 {
+        self.matched
     }
 
     fn txn(&mut self, t: &Transaction) {

@@ -6,7 +6,7 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Args;
 
-use super::{parse_size, sidecar_path, write_files, Inject, Mix, Options};
+use super::{hostile, parse_size, sidecar_path, write_files, Inject, Mix, Options};
 
 /// `rdma-analyzer synth`: write a synthetic RoCEv2 NFS/RDMA capture.
 #[derive(Debug, Args)]
@@ -64,6 +64,12 @@ pub struct SynthArgs {
     /// Microsecond timestamps (default nanosecond).
     #[arg(long)]
     pub microseconds: bool,
+    /// Instead of NFS traffic, a capture built to hurt the analyzer:
+    /// unanswered (--connections x --calls unanswered calls), qp-flood
+    /// (--connections queue pairs), stray-psn, xid-reuse (--calls calls of
+    /// one XID), time-backwards, wrong-peer, nomsg-reply-chunk-call.
+    #[arg(long, value_name = "CASE")]
+    pub hostile: Option<hostile::Case>,
 }
 
 fn parse_mix(s: &str) -> Result<Mix, String> {
@@ -121,6 +127,13 @@ impl SynthArgs {
 /// # Errors
 /// Bad options or an unwritable output.
 pub fn run(a: &SynthArgs) -> anyhow::Result<()> {
+    if let Some(case) = a.hostile {
+        let f = std::fs::File::create(&a.output)
+            .with_context(|| format!("creating {}", a.output.display()))?;
+        hostile::write(case, a.connections, a.calls, std::io::BufWriter::new(f))
+            .with_context(|| format!("writing {}", a.output.display()))?;
+        return Ok(());
+    }
     let opts = a
         .options()
         .map_err(|e| anyhow::anyhow!("synth: --inject: {e}"))?;

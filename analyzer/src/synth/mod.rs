@@ -29,6 +29,7 @@
 
 pub mod cli;
 pub(crate) mod gen;
+pub mod hostile;
 pub mod nfs;
 pub mod prng;
 pub mod wire;

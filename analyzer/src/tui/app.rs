@@ -41,8 +41,9 @@ const FRAME: Duration = Duration::from_millis(50);
 const DRAIN_BUDGET: Duration = Duration::from_millis(20);
 /// How long the loop sleeps when nothing can change but input.
 const IDLE: Duration = Duration::from_secs(5);
-/// Messages a paused live view queues before dropping.
-const PAUSE_QUEUE: usize = 4096;
+/// Messages a paused live view queues before dropping (bounded: a live
+/// source goes on while the view is paused).
+const PAUSE_QUEUE: usize = 256;
 
 /// Where keys come from: the terminal, or a script in tests.
 pub trait Input {
@@ -78,6 +79,8 @@ pub struct Session {
     pub describe: String,
     /// Whether the source is live (it drops rather than waits).
     pub live: bool,
+    /// What the screen's model may keep.
+    pub caps: Caps,
 }
 
 impl Session {
@@ -86,7 +89,12 @@ impl Session {
     ///
     /// # Errors
     /// When the thread cannot be started.
-    pub fn start(source: Box<dyn Source>, config: Config, stop: Stop) -> io::Result<Session> {
+    pub fn start(
+        source: Box<dyn Source>,
+        config: Config,
+        caps: Caps,
+        stop: Stop,
+    ) -> io::Result<Session> {
         let describe = source.describe();
         let live = source.is_live();
         let (tap, worker) = feed::spawn(source, config, stop)?;
@@ -95,6 +103,7 @@ impl Session {
             worker: Some(worker),
             describe,
             live,
+            caps,
         })
     }
 }
@@ -108,10 +117,11 @@ impl Session {
 pub fn show(
     source: Box<dyn Source>,
     config: Config,
+    caps: Caps,
     stop: Stop,
     filter: Option<String>,
 ) -> anyhow::Result<Option<String>> {
-    let session = Session::start(source, config, stop)?;
+    let session = Session::start(source, config, caps, stop)?;
     // try_init, not init: a terminal that cannot be set up is an error
     // message, not a panic. A half set up terminal is put back either way.
     let mut terminal = match ratatui::try_init() {
@@ -183,8 +193,9 @@ pub fn run<B: Backend>(
         worker,
         describe,
         live,
+        caps,
     } = session;
-    let mut model = Model::new(describe, Caps::default());
+    let mut model = Model::new(describe, caps);
     let size = terminal.size().map_err(term_err)?;
     ui.apply(Action::Resize(size.height));
     let mut queued: VecDeque<Msg> = VecDeque::new();

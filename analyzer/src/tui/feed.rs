@@ -60,8 +60,10 @@ pub struct Tap {
     dropped: Arc<AtomicU64>,
 }
 
-/// Messages the channel holds before a file source waits (or a live one drops).
-pub const CHANNEL_DEPTH: usize = 64;
+/// Messages the channel holds before a file source waits (or a live one
+/// drops): with [`BATCH`] findings a message, this bounds what waits for
+/// the screen outside the memory budget's count to some thousands.
+pub const CHANNEL_DEPTH: usize = 16;
 
 /// A connected feed and tap; `stop` is what quitting the screen sets.
 pub fn channel(stop: Stop) -> (Feed, Tap) {
@@ -125,7 +127,7 @@ impl Tap {
 /// How often findings and a state snapshot go to the screen.
 const FLUSH_EVERY: Duration = Duration::from_millis(100);
 /// Findings per batch at most, so a burst does not wait for the timer.
-const BATCH: usize = 4096;
+const BATCH: usize = 1024;
 
 /// The pipeline's sink for the screen: findings in batches, the engine's
 /// state on a timer, the end with its error.

@@ -37,6 +37,26 @@ pub struct Caps {
     pub labels: usize,
 }
 
+impl Caps {
+    /// What `bytes` hold: the rows and segments are fixed-size records, a
+    /// kept transaction (ladder, header) and an anomaly (message) are
+    /// counted at a few times their usual size so the share is not overrun.
+    pub fn within(bytes: usize) -> Caps {
+        use std::mem::size_of;
+        let share = |percent: usize| bytes / 100 * percent;
+        let d = Caps::default();
+        let cap = |default: usize, b: usize, each: usize| default.min(b / each).max(16);
+        Caps {
+            rows: cap(d.rows, share(30), size_of::<TxnRow>() + 16),
+            details: cap(d.details, share(25), 4096),
+            anomalous_details: cap(d.anomalous_details, share(10), 4096),
+            segments: cap(d.segments, share(20), size_of::<SegRow>()),
+            anomalies: cap(d.anomalies, share(12), 512),
+            labels: cap(d.labels, share(3), 128),
+        }
+    }
+}
+
 impl Default for Caps {
     fn default() -> Self {
         Caps {

@@ -459,6 +459,7 @@ impl Burst {
             worker: Some(worker),
             describe: "burst".into(),
             live,
+            caps: Caps::default(),
         }
     }
 }

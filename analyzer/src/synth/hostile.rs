@@ -1,0 +1,314 @@
+//! Captures built to hurt: what a hostile tester (or an unlucky capture)
+//! feeds the analyzer, made on demand so that the repository holds the
+//! generators, not the files (`rdma-analyzer synth --hostile CASE`).
+//!
+//! Every frame is a well-formed RoCEv2 frame written by the dissectors'
+//! `emit` through the same [`Wire`] as the clean generator; what is hostile
+//! is what the frames say to one another.
+
+use std::io::Write;
+use std::net::Ipv4Addr;
+use std::str::FromStr;
+
+use rdma_dissectors::ib::bth::{Bth, Opcode};
+use rdma_dissectors::ib::{PKey, Psn, Qpn, Transport};
+use rdma_dissectors::oncrpc::{
+    AcceptStat, AuthFlavor, Call, MsgBody, OpaqueAuth, ReplyBody, RpcMsg,
+};
+use rdma_dissectors::rpcrdma::{Body, Chunks, Proc, RpcRdmaHeader, Segment, Xid};
+
+use super::wire::{Node, Wire};
+use super::Error;
+
+/// What a hostile capture does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Case {
+    /// `connections` connections (set up from traffic) with `calls`
+    /// unanswered calls each.
+    Unanswered,
+    /// `connections` distinct queue pairs, each sent one call.
+    QpFlood,
+    /// Eleven calls and replies on one connection, with one frame of a
+    /// far-off PSN to the server's QP after the third call.
+    StrayPsn,
+    /// A call and its reply (granting 32 credits), then `calls` calls with
+    /// one XID, all outstanding, then as many replies.
+    XidReuse,
+    /// Calls answered by replies stamped before them.
+    TimeBackwards,
+    /// A call, then a frame to the server's QP from a third host.
+    WrongPeer,
+    /// An RDMA_NOMSG call with only a reply chunk (RFC 8166 4.2.4).
+    NomsgReplyChunkCall,
+}
+
+impl Case {
+    /// Every case, with its name.
+    pub const ALL: [(Case, &'static str); 7] = [
+        (Case::Unanswered, "unanswered"),
+        (Case::QpFlood, "qp-flood"),
+        (Case::StrayPsn, "stray-psn"),
+        (Case::XidReuse, "xid-reuse"),
+        (Case::TimeBackwards, "time-backwards"),
+        (Case::WrongPeer, "wrong-peer"),
+        (Case::NomsgReplyChunkCall, "nomsg-reply-chunk-call"),
+    ];
+}
+
+impl FromStr for Case {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Case::ALL
+            .iter()
+            .find(|(_, n)| *n == s)
+            .map(|(c, _)| *c)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Case::ALL.iter().map(|(_, n)| *n).collect();
+                format!(
+                    "unknown hostile case {s:?}; choose from: {}",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+const CLIENT: Node = Node {
+    mac: [0x52, 0x54, 0, 0x99, 0, 2],
+    ip: Ipv4Addr::new(10, 99, 0, 2),
+};
+const SERVER: Node = Node {
+    mac: [0x52, 0x54, 0, 0x99, 0, 1],
+    ip: Ipv4Addr::new(10, 99, 0, 1),
+};
+const STRANGER: Node = Node {
+    mac: [0x52, 0x54, 0, 0x99, 0, 9],
+    ip: Ipv4Addr::new(10, 99, 0, 9),
+};
+/// Capture start: 2026-01-01T00:00:00Z.
+const START_NS: u64 = 1_767_225_600_000_000_000;
+
+fn bth(opcode: Opcode, qpn: u32, psn: u32) -> Bth {
+    Bth {
+        opcode,
+        se: false,
+        m: false,
+        pad_count: 0,
+        tver: 0,
+        p_key: PKey::DEFAULT,
+        fecn: false,
+        becn: false,
+        dest_qp: Qpn::try_new(qpn & 0xff_ffff).unwrap_or_default(),
+        ack_req: true,
+        psn: Psn::try_new(psn & 0xff_ffff).unwrap_or_default(),
+    }
+}
+
+/// An NFSv3 GETATTR call, RDMA_MSG (or RDMA_NOMSG with `chunks`).
+fn call(xid: u32, proc: Proc, chunks: Chunks<'_>, buf: &mut [u8]) -> Result<usize, Error> {
+    let hdr = RpcRdmaHeader {
+        xid: Xid(xid),
+        vers: 1,
+        credits: 32,
+        proc,
+        body: match proc {
+            Proc::Nomsg => Body::Nomsg(chunks),
+            _ => Body::Msg(chunks),
+        },
+    };
+    let n = hdr.emit(buf)?;
+    if proc == Proc::Nomsg {
+        return Ok(n);
+    }
+    let fh = [0u8; 36];
+    let msg = RpcMsg {
+        xid,
+        body: MsgBody::Call(Call {
+            rpcvers: 2,
+            prog: 100_003,
+            vers: 3,
+            proc: 1,
+            cred: OpaqueAuth {
+                flavor: AuthFlavor::from(0),
+                body: &[],
+            },
+            verf: OpaqueAuth::NONE,
+            args: &fh,
+        }),
+    };
+    Ok(n + msg.emit(buf.get_mut(n..).unwrap_or_default())?)
+}
+
+/// A successful reply to `xid`, RDMA_MSG, granting 32 credits.
+fn reply(xid: u32, buf: &mut [u8]) -> Result<usize, Error> {
+    let hdr = RpcRdmaHeader {
+        xid: Xid(xid),
+        vers: 1,
+        credits: 32,
+        proc: Proc::Msg,
+        body: Body::Msg(Chunks::EMPTY),
+    };
+    let n = hdr.emit(buf)?;
+    let msg = RpcMsg {
+        xid,
+        body: MsgBody::Reply(ReplyBody::Accepted {
+            verf: OpaqueAuth::NONE,
+            stat: AcceptStat::Success,
+            results: &[0, 0, 0, 0],
+        }),
+    };
+    Ok(n + msg.emit(buf.get_mut(n..).unwrap_or_default())?)
+}
+
+/// One side of a connection: where it sends from and the PSN it is at.
+struct Sender {
+    from: Node,
+    to: Node,
+    dest_qp: u32,
+    psn: u32,
+}
+
+impl Sender {
+    fn send<W: Write>(&mut self, wire: &mut Wire<W>, payload: &[u8]) -> Result<u64, Error> {
+        let t = Transport::new(bth(Opcode::RC_SEND_ONLY, self.dest_qp, self.psn), payload);
+        self.psn = (self.psn + 1) & 0xff_ffff;
+        wire.packet(&self.from, &self.to, 49152, &t)
+    }
+}
+
+/// A connection from traffic: the client's QP `qpn`, the server's `qpn + 1`.
+fn pair(qpn: u32) -> (Sender, Sender) {
+    (
+        Sender {
+            from: CLIENT,
+            to: SERVER,
+            dest_qp: qpn + 1,
+            psn: 100,
+        },
+        Sender {
+            from: SERVER,
+            to: CLIENT,
+            dest_qp: qpn,
+            psn: 5000,
+        },
+    )
+}
+
+/// Writes `case` to `out`: `connections` and `calls` size the floods.
+///
+/// # Errors
+/// When the output fails (or a frame does not fit: a generator bug).
+pub fn write<W: Write>(case: Case, connections: u32, calls: u64, out: W) -> Result<W, Error> {
+    let mut wire = Wire::new(out, START_NS, false)?;
+    let mut buf = [0u8; 512];
+    match case {
+        Case::Unanswered => {
+            let mut sides: Vec<Sender> = (0..connections).map(|c| pair(0x100 + 2 * c).0).collect();
+            for i in 0..calls {
+                for (c, s) in sides.iter_mut().enumerate() {
+                    let xid = (c as u32) << 20 | (i as u32 & 0xf_ffff);
+                    let n = call(xid, Proc::Msg, Chunks::EMPTY, &mut buf)?;
+                    s.send(&mut wire, buf.get(..n).unwrap_or_default())?;
+                }
+            }
+        }
+        Case::QpFlood => {
+            for c in 0..connections {
+                let n = call(c, Proc::Msg, Chunks::EMPTY, &mut buf)?;
+                pair(0x100 + 2 * c)
+                    .0
+                    .send(&mut wire, buf.get(..n).unwrap_or_default())?;
+            }
+        }
+        Case::StrayPsn => {
+            let (mut client, mut server) = pair(0x10);
+            for i in 0..11u32 {
+                let n = call(0x5000 + i, Proc::Msg, Chunks::EMPTY, &mut buf)?;
+                client.send(&mut wire, buf.get(..n).unwrap_or_default())?;
+                if i == 2 {
+                    // A frame far ahead in the server QP's sequence.
+                    let mut stray = Sender {
+                        psn: client.psn + 3_000_000,
+                        ..pair(0x10).0
+                    };
+                    let n = call(0x9999, Proc::Msg, Chunks::EMPTY, &mut buf)?;
+                    stray.send(&mut wire, buf.get(..n).unwrap_or_default())?;
+                }
+                wire.advance(20_000);
+                let n = reply(0x5000 + i, &mut buf)?;
+                server.send(&mut wire, buf.get(..n).unwrap_or_default())?;
+            }
+        }
+        Case::XidReuse => {
+            let (mut client, mut server) = pair(0x10);
+            // A first call and reply: the reply grants 32 credits.
+            let n = call(0x7776, Proc::Msg, Chunks::EMPTY, &mut buf)?;
+            client.send(&mut wire, buf.get(..n).unwrap_or_default())?;
+            let n = reply(0x7776, &mut buf)?;
+            server.send(&mut wire, buf.get(..n).unwrap_or_default())?;
+            for _ in 0..calls {
+                let n = call(0x7777, Proc::Msg, Chunks::EMPTY, &mut buf)?;
+                client.send(&mut wire, buf.get(..n).unwrap_or_default())?;
+                wire.advance(1_000);
+            }
+            for _ in 0..calls {
+                let n = reply(0x7777, &mut buf)?;
+                server.send(&mut wire, buf.get(..n).unwrap_or_default())?;
+                wire.advance(1_000);
+            }
+        }
+        Case::TimeBackwards => {
+            let (mut client, mut server) = pair(0x10);
+            for i in 0..4u32 {
+                let n = call(0x6000 + i, Proc::Msg, Chunks::EMPTY, &mut buf)?;
+                client.send(&mut wire, buf.get(..n).unwrap_or_default())?;
+                // Odd replies come stamped 30 µs before their calls.
+                if i % 2 == 1 {
+                    wire.ts_ns -= 30_000;
+                } else {
+                    wire.advance(30_000);
+                }
+                let n = reply(0x6000 + i, &mut buf)?;
+                server.send(&mut wire, buf.get(..n).unwrap_or_default())?;
+                wire.advance(100_000);
+            }
+        }
+        Case::WrongPeer => {
+            let (mut client, mut server) = pair(0x10);
+            let n = call(0x4000, Proc::Msg, Chunks::EMPTY, &mut buf)?;
+            client.send(&mut wire, buf.get(..n).unwrap_or_default())?;
+            let mut stranger = Sender {
+                from: STRANGER,
+                ..pair(0x10).0
+            };
+            stranger.psn = client.psn;
+            let n = call(0x4001, Proc::Msg, Chunks::EMPTY, &mut buf)?;
+            stranger.send(&mut wire, buf.get(..n).unwrap_or_default())?;
+            let n = reply(0x4000, &mut buf)?;
+            server.send(&mut wire, buf.get(..n).unwrap_or_default())?;
+        }
+        Case::NomsgReplyChunkCall => {
+            // A first call and its reply make the connection known.
+            let (mut client, mut server) = pair(0x10);
+            let n = call(0x2fff, Proc::Msg, Chunks::EMPTY, &mut buf)?;
+            client.send(&mut wire, buf.get(..n).unwrap_or_default())?;
+            let n = reply(0x2fff, &mut buf)?;
+            server.send(&mut wire, buf.get(..n).unwrap_or_default())?;
+            // A Long Call must come with a position-zero read chunk; a
+            // reply chunk is for the reply.
+            let reply_chunk = [Segment {
+                handle: 0x1234,
+                length: 8192,
+                offset: 0x7f00_0000,
+            }];
+            let n = call(
+                0x3000,
+                Proc::Nomsg,
+                Chunks::new(&[], &[], Some(&reply_chunk)),
+                &mut buf,
+            )?;
+            client.send(&mut wire, buf.get(..n).unwrap_or_default())?;
+        }
+    }
+    wire.finish()
+}

@@ -1,0 +1,422 @@
+//! The hostile corpus: captures built to hurt the analyzer (made by
+//! `rdma_analyzer::synth::hostile` and by damaging bundled captures here,
+//! never committed), run through the real binary. For every case: the exit
+//! status, no panic, peak RSS under the memory budget, and the findings.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use rdma_analyzer::synth::hostile::{self, Case};
+use serde_json::Value;
+
+#[path = "common/prereq.rs"]
+mod prereq;
+#[path = "common/tmux.rs"]
+mod tmux;
+
+const BIN: &str = env!("CARGO_BIN_EXE_rdma-analyzer");
+
+fn dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rdma-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn make(case: Case, connections: u32, calls: u64, name: &str) -> PathBuf {
+    let p = dir().join(name);
+    let f = std::fs::File::create(&p).unwrap();
+    hostile::write(case, connections, calls, std::io::BufWriter::new(f)).unwrap();
+    p
+}
+
+/// The binary's output, and its peak RSS in KiB (GNU time's `%M`).
+fn run(args: &[&str]) -> (Output, u64) {
+    let rss = dir().join(format!("rss-{}", args.join("_").replace('/', "_")));
+    let out = Command::new("/usr/bin/time")
+        .arg("-f")
+        .arg("%M")
+        .arg("-o")
+        .arg(&rss)
+        .arg(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("/usr/bin/time runs the binary (Debian package time)");
+    let kib = std::fs::read_to_string(&rss)
+        .ok()
+        .and_then(|s| s.lines().last()?.trim().parse().ok())
+        .unwrap_or(0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    (out, kib)
+}
+
+fn report(file: &Path, extra: &[&str]) -> (Value, u64) {
+    let f = file.to_str().unwrap();
+    let mut args = vec!["report", "--json", f];
+    args.extend_from_slice(extra);
+    let (out, kib) = run(&args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        serde_json::from_slice(&out.stdout).expect("report JSON"),
+        kib,
+    )
+}
+
+fn lines(file: &Path, what: &str) -> Vec<Value> {
+    let (out, _) = run(&[what, "--json", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    out.stdout
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect()
+}
+
+fn kinds(anomalies: &[Value]) -> std::collections::BTreeMap<String, usize> {
+    let mut m = std::collections::BTreeMap::new();
+    for a in anomalies {
+        *m.entry(a["kind"].as_str().unwrap().to_string())
+            .or_default() += 1;
+    }
+    m
+}
+
+/// The process's own needs besides the analysis state: the binary, the
+/// reading thread's batches, the allocator's slack.
+const BASELINE_KIB: u64 = 40 << 10;
+
+/// 256 connections x 300 unanswered calls (76,800 calls) under a 16 MiB
+/// budget: the oldest calls go, every call is still counted, and the
+/// process stays within the budget and its baseline.
+#[test]
+fn unanswered_calls_on_many_connections_stay_within_the_budget() {
+    let f = make(Case::Unanswered, 256, 300, "unanswered.pcap");
+    let (r, kib) = report(&f, &["--memory-limit", "16M"]);
+    assert_eq!(r["totals"]["calls"], 256 * 300);
+    assert!(r["evictions"]["calls"].as_u64().unwrap() > 0, "{r}");
+    assert!(kib < (16 << 10) + BASELINE_KIB, "peak RSS {kib} KiB");
+    // The same file under the default budget keeps every call.
+    let (r, _) = report(&f, &[]);
+    assert_eq!(r["evictions"]["calls"], 0);
+}
+
+/// 20,000 queue pairs (a connection each) under a 4 MiB budget: the
+/// tables' caps come from the budget, and evictions are counted.
+#[test]
+fn a_flood_of_queue_pairs_stays_within_the_budget() {
+    let f = make(Case::QpFlood, 20_000, 1, "qp-flood.pcap");
+    let (r, kib) = report(&f, &["--memory-limit", "4M"]);
+    assert_eq!(r["totals"]["calls"], 20_000);
+    assert!(
+        r["evictions"]["connections"].as_u64().unwrap() > 10_000,
+        "{r}"
+    );
+    assert!(kib < (4 << 10) + BASELINE_KIB, "peak RSS {kib} KiB");
+}
+
+/// One frame far ahead in a QP's PSN sequence (another incarnation, or a
+/// stray): reported, and the eleven transactions around it all survive.
+#[test]
+fn one_stray_frame_does_not_poison_its_queue_pair() {
+    let f = make(Case::StrayPsn, 1, 0, "stray.pcap");
+    let (r, _) = report(&f, &[]);
+    assert_eq!(
+        (&r["totals"]["calls"], &r["totals"]["replies"]),
+        (&11.into(), &11.into())
+    );
+    assert_eq!(r["totals"]["retransmissions"], 0);
+    let k = kinds(&lines(&f, "anomalies"));
+    assert_eq!(k.get("psn_out_of_sequence"), Some(&1), "{k:?}");
+    assert_eq!(k.len(), 1, "{k:?}");
+}
+
+/// 1000 calls with one XID, all outstanding: reported (RFC 8166 3), every
+/// one counted for credits, and the replies paired in the order sent.
+#[test]
+fn a_reused_xid_keeps_every_call_and_pairs_replies_in_order() {
+    let f = make(Case::XidReuse, 1, 1000, "xid-reuse.pcap");
+    let anomalies = lines(&f, "anomalies");
+    let k = kinds(&anomalies);
+    assert_eq!(k.get("xid_reused"), Some(&999), "{k:?}");
+    // The first reply granted 32 credits: the 33rd call on overran them.
+    assert_eq!(k.get("credit_overrun"), Some(&(1000 - 32)), "{k:?}");
+    assert!(!k.contains_key("reply_without_call") && !k.contains_key("call_without_reply"));
+    let txns = lines(&f, "transactions");
+    assert_eq!(txns.len(), 1001);
+    // Replies pair in order: call k (frame 3 + k) is answered by reply k
+    // (frame 1003 + k), so every pair is 1000 frames apart.
+    for t in txns.iter().skip(1) {
+        let (c, r) = (
+            t["call_frame"].as_u64().unwrap(),
+            t["reply_frame"].as_u64().unwrap(),
+        );
+        assert_eq!(r - c, 1000, "{t}");
+    }
+    let in_flight: Vec<u64> = txns
+        .iter()
+        .skip(1)
+        .map(|t| t["in_flight_at_call"].as_u64().unwrap())
+        .collect();
+    assert_eq!(in_flight, (1..=1000).collect::<Vec<_>>());
+}
+
+/// Replies stamped before their calls: a finding each, and the latency is
+/// unknown (null), not 0; the report counts them apart.
+#[test]
+fn replies_stamped_before_their_calls_have_no_latency() {
+    let f = make(Case::TimeBackwards, 1, 0, "backwards.pcap");
+    let (out, _) = run(&["report", f.to_str().unwrap()]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("clock went backwards (said once per file)"),
+        "{out:?}"
+    );
+    let txns = lines(&f, "transactions");
+    let nulls = txns.iter().filter(|t| t["latency_us"].is_null()).count();
+    assert_eq!(nulls, 2, "{txns:?}");
+    assert_eq!(
+        kinds(&lines(&f, "anomalies")).get("time_went_backwards"),
+        Some(&2)
+    );
+    let (r, _) = report(&f, &[]);
+    assert_eq!(r["latency_unknown"]["NFS GETATTR"], 2, "{r}");
+    assert_eq!(r["response_times"][0]["latency"]["count"], 2, "{r}");
+}
+
+/// A frame to a known QP from a third host is not part of the connection.
+#[test]
+fn a_frame_from_the_wrong_host_is_left_out() {
+    let f = make(Case::WrongPeer, 1, 0, "wrong-peer.pcap");
+    let (r, _) = report(&f, &[]);
+    assert_eq!(
+        (&r["totals"]["calls"], &r["totals"]["replies"]),
+        (&1.into(), &1.into())
+    );
+    let k = kinds(&lines(&f, "anomalies"));
+    assert_eq!(k.get("wrong_peer"), Some(&1), "{k:?}");
+}
+
+/// RFC 8166 4.2.4: "RDMA_NOMSG: ... the RPC Payload stream is conveyed
+/// ... in a Position-Zero Read chunk (a call) or in the Reply chunk (a
+/// reply)": a call with only a reply chunk carries its message nowhere.
+#[test]
+fn an_rdma_nomsg_call_with_only_a_reply_chunk_is_a_violation() {
+    let f = make(Case::NomsgReplyChunkCall, 1, 0, "nomsg.pcap");
+    let a = lines(&f, "anomalies");
+    let nomsg: Vec<&Value> = a
+        .iter()
+        .filter(|a| a["kind"] == "nomsg_without_chunks")
+        .collect();
+    assert_eq!(nomsg.len(), 1, "{a:?}");
+    assert!(nomsg[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("only a reply chunk"));
+    assert_eq!(nomsg[0]["severity"], "error");
+}
+
+// ------------------------------------------------------- damaged containers
+
+fn bundled(name: &str) -> Vec<u8> {
+    std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../captures")
+            .join(name),
+    )
+    .unwrap()
+}
+
+fn write(name: &str, bytes: &[u8]) -> PathBuf {
+    let p = dir().join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+/// Byte offsets of every record header of a classic pcap.
+fn records(pcap: &[u8]) -> Vec<usize> {
+    let mut at = 24;
+    let mut v = Vec::new();
+    while at + 16 <= pcap.len() {
+        v.push(at);
+        let caplen = u32::from_le_bytes(pcap[at + 8..at + 12].try_into().unwrap()) as usize;
+        at += 16 + caplen;
+    }
+    v
+}
+
+/// A length of 1,000,000 in record 1001: damage at that record, exit 2
+/// naming frame 1001 and its offset, nothing after it read as frames.
+#[test]
+fn a_corrupt_record_length_is_damage_at_that_record() {
+    let mut b = bundled("v3-ddp.pcap");
+    let at = records(&b)[1000];
+    b[at + 8..at + 12].copy_from_slice(&1_000_000u32.to_le_bytes());
+    let f = write("corrupt-length.pcap", &b);
+    let (out, _) = run(&["report", "--json", f.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("frame 1001 at byte offset {at}")),
+        "{err}"
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["complete"], false);
+    assert_eq!(r["totals"]["frames"], 1000);
+}
+
+/// A link type nothing dissects (65535), a wrong one (ERF's 197 on
+/// Ethernet frames): exit 2 with the number and the name.
+#[test]
+fn an_unknown_link_type_is_refused_by_number_and_name() {
+    for (link, name) in [(65535u32, "not a link type"), (197, "LINKTYPE_ERF")] {
+        let mut b = bundled("v3-inline.pcap");
+        b[20..24].copy_from_slice(&link.to_le_bytes());
+        let f = write(&format!("link-{link}.pcap"), &b);
+        for cmd in ["report", "frames", "anomalies"] {
+            let (out, _) = run(&[cmd, f.to_str().unwrap()]);
+            assert_eq!(out.status.code(), Some(2), "{cmd} {link}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains(&format!("link type {link}")) && err.contains(name),
+                "{err}"
+            );
+        }
+    }
+}
+
+/// libpcap's FCS bits: frames that end in a 4-byte FCS read as the same
+/// frames without it (tshark honours the bits too).
+#[test]
+fn the_fcs_bits_are_honoured() {
+    let b = bundled("v3-inline.pcap");
+    let mut with_fcs = b[..24].to_vec();
+    // LINKTYPE_ETHERNET, FCS present, 2 16-bit words.
+    with_fcs[20..24].copy_from_slice(&(1u32 | 0x0400_0000 | 2 << 28).to_le_bytes());
+    for at in records(&b) {
+        let caplen = u32::from_le_bytes(b[at + 8..at + 12].try_into().unwrap());
+        let orig = u32::from_le_bytes(b[at + 12..at + 16].try_into().unwrap());
+        with_fcs.extend_from_slice(&b[at..at + 8]);
+        with_fcs.extend_from_slice(&(caplen + 4).to_le_bytes());
+        with_fcs.extend_from_slice(&(orig + 4).to_le_bytes());
+        with_fcs.extend_from_slice(&b[at + 16..at + 16 + caplen as usize]);
+        with_fcs.extend_from_slice(&[0xde, 0xad, 0xbe, 0xef]);
+    }
+    let plain = write("plain.pcap", &b);
+    let fcs = write("fcs.pcap", &with_fcs);
+    let (a, _) = report(&plain, &[]);
+    let (mut c, _) = report(&fcs, &[]);
+    c["file"] = a["file"].clone();
+    assert_eq!(a, c);
+}
+
+#[test]
+fn empty_and_compressed_files_say_what_they_are() {
+    let empty = write("empty.pcap", b"");
+    let (out, _) = run(&["report", empty.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the file is empty") && !err.contains("cut short"),
+        "{err}"
+    );
+    // The path is said once.
+    assert_eq!(err.matches("empty.pcap").count(), 1, "{err}");
+    let gz = write("x.pcap.gz", &[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]);
+    let (out, _) = run(&["report", gz.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("gzip-compressed"));
+}
+
+/// `frames --json | head -1`: the output ends quietly at a closed pipe.
+#[test]
+fn a_closed_pipe_ends_output_quietly() {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("../captures/v3-ddp.pcap");
+    let mut child = Command::new(BIN)
+        .args(["frames", "--json", f.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read one line, then hang up.
+    {
+        use std::io::{BufRead, BufReader};
+        let mut r = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        r.read_line(&mut line).unwrap();
+        assert!(line.starts_with('{'));
+    }
+    let done = child.wait_with_output().unwrap();
+    assert_eq!(done.status.code(), Some(0), "{done:?}");
+    assert!(
+        done.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+}
+
+/// RoCEv2 in IPv4 fragments: the first fragment is flagged, a later one is
+/// not read as UDP (it holds no UDP header).
+#[test]
+fn ipv4_fragments_are_flagged_not_misread() {
+    let plain = Path::new(env!("CARGO_MANIFEST_DIR")).join("../captures/v3-inline.pcap");
+    // The first two RoCEv2 frames (0-based record numbers).
+    let rocev2: Vec<usize> = lines(&plain, "frames")
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.get("bth").is_some())
+        .map(|(i, _)| i)
+        .take(2)
+        .collect();
+    let mut b = bundled("v3-inline.pcap");
+    let recs = records(&b);
+    // The first a first fragment (More Fragments), the second a later one
+    // (offset 185 x 8 bytes).
+    for (k, flags) in [(rocev2[0], 0x2000u16), (rocev2[1], 185)] {
+        let ip = recs[k] + 16 + 14;
+        b[ip + 6..ip + 8].copy_from_slice(&flags.to_be_bytes());
+    }
+    let f = write("fragments.pcap", &b);
+    let a = lines(&f, "anomalies");
+    let frag: Vec<&Value> = a.iter().filter(|a| a["kind"] == "ip_fragment").collect();
+    assert_eq!(frag.len(), 1, "{a:?}");
+    assert_eq!(frag[0]["frames"], serde_json::json!([rocev2[0] + 1]));
+    let frames = lines(&f, "frames");
+    let later = &frames[rocev2[1]];
+    assert!(
+        later.get("udp").is_none() && later.get("bth").is_none(),
+        "{later}"
+    );
+}
+
+/// A filter that matches nothing says so.
+#[test]
+fn a_filter_that_matches_nothing_says_so() {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("../captures/v3-ddp.pcap");
+    let (out, _) = run(&["anomalies", "--filter", "c9", f.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--filter c9 matched nothing"));
+}
+
+/// `open` on something that is not a capture says so, as `report` does,
+/// before the screen is taken.
+#[test]
+fn open_refuses_a_non_capture_before_taking_the_screen() {
+    if !prereq::tmux() {
+        return;
+    }
+    let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
+    let shell = format!(
+        "'{BIN}' open '{}'; echo EXITED $?; sleep 60",
+        readme.display()
+    );
+    let t = tmux::Tmux::start(format!("rdma-hostile-open-{}", std::process::id()), &shell);
+    let p = t.wait_for("EXITED");
+    assert!(p.contains("EXITED 2"), "{p}");
+    assert!(p.contains("not a pcap or pcapng file"), "{p}");
+    assert!(!p.contains("Overview"), "no dashboard: {p}");
+}
