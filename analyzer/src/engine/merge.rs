@@ -8,9 +8,9 @@
 //! ```
 //!
 //! The sides see the same call at nearly the same time, but not in an order
-//! anyone can promise, so each XID is held for a window of engine time (the
-//! events' own timestamps: frames, probe records, ticks) before it goes out
-//! with whatever views arrived. A second view from the same side (a
+//! anyone can promise, so each XID is held for a window of the live
+//! source's ticks before it goes out with whatever views arrived (the
+//! frames' and probe records' own stamps come from different clocks). A second view from the same side (a
 //! retransmitted or reused XID) sends the held one out first. At most
 //! `max_held` XIDs are held; past that the oldest go out early.
 
@@ -25,7 +25,7 @@ use super::{Finding, Origin};
 /// How the views are joined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MergeConfig {
-    /// How long an XID waits for its other views, ns of engine time.
+    /// How long an XID waits for its other views, ns of tick time.
     pub window_ns: u64,
     /// XIDs held at once at most.
     pub max_held: usize,

@@ -411,12 +411,12 @@ impl Engine {
         let Some(m) = self.merger.as_mut() else {
             return;
         };
-        match event {
-            Event::Frame { ts_ns, .. } | Event::CheckedFrame { ts_ns, .. } | Event::Tick(ts_ns) => {
-                m.advance(ts_ns);
-            }
-            Event::Probe(p) => m.advance(p.meta.ts_ns),
-            Event::End => {}
+        // The window runs on the live source's ticks alone: frames and
+        // probe records carry the clocks of their sources (the capture's,
+        // each kernel's, corrected by an offset measured once), and one
+        // record stamped far ahead would close every window at once.
+        if let Event::Tick(ts_ns) = event {
+            m.advance(ts_ns);
         }
         if out.len() > from {
             let found: Vec<Finding> = out.drain(from..).collect();
@@ -429,8 +429,8 @@ impl Engine {
         }
         match event {
             Event::End => m.drain(out),
-            Event::Tick(_) | Event::Probe(_) => m.expire(out),
-            Event::Frame { .. } | Event::CheckedFrame { .. } => {}
+            Event::Tick(_) => m.expire(out),
+            Event::Probe(_) | Event::Frame { .. } | Event::CheckedFrame { .. } => {}
         }
     }
 

@@ -43,8 +43,8 @@ pub struct TransactionLine<'a> {
     /// `live` only: who saw it (the wire, each kernel).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sources: Option<Vec<Origin>>,
-    /// `live` only: what each kernel saw, when another side's view is the
-    /// line's base.
+    /// `live` only: what each kernel saw (the line's own fields are the
+    /// wire's view when the wire saw it, else the first kernel's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub probes: Option<BTreeMap<Origin, &'a Transaction>>,
 }
@@ -66,7 +66,14 @@ impl<'a> TransactionLine<'a> {
         TransactionLine {
             line_type: Some("transaction"),
             sources: Some(t.sources().collect()),
-            probes: Some(t.views.iter().map(|v| (v.origin, v)).collect()),
+            // Every kernel's view, the line's own when no wire saw it.
+            probes: Some(
+                std::iter::once(t)
+                    .chain(&t.views)
+                    .filter(|v| v.origin != Origin::Wire)
+                    .map(|v| (v.origin, v))
+                    .collect(),
+            ),
             ..TransactionLine::new(t)
         }
     }
