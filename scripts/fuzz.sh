@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# Runs every cargo-fuzz target of the dissectors for N seconds (default 60),
-# seeded from the real captures' frames. Installs the pinned nightly and
-# cargo-fuzz when missing. Any crash fails the run and leaves the input under
-# dissectors/fuzz/artifacts/.
+# Runs every cargo-fuzz target for N seconds each (default 60): the
+# dissectors' (seeded from the real captures' frames) and the analyzer's
+# (the capture readers, seeded with the bundled captures and the committed
+# minimised corpus in analyzer/fuzz/seeds; the engine over generated
+# conversations). Installs the pinned nightly and cargo-fuzz when missing.
+# Any crash fails the run and leaves the input under */fuzz/artifacts/.
+#
+#   scripts/fuzz.sh [SECONDS] [TARGET...]    TARGET: a target name, or all
+#   SANITIZER=none scripts/fuzz.sh ...       no AddressSanitizer (safe Rust; 5-20x the speed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
+shift || true
+only=("$@")
 NIGHTLY=${NIGHTLY:-$(scripts/nightly.sh)}
 if ! rustup toolchain list | grep -q "^$NIGHTLY"; then
     echo "fuzz: installing $NIGHTLY" >&2
@@ -15,16 +22,36 @@ if ! cargo +"$NIGHTLY" fuzz --version >/dev/null 2>&1; then
     echo "fuzz: installing cargo-fuzz" >&2
     cargo install --locked cargo-fuzz >/dev/null 2>&1
 fi
-cd dissectors/fuzz
-# Seed corpora: every frame of every capture, cut at the layer each target parses.
-for p in ../../captures/*.pcap; do cargo run --quiet --release --manifest-path ../Cargo.toml --example walk_pcap -- "$p" --seeds corpus >/dev/null; done
-for t in $(cargo +"$NIGHTLY" fuzz list); do
-    mkdir -p "corpus/$t"
+wanted() { [ ${#only[@]} = 0 ] || [[ " ${only[*]} " == *" $1 "* ]] || [[ " ${only[*]} " == *" all "* ]]; }
+
+# run DIR TARGET: one target of the fuzz crate in DIR, for $secs seconds.
+run() {
+    local dir=$1 t=$2
+    mkdir -p "$dir/corpus/$t"
     echo "fuzz: $t for ${secs}s" >&2
-    cargo +"$NIGHTLY" fuzz run "$t" "corpus/$t" -- -max_total_time="$secs" -print_final_stats=1 2>&1 \
-        | grep -E "^stat::number_of_executed_units|Done|ERROR|panicked" || true
-    if [ -n "$(ls -A artifacts/"$t" 2>/dev/null)" ]; then
-        echo "fuzz: $t found a crash: dissectors/fuzz/artifacts/$t" >&2
+    (cd "$dir" && AYA_BUILD_SKIP=1 cargo +"$NIGHTLY" fuzz run -s "${SANITIZER:-address}" "$t" "corpus/$t" -- \
+        -max_total_time="$secs" -print_final_stats=1 2>&1) \
+        | grep -E "^stat::number_of_executed_units|^stat::peak_rss|Done|ERROR|panicked|cov:.*(DONE|INITED)" || true
+    if [ -n "$(ls -A "$dir/artifacts/$t" 2>/dev/null)" ]; then
+        echo "fuzz: $t found a crash: $dir/artifacts/$t" >&2
         exit 1
     fi
+}
+
+# The dissectors: seed corpora from every frame of every capture, cut at
+# the layer each target parses.
+for p in captures/*.pcap; do
+    cargo run --quiet --release -p rdma-dissectors --example walk_pcap -- "$p" --seeds dissectors/fuzz/corpus >/dev/null
+done
+for t in $(cd dissectors/fuzz && cargo +"$NIGHTLY" fuzz list); do
+    wanted "$t" && run dissectors/fuzz "$t"
+done
+
+# The analyzer: the readers start from the committed minimised corpus and a
+# few bundled captures; the engine builds its own input from its grammar.
+mkdir -p analyzer/fuzz/corpus/capture_reader
+cp analyzer/fuzz/seeds/capture_reader/* analyzer/fuzz/corpus/capture_reader/ 2>/dev/null || true
+cp captures/v3-inline.pcap captures/v41-inline.pcap analyzer/fuzz/corpus/capture_reader/
+for t in $(cd analyzer/fuzz && AYA_BUILD_SKIP=1 cargo +"$NIGHTLY" fuzz list); do
+    wanted "$t" && run analyzer/fuzz "$t"
 done

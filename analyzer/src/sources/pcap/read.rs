@@ -20,9 +20,15 @@ use rdma_dissectors::link::LinkType;
 
 use super::format::{Format, Parser, Problem, Record};
 
-/// Bytes read per batch: small enough that the kernel's copy lands in the
-/// reading core's cache, large enough that syscalls cost nothing.
+/// Bytes read per batch once a stream has shown it is large: small enough
+/// that the kernel's copy lands in the reading core's cache, large enough
+/// that syscalls cost nothing.
 const CHUNK: usize = 512 << 10;
+
+/// Bytes read into the first batch: a small stream (a pipe's first burst, a
+/// short file) costs no more than it holds; each read that fills its room
+/// doubles the next, up to [`CHUNK`].
+const FIRST_CHUNK: usize = 16 << 10;
 
 /// One captured frame.
 #[derive(Debug, Clone, Copy)]
@@ -164,6 +170,8 @@ pub struct PcapReader<R> {
     pending: usize,
     eof: bool,
     frames: u64,
+    /// Bytes the next read asks for (grows to [`CHUNK`]).
+    chunk: usize,
     /// What [`PcapReader::next_packet`] walks.
     cur: Batch,
     cur_next: usize,
@@ -230,6 +238,7 @@ impl<R: Read> PcapReader<R> {
             pending: 0,
             eof: false,
             frames: 0,
+            chunk: FIRST_CHUNK,
             cur: Batch::default(),
             cur_next: 0,
             finished: false,
@@ -275,7 +284,7 @@ impl<R: Read> PcapReader<R> {
     pub fn fill(&mut self, batch: &mut Batch) -> Result<bool, ReadError> {
         batch.frames.clear();
         let rest = self.carry.len();
-        let want = CHUNK.max(self.pending).max(rest);
+        let want = (rest + self.chunk).max(self.pending);
         if batch.data.len() < want {
             batch.data.resize(want, 0);
         }
@@ -289,6 +298,9 @@ impl<R: Read> PcapReader<R> {
                 Ok(k) => {
                     filled += k;
                     self.eof = k < room.len();
+                    if !self.eof {
+                        self.chunk = (self.chunk * 2).min(CHUNK);
+                    }
                 }
                 Err(e) => {
                     io_error = Some(e);
