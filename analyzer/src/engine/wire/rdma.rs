@@ -739,3 +739,42 @@ impl Engine {
         let _ = out;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(q: &mut QpState, psn: u32) -> &'static str {
+        match Sequence::of(q, Psn::try_new(psn).unwrap(), false) {
+            Sequence::Again => "again",
+            Sequence::Next { gap: false } => "next",
+            Sequence::Next { gap: true } => "gap",
+            Sequence::Far => "far",
+        }
+    }
+
+    /// A lone far packet is held out and the sequence goes on where it was;
+    /// a far packet the next one follows is where the sequence went (another
+    /// incarnation of the QP); retransmissions and gaps keep their meaning;
+    /// and it all holds across the 24-bit wrap.
+    #[test]
+    fn the_psn_sequence_follows_what_the_next_packets_agree_on() {
+        let mut q = QpState::default();
+        let seq: Vec<&str> = [
+            100, 101, 3_000_000, 102, 103, 101, 110, 0x60_0000, 0x60_0001, 0x60_0002,
+        ]
+        .into_iter()
+        .map(|p| step(&mut q, p))
+        .collect();
+        assert_eq!(
+            seq,
+            ["next", "next", "far", "next", "next", "again", "gap", "far", "next", "next"]
+        );
+        let mut q = QpState::default();
+        let wrap: Vec<&str> = [0xff_fffe, 0xff_ffff, 0, 1]
+            .into_iter()
+            .map(|p| step(&mut q, p))
+            .collect();
+        assert_eq!(wrap, ["next", "next", "next", "next"]);
+    }
+}
