@@ -260,12 +260,11 @@ pub fn run(
         }
     };
     if let Some(engine) = engine.as_mut() {
-        engine.handle(Event::End, &mut findings);
-        for f in findings.drain(..) {
+        engine.finish(&mut |f| {
             if !halted && sink.finding(f) == Flow::Stop {
                 halted = true;
             }
-        }
+        });
     }
     let progress = source.progress();
     sink.end(engine.as_ref(), &progress, &end);

@@ -28,20 +28,29 @@
 
 use std::mem::size_of;
 
+use super::keys::{CallKey, ConnId, QpKey};
 use super::model::{Connection, CreditPoint, LadderStep, SegmentUse, Transaction};
-use super::wire::state::{Corr, QpState, ReadReq, Txn};
+use super::wire::state::{Corr, QpState, ReadReq, Txn, SEGMENT_FRAME_CAP};
 use super::Config;
 
 /// The default budget: 256 MiB for the engine and (when there is one) the
 /// screen's model together.
 pub const DEFAULT_MEMORY_LIMIT: usize = 256 << 20;
 
-/// Bytes a connection costs besides its credit history: the public record,
-/// the correlation state and the tables' entries for both.
-pub(super) const CONNECTION_BYTES: usize = size_of::<Connection>() + size_of::<Corr>() + 192;
+/// Bytes a connection costs besides its credit history and its calls: its
+/// slots in the two tables (the public record, the correlation state),
+/// which run up to twice what their entries need; its eviction clock's
+/// entries; and the small tables it starts with (calls, STags, send order,
+/// RDMA Reads) and its names.
+pub(super) const CONNECTION_BYTES: usize = 2
+    * (size_of::<(ConnId, Connection)>() + size_of::<(ConnId, Corr)>() + 2)
+    + 4 * size_of::<(ConnId, u64)>()
+    + 512;
 
-/// Bytes a queue pair costs: its state and its index entry.
-pub(super) const QP_BYTES: usize = size_of::<QpState>() + 64;
+/// Bytes a queue pair costs: its slot in the slab, its index entry, both
+/// up to twice what they need.
+pub(super) const QP_BYTES: usize =
+    2 * (size_of::<(QpKey, QpState)>() + size_of::<(QpKey, u32)>() + 1);
 
 /// Bytes of a call the kernel side follows (task state and the transaction
 /// it becomes).
@@ -111,21 +120,47 @@ impl Limits {
     }
 }
 
-/// What a call costs while it is outstanding: the record, its chunk list,
-/// its header bytes and name, and room for the ladder it will grow to (the
-/// call and reply Sends, and about two steps per chunk segment: an RDMA
-/// operation's first packet and its completion).
+/// What a heap block costs beyond what was asked for (the allocator's
+/// header and rounding).
+const MALLOC_OVERHEAD: usize = 16;
+
+/// What a call costs in the tables that find it, beyond its own record:
+/// its slot in its connection's outstanding table and its entries in the
+/// two send-order queues. Tables run up to twice the size their entries
+/// need (they double when full; a queue holds entries of calls already gone
+/// until a sweep), so each slot counts twice, queues' entries four times.
+const CALL_TABLE_BYTES: usize = 2 * (size_of::<(CallKey, Box<Txn>)>() + 1)
+    + 4 * size_of::<(CallKey, u64)>()
+    + 4 * size_of::<(ConnId, CallKey, u64)>();
+
+/// What a chunk segment costs in its connection's STag index: a slot and
+/// the list of calls naming the handle.
+const STAG_BYTES: usize =
+    2 * (size_of::<(u32, Vec<CallKey>)>() + 1) + 4 * size_of::<CallKey>() + MALLOC_OVERHEAD;
+
+/// What a call costs while it is outstanding: the record, its places in the
+/// tables, its chunk list, its header bytes and name, and room for the
+/// ladder it will grow to (the call and reply Sends, and about two steps
+/// per chunk segment: an RDMA operation's first packet and its completion).
 pub(super) fn call_bytes(t: &Txn, max_ladder_steps: usize) -> usize {
     let r = &t.rec;
     let steps = (2 + 2 * r.chunks.len()).min(max_ladder_steps);
+    let heap = |bytes: usize| {
+        if bytes == 0 {
+            0
+        } else {
+            bytes + MALLOC_OVERHEAD
+        }
+    };
     size_of::<Txn>()
-        + 64
-        + r.chunks.capacity() * size_of::<SegmentUse>()
-        + r.chunks.len() * super::wire::state::SEGMENT_FRAME_CAP * 8
-        + steps * size_of::<LadderStep>()
-        + r.procedure.as_ref().map_or(0, String::capacity)
-        + match &r.call_header {
+        + MALLOC_OVERHEAD
+        + CALL_TABLE_BYTES
+        + heap(r.chunks.capacity() * size_of::<SegmentUse>())
+        + r.chunks.len() * (STAG_BYTES + heap(SEGMENT_FRAME_CAP * 8))
+        + heap(steps * size_of::<LadderStep>())
+        + heap(r.procedure.as_ref().map_or(0, String::capacity))
+        + heap(match &r.call_header {
             super::model::CallHeader::Wire(b) => b.len(),
             super::model::CallHeader::Text(s) => s.capacity(),
-        }
+        })
 }

@@ -53,6 +53,9 @@ pub use model::{
     StepWhat, Transaction, Transfer,
 };
 
+/// Why the calls still outstanding at the end got no reply.
+const CAPTURE_ENDED: &str = "the capture ended before a reply";
+
 /// Caps and switches.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -404,20 +407,51 @@ impl Engine {
         }
     }
 
+    /// Ends the run as [`Event::End`] does, handing the findings to `emit`
+    /// a connection at a time: closing thousands of connections with their
+    /// outstanding calls would otherwise hold every one of those calls
+    /// twice (the table's and the findings') at the moment of the end.
+    pub fn finish(&mut self, emit: &mut dyn FnMut(Finding)) {
+        let mut out = Vec::new();
+        self.flush_deferred();
+        for id in self.conns.ids() {
+            self.close_out(id, CAPTURE_ENDED, &mut out);
+            if self.merger.is_some() {
+                self.merge_found(0, &mut out);
+            }
+            out.drain(..).for_each(&mut *emit);
+        }
+        self.handle(Event::End, &mut out);
+        out.into_iter().for_each(emit);
+    }
+
     /// Live mode with probes: the transactions `event` completed wait for
     /// their other views; those whose window has passed go out.
     #[cold]
     fn merge(&mut self, event: Event<'_>, from: usize, out: &mut Vec<Finding>) {
-        let Some(m) = self.merger.as_mut() else {
-            return;
-        };
         // The window runs on the live source's ticks alone: frames and
         // probe records carry the clocks of their sources (the capture's,
         // each kernel's, corrected by an offset measured once), and one
         // record stamped far ahead would close every window at once.
-        if let Event::Tick(ts_ns) = event {
+        if let (Event::Tick(ts_ns), Some(m)) = (event, self.merger.as_mut()) {
             m.advance(ts_ns);
         }
+        self.merge_found(from, out);
+        let Some(m) = self.merger.as_mut() else {
+            return;
+        };
+        match event {
+            Event::End => m.drain(out),
+            Event::Tick(_) => m.expire(out),
+            Event::Probe(_) | Event::Frame { .. } | Event::CheckedFrame { .. } => {}
+        }
+    }
+
+    /// The transactions found since `from` wait for their other views.
+    fn merge_found(&mut self, from: usize, out: &mut Vec<Finding>) {
+        let Some(m) = self.merger.as_mut() else {
+            return;
+        };
         if out.len() > from {
             let found: Vec<Finding> = out.drain(from..).collect();
             for f in found {
@@ -426,11 +460,6 @@ impl Engine {
                     Finding::Anomaly(_) => out.push(f),
                 }
             }
-        }
-        match event {
-            Event::End => m.drain(out),
-            Event::Tick(_) => m.expire(out),
-            Event::Probe(_) | Event::Frame { .. } | Event::CheckedFrame { .. } => {}
         }
     }
 
@@ -678,9 +707,11 @@ impl Engine {
     }
 
     fn end(&mut self, out: &mut Vec<Finding>) {
+        // Also what `finish` leaves: connections whose calls it has
+        // already closed out have none left.
         let ids: Vec<ConnId> = self.conns.ids();
         for id in ids {
-            self.close_out(id, "the capture ended before a reply", out);
+            self.close_out(id, CAPTURE_ENDED, out);
         }
     }
 }

@@ -24,7 +24,7 @@ use super::Error;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Case {
     /// `connections` connections (set up from traffic) with `calls`
-    /// unanswered calls each.
+    /// unanswered calls each, each call offering a reply chunk.
     Unanswered,
     /// `connections` distinct queue pairs, each sent one call.
     QpFlood,
@@ -207,7 +207,15 @@ pub fn write<W: Write>(case: Case, connections: u32, calls: u64, out: W) -> Resu
             for i in 0..calls {
                 for (c, s) in sides.iter_mut().enumerate() {
                     let xid = (c as u32) << 20 | (i as u32 & 0xf_ffff);
-                    let n = call(xid, Proc::Msg, Chunks::EMPTY, &mut buf)?;
+                    // Each offers memory for its reply, as a large reply
+                    // would: the STags index grows with the calls.
+                    let reply_chunk = [Segment {
+                        handle: xid,
+                        length: 4096,
+                        offset: 0x7f00_0000_0000 | u64::from(xid) << 12,
+                    }];
+                    let chunks = Chunks::new(&[], &[], Some(&reply_chunk));
+                    let n = call(xid, Proc::Msg, chunks, &mut buf)?;
                     s.send(&mut wire, buf.get(..n).unwrap_or_default())?;
                 }
             }

@@ -688,7 +688,7 @@ impl Engine {
     /// Completes a transaction with its reply message.
     fn finish_txn(
         &mut self,
-        mut t: Txn,
+        mut t: Box<Txn>,
         m: &Message<'_>,
         invalidate: Option<u32>,
         out: &mut Vec<Finding>,

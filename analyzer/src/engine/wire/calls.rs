@@ -46,7 +46,7 @@ impl Engine {
                 v.push(key);
             }
         }
-        if let Some(before) = corr.outstanding.insert(key, t) {
+        if let Some(before) = corr.outstanding.insert(key, Box::new(t)) {
             corr.earlier.entry(key).or_default().push_back(before);
             corr.earlier_count += 1;
         }
@@ -76,7 +76,7 @@ impl Engine {
 
     /// Takes the oldest outstanding call of `key` on `conn`: a reply
     /// answers the XID's calls in the order they were sent.
-    pub(in crate::engine) fn take_call(&mut self, conn: ConnId, key: CallKey) -> Option<Txn> {
+    pub(in crate::engine) fn take_call(&mut self, conn: ConnId, key: CallKey) -> Option<Box<Txn>> {
         let corr = self.conns.corr.get_mut(&conn)?;
         let t = match corr.earlier.get_mut(&key) {
             Some(q) => {
@@ -87,19 +87,10 @@ impl Engine {
                 corr.earlier_count -= usize::from(t.is_some());
                 t
             }
-            None => {
-                let t = corr.outstanding.remove(&key)?;
-                for s in &t.rec.chunks {
-                    if let Some(v) = corr.stags.get_mut(&s.handle) {
-                        v.retain(|k| *k != key);
-                        if v.is_empty() {
-                            corr.stags.remove(&s.handle);
-                        }
-                    }
-                }
-                Some(t)
-            }
+            None => corr.outstanding.remove(&key),
         }?;
+        forget_stags(corr, key, &t);
+        shrink(corr);
         corr.backchannel_calls -= usize::from(key.backchannel);
         let n = corr.in_flight_on(false) as u32;
         self.conns.call_count -= 1;
@@ -116,13 +107,14 @@ impl Engine {
         let Some(corr) = self.conns.corr.get_mut(&conn) else {
             return Vec::new();
         };
-        let mut txns: Vec<Txn> = corr.outstanding.drain().map(|(_, t)| t).collect();
-        txns.extend(corr.earlier.drain().flat_map(|(_, q)| q));
+        let mut txns: Vec<Txn> = corr.outstanding.drain().map(|(_, t)| *t).collect();
+        txns.extend(corr.earlier.drain().flat_map(|(_, q)| q).map(|t| *t));
         corr.earlier_count = 0;
         corr.backchannel_calls = 0;
         corr.order.clear();
         corr.stags.clear();
         corr.reads.clear();
+        shrink(corr);
         txns.sort_by_key(|t| t.seq);
         self.conns.call_count -= txns.len();
         self.conns.call_bytes -= txns.iter().map(|t| t.cost).sum::<usize>();
@@ -153,10 +145,14 @@ impl Engine {
                 self.evicted_call(c, t, Evicted::Budget(budget), out);
             }
         }
+        let calls = &mut self.conns.calls;
+        if calls.capacity() > 1024 && calls.len() * 4 < calls.capacity() {
+            calls.shrink_to(calls.len() * 2);
+        }
     }
 
     /// The oldest call still outstanding on `conn`, out of the table.
-    fn evict_oldest_of(&mut self, conn: ConnId) -> Option<Txn> {
+    fn evict_oldest_of(&mut self, conn: ConnId) -> Option<Box<Txn>> {
         loop {
             let (k, s) = self.conns.corr.get_mut(&conn)?.order.pop_front()?;
             if let Some(t) = self.evict_call(conn, k, s) {
@@ -166,7 +162,7 @@ impl Engine {
     }
 
     /// Call `seq` of `key` on `conn`, out of the table, if it is still there.
-    fn evict_call(&mut self, conn: ConnId, key: CallKey, seq: u64) -> Option<Txn> {
+    fn evict_call(&mut self, conn: ConnId, key: CallKey, seq: u64) -> Option<Box<Txn>> {
         let corr = self.conns.corr.get_mut(&conn)?;
         let t = if corr.outstanding.get(&key).is_some_and(|t| t.seq == seq) {
             // The latest call of its XID goes; the one before, if any, takes its place.
@@ -191,6 +187,8 @@ impl Engine {
             corr.earlier_count -= usize::from(t.is_some());
             t
         }?;
+        forget_stags(corr, key, &t);
+        shrink(corr);
         corr.backchannel_calls -= usize::from(key.backchannel);
         let n = corr.in_flight_on(false) as u32;
         self.conns.call_count -= 1;
@@ -202,7 +200,7 @@ impl Engine {
     }
 
     /// Says that a call was given up on, and hands it out unanswered.
-    fn evicted_call(&mut self, conn: ConnId, t: Txn, why: Evicted, out: &mut Vec<Finding>) {
+    fn evicted_call(&mut self, conn: ConnId, t: Box<Txn>, why: Evicted, out: &mut Vec<Finding>) {
         self.state.evictions.calls += 1;
         let xid = t.rec.xid;
         let msg = match why {
@@ -229,5 +227,49 @@ impl Engine {
             );
         }
         out.push(Finding::Transaction(Box::new(t.rec)));
+    }
+}
+
+/// Takes `key` off the STags that `t`'s chunks named, unless another call
+/// of the same XID (a retransmission still outstanding) names them too.
+fn forget_stags(corr: &mut Corr, key: CallKey, t: &Txn) {
+    let names = |o: &Txn, handle: u32| o.rec.chunks.iter().any(|s| s.handle == handle);
+    for s in &t.rec.chunks {
+        let kept = corr
+            .outstanding
+            .get(&key)
+            .is_some_and(|o| names(o, s.handle))
+            || corr
+                .earlier
+                .get(&key)
+                .is_some_and(|q| q.iter().any(|o| names(o, s.handle)));
+        if kept {
+            continue;
+        }
+        if let Some(v) = corr.stags.get_mut(&s.handle) {
+            v.retain(|k| *k != key);
+            if v.is_empty() {
+                corr.stags.remove(&s.handle);
+            }
+        }
+    }
+}
+
+/// Gives back what a connection's tables grew to in a burst and no longer
+/// use: hash tables never shrink by themselves, and a thousand connections
+/// each keeping the slots of its busiest second would hold the budget's
+/// worth of memory outside it.
+fn shrink(corr: &mut Corr) {
+    fn sparse(len: usize, capacity: usize) -> bool {
+        capacity > 64 && len * 4 < capacity
+    }
+    if sparse(corr.outstanding.len(), corr.outstanding.capacity()) {
+        corr.outstanding.shrink_to(corr.outstanding.len() * 2);
+    }
+    if sparse(corr.stags.len(), corr.stags.capacity()) {
+        corr.stags.shrink_to(corr.stags.len() * 2);
+    }
+    if sparse(corr.order.len(), corr.order.capacity()) {
+        corr.order.shrink_to(corr.order.len() * 2);
     }
 }

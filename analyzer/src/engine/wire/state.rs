@@ -40,10 +40,12 @@ pub(in crate::engine) struct QpState {
 #[derive(Debug, Default)]
 pub(in crate::engine) struct Corr {
     /// Outstanding calls, the latest of each XID.
-    pub outstanding: Map<CallKey, Txn>,
+    /// Boxed: a table's slots outlive its entries (it does not shrink by
+    /// itself), and an empty slot should cost a pointer, not a call.
+    pub outstanding: Map<CallKey, Box<Txn>>,
     /// Earlier calls of an XID sent again while they were outstanding,
     /// oldest first: replies are paired with them in order.
-    pub earlier: Map<CallKey, VecDeque<Txn>>,
+    pub earlier: Map<CallKey, VecDeque<Box<Txn>>>,
     /// Calls in `earlier`.
     pub earlier_count: usize,
     /// Of all outstanding calls, those on the backchannel (server to client).
@@ -87,8 +89,8 @@ impl Corr {
 
 /// Whether call `seq` of `key` is among `outstanding` and `earlier`.
 pub(in crate::engine) fn held(
-    outstanding: &Map<CallKey, Txn>,
-    earlier: &Map<CallKey, VecDeque<Txn>>,
+    outstanding: &Map<CallKey, Box<Txn>>,
+    earlier: &Map<CallKey, VecDeque<Box<Txn>>>,
     key: &CallKey,
     seq: u64,
 ) -> bool {
