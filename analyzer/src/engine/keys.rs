@@ -1,8 +1,9 @@
 //! Correlation keys, the hash tables keyed by them, and who saw what.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 
 use rdma_dissectors::rpcrdma::Xid;
+use rdma_dissectors::stack::Dissection;
 use serde::Serialize;
 
 /// The engine's hash tables. Keys come off the wire, so the hash is keyed
@@ -41,24 +42,97 @@ impl std::fmt::Display for ConnId {
     }
 }
 
-/// A queue pair as the wire names it: the node's address and its QP number.
+/// A port as the wire names it: by IP address on RoCEv2, by LID on native
+/// InfiniBand (the LRH every packet carries, GRH or not), by GID on RoCEv1
+/// (a GRH and no LRH). Written `10.0.0.1`, `lid:3`, `gid:fe80::1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Addr {
+    /// RoCEv2: the IPv4 or IPv6 address.
+    Ip(IpAddr),
+    /// Native InfiniBand: the port's LID.
+    Lid(u16),
+    /// RoCEv1: the port's GID.
+    Gid(Ipv6Addr),
+}
+
+impl Addr {
+    /// The source and destination ports of a dissected frame, from the
+    /// outermost header that names them; `None` for frames with none.
+    pub fn of_frame(d: &Dissection<'_>) -> Option<(Addr, Addr)> {
+        if let Some(ip) = d.ip {
+            return Some((Addr::Ip(ip.source()), Addr::Ip(ip.destination())));
+        }
+        if let Some(l) = d.lrh {
+            return Some((Addr::Lid(l.slid), Addr::Lid(l.dlid)));
+        }
+        d.grh.map(|g| {
+            (
+                Addr::Gid(Ipv6Addr::from(g.sgid)),
+                Addr::Gid(Ipv6Addr::from(g.dgid)),
+            )
+        })
+    }
+
+    /// The framing that names ports this way.
+    pub fn fabric(self) -> &'static str {
+        match self {
+            Addr::Ip(_) => "RoCEv2",
+            Addr::Lid(_) => "InfiniBand",
+            Addr::Gid(_) => "RoCEv1",
+        }
+    }
+}
+
+impl std::fmt::Display for Addr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Addr::Ip(a) => a.fmt(f),
+            Addr::Lid(l) => write!(f, "lid:{l}"),
+            Addr::Gid(g) => write!(f, "gid:{g}"),
+        }
+    }
+}
+
+impl Serialize for Addr {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl schemars::JsonSchema for Addr {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Addr".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A port as the wire names it: an IP address (RoCEv2), `lid:` and the decimal LID (native InfiniBand), or `gid:` and the GID in IPv6 notation (RoCEv1).",
+            "type": "string"
+        })
+    }
+}
+
+/// A queue pair as the wire names it: the port's address and its QP number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct QpKey {
-    /// IP address (RoCEv2) of the node that owns the QP.
-    pub addr: IpAddr,
+    /// The port that owns the QP.
+    pub addr: Addr,
     /// QP number.
     pub qpn: u32,
 }
 
-/// One word per IPv4 key: the derived hash fed the address's enum tag,
-/// its bytes and the QPN separately, and this table is looked up for every
-/// packet.
+/// One word per IPv4 or LID key: the derived hash fed the address's enum
+/// tags, its bytes and the QPN separately, and this table is looked up for
+/// every packet.
 impl std::hash::Hash for QpKey {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         match self.addr {
-            IpAddr::V4(a) => state.write_u64(u64::from(a.to_bits()) << 32 | u64::from(self.qpn)),
-            IpAddr::V6(a) => {
+            Addr::Ip(IpAddr::V4(a)) => {
+                state.write_u64(u64::from(a.to_bits()) << 32 | u64::from(self.qpn));
+            }
+            Addr::Lid(l) => state.write_u64(1 << 63 | u64::from(l) << 32 | u64::from(self.qpn)),
+            Addr::Ip(IpAddr::V6(a)) | Addr::Gid(a) => {
                 state.write_u128(a.to_bits());
                 state.write_u32(self.qpn);
             }

@@ -46,10 +46,10 @@ use wire::state::QpState;
 pub use anomaly::{Anomaly, Kind, Severity};
 pub use budget::{Limits, DEFAULT_MEMORY_LIMIT};
 use keys::ConnIds;
-pub use keys::{ConnId, Origin, QpKey};
+pub use keys::{Addr, ConnId, Origin, QpKey};
 pub use merge::MergeConfig;
 pub use model::{
-    CallHeader, ChunkKind, CmState, Connection, CreditPoint, LadderStep, Phases, Role, SegmentUse,
+    Carries, CallHeader, ChunkKind, CmState, Connection, CreditPoint, LadderStep, Phases, Role, SegmentUse,
     StepWhat, Transaction, Transfer,
 };
 
@@ -612,10 +612,7 @@ impl Engine {
             self.cm_message(number, ts, &d, cm, out);
             return;
         }
-        let (Some(src), Some(dst)) = (d.ip.map(|i| i.source()), d.ip.map(|i| i.destination()))
-        else {
-            // RoCEv1 / native IB: GIDs would name the nodes; the lab and most
-            // deployments are RoCEv2, so these are counted but not correlated.
+        let Some((src, dst)) = Addr::of_frame(&d) else {
             self.state.totals.unassociated_frames += 1;
             return;
         };
@@ -645,7 +642,7 @@ impl Engine {
     }
 
     fn conn_of_dest(&self, d: &stack::Dissection<'_>, qpn: Qpn) -> Option<ConnId> {
-        let addr = d.ip?.destination();
+        let (_, addr) = Addr::of_frame(d)?;
         self.qps
             .get(&QpKey {
                 addr,

@@ -541,11 +541,25 @@ pub struct CreditPoint {
     pub in_flight: u32,
 }
 
-/// An RPC-over-RDMA connection: two queue pairs and what was negotiated.
+/// What a connection carries, as far as the capture tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Carries {
+    /// RPC-over-RDMA: said by the CM exchange (RDMA-CM port 20049, RFC 8797
+    /// private data) or by a message that decoded as one.
+    RpcRdma,
+    /// Something else: another RDMA-CM port and no RFC 8797 private data,
+    /// or Sends that are not RPC-over-RDMA version 1.
+    Other,
+}
+
+/// A connection: two queue pairs and what was negotiated.
 #[derive(Debug, Clone)]
 pub struct Connection {
     /// Stable id.
     pub id: ConnId,
+    /// What it carries; `None` until the CM exchange or a Send says.
+    pub carries: Option<Carries>,
     /// The requester's QP, when known.
     pub client: Option<QpKey>,
     /// The responder's QP, when known.
@@ -615,6 +629,7 @@ impl Connection {
     pub(super) fn new(id: ConnId, ts: u64) -> Self {
         Connection {
             id,
+            carries: None,
             client: None,
             server: None,
             cm_state: CmState::NotSeen,
@@ -648,6 +663,19 @@ impl Connection {
             anomalies: 0,
             latency_log2_us: [0; 32],
         }
+    }
+
+    /// The fabric its queue pairs' addresses name (RoCEv2, InfiniBand,
+    /// RoCEv1), once one is known.
+    pub fn fabric(&self) -> Option<&'static str> {
+        self.client.or(self.server).map(|q| q.addr.fabric())
+    }
+
+    /// Whether it is known to carry RPC-over-RDMA: what only RPC-over-RDMA
+    /// defines (credits, inline thresholds, remote invalidation) is shown
+    /// only then.
+    pub fn is_rpcrdma(&self) -> bool {
+        self.carries == Some(Carries::RpcRdma)
     }
 
     /// A one-line name: `client/qpn <-> server/qpn`.

@@ -10,7 +10,7 @@ use super::schema::{
     SCHEMA_VERSION,
 };
 use super::stats::{Latency, Summary};
-use crate::engine::{ConnId, Engine, Finding, Kind, State, Transaction, Transfer};
+use crate::engine::{Carries, ConnId, Engine, Finding, Kind, State, Transaction, Transfer};
 use crate::pipeline::{End, Flow, Notice, Progress, Sink};
 
 /// Frames listed per anomaly kind in the report; the rest are counted.
@@ -211,14 +211,31 @@ impl Report {
         }
         let _ = writeln!(s, "\nConnections");
         for c in state.connections.values().filter(|c| filter.connection(c)) {
-            let _ = writeln!(
-                s,
-                "  {} {}  cm={} port={}",
-                c.id,
-                c.label(),
-                c.cm_state.as_str(),
-                c.port.map_or("?".into(), |p| p.to_string())
-            );
+            let cm = if c.cm_state == crate::engine::CmState::NotSeen {
+                "no CM seen".to_string()
+            } else {
+                format!(
+                    "cm={} port={}",
+                    c.cm_state.as_str(),
+                    c.port.map_or("?".into(), |p| p.to_string())
+                )
+            };
+            let fabric = c.fabric().unwrap_or("?");
+            let _ = writeln!(s, "  {} {}  {fabric} {cm}", c.id, c.label());
+            let carries = match (c.carries, c.port) {
+                (Some(Carries::RpcRdma), _) => "RPC-over-RDMA".to_string(),
+                (Some(Carries::Other), Some(p)) if p != 20049 => format!(
+                    "not RPC-over-RDMA (RDMA-CM port {p}, no RFC 8797 private data, no RPC-over-RDMA message)"
+                ),
+                (Some(Carries::Other), _) => {
+                    "not RPC-over-RDMA (its Sends are not RPC-over-RDMA version 1)".to_string()
+                }
+                (None, _) => "not known (no Send decoded)".to_string(),
+            };
+            let _ = writeln!(s, "      carries: {carries}");
+            if c.carries != Some(Carries::RpcRdma) {
+                continue;
+            }
             let private = |p: Option<rdma_dissectors::rpcrdma_cm::CmPrivateData>| match p {
                 None => "none".to_string(),
                 Some(p) => match p.v1() {

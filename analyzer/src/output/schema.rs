@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use super::stats::Summary;
 use crate::engine::{
-    Anomaly, CmState, ConnId, Connection, Evictions, Kind, Origin, QpKey, Severity, Totals,
+    Anomaly, Carries, CmState, ConnId, Connection, Evictions, Kind, Origin, QpKey, Severity, Totals,
     Transaction, Transfer,
 };
 
@@ -171,11 +171,16 @@ impl From<CmPrivateData> for PrivateData {
 pub struct ConnectionView {
     /// The connection.
     pub id: ConnId,
+    /// The fabric its addresses name: `RoCEv2`, `InfiniBand` or `RoCEv1`.
+    pub fabric: Option<&'static str>,
+    /// What it carries (null until the CM exchange or a Send says).
+    pub carries: Option<Carries>,
     /// The requester's QP, when known.
     pub client: Option<QpKey>,
     /// The responder's QP, when known.
     pub server: Option<QpKey>,
-    /// Where the CM exchange stands.
+    /// Where the CM exchange stands (`not_seen`: the connection was found
+    /// from its traffic; no CM exchange is in the capture).
     pub cm_state: CmState,
     /// RDMA-CM port (20049 for NFS).
     pub port: Option<u16>,
@@ -183,7 +188,9 @@ pub struct ConnectionView {
     pub client_private: Option<PrivateData>,
     /// RFC 8797 private data of the REP.
     pub server_private: Option<PrivateData>,
-    /// Whether both peers agreed to Send With Invalidate (null without a CM exchange).
+    /// Whether both peers agreed to Send With Invalidate (null without a
+    /// CM exchange, or when the connection is not known to carry
+    /// RPC-over-RDMA; so are the thresholds and credits).
     pub remote_invalidation: Option<bool>,
     /// Call inline threshold, bytes.
     pub call_inline_threshold: Option<u32>,
@@ -198,7 +205,7 @@ pub struct ConnectionView {
     /// Replies sent with Send With Invalidate.
     pub remote_invalidations: u64,
     /// Credit flow.
-    pub credits: CreditsView,
+    pub credits: Option<CreditsView>,
     /// Anomalies on this connection.
     pub anomalies: u64,
 }
@@ -225,27 +232,32 @@ impl From<&Connection> for ConnectionView {
     fn from(c: &Connection) -> Self {
         ConnectionView {
             id: c.id,
+            fabric: c.fabric(),
+            carries: c.carries,
             client: c.client,
             server: c.server,
             cm_state: c.cm_state,
             port: c.port,
             client_private: c.client_private.map(PrivateData::from),
             server_private: c.server_private.map(PrivateData::from),
-            remote_invalidation: c.negotiated.map(|n| n.remote_invalidation),
-            call_inline_threshold: c.call_inline_threshold(),
-            reply_inline_threshold: c.reply_inline_threshold(),
+            remote_invalidation: c
+                .negotiated
+                .filter(|_| c.is_rpcrdma())
+                .map(|n| n.remote_invalidation),
+            call_inline_threshold: c.call_inline_threshold().filter(|_| c.is_rpcrdma()),
+            reply_inline_threshold: c.reply_inline_threshold().filter(|_| c.is_rpcrdma()),
             calls: c.calls,
             replies: c.replies,
             chunk_bytes: c.chunk_bytes,
             remote_invalidations: c.remote_invalidations,
-            credits: CreditsView {
+            credits: c.is_rpcrdma().then(|| CreditsView {
                 granted_min: c.granted_min,
                 granted_max: c.granted_max,
                 last_granted: c.granted,
                 last_requested: c.requested,
                 peak_in_flight: c.peak_in_flight,
                 at_limit_ms: c.at_limit_ns as f64 / 1e6,
-            },
+            }),
             anomalies: c.anomalies,
         }
     }

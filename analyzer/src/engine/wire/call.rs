@@ -12,6 +12,7 @@ use super::state::{Message, Reassembly, Txn};
 use crate::engine::describe::{fill_call, reply_status};
 use crate::engine::keys::{CallKey, ConnId, Origin};
 use crate::engine::model::{
+    Carries,
     v1, CallHeader, ChunkKind, Phases, SegmentUse, StepWhat, Transaction, Transfer,
 };
 use crate::engine::{Engine, Finding, Kind};
@@ -112,9 +113,9 @@ impl Engine {
                     c.server = Some(m.dest);
                 }
                 if let Some(corr) = self.conns.corr.get_mut(&id) {
-                    corr.rpcrdma = true;
                     corr.peer_addr = Some(m.src);
                 }
+                self.carries(id, Carries::RpcRdma);
                 self.bind_qp(m.dest, id, m.src, out);
                 Some(id)
             }
@@ -158,6 +159,9 @@ impl Engine {
             Ok(Proc::Error | Proc::Done)
         ) && RpcRdmaHeader::parse(m.bytes).is_ok();
         if m.bytes.len() < rpcrdma::MIN_HEADER_LEN && !complete_short {
+            if let (Some(c), false) = (known_conn, known_rpcrdma) {
+                self.carries(c, Carries::Other);
+            }
             if known_rpcrdma {
                 self.anomaly(
                     out,
@@ -170,14 +174,17 @@ impl Engine {
             }
             return;
         }
-        let Ok(fixed) = RpcRdmaHeader::parse_fixed(m.bytes) else {
+        let fixed = RpcRdmaHeader::parse_fixed(m.bytes).ok();
+        let Some(fixed) =
+            fixed.filter(|f| known_rpcrdma || (f.vers == 1 && !matches!(f.proc, Proc::Unknown(_))))
+        else {
+            // Not RPC-over-RDMA as far as anyone can tell (another upper layer).
+            if let Some(c) = known_conn {
+                self.carries(c, Carries::Other);
+            }
             return;
         };
         let xid = fixed.xid.0;
-        if !known_rpcrdma && (fixed.vers != 1 || matches!(fixed.proc, Proc::Unknown(_))) {
-            // Not RPC-over-RDMA as far as anyone can tell (another upper layer).
-            return;
-        }
         self.state.totals.rpcrdma_messages += 1;
         let dest_is_client = known_conn
             .and_then(|c| self.state.connections.get(&c))
@@ -248,9 +255,7 @@ impl Engine {
             self.state.totals.unassociated_frames += 1;
             return;
         };
-        if let Some(corr) = self.conns.corr.get_mut(&conn) {
-            corr.rpcrdma = true;
-        }
+        self.carries(conn, Carries::RpcRdma);
         if let Some(c) = self.state.connections.get_mut(&conn) {
             c.last_ts_ns = m.ts;
         }

@@ -1,16 +1,17 @@
 //! Connections: built from the CM exchange (REQ, REP, RTU, DREQ, DREP, REJ),
 //! or from traffic alone when the capture starts mid-connection.
 
-use std::net::IpAddr;
+use crate::engine::keys::Addr;
 
 use rdma_dissectors::ib::cm::CmMessage;
+use rdma_dissectors::ib::Psn;
 use rdma_dissectors::rpcrdma_cm;
 use rdma_dissectors::stack::Dissection;
 
 use super::state::Corr;
 use crate::engine::cm;
 use crate::engine::keys::{ConnId, QpKey};
-use crate::engine::model::{v1, Connection, Role};
+use crate::engine::model::{v1, Carries, Connection, Role};
 use crate::engine::{Engine, Finding, Kind};
 
 impl Engine {
@@ -78,6 +79,121 @@ impl Engine {
         None
     }
 
+    /// A request from `requester` to `dest`, a QP no connection owns:
+    /// remembered, so that the response or ACK that answers it can pair
+    /// the two QPs (connections set up out of band, as perftest, NCCL and
+    /// MPI do, or whose CM exchange the capture missed).
+    pub(in crate::engine) fn await_response(&mut self, requester: Addr, dest: QpKey, psn: u32) {
+        /// Unpaired QPs remembered per pair of ports: QPs that never get an
+        /// answer (their peer is not in the capture) must not pile up.
+        const PER_PAIR: usize = 16;
+        let awaiting = &mut self.conns.awaiting;
+        if awaiting.len() >= self.limits.qps && !awaiting.contains_key(&(dest.addr, requester)) {
+            awaiting.clear();
+        }
+        let v = awaiting.entry((dest.addr, requester)).or_default();
+        match v.iter_mut().find(|(qpn, _)| *qpn == dest.qpn) {
+            Some(e) => e.1 = psn,
+            None => {
+                if v.len() >= PER_PAIR {
+                    v.remove(0);
+                }
+                v.push((dest.qpn, psn));
+            }
+        }
+    }
+
+    /// A response or ACK from `src` to `dest`, a QP no connection owns: if
+    /// it answers a request `dest`'s port sent to one QP at `src` (its PSN
+    /// is that request's, or within a READ's responses after it, and no
+    /// other QP there is as close), the two QPs become one connection,
+    /// without CM. Ambiguous answers pair nothing: the next one may not be.
+    pub(in crate::engine) fn pair_by_response(
+        &mut self,
+        src: Addr,
+        dest: QpKey,
+        psn: Psn,
+        ts: u64,
+        out: &mut Vec<Finding>,
+    ) -> Option<ConnId> {
+        /// How far after a request its answers may run: the responses to
+        /// one RDMA READ (4 MiB at a 256-byte MTU is 16384 packets).
+        const SPAN: u32 = 1 << 14;
+        let v = self.conns.awaiting.get(&(src, dest.addr))?;
+        let mut best: Option<(u32, u32)> = None;
+        let mut tie = false;
+        for &(qpn, last) in v {
+            let Some(last) = Psn::try_new(last) else {
+                continue;
+            };
+            // An ACK names the latest request it covers; a READ's
+            // responses run from its request's PSN on.
+            let d = if psn == last || psn.is_before(last) {
+                psn.distance(last)
+            } else {
+                last.distance(psn)
+            };
+            if d > SPAN {
+                continue;
+            }
+            match best {
+                Some((_, bd)) if bd == d => tie = true,
+                Some((_, bd)) if bd < d => {}
+                _ => {
+                    best = Some((qpn, d));
+                    tie = false;
+                }
+            }
+        }
+        let (qpn, _) = best.filter(|_| !tie)?;
+        let responder = QpKey { addr: src, qpn };
+        if let Some(v) = self.conns.awaiting.get_mut(&(src, dest.addr)) {
+            v.retain(|(q, _)| *q != qpn);
+            if v.is_empty() {
+                self.conns.awaiting.remove(&(src, dest.addr));
+            }
+        }
+        // The responder's QP may have a connection already (a call made
+        // it, its client QP not yet known); otherwise this makes one.
+        let id = match self.qps.get(&responder).and_then(|q| q.conn) {
+            Some(id) => id,
+            None => {
+                let id = self.new_conn(ts, out);
+                if let Some(c) = self.state.connections.get_mut(&id) {
+                    c.server = Some(responder);
+                }
+                if let Some(corr) = self.conns.corr.get_mut(&id) {
+                    corr.peer_addr = Some(dest.addr);
+                }
+                self.bind_qp(responder, id, dest.addr, out);
+                id
+            }
+        };
+        if let Some(c) = self.state.connections.get_mut(&id) {
+            if c.client.is_some() {
+                return None;
+            }
+            c.client = Some(dest);
+        }
+        self.bind_qp(dest, id, src, out);
+        Some(id)
+    }
+
+    /// Says what `id` carries. RPC-over-RDMA, once known, stays: a Send
+    /// that is not one (a stray, a damaged frame) does not undo it.
+    pub(in crate::engine) fn carries(&mut self, id: ConnId, what: Carries) {
+        if what == Carries::RpcRdma {
+            if let Some(corr) = self.conns.corr.get_mut(&id) {
+                corr.rpcrdma = true;
+            }
+        }
+        if let Some(c) = self.state.connections.get_mut(&id) {
+            if c.carries != Some(Carries::RpcRdma) {
+                c.carries = Some(what);
+            }
+        }
+    }
+
     /// Forgets the Send prefix a queue pair held, in the budget's count.
     pub(in crate::engine) fn drop_prefix(&mut self, q: &super::state::QpState) {
         if let Some(r) = &q.send {
@@ -91,7 +207,7 @@ impl Engine {
         &mut self,
         key: QpKey,
         conn: ConnId,
-        peer: IpAddr,
+        peer: Addr,
         out: &mut Vec<Finding>,
     ) {
         let q = self.qp_mut(&key, out);
@@ -140,10 +256,9 @@ impl Engine {
         cm: CmMessage<'_>,
         out: &mut Vec<Finding>,
     ) {
-        let Some(ip) = d.ip else {
+        let Some((src, dst)) = Addr::of_frame(d) else {
             return;
         };
-        let (src, dst) = (ip.source(), ip.destination());
         let private = d.rpcrdma_cm_private().map(|(_, p)| p);
         match cm {
             CmMessage::Req(req) => {
@@ -176,8 +291,14 @@ impl Engine {
                     c.client_private = private;
                     c.cm_frames.push(number);
                 }
-                if let Some(corr) = self.conns.corr.get_mut(&id) {
-                    corr.rpcrdma = rdma_cm.is_some_and(|(_, p)| p == 20049) || private.is_some();
+                // The port says, when RDMA-CM made the connection: NFS
+                // listens on 20049, and RFC 8797 private data is only
+                // RPC-over-RDMA's. Another port may yet carry it: a
+                // message that decodes as one says so.
+                if rdma_cm.is_some_and(|(_, p)| p == 20049) || private.is_some() {
+                    self.carries(id, Carries::RpcRdma);
+                } else if rdma_cm.is_some() {
+                    self.carries(id, Carries::Other);
                 }
                 self.bind_qp(client, id, dst, out);
             }
@@ -208,9 +329,7 @@ impl Engine {
                     c.granted = Some(1);
                 }
                 if private.is_some() {
-                    if let Some(corr) = self.conns.corr.get_mut(&id) {
-                        corr.rpcrdma = true;
-                    }
+                    self.carries(id, Carries::RpcRdma);
                 }
                 self.bind_qp(server, id, dst, out);
             }
@@ -278,7 +397,7 @@ impl Engine {
         number: u64,
         msg: &CmMessage<'_>,
         sender: Role,
-        src: IpAddr,
+        src: Addr,
         out: &mut Vec<Finding>,
     ) {
         let Some(c) = self.state.connections.get_mut(&id) else {
@@ -311,7 +430,7 @@ impl Engine {
 
     /// The connection whose side at `addr` has CM communication ID
     /// `comm_id`, and which side that is.
-    fn conn_by_comm_id(&self, addr: IpAddr, comm_id: u32) -> Option<(ConnId, Role)> {
+    fn conn_by_comm_id(&self, addr: Addr, comm_id: u32) -> Option<(ConnId, Role)> {
         self.state.connections.values().rev().find_map(|c| {
             if c.client_comm_id == Some(comm_id) && c.client.is_some_and(|q| q.addr == addr) {
                 Some((c.id, Role::Client))

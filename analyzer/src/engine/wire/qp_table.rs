@@ -132,13 +132,15 @@ impl QpTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::keys::Addr;
     use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
     fn key(n: u32) -> QpKey {
-        let addr = if n % 3 == 0 {
-            IpAddr::V6(Ipv6Addr::from(u128::from(n)))
-        } else {
-            IpAddr::V4(Ipv4Addr::from(n % 7))
+        let addr = match n % 5 {
+            0 => Addr::Ip(IpAddr::V6(Ipv6Addr::from(u128::from(n)))),
+            1 => Addr::Lid((n % 11) as u16),
+            2 => Addr::Gid(Ipv6Addr::from(u128::from(n % 13))),
+            _ => Addr::Ip(IpAddr::V4(Ipv4Addr::from(n % 7))),
         };
         QpKey { addr, qpn: n }
     }

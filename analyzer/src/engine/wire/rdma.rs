@@ -1,10 +1,10 @@
 //! RC packets other than Sends: RDMA Write and Read matched to the chunk
 //! segments that calls advertised, ACK/NAK, and PSN bookkeeping.
 
-use std::net::IpAddr;
+use crate::engine::keys::Addr;
 
 use rdma_dissectors::ib::aeth::{AckKind, NakCode};
-use rdma_dissectors::ib::bth::{Operation, Position};
+use rdma_dissectors::ib::bth::{Operation, Position, Transport};
 use rdma_dissectors::ib::Psn;
 use rdma_dissectors::oncrpc::{MsgBody, RpcMsg};
 use rdma_dissectors::stack::Dissection;
@@ -147,10 +147,10 @@ impl Engine {
     fn wrong_peer(
         &mut self,
         number: u64,
-        src: IpAddr,
+        src: Addr,
         dest: QpKey,
         conn: Option<ConnId>,
-        peer: Option<IpAddr>,
+        peer: Option<Addr>,
         out: &mut Vec<Finding>,
     ) {
         let of = conn.map_or(String::new(), |c| format!(" of {c}"));
@@ -193,13 +193,19 @@ impl Engine {
         &mut self,
         number: u64,
         ts: u64,
-        src: IpAddr,
+        src: Addr,
         dest: QpKey,
         d: &Dissection<'_>,
         out: &mut Vec<Finding>,
     ) {
         let Some(bth) = d.bth() else { return };
         let op = bth.opcode;
+        if !matches!(op.transport(), Transport::Rc | Transport::Uc | Transport::Xrc) {
+            // Datagrams (subnet management, IPoIB, CNPs) belong to no
+            // connection, and their PSNs are no sequence of one QP's.
+            self.state.totals.unassociated_frames += 1;
+            return;
+        }
         let psn = bth.psn.get();
         let operation = op.operation();
         let is_request = matches!(
@@ -270,6 +276,23 @@ impl Engine {
         if gap {
             self.state.totals.psn_gaps += 1;
         }
+        let conn = match conn {
+            Some(c) => Some(c),
+            None if is_request => {
+                self.await_response(src, dest, psn);
+                None
+            }
+            None if matches!(
+                operation,
+                Operation::Acknowledge
+                    | Operation::RdmaReadResponse
+                    | Operation::AtomicAcknowledge
+            ) =>
+            {
+                self.pair_by_response(src, dest, bth.psn, ts, out)
+            }
+            None => None,
+        };
         if let Some(c) = conn.and_then(|c| self.state.connections.get_mut(&c)) {
             c.last_ts_ns = ts;
         }
@@ -564,7 +587,7 @@ impl Engine {
         rkey: u32,
         out: &mut Vec<Finding>,
     ) -> Option<ConnId> {
-        let src = d.ip?.source();
+        let (src, _) = Addr::of_frame(d)?;
         let id = self.state.connections.values().rev().find_map(|c| {
             let corr = self.conns.corr.get(&c.id)?;
             (c.client.is_none()

@@ -3,11 +3,10 @@
 //! `conn`, `call` and `rdma` share without importing one another.
 
 use std::collections::VecDeque;
-use std::net::IpAddr;
 
 use rdma_dissectors::rpcrdma::Xid;
 
-use crate::engine::keys::{CallKey, ConnId, Map, QpKey};
+use crate::engine::keys::{Addr, CallKey, ConnId, Map, QpKey};
 use crate::engine::model::Transaction;
 
 /// Per-queue-pair receive state.
@@ -29,7 +28,7 @@ pub(in crate::engine) struct QpState {
     /// The address this QP's connection peer sends from: a frame from any
     /// other is not part of the connection (RoCEv2: the addresses, not the
     /// QP number alone, say which connection a frame belongs to).
-    pub peer: Option<IpAddr>,
+    pub peer: Option<Addr>,
     /// A request PSN far from `last_psn` that is not followed yet: the next
     /// packet decides whether the sequence moved there (another incarnation
     /// of the QP) or it was a stray frame.
@@ -62,7 +61,7 @@ pub(in crate::engine) struct Corr {
     pub rpcrdma: bool,
     /// For connections found from traffic: the client's address, learnt
     /// from the first call, before its QP number is known.
-    pub peer_addr: Option<IpAddr>,
+    pub peer_addr: Option<Addr>,
 }
 
 impl Corr {
@@ -105,7 +104,7 @@ pub(in crate::engine) fn held(
 pub(in crate::engine) struct Table {
     pub corr: Map<ConnId, Corr>,
     /// CM REQs waiting for their REP: (client address, client comm id).
-    pub pending: Map<(IpAddr, u32), ConnId>,
+    pub pending: Map<(Addr, u32), ConnId>,
     /// Connections in the order they were made, with the time they were
     /// last looked at: the eviction clock (see `Engine::new_conn`).
     pub clock: VecDeque<(ConnId, u64)>,
@@ -122,6 +121,11 @@ pub(in crate::engine) struct Table {
     pub next_seq: u64,
     /// Bytes of Send prefixes held by queue pairs.
     pub prefix_bytes: usize,
+    /// Queue pairs no connection owns that requests were sent to, by
+    /// (responder's address, requester's address): the QPN and the latest
+    /// request PSN. A response or ACK to the requester whose PSN answers
+    /// one of them pairs the two QPs into a connection without CM.
+    pub awaiting: Map<(Addr, Addr), Vec<(u32, u32)>>,
 }
 
 impl Table {
@@ -165,7 +169,7 @@ pub(in crate::engine) struct Message<'a> {
     pub first_frame: u64,
     pub frame: u64,
     pub ts: u64,
-    pub src: IpAddr,
+    pub src: Addr,
     pub dest: QpKey,
     pub invalidate: Option<u32>,
 }
