@@ -49,8 +49,8 @@ use keys::ConnIds;
 pub use keys::{Addr, ConnId, Origin, QpKey};
 pub use merge::MergeConfig;
 pub use model::{
-    Carries, CallHeader, ChunkKind, CmState, Connection, CreditPoint, LadderStep, Phases, Role, SegmentUse,
-    StepWhat, Transaction, Transfer,
+    CallHeader, Carries, ChunkKind, CmState, Connection, CreditPoint, LadderStep, Phases, Role,
+    SegmentUse, StepWhat, Transaction, Transfer,
 };
 
 /// Why the calls still outstanding at the end got no reply.

@@ -20,8 +20,8 @@ use serde::Serialize;
 
 use super::stats::Summary;
 use crate::engine::{
-    Anomaly, Carries, CmState, ConnId, Connection, Evictions, Kind, Origin, QpKey, Severity, Totals,
-    Transaction, Transfer,
+    Anomaly, Carries, CmState, ConnId, Connection, Evictions, Kind, Origin, QpKey, Severity,
+    Totals, Transaction, Transfer,
 };
 
 /// Version of every document and line described here. It grows when a key

@@ -48,7 +48,9 @@ fn draw_list(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState, sel: usize)
     let rows = m.state.connections.values().skip(top).take(page).map(|c| {
         Row::new(vec![
             c.id.to_string(),
-            c.granted.map_or("-".into(), |g| g.to_string()),
+            c.granted
+                .filter(|_| c.is_rpcrdma())
+                .map_or("-".into(), |g| g.to_string()),
             c.peak_in_flight.to_string(),
             dur(c.at_limit_ns),
         ])

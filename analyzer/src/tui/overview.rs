@@ -21,7 +21,7 @@ use rdma_dissectors::rpcrdma_cm::CmPrivateData;
 use super::model::Model;
 use super::state::{Screen, UiState};
 use super::widgets::{block, bytes, dur, header_style, rate, selected_style};
-use crate::engine::{CmState, Connection};
+use crate::engine::{Carries, CmState, Connection};
 
 /// Draws the overview.
 pub fn draw(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
@@ -122,19 +122,29 @@ fn conn_cells(c: &Connection, wide: bool) -> Vec<String> {
     let span = c.last_ts_ns.saturating_sub(c.first_ts_ns);
     let addr = |q: Option<crate::engine::QpKey>| q.map_or("?".into(), |q| q.addr.to_string());
     let qpn = |q: Option<crate::engine::QpKey>| q.map_or("?".into(), |q| format!("{:#x}", q.qpn));
+    let rpcrdma = c.is_rpcrdma();
     let inline = match (c.call_inline_threshold(), c.reply_inline_threshold()) {
-        (Some(a), Some(b)) => format!("{a}/{b}"),
+        (Some(a), Some(b)) if rpcrdma => format!("{a}/{b}"),
         _ => "-".into(),
     };
-    let r = c
-        .negotiated
-        .map_or("-", |n| if n.remote_invalidation { "yes" } else { "no" });
-    let credits = format!(
-        "{}/{} pk{}",
-        c.granted.map_or("-".into(), |g| g.to_string()),
-        c.in_flight,
-        c.peak_in_flight
-    );
+    let r = c.negotiated.filter(|_| rpcrdma).map_or("-", |n| {
+        if n.remote_invalidation {
+            "yes"
+        } else {
+            "no"
+        }
+    });
+    // Credits are RPC-over-RDMA's: other traffic says what it is instead.
+    let credits = match c.carries {
+        Some(Carries::RpcRdma) => format!(
+            "{}/{} pk{}",
+            c.granted.map_or("-".into(), |g| g.to_string()),
+            c.in_flight,
+            c.peak_in_flight
+        ),
+        Some(Carries::Other) => "not RPC".into(),
+        None => "?".into(),
+    };
     let mut v = vec![
         c.id.to_string(),
         addr(c.client),

@@ -12,8 +12,7 @@ use super::state::{Message, Reassembly, Txn};
 use crate::engine::describe::{fill_call, reply_status};
 use crate::engine::keys::{CallKey, ConnId, Origin};
 use crate::engine::model::{
-    Carries,
-    v1, CallHeader, ChunkKind, Phases, SegmentUse, StepWhat, Transaction, Transfer,
+    v1, CallHeader, Carries, ChunkKind, Phases, SegmentUse, StepWhat, Transaction, Transfer,
 };
 use crate::engine::{Engine, Finding, Kind};
 

@@ -200,7 +200,10 @@ impl Engine {
     ) {
         let Some(bth) = d.bth() else { return };
         let op = bth.opcode;
-        if !matches!(op.transport(), Transport::Rc | Transport::Uc | Transport::Xrc) {
+        if !matches!(
+            op.transport(),
+            Transport::Rc | Transport::Uc | Transport::Xrc
+        ) {
             // Datagrams (subnet management, IPoIB, CNPs) belong to no
             // connection, and their PSNs are no sequence of one QP's.
             self.state.totals.unassociated_frames += 1;
@@ -284,9 +287,7 @@ impl Engine {
             }
             None if matches!(
                 operation,
-                Operation::Acknowledge
-                    | Operation::RdmaReadResponse
-                    | Operation::AtomicAcknowledge
+                Operation::Acknowledge | Operation::RdmaReadResponse | Operation::AtomicAcknowledge
             ) =>
             {
                 self.pair_by_response(src, dest, bth.psn, ts, out)
