@@ -44,7 +44,7 @@ impl std::fmt::Display for ConnId {
 
 /// A port as the wire names it: by IP address on RoCEv2, by LID on native
 /// InfiniBand (the LRH every packet carries, GRH or not), by GID on RoCEv1
-/// (a GRH and no LRH). Written `10.0.0.1`, `lid:3`, `gid:fe80::1`.
+/// (a GRH and no LRH). Written `10.0.0.1`, `lid:3`, `gid:[fe80::1]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Addr {
     /// RoCEv2: the IPv4 or IPv6 address.
@@ -88,7 +88,7 @@ impl std::fmt::Display for Addr {
         match self {
             Addr::Ip(a) => a.fmt(f),
             Addr::Lid(l) => write!(f, "lid:{l}"),
-            Addr::Gid(g) => write!(f, "gid:{g}"),
+            Addr::Gid(g) => write!(f, "gid:[{g}]"),
         }
     }
 }
@@ -106,7 +106,7 @@ impl schemars::JsonSchema for Addr {
 
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
-            "description": "A port as the wire names it: an IP address (RoCEv2), `lid:` and the decimal LID (native InfiniBand), or `gid:` and the GID in IPv6 notation (RoCEv1).",
+            "description": "A port as the wire names it: an IP address (RoCEv2), `lid:` and the decimal LID (native InfiniBand), or `gid:` and the GID in IPv6 notation within brackets (RoCEv1).",
             "type": "string"
         })
     }

@@ -64,6 +64,10 @@ pub struct SynthArgs {
     /// Microsecond timestamps (default nanosecond).
     #[arg(long)]
     pub microseconds: bool,
+    /// How frames carry the IBA transport: rocev2 (Ethernet, IPv4, UDP),
+    /// rocev1 (Ethernet and a GRH) or ib (native InfiniBand, DLT 247).
+    #[arg(long, default_value = "rocev2")]
+    pub framing: super::wire::Framing,
     /// Instead of NFS traffic, a capture built to hurt the analyzer:
     /// unanswered (--connections x --calls unanswered calls), qp-flood
     /// (--connections queue pairs), stray-psn, xid-reuse (--calls calls of
@@ -117,6 +121,7 @@ impl SynthArgs {
             seed: self.seed,
             inject,
             microseconds: self.microseconds,
+            framing: self.framing,
         })
     }
 }

@@ -20,7 +20,7 @@ use rdma_dissectors::rpcrdma_cm::RpcRdmaCmPrivate;
 
 use super::nfs::{self, Proc3, AUTH_SYS_BODY, NFS_PROGRAM};
 use super::prng::SplitMix64;
-use super::wire::{Node, Wire};
+use super::wire::{Framing, Node, Wire};
 use super::{Error, ExpectedAnomaly, Inject, Options, Summary};
 
 /// 24-bit PSN and MSN arithmetic.
@@ -303,7 +303,12 @@ fn validate(o: &Options) -> Result<(), Error> {
 impl<W: Write> Gen<W> {
     fn new(o: Options, out: W) -> Result<Self, Error> {
         let mut rng = SplitMix64::new(o.seed);
-        let wire = Wire::new(out, START_NS + rng.below(1_000_000_000), o.microseconds)?;
+        let wire = Wire::with_framing(
+            out,
+            START_NS + rng.below(1_000_000_000),
+            o.microseconds,
+            o.framing,
+        )?;
         let plen = (o.inline_threshold as usize + 4096).max(o.mtu as usize);
         let mut pattern = vec![0u8; plen];
         for chunk in pattern.chunks_mut(8) {
@@ -484,6 +489,7 @@ impl<W: Write> Gen<W> {
     }
 
     fn connect(&mut self, ci: usize) -> Result<(), Error> {
+        let ib = self.o.framing == Framing::Ib;
         let c = self.conns.get(ci).cloned().ok_or(Error::NoConnection(ci))?;
         let th = self.o.inline_threshold;
         let client_priv = RpcRdmaCmPrivate::new(self.o.remote_invalidation, th, th);
@@ -533,8 +539,9 @@ impl<W: Write> Gen<W> {
             srq: false,
             extended_transport_type: 0,
             primary_path: CmPath {
-                local_port_lid: 0xffff,
-                remote_port_lid: 0xffff,
+                // Permissive on RoCE; the ports' LIDs on InfiniBand.
+                local_port_lid: if ib { c.client.lid() } else { 0xffff },
+                remote_port_lid: if ib { c.server.lid() } else { 0xffff },
                 local_port_gid: mapped(c.client.ip),
                 remote_port_gid: mapped(c.server.ip),
                 // RoCEv2 derives the flow label from the UDP ports;
@@ -542,9 +549,9 @@ impl<W: Write> Gen<W> {
                 flow_label: ((u32::from(c.csport) * 0x9e37) ^ u32::from(c.ssport)) & 0xf_ffff,
                 packet_rate: 0,
                 traffic_class: 0,
-                hop_limit: 0x40,
+                hop_limit: if ib { 0 } else { 0x40 },
                 sl: 0,
-                subnet_local: false,
+                subnet_local: ib,
                 local_ack_timeout: 0x13,
             },
             alternate_path: CmPath::default(),

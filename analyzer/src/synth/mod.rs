@@ -272,6 +272,8 @@ pub struct Options {
     pub inject: Vec<Inject>,
     /// Microsecond instead of nanosecond timestamps.
     pub microseconds: bool,
+    /// How frames carry the IBA transport.
+    pub framing: wire::Framing,
 }
 
 impl Default for Options {
@@ -291,6 +293,7 @@ impl Default for Options {
             seed: 1,
             inject: Vec::new(),
             microseconds: false,
+            framing: wire::Framing::Rocev2,
         }
     }
 }

@@ -1,12 +1,16 @@
-//! From transport headers to pcap records: Ethernet II, IPv4 (with its
-//! header checksum), UDP to port 4791 (checksum 0, as RoCEv2 senders do) and
-//! the ICRC, every header written by the dissectors' own `emit`, every
-//! record by the analyzer's one capture writer.
+//! From transport headers to pcap records, in any of the three framings
+//! that carry the IBA transport, every header written by the dissectors'
+//! own `emit`, every record by the analyzer's one capture writer:
 //!
 //! ```text
-//! pcap record: ts_sec ts_frac incl_len orig_len | frame
-//! frame:       Ethernet (14) | IPv4 (20) | UDP (8) | BTH + ext headers + payload + pad | ICRC (4, LE)
+//! RoCEv2 (Ethernet):     Ethernet (14) | IPv4 (20) | UDP (8) to 4791 | BTH ... pad | ICRC (4, LE)
+//! RoCEv1 (Ethernet):     Ethernet (14, type 0x8915) | GRH (40) | BTH ... pad | ICRC
+//! InfiniBand (DLT 247):  LRH (8) | BTH ... pad | ICRC | VCRC (2)
 //! ```
+//!
+//! The same traffic in each, node for node: an IPv4 address names a node
+//! on RoCEv2, its IPv4-mapped GID on RoCEv1, and its last two octets as a
+//! LID on InfiniBand (10.99.0.2 is LID 2).
 //!
 //! One frame buffer is reused for every packet and records go through one
 //! large buffered writer, so the hot path allocates nothing.
@@ -14,11 +18,14 @@
 use std::io::Write;
 use std::net::Ipv4Addr;
 
-use rdma_dissectors::ib::icrc::{rocev2_icrc, ICRC_LEN};
+use rdma_dissectors::ib::grh::Grh;
+use rdma_dissectors::ib::icrc::{ib_icrc, rocev1_icrc, rocev2_icrc, vcrc, ICRC_LEN};
+use rdma_dissectors::ib::lrh::Lrh;
 use rdma_dissectors::ib::Transport;
 use rdma_dissectors::ip::{Ipv4, PROTO_UDP};
 use rdma_dissectors::link::{ether_type, Ethernet, LinkType};
 use rdma_dissectors::udp::{Udp, ROCEV2_PORT};
+use serde::Serialize;
 
 use super::Error;
 use crate::sources::pcap::{CaptureWriter, Format, Resolution};
@@ -26,10 +33,41 @@ use crate::sources::pcap::{CaptureWriter, Format, Resolution};
 const ETH_LEN: usize = Ethernet::HEADER_LEN;
 const IP_LEN: usize = 20;
 const UDP_LEN: usize = Udp::HEADER_LEN;
-/// Bytes in front of the BTH.
+const GRH_LEN: usize = 40;
+const LRH_LEN: usize = 8;
+const VCRC_LEN: usize = 2;
+/// Bytes in front of the BTH on RoCEv2.
 pub const OUTER_LEN: usize = ETH_LEN + IP_LEN + UDP_LEN;
 /// Largest frame we build: a 4096-byte MTU packet with every header, rounded up.
 const MAX_FRAME: usize = 8192;
+/// LRH Link Next Header: an IBA transport header follows, no GRH (IBA 7.7.1).
+const LNH_IBA_LOCAL: u8 = 2;
+
+/// How frames carry the IBA transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Framing {
+    /// RoCEv2: Ethernet, IPv4, UDP to port 4791.
+    #[default]
+    Rocev2,
+    /// RoCEv1: Ethernet type 0x8915 and a GRH.
+    Rocev1,
+    /// Native InfiniBand, as ibdump's frames are (DLT_INFINIBAND, 247).
+    Ib,
+}
+
+impl std::str::FromStr for Framing {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "rocev2" => Ok(Framing::Rocev2),
+            "rocev1" => Ok(Framing::Rocev1),
+            "ib" | "infiniband" => Ok(Framing::Ib),
+            _ => Err(format!("unknown framing {s:?}: rocev2, rocev1 or ib")),
+        }
+    }
+}
 
 /// One end of a connection as the wire shows it.
 #[derive(Debug, Clone, Copy)]
@@ -38,6 +76,20 @@ pub struct Node {
     pub mac: [u8; 6],
     /// IPv4 address.
     pub ip: Ipv4Addr,
+}
+
+impl Node {
+    /// The node's LID on InfiniBand: the address's last two octets.
+    pub fn lid(&self) -> u16 {
+        let [_, _, hi, lo] = self.ip.octets();
+        u16::from_be_bytes([hi, lo])
+    }
+
+    /// The node's GID on RoCEv1: the IPv4-mapped address, as RoCE stacks
+    /// make GIDs from IPv4 addresses.
+    pub fn gid(&self) -> [u8; 16] {
+        self.ip.to_ipv6_mapped().octets()
+    }
 }
 
 /// Writes pcap records of RoCEv2 frames and keeps count of them.
@@ -55,21 +107,40 @@ pub struct Wire<W: Write> {
     pub corrupt_next_icrc: bool,
     /// Nanoseconds one byte takes on the simulated link.
     ps_per_byte: u64,
+    framing: Framing,
 }
 
 impl<W: Write> Wire<W> {
-    /// Starts a classic pcap file (link type Ethernet) on `out`:
-    /// nanosecond timestamps unless `micro`.
+    /// Starts a classic pcap file of RoCEv2 frames on `out`: nanosecond
+    /// timestamps unless `micro`.
     ///
     /// # Errors
     /// When writing the file header fails.
     pub fn new(out: W, start_ns: u64, micro: bool) -> Result<Self, Error> {
+        Self::with_framing(out, start_ns, micro, Framing::Rocev2)
+    }
+
+    /// Starts a classic pcap file of frames in `framing` on `out` (link
+    /// type Ethernet, or InfiniBand for native IB).
+    ///
+    /// # Errors
+    /// When writing the file header fails.
+    pub fn with_framing(
+        out: W,
+        start_ns: u64,
+        micro: bool,
+        framing: Framing,
+    ) -> Result<Self, Error> {
         let resolution = if micro {
             Resolution::Micro
         } else {
             Resolution::Nano
         };
-        let out = CaptureWriter::new(out, Format::Pcap, LinkType::ETHERNET, resolution)?;
+        let link = match framing {
+            Framing::Ib => LinkType::INFINIBAND,
+            Framing::Rocev2 | Framing::Rocev1 => LinkType::ETHERNET,
+        };
+        let out = CaptureWriter::new(out, Format::Pcap, link, resolution)?;
         Ok(Wire {
             bytes: out.bytes,
             out,
@@ -80,6 +151,7 @@ impl<W: Write> Wire<W> {
             corrupt_next_icrc: false,
             // 25 Gb/s: 320 ps per byte.
             ps_per_byte: 320,
+            framing,
         })
     }
 
@@ -88,13 +160,89 @@ impl<W: Write> Wire<W> {
         self.ts_ns += ns;
     }
 
-    /// Writes one RoCEv2 frame from `src` to `dst` carrying `t`; returns its
-    /// frame number.
+    /// Writes one frame from `src` to `dst` carrying `t`; returns its frame
+    /// number. `udp_source_port` is used on RoCEv2 only.
     ///
     /// # Errors
     /// When a header does not fit (a generator bug, reported rather than
     /// hidden) or the output fails.
     pub fn packet(
+        &mut self,
+        src: &Node,
+        dst: &Node,
+        udp_source_port: u16,
+        t: &Transport<'_>,
+    ) -> Result<u64, Error> {
+        match self.framing {
+            Framing::Rocev2 => self.rocev2(src, dst, udp_source_port, t),
+            Framing::Rocev1 => self.rocev1(src, dst, t),
+            Framing::Ib => self.ib(src, dst, t),
+        }
+    }
+
+    fn rocev1(&mut self, src: &Node, dst: &Node, t: &Transport<'_>) -> Result<u64, Error> {
+        let tl = t.wire_len();
+        let total = ETH_LEN + GRH_LEN + tl + ICRC_LEN;
+        let buf = self
+            .frame_buf
+            .get_mut(..total)
+            .ok_or(Error::FrameTooLong(total))?;
+        let (eth, rest) = buf.split_at_mut(ETH_LEN);
+        Ethernet {
+            destination: dst.mac,
+            source: src.mac,
+            ether_type: ether_type::ROCE_V1,
+        }
+        .emit(eth)?;
+        let (grh_ib, icrc) = rest.split_at_mut(GRH_LEN + tl);
+        let (grh, ib) = grh_ib.split_at_mut(GRH_LEN);
+        Grh {
+            ip_ver: 6,
+            tclass: 0,
+            flow_label: 0,
+            pay_len: u16::try_from(tl + ICRC_LEN).map_err(|_| Error::FrameTooLong(total))?,
+            nxt_hdr: Grh::NXT_HDR_IBA,
+            hop_lmt: 1,
+            sgid: src.gid(),
+            dgid: dst.gid(),
+        }
+        .emit(grh)?;
+        t.emit(ib)?;
+        let crc = corrupted(&mut self.corrupt_next_icrc, rocev1_icrc(grh_ib));
+        icrc.copy_from_slice(&crc.to_le_bytes());
+        self.record(total)
+    }
+
+    fn ib(&mut self, src: &Node, dst: &Node, t: &Transport<'_>) -> Result<u64, Error> {
+        let tl = t.wire_len();
+        // LRH PktLen: 4-byte words from the LRH through the ICRC (IBA 7.7.8).
+        let words = (LRH_LEN + tl + ICRC_LEN) / 4;
+        let total = LRH_LEN + tl + ICRC_LEN + VCRC_LEN;
+        let buf = self
+            .frame_buf
+            .get_mut(..total)
+            .ok_or(Error::FrameTooLong(total))?;
+        let (covered, vcrc_out) = buf.split_at_mut(total - VCRC_LEN);
+        let (body, icrc) = covered.split_at_mut(LRH_LEN + tl);
+        let (lrh, ib) = body.split_at_mut(LRH_LEN);
+        Lrh {
+            vl: 0,
+            lver: 0,
+            sl: 0,
+            lnh: LNH_IBA_LOCAL,
+            dlid: dst.lid(),
+            packet_length: u16::try_from(words).map_err(|_| Error::FrameTooLong(total))?,
+            slid: src.lid(),
+        }
+        .emit(lrh)?;
+        t.emit(ib)?;
+        let crc = corrupted(&mut self.corrupt_next_icrc, ib_icrc(body));
+        icrc.copy_from_slice(&crc.to_le_bytes());
+        vcrc_out.copy_from_slice(&vcrc(covered).to_le_bytes());
+        self.record(total)
+    }
+
+    fn rocev2(
         &mut self,
         src: &Node,
         dst: &Node,
@@ -142,11 +290,7 @@ impl<W: Write> Wire<W> {
         }
         .emit(tl + ICRC_LEN, udp)?;
         t.emit(ib)?;
-        let mut crc = rocev2_icrc(ip, udp, ib);
-        if self.corrupt_next_icrc {
-            self.corrupt_next_icrc = false;
-            crc ^= 0x5a5a_5a5a;
-        }
+        let crc = corrupted(&mut self.corrupt_next_icrc, rocev2_icrc(ip, udp, ib));
         icrc.copy_from_slice(&crc.to_le_bytes());
         self.record(total)
     }
@@ -169,5 +313,15 @@ impl<W: Write> Wire<W> {
     /// When the final flush fails.
     pub fn finish(self) -> Result<W, Error> {
         Ok(self.out.finish()?)
+    }
+}
+
+/// `crc`, corrupted when an injection asked for the next frame's to be
+/// (the `icrc_mismatch` injection); the request is used up.
+fn corrupted(corrupt_next: &mut bool, crc: u32) -> u32 {
+    if std::mem::take(corrupt_next) {
+        crc ^ 0x5a5a_5a5a
+    } else {
+        crc
     }
 }
