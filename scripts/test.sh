@@ -19,6 +19,15 @@ scripts/setup-ebpf.sh
 # Tests that need root, tshark, tmux or the probes fail here when one is
 # missing (run alone they skip, loudly): analyzer/tests/common/prereq.rs.
 export RDMA_ANALYZER_REQUIRE=1
+# The third-party captures are read in place, beside the project root; a
+# clone made elsewhere (git clone . /tmp/fresh) finds them beside its origin.
+if [ -z "${RDMA_EXTERNAL_CAPTURES:-}" ] && [ ! -d ../shared/external-captures ]; then
+    origin=$(git remote get-url origin 2>/dev/null || true)
+    if [ -d "$origin/../shared/external-captures" ]; then
+        RDMA_EXTERNAL_CAPTURES=$(cd "$origin/../shared/external-captures" && pwd)
+        export RDMA_EXTERNAL_CAPTURES
+    fi
+fi
 
 step "captures are the committed ones (sha256)"
 (cd captures && sha256sum --quiet -c SHA256SUMS)

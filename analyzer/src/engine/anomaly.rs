@@ -88,6 +88,14 @@ pub enum Kind {
     /// A RoCEv2 packet in IPv4 fragments, which RoCEv2 does not allow (its
     /// packets are sent with Don't Fragment set).
     IpFragment,
+    /// A request whose PSN the RDMA READ before it still holds: a READ
+    /// takes one PSN per response packet, and the next request comes after
+    /// them all (IBA 9.7.1).
+    ReadSpanPsnReused,
+    /// An ACK for a PSN no request was sent with: before the first request
+    /// of the queue pair (its starting PSN, when the CM exchange gave it),
+    /// or past the last one sent (IBA 9.7.5.1).
+    AckPsnNotSent,
 }
 
 impl Kind {
@@ -125,11 +133,13 @@ impl Kind {
             Kind::PsnOutOfSequence => "psn_out_of_sequence",
             Kind::WrongPeer => "wrong_peer",
             Kind::IpFragment => "ip_fragment",
+            Kind::ReadSpanPsnReused => "read_span_psn_reused",
+            Kind::AckPsnNotSent => "ack_psn_not_sent",
         }
     }
 
     /// Every kind, in a stable order.
-    pub const ALL: [Kind; 31] = [
+    pub const ALL: [Kind; 33] = [
         Kind::CreditOverrun,
         Kind::ZeroCreditGrant,
         Kind::InlineThresholdExceeded,
@@ -161,6 +171,8 @@ impl Kind {
         Kind::PsnOutOfSequence,
         Kind::WrongPeer,
         Kind::IpFragment,
+        Kind::ReadSpanPsnReused,
+        Kind::AckPsnNotSent,
     ];
 
     /// Parses a stable name.
@@ -195,6 +207,8 @@ impl Kind {
             Kind::PsnOutOfSequence => "IBA 9.7.1",
             Kind::WrongPeer => "IBA 9.7 (RC); RoCEv2 A17.4",
             Kind::IpFragment => "RoCEv2 A17.4",
+            Kind::ReadSpanPsnReused => "IBA 9.7.1",
+            Kind::AckPsnNotSent => "IBA 9.7.5.1",
         }
     }
 
@@ -211,6 +225,8 @@ impl Kind {
             | Kind::BadProc
             | Kind::ErrorFromRequester
             | Kind::ReadListInReply
+            | Kind::ReadSpanPsnReused
+            | Kind::AckPsnNotSent
             | Kind::NomsgWithoutChunks => Severity::Error,
             Kind::ShortHeader
             | Kind::VersionMismatch

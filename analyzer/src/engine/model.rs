@@ -588,6 +588,9 @@ pub struct Connection {
     pub negotiated: Option<Negotiated>,
     /// Frames of the CM exchange.
     pub cm_frames: Vec<u64>,
+    /// Path MTU in bytes: from the CM REQ, or learnt from the first full
+    /// (First or Middle) packet; `None` until either.
+    pub path_mtu: Option<u32>,
     /// First frame time.
     pub first_ts_ns: u64,
     /// Latest frame time.
@@ -643,6 +646,7 @@ impl Connection {
             server_private: None,
             negotiated: None,
             cm_frames: Vec::new(),
+            path_mtu: None,
             first_ts_ns: ts,
             last_ts_ns: ts,
             calls: 0,

@@ -221,7 +221,8 @@ impl Report {
                 )
             };
             let fabric = c.fabric().unwrap_or("?");
-            let _ = writeln!(s, "  {} {}  {fabric} {cm}", c.id, c.label());
+            let mtu = c.path_mtu.map_or(String::new(), |m| format!(" mtu={m}"));
+            let _ = writeln!(s, "  {} {}  {fabric} {cm}{mtu}", c.id, c.label());
             let carries = match (c.carries, c.port) {
                 (Some(Carries::RpcRdma), _) => "RPC-over-RDMA".to_string(),
                 (Some(Carries::Other), Some(p)) if p != 20049 => format!(

@@ -184,6 +184,8 @@ pub struct ConnectionView {
     pub cm_state: CmState,
     /// RDMA-CM port (20049 for NFS).
     pub port: Option<u16>,
+    /// Path MTU, bytes: from the CM REQ, or learnt from a full packet.
+    pub path_mtu: Option<u32>,
     /// RFC 8797 private data of the REQ.
     pub client_private: Option<PrivateData>,
     /// RFC 8797 private data of the REP.
@@ -238,6 +240,7 @@ impl From<&Connection> for ConnectionView {
             server: c.server,
             cm_state: c.cm_state,
             port: c.port,
+            path_mtu: c.path_mtu,
             client_private: c.client_private.map(PrivateData::from),
             server_private: c.server_private.map(PrivateData::from),
             remote_invalidation: c

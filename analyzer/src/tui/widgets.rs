@@ -134,6 +134,8 @@ pub fn explain(k: Kind) -> &'static str {
         Kind::PsnOutOfSequence => "A request packet far from its queue pair's PSN sequence that the next packets do not follow: another incarnation of the QP, or a stray frame.",
         Kind::WrongPeer => "A frame to a known queue pair from a host that is not its connection's peer: not part of the connection.",
         Kind::IpFragment => "A RoCEv2 packet in IPv4 fragments: RoCEv2 packets are not to be fragmented.",
+        Kind::ReadSpanPsnReused => "A request numbered with a PSN that the RDMA READ before it still holds: a READ takes one PSN per response packet.",
+        Kind::AckPsnNotSent => "An ACK for a PSN that no request of its queue pair was sent with.",
     }
 }
 

@@ -214,6 +214,10 @@ impl Engine {
         q.conn = Some(conn);
         q.peer = Some(peer);
         q.last_psn = None;
+        q.last_span = None;
+        q.first_psn = None;
+        q.first_from_cm = false;
+        q.mtu = None;
         q.far_psn = None;
         q.write = None;
         let old = q.send.take();
@@ -289,6 +293,9 @@ impl Engine {
                     c.client_comm_id = Some(req.local_comm_id);
                     c.client_start_psn = Some(req.starting_psn.get());
                     c.client_private = private;
+                    // IBA 12.6.5: path MTU code 1..=5 is 256..=4096 bytes.
+                    c.path_mtu = matches!(req.path_packet_payload_mtu, 1..=5)
+                        .then(|| 128 << req.path_packet_payload_mtu);
                     c.cm_frames.push(number);
                 }
                 // The port says, when RDMA-CM made the connection: NFS
@@ -332,6 +339,28 @@ impl Engine {
                     self.carries(id, Carries::RpcRdma);
                 }
                 self.bind_qp(server, id, dst, out);
+                // A side's Starting PSN is where its receive queue starts:
+                // the REQ's is the PSN of the server's first request (to
+                // the client's QP), the REP's that of the client's first
+                // (to the server's). So Linux's CM sets the QPs up, and so
+                // every capture here shows it.
+                let (client, client_start) = self
+                    .state
+                    .connections
+                    .get(&id)
+                    .map_or((None, None), |c| (c.client, c.client_start_psn));
+                let starts = [
+                    (Some(server), Some(rep.starting_psn.get())),
+                    (client, client_start),
+                ];
+                for (key, start) in starts {
+                    if let (Some(key), Some(start)) = (key, start) {
+                        if let Some(q) = self.qps.get_mut(&key) {
+                            q.first_psn = Some(start);
+                            q.first_from_cm = true;
+                        }
+                    }
+                }
             }
             CmMessage::Rtu(rtu) => {
                 if let Some((id, sender)) = self.conn_by_comm_id(src, rtu.local_comm_id) {

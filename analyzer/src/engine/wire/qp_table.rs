@@ -36,6 +36,11 @@ impl QpTable {
         self.slots.get(i).map(|(_, q)| q)
     }
 
+    pub(in crate::engine) fn get_mut(&mut self, key: &QpKey) -> Option<&mut QpState> {
+        let i = self.slot_of(key)?;
+        self.slots.get_mut(i).map(|(_, q)| q)
+    }
+
     pub(in crate::engine) fn contains_key(&self, key: &QpKey) -> bool {
         self.slot_of(key).is_some()
     }

@@ -100,23 +100,33 @@ pub(in crate::engine) fn continues_transfer(d: &Dissection<'_>) -> bool {
 const FAR: u32 = 1 << 16;
 
 /// Where a request's PSN stands in its queue pair's sequence.
+#[derive(Debug, PartialEq, Eq)]
 enum Sequence {
     /// Seen before: the requester sent it again (after a NAK or a timeout).
     Again,
     /// The sequence goes on (with packets the capture missed when `gap`).
     Next { gap: bool },
+    /// A PSN the RDMA READ before it holds (one PSN per response packet,
+    /// IBA 9.7.1): the requester numbered this request as if the READ
+    /// took fewer. Taken as the sequence from here on.
+    InReadSpan { read: Psn, next: Psn },
     /// Far from the sequence, and not following a far packet before it:
     /// held as a candidate, not followed yet.
     Far,
 }
 
 impl Sequence {
-    /// Places `cur` in `q`'s sequence and moves the sequence on; a far
-    /// packet becomes the sequence only when the next one follows it.
-    fn of(q: &mut QpState, cur: Psn, read_request: bool) -> Sequence {
+    /// Places `cur`, a request taking `span` PSNs (`None`: a READ whose
+    /// response count is not known), in `q`'s sequence and moves the
+    /// sequence on; a far packet becomes the sequence only when the next
+    /// one follows it.
+    fn of(q: &mut QpState, cur: Psn, span: Option<u32>) -> Sequence {
         let Some(last) = q.last_psn.and_then(Psn::try_new) else {
             q.last_psn = Some(cur.get());
-            q.psn_jump_unknown = read_request;
+            q.last_span = span;
+            if q.first_psn.is_none() {
+                q.first_psn = Some(cur.get());
+            }
             return Sequence::Next { gap: false };
         };
         let ahead = last.distance(cur);
@@ -134,11 +144,29 @@ impl Sequence {
         if near && (cur == last || cur.is_before(last)) {
             return Sequence::Again;
         }
-        let gap = near && last.add(1) != cur && !q.psn_jump_unknown;
+        let next = q.last_span.map(|n| last.add(n.max(1)));
         q.last_psn = Some(cur.get());
-        q.psn_jump_unknown = read_request;
-        Sequence::Next { gap }
+        q.last_span = span;
+        match next {
+            Some(next) if near && cur.is_before(next) => Sequence::InReadSpan { read: last, next },
+            Some(next) => Sequence::Next {
+                gap: near && next != cur,
+            },
+            None => Sequence::Next { gap: false },
+        }
     }
+}
+
+/// PSNs an RDMA READ of `len` bytes takes at path MTU `mtu`: one per
+/// response packet, at least one (IBA 9.7.1).
+pub(in crate::engine) fn read_span(len: u32, mtu: u32) -> u32 {
+    len.div_ceil(mtu.max(1)).max(1)
+}
+
+/// The path MTU a full packet's payload says, if it is one: First and
+/// Middle packets carry exactly the path MTU (IBA 9.7.7).
+fn full_packet_mtu(payload: usize) -> Option<u32> {
+    matches!(payload, 256 | 512 | 1024 | 2048 | 4096).then_some(payload as u32)
 }
 
 impl Engine {
@@ -162,6 +190,115 @@ impl Engine {
             conn,
             None,
             format!("frame from {src} to QP {dest}{of}, whose peer is {peer}: not part of the connection, left out"),
+        );
+    }
+
+    /// The path MTU between `dest` and its peer: the connection's (from the
+    /// CM REQ, or learnt), or what full packets to `dest` said.
+    fn path_mtu_at(&self, dest: &QpKey) -> Option<u32> {
+        let q = self.qps.get(dest)?;
+        q.conn
+            .and_then(|c| self.state.connections.get(&c))
+            .and_then(|c| c.path_mtu)
+            .or(q.mtu)
+    }
+
+    /// A full packet said the path MTU of `conn`, which did not know it.
+    #[cold]
+    fn learnt_mtu(&mut self, conn: Option<ConnId>, mtu: u32) {
+        if let Some(c) = conn.and_then(|c| self.state.connections.get_mut(&c)) {
+            c.path_mtu.get_or_insert(mtu);
+        }
+    }
+
+    /// An ACK to `dest` on `conn`: it must name a PSN that a request from
+    /// `dest` was sent with, between the first request's (the starting PSN
+    /// of the CM exchange, or a little before the first the capture shows)
+    /// and the last one's (the end of its span, for a READ).
+    fn check_ack(
+        &mut self,
+        number: u64,
+        conn: ConnId,
+        dest: QpKey,
+        psn: Psn,
+        out: &mut Vec<Finding>,
+    ) {
+        /// How far before the first request in the capture an ACK may
+        /// still name one the capture did not see (it started mid-flight).
+        const SLACK: u32 = 1 << 12;
+        /// Beyond half the PSN space, "before" and "after" mean nothing.
+        const HALF: u32 = 1 << 23;
+        let Some(requests) = self.state.connections.get(&conn).and_then(|c| {
+            if c.client == Some(dest) {
+                c.server
+            } else if c.server == Some(dest) {
+                c.client
+            } else {
+                None
+            }
+        }) else {
+            return;
+        };
+        let Some(q) = self.qps.get(&requests) else {
+            return;
+        };
+        let (Some(last), Some(first)) = (
+            q.last_psn.and_then(Psn::try_new),
+            q.first_psn.and_then(Psn::try_new),
+        ) else {
+            return;
+        };
+        let highest = q.last_span.map(|n| last.add(n.max(1) - 1));
+        let before_first = psn.is_before(first)
+            && psn.distance(first) <= HALF
+            && (q.first_from_cm || psn.distance(first) > SLACK);
+        let after_last = highest.is_some_and(|h| h.is_before(psn) && h.distance(psn) <= HALF);
+        if !(before_first || after_last) {
+            return;
+        }
+        let (p, f, l) = (psn.get(), first.get(), highest.unwrap_or(last).get());
+        let from = if q.first_from_cm {
+            "its starting PSN from the CM exchange"
+        } else {
+            "the first request in the capture"
+        };
+        let why = if before_first {
+            format!("before {f:#x}, {from}")
+        } else {
+            format!("after {l:#x}, the last PSN requests to {requests} have taken (or the capture missed the requests in between)")
+        };
+        self.anomaly(
+            out,
+            Kind::AckPsnNotSent,
+            vec![number],
+            Some(conn),
+            None,
+            format!("ACK to {dest} for PSN {p:#x}, which no request was sent with: it is {why}"),
+        );
+    }
+
+    /// A request numbered inside the span of the READ before it.
+    #[cold]
+    #[allow(clippy::too_many_arguments)]
+    fn read_span_reused(
+        &mut self,
+        number: u64,
+        what: &str,
+        psn: Psn,
+        read: Psn,
+        next: Psn,
+        dest: QpKey,
+        conn: Option<ConnId>,
+        out: &mut Vec<Finding>,
+    ) {
+        let (read, psn, next) = (read.get(), psn.get(), next.get());
+        self.anomaly(
+            out,
+            Kind::ReadSpanPsnReused,
+            vec![number],
+            conn,
+            None,
+            format!("{what} to {dest} has PSN {psn:#x}, which the RDMA READ of PSN {read:#x} holds: a READ takes one PSN per response packet, so the next request is {next:#x}; the responder may take this one for a duplicate"),
         );
     }
 
@@ -219,6 +356,16 @@ impl Engine {
                 | Operation::CompareSwap
                 | Operation::FetchAdd
         );
+        // The PSNs this request takes: one, or a READ's response count,
+        // which needs the path MTU.
+        let span = if operation == Operation::RdmaReadRequest {
+            let mtu = self.path_mtu_at(&dest);
+            d.reth()
+                .zip(mtu)
+                .map(|(r, mtu)| read_span(r.dma_length, mtu))
+        } else {
+            Some(1)
+        };
         // Everything this packet reads or changes in its QP's state, in one
         // lookup, so that its key (address and QPN) is hashed once.
         let q = self.qp_mut(&dest, out);
@@ -229,11 +376,22 @@ impl Engine {
         }
         q.last_ts_ns = ts;
         q.referenced = true;
+        // A full packet says the path MTU, once per QP.
+        let mut learnt_mtu = None;
+        if q.mtu.is_none() && matches!(op.position(), Some(Position::First | Position::Middle)) {
+            learnt_mtu = full_packet_mtu(d.payload().len());
+            q.mtu = learnt_mtu;
+        }
         let (mut retransmitted, mut gap, mut stray) = (false, false, false);
+        let mut in_read = None;
+        // The READ before this request, if its span was not known: its
+        // responses will say whether this request reused one of its PSNs.
+        let after_unknown_read = q.last_span.is_none().then_some(q.last_psn).flatten();
         if is_request {
-            match Sequence::of(q, bth.psn, operation == Operation::RdmaReadRequest) {
+            match Sequence::of(q, bth.psn, span) {
                 Sequence::Again => retransmitted = true,
                 Sequence::Next { gap: g } => gap = g,
+                Sequence::InReadSpan { read, next } => in_read = Some((read, next)),
                 Sequence::Far => stray = true,
             }
         }
@@ -247,6 +405,23 @@ impl Engine {
             write = q.write;
             if matches!(op.position(), Some(Position::Last)) {
                 q.write = None;
+            }
+        }
+        if let Some(m) = learnt_mtu {
+            self.learnt_mtu(conn, m);
+        }
+        if let Some((read, next)) = in_read {
+            self.read_span_reused(number, op.name(), bth.psn, read, next, dest, conn, out);
+        } else if let (Some(read), true, Some(c)) = (after_unknown_read, is_request, conn) {
+            if !retransmitted {
+                if let Some(r) = self
+                    .conns
+                    .corr
+                    .get_mut(&c)
+                    .and_then(|corr| corr.reads.iter_mut().rev().find(|r| r.psn == read))
+                {
+                    r.followed_by = Some(psn);
+                }
             }
         }
         if retransmitted {
@@ -317,7 +492,13 @@ impl Engine {
             Operation::RdmaWrite => self.write_packet(number, ts, dest, conn, write, d, out),
             Operation::RdmaReadRequest => self.read_request(number, ts, dest, conn, d, out),
             Operation::RdmaReadResponse => self.read_response(number, ts, conn, d, out),
-            Operation::Acknowledge => {
+            Operation::Acknowledge | Operation::AtomicAcknowledge => {
+                let plain_ack = d
+                    .aeth()
+                    .is_some_and(|a| matches!(a.kind(), AckKind::Ack { .. }));
+                if let (true, Some(c)) = (plain_ack, conn) {
+                    self.check_ack(number, c, dest, bth.psn, out);
+                }
                 if let Some(aeth) = d.aeth() {
                     let what = match aeth.kind() {
                         AckKind::Nak(code) => Some(match code {
@@ -658,6 +839,7 @@ impl Engine {
             let psn = bth.psn.get();
             corr.reads.push_back(ReadReq {
                 psn,
+                followed_by: None,
                 next_psn: psn,
                 rkey: reth.r_key,
                 len: reth.dma_length,
@@ -696,6 +878,16 @@ impl Engine {
         let Some(r) = corr.reads.get_mut(idx) else {
             return;
         };
+        // The READ's span was not known when the next request came: this
+        // response says whether that request took one of its PSNs.
+        let reused = r
+            .followed_by
+            .and_then(Psn::try_new)
+            .filter(|&x| psn == x || x.is_before(psn))
+            .map(|x| (Psn::try_new(r.psn).unwrap_or_default(), x));
+        if reused.is_some() {
+            r.followed_by = None;
+        }
         r.received = r.received.saturating_add(bytes);
         r.next_psn = psn.add(1).get();
         let done = r.received >= r.len
@@ -705,6 +897,16 @@ impl Engine {
             corr.reads.remove(idx);
             // Older requests the responses skipped will get no more data.
             let _ = corr.reads.drain(..idx.min(corr.reads.len()));
+        }
+        if let Some((read, x)) = reused {
+            self.anomaly(
+                out,
+                Kind::ReadSpanPsnReused,
+                vec![number],
+                Some(conn),
+                None,
+                format!("the RDMA READ of PSN {:#x} on {conn} is answered with PSN {:#x}, which the request after it had taken ({:#x}): a READ takes one PSN per response packet, so that request reused one of the READ's", read.get(), psn.get(), x.get()),
+            );
         }
         let Some(tg) = target else { return };
         if !done && !first && bth.opcode.position() == Some(Position::Middle) {
@@ -769,12 +971,55 @@ mod tests {
     use super::*;
 
     fn step(q: &mut QpState, psn: u32) -> &'static str {
-        match Sequence::of(q, Psn::try_new(psn).unwrap(), false) {
+        name(Sequence::of(q, Psn::try_new(psn).unwrap(), Some(1)))
+    }
+
+    fn name(s: Sequence) -> &'static str {
+        match s {
             Sequence::Again => "again",
             Sequence::Next { gap: false } => "next",
             Sequence::Next { gap: true } => "gap",
+            Sequence::InReadSpan { .. } => "in-read",
             Sequence::Far => "far",
         }
+    }
+
+    /// A READ of 2400 bytes at a 1024-byte MTU takes three PSNs: the next
+    /// request follows the third, one on the third reused it (what the
+    /// emulator of `Roce_PacketSize_2400_stall.pcapng` does), and a READ
+    /// whose span is not known lets the next request be anything after it.
+    #[test]
+    fn a_read_takes_one_psn_per_response() {
+        let psn = |p: u32| Psn::try_new(p).unwrap();
+        let mut q = QpState::default();
+        let span = Some(read_span(2400, 1024));
+        assert_eq!(span, Some(3));
+        assert_eq!(name(Sequence::of(&mut q, psn(0x7243ff), span)), "next");
+        assert_eq!(name(Sequence::of(&mut q, psn(0x724402), Some(1))), "next");
+        let mut q = QpState::default();
+        Sequence::of(&mut q, psn(0x7243ff), span);
+        assert_eq!(
+            Sequence::of(&mut q, psn(0x724401), Some(1)),
+            Sequence::InReadSpan {
+                read: psn(0x7243ff),
+                next: psn(0x724402)
+            }
+        );
+        let mut q = QpState::default();
+        Sequence::of(&mut q, psn(0xff_fffe), span);
+        assert_eq!(name(Sequence::of(&mut q, psn(1), Some(1))), "next");
+        let mut q = QpState::default();
+        Sequence::of(&mut q, psn(10), None);
+        assert_eq!(name(Sequence::of(&mut q, psn(11), Some(1))), "next");
+        assert_eq!(name(Sequence::of(&mut q, psn(13), Some(1))), "gap");
+        assert_eq!(
+            (
+                read_span(0, 1024),
+                read_span(1024, 1024),
+                read_span(1025, 256)
+            ),
+            (1, 1, 5)
+        );
     }
 
     /// A lone far packet is held out and the sequence goes on where it was;

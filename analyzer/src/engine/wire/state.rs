@@ -15,9 +15,18 @@ pub(in crate::engine) struct QpState {
     pub conn: Option<ConnId>,
     /// Last request PSN seen arriving at this QP (for duplicates and gaps).
     pub last_psn: Option<u32>,
-    /// After a READ request the next PSN jumps by the response count, which
-    /// the wire does not say; skip one gap check.
-    pub psn_jump_unknown: bool,
+    /// PSNs that request takes: one, or for an RDMA READ one per response
+    /// packet (IBA 9.7.1): `None` when that count is not known (a READ
+    /// whose path MTU is not known yet).
+    pub last_span: Option<u32>,
+    /// The first request PSN this QP can be sent: the starting PSN its
+    /// peer announced in the CM exchange, or the first the capture shows.
+    pub first_psn: Option<u32>,
+    /// `first_psn` came from the CM exchange (exact), not the capture.
+    pub first_from_cm: bool,
+    /// Path MTU, learnt from a full (First or Middle) packet that arrived
+    /// here, for QPs no connection owns (a connection keeps its own).
+    pub mtu: Option<u32>,
     /// A multi-packet Send being reassembled.
     pub send: Option<Reassembly>,
     /// An RDMA Write whose later packets carry no RETH.
@@ -226,6 +235,10 @@ pub(in crate::engine) struct WriteCtx {
 #[derive(Debug, Clone, Copy)]
 pub(in crate::engine) struct ReadReq {
     pub psn: u32,
+    /// The PSN of the request that followed this one when its span was not
+    /// known: a response at or past it says that request reused a PSN the
+    /// READ held.
+    pub followed_by: Option<u32>,
     pub next_psn: u32,
     pub rkey: u32,
     pub len: u32,
