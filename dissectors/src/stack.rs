@@ -151,6 +151,12 @@ pub struct Dissection<'a> {
     pub upper: Upper<'a>,
     /// Where and why parsing stopped, if it did.
     pub stop: Option<Error>,
+    /// The capture cut the packet short (a snap length): its ICRC is not
+    /// there, and its payload and upper layers are only what was captured
+    /// ([`Transport::cut_payload_len`] gives the payload's length on the
+    /// wire). A layer that does not fit in what was captured is left out,
+    /// not called malformed.
+    pub cut: bool,
 }
 
 /// The layers above the IBA transport in one frame.
@@ -174,6 +180,10 @@ pub struct MadLayers<'a> {
     pub mad: Mad,
     /// CM message in the MAD.
     pub cm: Option<CmMessage<'a>>,
+    /// Bytes of the CM message the capture kept: [`cm::MESSAGE_LEN`] when
+    /// whole. Fields of a cut message past these read as zero and are not
+    /// known; so is private data past them.
+    pub cm_len: usize,
     /// RDMA-CM header at the start of a REQ's private data.
     pub cma: Option<CmaHeader>,
     /// RFC 8797 private data and its offset in the consumer's private data.
@@ -212,6 +222,7 @@ impl<'a> Dissection<'a> {
         self.vcrc = None;
         self.upper = Upper::None;
         self.stop = None;
+        self.cut = false;
     }
 
     /// Whether the frame is RoCE or native InfiniBand traffic.
@@ -532,11 +543,32 @@ fn dissect_ip<'a>(
         return Ok(());
     }
     let whole = whole && usize::from(udp.length) <= payload.len();
-    let (body, _) = split_crc(frame, ib, 4, Layer::Icrc)?;
     if config.verify_icrc {
         d.icrc = Some(check_icrc(at, ip, ib, whole));
     }
+    if !whole {
+        // UDP's length says how long the packet was: 8 bytes of UDP
+        // header, the IBA packet and its 4-byte ICRC.
+        let wire = usize::from(udp.length).saturating_sub(Udp::HEADER_LEN + 4);
+        return dissect_cut(frame, ib, wire, config, d);
+    }
+    let (body, _) = split_crc(frame, ib, 4, Layer::Icrc)?;
     dissect_transport(frame, body, config, d)
+}
+
+/// The transport and above of a packet the capture cut: `ib` is what was
+/// captured from the BTH on, `wire` the packet's length to its ICRC.
+fn dissect_cut<'a>(
+    frame: &'a [u8],
+    ib: &'a [u8],
+    wire: usize,
+    config: &Config,
+    d: &mut Dissection<'a>,
+) -> Result<(), Error> {
+    d.cut = true;
+    let base = offset_in(frame, ib);
+    transport::parse_transport_cut_into(ib, wire, &mut d.transport).map_err(|e| e.at(base))?;
+    dissect_upper(frame, config, d)
 }
 
 fn dissect_rocev1<'a>(
@@ -551,13 +583,17 @@ fn dissect_rocev1<'a>(
     let end = (usize::from(grh.pay_len)).min(rest.len());
     let whole = usize::from(grh.pay_len) <= rest.len();
     let rest = rest.get(..end).unwrap_or_default();
-    let (body, _) = split_crc(frame, rest, 4, Layer::Icrc)?;
     if config.verify_icrc {
         let grh_to_icrc = at
             .get(..crate::ib::grh::HEADER_LEN + end)
             .unwrap_or_default();
         d.icrc = Some(icrc::check_rocev1(grh_to_icrc, whole));
     }
+    if !whole {
+        let wire = usize::from(grh.pay_len).saturating_sub(4);
+        return dissect_cut(frame, rest, wire, config, d);
+    }
+    let (body, _) = split_crc(frame, rest, 4, Layer::Icrc)?;
     dissect_transport(frame, body, config, d)
 }
 
@@ -583,16 +619,22 @@ fn dissect_native_ib<'a>(
     let total = lrh.packet_bytes() + 2;
     let whole = frame.len() >= total;
     let packet = frame.get(..total.min(frame.len())).unwrap_or_default();
+    let headers = offset_in(frame, rest);
     let rest = rest
-        .get(..packet.len().saturating_sub(offset_in(frame, rest)))
+        .get(..packet.len().saturating_sub(headers))
         .unwrap_or_default();
-    // Native IB ends with a 4-byte ICRC and a 2-byte VCRC.
-    let (body, _) = split_crc(frame, rest, 6, Layer::Vcrc)?;
     if config.verify_icrc {
         let (i, v) = icrc::check_ib(packet, whole);
         d.icrc = Some(i);
         d.vcrc = Some(v);
     }
+    if !whole {
+        // The LRH's length runs through the ICRC.
+        let wire = lrh.packet_bytes().saturating_sub(headers + 4);
+        return dissect_cut(frame, rest, wire, config, d);
+    }
+    // Native IB ends with a 4-byte ICRC and a 2-byte VCRC.
+    let (body, _) = split_crc(frame, rest, 6, Layer::Vcrc)?;
     dissect_transport(frame, body, config, d)
 }
 
@@ -617,6 +659,15 @@ fn dissect_transport<'a>(
 ) -> Result<(), Error> {
     let base = offset_in(frame, ib);
     transport::parse_transport_into(ib, &mut d.transport).map_err(|e| e.at(base))?;
+    dissect_upper(frame, config, d)
+}
+
+/// The layers above the transport `d` holds.
+fn dissect_upper<'a>(
+    frame: &'a [u8],
+    config: &Config,
+    d: &mut Dissection<'a>,
+) -> Result<(), Error> {
     let Some(t) = &d.transport else {
         return Ok(());
     };
@@ -638,10 +689,22 @@ fn dissect_mad<'a>(
     d: &mut Dissection<'a>,
 ) -> Result<(), Error> {
     let base = offset_in(frame, payload);
-    let (mad, data) = Mad::parse(payload).map_err(|e| e.at(base))?;
+    let cut = d.cut;
+    let parsed = if cut {
+        Mad::parse_prefix(payload)
+    } else {
+        Mad::parse(payload)
+    };
+    let (mad, data) = match parsed {
+        Ok(v) => v,
+        // The capture kept less than a MAD header: nothing to say.
+        Err(Error::Truncated { .. }) if cut => return Ok(()),
+        Err(e) => return Err(e.at(base)),
+    };
     d.upper = Upper::Mad(MadLayers {
         mad,
         cm: None,
+        cm_len: 0,
         cma: None,
         rpcrdma_cm_private: None,
     });
@@ -651,8 +714,14 @@ fn dissect_mad<'a>(
     if mad.mgmt_class != crate::ib::mad::class::CM {
         return Ok(());
     }
-    let msg = cm::parse_cm(&mad, data).map_err(|e| e.at(offset_in(frame, data)))?;
+    let msg = if cut {
+        cm::parse_cm_prefix(&mad, data)
+    } else {
+        cm::parse_cm(&mad, data)
+    }
+    .map_err(|e| e.at(offset_in(frame, data)))?;
     layers.cm = Some(msg);
+    layers.cm_len = data.len().min(cm::MESSAGE_LEN);
     let private = match msg {
         CmMessage::Req(r) => r.private_data,
         CmMessage::Rep(r) => r.private_data,
@@ -660,12 +729,14 @@ fn dissect_mad<'a>(
         _ => return Ok(()),
     };
     let consumer = match msg {
-        CmMessage::Req(r) if r.service_id.rdma_cm().is_some() => {
-            let (cma, rest) =
-                CmaHeader::parse(private).map_err(|e| e.at(offset_in(frame, private)))?;
-            layers.cma = Some(cma);
-            rest
-        }
+        CmMessage::Req(r) if r.service_id.rdma_cm().is_some() => match CmaHeader::parse(private) {
+            Ok((cma, rest)) => {
+                layers.cma = Some(cma);
+                rest
+            }
+            Err(Error::Truncated { .. }) if cut => return Ok(()),
+            Err(e) => return Err(e.at(offset_in(frame, private))),
+        },
         _ => private,
     };
     layers.rpcrdma_cm_private = rpcrdma_cm::find(consumer);
@@ -694,14 +765,15 @@ fn dissect_rpcrdma<'a>(
         rpc: None,
         nfs: None,
     });
+    // The rest of a multi-packet SEND is in later frames, the rest of a
+    // cut one nowhere: a header that ends there is not malformed.
+    let partial = op.position() == Some(Position::First) || d.cut;
     let Upper::RpcRdma(layers) = &mut d.upper else {
         return Ok(());
     };
     let (hdr, stream) = match RpcRdmaHeader::parse(payload) {
         Ok(v) => v,
-        // The rest of a multi-packet SEND is in later frames; a header cut
-        // by the packet boundary is not malformed.
-        Err(Error::Truncated { .. }) if op.position() == Some(Position::First) => return Ok(()),
+        Err(Error::Truncated { .. }) if partial => return Ok(()),
         Err(e) => return Err(e.at(base)),
     };
     layers.header = Some(hdr);
@@ -725,7 +797,7 @@ fn dissect_rpcrdma<'a>(
             layers.rpc = Some(msg);
             Ok(())
         }
-        Err(Error::Truncated { .. }) if op.position() == Some(Position::First) => Ok(()),
+        Err(Error::Truncated { .. }) if partial => Ok(()),
         Err(e) => Err(e.at(stream_base)),
     }
 }

@@ -53,6 +53,11 @@ pub use model::{
     SegmentUse, StepWhat, Transaction, Transfer,
 };
 
+#[cold]
+fn t_cut(t: &mut Totals) {
+    t.cut_frames += 1;
+}
+
 /// Why the calls still outstanding at the end got no reply.
 const CAPTURE_ENDED: &str = "the capture ended before a reply";
 
@@ -259,6 +264,14 @@ pub struct Totals {
     pub icrc_invalid: u64,
     /// ICRC: frames that could not be checked (cut by snaplen).
     pub icrc_unchecked: u64,
+    /// Frames the capture's snap length cut: their ICRC is not checked, and
+    /// what they carried past the cut (chunk lists, RPC and NFS, the rest
+    /// of a CM message) is not known.
+    pub cut_frames: u64,
+    /// Of those, frames cut inside their transport headers (BTH and its
+    /// extension headers): they are in no queue pair's PSN sequence, so
+    /// the PSN gaps they leave are counted and ACK checks past them skipped.
+    pub headers_cut: u64,
     /// Bytes moved by RDMA Read and Write that matched a chunk segment.
     pub chunk_bytes: u64,
     /// Replies sent with Send With Invalidate.
@@ -574,8 +587,19 @@ impl Engine {
         {
             return self.fragmented(number, &d, out);
         }
+        if d.cut {
+            t_cut(&mut self.state.totals);
+        }
+        // A layer that runs past a snap length is not there, not malformed.
+        let cut_short = d.cut && matches!(d.stop, Some(rdma_dissectors::Error::Truncated { .. }));
+        if cut_short
+            && d.transport.is_none()
+            && (d.udp.is_some() || d.grh.is_some() || d.lrh.is_some())
+        {
+            self.state.totals.headers_cut += 1;
+        }
         let Some(bth) = d.bth() else {
-            if let Some(e) = d.stop {
+            if let (Some(e), false) = (d.stop, cut_short) {
                 // A frame that got as far as UDP to the RoCEv2 port but no further.
                 if d.udp
                     .is_some_and(|u| u.destination_port == self.config.stack.rocev2_port)
@@ -595,7 +619,7 @@ impl Engine {
             return;
         };
         self.state.totals.rdma_frames += 1;
-        if let Some(e) = d.stop {
+        if let (Some(e), false) = (d.stop, cut_short) {
             let conn = self.conn_of_dest(&d, bth.dest_qp);
             self.anomaly(
                 out,

@@ -31,6 +31,8 @@ pub enum Transfer {
     Error,
     /// Not seen (no reply).
     None,
+    /// Not known: the capture cut the header that says (a snap length).
+    Unknown,
 }
 
 impl Transfer {
@@ -44,6 +46,7 @@ impl Transfer {
             Transfer::ReplyChunk => "reply_chunk",
             Transfer::Error => "error",
             Transfer::None => "none",
+            Transfer::Unknown => "unknown",
         }
     }
 }
@@ -320,12 +323,17 @@ pub struct Transaction {
     pub ladder_omitted: u32,
     /// The decoded RPC-over-RDMA header of the call (shown in words).
     pub call_header: CallHeader,
-    /// Write chunks the call offered.
-    pub write_chunks: u32,
+    /// Write chunks the call offered (`None`: its chunk lists were not
+    /// seen, as when the capture cut them, or the kernel's view).
+    pub write_chunks: Option<u32>,
     /// Of those, chunks with no segments (RFC 8166 3.4.6 "empty").
-    pub empty_write_chunks: u32,
-    /// Of those, chunks the reply left unused (every segment length 0, or nothing written).
-    pub unused_write_chunks: u32,
+    pub empty_write_chunks: Option<u32>,
+    /// Of those, chunks the reply left unused (every segment length 0, or
+    /// nothing written); `None` when either header's chunk lists were not seen.
+    pub unused_write_chunks: Option<u32>,
+    /// The capture cut the call's or the reply's RPC-over-RDMA header (a
+    /// snap length): what it would have said is `None` or `unknown` here.
+    pub cut: bool,
     /// The other views of this XID joined into this one (live mode with
     /// probes): each kernel's, when this is the wire's (see `Config::merge`).
     /// (In JSON, `live` writes them under `probes`.)
@@ -400,9 +408,10 @@ impl Transaction {
             ladder: Vec::new(),
             ladder_omitted: 0,
             call_header,
-            write_chunks: 0,
-            empty_write_chunks: 0,
-            unused_write_chunks: 0,
+            write_chunks: None,
+            empty_write_chunks: None,
+            unused_write_chunks: None,
+            cut: false,
             views: Vec::new(),
         }
     }
@@ -588,6 +597,9 @@ pub struct Connection {
     pub negotiated: Option<Negotiated>,
     /// Frames of the CM exchange.
     pub cm_frames: Vec<u64>,
+    /// The capture's snap length cut the CM messages: their private data,
+    /// and what it negotiates, are not known.
+    pub cm_cut: bool,
     /// Path MTU in bytes: from the CM REQ, or learnt from the first full
     /// (First or Middle) packet; `None` until either.
     pub path_mtu: Option<u32>,
@@ -646,6 +658,7 @@ impl Connection {
             server_private: None,
             negotiated: None,
             cm_frames: Vec::new(),
+            cm_cut: false,
             path_mtu: None,
             first_ts_ns: ts,
             last_ts_ns: ts,

@@ -10,7 +10,7 @@ use super::schema::{
     SCHEMA_VERSION,
 };
 use super::stats::{Latency, Summary};
-use crate::engine::{Carries, ConnId, Engine, Finding, Kind, State, Transaction, Transfer};
+use crate::engine::{Carries, ConnId, Engine, Finding, Kind, Origin, State, Transaction, Transfer};
 use crate::pipeline::{End, Flow, Notice, Progress, Sink};
 
 /// Frames listed per anomaly kind in the report; the rest are counted.
@@ -36,6 +36,7 @@ pub struct Report {
     write_chunks: u64,
     empty_write_chunks: u64,
     unused_write_chunks: u64,
+    chunks_not_seen: u64,
     kinds: BTreeMap<Kind, KindAgg>,
     reminv_by_conn: BTreeMap<ConnId, u64>,
 }
@@ -116,10 +117,14 @@ impl Report {
         if t.remote_invalidated_rkey.is_some() {
             *self.reminv_by_conn.entry(t.connection).or_default() += 1;
         }
-        self.write_chunks += u64::from(t.write_chunks);
-        self.empty_write_chunks += u64::from(t.empty_write_chunks);
-        if t.reply_frame.is_some() {
-            self.unused_write_chunks += u64::from(t.unused_write_chunks);
+        if t.cut {
+            self.chunks_not_seen += 1;
+        } else if t.origin == Origin::Wire {
+            self.write_chunks += u64::from(t.write_chunks.unwrap_or(0));
+            self.empty_write_chunks += u64::from(t.empty_write_chunks.unwrap_or(0));
+            if t.reply_frame.is_some() {
+                self.unused_write_chunks += u64::from(t.unused_write_chunks.unwrap_or(0));
+            }
         }
     }
 
@@ -163,6 +168,7 @@ impl Report {
                 offered: self.write_chunks,
                 empty: self.empty_write_chunks,
                 unused: self.unused_write_chunks,
+                not_seen: self.chunks_not_seen,
             },
             round_trips: self
                 .round_trips
@@ -206,6 +212,20 @@ impl Report {
             "ICRC: {} valid, {} invalid, {} not checkable; {} retransmitted packets, {} PSN gaps",
             t.icrc_valid, t.icrc_invalid, t.icrc_unchecked, t.retransmissions, t.psn_gaps
         );
+        if t.cut_frames > 0 {
+            let _ = writeln!(
+                s,
+                "{} frames cut by the capture's snap length: their ICRC, and what they carried past the cut (chunk lists, RPC and NFS, CM private data), were not checked",
+                t.cut_frames
+            );
+        }
+        if t.headers_cut > 0 {
+            let _ = writeln!(
+                s,
+                "{} of them cut inside their transport headers: they could not be placed in their queue pair's PSN sequence, so the PSN gaps above include them",
+                t.headers_cut
+            );
+        }
         if let Some(e) = read_error {
             let _ = writeln!(s, "INCOMPLETE: {e}");
         }
@@ -237,7 +257,9 @@ impl Report {
             if c.carries != Some(Carries::RpcRdma) {
                 continue;
             }
+            let cm_cut = c.cm_cut;
             let private = |p: Option<rdma_dissectors::rpcrdma_cm::CmPrivateData>| match p {
+                None if cm_cut => "not captured".to_string(),
                 None => "none".to_string(),
                 Some(p) => match p.v1() {
                     Some(v) => format!(
@@ -269,6 +291,9 @@ impl Report {
                         n.inline_send,
                         n.inline_recv
                     );
+                }
+                None if c.cm_cut => {
+                    let _ = writeln!(s, "      negotiated: unknown (the capture's snap length cut the CM messages' private data)");
                 }
                 None => {
                     let _ = writeln!(s, "      negotiated: unknown (the capture has no CM exchange for this connection)");
@@ -342,6 +367,13 @@ impl Report {
             "  write chunks offered {}, empty {}, left unused by the reply {}",
             self.write_chunks, self.empty_write_chunks, self.unused_write_chunks
         );
+        if self.chunks_not_seen > 0 {
+            let _ = writeln!(
+                s,
+                "  {} transactions' chunk lists were cut by the capture's snap length: not counted",
+                self.chunks_not_seen
+            );
+        }
         let _ = writeln!(s, "\nRound trips per RPC");
         for (k, v) in &self.round_trips {
             let _ = writeln!(s, "  {k}: {v}");

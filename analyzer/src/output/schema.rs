@@ -304,6 +304,9 @@ pub struct WriteChunks {
     pub empty: u64,
     /// Left unused by the reply.
     pub unused: u64,
+    /// Transactions whose chunk lists the capture cut (a snap length):
+    /// their chunks are in none of the counts above.
+    pub not_seen: u64,
 }
 
 /// One anomaly kind in the report.

@@ -69,6 +69,7 @@ pub fn transfer_short(t: Transfer) -> &'static str {
         Transfer::WriteChunks => "write",
         Transfer::ReplyChunk => "reply",
         Transfer::Error => "error",
+        Transfer::Unknown => "?",
         Transfer::None => "-",
     }
 }

@@ -394,7 +394,7 @@ fn writer(buf: &mut [u8]) -> Result<Writer<'_>> {
 }
 
 fn tail(d: &[u8], at: usize) -> &[u8] {
-    d.get(at..MESSAGE_LEN).unwrap_or(&[])
+    d.get(at..d.len().min(MESSAGE_LEN)).unwrap_or(&[])
 }
 
 fn bits(d: &[u8], at: usize, shift: u8, width: u8) -> u8 {
@@ -462,7 +462,10 @@ pub struct CmReq<'a> {
     pub private_data: &'a [u8],
 }
 
-mod req {
+/// Offsets of a REQ's fields in the message (IBA 12.6.5), to tell which
+/// fields of a message the capture cut ([`parse_cm_prefix`]) were kept.
+#[allow(missing_docs)]
+pub mod req {
     pub const LOCAL_COMM_ID: usize = 0;
     pub const SERVICE_ID: usize = 8;
     pub const LOCAL_CA_GUID: usize = 16;
@@ -737,7 +740,10 @@ pub struct CmRep<'a> {
     pub private_data: &'a [u8],
 }
 
-mod rep {
+/// Offsets of a REP's fields in the message (IBA 12.6.8), to tell which
+/// fields of a message the capture cut ([`parse_cm_prefix`]) were kept.
+#[allow(missing_docs)]
+pub mod rep {
     pub const LOCAL_COMM_ID: usize = 0;
     pub const REMOTE_COMM_ID: usize = 4;
     pub const LOCAL_Q_KEY: usize = 8;
@@ -1206,7 +1212,13 @@ pub fn parse_cm<'a>(mad: &Mad, data: &'a [u8]) -> Result<CmMessage<'a>> {
     let Some(d) = data.get(..MESSAGE_LEN) else {
         return Err(Error::truncated(Layer::Cm, 0, MESSAGE_LEN, data.len()));
     };
-    Ok(match mad.attribute_id {
+    Ok(parse_cm_fields(mad, d))
+}
+
+/// The message's fields from `d` (up to [`MESSAGE_LEN`] bytes; fields past
+/// its end read as zero).
+fn parse_cm_fields<'a>(mad: &Mad, d: &'a [u8]) -> CmMessage<'a> {
+    match mad.attribute_id {
         attr::REQ => CmMessage::Req(CmReq::parse(d)),
         attr::MRA => CmMessage::Mra(CmMra::parse(d)),
         attr::REJ => CmMessage::Rej(CmRej::parse(d)),
@@ -1222,7 +1234,26 @@ pub fn parse_cm<'a>(mad: &Mad, data: &'a [u8]) -> Result<CmMessage<'a>> {
             attribute_id,
             data: d,
         },
-    })
+    }
+}
+
+/// [`parse_cm`] of a message the capture cut short: `data` is what was
+/// captured of it. Fields past the captured bytes read as zero and are not
+/// known (compare their offsets with `data.len()`); private data is what
+/// was captured of it.
+///
+/// # Errors
+///
+/// [`Error::BadField`] (layer `cm`, field `mgmt_class`) if the MAD is not of
+/// the CM class.
+pub fn parse_cm_prefix<'a>(mad: &Mad, data: &'a [u8]) -> Result<CmMessage<'a>> {
+    match data.get(..MESSAGE_LEN) {
+        Some(whole) => parse_cm(mad, whole),
+        None => {
+            parse_cm(mad, &[0; MESSAGE_LEN])?;
+            Ok(parse_cm_fields(mad, data))
+        }
+    }
 }
 
 #[cfg(test)]

@@ -152,6 +152,26 @@ impl Mad {
         Ok((mad, data))
     }
 
+    /// [`Mad::parse`] of a MAD the capture cut short: the header must be
+    /// there; the class data is what was captured of it (up to
+    /// [`DATA_LEN`] bytes).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Truncated`] if `input` is shorter than [`HEADER_LEN`].
+    pub fn parse_prefix(input: &[u8]) -> Result<(Mad, &[u8])> {
+        if input.len() >= HEADER_LEN + DATA_LEN {
+            return Mad::parse(input);
+        }
+        let (h, rest) = split(input, Layer::Mad, HEADER_LEN)?;
+        let mut whole = [0u8; HEADER_LEN + DATA_LEN];
+        if let Some(w) = whole.get_mut(..HEADER_LEN) {
+            w.copy_from_slice(h);
+        }
+        let (mad, _) = Mad::parse(&whole)?;
+        Ok((mad, rest))
+    }
+
     /// Writes the 24-byte header (reserved bytes zero) to the start of `buf`;
     /// returns [`HEADER_LEN`]. The class data is the class's to write.
     ///

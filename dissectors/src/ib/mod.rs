@@ -76,7 +76,7 @@ pub use lrh::Lrh;
 pub use mad::Mad;
 pub use rdeth::Rdeth;
 pub use reth::Reth;
-pub use transport::{parse_transport, Transport};
+pub use transport::{parse_transport, parse_transport_cut, Transport};
 pub use xrceth::XrcEth;
 
 use crate::{Error, Layer, Result};

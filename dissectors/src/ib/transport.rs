@@ -54,6 +54,11 @@ pub struct Transport<'a> {
     pub payload: &'a [u8],
     /// The `bth.pad_count` pad bytes that end the payload (IBA 9.2.4).
     pub pad: &'a [u8],
+    /// `Some` when the capture cut the packet short (a snap length): the
+    /// payload's length on the wire, from the outer headers' lengths.
+    /// `payload` then holds only what was captured of it, and `pad` is
+    /// empty unless it was captured too. `None` for a whole packet.
+    pub cut_payload_len: Option<u32>,
 }
 
 impl<'a> Transport<'a> {
@@ -72,7 +77,20 @@ impl<'a> Transport<'a> {
             ieth: None,
             payload,
             pad: &[],
+            cut_payload_len: None,
         }
+    }
+
+    /// The payload's length on the wire: what was captured of it, or what
+    /// the outer headers say when the capture cut the packet.
+    pub fn payload_len_on_wire(&self) -> usize {
+        self.cut_payload_len
+            .map_or(self.payload.len(), |n| n as usize)
+    }
+
+    /// Whether the capture cut the packet (its ICRC at least is missing).
+    pub fn is_cut(&self) -> bool {
+        self.cut_payload_len.is_some()
     }
 
     /// Whether extension header `h` is present.
@@ -213,6 +231,66 @@ fn bad_pad(len: usize) -> Error {
 /// pad count.
 pub fn parse_transport(input: &[u8]) -> Result<Transport<'_>> {
     fill(input, &mut None).map(|t| *t)
+}
+
+/// Parses a packet the capture cut short: `input` is what was captured from
+/// the BTH on, `wire_len` the packet's length on the wire from the BTH up
+/// to (not including) the ICRC, as the outer headers give it. The headers
+/// must have been captured; the payload is what was captured of it, and
+/// [`Transport::cut_payload_len`] its length on the wire.
+///
+/// # Errors
+///
+/// [`Error::Truncated`] naming the header the capture cut;
+/// [`Error::BadField`] (layer `bth`, field `pad_count`) if `wire_len` is
+/// shorter than the headers and the pad.
+pub fn parse_transport_cut(input: &[u8], wire_len: usize) -> Result<Transport<'_>> {
+    fill_cut(input, wire_len, &mut None).map(|t| *t)
+}
+
+/// [`parse_transport_cut`] into `slot`, which is left `None` on error.
+#[inline]
+pub(crate) fn parse_transport_cut_into<'a>(
+    input: &'a [u8],
+    wire_len: usize,
+    slot: &mut Option<Transport<'a>>,
+) -> Result<()> {
+    match fill_cut(input, wire_len, slot) {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            *slot = None;
+            Err(e)
+        }
+    }
+}
+
+fn fill_cut<'a, 's>(
+    input: &'a [u8],
+    wire_len: usize,
+    slot: &'s mut Option<Transport<'a>>,
+) -> Result<&'s mut Transport<'a>> {
+    let (bth, mut rest) = Bth::parse(input)?;
+    let t = slot.insert(Transport::new(bth, &[]));
+    let exts = bth.opcode.ext_headers();
+    if !exts.is_empty() {
+        rest = parse_ext_headers(t, &exts, rest)?;
+    }
+    let headers = input.len() - rest.len();
+    let pad = usize::from(bth.pad_count);
+    let Some(on_wire) = wire_len.checked_sub(headers + pad) else {
+        return Err(Error::BadField {
+            layer: Layer::Bth,
+            offset: 1,
+            field: "pad_count",
+            value: u64::from(bth.pad_count),
+            expected: "no more than the bytes after the headers",
+        });
+    };
+    let (payload, after) = rest.split_at(rest.len().min(on_wire));
+    t.payload = payload;
+    t.pad = after.get(..pad).unwrap_or_default();
+    t.cut_payload_len = Some(u32::try_from(on_wire).unwrap_or(u32::MAX));
+    Ok(t)
 }
 
 /// [`parse_transport`] into `slot`, which is left `None` on error.

@@ -25,8 +25,14 @@ struct Decoded<'m, 'a> {
     /// Whether the call (of this message or of the call it answers) went
     /// server to client (NFSv4.1 backchannel).
     backchannel: bool,
-    hdr: &'m RpcRdmaHeader<'a>,
-    chunks: Chunks<'a>,
+    xid: u32,
+    /// The header's fields as far as the capture kept them: all of them,
+    /// unless a snap length cut the header.
+    credits: Option<u32>,
+    proc: Option<Proc>,
+    /// The chunk lists and the header's length, when captured whole.
+    chunks: Option<Chunks<'a>>,
+    header_len: Option<usize>,
     rpc: Option<&'m RpcMsg<'a>>,
 }
 
@@ -52,7 +58,8 @@ impl Engine {
                 let r = Reassembly {
                     first_frame: m.frame,
                     prefix: m.bytes.get(..keep).unwrap_or_default().to_vec(),
-                    total: m.bytes.len(),
+                    total: m.total,
+                    cut: m.cut,
                 };
                 let held = r.prefix.capacity();
                 let q = self.qp_mut(&m.dest, out);
@@ -68,10 +75,11 @@ impl Engine {
                 };
                 let held = r.prefix.capacity();
                 let room = cap.saturating_sub(r.prefix.len()).min(budget_room);
-                let take = m.bytes.len().min(room);
+                let take = if r.cut { 0 } else { m.bytes.len().min(room) };
                 r.prefix
                     .extend_from_slice(m.bytes.get(..take).unwrap_or_default());
-                r.total += m.bytes.len();
+                r.total += m.total;
+                r.cut |= m.cut;
                 let grown = r.prefix.capacity() - held;
                 if position != Position::Last {
                     self.conns.prefix_bytes += grown;
@@ -86,6 +94,7 @@ impl Engine {
                     bytes: &r.prefix,
                     total: r.total,
                     first_frame: r.first_frame,
+                    cut: r.cut || r.total > r.prefix.len(),
                     ..m
                 };
                 self.message(msg, out);
@@ -142,12 +151,119 @@ impl Engine {
         }
     }
 
+    /// Whether a message whose RPC message the capture cut is a call: a
+    /// reply answers an outstanding call of its XID in the other direction,
+    /// so a message to the client with no forward call of its XID
+    /// outstanding is a backchannel call, and one to the server is a call
+    /// unless it answers a backchannel call.
+    fn cut_is_call(&self, conn: ConnId, dest_is_client: bool, xid: u32) -> bool {
+        let answers = CallKey {
+            backchannel: !dest_is_client,
+            xid: Xid(xid),
+        };
+        !self
+            .conns
+            .corr
+            .get(&conn)
+            .is_some_and(|c| c.outstanding.contains_key(&answers))
+    }
+
+    /// The connection of a cut message on a QP no connection owns: the one
+    /// whose outstanding call it answers, or a new one it is the call of.
+    fn conn_for_cut_message(
+        &mut self,
+        m: &Message<'_>,
+        xid: u32,
+        out: &mut Vec<Finding>,
+    ) -> Option<ConnId> {
+        self.conn_for_message(m, Some(false), xid, out)
+            .or_else(|| self.conn_for_message(m, Some(true), xid, out))
+    }
+
+    /// A message whose RPC-over-RDMA header the capture cut (a snap
+    /// length): its XID pairs it, the credits and procedure count when they
+    /// were captured, and what the cut hides (chunk lists, the RPC message)
+    /// is left unknown, not guessed.
+    fn cut_message(
+        &mut self,
+        m: &Message<'_>,
+        known_conn: Option<ConnId>,
+        known_rpcrdma: bool,
+        out: &mut Vec<Finding>,
+    ) {
+        let word = |i: usize| match m.bytes.get(i * 4..i * 4 + 4) {
+            Some(&[a, b, c, d]) => Some(u32::from_be_bytes([a, b, c, d])),
+            _ => None,
+        };
+        let Some(xid) = word(0) else {
+            return;
+        };
+        let proc = word(3).map(Proc::from);
+        // Too little captured to tell it is RPC-over-RDMA at all, or it is not.
+        let rpcrdma = match (word(1), proc) {
+            (Some(1), Some(Proc::Unknown(_))) => known_rpcrdma,
+            (Some(1), _) => true,
+            (None, _) => known_rpcrdma,
+            (Some(_), _) => false,
+        };
+        if !rpcrdma {
+            if let (Some(c), Some(_)) = (known_conn, word(1)) {
+                self.carries(c, Carries::Other);
+            }
+            return;
+        }
+        // An RDMA_ERROR or RDMA_DONE needs its words to mean anything.
+        if matches!(proc, Some(Proc::Error | Proc::Done)) {
+            return;
+        }
+        self.state.totals.rpcrdma_messages += 1;
+        let conn = match known_conn {
+            Some(c) => Some(c),
+            None => self.conn_for_cut_message(m, xid, out),
+        };
+        let Some(conn) = conn else {
+            self.state.totals.unassociated_frames += 1;
+            return;
+        };
+        self.carries(conn, Carries::RpcRdma);
+        let Some(c) = self.state.connections.get_mut(&conn) else {
+            return;
+        };
+        c.last_ts_ns = m.ts;
+        let dest_is_client = c.client == Some(m.dest);
+        let call = self.cut_is_call(conn, dest_is_client, xid);
+        let d = Decoded {
+            m,
+            conn,
+            backchannel: dest_is_client == call,
+            xid,
+            credits: word(2),
+            proc,
+            chunks: None,
+            header_len: None,
+            rpc: None,
+        };
+        if call {
+            self.call(&d, out);
+        } else {
+            self.reply(&d, out);
+        }
+    }
+
     /// Handles one whole RPC-over-RDMA message.
     pub(in crate::engine) fn message(&mut self, m: Message<'_>, out: &mut Vec<Finding>) {
         let known_conn = self.qps.get(&m.dest).and_then(|q| q.conn);
         let known_rpcrdma = known_conn
             .and_then(|c| self.conns.corr.get(&c))
             .is_some_and(|c| c.rpcrdma);
+        if m.cut
+            && matches!(
+                RpcRdmaHeader::parse(m.bytes),
+                Err(rdma_dissectors::Error::Truncated { .. })
+            )
+        {
+            return self.cut_message(&m, known_conn, known_rpcrdma, out);
+        }
         // RFC 8166 4.5: a message shorter than the minimal 28-byte header
         // must be discarded. That minimum is RDMA_MSG's with three empty
         // lists; RDMA_ERROR/ERR_CHUNK (20 bytes, what Linux sends) and
@@ -248,9 +364,16 @@ impl Engine {
         let is_call = match (&rpc, hdr.body) {
             (Some(r), _) => Some(matches!(r.body, MsgBody::Call(_))),
             (None, Body::Error(_)) => Some(false),
+            (None, _) if m.cut => known_conn
+                .zip(dest_is_client)
+                .map(|(c, to_client)| self.cut_is_call(c, to_client, xid)),
             (None, _) => dest_is_client.map(|to_client| !to_client),
         };
-        let Some(conn) = self.conn_for_message(&m, is_call, xid, out) else {
+        let conn = match (is_call, m.cut) {
+            (None, true) => self.conn_for_cut_message(&m, xid, out),
+            _ => self.conn_for_message(&m, is_call, xid, out),
+        };
+        let Some(conn) = conn else {
             self.state.totals.unassociated_frames += 1;
             return;
         };
@@ -316,8 +439,11 @@ impl Engine {
             conn,
             // A backchannel call flows server to client, its reply back.
             backchannel: dest_is_client == call,
-            hdr: &hdr,
-            chunks,
+            xid,
+            credits: Some(hdr.credits),
+            proc: Some(hdr.proc),
+            chunks: Some(chunks),
+            header_len: Some(hdr.header_len()),
             rpc: rpc.as_ref(),
         };
         if call {
@@ -385,35 +511,42 @@ impl Engine {
             m,
             conn,
             backchannel,
-            hdr,
-            chunks,
+            xid,
+            credits,
+            proc,
+            chunks: seen,
+            header_len,
             rpc,
         } = *d;
-        let xid = hdr.xid.0;
         let key = CallKey {
             backchannel,
-            xid: hdr.xid,
+            xid: Xid(xid),
         };
+        let chunks = seen.unwrap_or_default();
         let mut anomalies = Vec::new();
         // A forward call flows client to server; a backchannel call the other way.
         if self.inline_exceeded(m, conn, xid, !backchannel, out) {
             anomalies.push(Kind::InlineThresholdExceeded);
         }
-        let header = CallHeader::Wire(m.bytes.get(..hdr.header_len()).unwrap_or_default().into());
+        let header_bytes = m.bytes.get(..header_len.unwrap_or(m.bytes.len()));
+        let header = CallHeader::Wire(header_bytes.unwrap_or_default().into());
         let mut rec = Transaction {
             backchannel,
-            call_transfer: if chunks.has_position_zero() {
-                Transfer::LongCall
-            } else if chunks.read_count() > 0 {
-                Transfer::ReadChunks
-            } else {
-                Transfer::Inline
+            call_transfer: match seen {
+                Some(c) if c.has_position_zero() => Transfer::LongCall,
+                Some(c) if c.read_count() > 0 => Transfer::ReadChunks,
+                Some(_) => Transfer::Inline,
+                // RDMA_NOMSG says where the call went even when its lists are cut.
+                None if proc == Some(Proc::Nomsg) => Transfer::LongCall,
+                None => Transfer::Unknown,
             },
             call_len: u32::try_from(m.total).unwrap_or(u32::MAX),
-            credits_requested: Some(hdr.credits),
+            credits_requested: credits,
             anomalies,
-            write_chunks: chunks.write_count() as u32,
-            empty_write_chunks: chunks.write_list().filter(|w| w.is_empty()).count() as u32,
+            write_chunks: seen.map(|c| c.write_count() as u32),
+            empty_write_chunks: seen
+                .map(|c| c.write_list().filter(|w| w.is_empty()).count() as u32),
+            cut: seen.is_none(),
             ..Transaction::new(Origin::Wire, conn, xid, m.frame, m.ts, header)
         };
         if let Some(
@@ -498,7 +631,9 @@ impl Engine {
             // Credits, the requests for them and the calls they bound are
             // the forward channel's.
             if !backchannel {
-                c.requested = Some(hdr.credits);
+                if credits.is_some() {
+                    c.requested = credits;
+                }
                 c.in_flight = in_flight;
                 c.peak_in_flight = c.peak_in_flight.max(in_flight);
                 if c.granted.is_some_and(|g| in_flight > g) {
@@ -575,11 +710,14 @@ impl Engine {
             m,
             conn,
             backchannel,
-            hdr,
-            chunks,
+            xid,
+            credits,
+            proc,
+            chunks: seen,
+            header_len: _,
             rpc,
         } = *d;
-        let xid = hdr.xid.0;
+        let chunks = seen.unwrap_or_default();
         let mut kinds = Vec::new();
         if chunks.read_count() > 0 {
             kinds.push(Kind::ReadListInReply);
@@ -595,7 +733,7 @@ impl Engine {
                 ),
             );
         }
-        if !backchannel && hdr.credits == 0 {
+        if !backchannel && credits == Some(0) {
             kinds.push(Kind::ZeroCreditGrant);
             self.anomaly(
                 out,
@@ -610,16 +748,16 @@ impl Engine {
         if self.inline_exceeded(m, conn, xid, backchannel, out) {
             kinds.push(Kind::InlineThresholdExceeded);
         }
-        if !backchannel {
+        if let (false, Some(granted)) = (backchannel, credits) {
             if let Some(c) = self.state.connections.get_mut(&conn) {
-                c.granted = Some(hdr.credits);
-                c.granted_min = Some(c.granted_min.map_or(hdr.credits, |g| g.min(hdr.credits)));
-                c.granted_max = Some(c.granted_max.map_or(hdr.credits, |g| g.max(hdr.credits)));
+                c.granted = Some(granted);
+                c.granted_min = Some(c.granted_min.map_or(granted, |g| g.min(granted)));
+                c.granted_max = Some(c.granted_max.map_or(granted, |g| g.max(granted)));
             }
         }
         let key = CallKey {
             backchannel,
-            xid: hdr.xid,
+            xid: Xid(xid),
         };
         let Some(mut t) = self.take_call(conn, key) else {
             self.anomaly(
@@ -633,14 +771,23 @@ impl Engine {
             return;
         };
         t.rec.anomalies.extend(kinds);
-        t.rec.credits_granted = Some(hdr.credits);
-        t.rec.reply_transfer = match hdr.proc {
-            Proc::Nomsg => Transfer::ReplyChunk,
-            _ if chunks.write_list().any(|w| !w.is_unused() && !w.is_empty()) => {
+        t.rec.credits_granted = credits;
+        t.rec.reply_transfer = match (proc, seen) {
+            (Some(Proc::Nomsg), _) => Transfer::ReplyChunk,
+            (_, Some(c)) if c.write_list().any(|w| !w.is_unused() && !w.is_empty()) => {
                 Transfer::WriteChunks
             }
-            _ => Transfer::Inline,
+            (_, Some(_)) => Transfer::Inline,
+            (_, None) => Transfer::Unknown,
         };
+        if seen.is_none() {
+            // What the reply's lists would say is not known; what the
+            // RDMA Writes moved still is.
+            t.rec.cut = true;
+            t.rec.unused_write_chunks = None;
+            self.finish_txn(t, m, m.invalidate, out);
+            return;
+        }
         // The responder returns the write list with the lengths it wrote
         // (RFC 8166 3.4.6); line them up with the call's segments.
         let reported: Vec<Vec<u32>> = chunks
@@ -666,7 +813,10 @@ impl Engine {
             *moved_by_chunk.entry(s.chunk).or_default() +=
                 s.bytes_moved + u64::from(s.reported_length.unwrap_or(0));
         }
-        t.rec.unused_write_chunks = moved_by_chunk.values().filter(|&&v| v == 0).count() as u32;
+        t.rec.unused_write_chunks = t
+            .rec
+            .write_chunks
+            .map(|_| moved_by_chunk.values().filter(|&&v| v == 0).count() as u32);
         if let Some(rc) = chunks.reply_chunk() {
             let lens: Vec<u32> = rc.segments().map(|s| s.length).collect();
             for (s, len) in t
@@ -762,7 +912,8 @@ impl Engine {
                 s.remotely_invalidated = true;
                 owned = true;
             }
-            if !owned {
+            // A call whose chunk lists the capture cut may own it.
+            if !owned && !rec.cut {
                 inv_anoms.push((
                     Kind::InvalidatedForeignStag,
                     format!("Send With Invalidate names rkey {rkey:#x}, which is not one of xid {xid:#010x}'s chunks: the requester's other I/O may lose its memory registration"),

@@ -3,7 +3,7 @@
 
 use crate::engine::keys::Addr;
 
-use rdma_dissectors::ib::cm::CmMessage;
+use rdma_dissectors::ib::cm::{self as ibcm, CmMessage};
 use rdma_dissectors::ib::Psn;
 use rdma_dissectors::rpcrdma_cm;
 use rdma_dissectors::stack::Dissection;
@@ -264,7 +264,20 @@ impl Engine {
             return;
         };
         let private = d.rpcrdma_cm_private().map(|(_, p)| p);
+        // A snap length may have cut the message: fields past the cut read
+        // as zero and are not known. Without the QP numbers there is no
+        // connection to make; without the private data, nothing negotiated
+        // is known (its absence would mean the defaults).
+        let cm_len = d.mad_layers().map_or(ibcm::MESSAGE_LEN, |m| m.cm_len);
+        let kept = |offset: usize, len: usize| cm_len >= offset + len;
+        let cm_cut = cm_len < ibcm::MESSAGE_LEN;
         match cm {
+            CmMessage::Req(req) if !kept(ibcm::req::LOCAL_QPN, 3) => {
+                let _ = req;
+            }
+            CmMessage::Rep(rep) if !kept(ibcm::rep::LOCAL_QPN, 3) => {
+                let _ = rep;
+            }
             CmMessage::Req(req) => {
                 let key = (src, req.local_comm_id);
                 if let Some(&id) = self.conns.pending.get(&key) {
@@ -291,11 +304,13 @@ impl Engine {
                     c.service_id = Some(req.service_id.0);
                     c.port = rdma_cm.map(|(_, port)| port);
                     c.client_comm_id = Some(req.local_comm_id);
-                    c.client_start_psn = Some(req.starting_psn.get());
+                    c.client_start_psn =
+                        kept(ibcm::req::STARTING_PSN, 3).then(|| req.starting_psn.get());
                     c.client_private = private;
-                    // IBA 12.6.5: path MTU code 1..=5 is 256..=4096 bytes.
-                    c.path_mtu = matches!(req.path_packet_payload_mtu, 1..=5)
-                        .then(|| 128 << req.path_packet_payload_mtu);
+                    c.cm_cut |= cm_cut;
+                    c.path_mtu = kept(ibcm::req::MTU_RDC_RNR, 1)
+                        .then(|| ibcm::mtu_bytes(req.path_packet_payload_mtu))
+                        .flatten();
                     c.cm_frames.push(number);
                 }
                 // The port says, when RDMA-CM made the connection: NFS
@@ -325,12 +340,12 @@ impl Engine {
                     }
                     c.server = Some(server);
                     c.server_comm_id = Some(rep.local_comm_id);
-                    c.server_start_psn = Some(rep.starting_psn.get());
+                    c.server_start_psn =
+                        kept(ibcm::rep::STARTING_PSN, 3).then(|| rep.starting_psn.get());
                     c.server_private = private;
-                    c.negotiated = Some(rpcrdma_cm::negotiate(
-                        v1(c.client_private),
-                        v1(c.server_private),
-                    ));
+                    c.cm_cut |= cm_cut;
+                    c.negotiated = (!c.cm_cut)
+                        .then(|| rpcrdma_cm::negotiate(v1(c.client_private), v1(c.server_private)));
                     c.cm_frames.push(number);
                     // RFC 8166 3.3.3: one credit until the first reply says otherwise.
                     c.granted = Some(1);
@@ -349,10 +364,8 @@ impl Engine {
                     .connections
                     .get(&id)
                     .map_or((None, None), |c| (c.client, c.client_start_psn));
-                let starts = [
-                    (Some(server), Some(rep.starting_psn.get())),
-                    (client, client_start),
-                ];
+                let server_start = kept(ibcm::rep::STARTING_PSN, 3).then(|| rep.starting_psn.get());
+                let starts = [(Some(server), server_start), (client, client_start)];
                 for (key, start) in starts {
                     if let (Some(key), Some(start)) = (key, start) {
                         if let Some(q) = self.qps.get_mut(&key) {

@@ -163,6 +163,14 @@ pub(in crate::engine) fn read_span(len: u32, mtu: u32) -> u32 {
     len.div_ceil(mtu.max(1)).max(1)
 }
 
+/// The packet's payload length on the wire: all of it, even where the
+/// capture's snap length kept only the headers.
+fn wire_payload(d: &Dissection<'_>) -> usize {
+    d.transport
+        .as_ref()
+        .map_or(0, rdma_dissectors::ib::Transport::payload_len_on_wire)
+}
+
 /// The path MTU a full packet's payload says, if it is one: First and
 /// Middle packets carry exactly the path MTU (IBA 9.7.7).
 fn full_packet_mtu(payload: usize) -> Option<u32> {
@@ -252,7 +260,10 @@ impl Engine {
         let before_first = psn.is_before(first)
             && psn.distance(first) <= HALF
             && (q.first_from_cm || psn.distance(first) > SLACK);
-        let after_last = highest.is_some_and(|h| h.is_before(psn) && h.distance(psn) <= HALF);
+        // Requests whose headers a snap length cut were never placed in
+        // the sequence: past the last one seen proves nothing then.
+        let after_last = self.state.totals.headers_cut == 0
+            && highest.is_some_and(|h| h.is_before(psn) && h.distance(psn) <= HALF);
         if !(before_first || after_last) {
             return;
         }
@@ -379,7 +390,7 @@ impl Engine {
         // A full packet says the path MTU, once per QP.
         let mut learnt_mtu = None;
         if q.mtu.is_none() && matches!(op.position(), Some(Position::First | Position::Middle)) {
-            learnt_mtu = full_packet_mtu(d.payload().len());
+            learnt_mtu = full_packet_mtu(wire_payload(d));
             q.mtu = learnt_mtu;
         }
         let (mut retransmitted, mut gap, mut stray) = (false, false, false);
@@ -479,7 +490,8 @@ impl Engine {
                 };
                 let m = Message {
                     bytes: d.payload(),
-                    total: d.payload().len(),
+                    total: wire_payload(d),
+                    cut: d.cut,
                     first_frame: number,
                     frame: number,
                     ts,
@@ -584,6 +596,15 @@ impl Engine {
         // Mid-capture, calls sent before the capture began are unknown: only a
         // connection seen from its start can prove the access was not advertised.
         if !rpcrdma || !cm_seen {
+            return;
+        }
+        // Nor can it while a call whose chunk lists the capture cut is
+        // outstanding: the access may be in one of them.
+        let unknown_chunks = self.conns.corr.get(&conn).is_some_and(|c| {
+            c.outstanding.values().any(|t| t.rec.cut)
+                || c.earlier.values().flatten().any(|t| t.rec.cut)
+        });
+        if unknown_chunks {
             return;
         }
         self.anomaly(
@@ -700,7 +721,8 @@ impl Engine {
         out: &mut Vec<Finding>,
     ) {
         let Some(bth) = d.bth() else { return };
-        let bytes = d.payload().len() as u32;
+        // What moved on the wire, whatever the capture kept of it.
+        let bytes = wire_payload(d) as u32;
         let position = bth.opcode.position();
         let cap = self.config.max_ladder_steps;
         if let Some(reth) = d.reth() {
@@ -863,7 +885,8 @@ impl Engine {
         let Some(bth) = d.bth() else { return };
         let Some(conn) = conn else { return };
         let psn = bth.psn;
-        let bytes = d.payload().len() as u32;
+        // What moved on the wire, whatever the capture kept of it.
+        let bytes = wire_payload(d) as u32;
         let Some(corr) = self.conns.corr.get_mut(&conn) else {
             return;
         };

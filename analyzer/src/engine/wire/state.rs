@@ -169,6 +169,9 @@ pub(in crate::engine) struct Reassembly {
     pub first_frame: u64,
     pub prefix: Vec<u8>,
     pub total: usize,
+    /// A packet of it was cut by the capture: `prefix` ends there, for
+    /// bytes after a gap would not be the message's.
+    pub cut: bool,
 }
 
 /// A whole RPC-over-RDMA message, as received.
@@ -181,6 +184,9 @@ pub(in crate::engine) struct Message<'a> {
     pub src: Addr,
     pub dest: QpKey,
     pub invalidate: Option<u32>,
+    /// `bytes` is only a prefix of the message (the capture cut a packet
+    /// of it, or the prefix cap did): what lies past it is not known.
+    pub cut: bool,
 }
 
 /// Frames recorded per segment; the rest are counted in `bytes_moved` only.
