@@ -558,6 +558,8 @@ fn dissect_ip<'a>(
 
 /// The transport and above of a packet the capture cut: `ib` is what was
 /// captured from the BTH on, `wire` the packet's length to its ICRC.
+#[cold]
+#[inline(never)]
 fn dissect_cut<'a>(
     frame: &'a [u8],
     ib: &'a [u8],
@@ -663,6 +665,7 @@ fn dissect_transport<'a>(
 }
 
 /// The layers above the transport `d` holds.
+#[inline(always)]
 fn dissect_upper<'a>(
     frame: &'a [u8],
     config: &Config,

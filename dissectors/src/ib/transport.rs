@@ -249,7 +249,7 @@ pub fn parse_transport_cut(input: &[u8], wire_len: usize) -> Result<Transport<'_
 }
 
 /// [`parse_transport_cut`] into `slot`, which is left `None` on error.
-#[inline]
+#[inline(never)]
 pub(crate) fn parse_transport_cut_into<'a>(
     input: &'a [u8],
     wire_len: usize,
@@ -312,7 +312,7 @@ pub(crate) fn parse_transport_into<'a>(
     }
 }
 
-#[inline]
+#[inline(always)]
 fn fill<'a, 's>(
     input: &'a [u8],
     slot: &'s mut Option<Transport<'a>>,
