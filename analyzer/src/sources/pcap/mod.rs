@@ -1,4 +1,5 @@
-//! Capture files: the pcap and pcapng formats ([`format`]), reading them
+//! Capture files: the pcap and pcapng formats ([`format`]), the ERF records
+//! of link type 197 inside them ([`erf`]), reading them
 //! from any stream ([`read`]), writing them ([`write`]), and a capture file
 //! as a pipeline [`Source`](crate::pipeline::Source) ([`source`]).
 
@@ -13,6 +14,7 @@
     )
 )]
 
+pub mod erf;
 pub mod format;
 pub mod read;
 pub mod source;

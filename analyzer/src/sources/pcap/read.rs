@@ -18,7 +18,8 @@ use std::path::{Path, PathBuf};
 use rdma_dissectors::ib::icrc::IcrcStatus;
 use rdma_dissectors::link::LinkType;
 
-use super::format::{Format, Parser, Problem, Record};
+use super::erf;
+use super::format::{Format, Note, Parser, Problem, Record};
 
 /// Bytes read per batch once a stream has shown it is large: small enough
 /// that the kernel's copy lands in the reading core's cache, large enough
@@ -29,6 +30,11 @@ const CHUNK: usize = 512 << 10;
 /// short file) costs no more than it holds; each read that fills its room
 /// doubles the next, up to [`CHUNK`].
 const FIRST_CHUNK: usize = 16 << 10;
+
+/// Frames of one input that get a note of their own; past this they are
+/// counted, and the count is told at the end, so a capture of nothing but
+/// unreadable records cannot bury the output in lines.
+const MAX_FRAME_NOTES: u64 = 10;
 
 /// One captured frame.
 #[derive(Debug, Clone, Copy)]
@@ -75,6 +81,10 @@ pub struct Batch {
     pub frames: Vec<FrameMeta>,
     /// Input offset just past the last whole record in the batch.
     pub end_offset: u64,
+    /// What the user should be told about the batch's frames or inputs
+    /// that is not the end of the stream (one line each, naming the input,
+    /// the frame and the offset).
+    pub notes: Vec<String>,
 }
 
 impl Batch {
@@ -107,6 +117,19 @@ pub enum ReadErrorKind {
     Io(io::Error),
     /// The bytes are not (or no longer) a well-formed capture.
     Format(Problem),
+    /// A capture of ERF records (link type 197) read to its end, some of
+    /// whose records could not be read (`frame` and `offset` name the
+    /// first), or none of which carries a frame the analyzer dissects.
+    Erf {
+        /// The ERF records in the capture.
+        records: u64,
+        /// Those that carried a frame.
+        framed: u64,
+        /// Those whose header cannot be right.
+        malformed: u64,
+        /// What was wrong with the first record named.
+        first: erf::Problem,
+    },
 }
 
 impl From<Problem> for ReadErrorKind {
@@ -144,6 +167,30 @@ impl fmt::Display for ReadError {
                 f,
                 "the file is {how}-compressed, not a capture; decompress it first"
             ),
+            ReadErrorKind::Erf {
+                records,
+                framed: 0,
+                first,
+                ..
+            } => write!(
+                f,
+                "none of the {records} ERF records (link type 197, LINKTYPE_ERF) carries a frame \
+                 rdma-analyzer dissects (this one is {}); if the capture is not ERF, its header names \
+                 the wrong link type: rewrite it with `editcap -T ether`",
+                erf_problem(first)
+            ),
+            ReadErrorKind::Erf {
+                records,
+                malformed,
+                first,
+                ..
+            } => write!(
+                f,
+                "{malformed} of {records} ERF records (link type 197, LINKTYPE_ERF) are malformed, \
+                 this one first ({}); they were counted as frames, not dissected, and every other \
+                 frame was analyzed",
+                erf_problem(first)
+            ),
             ReadErrorKind::Format(Problem::UnsupportedLink { link }) => write!(
                 f,
                 "frames of link type {link} ({}), which rdma-analyzer does not dissect \
@@ -156,6 +203,20 @@ impl fmt::Display for ReadError {
 }
 
 impl std::error::Error for ReadError {}
+
+/// An ERF record's problem in words.
+fn erf_problem(p: &erf::Problem) -> String {
+    match *p {
+        erf::Problem::UnsupportedType { record_type, .. } => format!(
+            "an ERF record of type {record_type} ({}), which carries no frame rdma-analyzer dissects \
+             (it reads ERF types ETH, INFINIBAND, IPV4 and IPV6)",
+            erf::type_name(record_type)
+        ),
+        erf::Problem::Malformed(what, value) => {
+            format!("a malformed ERF record: {what} ({value})")
+        }
+    }
+}
 
 /// Reads frames from a pcap or pcapng stream (a file, a pipe, any reader).
 pub struct PcapReader<R> {
@@ -178,6 +239,16 @@ pub struct PcapReader<R> {
     /// Set once the stream has ended or failed.
     finished: bool,
     failed: Option<ReadError>,
+    /// Frames that got a note, and the record types of those past
+    /// [`MAX_FRAME_NOTES`] that were only counted.
+    noted: u64,
+    unsaid: std::collections::BTreeMap<u8, u64>,
+    /// ERF records without a frame, malformed ones, and the first of each
+    /// (frame number, offset, problem): told at the end of the stream.
+    erf_unframed: u64,
+    erf_malformed: u64,
+    erf_first_malformed: Option<(u64, u64, erf::Problem)>,
+    erf_first_unframed: Option<(u64, u64, erf::Problem)>,
 }
 
 impl PcapReader<File> {
@@ -243,6 +314,12 @@ impl<R: Read> PcapReader<R> {
             cur_next: 0,
             finished: false,
             failed: None,
+            noted: 0,
+            unsaid: std::collections::BTreeMap::new(),
+            erf_unframed: 0,
+            erf_malformed: 0,
+            erf_first_malformed: None,
+            erf_first_unframed: None,
         })
     }
 
@@ -283,6 +360,7 @@ impl<R: Read> PcapReader<R> {
     /// record. The frames before the damage are in `batch` all the same.
     pub fn fill(&mut self, batch: &mut Batch) -> Result<bool, ReadError> {
         batch.frames.clear();
+        batch.notes.clear();
         let rest = self.carry.len();
         let want = (rest + self.chunk).max(self.pending);
         if batch.data.len() < want {
@@ -335,8 +413,12 @@ impl<R: Read> PcapReader<R> {
                     link,
                     orig_len,
                     data: range,
+                    note,
                 }) => {
                     self.frames += 1;
+                    if let Some(note) = note {
+                        self.note(&mut batch.notes, self.offset + at as u64, note);
+                    }
                     batch.frames.push(FrameMeta {
                         number: self.frames,
                         ts_ns,
@@ -361,6 +443,9 @@ impl<R: Read> PcapReader<R> {
         self.carry
             .extend_from_slice(data.get(at..).unwrap_or_default());
         self.offset = here;
+        if self.eof || problem.is_some() {
+            self.say_unsaid(&mut batch.notes);
+        }
         if let Some(p) = problem {
             return Err(self.err(here, p.into()));
         }
@@ -372,7 +457,86 @@ impl<R: Read> PcapReader<R> {
             let available = self.carry.len();
             return Err(self.err(here, Problem::Truncated { needed, available }.into()));
         }
+        if self.eof {
+            if let Some(e) = self.erf_verdict() {
+                return Err(e);
+            }
+        }
         Ok(!self.eof)
+    }
+
+    /// Tells about the frame just counted (at `offset`), or counts it
+    /// once enough were told.
+    fn note(&mut self, notes: &mut Vec<String>, offset: u64, note: Note) {
+        let Note::Erf(p) = note;
+        self.erf_unframed += 1;
+        let here = Some((self.frames, offset, p));
+        self.erf_first_unframed = self.erf_first_unframed.or(here);
+        if matches!(p, erf::Problem::Malformed(..)) {
+            self.erf_malformed += 1;
+            self.erf_first_malformed = self.erf_first_malformed.or(here);
+        }
+        if self.noted >= MAX_FRAME_NOTES {
+            let t = match p {
+                erf::Problem::UnsupportedType { record_type, .. } => record_type,
+                // Counted under a type no record has.
+                erf::Problem::Malformed(..) => u8::MAX,
+            };
+            *self.unsaid.entry(t).or_default() += 1;
+            return;
+        }
+        self.noted += 1;
+        let what = erf_problem(&p);
+        notes.push(format!(
+            "{}: frame {} at byte offset {offset}: {what}; counted as a frame, not dissected",
+            self.path.display(),
+            self.frames
+        ));
+    }
+
+    /// At the clean end of an ERF capture: damage when records were
+    /// malformed, or when none carried a frame (a capture of types the
+    /// analyzer does not read, or a header naming the wrong link type):
+    /// an empty report must not look like a clean one.
+    fn erf_verdict(&self) -> Option<ReadError> {
+        let records = self.parser.erf_records();
+        let framed = records - self.erf_unframed.min(records);
+        let (frame, offset, first) = if records > 0 && framed == 0 {
+            self.erf_first_unframed?
+        } else {
+            self.erf_first_malformed?
+        };
+        Some(ReadError {
+            path: self.path.clone(),
+            frame: Some(frame),
+            offset,
+            kind: ReadErrorKind::Erf {
+                records,
+                framed,
+                malformed: self.erf_malformed,
+                first,
+            },
+        })
+    }
+
+    /// At the end: how many frames went uncommented past the first few.
+    fn say_unsaid(&mut self, notes: &mut Vec<String>) {
+        if self.unsaid.is_empty() {
+            return;
+        }
+        let n: u64 = self.unsaid.values().sum();
+        let kinds: Vec<String> = std::mem::take(&mut self.unsaid)
+            .into_iter()
+            .map(|(t, k)| match t {
+                u8::MAX => format!("{k} malformed"),
+                t => format!("{k} of type {t} ({})", erf::type_name(t)),
+            })
+            .collect();
+        notes.push(format!(
+            "{}: {n} more ERF records with no frame rdma-analyzer dissects ({}); counted as frames, not dissected",
+            self.path.display(),
+            kinds.join(", ")
+        ));
     }
 
     /// Returns the next packet, `Ok(None)` at a clean end of the stream.
@@ -649,19 +813,64 @@ mod tests {
 
     #[test]
     fn a_link_type_nothing_dissects_is_refused_with_its_number_and_name() {
-        for (link, name) in [(65535, "not a link type"), (197, "LINKTYPE_ERF")] {
-            let (_, err) = read_all(&pcap_with(link, 65535, &[(1, 0, b"abc")]));
-            let e = err.expect("refused");
-            assert!(
-                matches!(e.kind, ReadErrorKind::Format(Problem::UnsupportedLink { link: l }) if l == link),
-                "{e}"
-            );
-            let msg = e.to_string();
-            assert!(
-                msg.contains(&format!("link type {link}")) && msg.contains(name),
-                "{msg}"
-            );
-        }
+        let (_, err) = read_all(&pcap_with(65535, 65535, &[(1, 0, b"abc")]));
+        let e = err.expect("refused");
+        assert!(
+            matches!(
+                e.kind,
+                ReadErrorKind::Format(Problem::UnsupportedLink { link: 65535 })
+            ),
+            "{e}"
+        );
+        let msg = e.to_string();
+        assert!(
+            msg.contains("link type 65535") && msg.contains("not a link type"),
+            "{msg}"
+        );
+    }
+
+    /// An ERF record per frame (link type 197): the frame inside comes out
+    /// as what it is, stamped with the record's time; a record of a type
+    /// nothing dissects is still a frame, with a note naming it.
+    #[test]
+    fn erf_frames_come_out_as_their_own_link_type_and_unknown_types_are_told() {
+        let erf = |kind: u8, payload: &[u8]| {
+            let mut r = (5u64 << 32).to_le_bytes().to_vec();
+            r.extend_from_slice(&[kind, 0]);
+            r.extend_from_slice(&((16 + payload.len()) as u16).to_be_bytes());
+            r.extend_from_slice(&[0, 0]);
+            r.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+            r.extend_from_slice(payload);
+            r
+        };
+        let ib = erf(21, b"lrh-and-the-rest");
+        let raw = erf(24, b"sdh");
+        let recs: Vec<(u32, u32, &[u8])> = std::iter::once((1, 0, ib.as_slice()))
+            .chain(std::iter::repeat_n((1, 0, raw.as_slice()), 12))
+            .collect();
+        let f = pcap_with(197, 65535, &recs);
+        let mut r = PcapReader::new(f.as_slice(), "ib.erf.pcap".into()).unwrap();
+        let mut b = Batch::default();
+        assert!(!r.fill(&mut b).unwrap());
+        assert_eq!(b.frames.len(), 13);
+        let first = b.frames[0];
+        assert_eq!(first.link, LinkType::INFINIBAND);
+        assert_eq!(first.ts_ns, 5_000_000_000);
+        assert_eq!(b.bytes(&first), b"lrh-and-the-rest");
+        assert_eq!(b.frames[1].link, LinkType(197));
+        // Ten frames told one by one, the other two counted at the end.
+        assert_eq!(b.notes.len(), 11, "{:#?}", b.notes);
+        assert!(
+            b.notes[0].starts_with("ib.erf.pcap: frame 2 at byte offset ")
+                && b.notes[0].contains("type 24 (RAW_LINK)"),
+            "{}",
+            b.notes[0]
+        );
+        assert!(
+            b.notes[10].contains("2 more ERF records"),
+            "{}",
+            b.notes[10]
+        );
     }
 
     /// libpcap's FCS bits (LT_FCS_LENGTH_PRESENT, length in 16-bit words)

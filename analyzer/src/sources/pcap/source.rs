@@ -97,7 +97,7 @@ fn read_loop<R: Read>(
         }
         let mut batch = spare.try_recv().unwrap_or_default();
         let r = reader.fill(&mut batch);
-        if !batch.frames.is_empty() {
+        if !batch.frames.is_empty() || !batch.notes.is_empty() {
             if config.verify_icrc && backlog.reader_has_time() {
                 check_icrcs(&mut batch, config);
             }
@@ -236,6 +236,10 @@ fn emit_batch(
     notices: &mut Vec<Notice>,
     emit: &mut dyn FnMut(Event<'_>) -> Flow,
 ) -> bool {
+    notices.extend(batch.notes.iter().map(|text| Notice {
+        warning: true,
+        text: text.clone(),
+    }));
     for f in &batch.frames {
         if f.ts_ns < clock.0 && !clock.1 {
             clock.1 = true;
