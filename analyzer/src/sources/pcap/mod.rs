@@ -16,11 +16,13 @@
 
 pub mod erf;
 pub mod format;
+pub mod input;
+pub mod merge;
 pub mod read;
 pub mod source;
 pub mod write;
 
 pub use format::{Format, Problem, MAX_RECORD_LEN};
-pub use read::{Batch, FrameMeta, Packet, PcapReader, ReadError, ReadErrorKind};
+pub use read::{Batch, BatchReader, FrameMeta, Packet, PcapReader, ReadError, ReadErrorKind};
 pub use source::FileSource;
 pub use write::{CaptureWriter, Resolution};

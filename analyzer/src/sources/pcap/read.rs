@@ -20,6 +20,7 @@ use rdma_dissectors::link::LinkType;
 
 use super::erf;
 use super::format::{Format, Note, Parser, Problem, Record};
+use super::input::DecompressError;
 
 /// Bytes read per batch once a stream has shown it is large: small enough
 /// that the kernel's copy lands in the reading core's cache, large enough
@@ -85,6 +86,26 @@ pub struct Batch {
     /// that is not the end of the stream (one line each, naming the input,
     /// the frame and the offset).
     pub notes: Vec<String>,
+    /// What the user may like to know that is no warning (where each
+    /// input's frames went in a merge).
+    pub info: Vec<String>,
+}
+
+/// What a reading thread runs: one capture ([`PcapReader`]) or several
+/// merged ([`super::merge::Merge`]).
+pub trait BatchReader: Send {
+    /// Replaces `batch`'s frames with the next ones: `Ok(true)` while more
+    /// may follow, `Ok(false)` at a clean end.
+    ///
+    /// # Errors
+    /// The input is damaged or failed; the frames before it are in `batch`.
+    fn fill(&mut self, batch: &mut Batch) -> Result<bool, ReadError>;
+}
+
+impl<R: Read + Send> BatchReader for PcapReader<R> {
+    fn fill(&mut self, batch: &mut Batch) -> Result<bool, ReadError> {
+        PcapReader::fill(self, batch)
+    }
 }
 
 impl Batch {
@@ -103,10 +124,26 @@ pub struct ReadError {
     pub path: PathBuf,
     /// The frame being read when it failed (1-based), if past the header.
     pub frame: Option<u64>,
-    /// Byte offset in the file where the bad record starts.
+    /// Byte offset in the file where the bad record starts (in the
+    /// decompressed stream when `decompressed` names a format).
     pub offset: u64,
+    /// The compression the file was read through, if any.
+    pub decompressed: Option<&'static str>,
     /// What went wrong.
     pub kind: ReadErrorKind,
+}
+
+impl ReadError {
+    /// An error about `path` before any record was read.
+    pub fn at_start(path: PathBuf, kind: ReadErrorKind) -> ReadError {
+        ReadError {
+            path,
+            frame: None,
+            offset: 0,
+            decompressed: None,
+            kind,
+        }
+    }
 }
 
 /// The kinds of [`ReadError`].
@@ -115,6 +152,17 @@ pub struct ReadError {
 pub enum ReadErrorKind {
     /// An I/O error from the operating system.
     Io(io::Error),
+    /// The input's decompressor gave up.
+    Decompress(DecompressError),
+    /// Several inputs were read as one and some could not be read whole
+    /// (each with its own error; the error's own path, frame and offset
+    /// are the first one's).
+    Inputs {
+        /// How many inputs there were.
+        inputs: usize,
+        /// The errors, in the order they were met.
+        damaged: Vec<ReadError>,
+    },
     /// The bytes are not (or no longer) a well-formed capture.
     Format(Problem),
     /// A capture of ERF records (link type 197) read to its end, some of
@@ -138,15 +186,50 @@ impl From<Problem> for ReadErrorKind {
     }
 }
 
+impl From<io::Error> for ReadErrorKind {
+    /// A decompressor's failure keeps its own kind (it says where).
+    fn from(e: io::Error) -> Self {
+        if !e.get_ref().is_some_and(|i| i.is::<DecompressError>()) {
+            return ReadErrorKind::Io(e);
+        }
+        match e.into_inner().map(|i| i.downcast::<DecompressError>()) {
+            Some(Ok(d)) => ReadErrorKind::Decompress(*d),
+            // The check above saw one: not reached.
+            _ => ReadErrorKind::Io(io::Error::other("decompression failed")),
+        }
+    }
+}
+
 impl fmt::Display for ReadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let ReadErrorKind::Inputs { inputs, damaged } = &self.kind {
+            let n = damaged.len();
+            write!(f, "{n} of {inputs} inputs could not be read whole: ")?;
+            for (i, e) in damaged.iter().enumerate() {
+                let sep = if i == 0 { "" } else { " | " };
+                write!(f, "{sep}{e}")?;
+            }
+            return write!(f, " | every frame of the other inputs was analyzed");
+        }
         let path = self.path.display();
+        let of = match self.decompressed {
+            Some(c) => format!(" of the decompressed {c} stream"),
+            None => String::new(),
+        };
         match self.frame {
-            Some(n) => write!(f, "{path}: frame {n} at byte offset {}: ", self.offset)?,
-            None => write!(f, "{path}: at byte offset {}: ", self.offset)?,
+            Some(n) => write!(f, "{path}: frame {n} at byte offset {}{of}: ", self.offset)?,
+            None => write!(f, "{path}: at byte offset {}{of}: ", self.offset)?,
         }
         match &self.kind {
+            // Said above, without a path of its own.
+            ReadErrorKind::Inputs { .. } => Ok(()),
             ReadErrorKind::Io(e) => write!(f, "read failed: {e}"),
+            ReadErrorKind::Decompress(d) => write!(
+                f,
+                "{d}; frames before this one were analyzed (was the file still being written, or cut \
+                 in transfer? `{} -t FILE` checks it)",
+                d.format
+            ),
             ReadErrorKind::Format(Problem::NotACapture { magic }) => write!(
                 f,
                 "not a pcap or pcapng file (magic {magic:#010x}); convert it with `editcap -F pcapng`"
@@ -231,8 +314,9 @@ pub struct PcapReader<R> {
     pending: usize,
     eof: bool,
     frames: u64,
-    /// Bytes the next read asks for (grows to [`CHUNK`]).
+    /// Bytes the next read asks for (grows to `max_chunk`).
     chunk: usize,
+    max_chunk: usize,
     /// What [`PcapReader::next_packet`] walks.
     cur: Batch,
     cur_next: usize,
@@ -243,6 +327,8 @@ pub struct PcapReader<R> {
     /// [`MAX_FRAME_NOTES`] that were only counted.
     noted: u64,
     unsaid: std::collections::BTreeMap<u8, u64>,
+    /// The compression the stream was read through, for messages.
+    decompressed: Option<&'static str>,
     /// ERF records without a frame, malformed ones, and the first of each
     /// (frame number, offset, problem): told at the end of the stream.
     erf_unframed: u64,
@@ -257,12 +343,8 @@ impl PcapReader<File> {
     /// # Errors
     /// When the file cannot be opened or does not start with a pcap/pcapng header.
     pub fn open(path: &Path) -> Result<Self, ReadError> {
-        let file = File::open(path).map_err(|e| ReadError {
-            path: path.to_path_buf(),
-            frame: None,
-            offset: 0,
-            kind: ReadErrorKind::Io(e),
-        })?;
+        let file = File::open(path)
+            .map_err(|e| ReadError::at_start(path.to_path_buf(), ReadErrorKind::Io(e)))?;
         Self::new(file, path.to_path_buf())
     }
 }
@@ -288,15 +370,13 @@ impl<R: Read> PcapReader<R> {
     /// When the stream does not start with a pcap/pcapng header.
     pub fn new(mut inner: R, path: PathBuf) -> Result<Self, ReadError> {
         let err = |offset, kind| ReadError {
-            path: path.clone(),
-            frame: None,
             offset,
-            kind,
+            ..ReadError::at_start(path.clone(), kind)
         };
         // The longest file header (classic pcap); a pcapng file's first
         // bytes are its first block, kept for the record loop.
         let mut head = [0u8; 24];
-        let n = read_full(&mut inner, &mut head).map_err(|e| err(0, ReadErrorKind::Io(e)))?;
+        let n = read_full(&mut inner, &mut head).map_err(|e| err(0, e.into()))?;
         let head = head.get(..n).unwrap_or_default();
         let (parser, skip) = Parser::start(head).map_err(|p| err(0, p.into()))?;
         let carry = head.get(skip..).unwrap_or_default().to_vec();
@@ -310,17 +390,33 @@ impl<R: Read> PcapReader<R> {
             eof: false,
             frames: 0,
             chunk: FIRST_CHUNK,
+            max_chunk: CHUNK,
             cur: Batch::default(),
             cur_next: 0,
             finished: false,
             failed: None,
             noted: 0,
             unsaid: std::collections::BTreeMap::new(),
+            decompressed: None,
             erf_unframed: 0,
             erf_malformed: 0,
             erf_first_malformed: None,
             erf_first_unframed: None,
         })
+    }
+
+    /// Says that the stream was decompressed from `format` (offsets in
+    /// messages then count decompressed bytes, and say so).
+    pub fn decompressed(mut self, format: Option<&'static str>) -> Self {
+        self.decompressed = format;
+        self
+    }
+
+    /// Reads at most `bytes` at a time (a merge of many inputs keeps
+    /// their buffers small). Never less than the first read.
+    pub fn max_chunk(mut self, bytes: usize) -> Self {
+        self.max_chunk = bytes.clamp(FIRST_CHUNK, CHUNK);
+        self
     }
 
     /// The container format.
@@ -348,6 +444,7 @@ impl<R: Read> PcapReader<R> {
             path: self.path.clone(),
             frame: (self.frames > 0 || self.parser.has_interfaces()).then_some(self.frames + 1),
             offset,
+            decompressed: self.decompressed,
             kind,
         }
     }
@@ -361,6 +458,7 @@ impl<R: Read> PcapReader<R> {
     pub fn fill(&mut self, batch: &mut Batch) -> Result<bool, ReadError> {
         batch.frames.clear();
         batch.notes.clear();
+        batch.info.clear();
         let rest = self.carry.len();
         let want = (rest + self.chunk).max(self.pending);
         if batch.data.len() < want {
@@ -377,7 +475,7 @@ impl<R: Read> PcapReader<R> {
                     filled += k;
                     self.eof = k < room.len();
                     if !self.eof {
-                        self.chunk = (self.chunk * 2).min(CHUNK);
+                        self.chunk = (self.chunk * 2).min(self.max_chunk);
                     }
                 }
                 Err(e) => {
@@ -450,7 +548,7 @@ impl<R: Read> PcapReader<R> {
             return Err(self.err(here, p.into()));
         }
         if let Some(e) = io_error {
-            return Err(self.err(here, ReadErrorKind::Io(e)));
+            return Err(self.err(here, e.into()));
         }
         if self.eof && !self.carry.is_empty() {
             let needed = self.pending.max(header);
@@ -510,6 +608,7 @@ impl<R: Read> PcapReader<R> {
             path: self.path.clone(),
             frame: Some(frame),
             offset,
+            decompressed: self.decompressed,
             kind: ReadErrorKind::Erf {
                 records,
                 framed,
