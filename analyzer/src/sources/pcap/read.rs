@@ -248,7 +248,8 @@ impl fmt::Display for ReadError {
             }
             ReadErrorKind::Format(Problem::Compressed(how)) => write!(
                 f,
-                "the file is {how}-compressed, not a capture; decompress it first"
+                "the file is {how}-compressed, which rdma-analyzer does not unpack (it reads gzip and \
+                 zstd as they are); decompress it first"
             ),
             ReadErrorKind::Erf {
                 records,
