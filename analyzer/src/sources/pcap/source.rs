@@ -305,6 +305,7 @@ impl FileSource {
 /// Hands every frame of `batch` to `emit`; false when it wants no more.
 /// The first frame stamped before the one it follows is noted in `notices`.
 fn emit_batch(
+    name: &str,
     batch: &Batch,
     progress: &mut Progress,
     clock: &mut (u64, bool),
@@ -325,7 +326,7 @@ fn emit_batch(
             notices.push(Notice {
                 warning: true,
                 text: format!(
-                    "frame {} is stamped {:.1} µs before the frame it follows: the capture's clock went backwards (said once per file); latencies across it are reported unknown",
+                    "{name}: frame {} is stamped {:.1} µs before the frame it follows: the capture's clock went backwards (said once); latencies across it are reported unknown",
                     f.number,
                     (clock.0 - f.ts_ns) as f64 / 1000.0
                 ),
@@ -394,6 +395,7 @@ impl Source for FileSource {
                 Ok(Msg::Batch(mut b)) => {
                     backlog.taken();
                     let _ = emit_batch(
+                        &self.name,
                         &b,
                         &mut self.progress,
                         &mut self.clock,
@@ -423,6 +425,7 @@ impl Source for FileSource {
                 } else {
                     let r = reader.fill(batch);
                     let _ = emit_batch(
+                        &self.name,
                         batch,
                         &mut self.progress,
                         &mut self.clock,
