@@ -12,6 +12,8 @@ use serde_json::Value;
 
 #[path = "common/prereq.rs"]
 mod prereq;
+#[path = "common/tmux.rs"]
+mod tmux;
 
 const BIN: &str = env!("CARGO_BIN_EXE_rdma-analyzer");
 
@@ -506,4 +508,30 @@ fn every_command_takes_several_inputs() {
         err.contains(&format!("report {} {}", s(&a), s(&b))),
         "{err}"
     );
+}
+
+/// The TUI over a gzip capture through a pipe merged with a plain file:
+/// it keys from the terminal while the capture comes on standard input.
+#[test]
+fn open_reads_a_pipe_and_a_file_merged() {
+    if !prereq::tmux() {
+        return;
+    }
+    let d = dir("tui");
+    let gz = d.join("v3-inline.pcap.gz");
+    std::fs::write(
+        &gz,
+        gzip(&std::fs::read(bundled("v3-inline.pcap")).unwrap()),
+    )
+    .unwrap();
+    let shell = format!(
+        "cat '{}' | '{BIN}' open - '{}'; echo EXITED $?; sleep 60",
+        gz.display(),
+        bundled("v41-inline.pcap").display()
+    );
+    let t = tmux::Tmux::start(format!("rdma-inputs-tui-{}", std::process::id()), &shell);
+    let p = t.wait_for("done");
+    assert!(p.contains("104 calls, 104 replies"), "{p}");
+    t.send(&["q"]);
+    t.wait_for("EXITED 0");
 }
