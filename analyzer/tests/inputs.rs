@@ -535,3 +535,57 @@ fn open_reads_a_pipe_and_a_file_merged() {
     t.send(&["q"]);
     t.wait_for("EXITED 0");
 }
+
+/// A rotated set longer than the merge keeps open (`editcap -c 100`: 47
+/// files): read under a limit of 40 open files, which opening them all at
+/// once would break, and still the original's report. Files wait closed
+/// until the merge reaches their first frame.
+#[test]
+fn a_long_rotated_set_is_read_within_a_small_file_limit() {
+    if !prereq::tshark() {
+        return;
+    }
+    let d = dir("rotated");
+    let orig = bundled("v3-ddp.pcap");
+    let st = Command::new("editcap")
+        .args(["-c", "100", s(&orig), s(&d.join("ring.pcap"))])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let n = std::fs::read_dir(&d).unwrap().count();
+    assert!(n > 40, "{n} files");
+    // One of them compressed: it is decompressed twice, the same both times.
+    let third = {
+        let mut f: Vec<PathBuf> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        f.sort();
+        f[2].clone()
+    };
+    std::fs::write(
+        third.with_extension("pcap.zst"),
+        zstd(&std::fs::read(&third).unwrap()),
+    )
+    .unwrap();
+    std::fs::remove_file(&third).unwrap();
+    let (want, _) = report(&[s(&orig)], 0);
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n 40 && exec '{BIN}' report --json '{}'",
+            d.display()
+        ))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let mut got = json(&out);
+    got["file"] = Value::Null;
+    assert_eq!(got, want);
+    assert_eq!(
+        err.matches("merged frame = its frame + ").count(),
+        n - 1,
+        "{err}"
+    );
+}

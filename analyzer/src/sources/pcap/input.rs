@@ -175,6 +175,15 @@ impl Input {
     /// # Errors
     /// When it cannot be opened or read.
     pub fn open(path: &Path) -> Result<Input, ReadError> {
+        Input::open_counted(path, Arc::new(AtomicU64::new(0)))
+    }
+
+    /// Opens `path` as [`Input::open`] does, counting the raw bytes read
+    /// into `consumed` (a file opened again adds to its first count).
+    ///
+    /// # Errors
+    /// When it cannot be opened or read.
+    pub fn open_counted(path: &Path, consumed: Arc<AtomicU64>) -> Result<Input, ReadError> {
         let name = display_name(path);
         let err = |e| ReadError::at_start(name.clone(), ReadErrorKind::Io(e));
         let (raw, size): (Stream, Option<u64>) = if is_stdin(path) {
@@ -193,7 +202,7 @@ impl Input {
             }
             (Box::new(file), meta.is_file().then_some(meta.len()))
         };
-        Input::from_stream(name.clone(), raw, size).map_err(err)
+        Input::counted(name.clone(), raw, size, consumed).map_err(err)
     }
 
     /// Recognises the compression of `raw` (read from its start) without
@@ -202,7 +211,15 @@ impl Input {
     /// # Errors
     /// When the first bytes cannot be read.
     pub fn from_stream(name: PathBuf, raw: Stream, size: Option<u64>) -> io::Result<Input> {
-        let consumed = Arc::new(AtomicU64::new(0));
+        Input::counted(name, raw, size, Arc::new(AtomicU64::new(0)))
+    }
+
+    fn counted(
+        name: PathBuf,
+        raw: Stream,
+        size: Option<u64>,
+        consumed: Arc<AtomicU64>,
+    ) -> io::Result<Input> {
         let mut counted = Counted {
             inner: raw,
             count: consumed.clone(),

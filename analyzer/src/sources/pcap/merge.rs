@@ -12,7 +12,14 @@
 //! Frames are numbered 1, 2, ... in the merged stream, as `tshark` numbers
 //! the output of `mergecap`; messages about one input name its own frame
 //! numbers, and at the end each input's frames are mapped to merged ones.
-//! Memory is each input's batch buffer plus the merged batch.
+//!
+//! Memory is each open input's batch buffer (and decompressor) plus the
+//! merged batch. With more than [`MAX_OPEN`] inputs (a long rotated set),
+//! each file is opened once to learn when its first frame is, closed, and
+//! opened again from its start when the merge reaches that time, and closed
+//! at its end: only inputs whose times overlap are open together, which
+//! bounds both memory and file descriptors. Standard input cannot be read
+//! twice and stays open.
 //!
 //! An input that is damaged stops there: its frames before the damage are
 //! merged, the damage is told at once, and the others go on; the merged
@@ -20,8 +27,11 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 
-use super::input::Stream;
+use super::input::{Input, Stream};
 use super::read::{Batch, BatchReader, FrameMeta, PcapReader, ReadError, ReadErrorKind};
 
 /// Bytes of frames per merged batch.
@@ -35,9 +45,33 @@ const TOTAL_INPUT_CHUNKS: usize = 8 << 20;
 /// The smallest read per input.
 const MIN_INPUT_CHUNK: usize = 64 << 10;
 
+/// Inputs kept open from the start; past this, files are closed until the
+/// merge reaches their first frame.
+pub const MAX_OPEN: usize = 32;
+
+/// An input of the merge.
+pub enum MergeInput {
+    /// Opened: its reader, and the file to open it again from (none for
+    /// standard input, or a stream that cannot be reopened).
+    Open(Box<PcapReader<Stream>>, Option<PathBuf>),
+    /// A file to open when needed (checked to be a capture already), and
+    /// the count of its raw bytes read (progress).
+    Closed(PathBuf, Arc<AtomicU64>),
+}
+
 /// One input of the merge.
 struct Slot {
-    reader: PcapReader<Stream>,
+    /// The name in messages.
+    name: PathBuf,
+    /// Its reader, while open.
+    reader: Option<PcapReader<Stream>>,
+    /// Where to open it again, when it can be.
+    reopen: Option<PathBuf>,
+    /// Raw bytes read from it, across openings.
+    consumed: Arc<AtomicU64>,
+    /// The time of its next frame while closed before it was read (the
+    /// merge opens it when that time comes).
+    parked: Option<u64>,
     batch: Batch,
     next: usize,
     /// Its reader has ended (or failed): nothing more comes from it.
@@ -52,6 +86,33 @@ struct Slot {
     one_run: bool,
     /// Whether it ended damaged.
     damaged: bool,
+    /// Its read size.
+    per_input: usize,
+}
+
+impl Slot {
+    /// Opens the input (again) from its start.
+    fn open(&mut self) -> Result<(), ReadError> {
+        let path = self.reopen.clone().unwrap_or_else(|| self.name.clone());
+        let r = Input::open_counted(&path, self.consumed.clone())?.reader()?;
+        self.reader = Some(r.max_chunk(self.per_input));
+        self.batch = Batch::default();
+        self.next = 0;
+        Ok(())
+    }
+
+    /// Closes a reopenable input, none of whose frames were taken, until
+    /// the merge reaches `ts`, its first frame. One read whole already is
+    /// left as it is (its frames are all in its batch).
+    fn park(&mut self, ts: u64) -> bool {
+        if self.reopen.is_none() || self.taken > 0 || self.done {
+            return false;
+        }
+        self.reader = None;
+        self.batch = Batch::default();
+        self.parked = Some(ts);
+        true
+    }
 }
 
 /// Several captures as one, merged by timestamp.
@@ -69,23 +130,51 @@ pub struct Merge {
 }
 
 impl Merge {
-    /// Merges `readers`, in the order the inputs were named; `unopened`
-    /// are inputs that failed before their first record (told, and the
-    /// stream ends damaged).
+    /// Merges `readers` (inputs that cannot be reopened), in order.
     pub fn new(readers: Vec<PcapReader<Stream>>, unopened: Vec<ReadError>) -> Merge {
-        let per_input = (TOTAL_INPUT_CHUNKS / readers.len().max(1)).max(MIN_INPUT_CHUNK);
-        let slots: Vec<Slot> = readers
+        Merge::of(
+            readers
+                .into_iter()
+                .map(|r| MergeInput::Open(Box::new(r), None))
+                .collect(),
+            unopened,
+        )
+    }
+
+    /// Merges `inputs`, in the order they were named; `unopened` are inputs
+    /// that failed before their first record (told, and the stream ends
+    /// damaged).
+    pub fn of(inputs: Vec<MergeInput>, unopened: Vec<ReadError>) -> Merge {
+        let open = inputs.len().clamp(1, MAX_OPEN);
+        let per_input = (TOTAL_INPUT_CHUNKS / open).max(MIN_INPUT_CHUNK);
+        let slots: Vec<Slot> = inputs
             .into_iter()
-            .map(|r| Slot {
-                reader: r.max_chunk(per_input),
-                batch: Batch::default(),
-                next: 0,
-                done: false,
-                taken: 0,
-                first: None,
-                last: 0,
-                one_run: true,
-                damaged: false,
+            .map(|i| {
+                let (name, reader, reopen, consumed) = match i {
+                    MergeInput::Open(r, reopen) => (
+                        r.path().to_path_buf(),
+                        Some(r.max_chunk(per_input)),
+                        reopen,
+                        Arc::default(),
+                    ),
+                    MergeInput::Closed(p, c) => (p.clone(), None, Some(p), c),
+                };
+                Slot {
+                    name,
+                    reader,
+                    reopen,
+                    consumed,
+                    parked: None,
+                    batch: Batch::default(),
+                    next: 0,
+                    done: false,
+                    taken: 0,
+                    first: None,
+                    last: 0,
+                    one_run: true,
+                    damaged: false,
+                    per_input,
+                }
             })
             .collect();
         let pending_notes = unopened
@@ -104,8 +193,9 @@ impl Merge {
         }
     }
 
-    /// Makes input `i` hold a frame to take, reading on as needed; false
-    /// once it has no more. Its notes and damage go to `notes`.
+    /// Makes input `i` hold a frame to take, opening it (again) and
+    /// reading on as needed; false once it has no more. Its notes and
+    /// damage go to `notes`.
     fn ready(&mut self, i: usize, notes: &mut Vec<String>) -> bool {
         let Some(s) = self.slots.get_mut(i) else {
             return false;
@@ -117,7 +207,20 @@ impl Merge {
             if s.done {
                 return false;
             }
-            let r = s.reader.fill(&mut s.batch);
+            if s.reader.is_none() {
+                s.parked = None;
+                if let Err(e) = s.open() {
+                    notes.push(format!("{e}; the other inputs go on"));
+                    self.damaged.push(e);
+                    s.done = true;
+                    s.damaged = true;
+                    return false;
+                }
+            }
+            let Some(reader) = s.reader.as_mut() else {
+                return false;
+            };
+            let r = reader.fill(&mut s.batch);
             s.next = 0;
             notes.append(&mut s.batch.notes);
             match r {
@@ -130,6 +233,11 @@ impl Merge {
                     s.damaged = true;
                 }
             }
+            if s.done {
+                // Its last frames are in the batch; the reader (its file,
+                // its decompressor) is done with.
+                s.reader = None;
+            }
         }
     }
 
@@ -137,8 +245,11 @@ impl Merge {
     fn head_ts(&self, i: usize) -> u64 {
         self.slots
             .get(i)
-            .and_then(|s| s.batch.frames.get(s.next))
-            .map_or(0, |f| f.ts_ns)
+            .and_then(|s| {
+                s.parked
+                    .or_else(|| s.batch.frames.get(s.next).map(|f| f.ts_ns))
+            })
+            .unwrap_or(0)
     }
 
     /// Where each input's frames went in the merged stream, one line each.
@@ -146,7 +257,7 @@ impl Merge {
         self.slots
             .iter()
             .map(|s| {
-                let name = s.reader.path().display();
+                let name = s.name.display();
                 let whole = if s.damaged { " (up to its damage)" } else { "" };
                 match s.first {
                     None => format!("{name}: no frames{whole}"),
@@ -179,9 +290,17 @@ impl BatchReader for Merge {
         let mut notes = std::mem::take(&mut self.pending_notes);
         if !self.started {
             self.started = true;
+            let park = self.slots.len() > MAX_OPEN;
             for i in 0..self.slots.len() {
+                let said = notes.len();
                 if self.ready(i, &mut notes) {
-                    self.heap.push(Reverse((self.head_ts(i), i)));
+                    let ts = self.head_ts(i);
+                    self.heap.push(Reverse((ts, i)));
+                    // What its first batch said is said again when it is
+                    // read for real.
+                    if park && self.slots.get_mut(i).is_some_and(|s| s.park(ts)) {
+                        notes.truncate(said);
+                    }
                 }
             }
         }
@@ -190,6 +309,10 @@ impl BatchReader for Merge {
             let Some(Reverse((_, i))) = self.heap.pop() else {
                 break;
             };
+            // A closed input whose time has come is opened here.
+            if !self.ready(i, &mut notes) {
+                continue;
+            }
             let Some(s) = self.slots.get_mut(i) else {
                 continue;
             };
@@ -225,7 +348,12 @@ impl BatchReader for Merge {
             }
         }
         out.notes = notes;
-        out.end_offset = self.slots.iter().map(|s| s.reader.position()).sum();
+        out.end_offset = self
+            .slots
+            .iter()
+            .filter_map(|s| s.reader.as_ref())
+            .map(PcapReader::position)
+            .sum();
         if !self.heap.is_empty() {
             return Ok(true);
         }

@@ -26,7 +26,7 @@ use std::thread::JoinHandle;
 use rdma_dissectors::stack;
 
 use super::input::{self, Input};
-use super::merge::Merge;
+use super::merge::{self, Merge, MergeInput};
 use super::read::{Batch, BatchReader, ReadError, ReadErrorKind};
 use crate::engine::Event;
 use crate::pipeline::{Damage, End, Flow, Notice, Progress, Source};
@@ -184,6 +184,9 @@ impl FileSource {
         let mut failed = Vec::new();
         let mut consumed = Vec::new();
         let mut total = Some(0u64);
+        // A long rotated set: each file is checked now and closed, and
+        // opened again when the merge reaches it.
+        let close = expanded.paths.len() > merge::MAX_OPEN;
         for (path, from_dir) in &expanded.paths {
             let opened = Input::open(path).and_then(|i| {
                 let (size, count) = (i.size, i.consumed.clone());
@@ -191,7 +194,14 @@ impl FileSource {
             });
             match opened {
                 Ok((r, size, count)) => {
-                    readers.push(r);
+                    let stdin = input::is_stdin(path);
+                    readers.push(match (close, stdin) {
+                        (true, false) => MergeInput::Closed(path.clone(), count.clone()),
+                        (_, true) => MergeInput::Open(Box::new(r), None),
+                        (false, false) => MergeInput::Open(Box::new(r), Some(path.clone())),
+                    });
+                    // A file read again counts twice its first bytes:
+                    // progress is a gauge, kept under the total.
                     consumed.push(count);
                     total = total.zip(size).map(|(t, s)| t + s);
                 }
@@ -219,10 +229,10 @@ impl FileSource {
                 }))
             }
             (1, true) => match readers.pop() {
-                Some(r) => Box::new(r),
-                None => Box::new(Merge::new(readers, failed)),
+                Some(MergeInput::Open(r, _)) => r,
+                other => Box::new(Merge::of(other.into_iter().collect(), failed)),
             },
-            _ => Box::new(Merge::new(readers, failed)),
+            _ => Box::new(Merge::of(readers, failed)),
         };
         let mut source = Self::start(name, reader, total, config);
         source.consumed = consumed;
