@@ -147,7 +147,7 @@ pub struct FileSource {
     /// Raw bytes read from each input so far (the progress gauge).
     consumed: Vec<Arc<AtomicU64>>,
     /// The latest capture time handed out, and whether time went backwards
-    /// yet (said once per file: it makes latencies across it unknown).
+    /// yet (said once: it makes latencies across it unknown).
     clock: (u64, bool),
     notices: Vec<Notice>,
 }
