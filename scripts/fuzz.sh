@@ -44,7 +44,7 @@ for p in captures/*.pcap; do
     cargo run --quiet --release -p rdma-dissectors --example walk_pcap -- "$p" --seeds dissectors/fuzz/corpus >/dev/null
 done
 for t in $(cd dissectors/fuzz && cargo +"$NIGHTLY" fuzz list); do
-    wanted "$t" && run dissectors/fuzz "$t"
+    if wanted "$t"; then run dissectors/fuzz "$t"; fi
 done
 
 # The analyzer: the readers start from the committed minimised corpus and a
@@ -67,5 +67,5 @@ done
 # The merge: a count byte, then the inputs end to end (cut in equal parts).
 { printf '\001'; cat captures/v3-inline.pcap captures/v3-inline.pcap; } >analyzer/fuzz/corpus/capture_merge/two-inline
 for t in $(cd analyzer/fuzz && AYA_BUILD_SKIP=1 cargo +"$NIGHTLY" fuzz list); do
-    wanted "$t" && run analyzer/fuzz "$t"
+    if wanted "$t"; then run analyzer/fuzz "$t"; fi
 done
