@@ -173,8 +173,10 @@ fn a_reused_xid_keeps_every_call_and_pairs_replies_in_order() {
 fn replies_stamped_before_their_calls_have_no_latency() {
     let f = make(Case::TimeBackwards, 1, 0, "backwards.pcap");
     let (out, _) = run(&["report", f.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("clock went backwards (said once per file)"),
+        err.contains("backwards.pcap: frame 4 is stamped")
+            && err.contains("clock went backwards (said once)"),
         "{out:?}"
     );
     let txns = lines(&f, "transactions");
