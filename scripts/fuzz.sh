@@ -44,7 +44,7 @@ for p in captures/*.pcap; do
     cargo run --quiet --release -p rdma-dissectors --example walk_pcap -- "$p" --seeds dissectors/fuzz/corpus >/dev/null
 done
 for t in $(cd dissectors/fuzz && cargo +"$NIGHTLY" fuzz list); do
-    wanted "$t" && run dissectors/fuzz "$t"
+    if wanted "$t"; then run dissectors/fuzz "$t"; fi
 done
 
 # The analyzer: the readers start from the committed minimised corpus and a
@@ -52,6 +52,20 @@ done
 mkdir -p analyzer/fuzz/corpus/capture_reader
 cp analyzer/fuzz/seeds/capture_reader/* analyzer/fuzz/corpus/capture_reader/ 2>/dev/null || true
 cp captures/v3-inline.pcap captures/v41-inline.pcap analyzer/fuzz/corpus/capture_reader/
+# ERF (link type 197): the third-party ibdump capture, read in place and
+# copied only into the (ignored) corpus, never into the repository.
+erf=../shared/external-captures/infiniband.pcap
+[ -f "$erf" ] && cp "$erf" analyzer/fuzz/corpus/capture_reader/erf-ibdump.pcap
+# The inputs as opened: the same seeds plain, gzip- and zstd-compressed.
+mkdir -p analyzer/fuzz/corpus/capture_input analyzer/fuzz/corpus/capture_merge
+for p in captures/v3-inline.pcap captures/v41-inline.pcap; do
+    n=$(basename "$p")
+    cp "$p" "analyzer/fuzz/corpus/capture_input/$n"
+    gzip -1 -c "$p" >"analyzer/fuzz/corpus/capture_input/$n.gz"
+    zstd -q -1 -c "$p" >"analyzer/fuzz/corpus/capture_input/$n.zst"
+done
+# The merge: a count byte, then the inputs end to end (cut in equal parts).
+{ printf '\001'; cat captures/v3-inline.pcap captures/v3-inline.pcap; } >analyzer/fuzz/corpus/capture_merge/two-inline
 for t in $(cd analyzer/fuzz && AYA_BUILD_SKIP=1 cargo +"$NIGHTLY" fuzz list); do
-    wanted "$t" && run analyzer/fuzz "$t"
+    if wanted "$t"; then run analyzer/fuzz "$t"; fi
 done

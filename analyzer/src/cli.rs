@@ -41,8 +41,10 @@ pub enum Command {
 /// `rdma-analyzer frames`.
 #[derive(Args)]
 pub struct FramesArgs {
-    /// pcap or pcapng file.
-    pub file: PathBuf,
+    /// Captures: pcap or pcapng files (plain, gzip or zstd), directories of
+    /// them, `-` for standard input; several are merged by time.
+    #[arg(required = true, value_name = "CAPTURE")]
+    pub files: Vec<PathBuf>,
     /// One JSON object per frame.
     #[arg(long)]
     pub json: bool,
@@ -54,8 +56,10 @@ pub struct FramesArgs {
 /// The options of the commands that analyze a capture file.
 #[derive(Args)]
 pub struct AnalyzeArgs {
-    /// pcap or pcapng file.
-    pub file: PathBuf,
+    /// Captures: pcap or pcapng files (plain, gzip or zstd), directories of
+    /// them, `-` for standard input; several are merged by time.
+    #[arg(required = true, value_name = "CAPTURE")]
+    pub files: Vec<PathBuf>,
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
@@ -79,6 +83,15 @@ pub struct AnalyzeArgs {
     /// What it cannot hold goes oldest first, counted and reported.
     #[arg(long, default_value = "256M", value_parser = parse_memory)]
     pub memory_limit: usize,
+}
+
+/// Inputs as named on the command line, one string.
+pub fn inputs_name(files: &[PathBuf]) -> String {
+    files
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn parse_memory(s: &str) -> Result<usize, String> {
@@ -113,6 +126,11 @@ impl AnalyzeArgs {
         c.max_qps = self.max_qps.max(2);
         c.max_outstanding = self.max_outstanding.max(1);
         c
+    }
+
+    /// The inputs as one name (`report`'s `file`, messages).
+    pub fn name(&self) -> String {
+        inputs_name(&self.files)
     }
 
     /// What `--filter` selects.

@@ -88,7 +88,7 @@ fn stdout() -> BufWriter<io::StdoutLock<'static>> {
 
 fn frames(a: &FramesArgs) -> anyhow::Result<ExitCode> {
     let config = rdma_dissectors::stack::Config::default().with_rocev2_port(a.rocev2_port);
-    let mut source = FileSource::open(&a.file, &config)?;
+    let mut source = FileSource::open_all(&a.files, &config)?;
     let mut sink = Frames::new(stdout(), a.json, config);
     let outcome = pipeline::run(&mut source, None, &mut sink, &Stop::new());
     output_error(sink.take_error())?;
@@ -97,7 +97,7 @@ fn frames(a: &FramesArgs) -> anyhow::Result<ExitCode> {
 
 fn report(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let config = a.config();
-    let mut source = FileSource::open(&a.file, &config.stack)?;
+    let mut source = FileSource::open_all(&a.files, &config.stack)?;
     let mut rep = Report::new(a.filter());
     let outcome = pipeline::run(
         &mut source,
@@ -108,7 +108,7 @@ fn report(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let Some(engine) = outcome.engine else {
         anyhow::bail!("the run lost its engine");
     };
-    let name = a.file.display().to_string();
+    let name = a.name();
     let err = outcome.end.error().map(str::to_string);
     let mut out = stdout();
     if a.json {
@@ -133,7 +133,7 @@ fn say_if_filtered_out(a: &AnalyzeArgs, matched: u64) {
         if !a.filter().is_all() {
             eprintln!(
                 "rdma-analyzer: --filter {f} matched nothing in {} (it takes a connection such as c3, an XID such as 0x1234abcd, a procedure such as READ, or an anomaly kind such as credit_overrun)",
-                a.file.display()
+                a.name()
             );
         }
     }
@@ -141,7 +141,7 @@ fn say_if_filtered_out(a: &AnalyzeArgs, matched: u64) {
 
 fn lines(a: &AnalyzeArgs, which: Which) -> anyhow::Result<ExitCode> {
     let config = a.config();
-    let mut source = FileSource::open(&a.file, &config.stack)?;
+    let mut source = FileSource::open_all(&a.files, &config.stack)?;
     let mut sink = Lines::new(stdout(), which, a.json, a.filter());
     let outcome = pipeline::run(
         &mut source,
@@ -158,7 +158,7 @@ fn open(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     if !io::stdout().is_terminal() {
         eprintln!(
             "rdma-analyzer open: standard output is not a terminal; for text or JSON output use `rdma-analyzer report {}` (or transactions, anomalies)",
-            a.file.display()
+            a.name()
         );
         return Ok(ExitCode::from(EXIT_INCOMPLETE));
     }
@@ -167,7 +167,7 @@ fn open(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let caps = Caps::within(a.memory_limit - config.memory_limit);
     // Opened before the screen is taken, so a file that is not a capture is
     // said plainly, as `report` says it.
-    let source = FileSource::open(&a.file, &config.stack)?;
+    let source = FileSource::open_all(&a.files, &config.stack)?;
     let error = rdma_analyzer::tui::show(
         Box::new(source),
         config,

@@ -173,8 +173,10 @@ fn a_reused_xid_keeps_every_call_and_pairs_replies_in_order() {
 fn replies_stamped_before_their_calls_have_no_latency() {
     let f = make(Case::TimeBackwards, 1, 0, "backwards.pcap");
     let (out, _) = run(&["report", f.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("clock went backwards (said once per file)"),
+        err.contains("backwards.pcap: frame 4 is stamped")
+            && err.contains("clock went backwards (said once)"),
         "{out:?}"
     );
     let txns = lines(&f, "transactions");
@@ -327,10 +329,25 @@ fn empty_and_compressed_files_say_what_they_are() {
     );
     // The path is said once.
     assert_eq!(err.matches("empty.pcap").count(), 1, "{err}");
+    // gzip is read through (tests/inputs.rs); a gzip header and nothing
+    // more is a stream cut short, said as such.
     let gz = write("x.pcap.gz", &[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]);
     let (out, _) = run(&["report", gz.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("gzip-compressed"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the gzip stream is corrupt or cut short after 10 compressed bytes"),
+        "{err}"
+    );
+    // Formats it does not decompress are named, with what to do.
+    let xz = write("x.pcap.xz", &[0xfd, b'7', b'z', b'X', b'Z', 0, 0, 4]);
+    let (out, _) = run(&["report", xz.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("xz-compressed") && err.contains("decompress it first"),
+        "{err}"
+    );
 }
 
 /// `frames --json | head -1`: the output ends quietly at a closed pipe.

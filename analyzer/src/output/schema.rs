@@ -333,7 +333,7 @@ pub struct KindSummary {
 pub struct ReportDoc {
     /// The version of the schema this follows (1).
     pub schema_version: u32,
-    /// The capture, as named on the command line.
+    /// The captures, as named on the command line (several: separated by spaces).
     pub file: String,
     /// Whether every byte of the capture was read.
     pub complete: bool,

@@ -18,6 +18,8 @@ use std::ops::Range;
 
 use rdma_dissectors::link::LinkType;
 
+use super::erf;
+
 /// pcapng blocks longer than this are treated as corruption rather than
 /// data: it bounds the buffer.
 pub const MAX_RECORD_LEN: usize = 16 << 20;
@@ -113,14 +115,19 @@ impl Interface {
         Ok(())
     }
 
-    /// A frame of `caplen` bytes at `at`: the FCS is taken off a whole frame.
+    /// A frame of `caplen` bytes at `at` in the record `b`: the FCS is
+    /// taken off a whole frame; an ERF record gives the frame it carries.
     fn packet(
         &self,
+        b: &[u8],
         ts_ns: u64,
         at: usize,
         caplen: usize,
         orig_len: u32,
     ) -> Result<Record, Problem> {
+        if self.link_type.0 == erf::LINKTYPE_ERF {
+            return Ok(erf_packet(b, ts_ns, at..at + caplen));
+        }
         if self.link_type.name().is_none() {
             return Err(Problem::UnsupportedLink {
                 link: self.link_type.0,
@@ -136,8 +143,43 @@ impl Interface {
             link: self.link_type,
             orig_len: u32::try_from(orig.saturating_sub(fcs)).unwrap_or(orig_len),
             data: at..at + keep,
+            note: None,
         })
     }
+}
+
+/// The frame an ERF record (at `span` of `b`) carries. A record without
+/// one is still a frame of the capture (tshark counts it, and so do frame
+/// numbers): it goes on as an undissectable `LINKTYPE_ERF` frame with a
+/// note saying why, never dropped unsaid. Its container is whole, so the
+/// frames after it are read as usual.
+fn erf_packet(b: &[u8], pcap_ts_ns: u64, span: Range<usize>) -> Record {
+    let rec = b.get(span.clone()).unwrap_or_default();
+    let whole = |ts_ns, problem| Record::Packet {
+        ts_ns,
+        link: LinkType(erf::LINKTYPE_ERF),
+        orig_len: rec.len() as u32,
+        data: span.clone(),
+        note: Some(Note::Erf(problem)),
+    };
+    match erf::parse(rec) {
+        Ok(f) => Record::Packet {
+            ts_ns: f.ts_ns,
+            link: f.link,
+            orig_len: f.orig_len,
+            data: span.start + f.data.start..span.start + f.data.end,
+            note: None,
+        },
+        Err(p @ erf::Problem::UnsupportedType { ts_ns, .. }) => whole(ts_ns, p),
+        Err(p @ erf::Problem::Malformed(..)) => whole(pcap_ts_ns, p),
+    }
+}
+
+/// Something to tell about one frame that is not damage to the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Note {
+    /// The frame is an ERF record with no frame the analyzer dissects.
+    Erf(erf::Problem),
 }
 
 /// One record, parsed.
@@ -153,6 +195,9 @@ pub enum Record {
         orig_len: u32,
         /// Where the frame lies in the record.
         data: Range<usize>,
+        /// Why the frame cannot be dissected, when the container says so
+        /// (an ERF record of a type the analyzer does not read).
+        note: Option<Note>,
     },
     /// A record with no frame (pcapng section and interface blocks, statistics, unknown).
     Other,
@@ -166,6 +211,8 @@ pub struct Parser {
     big_endian: bool,
     /// pcap: the one link type and resolution; pcapng: per interface.
     interfaces: Vec<Interface>,
+    /// Frames that were ERF records (link type 197).
+    erf_records: u64,
 }
 
 fn word(b: &[u8], at: usize, big_endian: bool) -> Option<u32> {
@@ -226,6 +273,7 @@ impl Parser {
                     format: Format::Pcapng,
                     big_endian: false,
                     interfaces: Vec::new(),
+                    erf_records: 0,
                 };
                 return Ok((p, 0));
             }
@@ -256,7 +304,7 @@ impl Parser {
             snaplen,
             fcs_len,
         };
-        if iface.link_type.name().is_none() {
+        if iface.link_type.name().is_none() && iface.link_type.0 != erf::LINKTYPE_ERF {
             return Err(Problem::UnsupportedLink {
                 link: iface.link_type.0,
             });
@@ -265,6 +313,7 @@ impl Parser {
             format: Format::Pcap,
             big_endian,
             interfaces: vec![iface],
+            erf_records: 0,
         };
         Ok((p, PCAP_FILE_HEADER))
     }
@@ -338,17 +387,41 @@ impl Parser {
         }
     }
 
-    fn pcap_record(&self, b: &[u8]) -> Result<Record, Problem> {
+    /// Frames so far that were ERF records (link type 197), whether or not
+    /// they carried a frame.
+    pub fn erf_records(&self) -> u64 {
+        self.erf_records
+    }
+
+    /// A packet on `iface`, counted if it is an ERF record.
+    fn packet_on(
+        &mut self,
+        iface: Interface,
+        b: &[u8],
+        ts_ns: u64,
+        at: usize,
+        caplen: usize,
+        orig_len: u32,
+    ) -> Result<Record, Problem> {
+        if iface.link_type.0 == erf::LINKTYPE_ERF {
+            self.erf_records += 1;
+        }
+        iface.packet(b, ts_ns, at, caplen, orig_len)
+    }
+
+    fn pcap_record(&mut self, b: &[u8]) -> Result<Record, Problem> {
         let be = self.big_endian;
         let secs = u64::from(field(word(b, 0, be), "record header")?);
         let frac = u64::from(field(word(b, 4, be), "record header")?);
         let orig_len = field(word(b, 12, be), "record header")?;
-        let iface = self
+        let iface = *self
             .interfaces
             .first()
             .ok_or(Problem::Corrupt("no file header", 0))?;
         let ts_ns = secs * 1_000_000_000 + frac * (1_000_000_000 / iface.units_per_sec.max(1));
-        iface.packet(
+        self.packet_on(
+            iface,
+            b,
             ts_ns,
             PCAP_RECORD_HEADER,
             b.len() - PCAP_RECORD_HEADER,
@@ -424,7 +497,14 @@ impl Parser {
                     ));
                 }
                 iface.check_caplen(caplen)?;
-                iface.packet(scale_ts((ts_hi << 32) | ts_lo, iface), 28, caplen, orig_len)
+                self.packet_on(
+                    iface,
+                    b,
+                    scale_ts((ts_hi << 32) | ts_lo, iface),
+                    28,
+                    caplen,
+                    orig_len,
+                )
             }
             PCAPNG_SPB => {
                 // Simple packet block: interface 0, no timestamp. Its
@@ -441,7 +521,7 @@ impl Parser {
                 let orig_len = field(word(b, 8, be), "original length")?;
                 let caplen = (orig_len as usize).min(total - 16);
                 iface.check_caplen(caplen)?;
-                iface.packet(0, 12, caplen, orig_len)
+                self.packet_on(iface, b, 0, 12, caplen, orig_len)
             }
             _ => Ok(Record::Other),
         }

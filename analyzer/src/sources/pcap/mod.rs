@@ -1,4 +1,5 @@
-//! Capture files: the pcap and pcapng formats ([`format`]), reading them
+//! Capture files: the pcap and pcapng formats ([`format`]), the ERF records
+//! of link type 197 inside them ([`erf`]), reading them
 //! from any stream ([`read`]), writing them ([`write`]), and a capture file
 //! as a pipeline [`Source`](crate::pipeline::Source) ([`source`]).
 
@@ -13,12 +14,15 @@
     )
 )]
 
+pub mod erf;
 pub mod format;
+pub mod input;
+pub mod merge;
 pub mod read;
 pub mod source;
 pub mod write;
 
 pub use format::{Format, Problem, MAX_RECORD_LEN};
-pub use read::{Batch, FrameMeta, Packet, PcapReader, ReadError, ReadErrorKind};
+pub use read::{Batch, BatchReader, FrameMeta, Packet, PcapReader, ReadError, ReadErrorKind};
 pub use source::FileSource;
 pub use write::{CaptureWriter, Resolution};

@@ -18,7 +18,9 @@ use std::path::{Path, PathBuf};
 use rdma_dissectors::ib::icrc::IcrcStatus;
 use rdma_dissectors::link::LinkType;
 
-use super::format::{Format, Parser, Problem, Record};
+use super::erf;
+use super::format::{Format, Note, Parser, Problem, Record};
+use super::input::DecompressError;
 
 /// Bytes read per batch once a stream has shown it is large: small enough
 /// that the kernel's copy lands in the reading core's cache, large enough
@@ -29,6 +31,11 @@ const CHUNK: usize = 512 << 10;
 /// short file) costs no more than it holds; each read that fills its room
 /// doubles the next, up to [`CHUNK`].
 const FIRST_CHUNK: usize = 16 << 10;
+
+/// Frames of one input that get a note of their own; past this they are
+/// counted, and the count is told at the end, so a capture of nothing but
+/// unreadable records cannot bury the output in lines.
+const MAX_FRAME_NOTES: u64 = 10;
 
 /// One captured frame.
 #[derive(Debug, Clone, Copy)]
@@ -75,6 +82,30 @@ pub struct Batch {
     pub frames: Vec<FrameMeta>,
     /// Input offset just past the last whole record in the batch.
     pub end_offset: u64,
+    /// What the user should be told about the batch's frames or inputs
+    /// that is not the end of the stream (one line each, naming the input,
+    /// the frame and the offset).
+    pub notes: Vec<String>,
+    /// What the user may like to know that is no warning (where each
+    /// input's frames went in a merge).
+    pub info: Vec<String>,
+}
+
+/// What a reading thread runs: one capture ([`PcapReader`]) or several
+/// merged ([`super::merge::Merge`]).
+pub trait BatchReader: Send {
+    /// Replaces `batch`'s frames with the next ones: `Ok(true)` while more
+    /// may follow, `Ok(false)` at a clean end.
+    ///
+    /// # Errors
+    /// The input is damaged or failed; the frames before it are in `batch`.
+    fn fill(&mut self, batch: &mut Batch) -> Result<bool, ReadError>;
+}
+
+impl<R: Read + Send> BatchReader for PcapReader<R> {
+    fn fill(&mut self, batch: &mut Batch) -> Result<bool, ReadError> {
+        PcapReader::fill(self, batch)
+    }
 }
 
 impl Batch {
@@ -93,10 +124,26 @@ pub struct ReadError {
     pub path: PathBuf,
     /// The frame being read when it failed (1-based), if past the header.
     pub frame: Option<u64>,
-    /// Byte offset in the file where the bad record starts.
+    /// Byte offset in the file where the bad record starts (in the
+    /// decompressed stream when `decompressed` names a format).
     pub offset: u64,
+    /// The compression the file was read through, if any.
+    pub decompressed: Option<&'static str>,
     /// What went wrong.
     pub kind: ReadErrorKind,
+}
+
+impl ReadError {
+    /// An error about `path` before any record was read.
+    pub fn at_start(path: PathBuf, kind: ReadErrorKind) -> ReadError {
+        ReadError {
+            path,
+            frame: None,
+            offset: 0,
+            decompressed: None,
+            kind,
+        }
+    }
 }
 
 /// The kinds of [`ReadError`].
@@ -105,8 +152,32 @@ pub struct ReadError {
 pub enum ReadErrorKind {
     /// An I/O error from the operating system.
     Io(io::Error),
+    /// The input's decompressor gave up.
+    Decompress(DecompressError),
+    /// Several inputs were read as one and some could not be read whole
+    /// (each with its own error; the error's own path, frame and offset
+    /// are the first one's).
+    Inputs {
+        /// How many inputs there were.
+        inputs: usize,
+        /// The errors, in the order they were met.
+        damaged: Vec<ReadError>,
+    },
     /// The bytes are not (or no longer) a well-formed capture.
     Format(Problem),
+    /// A capture of ERF records (link type 197) read to its end, some of
+    /// whose records could not be read (`frame` and `offset` name the
+    /// first), or none of which carries a frame the analyzer dissects.
+    Erf {
+        /// The ERF records in the capture.
+        records: u64,
+        /// Those that carried a frame.
+        framed: u64,
+        /// Those whose header cannot be right.
+        malformed: u64,
+        /// What was wrong with the first record named.
+        first: erf::Problem,
+    },
 }
 
 impl From<Problem> for ReadErrorKind {
@@ -115,15 +186,50 @@ impl From<Problem> for ReadErrorKind {
     }
 }
 
+impl From<io::Error> for ReadErrorKind {
+    /// A decompressor's failure keeps its own kind (it says where).
+    fn from(e: io::Error) -> Self {
+        if !e.get_ref().is_some_and(|i| i.is::<DecompressError>()) {
+            return ReadErrorKind::Io(e);
+        }
+        match e.into_inner().map(|i| i.downcast::<DecompressError>()) {
+            Some(Ok(d)) => ReadErrorKind::Decompress(*d),
+            // The check above saw one: not reached.
+            _ => ReadErrorKind::Io(io::Error::other("decompression failed")),
+        }
+    }
+}
+
 impl fmt::Display for ReadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let ReadErrorKind::Inputs { inputs, damaged } = &self.kind {
+            let n = damaged.len();
+            write!(f, "{n} of {inputs} inputs could not be read whole: ")?;
+            for (i, e) in damaged.iter().enumerate() {
+                let sep = if i == 0 { "" } else { " | " };
+                write!(f, "{sep}{e}")?;
+            }
+            return write!(f, " | every frame of the other inputs was analyzed");
+        }
         let path = self.path.display();
+        let of = match self.decompressed {
+            Some(c) => format!(" of the decompressed {c} stream"),
+            None => String::new(),
+        };
         match self.frame {
-            Some(n) => write!(f, "{path}: frame {n} at byte offset {}: ", self.offset)?,
-            None => write!(f, "{path}: at byte offset {}: ", self.offset)?,
+            Some(n) => write!(f, "{path}: frame {n} at byte offset {}{of}: ", self.offset)?,
+            None => write!(f, "{path}: at byte offset {}{of}: ", self.offset)?,
         }
         match &self.kind {
+            // Said above, without a path of its own.
+            ReadErrorKind::Inputs { .. } => Ok(()),
             ReadErrorKind::Io(e) => write!(f, "read failed: {e}"),
+            ReadErrorKind::Decompress(d) => write!(
+                f,
+                "{d}; frames before this one were analyzed (was the file still being written, or cut \
+                 in transfer? `{} -t FILE` checks it)",
+                d.format
+            ),
             ReadErrorKind::Format(Problem::NotACapture { magic }) => write!(
                 f,
                 "not a pcap or pcapng file (magic {magic:#010x}); convert it with `editcap -F pcapng`"
@@ -142,7 +248,32 @@ impl fmt::Display for ReadError {
             }
             ReadErrorKind::Format(Problem::Compressed(how)) => write!(
                 f,
-                "the file is {how}-compressed, not a capture; decompress it first"
+                "the file is {how}-compressed, which rdma-analyzer does not unpack (it reads gzip and \
+                 zstd as they are); decompress it first"
+            ),
+            ReadErrorKind::Erf {
+                records,
+                framed: 0,
+                first,
+                ..
+            } => write!(
+                f,
+                "none of the {records} ERF records (link type 197, LINKTYPE_ERF) carries a frame \
+                 rdma-analyzer dissects (this one is {}); if the capture is not ERF, its header names \
+                 the wrong link type: rewrite it with `editcap -T ether`",
+                erf_problem(first)
+            ),
+            ReadErrorKind::Erf {
+                records,
+                malformed,
+                first,
+                ..
+            } => write!(
+                f,
+                "{malformed} of {records} ERF records (link type 197, LINKTYPE_ERF) are malformed, \
+                 this one first ({}); they were counted as frames, not dissected, and every other \
+                 frame was analyzed",
+                erf_problem(first)
             ),
             ReadErrorKind::Format(Problem::UnsupportedLink { link }) => write!(
                 f,
@@ -157,6 +288,20 @@ impl fmt::Display for ReadError {
 
 impl std::error::Error for ReadError {}
 
+/// An ERF record's problem in words.
+fn erf_problem(p: &erf::Problem) -> String {
+    match *p {
+        erf::Problem::UnsupportedType { record_type, .. } => format!(
+            "an ERF record of type {record_type} ({}), which carries no frame rdma-analyzer dissects \
+             (it reads ERF types ETH, INFINIBAND, IPV4 and IPV6)",
+            erf::type_name(record_type)
+        ),
+        erf::Problem::Malformed(what, value) => {
+            format!("a malformed ERF record: {what} ({value})")
+        }
+    }
+}
+
 /// Reads frames from a pcap or pcapng stream (a file, a pipe, any reader).
 pub struct PcapReader<R> {
     inner: R,
@@ -170,14 +315,27 @@ pub struct PcapReader<R> {
     pending: usize,
     eof: bool,
     frames: u64,
-    /// Bytes the next read asks for (grows to [`CHUNK`]).
+    /// Bytes the next read asks for (grows to `max_chunk`).
     chunk: usize,
+    max_chunk: usize,
     /// What [`PcapReader::next_packet`] walks.
     cur: Batch,
     cur_next: usize,
     /// Set once the stream has ended or failed.
     finished: bool,
     failed: Option<ReadError>,
+    /// Frames that got a note, and the record types of those past
+    /// [`MAX_FRAME_NOTES`] that were only counted.
+    noted: u64,
+    unsaid: std::collections::BTreeMap<u8, u64>,
+    /// The compression the stream was read through, for messages.
+    decompressed: Option<&'static str>,
+    /// ERF records without a frame, malformed ones, and the first of each
+    /// (frame number, offset, problem): told at the end of the stream.
+    erf_unframed: u64,
+    erf_malformed: u64,
+    erf_first_malformed: Option<(u64, u64, erf::Problem)>,
+    erf_first_unframed: Option<(u64, u64, erf::Problem)>,
 }
 
 impl PcapReader<File> {
@@ -186,12 +344,8 @@ impl PcapReader<File> {
     /// # Errors
     /// When the file cannot be opened or does not start with a pcap/pcapng header.
     pub fn open(path: &Path) -> Result<Self, ReadError> {
-        let file = File::open(path).map_err(|e| ReadError {
-            path: path.to_path_buf(),
-            frame: None,
-            offset: 0,
-            kind: ReadErrorKind::Io(e),
-        })?;
+        let file = File::open(path)
+            .map_err(|e| ReadError::at_start(path.to_path_buf(), ReadErrorKind::Io(e)))?;
         Self::new(file, path.to_path_buf())
     }
 }
@@ -217,15 +371,13 @@ impl<R: Read> PcapReader<R> {
     /// When the stream does not start with a pcap/pcapng header.
     pub fn new(mut inner: R, path: PathBuf) -> Result<Self, ReadError> {
         let err = |offset, kind| ReadError {
-            path: path.clone(),
-            frame: None,
             offset,
-            kind,
+            ..ReadError::at_start(path.clone(), kind)
         };
         // The longest file header (classic pcap); a pcapng file's first
         // bytes are its first block, kept for the record loop.
         let mut head = [0u8; 24];
-        let n = read_full(&mut inner, &mut head).map_err(|e| err(0, ReadErrorKind::Io(e)))?;
+        let n = read_full(&mut inner, &mut head).map_err(|e| err(0, e.into()))?;
         let head = head.get(..n).unwrap_or_default();
         let (parser, skip) = Parser::start(head).map_err(|p| err(0, p.into()))?;
         let carry = head.get(skip..).unwrap_or_default().to_vec();
@@ -239,11 +391,33 @@ impl<R: Read> PcapReader<R> {
             eof: false,
             frames: 0,
             chunk: FIRST_CHUNK,
+            max_chunk: CHUNK,
             cur: Batch::default(),
             cur_next: 0,
             finished: false,
             failed: None,
+            noted: 0,
+            unsaid: std::collections::BTreeMap::new(),
+            decompressed: None,
+            erf_unframed: 0,
+            erf_malformed: 0,
+            erf_first_malformed: None,
+            erf_first_unframed: None,
         })
+    }
+
+    /// Says that the stream was decompressed from `format` (offsets in
+    /// messages then count decompressed bytes, and say so).
+    pub fn decompressed(mut self, format: Option<&'static str>) -> Self {
+        self.decompressed = format;
+        self
+    }
+
+    /// Reads at most `bytes` at a time (a merge of many inputs keeps
+    /// their buffers small). Never less than the first read.
+    pub fn max_chunk(mut self, bytes: usize) -> Self {
+        self.max_chunk = bytes.clamp(FIRST_CHUNK, CHUNK);
+        self
     }
 
     /// The container format.
@@ -271,6 +445,7 @@ impl<R: Read> PcapReader<R> {
             path: self.path.clone(),
             frame: (self.frames > 0 || self.parser.has_interfaces()).then_some(self.frames + 1),
             offset,
+            decompressed: self.decompressed,
             kind,
         }
     }
@@ -283,6 +458,8 @@ impl<R: Read> PcapReader<R> {
     /// record. The frames before the damage are in `batch` all the same.
     pub fn fill(&mut self, batch: &mut Batch) -> Result<bool, ReadError> {
         batch.frames.clear();
+        batch.notes.clear();
+        batch.info.clear();
         let rest = self.carry.len();
         let want = (rest + self.chunk).max(self.pending);
         if batch.data.len() < want {
@@ -299,7 +476,7 @@ impl<R: Read> PcapReader<R> {
                     filled += k;
                     self.eof = k < room.len();
                     if !self.eof {
-                        self.chunk = (self.chunk * 2).min(CHUNK);
+                        self.chunk = (self.chunk * 2).min(self.max_chunk);
                     }
                 }
                 Err(e) => {
@@ -335,8 +512,12 @@ impl<R: Read> PcapReader<R> {
                     link,
                     orig_len,
                     data: range,
+                    note,
                 }) => {
                     self.frames += 1;
+                    if let Some(note) = note {
+                        self.note(&mut batch.notes, self.offset + at as u64, note);
+                    }
                     batch.frames.push(FrameMeta {
                         number: self.frames,
                         ts_ns,
@@ -361,18 +542,101 @@ impl<R: Read> PcapReader<R> {
         self.carry
             .extend_from_slice(data.get(at..).unwrap_or_default());
         self.offset = here;
+        if self.eof || problem.is_some() {
+            self.say_unsaid(&mut batch.notes);
+        }
         if let Some(p) = problem {
             return Err(self.err(here, p.into()));
         }
         if let Some(e) = io_error {
-            return Err(self.err(here, ReadErrorKind::Io(e)));
+            return Err(self.err(here, e.into()));
         }
         if self.eof && !self.carry.is_empty() {
             let needed = self.pending.max(header);
             let available = self.carry.len();
             return Err(self.err(here, Problem::Truncated { needed, available }.into()));
         }
+        if self.eof {
+            if let Some(e) = self.erf_verdict() {
+                return Err(e);
+            }
+        }
         Ok(!self.eof)
+    }
+
+    /// Tells about the frame just counted (at `offset`), or counts it
+    /// once enough were told.
+    fn note(&mut self, notes: &mut Vec<String>, offset: u64, note: Note) {
+        let Note::Erf(p) = note;
+        self.erf_unframed += 1;
+        let here = Some((self.frames, offset, p));
+        self.erf_first_unframed = self.erf_first_unframed.or(here);
+        if matches!(p, erf::Problem::Malformed(..)) {
+            self.erf_malformed += 1;
+            self.erf_first_malformed = self.erf_first_malformed.or(here);
+        }
+        if self.noted >= MAX_FRAME_NOTES {
+            let t = match p {
+                erf::Problem::UnsupportedType { record_type, .. } => record_type,
+                // Counted under a type no record has.
+                erf::Problem::Malformed(..) => u8::MAX,
+            };
+            *self.unsaid.entry(t).or_default() += 1;
+            return;
+        }
+        self.noted += 1;
+        let what = erf_problem(&p);
+        notes.push(format!(
+            "{}: frame {} at byte offset {offset}: {what}; counted as a frame, not dissected",
+            self.path.display(),
+            self.frames
+        ));
+    }
+
+    /// At the clean end of an ERF capture: damage when records were
+    /// malformed, or when none carried a frame (a capture of types the
+    /// analyzer does not read, or a header naming the wrong link type):
+    /// an empty report must not look like a clean one.
+    fn erf_verdict(&self) -> Option<ReadError> {
+        let records = self.parser.erf_records();
+        let framed = records - self.erf_unframed.min(records);
+        let (frame, offset, first) = if records > 0 && framed == 0 {
+            self.erf_first_unframed?
+        } else {
+            self.erf_first_malformed?
+        };
+        Some(ReadError {
+            path: self.path.clone(),
+            frame: Some(frame),
+            offset,
+            decompressed: self.decompressed,
+            kind: ReadErrorKind::Erf {
+                records,
+                framed,
+                malformed: self.erf_malformed,
+                first,
+            },
+        })
+    }
+
+    /// At the end: how many frames went uncommented past the first few.
+    fn say_unsaid(&mut self, notes: &mut Vec<String>) {
+        if self.unsaid.is_empty() {
+            return;
+        }
+        let n: u64 = self.unsaid.values().sum();
+        let kinds: Vec<String> = std::mem::take(&mut self.unsaid)
+            .into_iter()
+            .map(|(t, k)| match t {
+                u8::MAX => format!("{k} malformed"),
+                t => format!("{k} of type {t} ({})", erf::type_name(t)),
+            })
+            .collect();
+        notes.push(format!(
+            "{}: {n} more ERF records with no frame rdma-analyzer dissects ({}); counted as frames, not dissected",
+            self.path.display(),
+            kinds.join(", ")
+        ));
     }
 
     /// Returns the next packet, `Ok(None)` at a clean end of the stream.
@@ -649,19 +913,64 @@ mod tests {
 
     #[test]
     fn a_link_type_nothing_dissects_is_refused_with_its_number_and_name() {
-        for (link, name) in [(65535, "not a link type"), (197, "LINKTYPE_ERF")] {
-            let (_, err) = read_all(&pcap_with(link, 65535, &[(1, 0, b"abc")]));
-            let e = err.expect("refused");
-            assert!(
-                matches!(e.kind, ReadErrorKind::Format(Problem::UnsupportedLink { link: l }) if l == link),
-                "{e}"
-            );
-            let msg = e.to_string();
-            assert!(
-                msg.contains(&format!("link type {link}")) && msg.contains(name),
-                "{msg}"
-            );
-        }
+        let (_, err) = read_all(&pcap_with(65535, 65535, &[(1, 0, b"abc")]));
+        let e = err.expect("refused");
+        assert!(
+            matches!(
+                e.kind,
+                ReadErrorKind::Format(Problem::UnsupportedLink { link: 65535 })
+            ),
+            "{e}"
+        );
+        let msg = e.to_string();
+        assert!(
+            msg.contains("link type 65535") && msg.contains("not a link type"),
+            "{msg}"
+        );
+    }
+
+    /// An ERF record per frame (link type 197): the frame inside comes out
+    /// as what it is, stamped with the record's time; a record of a type
+    /// nothing dissects is still a frame, with a note naming it.
+    #[test]
+    fn erf_frames_come_out_as_their_own_link_type_and_unknown_types_are_told() {
+        let erf = |kind: u8, payload: &[u8]| {
+            let mut r = (5u64 << 32).to_le_bytes().to_vec();
+            r.extend_from_slice(&[kind, 0]);
+            r.extend_from_slice(&((16 + payload.len()) as u16).to_be_bytes());
+            r.extend_from_slice(&[0, 0]);
+            r.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+            r.extend_from_slice(payload);
+            r
+        };
+        let ib = erf(21, b"lrh-and-the-rest");
+        let raw = erf(24, b"sdh");
+        let recs: Vec<(u32, u32, &[u8])> = std::iter::once((1, 0, ib.as_slice()))
+            .chain(std::iter::repeat_n((1, 0, raw.as_slice()), 12))
+            .collect();
+        let f = pcap_with(197, 65535, &recs);
+        let mut r = PcapReader::new(f.as_slice(), "ib.erf.pcap".into()).unwrap();
+        let mut b = Batch::default();
+        assert!(!r.fill(&mut b).unwrap());
+        assert_eq!(b.frames.len(), 13);
+        let first = b.frames[0];
+        assert_eq!(first.link, LinkType::INFINIBAND);
+        assert_eq!(first.ts_ns, 5_000_000_000);
+        assert_eq!(b.bytes(&first), b"lrh-and-the-rest");
+        assert_eq!(b.frames[1].link, LinkType(197));
+        // Ten frames told one by one, the other two counted at the end.
+        assert_eq!(b.notes.len(), 11, "{:#?}", b.notes);
+        assert!(
+            b.notes[0].starts_with("ib.erf.pcap: frame 2 at byte offset ")
+                && b.notes[0].contains("type 24 (RAW_LINK)"),
+            "{}",
+            b.notes[0]
+        );
+        assert!(
+            b.notes[10].contains("2 more ERF records"),
+            "{}",
+            b.notes[10]
+        );
     }
 
     /// libpcap's FCS bits (LT_FCS_LENGTH_PRESENT, length in 16-bit words)

@@ -13,18 +13,21 @@
 //! it while dissecting (the verdict is the same function's either way).
 //! Batches are recycled, so memory stays at a few batches whatever the file
 //! size. When no thread can be started, the same reader runs inline.
+//!
+//! The reading thread also runs the decompressor of a gzip or zstd input,
+//! and the merge of several inputs ([`super::merge`]).
 
-use std::fs::File;
-use std::io::Read;
-use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use rdma_dissectors::stack;
 
-use super::read::{Batch, PcapReader, ReadError};
+use super::input::{self, Input};
+use super::merge::{self, Merge, MergeInput};
+use super::read::{Batch, BatchReader, ReadError, ReadErrorKind};
 use crate::engine::Event;
 use crate::pipeline::{Damage, End, Flow, Notice, Progress, Source};
 
@@ -82,8 +85,8 @@ fn damage(e: &ReadError) -> End {
 
 /// Reads every batch and sends it, until the end, damage, the stop flag or
 /// a hung-up receiver.
-fn read_loop<R: Read>(
-    mut reader: PcapReader<R>,
+fn read_loop(
+    mut reader: Box<dyn BatchReader>,
     config: &stack::Config,
     tx: &SyncSender<Msg>,
     spare: &Receiver<Batch>,
@@ -97,7 +100,7 @@ fn read_loop<R: Read>(
         }
         let mut batch = spare.try_recv().unwrap_or_default();
         let r = reader.fill(&mut batch);
-        if !batch.frames.is_empty() {
+        if !batch.frames.is_empty() || !batch.notes.is_empty() || !batch.info.is_empty() {
             if config.verify_icrc && backlog.reader_has_time() {
                 check_icrcs(&mut batch, config);
             }
@@ -116,9 +119,6 @@ fn read_loop<R: Read>(
     }
 }
 
-/// A reader over any byte stream.
-type AnyReader = PcapReader<Box<dyn Read + Send>>;
-
 enum Mode {
     /// The reader on its own thread.
     Threaded {
@@ -130,7 +130,7 @@ enum Mode {
     },
     /// No thread could be had: the reader runs in `pump`.
     Inline {
-        reader: Box<AnyReader>,
+        reader: Box<dyn BatchReader>,
         batch: Batch,
         stopped: bool,
     },
@@ -138,44 +138,115 @@ enum Mode {
     Ended,
 }
 
-/// A pcap or pcapng capture file (or stream) as a [`Source`].
+/// Captures as a [`Source`]: a pcap or pcapng file or stream, plain or
+/// compressed, or several of them merged by time.
 pub struct FileSource {
     name: String,
     mode: Mode,
     progress: Progress,
+    /// Raw bytes read from each input so far (the progress gauge).
+    consumed: Vec<Arc<AtomicU64>>,
     /// The latest capture time handed out, and whether time went backwards
-    /// yet (said once per file: it makes latencies across it unknown).
+    /// yet (said once: it makes latencies across it unknown).
     clock: (u64, bool),
     notices: Vec<Notice>,
 }
 
+/// Whether an input that fails before its first record is one a directory
+/// happened to hold next to the captures (any file that is not one).
+fn not_a_capture(e: &ReadError) -> bool {
+    matches!(e.kind, ReadErrorKind::Format(_))
+}
+
 impl FileSource {
-    /// Opens `path` and checks that it is a capture, before any thread starts
-    /// (so a front end can refuse a non-capture before it takes the screen).
+    /// Opens `path` (`-`: standard input) and checks that it is a capture,
+    /// before any thread starts (so a front end can refuse a non-capture
+    /// before it takes the screen).
     ///
     /// # Errors
     /// When the file cannot be opened or is not a pcap/pcapng file.
     pub fn open(path: &Path, config: &stack::Config) -> Result<Self, ReadError> {
-        let file = File::open(path).map_err(|e| ReadError {
-            path: path.to_path_buf(),
-            frame: None,
-            offset: 0,
-            kind: super::read::ReadErrorKind::Io(e),
-        })?;
-        let total = file.metadata().ok().map(|m| m.len());
-        let reader = PcapReader::new(Box::new(file) as Box<dyn Read + Send>, path.to_path_buf())?;
-        Ok(Self::start(
-            path.display().to_string(),
-            reader,
-            total,
-            config,
-        ))
+        Self::open_all(&[path.to_path_buf()], config)
+    }
+
+    /// Opens the inputs of a command line: files, `-` for standard input,
+    /// directories (their files in name order), each plain, gzip or zstd;
+    /// several are merged by time. An input that is not a capture is
+    /// passed over with a notice when a directory held it, and is damage
+    /// (told, the others read, the run ends damaged) when it was named.
+    ///
+    /// # Errors
+    /// When no input can be read as a capture: the first input's error.
+    pub fn open_all(paths: &[PathBuf], config: &stack::Config) -> Result<Self, ReadError> {
+        let expanded = input::expand(paths)?;
+        let mut notes = expanded.notes;
+        let mut readers = Vec::new();
+        let mut failed = Vec::new();
+        let mut consumed = Vec::new();
+        let mut total = Some(0u64);
+        // A long rotated set: each file is checked now and closed, and
+        // opened again when the merge reaches it.
+        let close = expanded.paths.len() > merge::MAX_OPEN;
+        for (path, from_dir) in &expanded.paths {
+            let opened = Input::open(path).and_then(|i| {
+                let (size, count) = (i.size, i.consumed.clone());
+                i.reader().map(|r| (r, size, count))
+            });
+            match opened {
+                Ok((r, size, count)) => {
+                    let stdin = input::is_stdin(path);
+                    readers.push(match (close, stdin) {
+                        (true, false) => MergeInput::Closed(path.clone(), count.clone()),
+                        (_, true) => MergeInput::Open(Box::new(r), None),
+                        (false, false) => MergeInput::Open(Box::new(r), Some(path.clone())),
+                    });
+                    // A file read again counts twice its first bytes:
+                    // progress is a gauge, kept under the total.
+                    consumed.push(count);
+                    total = total.zip(size).map(|(t, s)| t + s);
+                }
+                Err(e) if *from_dir && not_a_capture(&e) => {
+                    notes.push(format!("{e}; passed over"));
+                }
+                Err(e) => failed.push(e),
+            }
+        }
+        let name = paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let reader: Box<dyn BatchReader> = match (readers.len(), failed.is_empty()) {
+            (0, _) => {
+                return Err(failed.into_iter().next().unwrap_or_else(|| {
+                    ReadError::at_start(
+                        PathBuf::from(name.clone()),
+                        ReadErrorKind::Io(std::io::Error::new(
+                            std::io::ErrorKind::NotFound,
+                            "no capture to read there (pcap or pcapng, plain, gzip or zstd)",
+                        )),
+                    )
+                }))
+            }
+            (1, true) => match readers.pop() {
+                Some(MergeInput::Open(r, _)) => r,
+                other => Box::new(Merge::of(other.into_iter().collect(), failed)),
+            },
+            _ => Box::new(Merge::of(readers, failed)),
+        };
+        let mut source = Self::start(name, reader, total, config);
+        source.consumed = consumed;
+        source.notices.extend(notes.into_iter().map(|text| Notice {
+            warning: true,
+            text,
+        }));
+        Ok(source)
     }
 
     /// Reads `reader` on a thread of its own (inline when none can be had).
     pub fn start(
         name: String,
-        reader: AnyReader,
+        reader: Box<dyn BatchReader>,
         bytes_total: Option<u64>,
         config: &stack::Config,
     ) -> Self {
@@ -207,7 +278,7 @@ impl FileSource {
             },
             Err(_) => match slot.lock().ok().and_then(|mut r| r.take()) {
                 Some(reader) => Mode::Inline {
-                    reader: Box::new(reader),
+                    reader,
                     batch: Batch::default(),
                     stopped: false,
                 },
@@ -221,28 +292,51 @@ impl FileSource {
                 bytes_total,
                 ..Progress::default()
             },
+            consumed: Vec::new(),
             clock: (0, false),
             notices: Vec::new(),
         }
+    }
+
+    /// Raw input bytes read so far, when counted (never past the total).
+    fn raw_consumed(&self) -> Option<u64> {
+        if self.consumed.is_empty() {
+            return None;
+        }
+        let n: u64 = self
+            .consumed
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed))
+            .sum();
+        Some(self.progress.bytes_total.map_or(n, |t| n.min(t)))
     }
 }
 
 /// Hands every frame of `batch` to `emit`; false when it wants no more.
 /// The first frame stamped before the one it follows is noted in `notices`.
 fn emit_batch(
+    name: &str,
     batch: &Batch,
     progress: &mut Progress,
     clock: &mut (u64, bool),
     notices: &mut Vec<Notice>,
     emit: &mut dyn FnMut(Event<'_>) -> Flow,
 ) -> bool {
+    notices.extend(batch.notes.iter().map(|text| Notice {
+        warning: true,
+        text: text.clone(),
+    }));
+    notices.extend(batch.info.iter().map(|text| Notice {
+        warning: false,
+        text: text.clone(),
+    }));
     for f in &batch.frames {
         if f.ts_ns < clock.0 && !clock.1 {
             clock.1 = true;
             notices.push(Notice {
                 warning: true,
                 text: format!(
-                    "frame {} is stamped {:.1} µs before the frame it follows: the capture's clock went backwards (said once per file); latencies across it are reported unknown",
+                    "{name}: frame {} is stamped {:.1} µs before the frame it follows: the capture's clock went backwards (said once); latencies across it are reported unknown",
                     f.number,
                     (clock.0 - f.ts_ns) as f64 / 1000.0
                 ),
@@ -311,6 +405,7 @@ impl Source for FileSource {
                 Ok(Msg::Batch(mut b)) => {
                     backlog.taken();
                     let _ = emit_batch(
+                        &self.name,
                         &b,
                         &mut self.progress,
                         &mut self.clock,
@@ -340,6 +435,7 @@ impl Source for FileSource {
                 } else {
                     let r = reader.fill(batch);
                     let _ = emit_batch(
+                        &self.name,
                         batch,
                         &mut self.progress,
                         &mut self.clock,
@@ -368,7 +464,11 @@ impl Source for FileSource {
     }
 
     fn progress(&self) -> Progress {
-        self.progress
+        let mut p = self.progress;
+        if let Some(n) = self.raw_consumed() {
+            p.bytes_read = n;
+        }
+        p
     }
 
     fn notices(&mut self, out: &mut Vec<Notice>) {

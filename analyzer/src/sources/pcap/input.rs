@@ -1,0 +1,434 @@
+//! Where capture bytes come from: a file or standard input (`-`), plain or
+//! compressed with gzip or zstd, and the inputs of a command line with
+//! directories expanded to the files in them.
+//!
+//! ```text
+//!  file / stdin ─► Counted (raw bytes, for progress) ─► sniff 4 bytes (no seek)
+//!        ─► plain │ gzip (flate2, multi-member) │ zstd (multi-frame) ─► PcapReader
+//! ```
+//!
+//! Compression is recognised by its magic bytes, never by the file name,
+//! so a pipe (`zcat` not needed) and a misnamed file read the same. The
+//! sniffed bytes are put back in front of the stream rather than sought
+//! back to, so nothing here needs a seekable input.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufReader, Cursor, Read};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::read::{PcapReader, ReadError, ReadErrorKind};
+
+/// What a command line says for standard input.
+pub const STDIN: &str = "-";
+
+/// The name standard input goes by in messages.
+pub const STDIN_NAME: &str = "standard input";
+
+/// Bytes the decompressors read from the input at a time.
+const COMPRESSED_BUF: usize = 256 << 10;
+
+/// A capture stream the analyzer can read.
+pub type Stream = Box<dyn Read + Send>;
+
+/// How the bytes of an input are packed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    /// As they are.
+    None,
+    /// gzip (RFC 1952), one member or several concatenated.
+    Gzip,
+    /// Zstandard (RFC 8878), one frame or several.
+    Zstd,
+}
+
+impl Compression {
+    /// Recognises the magic bytes at the start of a stream.
+    pub fn sniff(head: &[u8]) -> Compression {
+        match head {
+            [0x1f, 0x8b, ..] => Compression::Gzip,
+            [0x28, 0xb5, 0x2f, 0xfd, ..] => Compression::Zstd,
+            _ => Compression::None,
+        }
+    }
+
+    /// Its name, when it is one.
+    pub fn name(self) -> Option<&'static str> {
+        match self {
+            Compression::None => None,
+            Compression::Gzip => Some("gzip"),
+            Compression::Zstd => Some("zstd"),
+        }
+    }
+}
+
+/// A decompressor that gave up: the stream is corrupt, or ends inside a
+/// compressed block or before its trailer.
+#[derive(Debug)]
+pub struct DecompressError {
+    /// `gzip` or `zstd`.
+    pub format: &'static str,
+    /// Compressed bytes read from the input when it gave up (the
+    /// decompressor reads ahead, so the damage lies at most
+    /// [`COMPRESSED_BUF`] bytes before this; a stream cut short ends here).
+    pub compressed_offset: u64,
+    /// What the decompressor said.
+    pub detail: String,
+}
+
+impl fmt::Display for DecompressError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the {} stream is corrupt or cut short after {} compressed bytes ({})",
+            self.format, self.compressed_offset, self.detail
+        )
+    }
+}
+
+impl std::error::Error for DecompressError {}
+
+/// Counts the raw bytes read from an input (progress, and where a
+/// decompressor gave up).
+struct Counted<R> {
+    inner: R,
+    count: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// A decompressor whose errors say which format gave up, and where.
+struct Decompressed<D> {
+    inner: D,
+    format: &'static str,
+    count: Arc<AtomicU64>,
+}
+
+impl<D: Read> Read for Decompressed<D> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buf).map_err(|e| {
+            if e.kind() == io::ErrorKind::Interrupted {
+                return e;
+            }
+            io::Error::other(DecompressError {
+                format: self.format,
+                compressed_offset: self.count.load(Ordering::Relaxed),
+                detail: e.to_string(),
+            })
+        })
+    }
+}
+
+/// One input, opened and recognised.
+pub struct Input {
+    /// The name in messages (`standard input` for `-`).
+    pub name: PathBuf,
+    /// How it is compressed.
+    pub compression: Compression,
+    /// Its size on disk, when it is a regular file.
+    pub size: Option<u64>,
+    /// Raw bytes read from it so far.
+    pub consumed: Arc<AtomicU64>,
+    /// The capture bytes, decompressed.
+    pub stream: Stream,
+}
+
+/// Whether `path` names standard input.
+pub fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == STDIN
+}
+
+/// The name `path` goes by in messages.
+pub fn display_name(path: &Path) -> PathBuf {
+    if is_stdin(path) {
+        PathBuf::from(STDIN_NAME)
+    } else {
+        path.to_path_buf()
+    }
+}
+
+/// Reads until `buf` is full or the stream ends; the bytes read.
+fn read_full(inner: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while let Some(rest) = buf.get_mut(n..).filter(|r| !r.is_empty()) {
+        match inner.read(rest) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+impl Input {
+    /// Opens `path` (`-`: standard input) and recognises its compression.
+    ///
+    /// # Errors
+    /// When it cannot be opened or read.
+    pub fn open(path: &Path) -> Result<Input, ReadError> {
+        Input::open_counted(path, Arc::new(AtomicU64::new(0)))
+    }
+
+    /// Opens `path` as [`Input::open`] does, counting the raw bytes read
+    /// into `consumed` (a file opened again adds to its first count).
+    ///
+    /// # Errors
+    /// When it cannot be opened or read.
+    pub fn open_counted(path: &Path, consumed: Arc<AtomicU64>) -> Result<Input, ReadError> {
+        let name = display_name(path);
+        let err = |e| ReadError::at_start(name.clone(), ReadErrorKind::Io(e));
+        let (raw, size): (Stream, Option<u64>) = if is_stdin(path) {
+            (Box::new(io::stdin()), None)
+        } else {
+            let file = File::open(path).map_err(err)?;
+            let meta = file.metadata().map_err(err)?;
+            if meta.is_dir() {
+                return Err(ReadError::at_start(
+                    name.clone(),
+                    ReadErrorKind::Io(io::Error::new(
+                        io::ErrorKind::IsADirectory,
+                        "is a directory (name it alone or with other inputs and its files are read)",
+                    )),
+                ));
+            }
+            (Box::new(file), meta.is_file().then_some(meta.len()))
+        };
+        Input::counted(name.clone(), raw, size, consumed).map_err(err)
+    }
+
+    /// Recognises the compression of `raw` (read from its start) without
+    /// seeking: the sniffed bytes go back in front of the stream.
+    ///
+    /// # Errors
+    /// When the first bytes cannot be read.
+    pub fn from_stream(name: PathBuf, raw: Stream, size: Option<u64>) -> io::Result<Input> {
+        Input::counted(name, raw, size, Arc::new(AtomicU64::new(0)))
+    }
+
+    fn counted(
+        name: PathBuf,
+        raw: Stream,
+        size: Option<u64>,
+        consumed: Arc<AtomicU64>,
+    ) -> io::Result<Input> {
+        let mut counted = Counted {
+            inner: raw,
+            count: consumed.clone(),
+        };
+        let mut head = [0u8; 4];
+        let n = read_full(&mut counted, &mut head)?;
+        let head = head.get(..n).unwrap_or_default().to_vec();
+        let compression = Compression::sniff(&head);
+        let whole = Cursor::new(head).chain(counted);
+        let stream: Stream = match compression {
+            Compression::None => Box::new(whole),
+            Compression::Gzip => Box::new(Decompressed {
+                inner: flate2::read::MultiGzDecoder::new(BufReader::with_capacity(
+                    COMPRESSED_BUF,
+                    whole,
+                )),
+                format: "gzip",
+                count: consumed.clone(),
+            }),
+            Compression::Zstd => {
+                let d = zstd::stream::read::Decoder::with_buffer(BufReader::with_capacity(
+                    COMPRESSED_BUF,
+                    whole,
+                ))?;
+                Box::new(Decompressed {
+                    inner: d,
+                    format: "zstd",
+                    count: consumed.clone(),
+                })
+            }
+        };
+        Ok(Input {
+            name,
+            compression,
+            size,
+            consumed,
+            stream,
+        })
+    }
+
+    /// A capture reader over the input.
+    ///
+    /// # Errors
+    /// When it does not start with a pcap/pcapng header (after decompression).
+    pub fn reader(self) -> Result<PcapReader<Stream>, ReadError> {
+        PcapReader::new(self.stream, self.name).map(|r| r.decompressed(self.compression.name()))
+    }
+}
+
+/// The inputs of a command line: files and `-` as given, each directory
+/// replaced by its regular files in name order. What a directory holds
+/// besides (subdirectories, sockets...) is told in `notes`, not read.
+#[derive(Debug, Default)]
+pub struct Expanded {
+    /// Each input, and whether it came from a directory (one that turns
+    /// out not to be a capture is then told about and passed over, not
+    /// damage).
+    pub paths: Vec<(PathBuf, bool)>,
+    /// What was left out, in words.
+    pub notes: Vec<String>,
+}
+
+/// Expands the command line's inputs.
+///
+/// # Errors
+/// A directory that cannot be listed, or `-` named twice.
+pub fn expand(args: &[PathBuf]) -> Result<Expanded, ReadError> {
+    let mut out = Expanded::default();
+    let mut stdin_seen = false;
+    for a in args {
+        if is_stdin(a) {
+            if stdin_seen {
+                return Err(ReadError::at_start(
+                    PathBuf::from(STDIN_NAME),
+                    ReadErrorKind::Io(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "`-` named twice: standard input can be read once",
+                    )),
+                ));
+            }
+            stdin_seen = true;
+            out.paths.push((a.clone(), false));
+            continue;
+        }
+        if !a.is_dir() {
+            out.paths.push((a.clone(), false));
+            continue;
+        }
+        let err = |e| ReadError::at_start(a.clone(), ReadErrorKind::Io(e));
+        let mut entries: Vec<(PathBuf, std::fs::FileType)> = std::fs::read_dir(a)
+            .map_err(err)?
+            .map(|e| e.and_then(|e| Ok((e.path(), e.file_type()?))))
+            .collect::<io::Result<_>>()
+            .map_err(err)?;
+        entries.sort_by(|x, y| x.0.cmp(&y.0));
+        let before = out.paths.len();
+        for (p, t) in entries {
+            // A symbolic link counts as what it points to.
+            let is_file = t.is_file() || (t.is_symlink() && p.is_file());
+            if is_file {
+                out.paths.push((p, true));
+            } else {
+                out.notes.push(format!(
+                    "{}: not a regular file; skipped (the files directly in a directory are read, not its subdirectories)",
+                    p.display()
+                ));
+            }
+        }
+        if out.paths.len() == before {
+            out.notes
+                .push(format!("{}: holds no files to read", a.display()));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn capture() -> Vec<u8> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../captures/v3-inline.pcap");
+        std::fs::read(path).unwrap()
+    }
+
+    fn gzip(b: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(b).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn read_all(bytes: Vec<u8>) -> (Compression, Vec<u8>, io::Result<()>) {
+        let mut i = Input::from_stream("t".into(), Box::new(Cursor::new(bytes)), None).unwrap();
+        let mut out = Vec::new();
+        let r = i.stream.read_to_end(&mut out).map(|_| ());
+        (i.compression, out, r)
+    }
+
+    #[test]
+    fn gzip_and_zstd_are_recognised_by_their_magic_and_read_whole() {
+        let plain = capture();
+        let (c, out, r) = read_all(plain.clone());
+        assert_eq!(
+            (c, out == plain, r.is_ok()),
+            (Compression::None, true, true)
+        );
+        let (c, out, r) = read_all(gzip(&plain));
+        assert_eq!(
+            (c, out == plain, r.is_ok()),
+            (Compression::Gzip, true, true)
+        );
+        let z = zstd::encode_all(plain.as_slice(), 3).unwrap();
+        let (c, out, r) = read_all(z);
+        assert_eq!(
+            (c, out == plain, r.is_ok()),
+            (Compression::Zstd, true, true)
+        );
+        // Concatenated members and frames, as `cat a.gz b.gz` makes.
+        let mut two = gzip(&plain[..1000]);
+        two.extend(gzip(&plain[1000..]));
+        assert_eq!(read_all(two).1, plain);
+        let mut two = zstd::encode_all(&plain[..1000], 1).unwrap();
+        two.extend(zstd::encode_all(&plain[1000..], 1).unwrap());
+        assert_eq!(read_all(two).1, plain);
+    }
+
+    /// A compressed stream cut anywhere gives an error that names the
+    /// format, never a clean end that would pass for a whole capture.
+    #[test]
+    fn a_cut_compressed_stream_is_an_error_wherever_it_is_cut() {
+        let plain = capture();
+        let z = zstd::encode_all(plain.as_slice(), 3).unwrap();
+        for (name, packed) in [("gzip", gzip(&plain)), ("zstd", z)] {
+            for cut in (4..packed.len()).step_by(97) {
+                let (_, _, r) = read_all(packed[..cut].to_vec());
+                let e = r.expect_err(&format!("{name} cut at {cut}"));
+                let d = e
+                    .get_ref()
+                    .and_then(|i| i.downcast_ref::<DecompressError>())
+                    .unwrap_or_else(|| panic!("{name} {cut}: {e}"));
+                assert_eq!(d.format, name);
+                assert_eq!(d.compressed_offset, cut as u64, "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn directories_expand_to_their_files_in_name_order() {
+        let d = std::env::temp_dir().join(format!("rdma-expand-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("sub")).unwrap();
+        for n in ["b.pcap", "a.pcap.gz", "c"] {
+            std::fs::write(d.join(n), b"x").unwrap();
+        }
+        let e = expand(&[d.clone(), PathBuf::from("-")]).unwrap();
+        let names: Vec<_> = e
+            .paths
+            .iter()
+            .map(|(p, _)| p.file_name().unwrap().to_str().unwrap().to_string())
+            .collect();
+        assert_eq!(names, ["a.pcap.gz", "b.pcap", "c", "-"]);
+        assert_eq!(e.notes.len(), 1);
+        assert!(
+            e.notes[0].contains("sub: not a regular file"),
+            "{:?}",
+            e.notes
+        );
+        assert!(expand(&["-".into(), "-".into()]).is_err());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
