@@ -63,6 +63,7 @@
     )
 )]
 
+pub mod erf;
 pub mod error;
 pub mod ib;
 pub mod ip;

@@ -13,6 +13,7 @@ use pcap_parser::traits::PcapReaderIterator;
 use pcap_parser::{Block, PcapBlockOwned, PcapError};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
+use rdma_dissectors::erf;
 use rdma_dissectors::link::LinkType;
 use rdma_dissectors::stack::{self, Config};
 use rdma_dissectors::view::{FrameView, SCHEMA_VERSION};
@@ -35,6 +36,21 @@ fn to_dict<'py>(
     data: &[u8],
     config: &Config,
 ) -> PyResult<Bound<'py, PyAny>> {
+    // An ERF record (what ibdump writes) is opened to the frame it carries,
+    // with the record's own time and wire length, as `frames --json` does; a
+    // record carrying no frame stays whole, under its own link type.
+    let (ts_ns, link, orig_len, data) =
+        match (link.0 == erf::LINKTYPE_ERF).then(|| erf::parse(data)) {
+            Some(Ok(f)) => match data.get(f.data) {
+                Some(frame) => (f.ts_ns, f.link, f.orig_len, frame),
+                None => (ts_ns, link, data.len() as u32, data),
+            },
+            Some(Err(erf::Problem::UnsupportedType { ts_ns, .. })) => {
+                (ts_ns, link, data.len() as u32, data)
+            }
+            Some(Err(erf::Problem::Malformed(..))) => (ts_ns, link, data.len() as u32, data),
+            None => (ts_ns, link, orig_len, data),
+        };
     let d = stack::dissect(link, data, config);
     let view = FrameView::new(number, ts_ns, orig_len, &d);
     pythonize::pythonize(py, &view).map_err(|e| PyValueError::new_err(e.to_string()))
@@ -43,7 +59,7 @@ fn to_dict<'py>(
 /// Dissects one frame; returns a dict with the keys of `rdma-analyzer frames --json`.
 ///
 /// `link_type` is the pcap link type (1 Ethernet, 101 raw IP, 113 Linux
-/// cooked, 276 Linux cooked v2, 247 InfiniBand). `number`, `ts_ns` and
+/// cooked, 276 Linux cooked v2, 247 InfiniBand, 197 an ERF record). `number`, `ts_ns` and
 /// `orig_len` only fill the `frame`, `ts_ns` and `len` keys (`orig_len`
 /// defaults to the length of `frame`).
 #[pyfunction]

@@ -14,7 +14,7 @@
     )
 )]
 
-pub mod erf;
+pub use rdma_dissectors::erf;
 pub mod format;
 pub mod input;
 pub mod merge;

@@ -2,7 +2,7 @@
 //! and pcapng frames of link type 197 (`LINKTYPE_ERF`): what Mellanox/NVIDIA
 //! `ibdump` writes. Each frame of such a capture is one ERF record; this
 //! module says which frame it carries, of which link type, when, and how
-//! long it was on the wire. No I/O.
+//! long it was on the wire.
 //!
 //! Reference: Endace "ERF Types Reference Guide" (EDM11-01); libpcap's
 //! `LINKTYPE_ERF` entry; Wireshark's ERF record definitions.
@@ -19,9 +19,9 @@
 //!
 //! rlen, lctr and wlen are big-endian; only the timestamp is little-endian.
 
-use std::ops::Range;
+use core::ops::Range;
 
-use rdma_dissectors::link::LinkType;
+use crate::link::LinkType;
 
 /// `LINKTYPE_ERF`: each frame is an ERF record.
 pub const LINKTYPE_ERF: u32 = 197;
@@ -45,7 +45,7 @@ const ETH_PAD: usize = 2;
 const ETH_FCS: usize = 4;
 
 mod field {
-    use std::ops::Range;
+    use core::ops::Range;
     pub const TS: Range<usize> = 0..8;
     pub const TYPE: usize = 8;
     pub const RLEN: Range<usize> = 10..12;
