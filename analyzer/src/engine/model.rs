@@ -700,6 +700,13 @@ impl Connection {
         });
     }
 
+    /// Time spent at the limit up to `now` (ns), the interval still open
+    /// included: a live view's figure for a connection that is at its
+    /// limit right now (`at_limit_ns` counts closed intervals only).
+    pub fn at_limit_ns_until(&self, now: u64) -> u64 {
+        self.at_limit_ns + self.at_limit_since.map_or(0, |s| now.saturating_sub(s))
+    }
+
     /// Closes the at-limit interval at `ts` (end of capture).
     pub(super) fn finish(&mut self, ts: u64) {
         if let Some(since) = self.at_limit_since.take() {

@@ -172,6 +172,10 @@ pub struct ConnectionView {
     pub cm_state: CmState,
     /// RDMA-CM port (20049 for NFS).
     pub port: Option<u16>,
+    /// Time of its first frame (ns since the epoch).
+    pub first_ts_ns: u64,
+    /// Time of its latest frame.
+    pub last_ts_ns: u64,
     /// RFC 8797 private data of the REQ.
     pub client_private: Option<PrivateData>,
     /// RFC 8797 private data of the REP.
@@ -222,6 +226,8 @@ impl From<&Connection> for ConnectionView {
             server: c.server,
             cm_state: c.cm_state,
             port: c.port,
+            first_ts_ns: c.first_ts_ns,
+            last_ts_ns: c.last_ts_ns,
             client_private: c.client_private.map(PrivateData::from),
             server_private: c.server_private.map(PrivateData::from),
             remote_invalidation: c.negotiated.map(|n| n.remote_invalidation),
