@@ -1,11 +1,13 @@
 //! The command line: what each subcommand takes, turned into the
 //! configuration of the parts it runs.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
 use crate::engine::{Config, MergeConfig};
+use crate::output::metrics::MetricsConfig;
 use crate::output::Filter;
 use crate::sources::live::LiveOptions;
 use crate::synth::cli::SynthArgs;
@@ -25,7 +27,7 @@ pub enum Command {
     /// Print every frame's dissection (text, or JSON Lines with --json).
     Frames(FramesArgs),
     /// Connections, response times, chunks, invalidation, credits, round trips, anomalies.
-    Report(AnalyzeArgs),
+    Report(ReportArgs),
     /// One line (or JSON object) per RPC transaction.
     Transactions(AnalyzeArgs),
     /// One line (or JSON object) per anomaly.
@@ -62,6 +64,14 @@ pub struct AnalyzeArgs {
     /// Only a connection (c3), an XID (0x1234abcd), a procedure (READ) or an anomaly kind (credit_overrun).
     #[arg(long)]
     pub filter: Option<String>,
+    /// The engine's port and caps.
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+/// The engine's options for a capture file: the RoCEv2 port and the caps.
+#[derive(Args)]
+pub struct EngineArgs {
     /// UDP port that carries RoCEv2.
     #[arg(long, default_value_t = 4791)]
     pub rocev2_port: u16,
@@ -76,7 +86,7 @@ pub struct AnalyzeArgs {
     pub max_outstanding: usize,
 }
 
-impl AnalyzeArgs {
+impl EngineArgs {
     /// The engine's configuration.
     pub fn config(&self) -> Config {
         let mut c = Config::default();
@@ -86,10 +96,52 @@ impl AnalyzeArgs {
         c.max_outstanding = self.max_outstanding.max(1);
         c
     }
+}
+
+impl AnalyzeArgs {
+    /// The engine's configuration.
+    pub fn config(&self) -> Config {
+        self.engine.config()
+    }
 
     /// What `--filter` selects.
     pub fn filter(&self) -> Filter {
         self.filter.as_deref().map_or(Filter::All, Filter::parse)
+    }
+}
+
+/// `rdma-analyzer report`.
+#[derive(Args)]
+pub struct ReportArgs {
+    /// The capture and how to analyze it.
+    #[command(flatten)]
+    pub analyze: AnalyzeArgs,
+    /// Also write the capture's Prometheus metrics to this file (node_exporter's textfile collector format: written aside, then renamed into place).
+    #[arg(long, value_name = "FILE")]
+    pub metrics_out: Option<PathBuf>,
+    /// The metrics' cardinality caps.
+    #[command(flatten)]
+    pub metrics_caps: MetricsArgs,
+}
+
+/// The cardinality caps of the metrics (README, "Fleet").
+#[derive(Debug, Clone, Args)]
+pub struct MetricsArgs {
+    /// Connections with series of their own in the metrics (the most recently active; the others are counted in rdma_metrics_connections_unlabelled).
+    #[arg(long, default_value_t = 256, value_name = "N")]
+    pub metrics_max_connections: usize,
+    /// Distinct procedures with series of their own; later ones are counted under procedure="(other)".
+    #[arg(long, default_value_t = 256, value_name = "N")]
+    pub metrics_max_procedures: usize,
+}
+
+impl MetricsArgs {
+    /// The metrics' configuration.
+    pub fn config(&self) -> MetricsConfig {
+        MetricsConfig {
+            max_connections: self.metrics_max_connections,
+            max_procedures: self.metrics_max_procedures.max(1),
+        }
     }
 }
 
@@ -129,6 +181,12 @@ pub struct LiveArgs {
     /// Text output even on a terminal (the TUI is the default there).
     #[arg(long)]
     pub no_tui: bool,
+    /// Serve Prometheus metrics at http://ADDR/metrics (127.0.0.1:9464), beside the TUI or, with --no-tui, as a service until SIGTERM.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<SocketAddr>,
+    /// The metrics' cardinality caps.
+    #[command(flatten)]
+    pub metrics_caps: MetricsArgs,
 }
 
 impl LiveArgs {

@@ -9,13 +9,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Parser;
-use rdma_analyzer::cli::{AnalyzeArgs, Cli, Command, FramesArgs, LiveArgs};
+use rdma_analyzer::cli::{AnalyzeArgs, Cli, Command, FramesArgs, LiveArgs, ReportArgs};
 use rdma_analyzer::engine::Engine;
+use rdma_analyzer::output::exporter::Exporter;
 use rdma_analyzer::output::frames::Frames;
 use rdma_analyzer::output::lines::{Lines, Which};
 use rdma_analyzer::output::live::LiveSink;
+use rdma_analyzer::output::metrics::{self, Metrics, Process};
 use rdma_analyzer::output::Report;
-use rdma_analyzer::pipeline::{self, End, Stop};
+use rdma_analyzer::pipeline::{self, End, Sink, Stop, Tee};
 use rdma_analyzer::sources::live::LiveInputs;
 use rdma_analyzer::sources::pcap::FileSource;
 use rdma_analyzer::sources::sys;
@@ -62,6 +64,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The process's own figures for the metrics, read with `sys`.
+fn process() -> Process {
+    Process {
+        cpu_seconds: sys::cpu_seconds,
+        resident_bytes: sys::resident_bytes,
+    }
+}
+
 /// The exit status for how the source ended, having said why on stderr.
 fn finish(end: &End) -> ExitCode {
     match end.error() {
@@ -94,16 +104,38 @@ fn frames(a: &FramesArgs) -> anyhow::Result<ExitCode> {
     Ok(finish(&outcome.end))
 }
 
-fn report(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
+fn report(r: &ReportArgs) -> anyhow::Result<ExitCode> {
+    let a = &r.analyze;
     let config = a.config();
     let mut source = FileSource::open(&a.file, &config.stack)?;
     let mut rep = Report::new(a.filter());
-    let outcome = pipeline::run(
-        &mut source,
-        Some(Engine::new(config)),
-        &mut rep,
-        &Stop::new(),
-    );
+    let engine = Some(Engine::new(config));
+    // The metrics count the whole capture; --filter narrows the report only.
+    let (outcome, metrics) = match &r.metrics_out {
+        Some(_) => {
+            let mut m = Metrics::new(r.metrics_caps.config());
+            let mut tee = Tee {
+                watch: &mut m,
+                main: &mut rep,
+            };
+            (
+                pipeline::run(&mut source, engine, &mut tee, &Stop::new()),
+                Some(m),
+            )
+        }
+        None => (
+            pipeline::run(&mut source, engine, &mut rep, &Stop::new()),
+            None,
+        ),
+    };
+    if let (Some(m), Some(path)) = (metrics, &r.metrics_out) {
+        metrics::write_textfile(&m.exposition(None), path).with_context(|| {
+            format!(
+                "report --metrics-out: writing {} (is its folder there and writable?)",
+                path.display()
+            )
+        })?;
+    }
     let Some(engine) = outcome.engine else {
         anyhow::bail!("the run lost its engine");
     };
@@ -150,7 +182,13 @@ fn open(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     // Opened before the screen is taken, so a file that is not a capture is
     // said plainly, as `report` says it.
     let source = FileSource::open(&a.file, &config.stack)?;
-    let error = rdma_analyzer::tui::show(Box::new(source), config, Stop::new(), a.filter.clone())?;
+    let error = rdma_analyzer::tui::show(
+        Box::new(source),
+        config,
+        Stop::new(),
+        a.filter.clone(),
+        None,
+    )?;
     Ok(match error {
         Some(e) => {
             eprintln!("rdma-analyzer: {e}");
@@ -166,6 +204,17 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
     let stop = Stop::new();
     sys::stop_on_signals(&stop, !tui);
     let started = Instant::now();
+    // Listening first: a busy port is said before probes attach.
+    let mut metrics = match a.metrics {
+        Some(addr) => {
+            let m = Metrics::new(a.metrics_caps.config());
+            let exporter = Exporter::start(addr, m.exposition(Some(process())))
+                .with_context(|| "live".to_string())?;
+            eprintln!("live: metrics at http://{}/metrics", exporter.addr());
+            Some((m, exporter))
+        }
+        None => None,
+    };
     let mut inputs = LiveInputs::start(&a.options())?;
     if inputs.is_empty() {
         let mut notices = Vec::new();
@@ -178,7 +227,12 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(EXIT_NOTHING_TO_WATCH));
     }
     if tui {
-        let error = rdma_analyzer::tui::show(Box::new(inputs), a.config(), stop, None)?;
+        // The exporter serves until the screen is gone.
+        let (watch, _exporter) = match metrics {
+            Some((m, e)) => (Some(Box::new(m) as Box<dyn Sink + Send>), Some(e)),
+            None => (None, None),
+        };
+        let error = rdma_analyzer::tui::show(Box::new(inputs), a.config(), stop, None, watch)?;
         return Ok(match error {
             Some(e) => {
                 eprintln!("rdma-analyzer: {e}");
@@ -198,14 +252,31 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
             })
             .context("live: starting the --duration timer")?;
     }
-    let out: Box<dyn Write> = match &a.json_out {
-        Some(p) => Box::new(BufWriter::new(
-            File::create(p).with_context(|| format!("creating {}", p.display()))?,
-        )),
-        None => Box::new(BufWriter::new(io::stdout())),
+    let mut sink = match (&a.json_out, &metrics) {
+        (Some(p), _) => LiveSink::new(
+            Box::new(BufWriter::new(
+                File::create(p).with_context(|| format!("creating {}", p.display()))?,
+            )) as Box<dyn Write>,
+            true,
+        ),
+        // A metrics service: the exporter is the output.
+        (None, Some(_)) => LiveSink::counting(),
+        (None, None) => LiveSink::new(
+            Box::new(BufWriter::new(io::stdout())) as Box<dyn Write>,
+            false,
+        ),
     };
-    let mut sink = LiveSink::new(out, a.json_out.is_some());
-    let outcome = pipeline::run(&mut inputs, Some(Engine::new(a.config())), &mut sink, &stop);
+    let engine = Some(Engine::new(a.config()));
+    let outcome = match metrics.as_mut() {
+        Some((m, _)) => {
+            let mut tee = Tee {
+                watch: m,
+                main: &mut sink,
+            };
+            pipeline::run(&mut inputs, engine, &mut tee, &stop)
+        }
+        None => pipeline::run(&mut inputs, engine, &mut sink, &stop),
+    };
     output_error(sink.take_error())?;
     let mut stats = inputs.stats.clone();
     stats.transactions = sink.transactions;
