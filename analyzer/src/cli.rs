@@ -38,6 +38,8 @@ pub enum Command {
     Synth(SynthArgs),
     /// Watch live: kernel eBPF probes (--probes) and/or packet capture (-i IFACE).
     Live(LiveArgs),
+    /// Write captures as one Parquet dataset (transactions, anomalies, connections) for Spark, DuckDB, Trino.
+    Export(ExportArgs),
 }
 
 /// `rdma-analyzer frames`.
@@ -143,6 +145,29 @@ impl MetricsArgs {
             max_procedures: self.metrics_max_procedures.max(1),
         }
     }
+}
+
+/// `rdma-analyzer export`.
+#[derive(Args)]
+pub struct ExportArgs {
+    /// pcap or pcapng files; each is one capture of the dataset (`capture=` its file name without the extension).
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// The dataset's folder: transactions/, anomalies/, connections/ (and frames/) with host=/capture=/date= partitions below; created when missing.
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub out: PathBuf,
+    /// The host the captures come from (`host=`); default: this host's name.
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Also write every frame's headers (the frames table; as large as the capture's frame count).
+    #[arg(long)]
+    pub frames: bool,
+    /// Rows per Parquet row group at most (memory holds one row group per open file).
+    #[arg(long, default_value_t = 131_072, value_name = "N")]
+    pub row_group_rows: usize,
+    /// The engine's port and caps.
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 /// `rdma-analyzer live` options.

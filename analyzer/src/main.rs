@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Parser;
-use rdma_analyzer::cli::{AnalyzeArgs, Cli, Command, FramesArgs, LiveArgs, ReportArgs};
+use rdma_analyzer::cli::{AnalyzeArgs, Cli, Command, ExportArgs, FramesArgs, LiveArgs, ReportArgs};
 use rdma_analyzer::engine::Engine;
+use rdma_analyzer::output::dataset::{self, Dataset, Export, ExportFrames, Written};
 use rdma_analyzer::output::exporter::Exporter;
 use rdma_analyzer::output::frames::Frames;
 use rdma_analyzer::output::lines::{Lines, Which};
@@ -61,6 +62,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Live(a) => live(&a),
+        Command::Export(a) => export(&a),
     }
 }
 
@@ -326,4 +328,113 @@ fn write_stats(
         writeln!(f)?;
     }
     Ok(())
+}
+
+fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
+    let host = dataset::partition_value(
+        &a.host
+            .clone()
+            .or_else(sys::hostname)
+            .unwrap_or_else(|| "unknown".to_string()),
+    );
+    // Two files with one name would write the same partition.
+    let mut names: std::collections::BTreeMap<String, &std::path::Path> = Default::default();
+    for f in &a.files {
+        let name = dataset::capture_name(f);
+        if let Some(other) = names.insert(name.clone(), f) {
+            anyhow::bail!(
+                "export: {} and {} would both be capture={name} (a capture is named by its file name without the extension): rename one, or export them in two runs",
+                other.display(),
+                f.display()
+            );
+        }
+    }
+    std::fs::create_dir_all(&a.out).with_context(|| {
+        format!(
+            "export: creating the dataset folder {} (is its parent there and writable?)",
+            a.out.display()
+        )
+    })?;
+    let mut failed = 0;
+    let mut out = stdout();
+    for f in &a.files {
+        let dataset = Dataset {
+            root: a.out.clone(),
+            host: host.clone(),
+            capture: dataset::capture_name(f),
+            row_group_rows: a.row_group_rows,
+        };
+        let (w, damage) = match export_one(a, &dataset, f) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("rdma-analyzer: export: {}: {e:#}", f.display());
+                failed += 1;
+                continue;
+            }
+        };
+        let frames = if a.frames {
+            format!(", {} frames", w.frames)
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "{}: {} transactions, {} anomalies, {} connections{frames} -> host={}/capture={}",
+            f.display(),
+            w.transactions,
+            w.anomalies,
+            w.connections,
+            dataset.host,
+            dataset.capture
+        )?;
+        if let Some(d) = damage {
+            eprintln!(
+                "rdma-analyzer: export: {}: {d} (what came before is in the dataset)",
+                f.display()
+            );
+            failed += 1;
+        }
+    }
+    out.flush()?;
+    if failed > 0 {
+        eprintln!(
+            "rdma-analyzer: export: {failed} of {} captures could not be read whole; the others are in {}",
+            a.files.len(),
+            a.out.display()
+        );
+        return Ok(ExitCode::from(EXIT_INCOMPLETE));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One capture into the dataset: the findings' run, then (with `--frames`)
+/// a run without an engine for the frames. Returns the rows written and
+/// where the capture is damaged, if it is.
+fn export_one(
+    a: &ExportArgs,
+    dataset: &Dataset,
+    file: &std::path::Path,
+) -> anyhow::Result<(Written, Option<String>)> {
+    let config = a.engine.config();
+    let mut source = FileSource::open(file, &config.stack)?;
+    let mut sink = Export::new(dataset);
+    let outcome = pipeline::run(
+        &mut source,
+        Some(Engine::new(config.clone())),
+        &mut sink,
+        &Stop::new(),
+    );
+    let mut written = sink.written;
+    sink.finish()
+        .with_context(|| format!("writing into {}", dataset.root.display()))?;
+    if a.frames {
+        let mut source = FileSource::open(file, &config.stack)?;
+        let mut frames = ExportFrames::new(dataset, config.stack);
+        pipeline::run(&mut source, None, &mut frames, &Stop::new());
+        written.frames = frames.written;
+        frames
+            .finish()
+            .with_context(|| format!("writing frames into {}", dataset.root.display()))?;
+    }
+    Ok((written, outcome.end.error().map(str::to_string)))
 }

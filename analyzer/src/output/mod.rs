@@ -1,6 +1,8 @@
 //! The front ends that write: text and JSON reports, JSON Lines streams,
-//! frame dissections, Prometheus metrics (and their HTTP exporter). Each is a pipeline [`Sink`](crate::pipeline::Sink).
+//! frame dissections, Prometheus metrics (and their HTTP exporter), Parquet
+//! datasets. Each is a pipeline [`Sink`](crate::pipeline::Sink).
 
+pub mod dataset;
 pub mod exporter;
 pub mod filter;
 pub mod frames;
