@@ -30,6 +30,7 @@
 //! complete, so a reader never sees half a file.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -44,7 +45,8 @@ use arrow_buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
-use parquet::file::properties::WriterProperties;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::schema::types::ColumnPath;
 use rdma_dissectors::stack::{self, Dissection};
 use rdma_dissectors::view::{FrameView, IpView};
 
@@ -131,6 +133,9 @@ fn list_of(item: DataType) -> DataType {
 trait Rows {
     /// The table's folder name.
     const TABLE: &'static str;
+    /// Top-level columns whose values hardly repeat (written without a
+    /// dictionary).
+    const UNIQUE: &'static [&'static str];
     /// The columns.
     fn schema() -> SchemaRef;
     /// Rows held.
@@ -169,42 +174,47 @@ impl<R: Rows> Table<R> {
         }
     }
 
-    /// The rows of `date`, their file opened if new.
-    fn rows(&mut self, date: String) -> io::Result<&mut R> {
-        if !self.open.contains_key(&date) {
-            let dir = self.dir.join(format!("date={date}"));
-            std::fs::create_dir_all(&dir)?;
-            let path = dir.join("part-0.parquet");
-            let tmp = dir.join(format!(".part-0.parquet.{}.tmp", std::process::id()));
-            let props = WriterProperties::builder()
-                .set_compression(Compression::SNAPPY)
-                .set_max_row_group_row_count(Some(self.row_group_rows))
-                .set_created_by(format!(
-                    "rdma-analyzer {} export (schema version {SCHEMA_VERSION})",
-                    env!("CARGO_PKG_VERSION")
-                ))
-                .build();
-            let writer = ArrowWriter::try_new(File::create(&tmp)?, R::schema(), Some(props))
-                .map_err(io::Error::other)?;
-            self.open.insert(
-                date.clone(),
-                ((self.new_rows)(), PartFile { writer, tmp, path }),
-            );
+    /// Adds a row to the rows of `date` (opening its file if new) with
+    /// `push`, and writes them out as a batch when there are enough.
+    fn add(&mut self, date: &str, push: impl FnOnce(&mut R)) -> io::Result<()> {
+        if !self.open.contains_key(date) {
+            let file = self.open_file(date)?;
+            self.open
+                .insert(date.to_string(), ((self.new_rows)(), file));
         }
-        let Some((rows, _)) = self.open.get_mut(&date) else {
+        let Some((rows, file)) = self.open.get_mut(date) else {
             return Err(io::Error::other("a partition file just opened is gone"));
         };
-        Ok(rows)
-    }
-
-    /// Writes the batch of `date` when it is full.
-    fn maybe_flush(&mut self, date: &str) -> io::Result<()> {
-        if let Some((rows, file)) = self.open.get_mut(date) {
-            if rows.len() >= BATCH_ROWS {
-                write_batch(rows, file)?;
-            }
+        push(rows);
+        if rows.len() >= BATCH_ROWS {
+            write_batch(rows, file)?;
         }
         Ok(())
+    }
+
+    fn open_file(&self, date: &str) -> io::Result<PartFile> {
+        let dir = self.dir.join(format!("date={date}"));
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join("part-0.parquet");
+        let tmp = dir.join(format!(".part-0.parquet.{}.tmp", std::process::id()));
+        let mut props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .set_max_row_group_row_count(Some(self.row_group_rows))
+            // Row-group statistics are what readers prune with; per-page
+            // ones cost the writer more than they save a reader here.
+            .set_statistics_enabled(EnabledStatistics::Chunk)
+            .set_created_by(format!(
+                "rdma-analyzer {} export (schema version {SCHEMA_VERSION})",
+                env!("CARGO_PKG_VERSION")
+            ));
+        // A dictionary of values that hardly repeat (frame numbers, times,
+        // XIDs) is built only to be thrown away: plain encoding for those.
+        for col in R::UNIQUE {
+            props = props.set_column_dictionary_enabled(ColumnPath::from(col.to_string()), false);
+        }
+        let writer = ArrowWriter::try_new(File::create(&tmp)?, R::schema(), Some(props.build()))
+            .map_err(io::Error::other)?;
+        Ok(PartFile { writer, tmp, path })
     }
 
     /// Writes what is held, closes every file and gives it its name.
@@ -254,7 +264,11 @@ impl<R: Rows> Drop for Table<R> {
 /// `connection` as its JSON string (`c3`).
 fn conn_str(c: Option<ConnId>, b: &mut StringBuilder) {
     match c {
-        Some(c) => b.append_value(c.to_string()),
+        Some(c) => {
+            // Written into the builder's buffer: no String per row.
+            let _ = write!(b, "{c}");
+            b.append_value("");
+        }
         None => b.append_null(),
     }
 }
@@ -571,6 +585,14 @@ impl TxnRows {
 
 impl Rows for TxnRows {
     const TABLE: &'static str = "transactions";
+    const UNIQUE: &'static [&'static str] = &[
+        "xid",
+        "call_frame",
+        "call_ts_ns",
+        "reply_frame",
+        "reply_ts_ns",
+        "latency_us",
+    ];
 
     fn schema() -> SchemaRef {
         let u32n = |n| field(n, DataType::UInt32, true);
@@ -706,6 +728,7 @@ impl AnomalyRows {
 
 impl Rows for AnomalyRows {
     const TABLE: &'static str = "anomalies";
+    const UNIQUE: &'static [&'static str] = &["ts_ns", "xid", "message"];
 
     fn schema() -> SchemaRef {
         Arc::new(Schema::new(vec![
@@ -934,6 +957,7 @@ impl ConnRows {
 
 impl Rows for ConnRows {
     const TABLE: &'static str = "connections";
+    const UNIQUE: &'static [&'static str] = &["id", "first_ts_ns", "last_ts_ns"];
 
     fn schema() -> SchemaRef {
         let u32n = |n| field(n, DataType::UInt32, true);
@@ -1201,6 +1225,7 @@ impl FrameRows {
 
 impl Rows for FrameRows {
     const TABLE: &'static str = "frames";
+    const UNIQUE: &'static [&'static str] = &["frame", "ts_ns"];
 
     fn schema() -> SchemaRef {
         let s = |name, f: Fields| field(name, DataType::Struct(f), true);
@@ -1294,11 +1319,6 @@ impl Rows for FrameRows {
     }
 }
 
-/// The partition of a row at `ts_ns`.
-fn date_of(ts_ns: Option<u64>) -> String {
-    ts_ns.map_or_else(|| NO_DATE.to_string(), utc_date)
-}
-
 /// Rows written per table.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Written {
@@ -1321,9 +1341,32 @@ pub struct Export {
     error: Option<io::Error>,
     /// Rows so far.
     pub written: Written,
-    /// Where the last transaction's date was computed for (a day's worth of
-    /// transactions share one date string).
-    day: (u64, String),
+    day: Day,
+}
+
+/// The date partition of the latest time asked for, computed once per day.
+struct Day {
+    day: u64,
+    date: String,
+}
+
+impl Day {
+    fn new() -> Self {
+        Day {
+            day: u64::MAX,
+            date: String::new(),
+        }
+    }
+
+    /// `YYYY-MM-DD` of `ts_ns`.
+    fn of(&mut self, ts_ns: u64) -> &str {
+        const DAY_NS: u64 = 86_400_000_000_000;
+        if self.day != ts_ns / DAY_NS {
+            self.day = ts_ns / DAY_NS;
+            self.date = utc_date(ts_ns);
+        }
+        &self.date
+    }
 }
 
 impl Export {
@@ -1335,17 +1378,8 @@ impl Export {
             connections: Table::new(dataset, ConnRows::new),
             error: None,
             written: Written::default(),
-            day: (u64::MAX, String::new()),
+            day: Day::new(),
         }
-    }
-
-    /// The date partition of `ts_ns`, computed once per day.
-    fn day_of(&mut self, ts_ns: u64) -> String {
-        const DAY: u64 = 86_400_000_000_000;
-        if self.day.0 != ts_ns / DAY {
-            self.day = (ts_ns / DAY, utc_date(ts_ns));
-        }
-        self.day.1.clone()
     }
 
     fn keep(&mut self, r: io::Result<()>) -> Flow {
@@ -1359,27 +1393,25 @@ impl Export {
     }
 
     fn transaction(&mut self, t: &Transaction) -> io::Result<()> {
-        let date = self.day_of(t.call_ts_ns);
-        self.transactions.rows(date.clone())?.push(t);
+        let date = self.day.of(t.call_ts_ns);
+        self.transactions.add(date, |rows| rows.push(t))?;
         self.written.transactions += 1;
-        self.transactions.maybe_flush(&date)
+        Ok(())
     }
 
     fn anomaly(&mut self, a: &Anomaly) -> io::Result<()> {
-        let date = date_of(a.ts_ns);
-        self.anomalies.rows(date.clone())?.push(a);
+        let date = a.ts_ns.map_or(NO_DATE, |ts| self.day.of(ts));
+        self.anomalies.add(date, |rows| rows.push(a))?;
         self.written.anomalies += 1;
-        self.anomalies.maybe_flush(&date)
+        Ok(())
     }
 
     fn connections_of(&mut self, engine: &Engine) -> io::Result<()> {
         for c in engine.state().connections.values() {
-            let date = utc_date(c.first_ts_ns);
+            let date = self.day.of(c.first_ts_ns);
             self.connections
-                .rows(date.clone())?
-                .push(&ConnectionView::from(c));
+                .add(date, |rows| rows.push(&ConnectionView::from(c)))?;
             self.written.connections += 1;
-            self.connections.maybe_flush(&date)?;
         }
         Ok(())
     }
@@ -1434,6 +1466,7 @@ impl Sink for Export {
 /// without an engine (the engine's runs hand sinks findings, not frames).
 pub struct ExportFrames {
     frames: Table<FrameRows>,
+    day: Day,
     config: stack::Config,
     error: Option<io::Error>,
     /// Frames written.
@@ -1445,6 +1478,7 @@ impl ExportFrames {
     pub fn new(dataset: &Dataset, config: stack::Config) -> Self {
         ExportFrames {
             frames: Table::new(dataset, FrameRows::new),
+            day: Day::new(),
             config,
             error: None,
             written: 0,
@@ -1460,12 +1494,12 @@ impl ExportFrames {
         if f.icrc.is_some() {
             d.icrc = f.icrc;
         }
-        let date = utc_date(f.ts_ns);
-        self.frames
-            .rows(date.clone())?
-            .push(&FrameView::new(f.number, f.ts_ns, f.orig_len, &d));
+        let date = self.day.of(f.ts_ns);
+        self.frames.add(date, |rows| {
+            rows.push(&FrameView::new(f.number, f.ts_ns, f.orig_len, &d));
+        })?;
         self.written += 1;
-        self.frames.maybe_flush(&date)
+        Ok(())
     }
 
     /// Closes the files (renaming each into place) and returns them.
