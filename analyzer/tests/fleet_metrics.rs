@@ -3,7 +3,8 @@
 //! linter (`promtool check metrics`); the cardinality caps; and the fleet
 //! files (`fleet/`: the scrape configuration, the alerting rules, the
 //! Grafana dashboard) use only metric names the exporter serves and pass
-//! `promtool check config` and `check rules`.
+//! `promtool check config`, `check rules` and `test rules` (the dashboard's
+//! queries too, as recording rules).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
@@ -540,6 +541,39 @@ fn promtool_accepts_the_scrape_configuration_and_the_rules() {
             String::from_utf8_lossy(&o.stderr)
         );
     }
+    // The dashboard's queries parse as PromQL (Grafana's variables given
+    // values): each becomes a recording rule promtool checks.
+    let dashboard: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("fleet/grafana-dashboard.json")).expect("dashboard"),
+    )
+    .expect("JSON");
+    let mut exprs = Vec::new();
+    strings_under(&dashboard, "expr", &mut exprs);
+    let mut rules = String::from("groups:\n  - name: dashboard\n    rules:\n");
+    for (i, e) in exprs.iter().enumerate() {
+        let e = e
+            .replace("$__rate_interval", "5m")
+            .replace("$instance", ".*");
+        rules.push_str(&format!(
+            "      - record: dashboard_query_{i}\n        expr: |\n          {e}\n"
+        ));
+    }
+    let dir = temp_dir("promql");
+    let file = dir.join("dashboard.rules.yml");
+    std::fs::write(&file, rules).expect("rules file");
+    let o = Command::new("promtool")
+        .args(["check", "rules"])
+        .arg(&file)
+        .output()
+        .expect("promtool");
+    assert!(
+        o.status.success(),
+        "the dashboard's queries:\n{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+
     // The rules' unit tests: the alerts fire on the series they are about.
     let o = Command::new("promtool")
         .args(["test", "rules", "fleet/alerts.test.yml"])

@@ -400,7 +400,7 @@ pub fn write_textfile(exposition: &Exposition, path: &Path) -> io::Result<()> {
 /// How often a new snapshot is published while a run goes on.
 const PUBLISH_EVERY: Duration = Duration::from_millis(250);
 
-/// The sink that counts: findings into [`Counts`], the engine's state into
+/// The sink that counts: findings into plain counters, the engine's state into
 /// a snapshot on a timer, for an [`Exposition`] to encode.
 #[derive(Debug)]
 pub struct Metrics {
