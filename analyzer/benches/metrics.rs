@@ -2,7 +2,9 @@
 //! target < 10 ms):
 //!
 //! - `encode_10k_series`: the exposition of the latest snapshot, encoded
-//!   (what a scrape costs the exporter's thread);
+//!   as OpenMetrics (what a Prometheus scrape costs the exporter's thread);
+//! - `encode_10k_series_prometheus_text`: the same in the text format
+//!   (plain clients, and `report --metrics-out`);
 //! - `scrape_http_10k_series`: a whole scrape over HTTP of a running
 //!   exporter on loopback (connect, request, OpenMetrics body read to its
 //!   end), as Prometheus does it.
@@ -98,6 +100,9 @@ fn bench(c: &mut Criterion) {
     let exposition = m.exposition(Some(process));
     c.bench_function("encode_10k_series", |b| {
         b.iter(|| black_box(exposition.encode(Format::OpenMetrics)))
+    });
+    c.bench_function("encode_10k_series_prometheus_text", |b| {
+        b.iter(|| black_box(exposition.encode(Format::PrometheusText)))
     });
     let exporter =
         Exporter::start("127.0.0.1:0".parse().expect("addr"), exposition).expect("exporter");

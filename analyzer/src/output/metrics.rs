@@ -332,37 +332,28 @@ impl Exposition {
 /// the `# UNIT` and `# EOF` lines, which 0.0.4 does not have.
 pub fn prometheus_text(openmetrics: &str) -> String {
     let mut out = String::with_capacity(openmetrics.len());
-    let lines: Vec<&str> = openmetrics.lines().collect();
-    let counter_family = |name: &str| {
-        lines
-            .iter()
-            .any(|l| l.strip_prefix("# TYPE ") == Some(&format!("{name} counter")))
-    };
-    let mut counters: Option<String> = None;
-    for line in &lines {
+    let mut lines = openmetrics.lines().peekable();
+    while let Some(line) = lines.next() {
         if line.starts_with("# EOF") || line.starts_with("# UNIT ") {
             continue;
         }
+        // prometheus-client writes a family's TYPE line right after its HELP.
         if let Some(rest) = line.strip_prefix("# HELP ") {
             let (name, help) = rest.split_once(' ').unwrap_or((rest, ""));
-            counters = counter_family(name).then(|| name.to_string());
-            match &counters {
-                Some(_) => {
-                    let _ = writeln!(out, "# HELP {name}_total {help}");
-                }
-                None => {
-                    let _ = writeln!(out, "{line}");
-                }
-            }
-            continue;
-        }
-        if let (Some(name), Some(rest)) = (&counters, line.strip_prefix("# TYPE ")) {
-            if rest == format!("{name} counter") {
+            let counter = lines
+                .peek()
+                .and_then(|next| next.strip_prefix("# TYPE "))
+                .and_then(|t| t.strip_prefix(name))
+                == Some(" counter");
+            if counter {
+                lines.next();
+                let _ = writeln!(out, "# HELP {name}_total {help}");
                 let _ = writeln!(out, "# TYPE {name}_total counter");
                 continue;
             }
         }
-        let _ = writeln!(out, "{line}");
+        out.push_str(line);
+        out.push('\n');
     }
     out
 }
@@ -1040,6 +1031,17 @@ impl Scrape {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prometheus_text_names_counter_families_as_their_samples() {
+        let om = "# HELP rdma_frames Frames.\n# TYPE rdma_frames counter\nrdma_frames_total 3\n\
+                  # HELP rdma_x A gauge.\n# TYPE rdma_x gauge\n# UNIT rdma_x bytes\nrdma_x 1\n# EOF\n";
+        assert_eq!(
+            prometheus_text(om),
+            "# HELP rdma_frames_total Frames.\n# TYPE rdma_frames_total counter\nrdma_frames_total 3\n\
+             # HELP rdma_x A gauge.\n# TYPE rdma_x gauge\nrdma_x 1\n"
+        );
+    }
 
     #[test]
     fn latency_buckets_are_log_linear_and_tight() {
