@@ -106,7 +106,7 @@ bench_rss() {
 bench_scrape() {
     echo "== one scrape of an exporter holding 10,000 series"
     cargo bench -q -p rdma-analyzer --bench metrics -- --noplot 2>&1 |
-        grep -E 'holds|time:' || true
+        grep -E 'holds|time:|^(encode|scrape)' || true
 }
 
 # CPU seconds of each thread of process $1, as "tid name seconds" lines.
@@ -136,7 +136,8 @@ bench_cpu() {
     # The capture is sent once, whole: a second loop would repeat its PSNs
     # and XIDs, which the engine takes as retransmissions (a cheaper path).
     local frames
-    frames=$("$bin" report --json "$big" | sed -n '/"totals"/,$p' | grep -m1 '"frames"' | tr -dc 0-9)
+    "$bin" report --json "$big" >"$scratch/report.json"
+    frames=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["totals"]["frames"])' "$scratch/report.json")
     echo "== live -i at $pps frames/s: $frames frames of $big, load $(cut -d' ' -f1-3 /proc/loadavg)"
     local round
     for round in $(seq "${CPU_RUNS:-3}"); do
@@ -146,14 +147,13 @@ bench_cpu() {
         "$bin" "${args[@]}" 2>"$scratch/live-$mode.err" &
         local pid=$!
         sleep 2
-        local scraper=""
-        if [ "$mode" = metrics ]; then
-            (while sleep 1; do
-                curl -s -o /dev/null -w '%{time_total}\n' -H 'Accept: application/openmetrics-text' \
-                    "http://127.0.0.1:$port/metrics" >>"$scratch/scrapes" || true
-            done) &
-            scraper=$!
-        fi
+        # The scraper runs in both modes (in plain mode nothing listens and
+        # curl is refused), so that its own CPU weighs on both alike.
+        (while sleep 1; do
+            curl -s -o /dev/null -w '%{time_total}\n' -H 'Accept: application/openmetrics-text' \
+                "http://127.0.0.1:$port/metrics" >>"$scratch/scrapes-$mode" || true
+        done) &
+        local scraper=$!
         local before after t0 t1
         before=$(thread_cpu "$pid")
         t0=$(date +%s.%N)
@@ -162,10 +162,10 @@ bench_cpu() {
         sleep 1
         after=$(thread_cpu "$pid")
         t1=$(date +%s.%N)
-        [ -n "$scraper" ] && kill "$scraper" && wait "$scraper" 2>/dev/null || true
+        kill "$scraper" && wait "$scraper" 2>/dev/null || true
         kill -TERM "$pid"
         wait "$pid" || true
-        echo "-- $mode (--json-out /dev/null$([ "$mode" = metrics ] && echo ", --metrics scraped every second"))"
+        echo "-- $mode (--json-out /dev/null$([ "$mode" = metrics ] && echo ", --metrics") ; scraped every second)"
         grep -E 'Actual|Rated' "$scratch/tcpreplay-$mode.out" | sed 's/^[[:space:]]*/tcpreplay: /'
         # Per thread name: CPU seconds between the two readings, and the
         # share of one core over that wall time.
@@ -183,10 +183,10 @@ bench_cpu() {
         printf '%-8s median: all threads %s CPU s, pipeline thread %s CPU s, HTTP thread %s CPU s\n' "$mode" \
             "$(awk '/^all threads/ {print $3}' "$scratch/cpu-$mode" | median)" \
             "$(awk '$2 == "rdma-analyzer" {print $3}' "$scratch/cpu-$mode" | median)" \
-            "$(awk '$2 == "metrics-http" {print $3}' "$scratch/cpu-$mode" | median)"
+            "$(awk '$2 == "metrics-http" {print $3}' "$scratch/cpu-$mode" | median | sed 's/^$/(none)/')"
     done
-    if [ -s "$scratch/scrapes" ]; then
-        sort -g "$scratch/scrapes" | awk '{a[NR]=$1} END {printf "scrapes under load: %d, median %.1f ms, max %.1f ms\n", NR, 1000 * a[int((NR+1)/2)], 1000 * a[NR]}'
+    if [ -s "$scratch/scrapes-metrics" ]; then
+        sort -g "$scratch/scrapes-metrics" | awk '{a[NR]=$1} END {printf "scrapes under load: %d, median %.1f ms, max %.1f ms\n", NR, 1000 * a[int((NR+1)/2)], 1000 * a[NR]}'
     fi
     ip netns del "$ns"
 }

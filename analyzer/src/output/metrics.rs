@@ -132,6 +132,12 @@ impl Default for MetricsConfig {
     }
 }
 
+/// The engine's hash tables' hasher (keys come off the wire).
+type Map<K, V> = HashMap<K, V, foldhash::quality::RandomState>;
+
+/// A transaction's program, program name, version and procedure number.
+type ProcNumbers = (Option<u32>, Option<&'static str>, Option<u32>, Option<u32>);
+
 /// The label value of the procedures beyond the cap.
 pub const OTHER_PROCEDURE: &str = "(other)";
 
@@ -397,12 +403,13 @@ const PUBLISH_EVERY: Duration = Duration::from_millis(250);
 pub struct Metrics {
     config: MetricsConfig,
     counts: Counts,
-    /// (program, version, procedure) as `program/version/procedure` text,
-    /// to the row in `counts.procs`.
-    proc_index: HashMap<String, usize>,
+    /// A procedure's numbers, then its name, to its row in `counts.procs`:
+    /// looked up for every transaction without formatting or allocating.
+    proc_index: Map<ProcNumbers, Map<Box<str>, usize>>,
+    /// Procedures in the index (the cap counts them).
+    indexed: usize,
     /// The row `(other)` counts into, once the cap is reached.
     other_row: Option<usize>,
-    key: String,
     published: Published,
     last_publish: Option<Instant>,
 }
@@ -415,9 +422,9 @@ impl Metrics {
         Metrics {
             config,
             counts: empty.counts.clone(),
-            proc_index: HashMap::new(),
+            proc_index: Map::default(),
+            indexed: 0,
             other_row: None,
-            key: String::new(),
             published: Published::new(empty),
             last_publish: None,
         }
@@ -444,16 +451,13 @@ impl Metrics {
     }
 
     fn proc_row(&mut self, t: &Transaction) -> usize {
-        self.key.clear();
-        let _ = write!(
-            self.key,
-            "{:?}/{:?}/{:?}/{:?}/{:?}",
-            t.program, t.program_name, t.version, t.proc, t.procedure
-        );
-        if let Some(&i) = self.proc_index.get(self.key.as_str()) {
+        let numbers = (t.program, t.program_name, t.version, t.proc);
+        // Names are never empty: "" stands for none.
+        let name = t.procedure.as_deref().unwrap_or("");
+        if let Some(&i) = self.proc_index.get(&numbers).and_then(|m| m.get(name)) {
             return i;
         }
-        if self.proc_index.len() >= self.config.max_procedures {
+        if self.indexed >= self.config.max_procedures {
             self.counts.procs_over_cap += 1;
             return *self.other_row.get_or_insert_with(|| {
                 self.counts.procs.push(ProcRow::new(
@@ -479,7 +483,11 @@ impl Metrics {
             .procs
             .push(ProcRow::new(program, version, procedure));
         let i = self.counts.procs.len() - 1;
-        self.proc_index.insert(self.key.clone(), i);
+        self.proc_index
+            .entry(numbers)
+            .or_default()
+            .insert(name.into(), i);
+        self.indexed += 1;
         i
     }
 
