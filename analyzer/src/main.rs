@@ -11,7 +11,7 @@ use anyhow::Context;
 use clap::Parser;
 use rdma_analyzer::cli::{AnalyzeArgs, Cli, Command, ExportArgs, FramesArgs, LiveArgs, ReportArgs};
 use rdma_analyzer::engine::Engine;
-use rdma_analyzer::output::dataset::{self, Dataset, Export, ExportFrames, Written};
+use rdma_analyzer::output::dataset::{Dataset, Export, ExportFrames, Written};
 use rdma_analyzer::output::exporter::Exporter;
 use rdma_analyzer::output::frames::Frames;
 use rdma_analyzer::output::lines::{Lines, Which};
@@ -130,14 +130,6 @@ fn report(r: &ReportArgs) -> anyhow::Result<ExitCode> {
             None,
         ),
     };
-    if let (Some(m), Some(path)) = (metrics, &r.metrics_out) {
-        metrics::write_textfile(&m.exposition(None), path).with_context(|| {
-            format!(
-                "report --metrics-out: writing {} (is its folder there and writable?)",
-                path.display()
-            )
-        })?;
-    }
     let Some(engine) = outcome.engine else {
         anyhow::bail!("the run lost its engine");
     };
@@ -155,6 +147,14 @@ fn report(r: &ReportArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     out.flush()?;
+    if let (Some(m), Some(path)) = (metrics, &r.metrics_out) {
+        metrics::write_textfile(&m.exposition(None), path).with_context(|| {
+            format!(
+                "report --metrics-out: writing {} (is its folder there and writable?)",
+                path.display()
+            )
+        })?;
+    }
     Ok(finish(&outcome.end))
 }
 
@@ -331,24 +331,13 @@ fn write_stats(
 }
 
 fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
-    let host = dataset::partition_value(
-        &a.host
-            .clone()
-            .or_else(sys::hostname)
-            .unwrap_or_else(|| "unknown".to_string()),
-    );
-    // Two files with one name would write the same partition.
-    let mut names: std::collections::BTreeMap<String, &std::path::Path> = Default::default();
-    for f in &a.files {
-        let name = dataset::capture_name(f);
-        if let Some(other) = names.insert(name.clone(), f) {
-            anyhow::bail!(
-                "export: {} and {} would both be capture={name} (a capture is named by its file name without the extension): rename one, or export them in two runs",
-                other.display(),
-                f.display()
-            );
-        }
-    }
+    let host = a
+        .host
+        .clone()
+        .or_else(sys::hostname)
+        .unwrap_or_else(|| "unknown".to_string());
+    let datasets = Dataset::for_captures(&a.out, &host, a.row_group_rows, &a.files)
+        .map_err(|e| anyhow::anyhow!("export: {e}"))?;
     std::fs::create_dir_all(&a.out).with_context(|| {
         format!(
             "export: creating the dataset folder {} (is its parent there and writable?)",
@@ -357,14 +346,8 @@ fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
     })?;
     let mut failed = 0;
     let mut out = stdout();
-    for f in &a.files {
-        let dataset = Dataset {
-            root: a.out.clone(),
-            host: host.clone(),
-            capture: dataset::capture_name(f),
-            row_group_rows: a.row_group_rows,
-        };
-        let (w, damage) = match export_one(a, &dataset, f) {
+    for (f, dataset) in a.files.iter().zip(&datasets) {
+        let (w, damage) = match export_one(a, dataset, f) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("rdma-analyzer: export: {}: {e:#}", f.display());

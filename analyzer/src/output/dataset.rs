@@ -1553,14 +1553,48 @@ pub fn schemas() -> Vec<(&'static str, SchemaRef)> {
     ]
 }
 
-/// Checks a capture's name before anything is written: two files of one
-/// run must not share one (they would write the same partition).
+/// A capture's partition value: its file name without the extension.
 pub fn capture_name(path: &Path) -> String {
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     partition_value(&stem)
+}
+
+impl Dataset {
+    /// Where each of `files` goes under `root` for `host`, checked before
+    /// anything is written.
+    ///
+    /// # Errors
+    /// When two files would be one capture (the same partition), in words
+    /// the user can act on.
+    pub fn for_captures(
+        root: &Path,
+        host: &str,
+        row_group_rows: usize,
+        files: &[PathBuf],
+    ) -> Result<Vec<Dataset>, String> {
+        let mut seen: BTreeMap<String, &Path> = BTreeMap::new();
+        let mut out = Vec::with_capacity(files.len());
+        for f in files {
+            let capture = capture_name(f);
+            if let Some(other) = seen.insert(capture.clone(), f) {
+                return Err(format!(
+                    "{} and {} would both be capture={capture} (a capture is named by its file name without the extension): rename one, or export them in two runs",
+                    other.display(),
+                    f.display()
+                ));
+            }
+            out.push(Dataset {
+                root: root.to_path_buf(),
+                host: partition_value(host),
+                capture,
+                row_group_rows,
+            });
+        }
+        Ok(out)
+    }
 }
 
 #[cfg(test)]
