@@ -16,7 +16,8 @@ step "set-up"
 scripts/setup.sh
 scripts/setup-python.sh   # venv under target/, the binding's wheel built and installed
 scripts/setup-ebpf.sh
-# Tests that need root, tshark, tmux or the probes fail here when one is
+scripts/setup-fleet.sh    # Prometheus, Java, DuckDB and PySpark for the fleet tests
+# Tests that need root, tshark, tmux, the probes, Prometheus or Spark fail here when one is
 # missing (run alone they skip, loudly): analyzer/tests/common/prereq.rs.
 export RDMA_ANALYZER_REQUIRE=1
 # The third-party captures are read in place, beside the project root; a

@@ -1,11 +1,13 @@
 //! The command line: what each subcommand takes, turned into the
 //! configuration of the parts it runs.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
 use crate::engine::{Config, MergeConfig};
+use crate::output::metrics::MetricsConfig;
 use crate::output::Filter;
 use crate::sources::live::LiveOptions;
 use crate::synth::cli::SynthArgs;
@@ -25,7 +27,7 @@ pub enum Command {
     /// Print every frame's dissection (text, or JSON Lines with --json).
     Frames(FramesArgs),
     /// Connections, response times, chunks, invalidation, credits, round trips, anomalies.
-    Report(AnalyzeArgs),
+    Report(ReportArgs),
     /// One line (or JSON object) per RPC transaction.
     Transactions(AnalyzeArgs),
     /// One line (or JSON object) per anomaly.
@@ -36,6 +38,8 @@ pub enum Command {
     Synth(SynthArgs),
     /// Watch live: kernel eBPF probes (--probes) and/or packet capture (-i IFACE).
     Live(LiveArgs),
+    /// Write captures as one Parquet dataset (transactions, anomalies, connections) for Spark, DuckDB, Trino.
+    Export(ExportArgs),
 }
 
 /// `rdma-analyzer frames`.
@@ -66,6 +70,14 @@ pub struct AnalyzeArgs {
     /// Only a connection (c3), an XID (0x1234abcd), a procedure (READ) or an anomaly kind (credit_overrun).
     #[arg(long)]
     pub filter: Option<String>,
+    /// The engine's port and caps.
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+/// The engine's options for a capture file: the RoCEv2 port and the caps.
+#[derive(Args)]
+pub struct EngineArgs {
     /// UDP port that carries RoCEv2.
     #[arg(long, default_value_t = 4791)]
     pub rocev2_port: u16,
@@ -116,7 +128,7 @@ pub fn engine_share(limit: usize, screen: bool) -> usize {
     }
 }
 
-impl AnalyzeArgs {
+impl EngineArgs {
     /// The engine's configuration.
     pub fn config(&self) -> Config {
         let mut c = Config::default();
@@ -126,6 +138,13 @@ impl AnalyzeArgs {
         c.max_qps = self.max_qps.max(2);
         c.max_outstanding = self.max_outstanding.max(1);
         c
+    }
+}
+
+impl AnalyzeArgs {
+    /// The engine's configuration.
+    pub fn config(&self) -> Config {
+        self.engine.config()
     }
 
     /// The inputs as one name (`report`'s `file`, messages).
@@ -137,6 +156,64 @@ impl AnalyzeArgs {
     pub fn filter(&self) -> Filter {
         self.filter.as_deref().map_or(Filter::All, Filter::parse)
     }
+}
+
+/// `rdma-analyzer report`.
+#[derive(Args)]
+pub struct ReportArgs {
+    /// The capture and how to analyze it.
+    #[command(flatten)]
+    pub analyze: AnalyzeArgs,
+    /// Also write the capture's Prometheus metrics to this file (node_exporter's textfile collector format: written aside, then renamed into place).
+    #[arg(long, value_name = "FILE")]
+    pub metrics_out: Option<PathBuf>,
+    /// The metrics' cardinality caps.
+    #[command(flatten)]
+    pub metrics_caps: MetricsArgs,
+}
+
+/// The cardinality caps of the metrics (README, "Fleet").
+#[derive(Debug, Clone, Args)]
+pub struct MetricsArgs {
+    /// Connections with series of their own in the metrics (the most recently active; the others are counted in rdma_metrics_connections_unlabelled).
+    #[arg(long, default_value_t = 256, value_name = "N")]
+    pub metrics_max_connections: usize,
+    /// Distinct procedures with series of their own; later ones are counted under procedure="(other)".
+    #[arg(long, default_value_t = 256, value_name = "N")]
+    pub metrics_max_procedures: usize,
+}
+
+impl MetricsArgs {
+    /// The metrics' configuration.
+    pub fn config(&self) -> MetricsConfig {
+        MetricsConfig {
+            max_connections: self.metrics_max_connections,
+            max_procedures: self.metrics_max_procedures.max(1),
+        }
+    }
+}
+
+/// `rdma-analyzer export`.
+#[derive(Args)]
+pub struct ExportArgs {
+    /// pcap or pcapng files; each is one capture of the dataset (`capture=` its file name without the extension).
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// The dataset's folder: transactions/, anomalies/, connections/ (and frames/) with host=/capture=/date= partitions below; created when missing.
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub out: PathBuf,
+    /// The host the captures come from (`host=`); default: this host's name.
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Also write every frame's headers (the frames table; as large as the capture's frame count).
+    #[arg(long)]
+    pub frames: bool,
+    /// Rows per Parquet row group at most (memory holds one row group per open file).
+    #[arg(long, default_value_t = 131_072, value_name = "N")]
+    pub row_group_rows: usize,
+    /// The engine's port and caps.
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 /// `rdma-analyzer live` options.
@@ -179,6 +256,12 @@ pub struct LiveArgs {
     /// what it cannot hold goes oldest first, counted and reported.
     #[arg(long, default_value = "256M", value_parser = parse_memory)]
     pub memory_limit: usize,
+    /// Serve Prometheus metrics at http://ADDR/metrics (127.0.0.1:9464), beside the TUI or, with --no-tui, as a service until SIGTERM.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<SocketAddr>,
+    /// The metrics' cardinality caps.
+    #[command(flatten)]
+    pub metrics_caps: MetricsArgs,
 }
 
 impl LiveArgs {

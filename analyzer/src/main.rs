@@ -9,13 +9,18 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Parser;
-use rdma_analyzer::cli::{engine_share, AnalyzeArgs, Cli, Command, FramesArgs, LiveArgs};
+use rdma_analyzer::cli::{
+    engine_share, AnalyzeArgs, Cli, Command, ExportArgs, FramesArgs, LiveArgs, ReportArgs,
+};
 use rdma_analyzer::engine::Engine;
+use rdma_analyzer::output::dataset::{Dataset, Export, ExportFrames, Written};
+use rdma_analyzer::output::exporter::Exporter;
 use rdma_analyzer::output::frames::Frames;
 use rdma_analyzer::output::lines::{Lines, Which};
 use rdma_analyzer::output::live::LiveSink;
+use rdma_analyzer::output::metrics::{self, Metrics, Process};
 use rdma_analyzer::output::Report;
-use rdma_analyzer::pipeline::{self, End, Stop};
+use rdma_analyzer::pipeline::{self, End, Sink, Stop, Tee};
 use rdma_analyzer::sources::live::LiveInputs;
 use rdma_analyzer::sources::pcap::FileSource;
 use rdma_analyzer::sources::sys;
@@ -60,6 +65,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Live(a) => live(&a),
+        Command::Export(a) => export(&a),
+    }
+}
+
+/// The process's own figures for the metrics, read with `sys`.
+fn process() -> Process {
+    Process {
+        cpu_seconds: sys::cpu_seconds,
+        resident_bytes: sys::resident_bytes,
     }
 }
 
@@ -95,16 +109,30 @@ fn frames(a: &FramesArgs) -> anyhow::Result<ExitCode> {
     Ok(finish(&outcome.end))
 }
 
-fn report(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
+fn report(r: &ReportArgs) -> anyhow::Result<ExitCode> {
+    let a = &r.analyze;
     let config = a.config();
     let mut source = FileSource::open_all(&a.files, &config.stack)?;
     let mut rep = Report::new(a.filter());
-    let outcome = pipeline::run(
-        &mut source,
-        Some(Engine::new(config)),
-        &mut rep,
-        &Stop::new(),
-    );
+    let engine = Some(Engine::new(config));
+    // The metrics count the whole capture; --filter narrows the report only.
+    let (outcome, metrics) = match &r.metrics_out {
+        Some(_) => {
+            let mut m = Metrics::new(r.metrics_caps.config());
+            let mut tee = Tee {
+                watch: &mut m,
+                main: &mut rep,
+            };
+            (
+                pipeline::run(&mut source, engine, &mut tee, &Stop::new()),
+                Some(m),
+            )
+        }
+        None => (
+            pipeline::run(&mut source, engine, &mut rep, &Stop::new()),
+            None,
+        ),
+    };
     let Some(engine) = outcome.engine else {
         anyhow::bail!("the run lost its engine");
     };
@@ -123,6 +151,14 @@ fn report(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     }
     out.flush()?;
     say_if_filtered_out(a, rep.matched());
+    if let (Some(m), Some(path)) = (metrics, &r.metrics_out) {
+        metrics::write_textfile(&m.exposition(None), path).with_context(|| {
+            format!(
+                "report --metrics-out: writing {} (is its folder there and writable?)",
+                path.display()
+            )
+        })?;
+    }
     Ok(finish(&outcome.end))
 }
 
@@ -163,8 +199,8 @@ fn open(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(EXIT_INCOMPLETE));
     }
     let mut config = a.config();
-    config.memory_limit = engine_share(a.memory_limit, true);
-    let caps = Caps::within(a.memory_limit - config.memory_limit);
+    config.memory_limit = engine_share(a.engine.memory_limit, true);
+    let caps = Caps::within(a.engine.memory_limit - config.memory_limit);
     // Opened before the screen is taken, so a file that is not a capture is
     // said plainly, as `report` says it.
     let source = FileSource::open_all(&a.files, &config.stack)?;
@@ -174,6 +210,7 @@ fn open(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
         caps,
         Stop::new(),
         a.filter.clone(),
+        None,
     )?;
     Ok(match error {
         Some(e) => {
@@ -190,6 +227,17 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
     let stop = Stop::new();
     sys::stop_on_signals(&stop, !tui);
     let started = Instant::now();
+    // Listening first: a busy port is said before probes attach.
+    let mut metrics = match a.metrics {
+        Some(addr) => {
+            let m = Metrics::new(a.metrics_caps.config());
+            let exporter = Exporter::start(addr, m.exposition(Some(process())))
+                .with_context(|| "live".to_string())?;
+            eprintln!("live: metrics at http://{}/metrics", exporter.addr());
+            Some((m, exporter))
+        }
+        None => None,
+    };
     let mut inputs = LiveInputs::start(&a.options())?;
     if inputs.is_empty() {
         let mut notices = Vec::new();
@@ -205,7 +253,12 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
         let mut config = a.config();
         config.memory_limit = engine_share(a.memory_limit, true);
         let caps = Caps::within(a.memory_limit - config.memory_limit);
-        let error = rdma_analyzer::tui::show(Box::new(inputs), config, caps, stop, None)?;
+        // The exporter serves until the screen is gone.
+        let (watch, _exporter) = match metrics {
+            Some((m, e)) => (Some(Box::new(m) as Box<dyn Sink + Send>), Some(e)),
+            None => (None, None),
+        };
+        let error = rdma_analyzer::tui::show(Box::new(inputs), config, caps, stop, None, watch)?;
         return Ok(match error {
             Some(e) => {
                 eprintln!("rdma-analyzer: {e}");
@@ -225,14 +278,31 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
             })
             .context("live: starting the --duration timer")?;
     }
-    let out: Box<dyn Write> = match &a.json_out {
-        Some(p) => Box::new(BufWriter::new(
-            File::create(p).with_context(|| format!("creating {}", p.display()))?,
-        )),
-        None => Box::new(BufWriter::new(io::stdout())),
+    let mut sink = match (&a.json_out, &metrics) {
+        (Some(p), _) => LiveSink::new(
+            Box::new(BufWriter::new(
+                File::create(p).with_context(|| format!("creating {}", p.display()))?,
+            )) as Box<dyn Write>,
+            true,
+        ),
+        // A metrics service: the exporter is the output.
+        (None, Some(_)) => LiveSink::counting(),
+        (None, None) => LiveSink::new(
+            Box::new(BufWriter::new(io::stdout())) as Box<dyn Write>,
+            false,
+        ),
     };
-    let mut sink = LiveSink::new(out, a.json_out.is_some());
-    let outcome = pipeline::run(&mut inputs, Some(Engine::new(a.config())), &mut sink, &stop);
+    let engine = Some(Engine::new(a.config()));
+    let outcome = match metrics.as_mut() {
+        Some((m, _)) => {
+            let mut tee = Tee {
+                watch: m,
+                main: &mut sink,
+            };
+            pipeline::run(&mut inputs, engine, &mut tee, &stop)
+        }
+        None => pipeline::run(&mut inputs, engine, &mut sink, &stop),
+    };
     output_error(sink.take_error())?;
     let mut stats = inputs.stats.clone();
     stats.transactions = sink.transactions;
@@ -282,4 +352,96 @@ fn write_stats(
         writeln!(f)?;
     }
     Ok(())
+}
+
+fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
+    let host = a
+        .host
+        .clone()
+        .or_else(sys::hostname)
+        .unwrap_or_else(|| "unknown".to_string());
+    let datasets = Dataset::for_captures(&a.out, &host, a.row_group_rows, &a.files)
+        .map_err(|e| anyhow::anyhow!("export: {e}"))?;
+    std::fs::create_dir_all(&a.out).with_context(|| {
+        format!(
+            "export: creating the dataset folder {} (is its parent there and writable?)",
+            a.out.display()
+        )
+    })?;
+    let mut failed = 0;
+    let mut out = stdout();
+    for (f, dataset) in a.files.iter().zip(&datasets) {
+        let (w, damage) = match export_one(a, dataset, f) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("rdma-analyzer: export: {}: {e:#}", f.display());
+                failed += 1;
+                continue;
+            }
+        };
+        let frames = if a.frames {
+            format!(", {} frames", w.frames)
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "{}: {} transactions, {} anomalies, {} connections{frames} -> host={}/capture={}",
+            f.display(),
+            w.transactions,
+            w.anomalies,
+            w.connections,
+            dataset.host,
+            dataset.capture
+        )?;
+        if let Some(d) = damage {
+            eprintln!(
+                "rdma-analyzer: export: {}: {d} (what came before is in the dataset)",
+                f.display()
+            );
+            failed += 1;
+        }
+    }
+    out.flush()?;
+    if failed > 0 {
+        eprintln!(
+            "rdma-analyzer: export: {failed} of {} captures could not be read whole; the others are in {}",
+            a.files.len(),
+            a.out.display()
+        );
+        return Ok(ExitCode::from(EXIT_INCOMPLETE));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One capture into the dataset: the findings' run, then (with `--frames`)
+/// a run without an engine for the frames. Returns the rows written and
+/// where the capture is damaged, if it is.
+fn export_one(
+    a: &ExportArgs,
+    dataset: &Dataset,
+    file: &std::path::Path,
+) -> anyhow::Result<(Written, Option<String>)> {
+    let config = a.engine.config();
+    let mut source = FileSource::open(file, &config.stack)?;
+    let mut sink = Export::new(dataset);
+    let outcome = pipeline::run(
+        &mut source,
+        Some(Engine::new(config.clone())),
+        &mut sink,
+        &Stop::new(),
+    );
+    let mut written = sink.written;
+    sink.finish()
+        .with_context(|| format!("writing into {}", dataset.root.display()))?;
+    if a.frames {
+        let mut source = FileSource::open(file, &config.stack)?;
+        let mut frames = ExportFrames::new(dataset, config.stack);
+        pipeline::run(&mut source, None, &mut frames, &Stop::new());
+        written.frames = frames.written;
+        frames
+            .finish()
+            .with_context(|| format!("writing frames into {}", dataset.root.display()))?;
+    }
+    Ok((written, outcome.end.error().map(str::to_string)))
 }

@@ -75,6 +75,15 @@ pub struct Progress {
     pub bytes_read: u64,
     /// Total bytes, when known (a file); `None` for live sources and pipes.
     pub bytes_total: Option<u64>,
+    /// Frames the live capture lost so far (the kernel's or libpcap's
+    /// drops); `None` for a source that cannot lose any (a file) or before
+    /// the capture first said.
+    pub capture_dropped: Option<u64>,
+    /// Probe records the kernel dropped so far (its ring buffer was full);
+    /// `None` without probes.
+    pub probe_lost: Option<u64>,
+    /// Probe records that did not decode so far; `None` without probes.
+    pub probe_undecodable: Option<u64>,
 }
 
 /// Where a source's input is damaged.
@@ -175,6 +184,13 @@ pub trait Sink {
         Flow::Continue
     }
 
+    /// A finding that another sink takes after this one (see [`Tee`]): a
+    /// sink that only counts looks at it and leaves it; by default it
+    /// takes a copy.
+    fn observe(&mut self, f: &Finding) -> Flow {
+        self.finding(f.clone())
+    }
+
     /// Called after every pump of the source: a chance to flush output or
     /// send a snapshot to the screen.
     fn tick(&mut self, engine: Option<&Engine>, progress: &Progress) -> Flow {
@@ -272,6 +288,105 @@ pub fn run(
         engine,
         progress,
         end,
+    }
+}
+
+/// One run feeding two sinks: `watch` looks at every finding (by
+/// reference, see [`Sink::observe`]), tick and end beside `main`, which
+/// takes the findings and shows the notices (metrics beside a report, a
+/// screen or JSON Lines). The run stops when either asks.
+#[derive(Debug)]
+pub struct Tee<W, M> {
+    /// The sink that looks on (metrics).
+    pub watch: W,
+    /// The sink the user reads.
+    pub main: M,
+}
+
+impl<W: Sink, M: Sink> Sink for Tee<W, M> {
+    fn finding(&mut self, f: Finding) -> Flow {
+        let watched = self.watch.observe(&f);
+        let taken = self.main.finding(f);
+        both(watched, taken)
+    }
+
+    fn event(&mut self, e: &Event<'_>) -> Flow {
+        let watched = self.watch.event(e);
+        both(watched, self.main.event(e))
+    }
+
+    fn tick(&mut self, engine: Option<&Engine>, progress: &Progress) -> Flow {
+        let watched = self.watch.tick(engine, progress);
+        both(watched, self.main.tick(engine, progress))
+    }
+
+    fn notice(&mut self, n: Notice) {
+        self.main.notice(n);
+    }
+
+    fn end(&mut self, engine: Option<&Engine>, progress: &Progress, end: &End) {
+        self.watch.end(engine, progress, end);
+        self.main.end(engine, progress, end);
+    }
+}
+
+fn both(a: Flow, b: Flow) -> Flow {
+    if a == Flow::Stop || b == Flow::Stop {
+        Flow::Stop
+    } else {
+        Flow::Continue
+    }
+}
+
+impl<S: Sink + ?Sized> Sink for &mut S {
+    fn finding(&mut self, f: Finding) -> Flow {
+        (**self).finding(f)
+    }
+
+    fn observe(&mut self, f: &Finding) -> Flow {
+        (**self).observe(f)
+    }
+
+    fn event(&mut self, e: &Event<'_>) -> Flow {
+        (**self).event(e)
+    }
+
+    fn tick(&mut self, engine: Option<&Engine>, progress: &Progress) -> Flow {
+        (**self).tick(engine, progress)
+    }
+
+    fn notice(&mut self, n: Notice) {
+        (**self).notice(n);
+    }
+
+    fn end(&mut self, engine: Option<&Engine>, progress: &Progress, end: &End) {
+        (**self).end(engine, progress, end);
+    }
+}
+
+impl<S: Sink + ?Sized> Sink for Box<S> {
+    fn finding(&mut self, f: Finding) -> Flow {
+        (**self).finding(f)
+    }
+
+    fn observe(&mut self, f: &Finding) -> Flow {
+        (**self).observe(f)
+    }
+
+    fn event(&mut self, e: &Event<'_>) -> Flow {
+        (**self).event(e)
+    }
+
+    fn tick(&mut self, engine: Option<&Engine>, progress: &Progress) -> Flow {
+        (**self).tick(engine, progress)
+    }
+
+    fn notice(&mut self, n: Notice) {
+        (**self).notice(n);
+    }
+
+    fn end(&mut self, engine: Option<&Engine>, progress: &Progress, end: &End) {
+        (**self).end(engine, progress, end);
     }
 }
 

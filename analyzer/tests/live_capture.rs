@@ -4,14 +4,15 @@
 //! Lines and `--write` pcapng), then in the TUI inside tmux.
 //!
 //! One test, both phases in turn: two captures of `lo` at once would each
-//! see the other's frames. Needs root (CAP_NET_RAW); skipped with a message
-//! otherwise.
+//! see the other's frames (so the loopback tests run one at a time:
+//! `.config/nextest.toml`). Needs root (CAP_NET_RAW); skipped with a
+//! message otherwise.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::thread::sleep;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[path = "common/analyze.rs"]
 mod analyze;
@@ -35,24 +36,9 @@ fn capture(name: &str) -> PathBuf {
 #[path = "common/prereq.rs"]
 mod prereq;
 
-/// Sends every frame of `pcap` out of `lo`; returns how many.
-fn inject(pcap: &Path) -> u64 {
-    let mut out = pcap::Capture::from_device("lo")
-        .and_then(|c| c.open())
-        .expect("opening lo for injection");
-    let mut r = PcapReader::open(pcap).expect("capture");
-    let mut n = 0;
-    while let Some(p) = r.next_packet().expect("frame") {
-        out.sendpacket(p.data).expect("pcap_inject on lo");
-        n += 1;
-        // soft-RoCE bursts are what the lab recorded; the loopback queue
-        // is shorter than a NIC's, so pace a little.
-        if n % 64 == 0 {
-            sleep(Duration::from_millis(2));
-        }
-    }
-    n
-}
+#[path = "common/loopback.rs"]
+mod loopback;
+use loopback::{inject, wait_for_file_text};
 
 /// XID -> (chunk handles, remotely invalidated R_Key), as the wire engine
 /// sees the original capture.
@@ -71,22 +57,6 @@ fn expected() -> BTreeMap<u64, (BTreeSet<u64>, Option<u64>)> {
     })
     .expect("reading the capture");
     m
-}
-
-fn wait_for_file_text(path: &Path, what: &str, limit: Duration) -> String {
-    let start = Instant::now();
-    loop {
-        let s = std::fs::read_to_string(path).unwrap_or_default();
-        if s.contains(what) {
-            return s;
-        }
-        assert!(
-            start.elapsed() < limit,
-            "{} never said {what:?}; it says:\n{s}",
-            path.display()
-        );
-        sleep(Duration::from_millis(100));
-    }
 }
 
 fn headless(dir: &Path) {

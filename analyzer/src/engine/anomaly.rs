@@ -285,6 +285,10 @@ pub struct Anomaly {
     /// Who saw it: the wire, or one side's kernel (whose "frames" are
     /// probe record numbers).
     pub origin: Origin,
+    /// When it was found: the time of the frame, probe record or tick that
+    /// revealed it (ns since the epoch); `None` when the engine had seen no
+    /// time yet.
+    pub ts_ns: Option<u64>,
     /// Frame numbers involved (1-based, as tshark counts).
     pub frames: Vec<u64>,
     /// Connection, when known.

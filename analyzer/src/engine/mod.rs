@@ -415,6 +415,9 @@ impl Engine {
     pub fn handle(&mut self, event: Event<'_>, out: &mut Vec<Finding>) {
         let from = out.len();
         self.correlate(event, out);
+        if out.len() > from {
+            self.stamp_anomalies(event, from, out);
+        }
         if self.merger.is_some() {
             self.merge(event, from, out);
         }
@@ -429,6 +432,7 @@ impl Engine {
         self.flush_deferred();
         for id in self.conns.ids() {
             self.close_out(id, CAPTURE_ENDED, &mut out);
+            self.stamp_anomalies(Event::End, 0, &mut out);
             if self.merger.is_some() {
                 self.merge_found(0, &mut out);
             }
@@ -436,6 +440,26 @@ impl Engine {
         }
         self.handle(Event::End, &mut out);
         out.into_iter().for_each(emit);
+    }
+
+    /// Dates the anomalies `event` revealed with its time, in one place
+    /// for the wire's and the kernels' (the end of the input has the
+    /// latest time seen).
+    fn stamp_anomalies(&self, event: Event<'_>, from: usize, out: &mut [Finding]) {
+        let ts = match event {
+            Event::Frame { ts_ns, .. } | Event::CheckedFrame { ts_ns, .. } | Event::Tick(ts_ns) => {
+                Some(ts_ns)
+            }
+            Event::Probe(p) => Some(p.meta.ts_ns),
+            Event::End => self.state.totals.last_ts_ns,
+        };
+        for f in out.iter_mut().skip(from) {
+            if let Finding::Anomaly(a) = f {
+                if a.ts_ns.is_none() {
+                    a.ts_ns = ts;
+                }
+            }
+        }
     }
 
     /// Live mode with probes: the transactions `event` completed wait for
@@ -525,6 +549,7 @@ impl Engine {
         out.push(Finding::Anomaly(Box::new(Anomaly {
             kind,
             origin: Origin::Wire,
+            ts_ns: None,
             frames,
             connection: conn,
             xid,

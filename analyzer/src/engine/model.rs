@@ -562,6 +562,16 @@ pub enum Carries {
     Other,
 }
 
+impl Carries {
+    /// Stable name (JSON, datasets).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Carries::RpcRdma => "rpc_rdma",
+            Carries::Other => "other",
+        }
+    }
+}
+
 /// A connection: two queue pairs and what was negotiated.
 #[derive(Debug, Clone)]
 pub struct Connection {
@@ -743,6 +753,13 @@ impl Connection {
             granted,
             in_flight: self.in_flight,
         });
+    }
+
+    /// Time spent at the limit up to `now` (ns), the interval still open
+    /// included: a live view's figure for a connection that is at its
+    /// limit right now (`at_limit_ns` counts closed intervals only).
+    pub fn at_limit_ns_until(&self, now: u64) -> u64 {
+        self.at_limit_ns + self.at_limit_since.map_or(0, |s| now.saturating_sub(s))
     }
 
     /// Closes the at-limit interval at `ts` (end of capture).

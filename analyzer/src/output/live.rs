@@ -12,9 +12,11 @@ use super::schema::{AnomalyLine, TransactionLine};
 use crate::engine::{Anomaly, Engine, Finding, Transaction};
 use crate::pipeline::{End, Flow, Notice, Progress, Sink};
 
-/// Writes a live run's findings as they come, to a file or standard output.
+/// Writes a live run's findings as they come, to a file or standard output
+/// (or only counts them, beside the metrics).
 pub struct LiveSink<W: Write> {
-    out: Out<W>,
+    /// `None` when only counting.
+    out: Option<Out<W>>,
     json_lines: bool,
     /// Transactions written.
     pub transactions: u64,
@@ -26,8 +28,19 @@ impl<W: Write> LiveSink<W> {
     /// A sink writing JSON Lines (or text when not `json_lines`) to `out`.
     pub fn new(out: W, json_lines: bool) -> Self {
         LiveSink {
-            out: Out::new(out),
+            out: Some(Out::new(out)),
             json_lines,
+            transactions: 0,
+            anomalies: 0,
+        }
+    }
+
+    /// A sink that writes nothing and counts (`live --no-tui --metrics`
+    /// without `--json-out`: the metrics are the output).
+    pub fn counting() -> Self {
+        LiveSink {
+            out: None,
+            json_lines: false,
             transactions: 0,
             anomalies: 0,
         }
@@ -35,16 +48,19 @@ impl<W: Write> LiveSink<W> {
 
     /// The first write that failed, if one did.
     pub fn take_error(&mut self) -> Option<io::Error> {
-        self.out.take_error()
+        self.out.as_mut().and_then(Out::take_error)
     }
 
     fn transaction(&mut self, t: &Transaction) -> Flow {
         self.transactions += 1;
+        let Some(out) = self.out.as_mut() else {
+            return Flow::Continue;
+        };
         if self.json_lines {
-            return self.out.json_line(&TransactionLine::live(t));
+            return out.json_line(&TransactionLine::live(t));
         }
         let sources: Vec<&str> = t.sources().map(|o| o.as_str()).collect();
-        self.out.text_line(format_args!(
+        out.text_line(format_args!(
             "[{}] {}",
             sources.join("+"),
             transaction_line(t)
@@ -53,10 +69,13 @@ impl<W: Write> LiveSink<W> {
 
     fn anomaly(&mut self, a: &Anomaly) -> Flow {
         self.anomalies += 1;
+        let Some(out) = self.out.as_mut() else {
+            return Flow::Continue;
+        };
         if self.json_lines {
-            return self.out.json_line(&AnomalyLine::live(a));
+            return out.json_line(&AnomalyLine::live(a));
         }
-        self.out.text_line(anomaly_line(a))
+        out.text_line(anomaly_line(a))
     }
 }
 
@@ -70,7 +89,7 @@ impl<W: Write> Sink for LiveSink<W> {
 
     /// Live lines reach a file or a pipe within a tick, not when a buffer fills.
     fn tick(&mut self, _: Option<&Engine>, _: &Progress) -> Flow {
-        self.out.flush()
+        self.out.as_mut().map_or(Flow::Continue, Out::flush)
     }
 
     fn notice(&mut self, n: Notice) {
@@ -78,6 +97,8 @@ impl<W: Write> Sink for LiveSink<W> {
     }
 
     fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {
-        let _ = self.out.flush();
+        if let Some(out) = self.out.as_mut() {
+            let _ = out.flush();
+        }
     }
 }

@@ -1,10 +1,14 @@
 //! The front ends that write: text and JSON reports, JSON Lines streams,
-//! frame dissections. Each is a pipeline [`Sink`](crate::pipeline::Sink).
+//! frame dissections, Prometheus metrics (and their HTTP exporter), Parquet
+//! datasets. Each is a pipeline [`Sink`](crate::pipeline::Sink).
 
+pub mod dataset;
+pub mod exporter;
 pub mod filter;
 pub mod frames;
 pub mod lines;
 pub mod live;
+pub mod metrics;
 pub mod out;
 pub mod report;
 pub mod schema;

@@ -186,6 +186,10 @@ pub struct ConnectionView {
     pub port: Option<u16>,
     /// Path MTU, bytes: from the CM REQ, or learnt from a full packet.
     pub path_mtu: Option<u32>,
+    /// Time of its first frame (ns since the epoch).
+    pub first_ts_ns: u64,
+    /// Time of its latest frame.
+    pub last_ts_ns: u64,
     /// RFC 8797 private data of the REQ.
     pub client_private: Option<PrivateData>,
     /// RFC 8797 private data of the REP.
@@ -241,6 +245,8 @@ impl From<&Connection> for ConnectionView {
             cm_state: c.cm_state,
             port: c.port,
             path_mtu: c.path_mtu,
+            first_ts_ns: c.first_ts_ns,
+            last_ts_ns: c.last_ts_ns,
             client_private: c.client_private.map(PrivateData::from),
             server_private: c.server_private.map(PrivateData::from),
             remote_invalidation: c

@@ -4,7 +4,7 @@
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -23,6 +23,9 @@ const CHANNEL_DEPTH: usize = 16;
 /// A batch is sent when it holds this many bytes (or frames, or every 50 ms).
 const BATCH_BYTES: usize = 1 << 20;
 const BATCH_FRAMES: usize = 1024;
+/// How often the thread asks libpcap for its drop counters while it runs
+/// (a system call; the metrics exporter reads the figure).
+const DROPS_EVERY: Duration = Duration::from_secs(1);
 
 /// One captured frame, owned: it crosses from the capture thread.
 pub struct Captured {
@@ -61,6 +64,9 @@ pub struct Capture {
     pub link: LinkType,
     /// Ends the capture thread.
     pub stop: Arc<AtomicBool>,
+    /// Frames libpcap or the kernel dropped so far (refreshed every
+    /// second; the final figure comes with [`FromCapture::Done`]).
+    pub dropped: Arc<AtomicU64>,
 }
 
 /// Whether `iface` exists and this process may capture on it.
@@ -130,16 +136,18 @@ pub fn start(iface: &str, filter: &str, write: Option<&Path>) -> anyhow::Result<
     };
     let (tx, rx) = mpsc::sync_channel(CHANNEL_DEPTH);
     let stop = Arc::new(AtomicBool::new(false));
-    let their_stop = stop.clone();
+    let dropped = Arc::new(AtomicU64::new(0));
+    let (their_stop, their_dropped) = (stop.clone(), dropped.clone());
     let thread = thread::Builder::new()
         .name("live-capture".into())
-        .spawn(move || capture_loop(cap, writer, &tx, &their_stop))
+        .spawn(move || capture_loop(cap, writer, &tx, &their_stop, &their_dropped))
         .context("live: starting the capture thread")?;
     Ok(Capture {
         rx,
         thread: Some(thread),
         link,
         stop,
+        dropped,
     })
 }
 
@@ -148,7 +156,15 @@ fn capture_loop(
     mut writer: Option<CaptureWriter<BufWriter<File>>>,
     tx: &mpsc::SyncSender<FromCapture>,
     stop: &AtomicBool,
+    dropped_so_far: &AtomicU64,
 ) {
+    // libpcap adds the kernel's counters up itself (Linux resets them on
+    // every read), so each figure is the total since the capture started.
+    let drops = |cap: &mut pcap::Capture<pcap::Active>| {
+        cap.stats()
+            .map_or(0, |s| u64::from(s.dropped) + u64::from(s.if_dropped))
+    };
+    let mut last_drops = Instant::now();
     let mut number = 0u64;
     let mut error = None;
     let mut batch: Vec<Captured> = Vec::new();
@@ -183,6 +199,10 @@ fn capture_loop(
                 break;
             }
         }
+        if last_drops.elapsed() >= DROPS_EVERY {
+            last_drops = Instant::now();
+            dropped_so_far.store(drops(&mut cap), Ordering::Relaxed);
+        }
         if !batch.is_empty()
             && (batch_bytes >= BATCH_BYTES
                 || batch.len() >= BATCH_FRAMES
@@ -208,9 +228,8 @@ fn capture_loop(
             error.get_or_insert(format!("writing pcapng: {e}"));
         }
     }
-    let dropped = cap
-        .stats()
-        .map_or(0, |s| u64::from(s.dropped) + u64::from(s.if_dropped));
+    let dropped = drops(&mut cap);
+    dropped_so_far.store(dropped, Ordering::Relaxed);
     let _ = tx.send(FromCapture::Done {
         frames: number,
         dropped,

@@ -220,6 +220,9 @@ fn missing(m: &ebpf::Missing) -> MissingProbe {
 const TICK_EVERY: Duration = Duration::from_millis(100);
 /// Longest a pump waits for probe records.
 const POLL_MS: i32 = 20;
+/// How often the loss counters in [`Progress`] are refreshed (reading the
+/// probes' is a system call).
+const COUNTERS_EVERY: Duration = Duration::from_secs(1);
 
 fn wall_ns() -> u64 {
     SystemTime::now()
@@ -240,6 +243,7 @@ pub struct LiveInputs {
     what: String,
     notices: Vec<Notice>,
     last_tick: Instant,
+    last_counters: Option<Instant>,
     stopping: bool,
     ended: bool,
     progress: Progress,
@@ -265,6 +269,7 @@ impl LiveInputs {
             what: String::new(),
             notices: Vec::new(),
             last_tick: Instant::now(),
+            last_counters: None,
             stopping: false,
             ended: false,
             progress: Progress::default(),
@@ -363,7 +368,25 @@ impl LiveInputs {
                 }
             }
         }
+        if self
+            .last_counters
+            .is_none_or(|t| t.elapsed() >= COUNTERS_EVERY)
+        {
+            self.last_counters = Some(Instant::now());
+            self.refresh_counters();
+        }
         self.probes.is_some() || !self.capture_done
+    }
+
+    /// What was lost so far, into [`Progress`].
+    fn refresh_counters(&mut self) {
+        if let Some(c) = self.capture.as_ref() {
+            self.progress.capture_dropped = Some(c.dropped.load(Ordering::Relaxed));
+        }
+        if let Some((set, _)) = self.probes.as_ref() {
+            self.progress.probe_lost = Some(set.lost());
+            self.progress.probe_undecodable = Some(self.stats.decode_errors);
+        }
     }
 
     /// True on `Done`.
@@ -394,6 +417,7 @@ impl LiveInputs {
             } => {
                 self.stats.frames = frames;
                 self.stats.frames_dropped = dropped;
+                self.progress.capture_dropped = Some(dropped);
                 if let Some(e) = error {
                     self.say(true, format!("live: capture stopped: {e}"));
                     self.capture_error = Some(e);
@@ -419,6 +443,8 @@ impl LiveInputs {
                 emit,
             );
             self.stats.lost_in_kernel = set.lost();
+            self.progress.probe_lost = Some(self.stats.lost_in_kernel);
+            self.progress.probe_undecodable = Some(self.stats.decode_errors);
             self.stats.per_event.clone_from(&dec.counts);
             set.detach();
         }

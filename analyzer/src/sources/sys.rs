@@ -1,5 +1,6 @@
-//! The calls into the C library that live mode needs: signals, `poll`,
-//! resource usage and capabilities. The unsafe blocks of the sources'
+//! The calls into the C library (and the few /proc files) live mode and
+//! the metrics need: signals, `poll`, resource usage, capabilities, the
+//! host's name. The unsafe blocks of the sources'
 //! plumbing live here, each with the reason it is sound.
 
 use std::os::fd::RawFd;
@@ -73,6 +74,29 @@ pub fn cpu_seconds() -> f64 {
     };
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Resident memory of this process, bytes (`VmRSS` of /proc/self/status);
+/// `None` where there is no such file.
+pub fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// This host's name (the kernel's, as `hostname` prints it); `None` when
+/// it cannot be read or is empty.
+pub fn hostname() -> Option<String> {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
+    let name = name.trim();
+    (!name.is_empty()).then(|| name.to_string())
 }
 
 /// Linux capability numbers live mode asks about.

@@ -33,7 +33,7 @@ use super::model::{Caps, Model};
 use super::state::{Action, Screen, UiState};
 use super::{anomalies, draw, keys};
 use crate::engine::Config;
-use crate::pipeline::{Source, Stop};
+use crate::pipeline::{Sink, Source, Stop};
 
 /// Shortest time between two frames.
 const FRAME: Duration = Duration::from_millis(50);
@@ -95,9 +95,24 @@ impl Session {
         caps: Caps,
         stop: Stop,
     ) -> io::Result<Session> {
+        Self::start_watched(source, config, caps, stop, None)
+    }
+
+    /// [`Session::start`], with `watch` looking at the run beside the
+    /// screen ([`feed::spawn_watched`]).
+    ///
+    /// # Errors
+    /// When the thread cannot be started.
+    pub fn start_watched(
+        source: Box<dyn Source>,
+        config: Config,
+        caps: Caps,
+        stop: Stop,
+        watch: Option<Box<dyn Sink + Send>>,
+    ) -> io::Result<Session> {
         let describe = source.describe();
         let live = source.is_live();
-        let (tap, worker) = feed::spawn(source, config, stop)?;
+        let (tap, worker) = feed::spawn_watched(source, config, stop, watch)?;
         Ok(Session {
             tap,
             worker: Some(worker),
@@ -111,6 +126,7 @@ impl Session {
 /// Shows `source` on the terminal until the user quits (or `stop` is set):
 /// sets the terminal up, runs, restores it. Returns the source's error, if
 /// it ended with one, for the caller to report once the screen is gone.
+/// `watch`, when given, looks at the run beside the screen (metrics).
 ///
 /// # Errors
 /// When the terminal cannot be set up, or terminal I/O fails.
@@ -120,8 +136,9 @@ pub fn show(
     caps: Caps,
     stop: Stop,
     filter: Option<String>,
+    watch: Option<Box<dyn Sink + Send>>,
 ) -> anyhow::Result<Option<String>> {
-    let session = Session::start(source, config, caps, stop)?;
+    let session = Session::start_watched(source, config, caps, stop, watch)?;
     // try_init, not init: a terminal that cannot be set up is an error
     // message, not a panic. A half set up terminal is put back either way.
     let mut terminal = match ratatui::try_init() {

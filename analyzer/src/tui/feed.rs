@@ -235,17 +235,42 @@ impl Sink for TuiSink {
 /// # Errors
 /// When the thread cannot be started.
 pub fn spawn(
+    source: Box<dyn Source>,
+    config: Config,
+    stop: Stop,
+) -> std::io::Result<(Tap, std::thread::JoinHandle<()>)> {
+    spawn_watched(source, config, stop, None)
+}
+
+/// [`spawn`], with `watch` looking at the run beside the screen (the
+/// metrics of `live --metrics`): it sees every finding, tick and the end
+/// on the pipeline thread.
+///
+/// # Errors
+/// When the thread cannot be started.
+pub fn spawn_watched(
     mut source: Box<dyn Source>,
     config: Config,
     stop: Stop,
+    watch: Option<Box<dyn Sink + Send>>,
 ) -> std::io::Result<(Tap, std::thread::JoinHandle<()>)> {
     let (feed, tap) = channel(stop.clone());
     let live = source.is_live();
     let h = std::thread::Builder::new()
         .name("pipeline".into())
         .spawn(move || {
-            let mut sink = TuiSink::new(feed, live);
-            pipeline::run(source.as_mut(), Some(Engine::new(config)), &mut sink, &stop);
+            let sink = TuiSink::new(feed, live);
+            let engine = Some(Engine::new(config));
+            match watch {
+                Some(watch) => {
+                    let mut tee = pipeline::Tee { watch, main: sink };
+                    pipeline::run(source.as_mut(), engine, &mut tee, &stop);
+                }
+                None => {
+                    let mut sink = sink;
+                    pipeline::run(source.as_mut(), engine, &mut sink, &stop);
+                }
+            }
         })?;
     Ok((tap, h))
 }

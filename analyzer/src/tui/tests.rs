@@ -312,6 +312,7 @@ fn snapshots_with_filter_sort_help_and_anomalies() {
         m.push(Finding::Anomaly(Box::new(Anomaly {
             kind,
             origin: crate::engine::Origin::Wire,
+            ts_ns: None,
             frames,
             connection: Some(crate::engine::ConnId(1)),
             xid,
@@ -435,6 +436,7 @@ impl Burst {
             let m = Msg::Findings(vec![Finding::Anomaly(Box::new(Anomaly {
                 kind: Kind::Retransmission,
                 origin: crate::engine::Origin::Wire,
+                ts_ns: None,
                 frames: vec![i as u64 + 1],
                 connection: None,
                 xid: None,
@@ -562,8 +564,7 @@ fn live_status_line_shows_rates_and_drops() {
             state: Box::new(st),
             progress: Progress {
                 frames,
-                bytes_read: 0,
-                bytes_total: None,
+                ..Progress::default()
             },
         });
     }

@@ -135,6 +135,7 @@ impl Correlator {
                         out.push(Finding::Anomaly(Box::new(Anomaly {
                             kind: Kind::ReplyWithoutCall,
                             origin: Origin::ClientProbes,
+                            ts_ns: None,
                             frames: vec![seq],
                             connection,
                             xid: Some(*xid),
@@ -286,6 +287,7 @@ impl Correlator {
                 out.push(Finding::Anomaly(Box::new(Anomaly {
                     kind: Kind::InvalidatedForeignStag,
                     origin: Origin::ClientProbes,
+                    ts_ns: None,
                     frames: vec![call_seq],
                     connection: Some(connection),
                     xid: Some(c.xid),
@@ -298,6 +300,7 @@ impl Correlator {
             out.push(Finding::Anomaly(Box::new(Anomaly {
                 kind: Kind::CallWithoutReply,
                 origin: Origin::ClientProbes,
+                ts_ns: None,
                 frames: vec![call_seq],
                 connection: Some(connection),
                 xid: Some(c.xid),

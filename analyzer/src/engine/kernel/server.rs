@@ -198,6 +198,7 @@ impl Correlator {
             out.push(Finding::Anomaly(Box::new(Anomaly {
                 kind,
                 origin: Origin::ServerProbes,
+                ts_ns: None,
                 frames: vec![s.seq],
                 connection: Some(connection),
                 xid: Some(s.xid),
