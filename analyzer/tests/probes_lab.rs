@@ -5,7 +5,10 @@
 //! probes on both sides, with the same chunk handles, the credits the wire
 //! carried (granted: client probes; requested: server probes), the same
 //! remotely invalidated R_Key, and kernel latencies consistent with the wire
-//! (the server's time inside the wire's round trip, the client's around it).
+//! (the server's time inside the wire's round trip, the client's around it),
+//! and the procedure the wire names (the `sunrpc` events name it for the
+//! kernels: NFSv3 by the same name; NFSv4 as `COMPOUND` on the server and by
+//! the COMPOUND's purpose on the client).
 //! Without the variable the test says so and passes.
 
 use std::collections::{BTreeSet, HashMap};
@@ -53,6 +56,33 @@ fn handles(v: &Value) -> BTreeSet<u64> {
         .as_array()
         .map(|a| a.iter().filter_map(|c| c["handle"].as_u64()).collect())
         .unwrap_or_default()
+}
+
+/// Where the kernels' procedure names disagree with the wire's, in words.
+fn procedure_disagrees(t: &Transaction, c: &Value, s: &Value) -> Option<String> {
+    let wire = t.procedure.as_deref()?;
+    let (cp, sp) = (c["procedure"].as_str(), s["procedure"].as_str());
+    let versions = [c["version"].as_u64(), s["version"].as_u64()];
+    let expected_server = if t.version == Some(4) {
+        wire.split('(').next()
+    } else {
+        Some(wire)
+    };
+    let client_ok = if t.version == Some(4) {
+        cp.is_some()
+    } else {
+        cp == Some(wire)
+    };
+    if !client_ok
+        || sp != expected_server
+        || versions.iter().any(|v| *v != t.version.map(u64::from))
+    {
+        return Some(format!(
+            "procedure: wire {:?} v{:?}, client probes {cp:?} v{:?}, server probes {sp:?} v{:?}",
+            wire, t.version, versions[0], versions[1]
+        ));
+    }
+    None
 }
 
 /// Run by `ebpf-probes/lab.sh` (a step of scripts/test.sh) over the lab
@@ -134,6 +164,9 @@ fn probes_agree_with_the_wire() {
                     "invalidated rkey: wire {wk:x?}, client probes {}, server probes {}",
                     c["remote_invalidated_rkey"], s["remote_invalidated_rkey"]
                 ));
+            }
+            if let Some(what) = procedure_disagrees(t, c, s) {
+                fail(what);
             }
             if let (Some(wl), Some(cl), Some(sl)) = (
                 t.latency_us,

@@ -6,6 +6,22 @@
 # The lab contract: return within HOOK_TIMEOUT; the -stop hook ends it.
 set -u
 sc=$1 out=$2
+# This kernel's tracepoint formats, once per guest (the first scenario's
+# hook output gets formats.tgz): the decoder's test data for this kernel
+# (ebpf-probes/testdata/linux-VERSION). Copied with cat: tracefs files say
+# they are empty, so tar would store them empty.
+if [ ! -e /tmp/rdma-formats.tgz ]; then
+    t=/sys/kernel/tracing
+    [ -d $t/events ] || mount -t tracefs nodev $t 2>/dev/null
+    rm -rf /tmp/rdma-formats; mkdir -p /tmp/rdma-formats
+    for f in $t/events/{rpcrdma,rdma_cma,ib_cma,sunrpc}/*/format; do
+        [ -e "$f" ] || continue
+        d=/tmp/rdma-formats/linux-$(uname -r)/${f#"$t"/}
+        mkdir -p "${d%/format}"
+        cat "$f" > "$d"
+    done
+    tar czf /tmp/rdma-formats.tgz -C /tmp/rdma-formats . && cp /tmp/rdma-formats.tgz "$out/formats.tgz"
+fi
 bin=$LAB_HOOK_DIR/rdma-analyzer
 [ -x "$bin" ] || { echo "no $bin (build it on the host: ebpf-probes/lab.sh does)"; exit 1; }
 args=(live --probes --json-out "$out/probes.jsonl" --stats-out "$out/probes-stats.json")
