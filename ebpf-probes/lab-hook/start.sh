@@ -8,17 +8,24 @@ set -u
 sc=$1 out=$2
 # This kernel's tracepoint formats, once per guest (the first scenario's
 # hook output gets formats.tgz): the decoder's test data for this kernel
-# (ebpf-probes/testdata/linux-VERSION). Copied with cat: tracefs files say
-# they are empty, so tar would store them empty.
+# (ebpf-probes/testdata/linux-VERSION). Not with tar: tracefs files say
+# they are empty, so tar would store them empty; bash reads them itself.
 if [ ! -e /tmp/rdma-formats.tgz ]; then
     t=/sys/kernel/tracing
     [ -d $t/events ] || mount -t tracefs nodev $t 2>/dev/null
-    rm -rf /tmp/rdma-formats; mkdir -p /tmp/rdma-formats
+    dest=/tmp/rdma-formats/linux-$(uname -r)
+    rm -rf /tmp/rdma-formats
+    files=() dirs=()
     for f in $t/events/{rpcrdma,rdma_cma,ib_cma,sunrpc}/*/format; do
         [ -e "$f" ] || continue
-        d=/tmp/rdma-formats/linux-$(uname -r)/${f#"$t"/}
-        mkdir -p "${d%/format}"
-        cat "$f" > "$d"
+        files+=("$f"); d=${f#"$t"/}; dirs+=("$dest/${d%/format}")
+    done
+    # Builtins only in the loop: a TCG guest forks slowly, and the hook
+    # has HOOK_TIMEOUT seconds for all of this and the analyzer's start.
+    mkdir -p "${dirs[@]}"
+    for f in "${files[@]}"; do
+        mapfile -t lines < "$f"
+        printf '%s\n' "${lines[@]}" > "$dest/${f#"$t"/}"
     done
     tar czf /tmp/rdma-formats.tgz -C /tmp/rdma-formats . && cp /tmp/rdma-formats.tgz "$out/formats.tgz"
 fi
