@@ -1,40 +1,111 @@
 #!/usr/bin/env bash
-# The probes in the VM lab: builds the analyzer (release) on the host, hands
-# it to both guests through the lab's guest-hook mechanism, runs scenarios
-# with `live --probes` in both guests (and live capture in the client), then
+# The probes in the VM lab: builds the analyzer on the host, hands it to
+# both guests through the lab's guest-hook mechanism, runs scenarios with
+# `live --probes` in both guests (and live capture in the client), then
 # compares what the probes saw with the wire (analyzer/tests/probes_lab.rs).
 #
-#   [PROFILE=debug] ebpf-probes/lab.sh [--out DIR] [SCENARIO...]   (default: v3-inline v3-ddp v42-reminv parallel)
+#   [PROFILE=debug] ebpf-probes/lab.sh [--out DIR] [--kernels K] [SCENARIO...]
 #
-# Root and a few minutes (TCG). Leaves the lab's results and the hook's
-# output (details/SC/hook-{client,server}/) in DIR.
+#   --kernels 6.1 (default; what scripts/test.sh runs), 5.10, 6.12, a list
+#             (5.10,6.12) or all: the guests of each Debian release whose
+#             kernel it is (bullseye 5.10, bookworm 6.1, trixie 6.12), one
+#             lab run after the other, then the table of the matrix.
+#   Scenarios: default v3-inline v3-ddp v42-reminv parallel for one kernel,
+#             v3-ddp v42-reminv parallel reconnect for the matrix.
+#
+# Root and a few minutes per kernel (TCG). Leaves the lab's results and the
+# hook's output (details/SC/hook-{client,server}/) in DIR (DIR/KERNEL/ for
+# more than one kernel), and the comparison's counts in probes-lab.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=/tmp/rdma-analyzer-probes-lab/$(date -u +%Y%m%dT%H%M%SZ)
-if [ "${1:-}" = --out ]; then out=$2; shift 2; fi
+kernels=6.1
+while [ $# -gt 0 ]; do
+    case $1 in
+        --out) out=${2:?--out needs a folder}; shift 2 ;;
+        --kernels) kernels=${2:?--kernels needs all, 5.10, 6.1, 6.12 or a list}; shift 2 ;;
+        *) break ;;
+    esac
+done
 # Absolute: the comparison runs as a cargo test, from the crate's folder.
 out=$(realpath -m "$out")
+[ "$kernels" = all ] && kernels=5.10,6.1,6.12
+IFS=, read -r -a klist <<< "$kernels"
+suite_of() {
+    case $1 in
+        5.10) echo bullseye ;;
+        6.1) echo bookworm ;;
+        6.12) echo trixie ;;
+        *) echo "lab.sh: no lab guest has kernel $1 (5.10, 6.1, 6.12 or all)" >&2; return 1 ;;
+    esac
+}
+for k in "${klist[@]}"; do suite_of "$k" > /dev/null; done
 scenarios=("$@")
-[ ${#scenarios[@]} -gt 0 ] || scenarios=(v3-inline v3-ddp v42-reminv parallel)
+if [ ${#scenarios[@]} -eq 0 ]; then
+    if [ ${#klist[@]} -gt 1 ]; then scenarios=(v3-ddp v42-reminv parallel reconnect)
+    else scenarios=(v3-inline v3-ddp v42-reminv parallel); fi
+fi
 
 scripts/setup-ebpf.sh
 # PROFILE=debug skips the release build (e.g. when another build holds the lock).
 profile=${PROFILE:-release}
 if [ "$profile" = release ]; then cargo build --release -q -p rdma-analyzer; else cargo build -q -p rdma-analyzer; fi
 bin=target/$profile/rdma-analyzer
+# Debian 11's guests have glibc 2.31: a binary linked here (2.36) asks for
+# GLIBC_2.34 and will not start there. One built against 2.31 runs on every
+# guest, so a matrix with 5.10 hands that one to all of them.
+case ",$kernels," in
+    *,5.10,*) bin=$(scripts/build-glibc231.sh "$profile") ;;
+esac
 [ -n "$("$bin" live --help | grep -- --probes)" ]
 hook=$(mktemp -d /tmp/rdma-probes-hook.XXXXXX)
 trap 'rm -rf "$hook"' EXIT
 cp ebpf-probes/lab-hook/*.sh "$hook/"
 cp "$bin" "$hook/rdma-analyzer"
-mkdir -p "$out"
-echo "probes lab: results in $out"
-# A TCG guest very rarely fails to boot (seen once: "IO-APIC + timer doesn't
-# work" in the guest kernel); that is the emulator, not the probes, so the lab
-# gets one more try. The comparison below never does.
-if ! captures/lab/run.sh --out "$out" --guest-hook "$hook" "${scenarios[@]}"; then
-    echo "probes lab: the lab run failed (above); trying once more" >&2
-    rm -rf "$out"; mkdir -p "$out"
-    captures/lab/run.sh --out "$out" --guest-hook "$hook" "${scenarios[@]}"
+
+# run_kernel KERNEL DIR: one lab run on that kernel's guests, then the
+# comparison; its status is the comparison's.
+run_kernel() {
+    local k=$1 dir=$2 suite
+    suite=$(suite_of "$k")
+    mkdir -p "$dir"
+    echo "probes lab: Linux $k ($suite guests), results in $dir"
+    # A TCG guest very rarely fails to boot (seen once: "IO-APIC + timer
+    # doesn't work" in the guest kernel); that is the emulator, not the
+    # probes, so the lab gets one more try. The comparison below never does.
+    if ! captures/lab/run.sh --suite "$suite" --out "$dir" --guest-hook "$hook" "${scenarios[@]}"; then
+        echo "probes lab: the lab run failed (above); trying once more" >&2
+        rm -rf "$dir"; mkdir -p "$dir"
+        captures/lab/run.sh --suite "$suite" --out "$dir" --guest-hook "$hook" "${scenarios[@]}"
+    fi
+    RDMA_ANALYZER_LAB_OUT=$dir RDMA_ANALYZER_LAB_KERNEL=$k \
+        cargo test -q -p rdma-analyzer --test probes_lab -- --ignored --nocapture
+}
+
+if [ ${#klist[@]} -eq 1 ]; then
+    run_kernel "${klist[0]}" "$out"
+    exit
 fi
-RDMA_ANALYZER_LAB_OUT=$out cargo test -q -p rdma-analyzer --test probes_lab -- --ignored --nocapture
+failed=()
+for k in "${klist[@]}"; do
+    run_kernel "$k" "$out/$k" || failed+=("$k")
+done
+python3 - "$out" "${klist[@]}" <<'PY'
+import json, sys, os
+out, kernels = sys.argv[1], sys.argv[2:]
+print("\n| kernel | events attached (client / server) | missing | XIDs checked | disagreements |")
+print("|---|---:|---|---:|---:|")
+for k in kernels:
+    p = os.path.join(out, k, "probes-lab.json")
+    if not os.path.exists(p):
+        print(f"| {k} | - | no comparison (the lab run failed) | - | - |")
+        continue
+    s = json.load(open(p))
+    missing = ", ".join(s["missing"]) or "none"
+    print(f"| {s['kernel']} | {s['attached_client']} / {s['attached_server']} | {missing} "
+          f"| {s['checked']} | {s['disagreements']} |")
+PY
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "probes lab: the probes disagree with the wire on Linux ${failed[*]} (above)" >&2
+    exit 1
+fi

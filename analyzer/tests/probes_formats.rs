@@ -20,6 +20,17 @@ fn formats() -> FormatSet {
 
 /// A ring-buffer record: header + raw record laid out by `format`.
 fn record(set: &FormatSet, name: &str, fields: &[(&str, u64)]) -> Vec<u8> {
+    record_with_strings(set, name, fields, &[])
+}
+
+/// The same, with `__data_loc` strings stored after the fixed part, as the
+/// kernel stores them.
+fn record_with_strings(
+    set: &FormatSet,
+    name: &str,
+    fields: &[(&str, u64)],
+    strings: &[(&str, &str)],
+) -> Vec<u8> {
     let f = set
         .sorted()
         .into_iter()
@@ -29,6 +40,16 @@ fn record(set: &FormatSet, name: &str, fields: &[(&str, u64)]) -> Vec<u8> {
     for (n, v) in fields {
         let fd = f.field(n).unwrap_or_else(|| panic!("{name}.{n}"));
         data[fd.offset..fd.offset + fd.size].copy_from_slice(&v.to_ne_bytes()[..fd.size]);
+    }
+    let mut at = f.fixed_len();
+    for (n, text) in strings {
+        let fd = f.field(n).unwrap_or_else(|| panic!("{name}.{n}"));
+        assert!(fd.data_loc, "{name}.{n} is not a __data_loc");
+        let len = text.len() + 1;
+        let loc = ((len as u32) << 16) | at as u32;
+        data[fd.offset..fd.offset + 4].copy_from_slice(&loc.to_ne_bytes());
+        data[at..at + text.len()].copy_from_slice(text.as_bytes());
+        at += len;
     }
     let mut v = vec![0u8; ebpf_common::HEADER_LEN];
     v[0] = ebpf_common::RECORD_VERSION;
@@ -42,8 +63,8 @@ fn record(set: &FormatSet, name: &str, fields: &[(&str, u64)]) -> Vec<u8> {
 #[test]
 fn every_guest_format_parses() {
     let set = formats();
-    // rpcrdma 98, rdma_cma 19, ib_cma 34 (LAB_NOTES).
-    assert_eq!(set.len(), 151);
+    // rpcrdma 98, rdma_cma 19, ib_cma 34 (LAB_NOTES), sunrpc 127.
+    assert_eq!(set.len(), 278);
     for f in set.sorted() {
         assert!(
             f.fixed_len() <= ebpf_common::RECORD_DATA_MAX,
@@ -234,5 +255,55 @@ fn decode_client_and_server_events_by_the_guest_layout() {
         ),
         "{:?}",
         p.event
+    );
+}
+
+/// The two `sunrpc` events that name calls, by the guest's layout: the
+/// client's (by task) and the server's (by XID, with the number).
+#[test]
+fn decode_procedure_names_by_the_guest_layout() {
+    let set = formats();
+    let mut d = Decoder::new(set.clone(), 0);
+    let p = d
+        .decode(&record_with_strings(
+            &set,
+            "rpc_request",
+            &[("task_id", 0x2a), ("client_id", 4), ("version", 3)],
+            &[("progname", "nfs"), ("procname", "READ")],
+        ))
+        .unwrap();
+    assert_eq!(
+        p.event,
+        ProbeEvent::RpcRequest {
+            task: TaskKey {
+                task_id: 0x2a,
+                client_id: 4
+            },
+            version: Some(3),
+            program: Some("nfs".into()),
+            procedure: Some("READ".into()),
+        }
+    );
+    let p = d
+        .decode(&record_with_strings(
+            &set,
+            "svc_process",
+            &[("xid", 0x9bc0454e), ("vers", 4), ("proc", 1)],
+            &[
+                ("service", "nfsd"),
+                ("procedure", "COMPOUND"),
+                ("addr", "10.99.0.2:40007"),
+            ],
+        ))
+        .unwrap();
+    assert_eq!(
+        p.event,
+        ProbeEvent::SvcProcess {
+            xid: 0x9bc0454e,
+            version: Some(4),
+            proc: Some(1),
+            service: Some("nfsd".into()),
+            procedure: Some("COMPOUND".into()),
+        }
     );
 }

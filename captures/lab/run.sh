@@ -3,8 +3,13 @@
 # from two QEMU guests, with the guests' own kernel traces as ground truth.
 #
 #   captures/lab/run.sh [--out DIR] [--guest-hook DIR] [--keep-work]
-#                       [--accel auto|kvm|tcg] [--rebuild] [SCENARIO...]
+#                       [--accel auto|kvm|tcg] [--rebuild]
+#                       [--suite bookworm|bullseye|trixie] [--image-only]
+#                       [SCENARIO...]
 #
+# --suite picks the guests' Debian release, hence their kernel: bookworm
+# (default, Linux 6.1), bullseye (5.10), trixie (6.12); LAB_SUITE too.
+# --image-only builds (or finds) that suite's cached image and stops.
 # Default scenarios: all (see guest/scenarios.sh, ALL_SCENARIOS). The output
 # folder gets, per scenario: SC.pcap (tcpdump -i eth0 -s 0 in the client),
 # SC.client.trace.txt and SC.server.trace.txt (tracefs output of the rpcrdma,
@@ -33,9 +38,11 @@ hook=""
 keep_work=0
 accel=${LAB_ACCEL:-auto}
 rebuild=0
+suite=${LAB_SUITE:-bookworm}
+image_only=0
 scenarios=()
 
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
     case $1 in
         --out) out=${2:?--out needs a folder}; shift 2 ;;
@@ -43,6 +50,8 @@ while [ $# -gt 0 ]; do
         --keep-work) keep_work=1; shift ;;
         --accel) accel=${2:?--accel needs auto, kvm or tcg}; shift 2 ;;
         --rebuild) rebuild=1; shift ;;
+        --image-only) image_only=1; shift ;;
+        --suite) suite=${2:?--suite needs bookworm, bullseye or trixie}; shift 2 ;;
         -h|--help) usage 0 ;;
         -*) echo "run.sh: unknown option $1" >&2; usage 2 ;;
         *) scenarios+=("$1"); shift ;;
@@ -58,6 +67,10 @@ KVM_PROBE_SECONDS=${LAB_KVM_PROBE_SECONDS:-20}
 log() { echo "[$(date -u +%H:%M:%S)] lab: $*"; }
 die() { echo "[$(date -u +%H:%M:%S)] lab: ERROR: $*" >&2; exit 1; }
 
+case $suite in
+    bullseye|bookworm|trixie) ;;
+    *) die "--suite $suite: the lab builds guests of bullseye (5.10), bookworm (6.1) or trixie (6.12)" ;;
+esac
 [ "$(id -u)" = 0 ] || die "run as root: it installs packages, runs debootstrap and reads the guest image"
 
 t_run0=$(date +%s)
@@ -92,10 +105,11 @@ for c in qemu-system-x86_64 debootstrap mkfs.ext4 tshark python3; do
 done
 
 # ------------------------------------------------------------ guest image
-# The cache key covers everything baked into the image; the scenario scripts
-# travel over 9p at boot time and are not part of it.
-image_hash=$(cat "$here/image/build-image.sh" "$here/image/packages.txt" \
-                 "$here/image/lab-boot" "$here/image/lab.service" | sha256sum | cut -c1-16)
+# The cache key covers everything baked into the image (the suite too: one
+# image per kernel of the matrix); the scenario scripts travel over 9p at
+# boot time and are not part of it.
+image_hash=$( { echo "suite=$suite"; cat "$here/image/build-image.sh" "$here/image/packages.txt" \
+                 "$here/image/lab-boot" "$here/image/lab.service"; } | sha256sum | cut -c1-16)
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/rdma-analyzer-lab/$image_hash
 mkdir -p "$cache"
 image_built=0
@@ -105,15 +119,19 @@ t_img0=$(date +%s)
     flock -w 1800 9 || die "another lab run has held the image lock for 30 min"
     if [ "$rebuild" = 1 ]; then rm -f "$cache/rootfs.img"; fi
     if [ ! -f "$cache/rootfs.img" ]; then
-        log "building the guest image into $cache (debootstrap; a few minutes)"
-        timeout 1800 "$here/image/build-image.sh" "$cache" > "$out/image-build.log" 2>&1 \
+        log "building the $suite guest image into $cache (debootstrap; a few minutes)"
+        timeout 1800 "$here/image/build-image.sh" "$cache" "$suite" > "$out/image-build.log" 2>&1 \
             || die "image build failed; see $out/image-build.log"
         touch "$cache/.built-by-this-run.$$"
     fi
 ) 9> "$cache/.lock"
 if [ -e "$cache/.built-by-this-run.$$" ]; then image_built=1; rm -f "$cache/.built-by-this-run.$$"; fi
 t_img1=$(date +%s)
-log "guest image: $cache ($( [ $image_built = 1 ] && echo "built in $((t_img1 - t_img0)) s" || echo cached))"
+log "guest image ($suite): $cache ($( [ $image_built = 1 ] && echo "built in $((t_img1 - t_img0)) s" || echo cached))"
+if [ "$image_only" = 1 ]; then
+    sed 's/^/  /' "$cache/build-info.txt"
+    return 0
+fi
 
 # ------------------------------------------------------------ work folder
 work=$(mktemp -d /tmp/rdma-analyzer-lab.XXXXXX)

@@ -6,6 +6,29 @@
 # The lab contract: return within HOOK_TIMEOUT; the -stop hook ends it.
 set -u
 sc=$1 out=$2
+# This kernel's tracepoint formats, once per guest (the first scenario's
+# hook output gets formats.tgz): the decoder's test data for this kernel
+# (ebpf-probes/testdata/linux-VERSION). Not with tar: tracefs files say
+# they are empty, so tar would store them empty; bash reads them itself.
+if [ ! -e /tmp/rdma-formats.tgz ]; then
+    t=/sys/kernel/tracing
+    [ -d $t/events ] || mount -t tracefs nodev $t 2>/dev/null
+    dest=/tmp/rdma-formats/linux-$(uname -r)
+    rm -rf /tmp/rdma-formats
+    files=() dirs=()
+    for f in $t/events/{rpcrdma,rdma_cma,ib_cma,sunrpc}/*/format; do
+        [ -e "$f" ] || continue
+        files+=("$f"); d=${f#"$t"/}; dirs+=("$dest/${d%/format}")
+    done
+    # Builtins only in the loop: a TCG guest forks slowly, and the hook
+    # has HOOK_TIMEOUT seconds for all of this and the analyzer's start.
+    mkdir -p "${dirs[@]}"
+    for f in "${files[@]}"; do
+        mapfile -t lines < "$f"
+        printf '%s\n' "${lines[@]}" > "$dest/${f#"$t"/}"
+    done
+    tar czf /tmp/rdma-formats.tgz -C /tmp/rdma-formats . && cp /tmp/rdma-formats.tgz "$out/formats.tgz"
+fi
 bin=$LAB_HOOK_DIR/rdma-analyzer
 [ -x "$bin" ] || { echo "no $bin (build it on the host: ebpf-probes/lab.sh does)"; exit 1; }
 args=(live --probes --json-out "$out/probes.jsonl" --stats-out "$out/probes-stats.json")

@@ -18,7 +18,9 @@
 //!   12 %   queue pairs                entries × QP_BYTES
 //!    5 %   RDMA Reads awaited         per connection × ReadReq
 //!    8 %   Send prefixes              bytes kept
-//!    5 %   kernel-side calls          per side × KERNEL_CALL_BYTES
+//!    5 %   kernel-side calls          per side × KERNEL_CALL_BYTES (+ the names
+//!                                     waiting for their marshal, as many at
+//!                                     most, × KERNEL_NAME_BYTES, about a fifth)
 //!    5 %   views waiting to be joined entries × JOIN_BYTES
 //! ```
 //!
@@ -55,6 +57,12 @@ pub(super) const QP_BYTES: usize =
 /// Bytes of a call the kernel side follows (task state and the transaction
 /// it becomes).
 pub(super) const KERNEL_CALL_BYTES: usize = size_of::<Transaction>() + 512;
+
+/// Bytes of a procedure name the kernel side holds until its call is
+/// marshalled: the entry, its hash slot at up to twice the room, and the
+/// two short name strings.
+pub(super) const KERNEL_NAME_BYTES: usize =
+    2 * size_of::<(super::kernel::event::TaskKey, super::kernel::names::RpcName)>() + 64;
 
 /// Bytes of a transaction waiting for its other views.
 pub(super) const JOIN_BYTES: usize = size_of::<Transaction>() + 512;

@@ -390,6 +390,7 @@ impl Engine {
             + self.conns.prefix_bytes
             + reads * std::mem::size_of::<wire::state::ReadReq>()
             + self.kernel.tracked() * budget::KERNEL_CALL_BYTES
+            + self.kernel.names_held() * budget::KERNEL_NAME_BYTES
             + self
                 .merger
                 .as_ref()

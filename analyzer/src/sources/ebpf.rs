@@ -26,7 +26,17 @@ use std::path::{Path, PathBuf};
 use ebpf_common::{KprobeId, RecordHeader, RecordKind, HEADER_LEN, RECORD_VERSION};
 
 /// Tracepoint systems the live mode attaches to, in order.
-pub const SYSTEMS: [&str; 3] = ["rpcrdma", "rdma_cma", "ib_cma"];
+pub const SYSTEMS: [&str; 4] = ["rpcrdma", "rdma_cma", "ib_cma", "sunrpc"];
+
+/// The events of `sunrpc` the live mode wants: the ones that name the
+/// program and procedure of a call. The system has over a hundred events,
+/// most of them for every RPC over TCP too, so the rest stay detached.
+pub const SUNRPC_EVENTS: [&str; 2] = ["rpc_request", "svc_process"];
+
+/// Whether live mode attaches to `system:event`.
+pub fn wanted(system: &str, event: &str) -> bool {
+    system != "sunrpc" || SUNRPC_EVENTS.contains(&event)
+}
 
 /// Where tracefs usually lives.
 pub const TRACEFS_PATHS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
@@ -597,6 +607,19 @@ fn decode_known(r: &RawRecord<'_>) -> Option<ProbeEvent> {
                 rc: r.i64("rc"),
             }
         }
+        "rpc_request" if r.format.system == "sunrpc" => ProbeEvent::RpcRequest {
+            task: task(r)?,
+            version: r.u32("version"),
+            program: r.string("progname"),
+            procedure: r.string("procname"),
+        },
+        "svc_process" if r.format.system == "sunrpc" => ProbeEvent::SvcProcess {
+            xid: r.u32("xid")?,
+            version: r.u32("vers"),
+            proc: r.u32("proc"),
+            service: r.string("service"),
+            procedure: r.string("procedure"),
+        },
         "xprtrdma_inline_thresh" => ProbeEvent::InlineThresh {
             send: r.u32("inline_send"),
             recv: r.u32("inline_recv"),
@@ -725,7 +748,7 @@ impl Plan {
         let tracepoints = formats
             .sorted()
             .into_iter()
-            .filter(|f| systems.contains(&f.system.as_str()))
+            .filter(|f| systems.contains(&f.system.as_str()) && wanted(&f.system, &f.name))
             .map(|f| (f.system.clone(), f.name.clone()))
             .collect();
         Plan {
@@ -741,6 +764,7 @@ pub fn why_absent(system: &str) -> String {
         "rpcrdma" => "rpcrdma (the NFS/RDMA client and server transport)",
         "rdma_cma" => "rdma_cm",
         "ib_cma" => "ib_cm",
+        "sunrpc" => "sunrpc (the kernel's RPC layer, under NFS)",
         other => other,
     };
     let loaded = fs::read_to_string("/proc/modules")
@@ -1240,6 +1264,90 @@ print fmt: \"cq_id=%u cid=%d num_sge=%u inv_rkey=0x%08x\", REC->cq_id, REC->comp
         b[8..24].copy_from_slice(&Ipv6Addr::LOCALHOST.octets());
         assert_eq!(parse_sockaddr(&b), Some("[::1]:20049".parse().unwrap()));
         assert_eq!(parse_sockaddr(&[0; 3]), None);
+    }
+
+    /// `sunrpc:rpc_request` laid out as the TRACE_EVENT of Linux 5.10-6.12
+    /// declares it (two `__string`s after the fixed part).
+    const RPC_REQUEST: &str = "name: rpc_request
+ID: 1800
+format:
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+
+\tfield:unsigned int task_id;\toffset:8;\tsize:4;\tsigned:0;
+\tfield:unsigned int client_id;\toffset:12;\tsize:4;\tsigned:0;
+\tfield:int version;\toffset:16;\tsize:4;\tsigned:1;
+\tfield:bool async;\toffset:20;\tsize:1;\tsigned:0;
+\tfield:__data_loc char[] progname;\toffset:24;\tsize:4;\tsigned:0;
+\tfield:__data_loc char[] procname;\toffset:28;\tsize:4;\tsigned:0;
+
+print fmt: \"task:%u@%u %sv%d %s (%ssync)\", REC->task_id, REC->client_id, __get_str(progname), REC->version, __get_str(procname), REC->async ? \"a\": \"\"
+";
+
+    #[test]
+    fn decode_rpc_request_names() {
+        let mut set = FormatSet::default();
+        set.insert(Format::parse("sunrpc", RPC_REQUEST).unwrap());
+        let mut d = Decoder::new(set, 0);
+        let loc = |off: u32, len: u32| ((len << 16) | off).to_ne_bytes();
+        let data = record(
+            1800,
+            &[
+                (8, &0x2au32.to_ne_bytes()),
+                (12, &3u32.to_ne_bytes()),
+                (16, &3i32.to_ne_bytes()),
+                (24, &loc(32, 4)),
+                (28, &loc(36, 5)),
+                (32, b"nfs\0"),
+                (36, b"READ\0"),
+            ],
+            256,
+        );
+        let p = d.decode(&framed(1, 1800, 0, 1, &data)).unwrap();
+        assert_eq!(
+            p.event,
+            ProbeEvent::RpcRequest {
+                task: TaskKey {
+                    task_id: 0x2a,
+                    client_id: 3
+                },
+                version: Some(3),
+                program: Some("nfs".into()),
+                procedure: Some("READ".into()),
+            }
+        );
+        // A string that points past what was copied is unknown, not garbage.
+        let data = record(1800, &[(8, &1u32.to_ne_bytes()), (28, &loc(250, 40))], 256);
+        let p = d.decode(&framed(1, 1800, 0, 1, &data)).unwrap();
+        assert!(matches!(
+            p.event,
+            ProbeEvent::RpcRequest {
+                procedure: None,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn only_the_naming_sunrpc_events_are_planned() {
+        let mut set = FormatSet::default();
+        set.insert(Format::parse("sunrpc", RPC_REQUEST).unwrap());
+        set.insert(
+            Format::parse(
+                "sunrpc",
+                &RPC_REQUEST
+                    .replace("name: rpc_request", "name: rpc_task_begin")
+                    .replace("ID: 1800", "ID: 1801"),
+            )
+            .unwrap(),
+        );
+        let p = Plan::all_of(&set, &SYSTEMS, &[]);
+        assert_eq!(
+            p.tracepoints,
+            vec![("sunrpc".to_string(), "rpc_request".to_string())]
+        );
     }
 
     #[test]

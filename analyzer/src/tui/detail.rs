@@ -260,7 +260,8 @@ fn draw_info(f: &mut Frame<'_>, area: Rect, t: &Transaction) {
                 Origin::Wire => "wire           ",
             }),
             Span::raw(format!(
-                "latency {}, requested {}, granted {}, invalidated {}, {} chunk segments{}",
+                "{}, latency {}, requested {}, granted {}, invalidated {}, {} chunk segments{}",
+                v.procedure_label(),
                 v.latency_us.map_or("-".into(), |l| format!("{l:.1} µs")),
                 v.credits_requested.map_or("-".into(), |r| r.to_string()),
                 v.credits_granted.map_or("-".into(), |g| g.to_string()),

@@ -669,8 +669,68 @@ fn kernel_rows_say_whose_view_they_are() {
     // The detail of the joined row shows each kernel's numbers.
     ui.apply(Action::ShowTxn(0));
     let text = screen_text(&render(&mut m, &mut ui, 160, 48));
-    assert!(text.contains("client kernel  latency 12.5 µs"), "{text}");
-    assert!(text.contains("server kernel  latency 12.5 µs"), "{text}");
+    assert!(
+        text.contains("client kernel  NFS NULL, latency 12.5 µs"),
+        "{text}"
+    );
+    assert!(
+        text.contains("server kernel  NFS NULL, latency 12.5 µs"),
+        "{text}"
+    );
+}
+
+#[test]
+fn kernel_rows_name_their_procedure() {
+    // The client's kernel alone (an RNIC that hides the traffic): the
+    // procedure comes from `sunrpc:rpc_request`, through the engine.
+    use crate::engine::kernel::event::{ChunkType, Probe, ProbeEvent, ProbeMeta, TaskKey};
+    use crate::engine::{Engine, Event};
+    let task = TaskKey {
+        task_id: 7,
+        client_id: 1,
+    };
+    let events = [
+        ProbeEvent::RpcRequest {
+            task,
+            version: Some(3),
+            program: Some("nfs".into()),
+            procedure: Some("READDIRPLUS".into()),
+        },
+        ProbeEvent::Marshal {
+            task,
+            xid: 0x1234_5678,
+            rtype: ChunkType::Inline,
+            wtype: ChunkType::ReplyChunk,
+            hdrlen: Some(28),
+            xdrlen: Some(120),
+        },
+        ProbeEvent::Reply {
+            task,
+            xid: 0x1234_5678,
+            credits: 32,
+        },
+    ];
+    let mut engine = Engine::new(Config::default());
+    let mut out = Vec::new();
+    for (i, event) in events.into_iter().enumerate() {
+        let p = Probe {
+            meta: ProbeMeta {
+                seq: i as u64 + 1,
+                ts_ns: 1_000 * i as u64,
+                cpu: 0,
+                tid: 9,
+            },
+            event,
+        };
+        engine.handle(Event::Probe(&p), &mut out);
+    }
+    engine.finish(&mut |f| out.push(f));
+    let mut m = Model::new("live", Caps::default());
+    m.apply(Msg::Findings(out));
+    let mut ui = UiState::default();
+    ui.apply(Action::Go(Screen::Transactions));
+    let text = screen_text(&render(&mut m, &mut ui, 160, 24));
+    assert!(text.contains("[client kernel] NFS READDIRPLUS"), "{text}");
 }
 
 fn screen_text(t: &Terminal<TestBackend>) -> String {

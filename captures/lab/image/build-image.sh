@@ -1,13 +1,14 @@
 #!/bin/bash
-# Build the lab's guest image: a Debian bookworm root filesystem (debootstrap
-# minbase) with the kernel, soft-RoCE user tools and the kernel NFS server and
+# Build the lab's guest image: a Debian root filesystem (debootstrap minbase;
+# bookworm, or bullseye/trixie for the kernel matrix) with the kernel, soft-RoCE user tools and the kernel NFS server and
 # client, packed into a raw ext4 image, plus the kernel and initrd taken out of
 # it so QEMU can boot them with -kernel/-initrd (no bootloader needed).
 #
-# Usage: build-image.sh DEST_DIR
+# Usage: build-image.sh DEST_DIR [SUITE]
+#   SUITE: bookworm (default; Linux 6.1), bullseye (5.10) or trixie (6.12).
 #   Writes DEST_DIR/{rootfs.img,vmlinuz,initrd.img,build-info.txt}.
 #   run.sh calls this only when its cache has no image for the current hash
-#   of this file + packages.txt + lab-boot (see run.sh: image_hash).
+#   of the suite + this file + packages.txt + lab-boot (see run.sh: image_hash).
 #
 # Only the small boot stub (lab-boot + lab.service) is baked into the image;
 # the scenario scripts arrive at boot time over the 9p share, so editing a
@@ -15,9 +16,13 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-dest=${1:?usage: build-image.sh DEST_DIR}
+dest=${1:?usage: build-image.sh DEST_DIR [SUITE]}
+suite=${2:-bookworm}
 mirror=${LAB_MIRROR:-http://deb.debian.org/debian}
-suite=bookworm
+case $suite in
+    bullseye|bookworm|trixie) ;;
+    *) echo "build-image.sh: unknown suite '$suite' (bullseye, bookworm or trixie)" >&2; exit 2 ;;
+esac
 
 [ "$(id -u)" = 0 ] || { echo "build-image.sh: must run as root (debootstrap, chroot)" >&2; exit 1; }
 mkdir -p "$dest"
@@ -52,6 +57,8 @@ printf '/dev/vda / ext4 rw,relatime 0 1\n' > "$rootfs/etc/fstab"
 
 install -m 0755 "$here/lab-boot" "$rootfs/usr/local/sbin/lab-boot"
 install -m 0644 "$here/lab.service" "$rootfs/etc/systemd/system/lab.service"
+# bullseye's minbase may have no unit enabled for the target yet.
+mkdir -p "$rootfs/etc/systemd/system/multi-user.target.wants"
 ln -sf /etc/systemd/system/lab.service "$rootfs/etc/systemd/system/multi-user.target.wants/lab.service"
 
 # The NFS server is started by the server role only (after /etc/exports is

@@ -1,11 +1,12 @@
 //! The client's kernel (`xprtrdma_*` tracepoints), keyed by RPC task:
 //!
 //! ```text
-//!  chunk_read/write/reply ─► marshal(xid) ─► post_send ─► reply(xid, credits)
+//!  rpc_request(names) ─► chunk_read/write/reply ─► marshal(xid) ─► post_send ─► reply(xid, credits)
 //!    ─► mr_reminv(handle) ─► decode_seg(len) ─► Transaction (after a grace period)
 //! ```
 
 use super::event::{ChunkType, ProbeEvent, ProbeMeta, SegKind, TaskKey};
+use super::names::RpcName;
 use super::{advertised, Correlator};
 use crate::engine::keys::{ConnIds, KernelConnKey};
 use crate::engine::model::{Ladder, StepWhat};
@@ -28,6 +29,7 @@ pub(super) struct ClientCall {
     reply: Option<(u64, u64, u32)>, // (seq, ts, credits)
     deadline: u64,
     remote_inv: Option<u32>,
+    name: Option<RpcName>,
     ladder: Ladder,
 }
 
@@ -42,6 +44,20 @@ impl Correlator {
     ) {
         let (seq, ts) = (meta.seq, meta.ts_ns);
         match event {
+            ProbeEvent::RpcRequest {
+                task,
+                version,
+                program,
+                procedure,
+            } => {
+                let name = RpcName {
+                    program: program.clone(),
+                    version: *version,
+                    proc: None,
+                    procedure: procedure.clone(),
+                };
+                self.hold_name(*task, name);
+            }
             ProbeEvent::ClientChunk {
                 task,
                 kind,
@@ -86,7 +102,12 @@ impl Correlator {
                 if remarshal {
                     self.stats.remarshals += 1;
                 }
+                let held = self.task_names.remove(task);
                 let c = self.task_entry(ids, *task, seq, out);
+                // A re-marshal (retransmission) keeps the name it had.
+                if held.is_some() {
+                    c.name = held;
+                }
                 c.marshal = Some((seq, ts));
                 c.xid = *xid;
                 c.rtype = Some(*rtype);
@@ -184,6 +205,28 @@ impl Correlator {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Holds a task's names until its marshal; the oldest go when the
+    /// table is full (they belong to RPCs over other transports, or to
+    /// tasks that never got to send).
+    fn hold_name(&mut self, task: TaskKey, name: RpcName) {
+        if !self.task_names.contains_key(&task) && self.task_names.len() >= self.cfg.max_outstanding
+        {
+            while let Some(old) = self.names_order.pop_front() {
+                if self.task_names.remove(&old).is_some() {
+                    break;
+                }
+            }
+        }
+        self.task_names.insert(task, name);
+        self.names_order.push_back(task);
+        // Marshals take names out of the table but not out of the order:
+        // drop those keys before they outnumber the live ones.
+        if self.names_order.len() > 2 * self.task_names.len() + 1024 {
+            let names = &self.task_names;
+            self.names_order.retain(|k| names.contains_key(k));
         }
     }
 
@@ -316,13 +359,16 @@ impl Correlator {
             .reply
             .map(|r| r.1.saturating_sub(c.sent_ts.unwrap_or(call_ts)) as f64 / 1e3);
         let header = CallHeader::Text(format!(
-            "client probes: task {}@{} rtype {} wtype {}",
+            "client probes: task {}@{} {}rtype {} wtype {}",
             task.task_id,
             task.client_id,
+            c.name
+                .as_ref()
+                .map_or(String::new(), |n| format!("{} ", n.words())),
             c.rtype.unwrap_or(ChunkType::Inline).name(),
             c.wtype.unwrap_or(ChunkType::Inline).name()
         ));
-        let t = Transaction {
+        let mut t = Transaction {
             reply_frame: c.reply.map(|r| r.0),
             reply_ts_ns: c.reply.map(|r| r.1),
             call_transfer,
@@ -347,6 +393,9 @@ impl Correlator {
                 header,
             )
         };
+        if let Some(n) = &c.name {
+            n.fill(&mut t);
+        }
         out.push(Finding::Transaction(Box::new(t)));
     }
 }

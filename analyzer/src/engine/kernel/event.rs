@@ -272,6 +272,34 @@ pub enum ProbeEvent {
         /// Remote QPN, when carried.
         remote_qpn: Option<u32>,
     },
+    /// `sunrpc:rpc_request`: the client starts an RPC; the only client event
+    /// that names the program and procedure (the transport's events carry
+    /// numbers only). It comes before the task's `xprtrdma_marshal`, and for
+    /// every RPC of the host, over TCP too.
+    RpcRequest {
+        /// Task.
+        task: TaskKey,
+        /// Program version (`cl_vers`).
+        version: Option<u32>,
+        /// The client's name for the program (`nfs`, `nfsacl`, `lockd`, `mount`).
+        program: Option<String>,
+        /// The client's name for the procedure (`READ`; for NFSv4 the
+        /// client's name for the COMPOUND: `READ`, `OPEN`, `SEQUENCE`).
+        procedure: Option<String>,
+    },
+    /// `sunrpc:svc_process`: the server dispatches a call to its program.
+    SvcProcess {
+        /// RPC XID.
+        xid: u32,
+        /// Program version.
+        version: Option<u32>,
+        /// Procedure number.
+        proc: Option<u32>,
+        /// The server's name for the program (`nfsd`, `nfsacl`, `lockd`).
+        service: Option<String>,
+        /// Procedure name (`READ`, `COMPOUND`); older kernels lack it.
+        procedure: Option<String>,
+    },
     /// Kprobe: the CM private data passed to `rdma_connect_locked` or `rdma_accept`.
     PrivateData {
         /// Which call.
@@ -301,7 +329,8 @@ impl ProbeEvent {
         match self {
             ProbeEvent::Marshal { xid, .. }
             | ProbeEvent::Reply { xid, .. }
-            | ProbeEvent::DecodeRqst { xid, .. } => Some(*xid),
+            | ProbeEvent::DecodeRqst { xid, .. }
+            | ProbeEvent::SvcProcess { xid, .. } => Some(*xid),
             _ => None,
         }
     }

@@ -3,8 +3,8 @@
 //! from events).
 //!
 //! ```text
-//!  Event::Probe ──► Correlator::handle ──┬─ xprtrdma_* ──► client.rs (by RPC task)
-//!                                        ├─ svcrdma_*  ──► server.rs (by receive completion, then nfsd thread)
+//!  Event::Probe ──► Correlator::handle ──┬─ xprtrdma_*, rpc_request ──► client.rs (by RPC task)
+//!                                        ├─ svcrdma_*, svc_process ──► server.rs (by receive completion, then nfsd thread)
 //!                                        └─ kprobe: CM private data ──► Correlator::private_data
 //! ```
 //!
@@ -17,6 +17,7 @@
 pub mod event;
 
 mod client;
+pub(crate) mod names;
 mod server;
 
 use std::collections::VecDeque;
@@ -25,6 +26,7 @@ use rdma_dissectors::rpcrdma::Segment;
 
 use client::ClientCall;
 use event::{Cid, Probe, ProbeEvent, SegKind, TaskKey};
+use names::RpcName;
 use server::ServerCall;
 
 use crate::engine::keys::{ConnIds, KernelConnKey, Map};
@@ -77,6 +79,11 @@ pub struct Correlator {
     conns: Map<KernelConnKey, ConnId>,
     tasks: Map<TaskKey, ClientCall>,
     task_order: VecDeque<TaskKey>,
+    /// Names from `rpc_request`, held until the task's marshal. Every RPC
+    /// of the host has one, TCP ones too, which never marshal here: the
+    /// table is capped like the calls and the oldest go first.
+    task_names: Map<TaskKey, RpcName>,
+    names_order: VecDeque<TaskKey>,
     recv_ts: Map<Cid, u64>,
     recv_order: VecDeque<Cid>,
     recv_segs: Map<Cid, Vec<SegmentUse>>,
@@ -109,6 +116,12 @@ impl Correlator {
     /// memory budget counts them).
     pub fn tracked(&self) -> usize {
         self.tasks.len() + self.threads.len() + self.recv_ts.len() + self.chunk_ctx.len()
+    }
+
+    /// Procedure names waiting for their task's marshal (counted apart:
+    /// they are much smaller than calls).
+    pub fn names_held(&self) -> usize {
+        self.task_names.len()
     }
 
     /// A correlator with `cfg`.
@@ -146,13 +159,15 @@ impl Correlator {
             | ProbeEvent::Reply { .. }
             | ProbeEvent::RemoteInv { .. }
             | ProbeEvent::LocalInv { .. }
-            | ProbeEvent::DecodeSeg { .. } => self.client_event(ids, p.meta, &p.event, out),
+            | ProbeEvent::DecodeSeg { .. }
+            | ProbeEvent::RpcRequest { .. } => self.client_event(ids, p.meta, &p.event, out),
             ProbeEvent::Completion { .. }
             | ProbeEvent::ServerDecodeSeg { .. }
             | ProbeEvent::DecodeRqst { .. }
             | ProbeEvent::PostChunk { .. }
             | ProbeEvent::EncodeWseg { .. }
-            | ProbeEvent::ServerPostSend { .. } => self.server_event(ids, p.meta, &p.event, out),
+            | ProbeEvent::ServerPostSend { .. }
+            | ProbeEvent::SvcProcess { .. } => self.server_event(ids, p.meta, &p.event, out),
             ProbeEvent::PrivateData { which, bytes } if self.private_data.len() < 1024 => {
                 self.private_data.push((*which, bytes.clone()));
             }

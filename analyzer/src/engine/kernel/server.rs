@@ -3,10 +3,11 @@
 //!
 //! ```text
 //!  wc_recv(cid) ─► decode_rseg/wseg(cid) ─► decode_rqst(cid, xid, credits)
-//!    ─► post_read_chunk ─► wc_read ─► encode_wseg ─► post_write_chunk ─► post_send(inv_rkey) ─► Transaction
+//!    ─► svc_process(xid, names) ─► post_read_chunk ─► wc_read ─► encode_wseg ─► post_write_chunk ─► post_send(inv_rkey) ─► Transaction
 //! ```
 
 use super::event::{ProbeEvent, ProbeMeta, SegKind};
+use super::names::RpcName;
 use super::{advertised, Correlator};
 use crate::engine::keys::{ConnIds, KernelConnKey};
 use crate::engine::model::{Ladder, Phases, StepWhat};
@@ -30,6 +31,7 @@ pub(super) struct ServerCall {
     last_read: Option<u64>,
     first_write: Option<u64>,
     last_write: Option<u64>,
+    name: Option<RpcName>,
     ladder: Ladder,
 }
 
@@ -174,6 +176,24 @@ impl Correlator {
                     }
                 }
             }
+            ProbeEvent::SvcProcess {
+                xid,
+                version,
+                proc,
+                service,
+                procedure,
+            } => {
+                // The nfsd thread that decoded the call dispatches it; an
+                // XID that differs is a call over another transport.
+                if let Some(s) = self.threads.get_mut(&tid).filter(|s| s.xid == *xid) {
+                    s.name = Some(RpcName {
+                        program: service.clone(),
+                        version: *version,
+                        proc: *proc,
+                        procedure: procedure.clone(),
+                    });
+                }
+            }
             ProbeEvent::ServerPostSend { inv_rkey, .. } => {
                 if let Some(s) = self.threads.remove(&tid) {
                     self.finish_server(ids, s, Some((seq, ts, *inv_rkey)), out);
@@ -297,10 +317,17 @@ impl Correlator {
             .iter()
             .any(|g| g.kind == ChunkKind::Reply && g.reported_length.unwrap_or(0) > 0);
         let header = CallHeader::Text(format!(
-            "server probes: rdma_vers {} rdma_proc {} rdma_credit {} hdrlen {}",
-            s.vers, s.proc, s.credits, s.hdrlen
+            "server probes: {}rdma_vers {} rdma_proc {} rdma_credit {} hdrlen {}",
+            s.name
+                .as_ref()
+                .map_or(String::new(), |n| format!("{} ", n.words())),
+            s.vers,
+            s.proc,
+            s.credits,
+            s.hdrlen
         ));
-        let t = Transaction {
+        let name = s.name.take();
+        let mut t = Transaction {
             reply_frame: reply.map(|r| r.0),
             reply_ts_ns: reply_ts,
             call_transfer: if s.proc == 1 && s.segs.iter().any(|g| g.position == Some(0)) {
@@ -329,6 +356,9 @@ impl Correlator {
             ladder_omitted: s.ladder.omitted,
             ..Transaction::new(Origin::ServerProbes, connection, s.xid, s.seq, s.ts, header)
         };
+        if let Some(n) = &name {
+            n.fill(&mut t);
+        }
         out.push(Finding::Transaction(Box::new(t)));
     }
 }

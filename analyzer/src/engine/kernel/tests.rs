@@ -420,3 +420,129 @@ fn server_anomalies_say_they_come_from_the_server() {
     );
     assert_eq!(txns(&out)[0].origin, Origin::ServerProbes);
 }
+
+fn rpc_request(task: TaskKey, procedure: &str) -> ProbeEvent {
+    ProbeEvent::RpcRequest {
+        task,
+        version: Some(3),
+        program: Some("nfs".into()),
+        procedure: Some(procedure.into()),
+    }
+}
+
+fn marshal(task: TaskKey, xid: u32) -> ProbeEvent {
+    ProbeEvent::Marshal {
+        task,
+        xid,
+        rtype: ChunkType::Inline,
+        wtype: ChunkType::Inline,
+        hdrlen: None,
+        xdrlen: None,
+    }
+}
+
+/// `rpc_request` names the task's call; a retransmission (a second marshal
+/// of the task, no second `rpc_request`) keeps the name; a task that never
+/// got `rpc_request` (the probes started after it) stays unnamed.
+#[test]
+fn client_calls_are_named_by_rpc_request() {
+    let mut c = Correlator::new(CorrelateConfig::default());
+    let (mut out, mut ids) = (Vec::new(), ConnIds::default());
+    let other = TaskKey {
+        task_id: 0x18,
+        client_id: 4,
+    };
+    let evs = [
+        rpc_request(T, "READ"),
+        marshal(T, 1),
+        marshal(T, 1),
+        marshal(other, 2),
+        ProbeEvent::Reply {
+            task: T,
+            xid: 1,
+            credits: 8,
+        },
+        ProbeEvent::Reply {
+            task: other,
+            xid: 2,
+            credits: 8,
+        },
+    ];
+    for (i, e) in evs.into_iter().enumerate() {
+        c.handle(&mut ids, &p(i as u64 + 1, i as u64, 40, e), &mut out);
+    }
+    c.end(&mut ids, &mut out);
+    let t = txns(&out);
+    assert_eq!(t.len(), 2);
+    assert_eq!((t[0].xid, t[0].procedure_label().as_str()), (1, "NFS READ"));
+    assert_eq!((t[0].version, t[0].proc), (Some(3), Some(6)));
+    assert!(t[0].call_header.to_string().contains("nfs v3 READ"));
+    assert_eq!((t[1].xid, t[1].procedure.as_deref()), (2, None));
+    assert_eq!(c.names_held(), 0);
+}
+
+/// Every RPC of the host has an `rpc_request`, those over TCP too, which
+/// never marshal here: the names they leave are bounded.
+#[test]
+fn names_of_calls_that_never_marshal_are_bounded() {
+    let cfg = CorrelateConfig {
+        max_outstanding: 100,
+        ..CorrelateConfig::default()
+    };
+    let mut c = Correlator::new(cfg);
+    let (mut out, mut ids) = (Vec::new(), ConnIds::default());
+    for i in 0..10_000u32 {
+        let task = TaskKey {
+            task_id: i,
+            client_id: 9,
+        };
+        c.handle(
+            &mut ids,
+            &p(u64::from(i), 0, 1, rpc_request(task, "GETATTR")),
+            &mut out,
+        );
+    }
+    assert_eq!(c.names_held(), 100);
+    assert!(c.names_order.len() <= 2 * 100 + 1024 + 1);
+    assert!(out.is_empty());
+}
+
+/// `svc_process` on the nfsd thread that decoded the call names it; one
+/// with another XID (a call over TCP on the same thread) does not.
+#[test]
+fn server_calls_are_named_by_svc_process() {
+    let mut c = Correlator::new(CorrelateConfig::default());
+    let (mut out, mut ids) = (Vec::new(), ConnIds::default());
+    let rc = Cid { cq_id: 2, cid: 5 };
+    let process = |xid: u32, procedure: Option<&str>| ProbeEvent::SvcProcess {
+        xid,
+        version: Some(3),
+        proc: Some(7),
+        service: Some("nfsd".into()),
+        procedure: procedure.map(String::from),
+    };
+    let evs = [
+        ProbeEvent::DecodeRqst {
+            cid: rc,
+            xid: 0x51,
+            vers: 1,
+            proc: 0,
+            credits: 32,
+            hdrlen: None,
+        },
+        process(0x99, Some("GETATTR")),
+        process(0x51, None),
+        ProbeEvent::ServerPostSend {
+            cid: Cid { cq_id: 3, cid: 1 },
+            inv_rkey: None,
+        },
+    ];
+    for (i, e) in evs.into_iter().enumerate() {
+        c.handle(&mut ids, &p(i as u64 + 1, i as u64, 352, e), &mut out);
+    }
+    let t = txns(&out);
+    assert_eq!(t.len(), 1);
+    // This kernel's svc_process had no `procedure`: the number names it.
+    assert_eq!(t[0].procedure_label(), "NFS WRITE");
+    assert_eq!((t[0].program, t[0].proc), (Some(100_003), Some(7)));
+}
