@@ -131,9 +131,13 @@ fn probes_agree_with_the_wire() {
                 missing.extend(m["what"].as_str().map(|w| format!("{side}: {w}")));
             }
         }
-        let views = probe_views(&d.join("hook-client/probes.jsonl"), "client_probes").and_then(
-            |c| Ok((c, probe_views(&d.join("hook-server/probes.jsonl"), "server_probes")?)),
-        );
+        let views =
+            probe_views(&d.join("hook-client/probes.jsonl"), "client_probes").and_then(|c| {
+                Ok((
+                    c,
+                    probe_views(&d.join("hook-server/probes.jsonl"), "server_probes")?,
+                ))
+            });
         let (client, server) = match views {
             Ok(v) => v,
             Err(e) => {

@@ -810,6 +810,114 @@ pub struct ProbeSet {
     pub attached: Vec<String>,
     /// What did not, and why.
     pub missing: Vec<Missing>,
+    /// Whether the one program with BPF cookies runs (Linux 5.15+), or one
+    /// slot program per tracepoint (older kernels).
+    pub cookies: bool,
+}
+
+/// Attaches the one tracepoint program to every tracepoint of `plan`, each
+/// link carrying the tracepoint's id as its cookie. Returns the links.
+///
+/// # Errors
+/// The program does not load: a kernel without `bpf_get_attach_cookie`.
+fn attach_with_cookies(
+    ebpf: &mut aya::Ebpf,
+    plan: &Plan,
+    formats: &FormatSet,
+    attached: &mut Vec<String>,
+    missing: &mut Vec<Missing>,
+) -> Result<Vec<CookieLink>, String> {
+    let prog: &mut aya::programs::TracePoint = ebpf
+        .program_mut(ebpf_common::PROG_TRACEPOINT)
+        .ok_or_else(|| format!("no program {}", ebpf_common::PROG_TRACEPOINT))?
+        .try_into()
+        .map_err(|e: aya::programs::ProgramError| chain(&e))?;
+    prog.load().map_err(|e| chain(&e))?;
+    let prog_fd = prog.fd().map_err(|e| chain(&e))?;
+    use std::os::fd::{AsFd, AsRawFd};
+    let raw = prog_fd.as_fd().as_raw_fd();
+    let mut links = Vec::new();
+    for (sys, ev) in &plan.tracepoints {
+        let Some(f) = formats.by_name(sys, ev) else {
+            missing.push(Missing {
+                what: format!("{sys}:{ev}"),
+                why: "no format file".into(),
+            });
+            continue;
+        };
+        match CookieLink::attach(raw, f.id) {
+            Ok(l) => {
+                links.push(l);
+                attached.push(format!("{sys}:{ev}"));
+            }
+            Err(e) => missing.push(Missing {
+                what: format!("{sys}:{ev}"),
+                why: e,
+            }),
+        }
+    }
+    Ok(links)
+}
+
+/// Kernels without BPF cookies: each tracepoint of `plan` gets a slot
+/// program of its own, which finds the tracepoint's id in its slot of
+/// `SLOT_IDS`. The links live in `ebpf`.
+///
+/// # Errors
+/// The slot map or programs are not in the object, or do not load.
+fn attach_slots(
+    ebpf: &mut aya::Ebpf,
+    plan: &Plan,
+    formats: &FormatSet,
+    attached: &mut Vec<String>,
+    missing: &mut Vec<Missing>,
+) -> Result<(), String> {
+    let mut wanted = Vec::new();
+    for (sys, ev) in &plan.tracepoints {
+        let what = format!("{sys}:{ev}");
+        match formats.by_name(sys, ev) {
+            None => missing.push(Missing {
+                what,
+                why: "no format file".into(),
+            }),
+            Some(_) if wanted.len() == ebpf_common::TP_SLOTS as usize => missing.push(Missing {
+                what,
+                why: format!(
+                    "no program slot left: this kernel has no BPF cookies (Linux 5.15 added them), so each tracepoint takes one of {} programs",
+                    ebpf_common::TP_SLOTS
+                ),
+            }),
+            Some(f) => wanted.push((sys, ev, f.id)),
+        }
+    }
+    {
+        let map = ebpf
+            .map_mut(ebpf_common::MAP_SLOT_IDS)
+            .ok_or_else(|| format!("no map {}", ebpf_common::MAP_SLOT_IDS))?;
+        let mut ids: aya::maps::Array<_, u32> =
+            aya::maps::Array::try_from(map).map_err(|e| chain(&e))?;
+        for (slot, (_, _, id)) in wanted.iter().enumerate() {
+            ids.set(slot as u32, u32::from(*id), 0)
+                .map_err(|e| chain(&e))?;
+        }
+    }
+    for (slot, (sys, ev, _)) in wanted.into_iter().enumerate() {
+        let name = format!("{}{slot}", ebpf_common::PROG_TRACEPOINT_SLOT);
+        let prog: &mut aya::programs::TracePoint = ebpf
+            .program_mut(&name)
+            .ok_or_else(|| format!("no program {name}"))?
+            .try_into()
+            .map_err(|e: aya::programs::ProgramError| chain(&e))?;
+        prog.load().map_err(|e| chain(&e))?;
+        match prog.attach(sys, ev) {
+            Ok(_) => attached.push(format!("{sys}:{ev}")),
+            Err(e) => missing.push(Missing {
+                what: format!("{sys}:{ev}"),
+                why: chain(&e),
+            }),
+        }
+    }
+    Ok(())
 }
 
 /// Why the probes could not start at all.
@@ -866,36 +974,21 @@ impl ProbeSet {
             .collect();
         let mut attached = Vec::new();
         let mut links = Vec::new();
-        {
-            let prog: &mut aya::programs::TracePoint = ebpf
-                .program_mut(ebpf_common::PROG_TRACEPOINT)
-                .ok_or_else(|| {
-                    StartError::Load(format!("no program {}", ebpf_common::PROG_TRACEPOINT))
-                })?
-                .try_into()
-                .map_err(|e: aya::programs::ProgramError| StartError::Load(chain(&e)))?;
-            prog.load().map_err(|e| StartError::Load(chain(&e)))?;
-            let prog_fd = prog.fd().map_err(|e| StartError::Load(chain(&e)))?;
-            use std::os::fd::{AsFd, AsRawFd};
-            let raw = prog_fd.as_fd().as_raw_fd();
-            for (sys, ev) in &plan.tracepoints {
-                let Some(f) = formats.by_name(sys, ev) else {
-                    missing.push(Missing {
-                        what: format!("{sys}:{ev}"),
-                        why: "no format file".into(),
-                    });
-                    continue;
-                };
-                match CookieLink::attach(raw, f.id) {
-                    Ok(l) => {
-                        links.push(l);
-                        attached.push(format!("{sys}:{ev}"));
-                    }
-                    Err(e) => missing.push(Missing {
-                        what: format!("{sys}:{ev}"),
-                        why: e,
-                    }),
-                }
+        let mut cookies = true;
+        match attach_with_cookies(&mut ebpf, plan, formats, &mut attached, &mut missing) {
+            Ok(l) => links = l,
+            // Only a kernel without cookies fails to load the cookie
+            // program that the slot programs stand in for; any other cause
+            // fails them too, and both reasons are said.
+            Err(no_cookies) => {
+                cookies = false;
+                attach_slots(&mut ebpf, plan, formats, &mut attached, &mut missing).map_err(
+                    |e| {
+                        StartError::Load(format!(
+                            "{e} (and the program for kernels with BPF cookies: {no_cookies})"
+                        ))
+                    },
+                )?;
             }
         }
         if kprobes {
@@ -944,6 +1037,7 @@ impl ProbeSet {
             lost,
             attached,
             missing,
+            cookies,
         })
     }
 

@@ -46,6 +46,17 @@ pub const MAP_LOST: &str = "LOST";
 /// Name of the tracepoint program: copies any tracepoint's record. One
 /// program is attached to every tracepoint the analyzer wants.
 pub const PROG_TRACEPOINT: &str = "rdma_tracepoint";
+/// Name prefix of the slot programs (`rdma_tp_0` to `rdma_tp_255`), for
+/// kernels without BPF cookies (before Linux 5.15): the tracepoint's id is
+/// lost before BPF runs (see [`RecordHeader::event_id`]), so each attached
+/// tracepoint gets a program of its own, which reads its id from slot N of
+/// [`MAP_SLOT_IDS`].
+pub const PROG_TRACEPOINT_SLOT: &str = "rdma_tp_";
+/// Slot programs in the object: tracepoints attachable without cookies.
+pub const TP_SLOTS: u32 = 256;
+/// Name of the array (`u32` per slot) userspace fills with each slot
+/// program's tracepoint id before attaching it.
+pub const MAP_SLOT_IDS: &str = "SLOT_IDS";
 /// Name of the kprobe on `rdma_connect_locked` (client side): copies the
 /// CM private data the caller passes (RFC 8797), which no tracepoint carries.
 pub const PROG_KPROBE_CONNECT: &str = "rdma_connect_pdata";

@@ -2,6 +2,8 @@
 //!
 //! - [`rdma_tracepoint`]: attached to every tracepoint userspace asks for
 //!   (rpcrdma, rdma_cma, ib_cma; `sched:sched_switch` for the benchmark).
+//!   On kernels without BPF cookies (before 5.15) the slot programs
+//!   `rdma_tp_N` take its place, one per tracepoint.
 //!   It copies the raw record, unparsed, behind an [`ebpf_common::RecordHeader`]
 //!   into the `EVENTS` ring buffer. Decoding happens in userspace with the
 //!   running kernel's `format` files, so one object works on every kernel.
@@ -21,12 +23,12 @@ mod bpf {
         bpf_ktime_get_ns, bpf_probe_read_kernel, bpf_probe_read_kernel_buf,
     };
     use aya_ebpf::macros::{kprobe, map, tracepoint};
-    use aya_ebpf::maps::{PerCpuArray, RingBuf};
+    use aya_ebpf::maps::{Array, PerCpuArray, RingBuf};
     use aya_ebpf::programs::{ProbeContext, TracePointContext};
     use aya_ebpf::EbpfContext;
     use ebpf_common::{
         KprobeId, Record, RecordHeader, RecordKind, PDATA_MAX, RECORD_DATA_MAX, RECORD_VERSION,
-        RING_BYTES,
+        RING_BYTES, TP_SLOTS,
     };
 
     #[map(name = "EVENTS")]
@@ -34,6 +36,9 @@ mod bpf {
 
     #[map(name = "LOST")]
     static LOST: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
+
+    #[map(name = "SLOT_IDS")]
+    static SLOT_IDS: Array<u32> = Array::with_max_entries(TP_SLOTS, 0);
 
     /// Counts one record that found the ring buffer full.
     #[inline(always)]
@@ -75,16 +80,60 @@ mod bpf {
         }
     }
 
-    /// Copies any tracepoint's raw record.
+    /// Copies any tracepoint's raw record; the event's id comes from the
+    /// attach cookie (Linux 5.15+).
     #[tracepoint]
     pub fn rdma_tracepoint(ctx: TracePointContext) -> u32 {
-        match try_tracepoint(&ctx) {
+        // The record's first 8 bytes (`common_type` and the other common
+        // fields) are overwritten by the kernel with a pt_regs pointer before
+        // BPF programs run (perf_trace_run_bpf_submit), so the event id comes
+        // from the attach cookie userspace set to the tracepoint's `ID:`.
+        // SAFETY: the helper only reads the program's own run context.
+        let id = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) } as u16;
+        match copy_record(&ctx, id) {
             Ok(()) => 0,
             Err(_) => 1,
         }
     }
 
-    fn try_tracepoint(ctx: &TracePointContext) -> Result<(), i32> {
+    /// Kernels without cookies (Linux 5.10 has no `bpf_get_attach_cookie`,
+    /// and a program that calls it does not load): one program per
+    /// tracepoint, each reading its tracepoint's id from its own slot.
+    #[inline(always)]
+    fn slot_tracepoint(ctx: &TracePointContext, slot: u32) -> u32 {
+        let Some(&id) = SLOT_IDS.get(slot) else {
+            return 1;
+        };
+        match copy_record(ctx, id as u16) {
+            Ok(()) => 0,
+            Err(_) => 1,
+        }
+    }
+
+    macro_rules! slot_programs {
+        ($($n:literal)*) => { paste::paste! { $(
+            #[tracepoint]
+            pub fn [<rdma_tp_ $n>](ctx: TracePointContext) -> u32 {
+                slot_tracepoint(&ctx, $n)
+            }
+        )* } };
+    }
+
+    // TP_SLOTS of them.
+    slot_programs!(
+        0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+        32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
+        64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95
+        96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127
+        128 129 130 131 132 133 134 135 136 137 138 139 140 141 142 143 144 145 146 147 148 149 150 151 152 153 154 155 156 157 158 159
+        160 161 162 163 164 165 166 167 168 169 170 171 172 173 174 175 176 177 178 179 180 181 182 183 184 185 186 187 188 189 190 191
+        192 193 194 195 196 197 198 199 200 201 202 203 204 205 206 207 208 209 210 211 212 213 214 215 216 217 218 219 220 221 222 223
+        224 225 226 227 228 229 230 231 232 233 234 235 236 237 238 239 240 241 242 243 244 245 246 247 248 249 250 251 252 253 254 255
+    );
+
+    /// Copies the raw record of the tracepoint behind `ctx` into the ring.
+    #[inline(always)]
+    fn copy_record(ctx: &TracePointContext, id: u16) -> Result<(), i32> {
         let Some(mut entry) = EVENTS.reserve::<Record>(0) else {
             count_lost();
             return Ok(());
@@ -99,12 +148,6 @@ mod bpf {
             entry.discard(0);
             return Err(e as i32);
         }
-        // The record's first 8 bytes (`common_type` and the other common
-        // fields) are overwritten by the kernel with a pt_regs pointer before
-        // BPF programs run (perf_trace_run_bpf_submit), so the event id comes
-        // from the attach cookie userspace set to the tracepoint's `ID:`.
-        // SAFETY: the helper only reads the program's own run context.
-        let id = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) } as u16;
         unsafe {
             (*rec).header = header(RecordKind::Tracepoint, id, RECORD_DATA_MAX as u32);
         }
