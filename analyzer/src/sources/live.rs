@@ -292,11 +292,17 @@ impl LiveInputs {
                     probes_error = Some(e.to_string());
                 }
             }
+            let slots = matches!(&inputs.probes, Some((set, _)) if !set.cookies);
             let s = &inputs.stats;
             let summary = format!(
-                "live: probes: {} attached, {} missing",
+                "live: probes: {} attached, {} missing{}",
                 s.attached.len(),
-                s.missing.len()
+                s.missing.len(),
+                if slots {
+                    " (this kernel has no BPF cookies: one program per tracepoint)"
+                } else {
+                    ""
+                }
             );
             let warn = !s.missing.is_empty();
             let missing: Vec<String> = s
