@@ -88,6 +88,12 @@ pub struct Correlator {
     recv_order: VecDeque<Cid>,
     recv_segs: Map<Cid, Vec<SegmentUse>>,
     threads: Map<u32, ServerCall>,
+    /// Calls whose nfsd thread moved on while their Read chunk was being
+    /// pulled (Linux 6.12: another thread resumes the call once the Reads
+    /// complete), by XID, until a thread's `svc_process` takes them up.
+    parked: Map<u32, ServerCall>,
+    parked_order: VecDeque<u32>,
+    /// The XID of the call each posted chunk context serves.
     chunk_ctx: Map<Cid, u32>,
     chunk_order: VecDeque<Cid>,
     /// Counters.
@@ -115,7 +121,11 @@ impl Correlator {
     /// Calls and receives followed right now, both sides together (the
     /// memory budget counts them).
     pub fn tracked(&self) -> usize {
-        self.tasks.len() + self.threads.len() + self.recv_ts.len() + self.chunk_ctx.len()
+        self.tasks.len()
+            + self.threads.len()
+            + self.parked.len()
+            + self.recv_ts.len()
+            + self.chunk_ctx.len()
     }
 
     /// Procedure names waiting for their task's marshal (counted apart:
@@ -194,9 +204,11 @@ impl Correlator {
                 self.finish_client(ids, k, c, out);
             }
         }
-        let mut threads: Vec<(u32, ServerCall)> = self.threads.drain().collect();
-        threads.sort_by_key(|(_, s)| s.seq);
-        for (_, s) in threads {
+        let mut threads: Vec<ServerCall> = self.threads.drain().map(|(_, s)| s).collect();
+        threads.extend(self.parked.drain().map(|(_, s)| s));
+        self.parked_order.clear();
+        threads.sort_by_key(|s| s.seq);
+        for s in threads {
             self.finish_server(ids, s, None, out);
         }
     }

@@ -60,9 +60,9 @@ impl Correlator {
                     self.recv_order.push_back(*cid);
                 }
                 "svcrdma_wc_read" | "svcrdma_wc_write" => {
-                    if let Some(t) = self.chunk_ctx.get(cid).copied() {
+                    if let Some(xid) = self.chunk_ctx.get(cid).copied() {
                         let cap = self.cfg.max_ladder_steps;
-                        if let Some(s) = self.threads.get_mut(&t) {
+                        if let Some(s) = self.server_call_mut(xid) {
                             let read = event == "svcrdma_wc_read";
                             if read {
                                 s.last_read = Some(ts);
@@ -105,7 +105,7 @@ impl Correlator {
                 hdrlen,
             } => {
                 if let Some(prev) = self.threads.remove(&tid) {
-                    self.finish_server(ids, prev, None, out);
+                    self.set_aside(ids, prev, out);
                 }
                 let call_ts = self.recv_ts.get(cid).copied().unwrap_or(ts);
                 let segs = self.recv_segs.remove(cid).unwrap_or_default();
@@ -160,7 +160,8 @@ impl Correlator {
                             self.chunk_ctx.remove(&old);
                         }
                     }
-                    self.chunk_ctx.insert(*cid, tid);
+                    let xid = s.xid;
+                    self.chunk_ctx.insert(*cid, xid);
                     self.chunk_order.push_back(*cid);
                 }
             }
@@ -183,8 +184,17 @@ impl Correlator {
                 service,
                 procedure,
             } => {
-                // The nfsd thread that decoded the call dispatches it; an
-                // XID that differs is a call over another transport.
+                // The nfsd thread that decoded the call dispatches it, or
+                // (6.12, a call that pulled a Read chunk) whichever thread
+                // resumes it: the call moves to that thread. An XID found
+                // nowhere is a call over another transport.
+                if self.threads.get(&tid).is_none_or(|s| s.xid != *xid) {
+                    if let Some(call) = self.take_server_call(*xid) {
+                        if let Some(other) = self.threads.insert(tid, call) {
+                            self.set_aside(ids, other, out);
+                        }
+                    }
+                }
                 if let Some(s) = self.threads.get_mut(&tid).filter(|s| s.xid == *xid) {
                     s.name = Some(RpcName {
                         program: service.clone(),
@@ -200,6 +210,55 @@ impl Correlator {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// The call `xid` wherever it waits: parked, or still on a thread.
+    fn server_call_mut(&mut self, xid: u32) -> Option<&mut ServerCall> {
+        if self.parked.contains_key(&xid) {
+            return self.parked.get_mut(&xid);
+        }
+        self.threads.values_mut().find(|s| s.xid == xid)
+    }
+
+    /// Takes the call `xid` out of wherever it waits.
+    fn take_server_call(&mut self, xid: u32) -> Option<ServerCall> {
+        if let Some(s) = self.parked.remove(&xid) {
+            return Some(s);
+        }
+        let tid = self
+            .threads
+            .iter()
+            .find_map(|(t, s)| (s.xid == xid).then_some(*t))?;
+        self.threads.remove(&tid)
+    }
+
+    /// A thread leaves `call` without a reply: a call still pulling its
+    /// Read chunk, not yet dispatched, waits for the thread that will
+    /// resume it (Linux 6.12); any other was abandoned and ends now.
+    fn set_aside(&mut self, ids: &mut ConnIds, call: ServerCall, out: &mut Vec<Finding>) {
+        if call.name.is_some() || call.first_read.is_none() {
+            self.finish_server(ids, call, None, out);
+            return;
+        }
+        while self.parked.len() >= self.cfg.max_outstanding {
+            let Some(old) = self.parked_order.pop_front() else {
+                break;
+            };
+            if let Some(s) = self.parked.remove(&old) {
+                self.stats.evicted += 1;
+                self.finish_server(ids, s, None, out);
+            }
+        }
+        // Resumed calls leave their XID behind in the order; drop those
+        // before the queue outgrows the table.
+        if self.parked_order.len() >= 2 * self.cfg.max_outstanding.max(1) {
+            let parked = &self.parked;
+            self.parked_order.retain(|x| parked.contains_key(x));
+        }
+        self.parked_order.push_back(call.xid);
+        if let Some(s) = self.parked.insert(call.xid, call) {
+            self.finish_server(ids, s, None, out);
         }
     }
 

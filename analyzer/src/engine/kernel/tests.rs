@@ -546,3 +546,111 @@ fn server_calls_are_named_by_svc_process() {
     assert_eq!(t[0].procedure_label(), "NFS WRITE");
     assert_eq!((t[0].program, t[0].proc), (Some(100_003), Some(7)));
 }
+
+/// Linux 6.12 pulls a call's Read chunk while its nfsd thread goes on to
+/// the next call; another thread resumes the first once the Reads
+/// complete. Each call keeps its own name and invalidated R_Key (the lab's
+/// parallel scenario on 6.12 swapped them between calls).
+#[test]
+fn a_call_resumed_by_another_thread_keeps_its_own_reply() {
+    let mut c = Correlator::new(CorrelateConfig::default());
+    let (mut out, mut ids) = (Vec::new(), ConnIds::default());
+    let rc = |cid| Cid { cq_id: 4, cid };
+    let sc = Cid { cq_id: 3, cid: 82 };
+    let (a, b) = (353, 354);
+    let decode = |cid, xid| ProbeEvent::DecodeRqst {
+        cid: rc(cid),
+        xid,
+        vers: 1,
+        proc: 0,
+        credits: 16,
+        hdrlen: Some(52),
+    };
+    let process = |xid, procedure: &str| ProbeEvent::SvcProcess {
+        xid,
+        version: Some(3),
+        proc: Some(7),
+        service: Some("nfsd".into()),
+        procedure: Some(procedure.into()),
+    };
+    let send = |cid, rkey| ProbeEvent::ServerPostSend {
+        cid: Cid { cq_id: 3, cid },
+        inv_rkey: Some(rkey),
+    };
+    let reply_seg = |cid, handle| ProbeEvent::ServerDecodeSeg {
+        cid: rc(cid),
+        kind: SegKind::Reply,
+        handle,
+        length: 1024,
+        offset: 0x2000,
+    };
+    let evs = [
+        (
+            a,
+            ProbeEvent::ServerDecodeSeg {
+                cid: rc(1),
+                kind: SegKind::Read { position: 132 },
+                handle: 0x18d8,
+                length: 8192,
+                offset: 0x1000,
+            },
+        ),
+        (a, reply_seg(1, 0x206b)),
+        (a, decode(1, 0x3663f769)),
+        (
+            a,
+            ProbeEvent::PostChunk {
+                kind: SegKind::Read { position: 0 },
+                cid: sc,
+                sqecount: Some(2),
+            },
+        ),
+        // Thread a moves on to the next call before the Read completes.
+        (a, reply_seg(2, 0x216d)),
+        (a, decode(2, 0x3463f769)),
+        (
+            0,
+            ProbeEvent::Completion {
+                event: "svcrdma_wc_read".into(),
+                cid: sc,
+                status: None,
+                bytes: Some(8192),
+            },
+        ),
+        // Thread b resumes the first call and answers it.
+        (b, process(0x3663f769, "WRITE")),
+        (b, send(90, 0x206b)),
+        (a, process(0x3463f769, "GETATTR")),
+        (a, send(91, 0x216d)),
+    ];
+    for (i, (tid, e)) in evs.into_iter().enumerate() {
+        c.handle(
+            &mut ids,
+            &p(i as u64 + 1, 1_000 * (i as u64 + 1), tid, e),
+            &mut out,
+        );
+    }
+    c.end(&mut ids, &mut out);
+    let t = txns(&out);
+    assert_eq!(t.len(), 2, "{out:?}");
+    let by = |xid| t.iter().find(|t| t.xid == xid).expect("both calls");
+    let (w, g) = (by(0x3663f769), by(0x3463f769));
+    assert_eq!(w.remote_invalidated_rkey, Some(0x206b));
+    assert_eq!(w.procedure_label(), "NFS WRITE");
+    let read = w
+        .chunks
+        .iter()
+        .find(|c| c.handle == 0x18d8)
+        .expect("read chunk");
+    assert_eq!(read.bytes_moved, 8192);
+    assert_eq!(g.remote_invalidated_rkey, Some(0x216d));
+    assert!(
+        g.procedure_label().contains("GETATTR"),
+        "{}",
+        g.procedure_label()
+    );
+    assert!(
+        !out.iter().any(|f| matches!(f, Finding::Anomaly(_))),
+        "{out:?}"
+    );
+}
