@@ -10,8 +10,14 @@ use rdma_analyzer::engine::kernel::event::{ChunkType, Cid, ProbeEvent, SegKind, 
 use rdma_analyzer::sources::ebpf::{Decoder, FormatSet, SYSTEMS};
 
 fn formats() -> FormatSet {
+    formats_of("linux-6.1.0-50-amd64")
+}
+
+/// The format files of one kernel of the lab's matrix (Debian 11, 12, 13).
+fn formats_of(kernel: &str) -> FormatSet {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../ebpf-probes/testdata/linux-6.1.0-50-amd64");
+        .join("../ebpf-probes/testdata")
+        .join(kernel);
     let (set, absent, bad) = FormatSet::load(&root, &SYSTEMS);
     assert!(absent.is_empty(), "{absent:?}");
     assert!(bad.is_empty(), "{bad:?}");
@@ -210,10 +216,10 @@ fn decode_client_and_server_events_by_the_guest_layout() {
     assert_eq!(
         p.event,
         ProbeEvent::RemoteInv {
-            task: TaskKey {
+            task: Some(TaskKey {
                 task_id: 0x17,
                 client_id: 4
-            },
+            }),
             handle: 0xc0b
         }
     );
@@ -306,4 +312,70 @@ fn decode_procedure_names_by_the_guest_layout() {
             procedure: Some("COMPOUND".into()),
         }
     );
+}
+
+#[test]
+fn every_matrix_kernel_format_parses() {
+    for kernel in [
+        "linux-5.10.0-32-amd64",
+        "linux-6.1.0-50-amd64",
+        "linux-6.12.117+deb13-amd64",
+    ] {
+        let set = formats_of(kernel);
+        assert!(set.len() > 200, "{kernel}: {}", set.len());
+        for f in set.sorted() {
+            assert!(
+                f.fixed_len() <= ebpf_common::RECORD_DATA_MAX,
+                "{kernel}: {}",
+                f.name
+            );
+        }
+    }
+}
+
+/// Linux 5.10 names some events differently and leaves fields out: segments
+/// without a completion id, invalidations without a task, one post_chunk
+/// event for Reads and Writes. They decode to what the correlator can tie
+/// together by thread and R_Key.
+#[test]
+fn linux_5_10_events_decode_without_the_fields_it_lacks() {
+    let set = formats_of("linux-5.10.0-32-amd64");
+    let mut d = Decoder::new(set.clone(), 0);
+    let mut dec =
+        |name: &str, fields: &[(&str, u64)]| d.decode(&record(&set, name, fields)).unwrap().event;
+    assert_eq!(
+        dec(
+            "svcrdma_decode_wseg",
+            &[("handle", 0x2c05), ("length", 8192), ("offset", 0x1000)]
+        ),
+        ProbeEvent::ServerDecodeSeg {
+            cid: None,
+            kind: SegKind::Write,
+            handle: 0x2c05,
+            length: 8192,
+            offset: 0x1000,
+        }
+    );
+    assert_eq!(
+        dec("xprtrdma_mr_reminv", &[("handle", 0x2c05)]),
+        ProbeEvent::RemoteInv {
+            task: None,
+            handle: 0x2c05
+        }
+    );
+    assert_eq!(
+        dec(
+            "svcrdma_post_chunk",
+            &[("cq_id", 3), ("completion_id", 9), ("sqecount", 2)]
+        ),
+        ProbeEvent::PostChunk {
+            kind: None,
+            cid: Cid { cq_id: 3, cid: 9 },
+            sqecount: Some(2),
+        }
+    );
+    assert!(matches!(
+        dec("svcrdma_wc_receive", &[("cq_id", 4), ("completion_id", 7)]),
+        ProbeEvent::Completion { event, cid: Cid { cq_id: 4, cid: 7 }, .. } if event == "svcrdma_wc_receive"
+    ));
 }

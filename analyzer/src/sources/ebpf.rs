@@ -585,11 +585,11 @@ fn decode_known(r: &RawRecord<'_>) -> Option<ProbeEvent> {
             }
         }
         "xprtrdma_mr_reminv" => ProbeEvent::RemoteInv {
-            task: task(r)?,
+            task: task(r),
             handle: r.u32("handle")?,
         },
         "xprtrdma_mr_localinv" => ProbeEvent::LocalInv {
-            task: task(r)?,
+            task: task(r),
             handle: r.u32("handle")?,
         },
         "xprtrdma_connect"
@@ -642,7 +642,7 @@ fn decode_known(r: &RawRecord<'_>) -> Option<ProbeEvent> {
                 SegKind::Write
             };
             ProbeEvent::ServerDecodeSeg {
-                cid: cid(r)?,
+                cid: cid(r),
                 kind,
                 handle,
                 length,
@@ -652,7 +652,7 @@ fn decode_known(r: &RawRecord<'_>) -> Option<ProbeEvent> {
         "svcrdma_encode_wseg" => {
             let (handle, length, offset) = seg(r)?;
             ProbeEvent::EncodeWseg {
-                cid: cid(r)?,
+                cid: cid(r),
                 handle,
                 length,
                 offset,
@@ -662,17 +662,19 @@ fn decode_known(r: &RawRecord<'_>) -> Option<ProbeEvent> {
             cid: cid(r)?,
             inv_rkey: r.u32("inv_rkey").filter(|&k| k != 0),
         },
-        "svcrdma_post_read_chunk" | "svcrdma_post_write_chunk" | "svcrdma_post_reply_chunk" => {
-            ProbeEvent::PostChunk {
-                kind: match name {
-                    "svcrdma_post_read_chunk" => SegKind::Read { position: 0 },
-                    "svcrdma_post_write_chunk" => SegKind::Write,
-                    _ => SegKind::Reply,
-                },
-                cid: cid(r)?,
-                sqecount: r.u32("sqecount"),
-            }
-        }
+        "svcrdma_post_read_chunk"
+        | "svcrdma_post_write_chunk"
+        | "svcrdma_post_reply_chunk"
+        | "svcrdma_post_chunk" => ProbeEvent::PostChunk {
+            kind: match name {
+                "svcrdma_post_read_chunk" => Some(SegKind::Read { position: 0 }),
+                "svcrdma_post_write_chunk" => Some(SegKind::Write),
+                "svcrdma_post_reply_chunk" => Some(SegKind::Reply),
+                _ => None,
+            },
+            cid: cid(r)?,
+            sqecount: r.u32("sqecount"),
+        },
         n if n.contains("_err")
             || n.contains("flush")
             || n.ends_with("_error")

@@ -34,6 +34,17 @@ pub(super) struct ClientCall {
 }
 
 impl Correlator {
+    /// The call an R_Key was registered for (events without a task, Linux
+    /// 5.10): a call answered and not yet finished holds it; R_Keys are
+    /// reused only once their MR is invalidated, so one call at a time does.
+    fn task_of_handle(&self, handle: u32) -> Option<TaskKey> {
+        self.tasks
+            .iter()
+            .filter(|(_, c)| c.reply.is_some())
+            .find(|(_, c)| c.segs.iter().any(|s| s.handle == handle))
+            .map(|(k, _)| *k)
+    }
+
     /// The arms of [`Correlator::handle`] for the client's events.
     pub(super) fn client_event(
         &mut self,
@@ -170,7 +181,8 @@ impl Correlator {
             }
             ProbeEvent::RemoteInv { task, handle } => {
                 let cap = self.cfg.max_ladder_steps;
-                if let Some(c) = self.tasks.get_mut(task) {
+                let task = task.or_else(|| self.task_of_handle(*handle));
+                if let Some(c) = task.and_then(|t| self.tasks.get_mut(&t)) {
                     c.remote_inv = Some(*handle);
                     for s in c.segs.iter_mut().filter(|s| s.handle == *handle) {
                         s.remotely_invalidated = true;
@@ -182,7 +194,8 @@ impl Correlator {
             }
             ProbeEvent::LocalInv { task, handle } => {
                 let cap = self.cfg.max_ladder_steps;
-                if let Some(c) = self.tasks.get_mut(task) {
+                let task = task.or_else(|| self.task_of_handle(*handle));
+                if let Some(c) = task.and_then(|t| self.tasks.get_mut(&t)) {
                     let base = c.marshal.map_or(ts, |m| m.1);
                     let what = StepWhat::LocalInvalidation { rkey: *handle };
                     c.ladder.step(cap, base, seq, ts, true, what);

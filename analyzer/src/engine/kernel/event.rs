@@ -148,15 +148,15 @@ pub enum ProbeEvent {
     },
     /// Client `xprtrdma_mr_reminv`: the server's Send With Invalidate invalidated this MR.
     RemoteInv {
-        /// Task.
-        task: TaskKey,
+        /// Task (Linux 5.10's event has none: the call is found by R_Key).
+        task: Option<TaskKey>,
         /// R_Key invalidated.
         handle: u32,
     },
     /// Client `xprtrdma_mr_localinv`: the client invalidates an MR itself.
     LocalInv {
-        /// Task.
-        task: TaskKey,
+        /// Task (none on Linux 5.10).
+        task: Option<TaskKey>,
         /// R_Key.
         handle: u32,
     },
@@ -193,8 +193,9 @@ pub enum ProbeEvent {
     },
     /// Server `svcrdma_decode_rseg/wseg`: a segment of the call's chunk lists.
     ServerDecodeSeg {
-        /// Receive completion.
-        cid: Cid,
+        /// Receive completion (none on Linux 5.10: the nfsd thread decoding
+        /// the call is what ties the segment to it).
+        cid: Option<Cid>,
         /// List.
         kind: SegKind,
         /// R_Key.
@@ -206,8 +207,8 @@ pub enum ProbeEvent {
     },
     /// Server `svcrdma_encode_wseg`: a write segment of the reply, as filled.
     EncodeWseg {
-        /// Send completion.
-        cid: Cid,
+        /// Send completion (none on Linux 5.10).
+        cid: Option<Cid>,
         /// R_Key.
         handle: u32,
         /// Bytes written.
@@ -222,10 +223,11 @@ pub enum ProbeEvent {
         /// R_Key of Send With Invalidate (None: plain Send).
         inv_rkey: Option<u32>,
     },
-    /// Server `svcrdma_post_{read,write,reply}_chunk`: RDMA Reads or Writes posted.
+    /// Server `svcrdma_post_{read,write,reply}_chunk` (Linux 5.10: one
+    /// `svcrdma_post_chunk` for all): RDMA Reads or Writes posted.
     PostChunk {
-        /// Read, Write or Reply.
-        kind: SegKind,
+        /// Read, Write or Reply; none when the event does not say.
+        kind: Option<SegKind>,
         /// The chunk context's completion.
         cid: Cid,
         /// Work requests posted.

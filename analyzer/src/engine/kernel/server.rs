@@ -6,7 +6,7 @@
 //!    ─► svc_process(xid, names) ─► post_read_chunk ─► wc_read ─► encode_wseg ─► post_write_chunk ─► post_send(inv_rkey) ─► Transaction
 //! ```
 
-use super::event::{ProbeEvent, ProbeMeta, SegKind};
+use super::event::{Cid, ProbeEvent, ProbeMeta, SegKind};
 use super::names::RpcName;
 use super::{advertised, Correlator};
 use crate::engine::keys::{ConnIds, KernelConnKey};
@@ -14,6 +14,16 @@ use crate::engine::model::{Ladder, Phases, StepWhat};
 use crate::engine::{
     Anomaly, CallHeader, ChunkKind, Finding, Kind, Origin, SegmentUse, Transaction, Transfer,
 };
+
+/// Where the segments an nfsd thread decodes wait for their call when the
+/// kernel's events carry no completion id (Linux 5.10): a key no receive
+/// completion has (cq ids are small counters).
+fn by_thread(tid: u32) -> Cid {
+    Cid {
+        cq_id: u32::MAX,
+        cid: tid as i32,
+    }
+}
 
 /// A call an nfsd thread is serving, from its decoding to its reply.
 #[derive(Debug, Clone, Default)]
@@ -49,7 +59,7 @@ impl Correlator {
             ProbeEvent::Completion {
                 event, cid, bytes, ..
             } => match event.as_str() {
-                "svcrdma_wc_recv" => {
+                "svcrdma_wc_recv" | "svcrdma_wc_receive" => {
                     if self.recv_order.len() >= self.cfg.max_outstanding {
                         if let Some(old) = self.recv_order.pop_front() {
                             self.recv_ts.remove(&old);
@@ -86,7 +96,8 @@ impl Correlator {
                 length,
                 offset,
             } => {
-                let v = self.recv_segs.entry(*cid).or_default();
+                let key = cid.unwrap_or_else(|| by_thread(tid));
+                let v = self.recv_segs.entry(key).or_default();
                 let chunk = if matches!(kind, SegKind::Write) {
                     v.iter().filter(|s| s.kind == ChunkKind::Write).count() as u32
                 } else {
@@ -108,7 +119,12 @@ impl Correlator {
                     self.set_aside(ids, prev, out);
                 }
                 let call_ts = self.recv_ts.get(cid).copied().unwrap_or(ts);
-                let segs = self.recv_segs.remove(cid).unwrap_or_default();
+                let mut segs = self.recv_segs.remove(cid).unwrap_or_default();
+                // Linux 5.10 decodes the segments on the nfsd thread with
+                // no completion id: they are the thread's.
+                if let Some(more) = self.recv_segs.remove(&by_thread(tid)) {
+                    segs.extend(more);
+                }
                 let mut s = ServerCall {
                     seq,
                     ts: call_ts,
@@ -142,6 +158,13 @@ impl Correlator {
             } => {
                 let cap = self.cfg.max_ladder_steps;
                 if let Some(s) = self.threads.get_mut(&tid) {
+                    // Linux 5.10 does not say which: Reads are pulled before
+                    // the call is dispatched, Writes after.
+                    let kind = kind.unwrap_or(if s.name.is_none() {
+                        SegKind::Read { position: 0 }
+                    } else {
+                        SegKind::Write
+                    });
                     match kind {
                         SegKind::Read { .. } => {
                             s.first_read.get_or_insert(ts);
@@ -151,7 +174,7 @@ impl Correlator {
                         }
                     }
                     let what = StepWhat::PostChunk {
-                        kind: *kind,
+                        kind,
                         work_requests: *sqecount,
                     };
                     s.ladder.step(cap, s.ts, seq, ts, false, what);

@@ -35,6 +35,16 @@ fn txns(out: &[Finding]) -> Vec<&Transaction> {
 /// client's tracepoints show it (v42-reminv lab scenario, abridged).
 #[test]
 fn client_read_with_remote_invalidation() {
+    client_read(Some(T));
+}
+
+/// Linux 5.10's `xprtrdma_mr_reminv` names no task: the R_Key finds it.
+#[test]
+fn client_remote_invalidation_without_a_task() {
+    client_read(None);
+}
+
+fn client_read(reminv_task: Option<TaskKey>) {
     let mut c = Correlator::new(CorrelateConfig::default());
     let mut out = Vec::new();
     let mut ids = ConnIds::default();
@@ -71,7 +81,7 @@ fn client_read_with_remote_invalidation() {
             credits: 128,
         },
         ProbeEvent::RemoteInv {
-            task: T,
+            task: reminv_task,
             handle: 0xc0b,
         },
         ProbeEvent::DecodeSeg {
@@ -170,7 +180,7 @@ fn client_unanswered_and_foreign_invalidation() {
             31,
             1,
             ProbeEvent::RemoteInv {
-                task: t2,
+                task: Some(t2),
                 handle: 0xdead,
             },
         ),
@@ -238,7 +248,7 @@ fn server_write_with_read_chunk() {
         (
             nfsd,
             ProbeEvent::ServerDecodeSeg {
-                cid: rc,
+                cid: Some(rc),
                 kind: SegKind::Read { position: 132 },
                 handle: 0x18d8,
                 length: 131072,
@@ -259,7 +269,7 @@ fn server_write_with_read_chunk() {
         (
             nfsd,
             ProbeEvent::PostChunk {
-                kind: SegKind::Read { position: 0 },
+                kind: Some(SegKind::Read { position: 0 }),
                 cid: sc,
                 sqecount: Some(14),
             },
@@ -311,7 +321,7 @@ fn server_reply_with_invalidate_and_write_chunk() {
     let rc = Cid { cq_id: 4, cid: 53 };
     let evs = [
         ProbeEvent::ServerDecodeSeg {
-            cid: rc,
+            cid: Some(rc),
             kind: SegKind::Write,
             handle: 0x18d7,
             length: 131072,
@@ -326,13 +336,13 @@ fn server_reply_with_invalidate_and_write_chunk() {
             hdrlen: None,
         },
         ProbeEvent::EncodeWseg {
-            cid: Cid { cq_id: 3, cid: 72 },
+            cid: Some(Cid { cq_id: 3, cid: 72 }),
             handle: 0x18d7,
             length: 131072,
             offset: 0x1000,
         },
         ProbeEvent::PostChunk {
-            kind: SegKind::Write,
+            kind: Some(SegKind::Write),
             cid: Cid { cq_id: 3, cid: 106 },
             sqecount: None,
         },
@@ -578,7 +588,7 @@ fn a_call_resumed_by_another_thread_keeps_its_own_reply() {
         inv_rkey: Some(rkey),
     };
     let reply_seg = |cid, handle| ProbeEvent::ServerDecodeSeg {
-        cid: rc(cid),
+        cid: Some(rc(cid)),
         kind: SegKind::Reply,
         handle,
         length: 1024,
@@ -588,7 +598,7 @@ fn a_call_resumed_by_another_thread_keeps_its_own_reply() {
         (
             a,
             ProbeEvent::ServerDecodeSeg {
-                cid: rc(1),
+                cid: Some(rc(1)),
                 kind: SegKind::Read { position: 132 },
                 handle: 0x18d8,
                 length: 8192,
@@ -600,7 +610,7 @@ fn a_call_resumed_by_another_thread_keeps_its_own_reply() {
         (
             a,
             ProbeEvent::PostChunk {
-                kind: SegKind::Read { position: 0 },
+                kind: Some(SegKind::Read { position: 0 }),
                 cid: sc,
                 sqecount: Some(2),
             },
@@ -653,4 +663,98 @@ fn a_call_resumed_by_another_thread_keeps_its_own_reply() {
         !out.iter().any(|f| matches!(f, Finding::Anomaly(_))),
         "{out:?}"
     );
+}
+
+/// The server's events as Linux 5.10 gives them: segments decoded on the
+/// nfsd thread with no completion id, the receive completion named
+/// `svcrdma_wc_receive`, and one `svcrdma_post_chunk` for Reads and Writes.
+#[test]
+fn server_call_from_linux_5_10_events() {
+    let mut c = Correlator::new(CorrelateConfig::default());
+    let (mut out, mut ids) = (Vec::new(), ConnIds::default());
+    let rc = Cid { cq_id: 4, cid: 51 };
+    let nfsd = 353;
+    let seg = |kind, handle| ProbeEvent::ServerDecodeSeg {
+        cid: None,
+        kind,
+        handle,
+        length: 8192,
+        offset: 0x1000,
+    };
+    let evs = [
+        (
+            0,
+            ProbeEvent::Completion {
+                event: "svcrdma_wc_receive".into(),
+                cid: rc,
+                status: None,
+                bytes: Some(200),
+            },
+        ),
+        (nfsd, seg(SegKind::Read { position: 132 }, 0x2d09)),
+        (nfsd, seg(SegKind::Reply, 0x2c05)),
+        (
+            nfsd,
+            ProbeEvent::DecodeRqst {
+                cid: rc,
+                xid: 0x5d83749c,
+                vers: 1,
+                proc: 0,
+                credits: 16,
+                hdrlen: Some(52),
+            },
+        ),
+        (
+            nfsd,
+            ProbeEvent::PostChunk {
+                kind: None,
+                cid: Cid { cq_id: 3, cid: 9 },
+                sqecount: Some(2),
+            },
+        ),
+        (
+            0,
+            ProbeEvent::Completion {
+                event: "svcrdma_wc_read".into(),
+                cid: Cid { cq_id: 3, cid: 9 },
+                status: None,
+                bytes: Some(8192),
+            },
+        ),
+        (
+            nfsd,
+            ProbeEvent::SvcProcess {
+                xid: 0x5d83749c,
+                version: Some(3),
+                proc: Some(7),
+                service: Some("nfsd".into()),
+                procedure: Some("WRITE".into()),
+            },
+        ),
+        (
+            nfsd,
+            ProbeEvent::ServerPostSend {
+                cid: Cid { cq_id: 3, cid: 10 },
+                inv_rkey: Some(0x2c05),
+            },
+        ),
+    ];
+    for (i, (tid, e)) in evs.into_iter().enumerate() {
+        c.handle(
+            &mut ids,
+            &p(i as u64 + 1, 1_000 * (i as u64 + 1), tid, e),
+            &mut out,
+        );
+    }
+    let t = txns(&out);
+    assert_eq!(t.len(), 1, "{out:?}");
+    let t = t[0];
+    assert_eq!(t.call_ts_ns, 1_000, "call time is the receive completion");
+    let mut handles: Vec<u32> = t.chunks.iter().map(|c| c.handle).collect();
+    handles.sort();
+    assert_eq!(handles, [0x2c05, 0x2d09]);
+    assert_eq!(t.phases.read_ns, Some(1_000), "the post_chunk was the Read");
+    assert_eq!(t.remote_invalidated_rkey, Some(0x2c05));
+    assert_eq!(t.procedure_label(), "NFS WRITE");
+    assert!(t.anomalies.is_empty(), "{:?}", t.anomalies);
 }
