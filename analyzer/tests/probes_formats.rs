@@ -379,3 +379,21 @@ fn linux_5_10_events_decode_without_the_fields_it_lacks() {
         ProbeEvent::Completion { event, cid: Cid { cq_id: 4, cid: 7 }, .. } if event == "svcrdma_wc_receive"
     ));
 }
+
+/// What each kernel of the matrix cannot show, from its format files alone.
+#[test]
+fn blind_spots_of_the_matrix_kernels() {
+    use rdma_analyzer::sources::ebpf::blind_spots;
+    let names = |k| {
+        blind_spots(&formats_of(k), &[])
+            .into_iter()
+            .map(|m| m.what)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        names("linux-5.10.0-32-amd64"),
+        ["rpcrdma:svcrdma_decode_rseg"]
+    );
+    assert!(names("linux-6.1.0-50-amd64").is_empty());
+    assert!(names("linux-6.12.117+deb13-amd64").is_empty());
+}

@@ -204,7 +204,9 @@ fn start_probes(
         }
     }
     let kprobes = !o.no_kprobes && absent_rdma.len() < rdma.len();
-    let set = ProbeSet::start(&plan, &formats, kprobes)?;
+    let mut set = ProbeSet::start(&plan, &formats, kprobes)?;
+    set.missing
+        .extend(ebpf::blind_spots(&formats, &plan.absent_systems));
     let offset = ebpf::clock_offset_ns().unwrap_or(0);
     Ok((set, Decoder::new(formats, offset)))
 }
