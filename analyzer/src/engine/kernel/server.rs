@@ -118,6 +118,12 @@ impl Correlator {
                 if let Some(prev) = self.threads.remove(&tid) {
                     self.set_aside(ids, prev, out);
                 }
+                // The same XID decoded again is the client sending the call
+                // again (after a reconnect): an earlier attempt still
+                // waiting for its Reads will not be answered.
+                if let Some(stale) = self.take_server_call(*xid) {
+                    self.finish_server(ids, stale, None, out);
+                }
                 let call_ts = self.recv_ts.get(cid).copied().unwrap_or(ts);
                 let mut segs = self.recv_segs.remove(cid).unwrap_or_default();
                 // Linux 5.10 decodes the segments on the nfsd thread with

@@ -758,3 +758,68 @@ fn server_call_from_linux_5_10_events() {
     assert_eq!(t.procedure_label(), "NFS WRITE");
     assert!(t.anomalies.is_empty(), "{:?}", t.anomalies);
 }
+
+/// A call whose connection died while its Read chunk was being pulled, sent
+/// again on a new connection (the lab's reconnect scenario): the first
+/// attempt ends unanswered when the call is decoded again, before the
+/// second is answered, so the answered one is the last word on the XID.
+#[test]
+fn a_call_sent_again_ends_its_stalled_first_attempt() {
+    let mut c = Correlator::new(CorrelateConfig::default());
+    let (mut out, mut ids) = (Vec::new(), ConnIds::default());
+    let xid = 0x68be1842;
+    let decode = |cq_id| ProbeEvent::DecodeRqst {
+        cid: Cid { cq_id, cid: 1 },
+        xid,
+        vers: 1,
+        proc: 0,
+        credits: 16,
+        hdrlen: Some(52),
+    };
+    let evs = [
+        (353, decode(4)),
+        (
+            353,
+            ProbeEvent::PostChunk {
+                kind: Some(SegKind::Read { position: 0 }),
+                cid: Cid { cq_id: 3, cid: 9 },
+                sqecount: Some(2),
+            },
+        ),
+        // The connection is gone; the thread serves something else.
+        (
+            353,
+            ProbeEvent::DecodeRqst {
+                cid: Cid { cq_id: 4, cid: 2 },
+                xid: 0x1234,
+                vers: 1,
+                proc: 0,
+                credits: 16,
+                hdrlen: None,
+            },
+        ),
+        (354, decode(7)),
+        (
+            354,
+            ProbeEvent::ServerPostSend {
+                cid: Cid { cq_id: 8, cid: 1 },
+                inv_rkey: None,
+            },
+        ),
+    ];
+    for (i, (tid, e)) in evs.into_iter().enumerate() {
+        c.handle(
+            &mut ids,
+            &p(i as u64 + 1, 1_000 * (i as u64 + 1), tid, e),
+            &mut out,
+        );
+    }
+    let t = txns(&out);
+    let attempts: Vec<_> = t.iter().filter(|t| t.xid == xid).collect();
+    assert_eq!(attempts.len(), 2, "{out:?}");
+    assert_eq!(
+        attempts[0].reply_frame, None,
+        "the first attempt, unanswered, first"
+    );
+    assert_eq!(attempts[1].reply_frame, Some(5));
+}
