@@ -54,7 +54,7 @@ cp analyzer/fuzz/seeds/capture_reader/* analyzer/fuzz/corpus/capture_reader/ 2>/
 cp captures/v3-inline.pcap captures/v41-inline.pcap analyzer/fuzz/corpus/capture_reader/
 # ERF (link type 197): the third-party ibdump capture, read in place and
 # copied only into the (ignored) corpus, never into the repository.
-erf=../shared/external-captures/infiniband.pcap
+erf=${RDMA_EXTERNAL_CAPTURES:-../shared/external-captures}/infiniband.pcap
 [ -f "$erf" ] && cp "$erf" analyzer/fuzz/corpus/capture_reader/erf-ibdump.pcap
 # The inputs as opened: the same seeds plain, gzip- and zstd-compressed.
 mkdir -p analyzer/fuzz/corpus/capture_input analyzer/fuzz/corpus/capture_merge

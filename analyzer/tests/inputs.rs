@@ -25,9 +25,13 @@ fn bundled(name: &str) -> PathBuf {
     root().join("captures").join(name)
 }
 
-/// The third-party captures, where the project's shared folder keeps them.
+/// The third-party captures, where the project's shared folder keeps them
+/// (`$RDMA_EXTERNAL_CAPTURES` for a clone made elsewhere: scripts/test.sh
+/// sets it from the clone's origin).
 fn external(name: &str) -> PathBuf {
-    root().join("../shared/external-captures").join(name)
+    std::env::var_os("RDMA_EXTERNAL_CAPTURES")
+        .map_or_else(|| root().join("../shared/external-captures"), PathBuf::from)
+        .join(name)
 }
 
 fn dir(test: &str) -> PathBuf {

@@ -17,7 +17,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUNDLED = sorted(glob.glob(str(ROOT / "captures" / "*.pcap")))
 # Third-party captures (pcapng, native InfiniBand), where the checkout has
 # them beside it, as scripts/golden.sh uses them.
-EXTERNAL = sorted(glob.glob(str(ROOT.parent / "shared" / "external-captures" / "*.pcap*")))
+# The third-party captures, read in place; scripts/test.sh points
+# RDMA_EXTERNAL_CAPTURES at them for a clone made elsewhere.
+EXTERNAL_DIR = os.environ.get("RDMA_EXTERNAL_CAPTURES") or str(ROOT.parent / "shared" / "external-captures")
+EXTERNAL = sorted(glob.glob(os.path.join(EXTERNAL_DIR, "*.pcap*")))
 CAPTURES = BUNDLED + EXTERNAL
 # The analyzer binary the comparison runs; scripts/test.sh points this at
 # the one it built. Missing is a failure, not a skip.
