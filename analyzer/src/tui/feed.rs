@@ -61,7 +61,7 @@ pub struct Tap {
 }
 
 /// Messages the channel holds before a file source waits (or a live one
-/// drops): with [`BATCH`] findings a message, this bounds what waits for
+/// drops): with up to 1024 findings a message, this bounds what waits for
 /// the screen outside the memory budget's count to some thousands.
 pub const CHANNEL_DEPTH: usize = 16;
 

@@ -1,5 +1,5 @@
 //! The pcap and pcapng container formats: file headers, record headers and
-//! blocks, parsed from bytes. No I/O: [`super::read::Reader`] moves the
+//! blocks, parsed from bytes. No I/O: [`super::read::PcapReader`] moves the
 //! bytes, this module says what they are, so there is one parser of each
 //! format whoever reads the file.
 //!

@@ -72,7 +72,7 @@ pub struct DecompressError {
     pub format: &'static str,
     /// Compressed bytes read from the input when it gave up (the
     /// decompressor reads ahead, so the damage lies at most
-    /// [`COMPRESSED_BUF`] bytes before this; a stream cut short ends here).
+    /// 256 KiB before this; a stream cut short ends here).
     pub compressed_offset: u64,
     /// What the decompressor said.
     pub detail: String,

@@ -1,6 +1,6 @@
-//! Capture files: the pcap and pcapng formats ([`format`]), the ERF records
+//! Capture files: the pcap and pcapng formats ([`mod@format`]), the ERF records
 //! of link type 197 inside them ([`erf`]), reading them
-//! from any stream ([`read`]), writing them ([`write`]), and a capture file
+//! from any stream ([`read`]), writing them ([`mod@write`]), and a capture file
 //! as a pipeline [`Source`](crate::pipeline::Source) ([`source`]).
 
 #![cfg_attr(
