@@ -17,4 +17,6 @@ pub mod output;
 pub mod pipeline;
 pub mod sources;
 pub mod synth;
+#[cfg(test)]
+mod test_support;
 pub mod tui;

@@ -18,7 +18,7 @@ use super::state::{Action, Screen, SortCol, UiState};
 use super::{app, draw};
 use crate::engine::{Anomaly, Config, Finding, Kind, Transfer};
 use crate::pipeline::Stop;
-use crate::sources::pcap::FileSource;
+use crate::test_support::capture_source;
 
 fn key(c: KeyCode) -> KeyEvent {
     KeyEvent::new(c, KeyModifiers::NONE)
@@ -252,8 +252,8 @@ pub(crate) fn model_of(name: &str) -> Model {
     let path = capture(name);
     let mut m = Model::new(name, Caps::default());
     let config = Config::default();
-    let source = FileSource::open(&path, &config.stack).expect("a capture");
-    m.load(Box::new(source), config).expect("pipeline thread");
+    let source = capture_source(&path, &config.stack);
+    m.load(source, config).expect("pipeline thread");
     m
 }
 
@@ -622,10 +622,10 @@ fn model_caps_keep_newest_details_and_anomalous_ones() {
 fn kernel_rows_say_whose_view_they_are() {
     // `live --probes`: the kernels' transactions arrive beside the wire's.
     let config = Config::default();
-    let mut source = FileSource::open(&capture("v3-ddp.pcap"), &config.stack).expect("capture");
+    let mut source = capture_source(&capture("v3-ddp.pcap"), &config.stack);
     let mut sink = crate::pipeline::Collect::default();
     crate::pipeline::run(
-        &mut source,
+        source.as_mut(),
         Some(crate::engine::Engine::new(config)),
         &mut sink,
         &Stop::new(),
