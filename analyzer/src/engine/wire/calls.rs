@@ -89,16 +89,19 @@ impl Engine {
             }
             None => corr.outstanding.remove(&key),
         }?;
-        forget_stags(corr, key, &t);
-        shrink(corr);
-        corr.backchannel_calls -= usize::from(key.backchannel);
-        let n = corr.in_flight_on(false) as u32;
+        let in_flight = release(corr, key, &t);
+        self.call_left(conn, in_flight, &t);
+        Some(t)
+    }
+
+    /// The table's counts once call `t` has left `conn`, which has
+    /// `in_flight` calls left ([`release`]).
+    fn call_left(&mut self, conn: ConnId, in_flight: u32, t: &Txn) {
         self.conns.call_count -= 1;
         self.conns.call_bytes -= t.cost;
         if let Some(c) = self.state.connections.get_mut(&conn) {
-            c.in_flight = n;
+            c.in_flight = in_flight;
         }
-        Some(t)
     }
 
     /// Every call of `conn`, oldest first, out of the table (the connection
@@ -187,15 +190,8 @@ impl Engine {
             corr.earlier_count -= usize::from(t.is_some());
             t
         }?;
-        forget_stags(corr, key, &t);
-        shrink(corr);
-        corr.backchannel_calls -= usize::from(key.backchannel);
-        let n = corr.in_flight_on(false) as u32;
-        self.conns.call_count -= 1;
-        self.conns.call_bytes -= t.cost;
-        if let Some(c) = self.state.connections.get_mut(&conn) {
-            c.in_flight = n;
-        }
+        let in_flight = release(corr, key, &t);
+        self.call_left(conn, in_flight, &t);
         Some(t)
     }
 
@@ -232,6 +228,15 @@ impl Engine {
 
 /// Takes `key` off the STags that `t`'s chunks named, unless another call
 /// of the same XID (a retransmission still outstanding) names them too.
+/// What a connection's table owes call `t` of `key`, just taken out of it:
+/// its STags go, the table may shrink. Returns the calls still in flight.
+fn release(corr: &mut Corr, key: CallKey, t: &Txn) -> u32 {
+    forget_stags(corr, key, t);
+    shrink(corr);
+    corr.backchannel_calls -= usize::from(key.backchannel);
+    corr.in_flight_on(false) as u32
+}
+
 fn forget_stags(corr: &mut Corr, key: CallKey, t: &Txn) {
     let names = |o: &Txn, handle: u32| o.rec.chunks.iter().any(|s| s.handle == handle);
     for s in &t.rec.chunks {
