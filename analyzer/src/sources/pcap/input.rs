@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::read::{PcapReader, ReadError, ReadErrorKind};
+use super::read::{read_full, PcapReader, ReadError, ReadErrorKind};
 
 /// What a command line says for standard input.
 pub const STDIN: &str = "-";
@@ -153,20 +153,6 @@ pub fn display_name(path: &Path) -> PathBuf {
     } else {
         path.to_path_buf()
     }
-}
-
-/// Reads until `buf` is full or the stream ends; the bytes read.
-fn read_full(inner: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut n = 0;
-    while let Some(rest) = buf.get_mut(n..).filter(|r| !r.is_empty()) {
-        match inner.read(rest) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }
 
 impl Input {

@@ -351,7 +351,7 @@ impl PcapReader<File> {
 }
 
 /// Reads until `buf` is full or the stream ends; the bytes read.
-fn read_full(inner: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+pub(super) fn read_full(inner: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     let mut n = 0;
     while let Some(rest) = buf.get_mut(n..).filter(|r| !r.is_empty()) {
         match inner.read(rest) {
