@@ -10,13 +10,14 @@ use std::io::Write;
 use std::net::Ipv4Addr;
 use std::str::FromStr;
 
-use rdma_dissectors::ib::bth::{Bth, Opcode};
-use rdma_dissectors::ib::{PKey, Psn, Qpn, Transport};
+use rdma_dissectors::ib::bth::Opcode;
+use rdma_dissectors::ib::Transport;
 use rdma_dissectors::oncrpc::{
     AcceptStat, AuthFlavor, Call, MsgBody, OpaqueAuth, ReplyBody, RpcMsg,
 };
 use rdma_dissectors::rpcrdma::{Body, Chunks, Proc, RpcRdmaHeader, Segment, Xid};
 
+use super::gen::bth;
 use super::wire::{Node, Wire};
 use super::Error;
 
@@ -88,22 +89,6 @@ const STRANGER: Node = Node {
 /// Capture start: 2026-01-01T00:00:00Z.
 const START_NS: u64 = 1_767_225_600_000_000_000;
 
-fn bth(opcode: Opcode, qpn: u32, psn: u32) -> Bth {
-    Bth {
-        opcode,
-        se: false,
-        m: false,
-        pad_count: 0,
-        tver: 0,
-        p_key: PKey::DEFAULT,
-        fecn: false,
-        becn: false,
-        dest_qp: Qpn::try_new(qpn & 0xff_ffff).unwrap_or_default(),
-        ack_req: true,
-        psn: Psn::try_new(psn & 0xff_ffff).unwrap_or_default(),
-    }
-}
-
 /// An NFSv3 GETATTR call, RDMA_MSG (or RDMA_NOMSG with `chunks`).
 fn call(xid: u32, proc: Proc, chunks: Chunks<'_>, buf: &mut [u8]) -> Result<usize, Error> {
     let hdr = RpcRdmaHeader {
@@ -170,7 +155,10 @@ struct Sender {
 
 impl Sender {
     fn send<W: Write>(&mut self, wire: &mut Wire<W>, payload: &[u8]) -> Result<u64, Error> {
-        let t = Transport::new(bth(Opcode::RC_SEND_ONLY, self.dest_qp, self.psn), payload);
+        let t = Transport::new(
+            bth(Opcode::RC_SEND_ONLY, self.dest_qp, self.psn, true),
+            payload,
+        );
         self.psn = (self.psn + 1) & 0xff_ffff;
         wire.packet(&self.from, &self.to, 49152, &t)
     }
