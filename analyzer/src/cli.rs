@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::engine::{Config, MergeConfig};
 use crate::output::metrics::MetricsConfig;
 use crate::output::Filter;
+use crate::sources::ebpf::ProbeEvents;
 use crate::sources::live::LiveOptions;
 use crate::synth::cli::SynthArgs;
 
@@ -246,6 +247,12 @@ pub struct LiveArgs {
     /// Do not attach the CM private-data kprobes.
     #[arg(long)]
     pub no_kprobes: bool,
+    /// Attach every tracepoint of the RDMA systems and copy each whole,
+    /// not only the events the analyzer uses cut to the fields it reads:
+    /// for counting what the kernel says (`per_event` in --stats-out), at
+    /// several times the kernel CPU per RPC.
+    #[arg(long)]
+    pub all_probe_events: bool,
     /// UDP port that carries RoCEv2.
     #[arg(long, default_value_t = 4791)]
     pub rocev2_port: u16,
@@ -274,6 +281,11 @@ impl LiveArgs {
             write: self.write.clone(),
             extra_tracepoints: self.extra_tracepoints.clone(),
             no_kprobes: self.no_kprobes,
+            probe_events: if self.all_probe_events {
+                ProbeEvents::All
+            } else {
+                ProbeEvents::Used
+            },
         }
     }
 

@@ -61,7 +61,7 @@ fn record_with_strings(
     v[0] = ebpf_common::RECORD_VERSION;
     v[1] = ebpf_common::RecordKind::Tracepoint as u8;
     v[2..4].copy_from_slice(&f.id.to_ne_bytes());
-    v[24..28].copy_from_slice(&256u32.to_ne_bytes());
+    v[24..26].copy_from_slice(&256u16.to_ne_bytes());
     v.extend_from_slice(&data);
     v
 }
@@ -396,4 +396,131 @@ fn blind_spots_of_the_matrix_kernels() {
     );
     assert!(names("linux-6.1.0-50-amd64").is_empty());
     assert!(names("linux-6.12.117+deb13-amd64").is_empty());
+}
+
+/// The probes copy only the span each event's [`needed`] plan names. On
+/// every matrix kernel, every attached event decodes from its span exactly
+/// as from the whole record (fields filled with distinct bytes, strings
+/// where the kernel puts them), no span is longer than its record, and the
+/// per-RPC events the engine ignores are not attached.
+#[test]
+fn copy_plans_lose_nothing_the_decoder_reads() {
+    use rdma_analyzer::sources::ebpf::{needed, whole_record, Plan, ProbeEvents};
+    for kernel in [
+        "linux-5.10.0-32-amd64",
+        "linux-6.1.0-50-amd64",
+        "linux-6.12.117+deb13-amd64",
+    ] {
+        let set = formats_of(kernel);
+        let all = Plan::all_of(&set, &SYSTEMS, &[], ProbeEvents::All);
+        let used = Plan::all_of(&set, &SYSTEMS, &[], ProbeEvents::Used);
+        assert_eq!(
+            all.tracepoints.len(),
+            used.tracepoints.len() + used.left_out.len(),
+            "{kernel}"
+        );
+        let (mut spans, mut wholes) = (0u32, 0u32);
+        for (sys, ev, copy) in &used.tracepoints {
+            let f = set.by_name(sys, ev).expect("planned from the set");
+            assert_eq!(Some(*copy), needed(f));
+            // Distinct bytes in every field, then valid strings.
+            let mut data: Vec<u8> = (0..256u32).map(|i| (i * 7 + 3) as u8).collect();
+            let mut at = f.fixed_len();
+            for fd in f.fields.iter().filter(|x| x.data_loc) {
+                let text = format!("{}-{}", fd.name, f.id);
+                let len = text.len() + 1;
+                let off = if fd.ctype.starts_with("__rel_loc") {
+                    at - (fd.offset + 4)
+                } else {
+                    at
+                };
+                let loc = ((len as u32) << 16) | off as u32;
+                data[fd.offset..fd.offset + 4].copy_from_slice(&loc.to_ne_bytes());
+                data[at..at + text.len()].copy_from_slice(text.as_bytes());
+                data[at + text.len()] = 0;
+                at += len;
+            }
+            let word = copy.loc_at().map_or(0, |o| {
+                let o = o as usize;
+                u32::from_ne_bytes(data[o..o + 4].try_into().unwrap())
+            });
+            let (lo, n) = copy.span(word);
+            let (lo, n) = (lo as usize, n as usize);
+            let whole = frame(f.id, 0, &data);
+            let cut = frame(f.id, lo, &data[lo..lo + n]);
+            let mut d = Decoder::new(set.clone(), 0);
+            let full = d.decode(&whole).expect("whole record decodes").event;
+            let part = d.decode(&cut).expect("span decodes").event;
+            assert_eq!(full, part, "{kernel}: {ev}: plan {copy:?}");
+            spans += ebpf_common::CopyPlan::class(n as u32) as u32;
+            let w = whole_record(f);
+            let wword = w.loc_at().map_or(0, |o| {
+                let o = o as usize;
+                u32::from_ne_bytes(data[o..o + 4].try_into().unwrap())
+            });
+            let (wl, wn) = w.span(wword);
+            if std::env::var_os("SHOW_PLANS").is_some() {
+                eprintln!("{kernel} {ev}: {n} of {wn} bytes");
+            }
+            assert!(wl as usize <= lo || n == 0, "{kernel}: {ev}");
+            assert!(n as u32 <= wn, "{kernel}: {ev}: {n} > {wn}");
+            wholes += ebpf_common::CopyPlan::class(wn) as u32;
+        }
+        if std::env::var_os("SHOW_PLANS").is_some() {
+            eprintln!("{kernel}: left in the kernel: {:?}", used.left_out);
+        }
+        let before = used.tracepoints.len() * ebpf_common::RECORD_DATA_MAX;
+        eprintln!(
+            "{kernel}: {} events attached, {} left in the kernel; data bytes of one record each: {spans} cut to the fields read, {wholes} whole, {before} at a fixed {}",
+            used.tracepoints.len(),
+            used.left_out.len(),
+            ebpf_common::RECORD_DATA_MAX,
+        );
+        assert!(
+            spans <= wholes && (spans as usize) < before / 3,
+            "{kernel}: {spans} vs {wholes}"
+        );
+        // The per-RPC events the engine ignores stay detached.
+        for ev in ["xprtrdma_wc_send", "svcrdma_post_recv", "xprtrdma_mr_map"] {
+            if set.by_name("rpcrdma", ev).is_some() {
+                assert!(
+                    used.left_out.contains(&format!("rpcrdma:{ev}")),
+                    "{kernel}: {ev}"
+                );
+            }
+        }
+    }
+}
+
+/// A ring record as the probe writes it: `data` is the record from `base`.
+fn frame(id: u16, base: usize, data: &[u8]) -> Vec<u8> {
+    let mut v = vec![0u8; ebpf_common::HEADER_LEN];
+    v[0] = ebpf_common::RECORD_VERSION;
+    v[1] = ebpf_common::RecordKind::Tracepoint as u8;
+    v[2..4].copy_from_slice(&id.to_ne_bytes());
+    v[24..26].copy_from_slice(&(data.len() as u16).to_ne_bytes());
+    v[26..28].copy_from_slice(&(base as u16).to_ne_bytes());
+    v.extend_from_slice(data);
+    v
+}
+
+/// Every name the probes leave in the kernel is an event of a matrix kernel
+/// (a misspelt name would attach a per-RPC event whole, silently costly).
+#[test]
+fn events_left_in_the_kernel_exist() {
+    use rdma_analyzer::sources::ebpf::PER_RPC_UNUSED;
+    let sets: Vec<FormatSet> = [
+        "linux-5.10.0-32-amd64",
+        "linux-6.1.0-50-amd64",
+        "linux-6.12.117+deb13-amd64",
+    ]
+    .iter()
+    .map(|k| formats_of(k))
+    .collect();
+    for name in PER_RPC_UNUSED {
+        assert!(
+            sets.iter().any(|s| s.by_name("rpcrdma", name).is_some()),
+            "{name} is on no matrix kernel"
+        );
+    }
 }

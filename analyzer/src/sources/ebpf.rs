@@ -7,11 +7,16 @@
 //!  user:   RecordHeader + raw record ─► Decoder (format files) ─► Probe { meta, event }
 //! ```
 //!
-//! The probes copy raw records; the layout of each record is read at run
-//! time from `/sys/kernel/tracing/events/<system>/<event>/format`, so the
-//! same binary decodes Linux 6.1's rpcrdma events and a later kernel's,
-//! as long as the field *names* keep their meaning. A field a kernel lacks
-//! decodes as `None`, never as a wrong number.
+//! The probes copy spans of raw records; the layout of each record is read
+//! at run time from `/sys/kernel/tracing/events/<system>/<event>/format`, so
+//! the same binary decodes Linux 5.10's rpcrdma events and 6.12's, as long
+//! as the field *names* keep their meaning. A field a kernel lacks, or the
+//! span left out, decodes as `None`, never as a wrong number.
+//!
+//! What each probe copies is worked out here at load time ([`needed`]):
+//! the decoder is run once over a blank record of each format, and the
+//! fields it reads make the span. The events whose decoding the engine has
+//! no use for are not attached at all ([`ProbeEvents::Used`]).
 //!
 //! [`ProbeSet`] loads the object embedded at build time, attaches what
 //! exists, and reports what does not, by name and why.
@@ -23,7 +28,7 @@ use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 
-use ebpf_common::{KprobeId, RecordHeader, RecordKind, HEADER_LEN, RECORD_VERSION};
+use ebpf_common::{CopyPlan, KprobeId, RecordHeader, RecordKind, HEADER_LEN, RECORD_VERSION};
 
 /// Tracepoint systems the live mode attaches to, in order.
 pub const SYSTEMS: [&str; 4] = ["rpcrdma", "rdma_cma", "ib_cma", "sunrpc"];
@@ -373,19 +378,50 @@ pub fn find_tracefs() -> Option<PathBuf> {
 pub struct RawRecord<'a> {
     /// The event's format.
     pub format: &'a Format,
-    /// The bytes the probe copied.
+    /// The bytes the probe copied: a span of the record.
     pub data: &'a [u8],
+    /// Offset in the record of `data[0]`.
+    pub base: usize,
+    /// When set, every field read is noted here (by index in
+    /// `format.fields`): how the copy plans learn which fields the decoder
+    /// reads, so that the two cannot drift apart.
+    pub touched: Option<&'a std::cell::RefCell<Vec<usize>>>,
 }
 
 impl<'a> RawRecord<'a> {
+    /// A whole record, from offset 0.
+    pub fn new(format: &'a Format, data: &'a [u8]) -> RawRecord<'a> {
+        RawRecord {
+            format,
+            data,
+            base: 0,
+            touched: None,
+        }
+    }
+
+    fn field(&self, name: &str) -> Option<&'a Field> {
+        let i = self.format.fields.iter().position(|f| f.name == name)?;
+        if let Some(t) = self.touched {
+            t.borrow_mut().push(i);
+        }
+        self.format.fields.get(i)
+    }
+
+    /// `len` bytes at record offset `off`: `None` outside the copied span,
+    /// so a field the plan left out reads as unknown, never as 0.
+    fn at(&self, off: usize, len: usize) -> Option<&'a [u8]> {
+        let from = off.checked_sub(self.base)?;
+        self.data.get(from..from.checked_add(len)?)
+    }
+
     /// An integer field (1, 2, 4 or 8 bytes; sign-extended when signed).
     /// `None` when the kernel has no such field or the copy was cut short.
     pub fn int(&self, name: &str) -> Option<i128> {
-        let f = self.format.field(name)?;
+        let f = self.field(name)?;
         if f.array || f.data_loc {
             return None;
         }
-        let b = self.data.get(f.offset..f.offset + f.size)?;
+        let b = self.at(f.offset, f.size)?;
         let v = match f.size {
             1 => {
                 if f.signed {
@@ -441,21 +477,21 @@ impl<'a> RawRecord<'a> {
 
     /// The bytes of a fixed array or a `__data_loc` array.
     pub fn bytes(&self, name: &str) -> Option<&'a [u8]> {
-        let f = self.format.field(name)?;
+        let f = self.field(name)?;
         if f.data_loc {
-            let b = self.data.get(f.offset..f.offset + 4)?;
+            let b = self.at(f.offset, 4)?;
             let loc = u32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
             let off = (loc & 0xffff) as usize;
             let len = (loc >> 16) as usize;
             // `__rel_loc` offsets count from the end of the field itself.
-            let off = if self.format.field(name)?.ctype.starts_with("__rel_loc") {
+            let off = if f.ctype.starts_with("__rel_loc") {
                 f.offset + 4 + off
             } else {
                 off
             };
-            return self.data.get(off..off + len);
+            return self.at(off, len);
         }
-        self.data.get(f.offset..f.offset + f.size)
+        self.at(f.offset, f.size)
     }
 
     /// A string field (fixed `char[]` or `__data_loc char[]`), up to its NUL.
@@ -498,7 +534,7 @@ pub fn parse_sockaddr(b: &[u8]) -> Option<SocketAddr> {
 // The decoded events are the engine's input types (`Event::Probe`); they
 // live there so the engine stays free of any kernel or I/O code.
 use crate::engine::kernel::event::{
-    ChunkType, Cid, Probe, ProbeEvent, ProbeMeta, SegKind, TaskKey,
+    ChunkType, Cid, Probe, ProbeEvent, ProbeMeta, SegKind, TaskKey, Use,
 };
 
 /// Why a record could not be decoded.
@@ -569,7 +605,7 @@ impl Decoder {
             return Err(DecodeError::Version(h.version));
         }
         let body = raw.get(HEADER_LEN..).unwrap_or(&[]);
-        let data = body.get(..h.len as usize).unwrap_or(body);
+        let data = body.get(..usize::from(h.len)).unwrap_or(body);
         self.seq += 1;
         let ts = i128::from(h.ts_ns) + i128::from(self.clock_offset_ns);
         let meta = ProbeMeta {
@@ -584,7 +620,10 @@ impl Decoder {
                     .formats
                     .get(h.event_id)
                     .ok_or(DecodeError::UnknownEvent(h.event_id))?;
-                let ev = decode_tracepoint(RawRecord { format, data });
+                let ev = decode_tracepoint(RawRecord {
+                    base: usize::from(h.base),
+                    ..RawRecord::new(format, data)
+                });
                 *self.counts.entry(format.name.clone()).or_default() += 1;
                 ev
             }
@@ -645,7 +684,8 @@ fn decode_known(r: &RawRecord<'_>) -> Option<ProbeEvent> {
             wtype: ChunkType::from_kernel(r.i64("wtype")?),
             hdrlen: r.u32("hdrlen"),
             xdrlen: match (r.u32("headlen"), r.u32("pagelen"), r.u32("taillen")) {
-                (Some(a), Some(b), Some(c)) => Some(a + b + c),
+                // Sizes that overflow are not sizes: unknown.
+                (Some(a), Some(b), Some(c)) => a.checked_add(b).and_then(|ab| ab.checked_add(c)),
                 _ => None,
             },
         },
@@ -837,26 +877,175 @@ pub struct Missing {
     pub why: String,
 }
 
+/// Which tracepoints the probes deliver, and how much of each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ProbeEvents {
+    /// The events the analyzer uses, each cut to the fields it reads, plus
+    /// the rare ones (connections, CM, errors) whole; the per-RPC events it
+    /// has no use for stay in the kernel, where they cost nothing.
+    #[default]
+    Used,
+    /// Every event of the systems, whole: for counting what the kernel
+    /// says, or debugging the probes, at several times the cost.
+    All,
+}
+
+/// The whole record of `f`, from its first byte past the common fields,
+/// strings included.
+pub fn whole_record(f: &Format) -> CopyPlan {
+    let last_loc = f
+        .fields
+        .iter()
+        .filter(|x| x.data_loc)
+        .max_by_key(|x| x.offset);
+    CopyPlan {
+        event_id: f.id,
+        lo: COMMON_LEN as u16,
+        hi: u16::try_from(f.fixed_len().max(COMMON_LEN)).unwrap_or(u16::MAX),
+        loc: last_loc.map_or(0, loc_of),
+    }
+}
+
+/// The first bytes of every record (`common_type`, `common_flags`,
+/// `common_preempt_count`, `common_pid`), which BPF never sees intact.
+const COMMON_LEN: usize = 8;
+
+fn loc_of(f: &Field) -> u16 {
+    let at = u16::try_from(f.offset).unwrap_or(0) & !CopyPlan::REL_LOC;
+    if f.ctype.starts_with("__rel_loc") {
+        at | CopyPlan::REL_LOC
+    } else {
+        at
+    }
+}
+
+/// The events that fire on the normal path of every RPC (or every memory
+/// registration, receive, send or chunk segment) and that the engine has
+/// no use for. [`ProbeEvents::Used`] leaves them in the kernel: attached,
+/// they would be most of the probes' cost. Any event not named here and not
+/// used is rare (connections, errors, device changes) or new, and is
+/// attached whole, so that an unknown event is counted, not missed.
+pub const PER_RPC_UNUSED: [&str; 35] = [
+    // The client: receives, sends, memory registration and invalidation.
+    "xprtrdma_post_recv",
+    "xprtrdma_post_recvs",
+    "xprtrdma_wc_receive",
+    "xprtrdma_wc_send",
+    "xprtrdma_wc_fastreg",
+    "xprtrdma_wc_li",
+    "xprtrdma_wc_li_done",
+    "xprtrdma_wc_li_wake",
+    "xprtrdma_mr_get",
+    "xprtrdma_mr_map",
+    "xprtrdma_mr_unmap",
+    "xprtrdma_mr_fastreg",
+    "xprtrdma_mr_recycle",
+    "xprtrdma_post_linv",
+    "xprtrdma_fixup",
+    "xprtrdma_defer_cmp",
+    "xprtrdma_cb_call",
+    "xprtrdma_cb_reply",
+    // The server: receives, sends, DMA mapping, contexts.
+    "svcrdma_post_recv",
+    "svcrdma_wc_send",
+    "svcrdma_wc_reply",
+    "svcrdma_dma_map_page",
+    "svcrdma_dma_unmap_page",
+    "svcrdma_send_pullup",
+    "svcrdma_cc_release",
+    "svcrdma_read_finished",
+    // Linux 5.10's server, one per chunk or segment it encodes or sends.
+    "svcrdma_encode_read_chunk",
+    "svcrdma_encode_rseg",
+    "svcrdma_encode_write_chunk",
+    "svcrdma_send_pzr",
+    "svcrdma_send_read_chunk",
+    "svcrdma_send_reply_chunk",
+    "svcrdma_send_rseg",
+    "svcrdma_send_write_chunk",
+    "svcrdma_send_wseg",
+];
+
+/// What the analyzer needs of `f`'s records: the span from the first to the
+/// last field the decoder reads (and, for a string, to the string's end),
+/// `None` for a per-RPC event it has no use for ([`PER_RPC_UNUSED`]), the
+/// whole record for any other.
+///
+/// The fields come from running the decoder itself over a blank record and
+/// noting what it reads, so a change to the decoder changes the plans with
+/// it.
+pub fn needed(f: &Format) -> Option<CopyPlan> {
+    let blank = vec![0u8; f.fixed_len().max(COMMON_LEN)];
+    let touched = std::cell::RefCell::new(Vec::new());
+    let event = decode_tracepoint(RawRecord {
+        touched: Some(&touched),
+        ..RawRecord::new(f, &blank)
+    });
+    match event.use_() {
+        Use::Counted if PER_RPC_UNUSED.contains(&f.name.as_str()) => None,
+        Use::Counted => Some(whole_record(f)),
+        Use::Client | Use::Server => {
+            let read: Vec<&Field> = touched
+                .borrow()
+                .iter()
+                .filter_map(|&i| f.fields.get(i))
+                .filter(|x| x.offset >= COMMON_LEN)
+                .collect();
+            let lo = read.iter().map(|x| x.offset).min().unwrap_or(COMMON_LEN);
+            let hi = read.iter().map(|x| x.offset + x.size).max().unwrap_or(lo);
+            let loc = read
+                .iter()
+                .filter(|x| x.data_loc)
+                .max_by_key(|x| x.offset)
+                .map_or(0, |x| loc_of(x));
+            Some(CopyPlan {
+                event_id: f.id,
+                lo: u16::try_from(lo).unwrap_or(u16::MAX),
+                hi: u16::try_from(hi).unwrap_or(u16::MAX),
+                loc,
+            })
+        }
+    }
+}
+
 /// The tracepoints (or kprobes) to attach.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
-    /// `(system, event)` pairs, in order.
-    pub tracepoints: Vec<(String, String)>,
+    /// `(system, event, what to copy)`, in order.
+    pub tracepoints: Vec<(String, String, CopyPlan)>,
+    /// `system:event` of the events left in the kernel on purpose.
+    pub left_out: Vec<String>,
     /// Systems that are not in tracefs at all (module not loaded).
     pub absent_systems: Vec<String>,
 }
 
 impl Plan {
-    /// Every event of `systems` present in `formats`; the others are `absent_systems`.
-    pub fn all_of(formats: &FormatSet, systems: &[&str], absent: &[String]) -> Plan {
-        let tracepoints = formats
-            .sorted()
-            .into_iter()
-            .filter(|f| systems.contains(&f.system.as_str()) && wanted(&f.system, &f.name))
-            .map(|f| (f.system.clone(), f.name.clone()))
-            .collect();
+    /// The events of `systems` present in `formats` that `events` asks
+    /// for; the systems not in tracefs are `absent_systems`.
+    pub fn all_of(
+        formats: &FormatSet,
+        systems: &[&str],
+        absent: &[String],
+        events: ProbeEvents,
+    ) -> Plan {
+        let mut tracepoints = Vec::new();
+        let mut left_out = Vec::new();
+        for f in formats.sorted() {
+            if !systems.contains(&f.system.as_str()) || !wanted(&f.system, &f.name) {
+                continue;
+            }
+            let copy = match events {
+                ProbeEvents::Used => needed(f),
+                ProbeEvents::All => Some(whole_record(f)),
+            };
+            match copy {
+                Some(c) => tracepoints.push((f.system.clone(), f.name.clone(), c)),
+                None => left_out.push(format!("{}:{}", f.system, f.name)),
+            }
+        }
         Plan {
             tracepoints,
+            left_out,
             absent_systems: absent.to_vec(),
         }
     }
@@ -914,6 +1103,8 @@ pub struct ProbeSet {
     pub attached: Vec<String>,
     /// What did not, and why.
     pub missing: Vec<Missing>,
+    /// What was left in the kernel on purpose ([`Plan::left_out`]).
+    pub left_out: Vec<String>,
     /// Whether the one program with BPF cookies runs (Linux 5.15+), or one
     /// slot program per tracepoint (older kernels).
     pub cookies: bool,
@@ -927,7 +1118,6 @@ pub struct ProbeSet {
 fn attach_with_cookies(
     ebpf: &mut aya::Ebpf,
     plan: &Plan,
-    formats: &FormatSet,
     attached: &mut Vec<String>,
     missing: &mut Vec<Missing>,
 ) -> Result<Vec<CookieLink>, String> {
@@ -941,15 +1131,8 @@ fn attach_with_cookies(
     use std::os::fd::{AsFd, AsRawFd};
     let raw = prog_fd.as_fd().as_raw_fd();
     let mut links = Vec::new();
-    for (sys, ev) in &plan.tracepoints {
-        let Some(f) = formats.by_name(sys, ev) else {
-            missing.push(Missing {
-                what: format!("{sys}:{ev}"),
-                why: "no format file".into(),
-            });
-            continue;
-        };
-        match CookieLink::attach(raw, f.id) {
+    for (sys, ev, copy) in &plan.tracepoints {
+        match CookieLink::attach(raw, copy.event_id, copy.to_cookie()) {
             Ok(l) => {
                 links.push(l);
                 attached.push(format!("{sys}:{ev}"));
@@ -972,36 +1155,31 @@ fn attach_with_cookies(
 fn attach_slots(
     ebpf: &mut aya::Ebpf,
     plan: &Plan,
-    formats: &FormatSet,
     attached: &mut Vec<String>,
     missing: &mut Vec<Missing>,
 ) -> Result<(), String> {
     let mut wanted = Vec::new();
-    for (sys, ev) in &plan.tracepoints {
-        let what = format!("{sys}:{ev}");
-        match formats.by_name(sys, ev) {
-            None => missing.push(Missing {
-                what,
-                why: "no format file".into(),
-            }),
-            Some(_) if wanted.len() == ebpf_common::TP_SLOTS as usize => missing.push(Missing {
-                what,
+    for (sys, ev, copy) in &plan.tracepoints {
+        if wanted.len() == ebpf_common::TP_SLOTS as usize {
+            missing.push(Missing {
+                what: format!("{sys}:{ev}"),
                 why: format!(
                     "no program slot left: this kernel has no BPF cookies (Linux 5.15 added them), so each tracepoint takes one of {} programs",
                     ebpf_common::TP_SLOTS
                 ),
-            }),
-            Some(f) => wanted.push((sys, ev, f.id)),
+            });
+        } else {
+            wanted.push((sys, ev, *copy));
         }
     }
     {
         let map = ebpf
             .map_mut(ebpf_common::MAP_SLOT_IDS)
             .ok_or_else(|| format!("no map {}", ebpf_common::MAP_SLOT_IDS))?;
-        let mut ids: aya::maps::Array<_, u32> =
+        let mut ids: aya::maps::Array<_, u64> =
             aya::maps::Array::try_from(map).map_err(|e| chain(&e))?;
-        for (slot, (_, _, id)) in wanted.iter().enumerate() {
-            ids.set(slot as u32, u32::from(*id), 0)
+        for (slot, (_, _, copy)) in wanted.iter().enumerate() {
+            ids.set(slot as u32, copy.to_cookie(), 0)
                 .map_err(|e| chain(&e))?;
         }
     }
@@ -1059,7 +1237,7 @@ impl ProbeSet {
     ///
     /// # Errors
     /// See [`StartError`].
-    pub fn start(plan: &Plan, formats: &FormatSet, kprobes: bool) -> Result<ProbeSet, StartError> {
+    pub fn start(plan: &Plan, kprobes: bool) -> Result<ProbeSet, StartError> {
         if PROBES_OBJECT.is_empty() {
             return Err(StartError::NotBuilt(if PROBES_BUILD_STATUS.is_empty() {
                 "built without eBPF probes".to_string()
@@ -1084,7 +1262,7 @@ impl ProbeSet {
         let tried = if std::env::var_os("RDMA_ANALYZER_NO_COOKIES").is_some() {
             Err("RDMA_ANALYZER_NO_COOKIES is set".to_string())
         } else {
-            attach_with_cookies(&mut ebpf, plan, formats, &mut attached, &mut missing)
+            attach_with_cookies(&mut ebpf, plan, &mut attached, &mut missing)
         };
         match tried {
             Ok(l) => links = l,
@@ -1093,13 +1271,11 @@ impl ProbeSet {
             // fails them too, and both reasons are said.
             Err(no_cookies) => {
                 cookies = false;
-                attach_slots(&mut ebpf, plan, formats, &mut attached, &mut missing).map_err(
-                    |e| {
-                        StartError::Load(format!(
-                            "{e} (and the program for kernels with BPF cookies: {no_cookies})"
-                        ))
-                    },
-                )?;
+                attach_slots(&mut ebpf, plan, &mut attached, &mut missing).map_err(|e| {
+                    StartError::Load(format!(
+                        "{e} (and the program for kernels with BPF cookies: {no_cookies})"
+                    ))
+                })?;
             }
         }
         if kprobes {
@@ -1148,6 +1324,7 @@ impl ProbeSet {
             lost,
             attached,
             missing,
+            left_out: plan.left_out.clone(),
             cookies,
         })
     }
@@ -1184,13 +1361,13 @@ impl ProbeSet {
     }
 }
 
-/// A tracepoint attachment that carries a BPF cookie (the event's id).
+/// A tracepoint attachment that carries a BPF cookie (the event's [`CopyPlan`]).
 ///
 /// aya 0.14's `TracePoint::attach` sets no cookie, and the program cannot
 /// read `common_type` (the kernel overwrites the record's first 8 bytes with
 /// a pt_regs pointer before running BPF), so the attachment is made here:
 /// `perf_event_open(PERF_TYPE_TRACEPOINT, id)` then
-/// `bpf(BPF_LINK_CREATE, BPF_PERF_EVENT, cookie = id)` (Linux 5.15+).
+/// `bpf(BPF_LINK_CREATE, BPF_PERF_EVENT, cookie = plan)` (Linux 5.15+).
 /// Closing the two descriptors detaches it.
 struct CookieLink {
     _link: std::os::fd::OwnedFd,
@@ -1199,7 +1376,7 @@ struct CookieLink {
 
 impl CookieLink {
     #[allow(unsafe_code)]
-    fn attach(prog_fd: std::os::fd::RawFd, tp_id: u16) -> Result<CookieLink, String> {
+    fn attach(prog_fd: std::os::fd::RawFd, tp_id: u16, cookie: u64) -> Result<CookieLink, String> {
         use std::os::fd::{FromRawFd, OwnedFd};
         // struct perf_event_attr, PERF_ATTR_SIZE_VER0 (64 bytes).
         let mut attr = [0u8; 64];
@@ -1231,7 +1408,7 @@ impl CookieLink {
         battr[0..4].copy_from_slice(&(prog_fd as u32).to_ne_bytes());
         battr[4..8].copy_from_slice(&(perf.as_raw_fd() as u32).to_ne_bytes());
         battr[8..12].copy_from_slice(&41u32.to_ne_bytes()); // BPF_PERF_EVENT
-        battr[16..24].copy_from_slice(&u64::from(tp_id).to_ne_bytes());
+        battr[16..24].copy_from_slice(&cookie.to_ne_bytes());
         // SAFETY: a valid bpf_attr buffer of the size passed.
         let lfd = unsafe { libc::syscall(libc::SYS_bpf, 28 as libc::c_int, battr.as_ptr(), 64u32) }; // BPF_LINK_CREATE
         if lfd < 0 {
@@ -1329,7 +1506,7 @@ print fmt: \"cq_id=%u cid=%d num_sge=%u inv_rkey=0x%08x\", REC->cq_id, REC->comp
         v[2..4].copy_from_slice(&id.to_ne_bytes());
         v[8..16].copy_from_slice(&ts.to_ne_bytes());
         v[16..24].copy_from_slice(&((u64::from(tid) << 32) | u64::from(tid)).to_ne_bytes());
-        v[24..28].copy_from_slice(&(data.len() as u32).to_ne_bytes());
+        v[24..26].copy_from_slice(&(data.len() as u16).to_ne_bytes());
         v.extend_from_slice(data);
         v
     }
@@ -1548,22 +1725,26 @@ print fmt: \"task:%u@%u %sv%d %s (%ssync)\", REC->task_id, REC->client_id, __get
             )
             .unwrap(),
         );
-        let p = Plan::all_of(&set, &SYSTEMS, &[]);
-        assert_eq!(
-            p.tracepoints,
-            vec![("sunrpc".to_string(), "rpc_request".to_string())]
-        );
+        let p = Plan::all_of(&set, &SYSTEMS, &[], ProbeEvents::All);
+        let names: Vec<_> = p
+            .tracepoints
+            .iter()
+            .map(|(s, e, _)| format!("{s}:{e}"))
+            .collect();
+        assert_eq!(names, ["sunrpc:rpc_request"]);
     }
 
     #[test]
     fn plan_and_absent_systems() {
         let mut set = FormatSet::default();
         set.insert(Format::parse("rpcrdma", POST_SEND).unwrap());
-        let p = Plan::all_of(&set, &SYSTEMS, &["ib_cma".to_string()]);
-        assert_eq!(
-            p.tracepoints,
-            vec![("rpcrdma".to_string(), "svcrdma_post_send".to_string())]
-        );
+        let p = Plan::all_of(&set, &SYSTEMS, &["ib_cma".to_string()], ProbeEvents::Used);
+        let names: Vec<_> = p
+            .tracepoints
+            .iter()
+            .map(|(s, e, _)| format!("{s}:{e}"))
+            .collect();
+        assert_eq!(names, ["rpcrdma:svcrdma_post_send"]);
         assert_eq!(p.absent_systems, vec!["ib_cma".to_string()]);
         assert!(why_absent("ib_cma").contains("ib_cm"));
     }

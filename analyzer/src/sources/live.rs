@@ -44,6 +44,8 @@ pub struct LiveOptions {
     pub extra_tracepoints: Vec<String>,
     /// Leave the CM private-data kprobes out.
     pub no_kprobes: bool,
+    /// Which tracepoints, and how much of each, the probes deliver.
+    pub probe_events: ebpf::ProbeEvents,
 }
 
 /// A probe that could not be attached, and why.
@@ -66,6 +68,9 @@ pub struct LiveStats {
     pub attached: Vec<String>,
     /// What could not be attached, and why.
     pub missing: Vec<MissingProbe>,
+    /// Tracepoints present but left in the kernel on purpose: per-RPC events
+    /// the analyzer has no use for (`--all-probe-events` attaches them).
+    pub left_out: Vec<String>,
     /// Records read from the ring buffer.
     pub records: u64,
     /// Records read per second of the run.
@@ -98,6 +103,7 @@ impl Default for LiveStats {
             schema_version: 1,
             attached: Vec::new(),
             missing: Vec::new(),
+            left_out: Vec::new(),
             records: 0,
             records_per_second: 0.0,
             lost_in_kernel: 0,
@@ -195,16 +201,17 @@ fn start_probes(
         .filter(|s| rdma.contains(&s.as_str()))
         .cloned()
         .collect();
-    let mut plan = Plan::all_of(&formats, &rdma, &absent_rdma);
+    let mut plan = Plan::all_of(&formats, &rdma, &absent_rdma, o.probe_events);
     for (s, e) in extra {
-        if formats.by_name(&s, &e).is_some() {
-            plan.tracepoints.push((s, e));
+        if let Some(f) = formats.by_name(&s, &e) {
+            let copy = ebpf::whole_record(f);
+            plan.tracepoints.push((s, e, copy));
         } else {
             plan.absent_systems.push(format!("{s}:{e}"));
         }
     }
     let kprobes = !o.no_kprobes && absent_rdma.len() < rdma.len();
-    let mut set = ProbeSet::start(&plan, &formats, kprobes)?;
+    let mut set = ProbeSet::start(&plan, kprobes)?;
     set.missing
         .extend(ebpf::blind_spots(&formats, &plan.absent_systems));
     let offset = ebpf::clock_offset_ns().unwrap_or(0);
@@ -281,6 +288,7 @@ impl LiveInputs {
             match start_probes(o, &mut inputs.notices) {
                 Ok((set, dec)) => {
                     inputs.stats.attached.clone_from(&set.attached);
+                    inputs.stats.left_out.clone_from(&set.left_out);
                     inputs.stats.missing = set.missing.iter().map(missing).collect();
                     inputs.probes = Some((set, dec));
                 }
@@ -297,9 +305,10 @@ impl LiveInputs {
             let slots = matches!(&inputs.probes, Some((set, _)) if !set.cookies);
             let s = &inputs.stats;
             let summary = format!(
-                "live: probes: {} attached, {} missing{}",
+                "live: probes: {} attached, {} missing, {} left in the kernel (per-RPC events the analyzer does not use){}",
                 s.attached.len(),
                 s.missing.len(),
+                s.left_out.len(),
                 if slots {
                     " (this kernel has no BPF cookies: one program per tracepoint)"
                 } else {

@@ -1,23 +1,27 @@
 //! Records and names shared by the eBPF probes (`ebpf-probes/probes`, BPF
 //! target, `no_std`) and the analyzer (`analyzer/src/sources/ebpf.rs`).
 //!
-//! The probes do not decode anything: a tracepoint program copies the raw
-//! tracepoint record (its first [`RECORD_DATA_MAX`] bytes) behind a small
-//! [`RecordHeader`] into the [`MAP_EVENTS`] ring buffer. Userspace decodes the
-//! record with the running kernel's tracepoint `format` files, so nothing
-//! here depends on one kernel's layout.
+//! The probes do not decode anything: a tracepoint program copies one span
+//! of the raw tracepoint record behind a small [`RecordHeader`] into the
+//! [`MAP_EVENTS`] ring buffer. Which span is a per-tracepoint [`CopyPlan`]
+//! that userspace works out at load time from the running kernel's `format`
+//! files (the fields the analyzer reads, and nothing else), and hands to the
+//! program as the attachment's BPF cookie (or, on kernels without cookies,
+//! in the program's slot of [`MAP_SLOT_IDS`]). Userspace decodes the span
+//! with the same format files, so nothing here depends on one kernel's layout.
 //!
 //! ```text
 //!  offset  size  RecordHeader
 //!       0     1  version  (RECORD_VERSION)
 //!       1     1  kind     (RecordKind)
-//!       2     2  event_id (tracepoint: its ID, from the attach cookie; kprobe: KprobeId)
+//!       2     2  event_id (tracepoint: its ID, from the plan; kprobe: KprobeId)
 //!       4     4  cpu
 //!       8     8  ts_ns    (bpf_ktime_get_ns: CLOCK_MONOTONIC)
 //!      16     8  pid_tgid (bpf_get_current_pid_tgid: tgid << 32 | tid)
-//!      24     4  len      (bytes of data that are valid)
+//!      24     2  len      (bytes of data that are valid)
+//!      26     2  base     (offset in the raw tracepoint record of data[0])
 //!      28     4  _pad
-//!      32   256  data     (Record only)
+//!      32     N  data     (N = 32, 64, 128 or 256: the smallest class the span fits)
 //! ```
 #![cfg_attr(not(feature = "user"), no_std)]
 #![deny(missing_docs)]
@@ -25,13 +29,115 @@
 use core::mem::size_of;
 
 /// Version of [`RecordHeader`]'s layout. Bump on any change.
-pub const RECORD_VERSION: u8 = 1;
+pub const RECORD_VERSION: u8 = 2;
 
-/// Bytes of a tracepoint record copied into the ring buffer. The fixed part
-/// of every rpcrdma, rdma_cma and ib_cma event of Linux 6.1 fits (the largest,
-/// `cm_event_handler`, is about 80 bytes); `__data_loc` strings past this are
-/// reported as truncated by the decoder.
+/// Most bytes of a tracepoint record one ring record carries. The fixed part
+/// of every rpcrdma, rdma_cma and ib_cma event of Linux 5.10 to 6.12 fits (the
+/// largest, `cm_event_handler`, is about 80 bytes); `__data_loc` strings past
+/// this are reported as truncated by the decoder.
 pub const RECORD_DATA_MAX: usize = 256;
+
+/// The size classes of a ring record's data: the program reserves the
+/// smallest that holds the span its plan asks for, so an event whose
+/// fields take 20 bytes costs a 64-byte ring record, not a 288-byte one.
+pub const DATA_CLASSES: [usize; 4] = [32, 64, 128, RECORD_DATA_MAX];
+
+/// What a tracepoint program copies of one tracepoint's record, packed in
+/// the 64 bits of a BPF cookie:
+///
+/// ```text
+///  bits  0..16  event id (the format file's `ID:`)
+///  bits 16..32  lo: first byte of the span (offset in the raw record)
+///  bits 32..48  hi: end of the span's fixed part
+///  bits 48..64  loc: 0, or the offset of a `__data_loc` field whose string
+///               the span must reach (bit 15 set: a `__rel_loc`, whose
+///               string offset counts from the end of the field)
+/// ```
+///
+/// The program reads the `__data_loc` word at run time, since a string's
+/// place depends on the strings before it, and stretches the span to the
+/// string's end, up to `lo + RECORD_DATA_MAX`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CopyPlan {
+    /// The event's id.
+    pub event_id: u16,
+    /// First byte of the span.
+    pub lo: u16,
+    /// End of the span's fixed part.
+    pub hi: u16,
+    /// A `__data_loc` field to follow (0: none), [`CopyPlan::REL_LOC`] for `__rel_loc`.
+    pub loc: u16,
+}
+
+impl CopyPlan {
+    /// Flag of [`CopyPlan::loc`]: the field is a `__rel_loc`.
+    pub const REL_LOC: u16 = 0x8000;
+
+    /// The cookie this plan packs into.
+    pub const fn to_cookie(self) -> u64 {
+        self.event_id as u64
+            | (self.lo as u64) << 16
+            | (self.hi as u64) << 32
+            | (self.loc as u64) << 48
+    }
+
+    /// The plan a cookie carries.
+    pub const fn from_cookie(c: u64) -> CopyPlan {
+        CopyPlan {
+            event_id: c as u16,
+            lo: (c >> 16) as u16,
+            hi: (c >> 32) as u16,
+            loc: (c >> 48) as u16,
+        }
+    }
+
+    /// Offset of the `__data_loc` word the program must read first, if any.
+    #[inline(always)]
+    pub const fn loc_at(self) -> Option<u32> {
+        if self.loc == 0 {
+            None
+        } else {
+            Some((self.loc & !Self::REL_LOC) as u32 & 0x1ff)
+        }
+    }
+
+    /// The span to copy, `(first byte, length)`, given the word at
+    /// [`CopyPlan::loc_at`] (ignored without one). The length is at most
+    /// [`RECORD_DATA_MAX`]; the masks keep every value small enough for
+    /// the verifier to bound.
+    #[inline(always)]
+    pub const fn span(self, loc_word: u32) -> (u32, u32) {
+        let lo = self.lo as u32 & 0x1ff;
+        let mut hi = self.hi as u32 & 0x3ff;
+        if let Some(at) = self.loc_at() {
+            let mut end = (loc_word & 0xffff) + (loc_word >> 16);
+            if self.loc & Self::REL_LOC != 0 {
+                end += at + 4;
+            }
+            if end > hi {
+                hi = end;
+            }
+        }
+        let n = if hi > lo { hi - lo } else { 0 };
+        let max = RECORD_DATA_MAX as u32;
+        (lo, if n > max { max } else { n })
+    }
+
+    /// The size class ([`DATA_CLASSES`]) a span of `n` bytes takes.
+    #[inline(always)]
+    pub const fn class(n: u32) -> usize {
+        let n = n as usize;
+        if n <= DATA_CLASSES[0] {
+            DATA_CLASSES[0]
+        } else if n <= DATA_CLASSES[1] {
+            DATA_CLASSES[1]
+        } else if n <= DATA_CLASSES[2] {
+            DATA_CLASSES[2]
+        } else {
+            DATA_CLASSES[3]
+        }
+    }
+}
 
 /// Ring buffer size in bytes (a power of two, a multiple of the page size).
 /// 4 MiB holds about 14,000 records, i.e. some tens of milliseconds of a
@@ -54,8 +160,8 @@ pub const PROG_TRACEPOINT: &str = "rdma_tracepoint";
 pub const PROG_TRACEPOINT_SLOT: &str = "rdma_tp_";
 /// Slot programs in the object: tracepoints attachable without cookies.
 pub const TP_SLOTS: u32 = 256;
-/// Name of the array (`u32` per slot) userspace fills with each slot
-/// program's tracepoint id before attaching it.
+/// Name of the array (`u64` per slot) userspace fills with each slot
+/// program's [`CopyPlan`] cookie before attaching it.
 pub const MAP_SLOT_IDS: &str = "SLOT_IDS";
 /// Name of the kprobe on `rdma_connect_locked` (client side): copies the
 /// CM private data the caller passes (RFC 8797), which no tracepoint carries.
@@ -71,8 +177,9 @@ pub const FN_ACCEPT: &str = "rdma_accept";
 #[repr(u8)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecordKind {
-    /// A tracepoint: `data` is the raw record (its first 8 bytes, the
-    /// common fields, are not valid), `event_id` the event's id.
+    /// A tracepoint: `data` is a span of the raw record starting at
+    /// `base` (the first 8 bytes, the common fields, are never valid),
+    /// `event_id` the event's id.
     Tracepoint = 1,
     /// A kprobe: `event_id` is a [`KprobeId`], `data` the private data bytes.
     Kprobe = 2,
@@ -112,7 +219,7 @@ pub struct RecordHeader {
     /// [`RecordKind`] as a byte.
     pub kind: u8,
     /// Tracepoint: the event's `ID:` from its format file, which userspace
-    /// passes as the BPF attach cookie (the record's own `common_type` is
+    /// passes in the [`CopyPlan`] (the record's own `common_type` is
     /// overwritten before BPF runs). Kprobe: a [`KprobeId`].
     pub event_id: u16,
     /// CPU the event fired on.
@@ -123,19 +230,22 @@ pub struct RecordHeader {
     /// of one request share the nfsd thread, which is how they are tied together.
     pub pid_tgid: u64,
     /// Valid bytes in `data`.
-    pub len: u32,
+    pub len: u16,
+    /// Offset in the raw tracepoint record of `data[0]` (kprobes: 0).
+    pub base: u16,
     /// Explicit padding.
     pub _pad: u32,
 }
 
-/// A header and the copied bytes: what the ring buffer carries.
+/// A header and the copied bytes: what the ring buffer carries, in one of
+/// the [`DATA_CLASSES`] sizes.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
-pub struct Record {
+pub struct Record<const N: usize = RECORD_DATA_MAX> {
     /// Header.
     pub header: RecordHeader,
-    /// Raw tracepoint record (or private data), `header.len` bytes valid.
-    pub data: [u8; RECORD_DATA_MAX],
+    /// A span of the raw tracepoint record (or private data), `header.len` bytes valid.
+    pub data: [u8; N],
 }
 
 /// Size of [`RecordHeader`].
@@ -145,7 +255,7 @@ pub const RECORD_LEN: usize = HEADER_LEN + RECORD_DATA_MAX;
 
 const _: () = assert!(size_of::<RecordHeader>() == HEADER_LEN);
 const _: () = assert!(size_of::<Record>() == RECORD_LEN);
-const _: () = assert!(PDATA_MAX <= RECORD_DATA_MAX);
+const _: () = assert!(PDATA_MAX <= DATA_CLASSES[2]);
 
 impl RecordHeader {
     /// Reads a header from the front of `bytes` (native endianness, as the
@@ -166,7 +276,8 @@ impl RecordHeader {
             cpu: u32_at(4),
             ts_ns: u64_at(8),
             pid_tgid: u64_at(16),
-            len: u32_at(24),
+            len: u16_at(24),
+            base: u16_at(26),
             _pad: u32_at(28),
         })
     }
@@ -184,7 +295,7 @@ mod pod {
     #[allow(unsafe_code)]
     unsafe impl aya::Pod for super::RecordHeader {}
     #[allow(unsafe_code)]
-    unsafe impl aya::Pod for super::Record {}
+    unsafe impl<const N: usize> aya::Pod for super::Record<N> {}
 }
 
 #[cfg(test)]
@@ -200,7 +311,8 @@ mod tests {
             cpu: 1,
             ts_ns: 0x0102_0304_0506_0708,
             pid_tgid: (77 << 32) | 78,
-            len: 256,
+            len: 200,
+            base: 16,
             _pad: 0,
         };
         let mut b = [0u8; HEADER_LEN];
@@ -210,10 +322,59 @@ mod tests {
         b[4..8].copy_from_slice(&h.cpu.to_ne_bytes());
         b[8..16].copy_from_slice(&h.ts_ns.to_ne_bytes());
         b[16..24].copy_from_slice(&h.pid_tgid.to_ne_bytes());
-        b[24..28].copy_from_slice(&h.len.to_ne_bytes());
+        b[24..26].copy_from_slice(&h.len.to_ne_bytes());
+        b[26..28].copy_from_slice(&h.base.to_ne_bytes());
         assert_eq!(RecordHeader::from_bytes(&b), Some(h));
         assert_eq!(h.tid(), 78);
         assert_eq!(RecordHeader::from_bytes(&b[..31]), None);
+    }
+
+    #[test]
+    fn plans_round_trip_through_cookies() {
+        let p = CopyPlan {
+            event_id: 1577,
+            lo: 8,
+            hi: 44,
+            loc: 40 | CopyPlan::REL_LOC,
+        };
+        assert_eq!(CopyPlan::from_cookie(p.to_cookie()), p);
+        assert_eq!(p.to_cookie() & 0xffff, 1577);
+    }
+
+    #[test]
+    fn spans_follow_the_string() {
+        let fixed = CopyPlan {
+            event_id: 1,
+            lo: 8,
+            hi: 44,
+            loc: 0,
+        };
+        assert_eq!(fixed.span(0xdead_beef), (8, 36));
+        // `__data_loc` at 40: a 20-byte string at offset 60.
+        let dl = CopyPlan { loc: 40, ..fixed };
+        assert_eq!(dl.span(20 << 16 | 60), (8, 72));
+        // A string inside the fixed span does not shrink it.
+        assert_eq!(dl.span(2 << 16 | 10), (8, 36));
+        // `__rel_loc` at 40: offset counts from 44.
+        let rl = CopyPlan {
+            loc: 40 | CopyPlan::REL_LOC,
+            ..fixed
+        };
+        assert_eq!(rl.span(20 << 16 | 16), (8, 72));
+        // A hostile word cannot stretch a record past the largest class.
+        assert_eq!(dl.span(u32::MAX), (8, RECORD_DATA_MAX as u32));
+        assert_eq!(
+            CopyPlan {
+                lo: 50,
+                hi: 10,
+                ..fixed
+            }
+            .span(0),
+            (50, 0)
+        );
+        assert_eq!(CopyPlan::class(0), 32);
+        assert_eq!(CopyPlan::class(33), 64);
+        assert_eq!(CopyPlan::class(256), 256);
     }
 
     #[test]

@@ -4,9 +4,12 @@
 //!   (rpcrdma, rdma_cma, ib_cma; `sched:sched_switch` for the benchmark).
 //!   On kernels without BPF cookies (before 5.15) the slot programs
 //!   `rdma_tp_N` take its place, one per tracepoint.
-//!   It copies the raw record, unparsed, behind an [`ebpf_common::RecordHeader`]
-//!   into the `EVENTS` ring buffer. Decoding happens in userspace with the
-//!   running kernel's `format` files, so one object works on every kernel.
+//!   It copies the span of the raw record its [`ebpf_common::CopyPlan`]
+//!   names (the fields the analyzer reads), unparsed, behind an
+//!   [`ebpf_common::RecordHeader`] into the `EVENTS` ring buffer, in the
+//!   smallest size class that holds it. Userspace works the plans out from
+//!   the running kernel's `format` files and decodes with them, so one
+//!   object works on every kernel.
 //! - [`rdma_connect_pdata`] / [`rdma_accept_pdata`]: kprobes on
 //!   `rdma_connect_locked` and `rdma_accept` that copy the CM private data
 //!   (RFC 8797), which no tracepoint carries.
@@ -27,8 +30,8 @@ mod bpf {
     use aya_ebpf::programs::{ProbeContext, TracePointContext};
     use aya_ebpf::EbpfContext;
     use ebpf_common::{
-        KprobeId, Record, RecordHeader, RecordKind, PDATA_MAX, RECORD_DATA_MAX, RECORD_VERSION,
-        RING_BYTES, TP_SLOTS,
+        CopyPlan, KprobeId, Record, RecordHeader, RecordKind, DATA_CLASSES, PDATA_MAX,
+        RECORD_VERSION, RING_BYTES, TP_SLOTS,
     };
 
     #[map(name = "EVENTS")]
@@ -38,7 +41,7 @@ mod bpf {
     static LOST: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
 
     #[map(name = "SLOT_IDS")]
-    static SLOT_IDS: Array<u32> = Array::with_max_entries(TP_SLOTS, 0);
+    static SLOT_IDS: Array<u64> = Array::with_max_entries(TP_SLOTS, 0);
 
     /// Counts one record that found the ring buffer full.
     #[inline(always)]
@@ -65,7 +68,7 @@ mod bpf {
     }
 
     #[inline(always)]
-    fn header(kind: RecordKind, event_id: u16, len: u32) -> RecordHeader {
+    fn header(kind: RecordKind, event_id: u16, len: u16, base: u16) -> RecordHeader {
         // SAFETY: plain helpers without arguments.
         let (cpu, ts_ns) = unsafe { (bpf_get_smp_processor_id(), bpf_ktime_get_ns()) };
         RecordHeader {
@@ -76,21 +79,21 @@ mod bpf {
             ts_ns,
             pid_tgid: bpf_get_current_pid_tgid(),
             len,
+            base,
             _pad: 0,
         }
     }
 
-    /// Copies any tracepoint's raw record; the event's id comes from the
-    /// attach cookie (Linux 5.15+).
+    /// Copies a tracepoint's span; its plan is the attach cookie (Linux 5.15+).
     #[tracepoint]
     pub fn rdma_tracepoint(ctx: TracePointContext) -> u32 {
         // The record's first 8 bytes (`common_type` and the other common
         // fields) are overwritten by the kernel with a pt_regs pointer before
         // BPF programs run (perf_trace_run_bpf_submit), so the event id comes
-        // from the attach cookie userspace set to the tracepoint's `ID:`.
+        // from the plan userspace made from the tracepoint's format file.
         // SAFETY: the helper only reads the program's own run context.
-        let id = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) } as u16;
-        match copy_record(&ctx, id) {
+        let plan = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
+        match copy_record(&ctx, CopyPlan::from_cookie(plan)) {
             Ok(()) => 0,
             Err(_) => 1,
         }
@@ -98,13 +101,13 @@ mod bpf {
 
     /// Kernels without cookies (Linux 5.10 has no `bpf_get_attach_cookie`,
     /// and a program that calls it does not load): one program per
-    /// tracepoint, each reading its tracepoint's id from its own slot.
+    /// tracepoint, each reading its tracepoint's plan from its own slot.
     #[inline(always)]
     fn slot_tracepoint(ctx: &TracePointContext, slot: u32) -> u32 {
-        let Some(&id) = SLOT_IDS.get(slot) else {
+        let Some(&plan) = SLOT_IDS.get(slot) else {
             return 1;
         };
-        match copy_record(ctx, id as u16) {
+        match copy_record(ctx, CopyPlan::from_cookie(plan)) {
             Ok(()) => 0,
             Err(_) => 1,
         }
@@ -131,25 +134,51 @@ mod bpf {
         224 225 226 227 228 229 230 231 232 233 234 235 236 237 238 239 240 241 242 243 244 245 246 247 248 249 250 251 252 253 254 255
     );
 
-    /// Copies the raw record of the tracepoint behind `ctx` into the ring.
+    /// Copies the span `plan` names of the record behind `ctx` into the ring.
     #[inline(always)]
-    fn copy_record(ctx: &TracePointContext, id: u16) -> Result<(), i32> {
-        let Some(mut entry) = EVENTS.reserve::<Record>(0) else {
+    fn copy_record(ctx: &TracePointContext, plan: CopyPlan) -> Result<(), i64> {
+        let src = ctx.as_ptr() as *const u8;
+        // A string's place is only known now (it follows the strings
+        // before it), so the plan names the word that says where it is.
+        let word = match plan.loc_at() {
+            // SAFETY: fault-safe read inside the per-CPU trace buffer.
+            Some(at) => unsafe { bpf_probe_read_kernel(src.add(at as usize) as *const u32)? },
+            None => 0,
+        };
+        let (lo, n) = plan.span(word);
+        // One branch per size class, each with a constant size (the
+        // verifier wants constant reservations and bounded reads).
+        if n as usize <= DATA_CLASSES[0] {
+            emit::<{ DATA_CLASSES[0] }>(src, plan.event_id, lo, n)
+        } else if n as usize <= DATA_CLASSES[1] {
+            emit::<{ DATA_CLASSES[1] }>(src, plan.event_id, lo, n)
+        } else if n as usize <= DATA_CLASSES[2] {
+            emit::<{ DATA_CLASSES[2] }>(src, plan.event_id, lo, n)
+        } else {
+            emit::<{ DATA_CLASSES[3] }>(src, plan.event_id, lo, n)
+        }
+    }
+
+    /// Reserves a record of class `N`, copies `N` bytes from `src + lo` (of
+    /// which `n` are the span; reading a whole class is cheaper for the
+    /// verifier than a variable length and stays inside the 8 KiB per-CPU
+    /// trace buffer) and submits it.
+    #[inline(always)]
+    fn emit<const N: usize>(src: *const u8, id: u16, lo: u32, n: u32) -> Result<(), i64> {
+        let Some(mut entry) = EVENTS.reserve::<Record<N>>(0) else {
             count_lost();
             return Ok(());
         };
         let rec = entry.as_mut_ptr();
-        let src = ctx.as_ptr() as *const u8;
-        // SAFETY: `rec` points at a reserved, writable Record; the source is
-        // read through the fault-safe probe_read helper (the record sits in
-        // the per-CPU trace buffer, which is larger than RECORD_DATA_MAX).
-        let r = unsafe { bpf_probe_read_kernel_buf(src, &mut (*rec).data) };
+        // SAFETY: `rec` points at a reserved, writable record; the source is
+        // read through the fault-safe probe_read helper.
+        let r = unsafe { bpf_probe_read_kernel_buf(src.add(lo as usize), &mut (*rec).data) };
         if let Err(e) = r {
             entry.discard(0);
-            return Err(e as i32);
+            return Err(i64::from(e));
         }
         unsafe {
-            (*rec).header = header(RecordKind::Tracepoint, id, RECORD_DATA_MAX as u32);
+            (*rec).header = header(RecordKind::Tracepoint, id, n as u16, lo as u16);
         }
         entry.submit(wakeup_flags());
         Ok(())
@@ -175,7 +204,7 @@ mod bpf {
 
     /// `struct rdma_conn_param` starts `{ const void *private_data; u8
     /// private_data_len; ... }` (include/rdma/rdma_cm.h, unchanged since 2.6).
-    fn try_pdata(ctx: &ProbeContext, which: KprobeId) -> Result<(), i32> {
+    fn try_pdata(ctx: &ProbeContext, which: KprobeId) -> Result<(), i64> {
         let param: *const u8 = ctx.arg(1).ok_or(-1)?;
         if param.is_null() {
             return Ok(());
@@ -183,7 +212,7 @@ mod bpf {
         // SAFETY: fault-safe kernel reads.
         let pdata: *const u8 = unsafe { bpf_probe_read_kernel(param as *const *const u8)? };
         let len: u8 = unsafe { bpf_probe_read_kernel(param.add(8))? };
-        let Some(mut entry) = EVENTS.reserve::<Record>(0) else {
+        let Some(mut entry) = EVENTS.reserve::<Record<{ DATA_CLASSES[2] }>>(0) else {
             count_lost();
             return Ok(());
         };
@@ -201,7 +230,7 @@ mod bpf {
             }
         }
         unsafe {
-            (*rec).header = header(RecordKind::Kprobe, which as u16, copied);
+            (*rec).header = header(RecordKind::Kprobe, which as u16, copied as u16, 0);
         }
         entry.submit(0);
         Ok(())

@@ -325,7 +325,51 @@ pub enum ProbeEvent {
     },
 }
 
+/// Which side of the correlation consumes an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Use {
+    /// The client side's correlation (by RPC task).
+    Client,
+    /// The server side's correlation (by receive completion, then thread).
+    Server,
+    /// Neither: the event is only counted (connections, CM, errors, and
+    /// whatever this analyzer does not know).
+    Counted,
+}
+
 impl ProbeEvent {
+    /// Who consumes it; [`Correlator::handle`](super::Correlator) dispatches by this.
+    pub fn use_(&self) -> Use {
+        match self {
+            ProbeEvent::ClientChunk { .. }
+            | ProbeEvent::Marshal { .. }
+            | ProbeEvent::ClientPostSend { .. }
+            | ProbeEvent::Reply { .. }
+            | ProbeEvent::RemoteInv { .. }
+            | ProbeEvent::LocalInv { .. }
+            | ProbeEvent::DecodeSeg { .. }
+            | ProbeEvent::RpcRequest { .. } => Use::Client,
+            ProbeEvent::Completion { event, .. } => match event.as_str() {
+                "svcrdma_wc_recv" | "svcrdma_wc_receive" | "svcrdma_wc_read"
+                | "svcrdma_wc_write" => Use::Server,
+                _ => Use::Counted,
+            },
+            ProbeEvent::ServerDecodeSeg { .. }
+            | ProbeEvent::DecodeRqst { .. }
+            | ProbeEvent::PostChunk { .. }
+            | ProbeEvent::EncodeWseg { .. }
+            | ProbeEvent::ServerPostSend { .. }
+            | ProbeEvent::SvcProcess { .. } => Use::Server,
+            ProbeEvent::PrivateData { .. }
+            | ProbeEvent::ClientConnect { .. }
+            | ProbeEvent::InlineThresh { .. }
+            | ProbeEvent::Error { .. }
+            | ProbeEvent::Cm { .. }
+            | ProbeEvent::IbCm { .. }
+            | ProbeEvent::Other { .. } => Use::Counted,
+        }
+    }
+
     /// The XID the event names directly, if any.
     pub fn xid(&self) -> Option<u32> {
         match self {

@@ -25,7 +25,7 @@ use std::collections::VecDeque;
 use rdma_dissectors::rpcrdma::Segment;
 
 use client::ClientCall;
-use event::{Cid, Probe, ProbeEvent, SegKind, TaskKey};
+use event::{Cid, Probe, ProbeEvent, SegKind, TaskKey, Use};
 use names::RpcName;
 use server::ServerCall;
 
@@ -162,23 +162,10 @@ impl Correlator {
     ) {
         self.stats.events += 1;
         self.expire(ids, p.meta.ts_ns, out);
-        match &p.event {
-            ProbeEvent::ClientChunk { .. }
-            | ProbeEvent::Marshal { .. }
-            | ProbeEvent::ClientPostSend { .. }
-            | ProbeEvent::Reply { .. }
-            | ProbeEvent::RemoteInv { .. }
-            | ProbeEvent::LocalInv { .. }
-            | ProbeEvent::DecodeSeg { .. }
-            | ProbeEvent::RpcRequest { .. } => self.client_event(ids, p.meta, &p.event, out),
-            ProbeEvent::Completion { .. }
-            | ProbeEvent::ServerDecodeSeg { .. }
-            | ProbeEvent::DecodeRqst { .. }
-            | ProbeEvent::PostChunk { .. }
-            | ProbeEvent::EncodeWseg { .. }
-            | ProbeEvent::ServerPostSend { .. }
-            | ProbeEvent::SvcProcess { .. } => self.server_event(ids, p.meta, &p.event, out),
-            ProbeEvent::PrivateData { which, bytes } if self.private_data.len() < 1024 => {
+        match (p.event.use_(), &p.event) {
+            (Use::Client, e) => self.client_event(ids, p.meta, e, out),
+            (Use::Server, e) => self.server_event(ids, p.meta, e, out),
+            (_, ProbeEvent::PrivateData { which, bytes }) if self.private_data.len() < 1024 => {
                 self.private_data.push((*which, bytes.clone()));
             }
             _ => {}
