@@ -83,17 +83,40 @@ print("%10s %12s %12.0f %10d %8.1f %12.0f" % (rate, g, s["records"] / secs, s["l
 PY
 done
 
-base=$(gen 0 "$secs")
-"$bin" live --probes --no-kprobes --tracepoint "$tp" --duration $((secs + 2)) \
-    --stats-out "$tmp/s.json" --json-out /dev/null 2> "$tmp/err" &
-pid=$!
-for _ in $(seq 1 50); do grep -q attached "$tmp/err" 2>/dev/null && break; sleep 0.1; done
-sleep 0.5
-with=$(gen 0 "$secs")
-wait $pid
-python3 - "$tmp/s.json" "$base" "$with" "$secs" <<'PY'
-import json, sys
-s = json.load(open(sys.argv[1])); base, w, secs = float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
-print("unpaced: %.0f calls/s without the probe, %.0f with it: +%.0f ns per event end to end;"
-      " delivered %.0f records/s, lost %d" % (base, w, 1e9 / w - 1e9 / base, s["records"] / secs, s["lost_in_kernel"]))
+# Unpaced, interleaved rounds (this machine is noisy; medians): the
+# generator's rate with nothing attached, with the floor (the same
+# attachment, a program that does nothing), and with the probe; optionally
+# with the probe of another build (BIN_BEFORE) for a before/after.
+with() { # BIN [ENV=...] -> calls/s while that binary's probe is attached
+    local b=$1; shift
+    env "$@" "$b" live --probes --no-kprobes --tracepoint "$tp" --duration $((secs + 2)) \
+        --stats-out "$tmp/u.json" --json-out /dev/null 2> "$tmp/uerr" &
+    local p=$!
+    for _ in $(seq 1 50); do grep -q attached "$tmp/uerr" 2>/dev/null && break; sleep 0.1; done
+    sleep 0.5
+    gen 0 "$secs"
+    wait $p
+    python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); sys.exit(1 if s["lost_in_kernel"] else 0)' "$tmp/u.json" \
+        || echo "bench: records lost in an unpaced run" >&2
+}
+rounds=${ROUNDS:-5}
+: > "$tmp/rounds"
+for r in $(seq 1 "$rounds"); do
+    b=$(gen 0 "$secs")
+    f=$(with "$bin" RDMA_ANALYZER_BENCH_FLOOR=1)
+    p=$(with "$bin")
+    o=${BIN_BEFORE:+$(with "$BIN_BEFORE")}
+    echo "$b $f $p ${o:-0}" >> "$tmp/rounds"
+done
+python3 - "$tmp/rounds" <<'PY'
+import statistics, sys
+rows = [list(map(float, l.split())) for l in open(sys.argv[1])]
+ns = lambda i: statistics.median(1e9 / r[i] - 1e9 / r[0] for r in rows)
+med = lambda i: statistics.median(r[i] for r in rows)
+print("unpaced, median of %d interleaved rounds: %.2f M calls/s bare, %.2f M with the floor, %.2f M with the probe"
+      % (len(rows), med(0) / 1e6, med(1) / 1e6, med(2) / 1e6))
+print("  added kernel time per event: floor (tracepoint + BPF dispatch) %+.0f ns, probe %+.0f ns end to end, of which the program's own work %+.0f ns"
+      % (ns(1), ns(2), ns(2) - ns(1)))
+if rows[0][3]:
+    print("  BIN_BEFORE's probe: %.2f M calls/s, %+.0f ns per event end to end" % (med(3) / 1e6, ns(3)))
 PY

@@ -116,6 +116,10 @@ fn probes_agree_with_the_wire() {
     let mut total_checked = 0;
     let mut attached = [BTreeSet::new(), BTreeSet::new()];
     let mut missing = BTreeSet::new();
+    // Probe records per side, against the RPCs on the wire: what the probes
+    // cost per RPC is this times the cost of one event (ebpf-probes/bench.sh).
+    let mut records = [0u64; 2];
+    let mut wire_rpcs = 0usize;
     for sc in &scenarios {
         let d = out.join("details").join(sc);
         for (i, side) in ["client", "server"].iter().enumerate() {
@@ -124,6 +128,7 @@ fn probes_agree_with_the_wire() {
                 continue;
             };
             let v: Value = serde_json::from_str(&text).expect("probes-stats.json");
+            records[i] += v["records"].as_u64().unwrap_or(0);
             for a in v["attached"].as_array().into_iter().flatten() {
                 attached[i].extend(a.as_str().map(String::from));
             }
@@ -238,6 +243,7 @@ fn probes_agree_with_the_wire() {
             server.len()
         );
         total_checked += checked;
+        wire_rpcs += w.len();
         if checked == 0 && !w.is_empty() {
             failures.push(format!("{sc}: nothing compared"));
         }
@@ -254,7 +260,15 @@ fn probes_agree_with_the_wire() {
         "missing": missing,
         "checked": total_checked,
         "disagreements": failures.len(),
+        "wire_rpcs": wire_rpcs,
+        "records_per_rpc_client": records[0] as f64 / wire_rpcs.max(1) as f64,
+        "records_per_rpc_server": records[1] as f64 / wire_rpcs.max(1) as f64,
     });
+    eprintln!(
+        "probe records per wire RPC: {:.2} client, {:.2} server ({wire_rpcs} RPCs)",
+        records[0] as f64 / wire_rpcs.max(1) as f64,
+        records[1] as f64 / wire_rpcs.max(1) as f64
+    );
     std::fs::write(
         out.join("probes-lab.json"),
         serde_json::to_string_pretty(&row).expect("json"),

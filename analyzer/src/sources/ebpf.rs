@@ -1121,9 +1121,16 @@ fn attach_with_cookies(
     attached: &mut Vec<String>,
     missing: &mut Vec<Missing>,
 ) -> Result<Vec<CookieLink>, String> {
+    // The benchmark's floor: the same attachments with a program that does
+    // nothing (ebpf-probes/bench.sh).
+    let name = if std::env::var_os("RDMA_ANALYZER_BENCH_FLOOR").is_some() {
+        ebpf_common::PROG_TRACEPOINT_FLOOR
+    } else {
+        ebpf_common::PROG_TRACEPOINT
+    };
     let prog: &mut aya::programs::TracePoint = ebpf
-        .program_mut(ebpf_common::PROG_TRACEPOINT)
-        .ok_or_else(|| format!("no program {}", ebpf_common::PROG_TRACEPOINT))?
+        .program_mut(name)
+        .ok_or_else(|| format!("no program {name}"))?
         .try_into()
         .map_err(|e: aya::programs::ProgramError| chain(&e))?;
     prog.load().map_err(|e| chain(&e))?;

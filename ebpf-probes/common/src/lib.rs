@@ -118,7 +118,7 @@ impl CopyPlan {
                 hi = end;
             }
         }
-        let n = if hi > lo { hi - lo } else { 0 };
+        let n = hi.saturating_sub(lo);
         let max = RECORD_DATA_MAX as u32;
         (lo, if n > max { max } else { n })
     }
@@ -152,6 +152,8 @@ pub const MAP_LOST: &str = "LOST";
 /// Name of the tracepoint program: copies any tracepoint's record. One
 /// program is attached to every tracepoint the analyzer wants.
 pub const PROG_TRACEPOINT: &str = "rdma_tracepoint";
+/// Name of the program that does nothing, for the benchmark's floor.
+pub const PROG_TRACEPOINT_FLOOR: &str = "rdma_bench_floor";
 /// Name prefix of the slot programs (`rdma_tp_0` to `rdma_tp_255`), for
 /// kernels without BPF cookies (before Linux 5.15): the tracepoint's id is
 /// lost before BPF runs (see [`RecordHeader::event_id`]), so each attached

@@ -99,6 +99,15 @@ mod bpf {
         }
     }
 
+    /// Does nothing: `ebpf-probes/bench.sh` attaches it in place of
+    /// [`rdma_tracepoint`] (`RDMA_ANALYZER_BENCH_FLOOR=1`) to measure what
+    /// an enabled tracepoint and the kernel's BPF dispatch cost before any
+    /// work of the probes.
+    #[tracepoint]
+    pub fn rdma_bench_floor(_ctx: TracePointContext) -> u32 {
+        0
+    }
+
     /// Kernels without cookies (Linux 5.10 has no `bpf_get_attach_cookie`,
     /// and a program that calls it does not load): one program per
     /// tracepoint, each reading its tracepoint's plan from its own slot.
