@@ -689,6 +689,11 @@ fn decode_known(r: &RawRecord<'_>) -> Option<ProbeEvent> {
                 _ => None,
             },
         },
+        "xprtrdma_marshal_failed" => ProbeEvent::MarshalFailed {
+            task: task(r)?,
+            xid: r.u32("xid"),
+            ret: r.i64("ret"),
+        },
         "xprtrdma_chunk_read"
         | "xprtrdma_chunk_write"
         | "xprtrdma_chunk_reply"

@@ -92,6 +92,16 @@ impl Correlator {
                 c.segs
                     .push(advertised(*kind, *handle, *length, *offset, chunk));
             }
+            ProbeEvent::MarshalFailed { task, .. } => {
+                // The attempt's MRs were unmapped (Linux 6.12 under MR
+                // exhaustion: -EAGAIN, then a new attempt registers new
+                // segments); only the attempt that marshals is the call's.
+                if let Some(c) = self.tasks.get_mut(task) {
+                    if c.marshal.is_none() {
+                        c.segs.clear();
+                    }
+                }
+            }
             ProbeEvent::Marshal {
                 task,
                 xid,

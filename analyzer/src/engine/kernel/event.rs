@@ -108,6 +108,17 @@ pub enum ProbeEvent {
         /// RPC message bytes (head + page + tail).
         xdrlen: Option<u32>,
     },
+    /// Client `xprtrdma_marshal_failed`: encoding a call failed (out of
+    /// MRs, -EAGAIN, is retried): the segments registered for this attempt
+    /// were released and are not the call's.
+    MarshalFailed {
+        /// Task.
+        task: TaskKey,
+        /// RPC XID.
+        xid: Option<u32>,
+        /// The error.
+        ret: Option<i64>,
+    },
     /// Client `xprtrdma_chunk_read/write/reply/wp`: a segment advertised.
     ClientChunk {
         /// Task.
@@ -343,6 +354,7 @@ impl ProbeEvent {
         match self {
             ProbeEvent::ClientChunk { .. }
             | ProbeEvent::Marshal { .. }
+            | ProbeEvent::MarshalFailed { .. }
             | ProbeEvent::ClientPostSend { .. }
             | ProbeEvent::Reply { .. }
             | ProbeEvent::RemoteInv { .. }

@@ -823,3 +823,56 @@ fn a_call_sent_again_ends_its_stalled_first_attempt() {
     );
     assert_eq!(attempts[1].reply_frame, Some(5));
 }
+
+/// Linux 6.12 under MR exhaustion (v3-ddp lab scenario, xid 0x0a373ccd): the
+/// first attempt registers one segment, `xprtrdma_marshal_failed` (-EAGAIN)
+/// releases it, and the retry registers two others. The call's chunks are
+/// the retry's, as on the wire.
+#[test]
+fn a_failed_marshal_drops_its_segments() {
+    let mut c = Correlator::new(CorrelateConfig::default());
+    let mut out = Vec::new();
+    let mut ids = ConnIds::default();
+    let read = |handle| ProbeEvent::ClientChunk {
+        task: T,
+        kind: SegKind::Read { position: 132 },
+        handle,
+        length: 131072,
+        offset: 0x0a37_3ccd_8d2e_f000,
+    };
+    let evs = [
+        read(0x3f3),
+        ProbeEvent::MarshalFailed {
+            task: T,
+            xid: Some(0x0a37_3ccd),
+            ret: Some(-11),
+        },
+        read(0x3f4),
+        read(0x188e),
+        ProbeEvent::Marshal {
+            task: T,
+            xid: 0x0a37_3ccd,
+            rtype: ChunkType::ReadList,
+            wtype: ChunkType::Inline,
+            hdrlen: Some(76),
+            xdrlen: Some(262276),
+        },
+        ProbeEvent::Reply {
+            task: T,
+            xid: 0x0a37_3ccd,
+            credits: 128,
+        },
+    ];
+    for (i, e) in evs.into_iter().enumerate() {
+        c.handle(
+            &mut ids,
+            &p(i as u64 + 1, 1_000_000 + i as u64 * 10_000, 40, e),
+            &mut out,
+        );
+    }
+    c.end(&mut ids, &mut out);
+    let t = txns(&out);
+    assert_eq!(t.len(), 1);
+    let handles: Vec<u32> = t[0].chunks.iter().map(|s| s.handle).collect();
+    assert_eq!(handles, [0x3f4, 0x188e]);
+}
