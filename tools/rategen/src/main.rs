@@ -12,7 +12,8 @@
 //! pass is new connections, not retransmissions of the last.
 //!
 //! Prints one JSON object at the end: frames, bytes, seconds, frames/s,
-//! send errors, passes (and getppid calls with `--syscall-rate`).
+//! CPU seconds while sending (the kernel's work on the frames it sends
+//! included), send errors, passes (and getppid calls with `--syscall-rate`).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -185,6 +186,11 @@ fn main() -> anyhow::Result<()> {
     let stop = AtomicBool::new(false);
     let counters = Counters::default();
     let calls = AtomicU64::new(0);
+    eprintln!(
+        "rategen: {loaded} frames loaded, {n} senders: sending on {}",
+        a.iface
+    );
+    let cpu0 = tx::cpu_seconds();
     let start = Instant::now();
     let run = Run {
         args: &a,
@@ -224,9 +230,10 @@ fn main() -> anyhow::Result<()> {
         stop.store(true, Ordering::Relaxed);
         secs
     });
+    let cpu = tx::cpu_seconds() - cpu0;
     let frames = counters.frames.load(Ordering::Relaxed);
     println!(
-        "{{\"frames\":{frames},\"bytes\":{},\"seconds\":{secs:.3},\"frames_per_second\":{:.0},\"send_errors\":{},\"passes\":{},\"threads\":{n},\"rate\":{},\"syscalls\":{}}}",
+        "{{\"frames\":{frames},\"bytes\":{},\"seconds\":{secs:.3},\"frames_per_second\":{:.0},\"cpu_seconds\":{cpu:.3},\"send_errors\":{},\"passes\":{},\"threads\":{n},\"rate\":{},\"syscalls\":{}}}",
         counters.bytes.load(Ordering::Relaxed),
         frames as f64 / secs,
         counters.errors.load(Ordering::Relaxed),

@@ -156,3 +156,16 @@ pub fn getppid() {
         libc::getppid();
     }
 }
+
+/// CPU seconds this process used so far (user + system).
+pub fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage writes into the zeroed struct we own.
+    #[allow(unsafe_code)]
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        ru
+    };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
