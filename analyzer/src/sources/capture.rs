@@ -67,6 +67,10 @@ pub struct Capture {
     /// Frames libpcap or the kernel dropped so far (refreshed every
     /// second; the final figure comes with [`FromCapture::Done`]).
     pub dropped: Arc<AtomicU64>,
+    /// Signalled after every message on `rx`: the live source waits on it
+    /// with the probes' ring, so a batch is taken at once (a full channel
+    /// stalls the capture thread).
+    pub wake: Arc<sys::Wakeup>,
 }
 
 /// Whether `iface` exists and this process may capture on it.
@@ -137,7 +141,12 @@ pub fn start(iface: &str, filter: &str, write: Option<&Path>) -> anyhow::Result<
     let (tx, rx) = mpsc::sync_channel(CHANNEL_DEPTH);
     let stop = Arc::new(AtomicBool::new(false));
     let dropped = Arc::new(AtomicU64::new(0));
+    let wake = Arc::new(sys::Wakeup::new().context("live: eventfd")?);
     let (their_stop, their_dropped) = (stop.clone(), dropped.clone());
+    let tx = Sender {
+        tx,
+        wake: wake.clone(),
+    };
     let thread = thread::Builder::new()
         .name("live-capture".into())
         .spawn(move || capture_loop(cap, writer, &tx, &their_stop, &their_dropped))
@@ -148,13 +157,28 @@ pub fn start(iface: &str, filter: &str, write: Option<&Path>) -> anyhow::Result<
         link,
         stop,
         dropped,
+        wake,
     })
+}
+
+/// The capture thread's end of the channel: every send signals the wakeup.
+struct Sender {
+    tx: mpsc::SyncSender<FromCapture>,
+    wake: Arc<sys::Wakeup>,
+}
+
+impl Sender {
+    fn send(&self, m: FromCapture) -> Result<(), mpsc::SendError<FromCapture>> {
+        self.tx.send(m)?;
+        self.wake.signal();
+        Ok(())
+    }
 }
 
 fn capture_loop(
     mut cap: pcap::Capture<pcap::Active>,
     mut writer: Option<CaptureWriter<BufWriter<File>>>,
-    tx: &mpsc::SyncSender<FromCapture>,
+    tx: &Sender,
     stop: &AtomicBool,
     dropped_so_far: &AtomicU64,
 ) {

@@ -16,7 +16,6 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
-use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::bail;
@@ -353,13 +352,23 @@ impl LiveInputs {
     /// Hands what arrived to `emit`, waiting up to `wait_ms` for probe
     /// records. False once every input has ended.
     fn poll(&mut self, wait_ms: i32, emit: &mut dyn FnMut(Event<'_>) -> Flow) -> bool {
+        // The probes wake the reader only when the ring is an eighth full
+        // (otherwise records wait at most `wait_ms`); the capture thread
+        // after every batch. Waiting on the batches too, rather than
+        // sleeping, keeps its bounded channel from stalling it at rate.
+        let mut fds = Vec::with_capacity(2);
+        if let Some((set, _)) = self.probes.as_ref() {
+            fds.push(set.ring_fd());
+        }
+        if let Some(c) = self.capture.as_ref() {
+            fds.push(c.wake.fd());
+        }
+        sys::poll_any(&fds, wait_ms);
+        if let Some(c) = self.capture.as_ref() {
+            c.wake.clear();
+        }
         if let Some((set, dec)) = self.probes.as_mut() {
-            // The probes wake the reader only when the ring is an eighth
-            // full; otherwise records wait at most `wait_ms`.
-            sys::poll_readable(set.ring_fd(), wait_ms);
             drain_probes(set, dec, &mut self.stats, &mut self.progress, emit);
-        } else {
-            thread::sleep(Duration::from_millis(u64::try_from(wait_ms).unwrap_or(0)));
         }
         while let Some(c) = self.capture.as_ref() {
             let link = c.link;
