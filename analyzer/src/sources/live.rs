@@ -39,6 +39,8 @@ pub struct LiveOptions {
     pub bpf: String,
     /// Save captured frames to this pcapng file.
     pub write: Option<PathBuf>,
+    /// The kernel's capture ring, bytes (default: [`capture::CAPTURE_BUFFER_BYTES`]).
+    pub capture_buffer: Option<usize>,
     /// Extra tracepoints (`system:event`).
     pub extra_tracepoints: Vec<String>,
     /// Leave the CM private-data kprobes out.
@@ -321,7 +323,7 @@ impl LiveInputs {
         }
         if let Some(iface) = &o.iface {
             capture::preflight(iface)?;
-            let c = capture::start(iface, &o.bpf, o.write.as_deref())?;
+            let c = capture::start(iface, &o.bpf, o.write.as_deref(), o.capture_buffer)?;
             inputs.say(
                 false,
                 format!("live: capturing on {iface} (filter {:?})", o.bpf),
@@ -414,16 +416,19 @@ impl LiveInputs {
         emit: &mut dyn FnMut(Event<'_>) -> Flow,
     ) -> bool {
         match m {
-            FromCapture::Frames(v) => {
-                for f in &v {
+            FromCapture::Frames(batch) => {
+                for (f, data) in batch.iter() {
                     self.progress.frames += 1;
                     let _ = emit(Event::Frame {
                         number: f.number,
                         ts_ns: f.ts_ns,
                         link,
                         orig_len: f.orig_len,
-                        data: &f.data,
+                        data,
                     });
+                }
+                if let Some(c) = self.capture.as_ref() {
+                    let _ = c.recycle.send(batch);
                 }
                 false
             }
