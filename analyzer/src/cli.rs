@@ -232,6 +232,11 @@ pub struct LiveArgs {
     /// Save captured frames to this pcapng file.
     #[arg(long)]
     pub write: Option<PathBuf>,
+    /// The kernel's capture ring (K, M, G suffixes; default 32M): what
+    /// absorbs a burst, or a moment the analyzer is not scheduled, before
+    /// frames are dropped. It is resident memory once filled.
+    #[arg(long, value_name = "BYTES", value_parser = parse_memory)]
+    pub capture_buffer: Option<usize>,
     /// Stop after this many seconds.
     #[arg(long)]
     pub duration: Option<f64>,
@@ -279,6 +284,7 @@ impl LiveArgs {
             iface: self.iface.clone(),
             bpf: self.bpf.clone(),
             write: self.write.clone(),
+            capture_buffer: self.capture_buffer,
             extra_tracepoints: self.extra_tracepoints.clone(),
             no_kprobes: self.no_kprobes,
             probe_events: if self.all_probe_events {

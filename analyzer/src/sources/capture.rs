@@ -15,8 +15,8 @@ use rdma_dissectors::link::LinkType;
 use super::pcap::{CaptureWriter, Format, Resolution};
 use super::sys;
 
-/// Kernel capture buffer (memory is bounded by it).
-const CAPTURE_BUFFER_BYTES: i32 = 32 << 20;
+/// Kernel capture buffer by default (memory is bounded by it).
+pub const CAPTURE_BUFFER_BYTES: usize = 32 << 20;
 /// Batches of captured frames in flight to the engine at most; with
 /// [`BATCH_BYTES`] this bounds the memory between capture and engine.
 const CHANNEL_DEPTH: usize = 16;
@@ -27,7 +27,7 @@ const BATCH_FRAMES: usize = 1024;
 /// (a system call; the metrics exporter reads the figure).
 const DROPS_EVERY: Duration = Duration::from_secs(1);
 
-/// One captured frame, owned: it crosses from the capture thread.
+/// One captured frame: where its bytes are in its [`Batch`].
 pub struct Captured {
     /// 1-based frame number.
     pub number: u64,
@@ -35,14 +35,41 @@ pub struct Captured {
     pub ts_ns: u64,
     /// Length on the wire.
     pub orig_len: u32,
-    /// The captured bytes.
+    /// Where the captured bytes are in [`Batch::data`].
+    pub bytes: std::ops::Range<usize>,
+}
+
+/// Captured frames, owned: they cross from the capture thread. Their
+/// bytes share one buffer (an allocation per batch, not per frame).
+#[derive(Default)]
+pub struct Batch {
+    /// The frames' bytes, one after another.
     pub data: Vec<u8>,
+    /// The frames, in order.
+    pub frames: Vec<Captured>,
+}
+
+impl Batch {
+    fn with_capacity() -> Batch {
+        Batch {
+            // A frame more than BATCH_BYTES: no reallocation before it is sent.
+            data: Vec::with_capacity(BATCH_BYTES + 65536),
+            frames: Vec::with_capacity(BATCH_FRAMES),
+        }
+    }
+
+    /// Each frame with its bytes.
+    pub fn iter(&self) -> impl Iterator<Item = (&Captured, &[u8])> {
+        self.frames
+            .iter()
+            .map(|f| (f, self.data.get(f.bytes.clone()).unwrap_or_default()))
+    }
 }
 
 /// What the capture thread sends.
 pub enum FromCapture {
     /// Frames, in order.
-    Frames(Vec<Captured>),
+    Frames(Batch),
     /// The capture ended (asked to, or it failed).
     Done {
         /// Frames captured.
@@ -67,6 +94,13 @@ pub struct Capture {
     /// Frames libpcap or the kernel dropped so far (refreshed every
     /// second; the final figure comes with [`FromCapture::Done`]).
     pub dropped: Arc<AtomicU64>,
+    /// Signalled after every message on `rx`: the live source waits on it
+    /// with the probes' ring, so a batch is taken at once (a full channel
+    /// stalls the capture thread).
+    pub wake: Arc<sys::Wakeup>,
+    /// Batches the engine is done with go back to the capture thread, to
+    /// be filled again (no allocation and first-touch faults per batch).
+    pub recycle: mpsc::Sender<Batch>,
 }
 
 /// Whether `iface` exists and this process may capture on it.
@@ -97,12 +131,20 @@ pub fn preflight(iface: &str) -> anyhow::Result<()> {
 }
 
 /// Starts capturing on `iface` with the BPF `filter`, saving to `write`
-/// (pcapng) when given.
+/// (pcapng) when given, with a kernel ring of `buffer` bytes (default
+/// [`CAPTURE_BUFFER_BYTES`]; at most 2 GiB).
 ///
 /// # Errors
 /// When libpcap cannot open the interface, the filter does not compile,
 /// the file cannot be created or the thread cannot start.
-pub fn start(iface: &str, filter: &str, write: Option<&Path>) -> anyhow::Result<Capture> {
+pub fn start(
+    iface: &str,
+    filter: &str,
+    write: Option<&Path>,
+    buffer: Option<usize>,
+) -> anyhow::Result<Capture> {
+    let buffer = i32::try_from(buffer.unwrap_or(CAPTURE_BUFFER_BYTES))
+        .context("live: --capture-buffer: at most 2G")?;
     let cap = pcap::Capture::from_device(iface)
         .and_then(|c| {
             // A large kernel buffer and 100 ms batches rather than a wakeup
@@ -110,7 +152,7 @@ pub fn start(iface: &str, filter: &str, write: Option<&Path>) -> anyhow::Result<
             // most frames of the RDMA Read/Write bursts.
             c.promisc(true)
                 .snaplen(65535)
-                .buffer_size(CAPTURE_BUFFER_BYTES)
+                .buffer_size(buffer)
                 .timeout(100)
                 .open()
         })
@@ -137,7 +179,14 @@ pub fn start(iface: &str, filter: &str, write: Option<&Path>) -> anyhow::Result<
     let (tx, rx) = mpsc::sync_channel(CHANNEL_DEPTH);
     let stop = Arc::new(AtomicBool::new(false));
     let dropped = Arc::new(AtomicU64::new(0));
+    let wake = Arc::new(sys::Wakeup::new().context("live: eventfd")?);
     let (their_stop, their_dropped) = (stop.clone(), dropped.clone());
+    let (recycle, recycled) = mpsc::channel();
+    let tx = Sender {
+        tx,
+        wake: wake.clone(),
+        recycled,
+    };
     let thread = thread::Builder::new()
         .name("live-capture".into())
         .spawn(move || capture_loop(cap, writer, &tx, &their_stop, &their_dropped))
@@ -148,13 +197,42 @@ pub fn start(iface: &str, filter: &str, write: Option<&Path>) -> anyhow::Result<
         link,
         stop,
         dropped,
+        wake,
+        recycle,
     })
+}
+
+/// The capture thread's end of the channel: every send signals the wakeup.
+struct Sender {
+    tx: mpsc::SyncSender<FromCapture>,
+    wake: Arc<sys::Wakeup>,
+    recycled: mpsc::Receiver<Batch>,
+}
+
+impl Sender {
+    /// An empty batch: one the engine gave back, or a new one.
+    fn empty(&self) -> Batch {
+        match self.recycled.try_recv() {
+            Ok(mut b) => {
+                b.data.clear();
+                b.frames.clear();
+                b
+            }
+            Err(_) => Batch::with_capacity(),
+        }
+    }
+
+    fn send(&self, m: FromCapture) -> Result<(), mpsc::SendError<FromCapture>> {
+        self.tx.send(m)?;
+        self.wake.signal();
+        Ok(())
+    }
 }
 
 fn capture_loop(
     mut cap: pcap::Capture<pcap::Active>,
     mut writer: Option<CaptureWriter<BufWriter<File>>>,
-    tx: &mpsc::SyncSender<FromCapture>,
+    tx: &Sender,
     stop: &AtomicBool,
     dropped_so_far: &AtomicU64,
 ) {
@@ -167,8 +245,7 @@ fn capture_loop(
     let mut last_drops = Instant::now();
     let mut number = 0u64;
     let mut error = None;
-    let mut batch: Vec<Captured> = Vec::new();
-    let mut batch_bytes = 0usize;
+    let mut batch = tx.empty();
     let mut last_send = Instant::now();
     while !stop.load(Ordering::SeqCst) {
         match cap.next_packet() {
@@ -182,12 +259,13 @@ fn capture_loop(
                         writer = None;
                     }
                 }
-                batch_bytes += p.data.len();
-                batch.push(Captured {
+                let at = batch.data.len();
+                batch.data.extend_from_slice(p.data);
+                batch.frames.push(Captured {
                     number,
                     ts_ns: ts,
                     orig_len: p.header.len,
-                    data: p.data.to_vec(),
+                    bytes: at..batch.data.len(),
                 });
             }
             Err(pcap::Error::TimeoutExpired) => {
@@ -203,24 +281,21 @@ fn capture_loop(
             last_drops = Instant::now();
             dropped_so_far.store(drops(&mut cap), Ordering::Relaxed);
         }
-        if !batch.is_empty()
-            && (batch_bytes >= BATCH_BYTES
-                || batch.len() >= BATCH_FRAMES
+        if !batch.frames.is_empty()
+            && (batch.data.len() >= BATCH_BYTES
+                || batch.frames.len() >= BATCH_FRAMES
                 || last_send.elapsed() >= Duration::from_millis(50))
         {
             // A full channel means the engine is behind: wait (the kernel's
             // capture buffer absorbs the burst and counts what it drops).
-            batch_bytes = 0;
             last_send = Instant::now();
-            if tx
-                .send(FromCapture::Frames(std::mem::take(&mut batch)))
-                .is_err()
-            {
+            let full = std::mem::replace(&mut batch, tx.empty());
+            if tx.send(FromCapture::Frames(full)).is_err() {
                 break;
             }
         }
     }
-    if !batch.is_empty() {
+    if !batch.frames.is_empty() {
         let _ = tx.send(FromCapture::Frames(batch));
     }
     if let Some(w) = writer {

@@ -16,7 +16,6 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
-use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::bail;
@@ -40,6 +39,8 @@ pub struct LiveOptions {
     pub bpf: String,
     /// Save captured frames to this pcapng file.
     pub write: Option<PathBuf>,
+    /// The kernel's capture ring, bytes (default: [`capture::CAPTURE_BUFFER_BYTES`]).
+    pub capture_buffer: Option<usize>,
     /// Extra tracepoints (`system:event`).
     pub extra_tracepoints: Vec<String>,
     /// Leave the CM private-data kprobes out.
@@ -331,7 +332,7 @@ impl LiveInputs {
         }
         if let Some(iface) = &o.iface {
             capture::preflight(iface)?;
-            let c = capture::start(iface, &o.bpf, o.write.as_deref())?;
+            let c = capture::start(iface, &o.bpf, o.write.as_deref(), o.capture_buffer)?;
             inputs.say(
                 false,
                 format!("live: capturing on {iface} (filter {:?})", o.bpf),
@@ -362,13 +363,23 @@ impl LiveInputs {
     /// Hands what arrived to `emit`, waiting up to `wait_ms` for probe
     /// records. False once every input has ended.
     fn poll(&mut self, wait_ms: i32, emit: &mut dyn FnMut(Event<'_>) -> Flow) -> bool {
+        // The probes wake the reader only when the ring is an eighth full
+        // (otherwise records wait at most `wait_ms`); the capture thread
+        // after every batch. Waiting on the batches too, rather than
+        // sleeping, keeps its bounded channel from stalling it at rate.
+        let mut fds = Vec::with_capacity(2);
+        if let Some((set, _)) = self.probes.as_ref() {
+            fds.push(set.ring_fd());
+        }
+        if let Some(c) = self.capture.as_ref() {
+            fds.push(c.wake.fd());
+        }
+        sys::poll_any(&fds, wait_ms);
+        if let Some(c) = self.capture.as_ref() {
+            c.wake.clear();
+        }
         if let Some((set, dec)) = self.probes.as_mut() {
-            // The probes wake the reader only when the ring is an eighth
-            // full; otherwise records wait at most `wait_ms`.
-            sys::poll_readable(set.ring_fd(), wait_ms);
             drain_probes(set, dec, &mut self.stats, &mut self.progress, emit);
-        } else {
-            thread::sleep(Duration::from_millis(u64::try_from(wait_ms).unwrap_or(0)));
         }
         while let Some(c) = self.capture.as_ref() {
             let link = c.link;
@@ -414,16 +425,19 @@ impl LiveInputs {
         emit: &mut dyn FnMut(Event<'_>) -> Flow,
     ) -> bool {
         match m {
-            FromCapture::Frames(v) => {
-                for f in &v {
+            FromCapture::Frames(batch) => {
+                for (f, data) in batch.iter() {
                     self.progress.frames += 1;
                     let _ = emit(Event::Frame {
                         number: f.number,
                         ts_ns: f.ts_ns,
                         link,
                         orig_len: f.orig_len,
-                        data: &f.data,
+                        data,
                     });
+                }
+                if let Some(c) = self.capture.as_ref() {
+                    let _ = c.recycle.send(batch);
                 }
                 false
             }

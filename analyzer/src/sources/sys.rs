@@ -3,7 +3,7 @@
 //! host's name. The unsafe blocks of the sources'
 //! plumbing live here, each with the reason it is sound.
 
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -60,6 +60,73 @@ pub fn poll_readable(fd: RawFd, timeout_ms: i32) {
     #[allow(unsafe_code)]
     unsafe {
         libc::poll(&mut p, 1, timeout_ms);
+    }
+}
+
+/// Waits until one of `fds` is readable or `timeout_ms` passes (with no
+/// descriptor: sleeps `timeout_ms`).
+pub fn poll_any(fds: &[RawFd], timeout_ms: i32) {
+    let mut p: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: `p.len()` valid pollfds that live across the call.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, timeout_ms);
+    }
+}
+
+/// An eventfd: one thread signals, another polls it with [`poll_any`]
+/// among other descriptors.
+pub struct Wakeup(OwnedFd);
+
+impl Wakeup {
+    /// A new, unsignalled eventfd (non-blocking).
+    ///
+    /// # Errors
+    /// When the kernel refuses one (out of descriptors).
+    pub fn new() -> std::io::Result<Wakeup> {
+        // SAFETY: a plain system call; the descriptor is owned from here on.
+        #[allow(unsafe_code)]
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a new descriptor nothing else owns.
+        #[allow(unsafe_code)]
+        Ok(Wakeup(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// Makes the descriptor readable.
+    pub fn signal(&self) {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: writes 8 bytes from a buffer that lives across the call.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::write(self.0.as_raw_fd(), one.as_ptr().cast(), one.len());
+        }
+    }
+
+    /// Makes the descriptor unreadable again (signals since are lost, so
+    /// read what they announced after this).
+    pub fn clear(&self) {
+        let mut buf = [0u8; 8];
+        // SAFETY: reads at most 8 bytes into a buffer we own; EAGAIN when
+        // unsignalled is fine.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::read(self.0.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len());
+        }
+    }
+
+    /// The descriptor, for [`poll_any`].
+    pub fn fd(&self) -> RawFd {
+        self.0.as_raw_fd()
     }
 }
 
