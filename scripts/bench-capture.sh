@@ -25,14 +25,14 @@
 # second after it). A run is lossless when every frame sent was seen. Then the median
 # of RUNS runs per rate, and the highest lossless rate.
 #
-# Environment: PCAP (default /work/bench/small.pcap, else
+# Environment: PCAP (default
 # target/bench/small.pcap made with `synth --size 100M --connections 4`:
 # 103k frames, looped, each pass new connections), SECS
 # (5), RUNS (3), THREADS (4 senders), BATCH (32 frames per sendmmsg), PIN
 # (unset: the scheduler places everything; "1": rategen on CPU 0 and the
 # analyzer on CPU 1), LIVE_ARGS (extra `live` arguments), BIN, GEN, OUT
 # (a folder for the per-run files; default a temporary one). Take the
-# benchmark lock: flock /work/logs/bench.lock scripts/bench-capture.sh
+# benchmark lock: flock /tmp/bench.lock scripts/bench-capture.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,7 +42,6 @@ secs=${SECS:-5} runs=${RUNS:-3} threads=${THREADS:-4} batch=${BATCH:-32}
 bin=${BIN:-target/release/rdma-analyzer}
 gen=${GEN:-target/release/rategen}
 if [ -n "${PCAP:-}" ]; then pcap=$PCAP
-elif [ -f /work/bench/small.pcap ]; then pcap=/work/bench/small.pcap
 else pcap=target/bench/small.pcap; fi
 
 [ -n "${BIN:-}" ] || cargo build --release -q -p rdma-analyzer

@@ -11,15 +11,15 @@
 # buffer, decoder, engine) carries a steady load too: on a host without
 # the RDMA tracepoints that is the only probe that attaches.
 #
-#   scripts/soak.sh [CSV]     (root; default CSV /work/logs/soak/soak-DATE.csv)
+#   scripts/soak.sh [CSV]     (root; default CSV target/soak/soak-DATE.csv)
 #
 # Environment: SECS (600), RATE (200000), SYSCALLS (10000), THREADS (2),
-# PCAP (/work/bench/small.pcap), LIVE_ARGS (extra `live` arguments), BIN,
+# PCAP (target/bench/small.pcap, made with synth when absent), LIVE_ARGS (extra `live` arguments), BIN,
 # GEN. Columns: seconds since the start, VmRSS kB, CPU seconds (user +
 # system), CPU % of one core over the last second. Then a summary: RSS in
 # the first and last minute, its maximum and slope, mean CPU, and what
 # `live` and rategen counted. Take the benchmark lock:
-#   flock /work/logs/bench.lock scripts/soak.sh
+#   flock /tmp/bench.lock scripts/soak.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,8 +27,8 @@ cd "$(dirname "$0")/.."
 secs=${SECS:-600} rate=${RATE:-200000} syscalls=${SYSCALLS:-10000} threads=${THREADS:-2}
 bin=${BIN:-target/release/rdma-analyzer}
 gen=${GEN:-target/release/rategen}
-pcap=${PCAP:-/work/bench/small.pcap}
-csv=${1:-/work/logs/soak/soak-$(date +%Y%m%d-%H%M%S).csv}
+pcap=${PCAP:-target/bench/small.pcap}
+csv=${1:-target/soak/soak-$(date +%Y%m%d-%H%M%S).csv}
 [ -n "${BIN:-}" ] || cargo build --release -q -p rdma-analyzer
 [ -n "${GEN:-}" ] || cargo build --release -q -p rategen
 if [ ! -f "$pcap" ]; then
