@@ -17,6 +17,21 @@ fn p(seq: u64, ts: u64, tid: u32, event: ProbeEvent) -> Probe {
     }
 }
 
+/// Hands `evs` to the correlator in order, record `i` (1-based sequence
+/// number `i + 1`) at `t0 + i * step` ns on thread `tid`.
+fn feed(
+    c: &mut Correlator,
+    ids: &mut ConnIds,
+    evs: impl IntoIterator<Item = ProbeEvent>,
+    (t0, step, tid): (u64, u64, u32),
+    out: &mut Vec<Finding>,
+) {
+    for (i, e) in evs.into_iter().enumerate() {
+        let i = i as u64;
+        c.handle(ids, &p(i + 1, t0 + i * step, tid, e), out);
+    }
+}
+
 const T: TaskKey = TaskKey {
     task_id: 0x17,
     client_id: 4,
@@ -90,13 +105,7 @@ fn client_read(reminv_task: Option<TaskKey>) {
             offset: 0x85036f450c1e1000,
         },
     ];
-    for (i, e) in evs.into_iter().enumerate() {
-        c.handle(
-            &mut ids,
-            &p(i as u64 + 1, 1_000_000 + i as u64 * 10_000, 40, e),
-            &mut out,
-        );
-    }
+    feed(&mut c, &mut ids, evs, (1_000_000, 10_000, 40), &mut out);
     assert!(out.is_empty(), "held for the grace period");
     c.tick(&mut ids, 1_000_000 + 30_000_000, &mut out);
     let t = txns(&out);
@@ -351,9 +360,7 @@ fn server_reply_with_invalidate_and_write_chunk() {
             inv_rkey: Some(0x18d7),
         },
     ];
-    for (i, e) in evs.into_iter().enumerate() {
-        c.handle(&mut ids, &p(i as u64 + 1, 10 + i as u64, 352, e), &mut out);
-    }
+    feed(&mut c, &mut ids, evs, (10, 1, 352), &mut out);
     let t = txns(&out);
     assert_eq!(t.len(), 1);
     assert_eq!(t[0].remote_invalidated_rkey, Some(0x18d7));
@@ -478,9 +485,7 @@ fn client_calls_are_named_by_rpc_request() {
             credits: 8,
         },
     ];
-    for (i, e) in evs.into_iter().enumerate() {
-        c.handle(&mut ids, &p(i as u64 + 1, i as u64, 40, e), &mut out);
-    }
+    feed(&mut c, &mut ids, evs, (0, 1, 40), &mut out);
     c.end(&mut ids, &mut out);
     let t = txns(&out);
     assert_eq!(t.len(), 2);
@@ -547,9 +552,7 @@ fn server_calls_are_named_by_svc_process() {
             inv_rkey: None,
         },
     ];
-    for (i, e) in evs.into_iter().enumerate() {
-        c.handle(&mut ids, &p(i as u64 + 1, i as u64, 352, e), &mut out);
-    }
+    feed(&mut c, &mut ids, evs, (0, 1, 352), &mut out);
     let t = txns(&out);
     assert_eq!(t.len(), 1);
     // This kernel's svc_process had no `procedure`: the number names it.
@@ -863,13 +866,7 @@ fn a_failed_marshal_drops_its_segments() {
             credits: 128,
         },
     ];
-    for (i, e) in evs.into_iter().enumerate() {
-        c.handle(
-            &mut ids,
-            &p(i as u64 + 1, 1_000_000 + i as u64 * 10_000, 40, e),
-            &mut out,
-        );
-    }
+    feed(&mut c, &mut ids, evs, (1_000_000, 10_000, 40), &mut out);
     c.end(&mut ids, &mut out);
     let t = txns(&out);
     assert_eq!(t.len(), 1);
