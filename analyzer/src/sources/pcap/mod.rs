@@ -1,7 +1,6 @@
-//! Capture files: the pcap and pcapng formats ([`mod@format`]), the ERF records
-//! of link type 197 inside them ([`erf`]), reading them
-//! from any stream ([`read`]), writing them ([`mod@write`]), and a capture file
-//! as a pipeline [`Source`](crate::pipeline::Source) ([`source`]).
+//! Capture files as a pipeline [`Source`](crate::pipeline::Source)
+//! ([`source`]). The formats, the reader, the merge and the writer are the
+//! `rdma-capture` crate, re-exported here under their old paths.
 
 #![cfg_attr(
     not(test),
@@ -14,13 +13,8 @@
     )
 )]
 
-pub use rdma_dissectors::erf;
-pub mod format;
-pub mod input;
-pub mod merge;
-pub mod read;
+pub use rdma_capture::{erf, format, input, merge, read, write};
 pub mod source;
-pub mod write;
 
 pub use format::{Format, Problem, MAX_RECORD_LEN};
 pub use read::{Batch, BatchReader, FrameMeta, Packet, PcapReader, ReadError, ReadErrorKind};

@@ -328,7 +328,7 @@ mod tests {
     use std::io::Write;
 
     fn capture() -> Vec<u8> {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../captures/v3-inline.pcap");
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../captures/v3-inline.pcap");
         std::fs::read(path).unwrap()
     }
 

@@ -368,7 +368,7 @@ impl Parser {
                     };
                 }
                 let total = field(word(b, 4, self.big_endian), "block header")? as usize;
-                if total < 12 || total % 4 != 0 || total > MAX_RECORD_LEN {
+                if total < 12 || !total.is_multiple_of(4) || total > MAX_RECORD_LEN {
                     return Err(Problem::Corrupt("block total length", total as u64));
                 }
                 Ok(total)
