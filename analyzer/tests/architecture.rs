@@ -1,13 +1,17 @@
 //! The arrows between the analyzer's parts point down only (README,
-//! "Architecture"): this test reads the sources and fails on an import
-//! that points up.
+//! "Architecture"). Between crates the compiler keeps them (the engine and
+//! the capture reader are crates of their own, `crates/`); this test keeps
+//! the rules inside the application, which reads the sources and fails on
+//! an import that points up, and checks that the crates below it stay free
+//! of I/O and of the front ends' dependencies.
 //!
 //! ```text
 //!   main, cli, synth           (wiring and tools: may use anything)
 //!   tui, output                (front ends and sinks)
 //!   sources                    (I/O: files, capture, probes)
 //!   pipeline                   (Source, Sink, run)
-//!   engine                     (pure state machine: dissectors and probe records only)
+//!   rdma-engine (crate)        (pure state machine: dissectors and probe records only)
+//!   rdma-capture (crate)       (capture file formats: dissectors, gzip, zstd)
 //! ```
 //!
 //! Test code (`tests.rs`, `#[cfg(test)] mod tests`) may reach any part to
@@ -17,10 +21,6 @@ use std::path::{Path, PathBuf};
 
 /// (part, the parts it must never import).
 const NEVER: &[(&str, &[&str])] = &[
-    (
-        "engine",
-        &["pipeline", "sources", "output", "tui", "cli", "synth"],
-    ),
     ("pipeline", &["sources", "output", "tui", "cli", "synth"]),
     ("sources", &["output", "tui", "cli", "synth"]),
     ("output", &["sources", "tui", "cli", "synth"]),
@@ -31,6 +31,14 @@ fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
+/// The `src/` folder of one of the workspace's crates under `crates/`.
+fn crate_src(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../crates")
+        .join(name)
+        .join("src")
+}
+
 /// Every `.rs` file of a part: `src/<part>.rs` and everything under `src/<part>/`.
 fn files(part: &str) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -38,7 +46,14 @@ fn files(part: &str) -> Vec<PathBuf> {
     if single.is_file() {
         out.push(single);
     }
-    let mut dirs = vec![src().join(part)];
+    rs_files_under(src().join(part), &mut out);
+    out.sort();
+    out
+}
+
+/// Every `.rs` file under a folder.
+fn rs_files_under(dir: PathBuf, out: &mut Vec<PathBuf>) {
+    let mut dirs = vec![dir];
     while let Some(d) = dirs.pop() {
         let Ok(rd) = std::fs::read_dir(&d) else {
             continue;
@@ -52,8 +67,6 @@ fn files(part: &str) -> Vec<PathBuf> {
             }
         }
     }
-    out.sort();
-    out
 }
 
 /// The file's text without its test module.
@@ -124,7 +137,10 @@ fn the_engine_uses_no_io_crates() {
         "SystemTime",
     ];
     let mut wrong = Vec::new();
-    for f in files("engine") {
+    let mut fs = Vec::new();
+    rs_files_under(crate_src("rdma-engine"), &mut fs);
+    assert!(!fs.is_empty(), "no sources for the engine");
+    for f in fs {
         let code = production_code(&f);
         for (n, line) in code.lines().enumerate() {
             for b in banned {
@@ -139,4 +155,66 @@ fn the_engine_uses_no_io_crates() {
         "the engine reaches for I/O:\n{}",
         wrong.join("\n")
     );
+}
+
+/// What each crate below the application may be built from, transitively:
+/// the engine and the capture reader must build without the front ends'
+/// and the live sources' crates (Arrow, Parquet, ratatui, aya, libpcap, the
+/// HTTP server), so they test fast and can be used on their own.
+#[test]
+fn the_crates_below_the_application_hold_no_front_end_or_io_crate() {
+    let banned = [
+        "arrow",
+        "parquet",
+        "ratatui",
+        "crossterm",
+        "aya",
+        "pcap",
+        "libc",
+        "tiny_http",
+        "prometheus",
+        "clap",
+        "tokio",
+        "hyper",
+    ];
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut wrong = Vec::new();
+    for krate in ["rdma-engine", "rdma-capture"] {
+        let out = std::process::Command::new(&cargo)
+            .args([
+                "tree",
+                "--offline",
+                "-e",
+                "normal",
+                "--prefix",
+                "none",
+                "-p",
+                krate,
+            ])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("cargo tree runs");
+        assert!(
+            out.status.success(),
+            "cargo tree -p {krate}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let tree = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            tree.contains(krate),
+            "cargo tree -p {krate} lists nothing:\n{tree}"
+        );
+        for line in tree.lines() {
+            let name = line.split_whitespace().next().unwrap_or("");
+            // `pcap-parser` would be as bad as `pcap`: match by prefix.
+            if banned.iter().any(|b| {
+                name == *b
+                    || name.starts_with(&format!("{b}-"))
+                    || name.starts_with(&format!("{b}_"))
+            }) {
+                wrong.push(format!("{krate} depends on {line}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }

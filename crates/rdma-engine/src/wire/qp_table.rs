@@ -7,11 +7,11 @@
 //! forgets the remembered one.
 
 use super::state::QpState;
-use crate::engine::keys::{Map, QpKey};
+use crate::keys::{Map, QpKey};
 
 /// Queue-pair states by key, with the last slot found.
 #[derive(Debug, Default)]
-pub(in crate::engine) struct QpTable {
+pub(crate) struct QpTable {
     slots: Vec<(QpKey, QpState)>,
     index: Map<QpKey, u32>,
     last: Option<(QpKey, u32)>,
@@ -20,7 +20,7 @@ pub(in crate::engine) struct QpTable {
 }
 
 impl QpTable {
-    pub(in crate::engine) fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.slots.len()
     }
 
@@ -31,17 +31,17 @@ impl QpTable {
         }
     }
 
-    pub(in crate::engine) fn get(&self, key: &QpKey) -> Option<&QpState> {
+    pub(crate) fn get(&self, key: &QpKey) -> Option<&QpState> {
         let i = self.slot_of(key)?;
         self.slots.get(i).map(|(_, q)| q)
     }
 
-    pub(in crate::engine) fn get_mut(&mut self, key: &QpKey) -> Option<&mut QpState> {
+    pub(crate) fn get_mut(&mut self, key: &QpKey) -> Option<&mut QpState> {
         let i = self.slot_of(key)?;
         self.slots.get_mut(i).map(|(_, q)| q)
     }
 
-    pub(in crate::engine) fn contains_key(&self, key: &QpKey) -> bool {
+    pub(crate) fn contains_key(&self, key: &QpKey) -> bool {
         self.slot_of(key).is_some()
     }
 
@@ -50,7 +50,7 @@ impl QpTable {
     /// The key is borrowed and a hit writes nothing: the caller has just
     /// built it field by field, and a copy reads it back in wider words,
     /// which stalls store forwarding for longer than the lookup takes.
-    pub(in crate::engine) fn get_or_default(&mut self, key: &QpKey) -> &mut QpState {
+    pub(crate) fn get_or_default(&mut self, key: &QpKey) -> &mut QpState {
         let i = match self.last {
             Some((k, i)) if k == *key => i as usize,
             _ => {
@@ -72,7 +72,7 @@ impl QpTable {
         &mut self.slots[i].1
     }
 
-    pub(in crate::engine) fn remove(&mut self, key: &QpKey) -> Option<QpState> {
+    pub(crate) fn remove(&mut self, key: &QpKey) -> Option<QpState> {
         let i = self.index.remove(key)? as usize;
         self.last = None;
         let (_, q) = self.slots.swap_remove(i);
@@ -86,7 +86,7 @@ impl QpTable {
     /// giving a QP seen since it last passed (`referenced`) a second
     /// chance; after a bounded number of those the QP under the hand goes
     /// whatever it is, so an eviction is constant time.
-    pub(in crate::engine) fn evict(&mut self) -> Option<(QpKey, QpState)> {
+    pub(crate) fn evict(&mut self) -> Option<(QpKey, QpState)> {
         const SECOND_CHANCES: usize = 16;
         let n = self.slots.len();
         if n == 0 {
@@ -115,7 +115,7 @@ impl QpTable {
 
     /// Keeps the QPs for which `keep` is true.
     #[cfg(test)]
-    pub(in crate::engine) fn retain(&mut self, mut keep: impl FnMut(&QpKey, &QpState) -> bool) {
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&QpKey, &QpState) -> bool) {
         let mut i = 0;
         while let Some((k, q)) = self.slots.get(i) {
             if keep(k, q) {
@@ -129,7 +129,7 @@ impl QpTable {
     }
 
     #[cfg(test)]
-    pub(in crate::engine) fn iter(&self) -> impl Iterator<Item = (&QpKey, &QpState)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&QpKey, &QpState)> {
         self.slots.iter().map(|(k, q)| (k, q))
     }
 }
@@ -137,7 +137,7 @@ impl QpTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::keys::Addr;
+    use crate::keys::Addr;
     use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
     fn key(n: u32) -> QpKey {

@@ -2,8 +2,8 @@
 
 use super::event::{ChunkType, Cid, Probe, ProbeEvent, ProbeMeta, SegKind, TaskKey};
 use super::{CorrelateConfig, Correlator};
-use crate::engine::keys::ConnIds;
-use crate::engine::{Finding, Kind, Origin, Transaction, Transfer};
+use crate::keys::ConnIds;
+use crate::{Finding, Kind, Origin, Transaction, Transfer};
 
 fn p(seq: u64, ts: u64, tid: u32, event: ProbeEvent) -> Probe {
     Probe {

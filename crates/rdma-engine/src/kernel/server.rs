@@ -9,9 +9,9 @@
 use super::event::{Cid, ProbeEvent, ProbeMeta, SegKind};
 use super::names::RpcName;
 use super::{advertised, Correlator};
-use crate::engine::keys::{ConnIds, KernelConnKey};
-use crate::engine::model::{Ladder, Phases, StepWhat};
-use crate::engine::{
+use crate::keys::{ConnIds, KernelConnKey};
+use crate::model::{Ladder, Phases, StepWhat};
+use crate::{
     Anomaly, CallHeader, ChunkKind, Finding, Kind, Origin, SegmentUse, Transaction, Transfer,
 };
 

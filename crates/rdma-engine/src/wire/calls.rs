@@ -16,9 +16,9 @@
 //! time amortised, whatever the number of calls.
 
 use super::state::{held, Corr, Txn};
-use crate::engine::budget::call_bytes;
-use crate::engine::keys::{CallKey, ConnId};
-use crate::engine::{Engine, Finding, Kind};
+use crate::budget::call_bytes;
+use crate::keys::{CallKey, ConnId};
+use crate::{Engine, Finding, Kind};
 
 /// How a call left the table early.
 enum Evicted {
@@ -31,7 +31,7 @@ enum Evicted {
 impl Engine {
     /// Puts `t` in `conn`'s outstanding calls under `key`; an earlier call of
     /// the same XID still outstanding moves to `earlier`.
-    pub(in crate::engine) fn insert_call(&mut self, conn: ConnId, key: CallKey, mut t: Txn) {
+    pub(crate) fn insert_call(&mut self, conn: ConnId, key: CallKey, mut t: Txn) {
         let seq = self.conns.next_seq;
         self.conns.next_seq += 1;
         t.seq = seq;
@@ -76,7 +76,7 @@ impl Engine {
 
     /// Takes the oldest outstanding call of `key` on `conn`: a reply
     /// answers the XID's calls in the order they were sent.
-    pub(in crate::engine) fn take_call(&mut self, conn: ConnId, key: CallKey) -> Option<Box<Txn>> {
+    pub(crate) fn take_call(&mut self, conn: ConnId, key: CallKey) -> Option<Box<Txn>> {
         let corr = self.conns.corr.get_mut(&conn)?;
         let t = match corr.earlier.get_mut(&key) {
             Some(q) => {
@@ -106,7 +106,7 @@ impl Engine {
 
     /// Every call of `conn`, oldest first, out of the table (the connection
     /// closes or goes).
-    pub(in crate::engine) fn drain_calls(&mut self, conn: ConnId) -> Vec<Txn> {
+    pub(crate) fn drain_calls(&mut self, conn: ConnId) -> Vec<Txn> {
         let Some(corr) = self.conns.corr.get_mut(&conn) else {
             return Vec::new();
         };
@@ -127,7 +127,7 @@ impl Engine {
     /// Makes room for one more call on `conn`: its oldest goes at the
     /// connection's cap, the oldest of all while the calls' share of the
     /// budget is spent.
-    pub(in crate::engine) fn make_room_for_call(&mut self, conn: ConnId, out: &mut Vec<Finding>) {
+    pub(crate) fn make_room_for_call(&mut self, conn: ConnId, out: &mut Vec<Finding>) {
         let cap = self.limits.calls_per_connection;
         let full = self
             .conns

@@ -1,7 +1,7 @@
 //! Connections: built from the CM exchange (REQ, REP, RTU, DREQ, DREP, REJ),
 //! or from traffic alone when the capture starts mid-connection.
 
-use crate::engine::keys::Addr;
+use crate::keys::Addr;
 
 use rdma_dissectors::ib::cm::{self as ibcm, CmMessage};
 use rdma_dissectors::ib::Psn;
@@ -9,15 +9,15 @@ use rdma_dissectors::rpcrdma_cm;
 use rdma_dissectors::stack::Dissection;
 
 use super::state::Corr;
-use crate::engine::cm;
-use crate::engine::keys::{ConnId, QpKey};
-use crate::engine::model::{v1, Carries, Connection, Role};
-use crate::engine::{Engine, Finding, Kind};
+use crate::cm;
+use crate::keys::{ConnId, QpKey};
+use crate::model::{v1, Carries, Connection, Role};
+use crate::{Engine, Finding, Kind};
 
 impl Engine {
     /// Creates a connection; at the cap, one goes: the eviction clock's
     /// next connection not seen since the clock last passed it.
-    pub(in crate::engine) fn new_conn(&mut self, ts: u64, out: &mut Vec<Finding>) -> ConnId {
+    pub(crate) fn new_conn(&mut self, ts: u64, out: &mut Vec<Finding>) -> ConnId {
         if self.state.connections.len() >= self.limits.connections {
             if let Some(v) = self.conn_to_evict() {
                 self.close_out(
@@ -83,7 +83,7 @@ impl Engine {
     /// remembered, so that the response or ACK that answers it can pair
     /// the two QPs (connections set up out of band, as perftest, NCCL and
     /// MPI do, or whose CM exchange the capture missed).
-    pub(in crate::engine) fn await_response(&mut self, requester: Addr, dest: QpKey, psn: u32) {
+    pub(crate) fn await_response(&mut self, requester: Addr, dest: QpKey, psn: u32) {
         /// Unpaired QPs remembered per pair of ports: QPs that never get an
         /// answer (their peer is not in the capture) must not pile up.
         const PER_PAIR: usize = 16;
@@ -108,7 +108,7 @@ impl Engine {
     /// is that request's, or within a READ's responses after it, and no
     /// other QP there is as close), the two QPs become one connection,
     /// without CM. Ambiguous answers pair nothing: the next one may not be.
-    pub(in crate::engine) fn pair_by_response(
+    pub(crate) fn pair_by_response(
         &mut self,
         src: Addr,
         dest: QpKey,
@@ -181,7 +181,7 @@ impl Engine {
 
     /// Says what `id` carries. RPC-over-RDMA, once known, stays: a Send
     /// that is not one (a stray, a damaged frame) does not undo it.
-    pub(in crate::engine) fn carries(&mut self, id: ConnId, what: Carries) {
+    pub(crate) fn carries(&mut self, id: ConnId, what: Carries) {
         if what == Carries::RpcRdma {
             if let Some(corr) = self.conns.corr.get_mut(&id) {
                 corr.rpcrdma = true;
@@ -195,7 +195,7 @@ impl Engine {
     }
 
     /// Forgets the Send prefix a queue pair held, in the budget's count.
-    pub(in crate::engine) fn drop_prefix(&mut self, q: &super::state::QpState) {
+    pub(crate) fn drop_prefix(&mut self, q: &super::state::QpState) {
         if let Some(r) = &q.send {
             self.conns.prefix_bytes = self.conns.prefix_bytes.saturating_sub(r.prefix.capacity());
         }
@@ -203,13 +203,7 @@ impl Engine {
 
     /// Points `key` at `conn`, whose other end sends from `peer` (a QP
     /// number reused by a new connection moves, and starts afresh).
-    pub(in crate::engine) fn bind_qp(
-        &mut self,
-        key: QpKey,
-        conn: ConnId,
-        peer: Addr,
-        out: &mut Vec<Finding>,
-    ) {
+    pub(crate) fn bind_qp(&mut self, key: QpKey, conn: ConnId, peer: Addr, out: &mut Vec<Finding>) {
         let q = self.qp_mut(&key, out);
         q.conn = Some(conn);
         q.peer = Some(peer);
@@ -227,7 +221,7 @@ impl Engine {
     }
 
     /// Emits every outstanding call of `id` as unanswered.
-    pub(in crate::engine) fn close_out(&mut self, id: ConnId, why: &str, out: &mut Vec<Finding>) {
+    pub(crate) fn close_out(&mut self, id: ConnId, why: &str, out: &mut Vec<Finding>) {
         let txns = self.drain_calls(id);
         let last_ts = self.state.totals.last_ts_ns.unwrap_or(0);
         if let Some(c) = self.state.connections.get_mut(&id) {
@@ -252,7 +246,7 @@ impl Engine {
         }
     }
 
-    pub(in crate::engine) fn cm_message(
+    pub(crate) fn cm_message(
         &mut self,
         number: u64,
         ts: u64,

@@ -29,8 +29,8 @@ use event::{Cid, Probe, ProbeEvent, SegKind, TaskKey, Use};
 use names::RpcName;
 use server::ServerCall;
 
-use crate::engine::keys::{ConnIds, KernelConnKey, Map};
-use crate::engine::{ChunkKind, ConnId, Finding, SegmentUse};
+use crate::keys::{ConnIds, KernelConnKey, Map};
+use crate::{ChunkKind, ConnId, Finding, SegmentUse};
 
 /// Kernel-side connection labels remembered at once.
 const MAX_KERNEL_CONNS: usize = 4096;
@@ -154,12 +154,7 @@ impl Correlator {
     }
 
     /// Handles one probe event; findings go to `out` as they complete.
-    pub(in crate::engine) fn handle(
-        &mut self,
-        ids: &mut ConnIds,
-        p: &Probe,
-        out: &mut Vec<Finding>,
-    ) {
+    pub(crate) fn handle(&mut self, ids: &mut ConnIds, p: &Probe, out: &mut Vec<Finding>) {
         self.stats.events += 1;
         self.expire(ids, p.meta.ts_ns, out);
         match (p.event.use_(), &p.event) {
@@ -173,18 +168,13 @@ impl Correlator {
     }
 
     /// Time passes (live mode): replies whose grace period ended are emitted.
-    pub(in crate::engine) fn tick(
-        &mut self,
-        ids: &mut ConnIds,
-        ts_ns: u64,
-        out: &mut Vec<Finding>,
-    ) {
+    pub(crate) fn tick(&mut self, ids: &mut ConnIds, ts_ns: u64, out: &mut Vec<Finding>) {
         self.expire(ids, ts_ns, out);
     }
 
     /// The source ended: everything still open is emitted, unanswered calls
     /// with a `call_without_reply` anomaly.
-    pub(in crate::engine) fn end(&mut self, ids: &mut ConnIds, out: &mut Vec<Finding>) {
+    pub(crate) fn end(&mut self, ids: &mut ConnIds, out: &mut Vec<Finding>) {
         let keys: Vec<TaskKey> = self.task_order.drain(..).collect();
         for k in keys {
             if let Some(c) = self.tasks.remove(&k) {

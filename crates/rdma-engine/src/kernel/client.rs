@@ -8,9 +8,9 @@
 use super::event::{ChunkType, ProbeEvent, ProbeMeta, SegKind, TaskKey};
 use super::names::RpcName;
 use super::{advertised, Correlator};
-use crate::engine::keys::{ConnIds, KernelConnKey};
-use crate::engine::model::{Ladder, StepWhat};
-use crate::engine::{
+use crate::keys::{ConnIds, KernelConnKey};
+use crate::model::{Ladder, StepWhat};
+use crate::{
     Anomaly, CallHeader, ChunkKind, Finding, Kind, Origin, SegmentUse, Transaction, Transfer,
 };
 

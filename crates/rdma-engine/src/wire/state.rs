@@ -6,12 +6,12 @@ use std::collections::VecDeque;
 
 use rdma_dissectors::rpcrdma::Xid;
 
-use crate::engine::keys::{Addr, CallKey, ConnId, Map, QpKey};
-use crate::engine::model::Transaction;
+use crate::keys::{Addr, CallKey, ConnId, Map, QpKey};
+use crate::model::Transaction;
 
 /// Per-queue-pair receive state.
 #[derive(Debug, Default)]
-pub(in crate::engine) struct QpState {
+pub(crate) struct QpState {
     pub conn: Option<ConnId>,
     /// Last request PSN seen arriving at this QP (for duplicates and gaps).
     pub last_psn: Option<u32>,
@@ -46,7 +46,7 @@ pub(in crate::engine) struct QpState {
 
 /// Correlation state per connection that the front ends never see.
 #[derive(Debug, Default)]
-pub(in crate::engine) struct Corr {
+pub(crate) struct Corr {
     /// Outstanding calls, the latest of each XID.
     /// Boxed: a table's slots outlive its entries (it does not shrink by
     /// itself), and an empty slot should cost a pointer, not a call.
@@ -96,7 +96,7 @@ impl Corr {
 }
 
 /// Whether call `seq` of `key` is among `outstanding` and `earlier`.
-pub(in crate::engine) fn held(
+pub(crate) fn held(
     outstanding: &Map<CallKey, Box<Txn>>,
     earlier: &Map<CallKey, VecDeque<Box<Txn>>>,
     key: &CallKey,
@@ -110,7 +110,7 @@ pub(in crate::engine) fn held(
 
 /// All connections' private correlation state.
 #[derive(Debug, Default)]
-pub(in crate::engine) struct Table {
+pub(crate) struct Table {
     pub corr: Map<ConnId, Corr>,
     /// CM REQs waiting for their REP: (client address, client comm id).
     pub pending: Map<(Addr, u32), ConnId>,
@@ -151,7 +151,7 @@ impl Table {
 
 /// An outstanding call with its correlation bookkeeping.
 #[derive(Debug, Clone)]
-pub(in crate::engine) struct Txn {
+pub(crate) struct Txn {
     pub rec: Transaction,
     /// Its place in the order calls were sent (connection and global).
     pub seq: u64,
@@ -165,7 +165,7 @@ pub(in crate::engine) struct Txn {
 
 /// A multi-packet Send being put back together.
 #[derive(Debug, Clone)]
-pub(in crate::engine) struct Reassembly {
+pub(crate) struct Reassembly {
     pub first_frame: u64,
     pub prefix: Vec<u8>,
     pub total: usize,
@@ -175,7 +175,7 @@ pub(in crate::engine) struct Reassembly {
 }
 
 /// A whole RPC-over-RDMA message, as received.
-pub(in crate::engine) struct Message<'a> {
+pub(crate) struct Message<'a> {
     pub bytes: &'a [u8],
     pub total: usize,
     pub first_frame: u64,
@@ -190,7 +190,7 @@ pub(in crate::engine) struct Message<'a> {
 }
 
 /// Frames recorded per segment; the rest are counted in `bytes_moved` only.
-pub(in crate::engine) const SEGMENT_FRAME_CAP: usize = 8;
+pub(crate) const SEGMENT_FRAME_CAP: usize = 8;
 
 /// A chunk segment of an outstanding call: the call's key in its
 /// connection's `outstanding` table and the segment's index, in one word.
@@ -200,7 +200,7 @@ pub(in crate::engine) const SEGMENT_FRAME_CAP: usize = 8;
 /// read back in wider, overlapping loads than had stored it, which stalls
 /// store forwarding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(in crate::engine) struct SegmentRef(std::num::NonZeroU64);
+pub(crate) struct SegmentRef(std::num::NonZeroU64);
 
 impl SegmentRef {
     /// `None` for an index past 2^31 - 2, which no chunk list reaches (a
@@ -231,7 +231,7 @@ impl SegmentRef {
 
 /// An RDMA Write in progress on a QP: its later packets carry no RETH.
 #[derive(Debug, Clone, Copy)]
-pub(in crate::engine) struct WriteCtx {
+pub(crate) struct WriteCtx {
     pub conn: ConnId,
     pub target: Option<SegmentRef>,
     pub rkey: u32,
@@ -239,7 +239,7 @@ pub(in crate::engine) struct WriteCtx {
 
 /// An RDMA Read request waiting for its responses.
 #[derive(Debug, Clone, Copy)]
-pub(in crate::engine) struct ReadReq {
+pub(crate) struct ReadReq {
     pub psn: u32,
     /// The PSN of the request that followed this one when its span was not
     /// known: a response at or past it says that request reused a PSN the

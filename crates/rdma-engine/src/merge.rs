@@ -183,8 +183,8 @@ fn join(mut views: Vec<Box<Transaction>>) -> Box<Transaction> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::model::CallHeader;
-    use crate::engine::ConnId;
+    use crate::model::CallHeader;
+    use crate::ConnId;
 
     fn txn(origin: Origin, xid: u32) -> Box<Transaction> {
         Box::new(Transaction::new(

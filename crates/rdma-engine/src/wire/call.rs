@@ -9,12 +9,12 @@ use rdma_dissectors::oncrpc::{MsgBody, RpcMsg};
 use rdma_dissectors::rpcrdma::{self, Body, Chunks, Proc, RdmaError, RpcRdmaHeader, Xid};
 
 use super::state::{Message, Reassembly, Txn};
-use crate::engine::describe::{fill_call, reply_status};
-use crate::engine::keys::{CallKey, ConnId, Origin};
-use crate::engine::model::{
+use crate::describe::{fill_call, reply_status};
+use crate::keys::{CallKey, ConnId, Origin};
+use crate::model::{
     v1, CallHeader, Carries, ChunkKind, Phases, SegmentUse, StepWhat, Transaction, Transfer,
 };
-use crate::engine::{Engine, Finding, Kind};
+use crate::{Engine, Finding, Kind};
 
 /// An RPC-over-RDMA message decoded on a known connection: what a call or
 /// a reply is correlated from.
@@ -38,7 +38,7 @@ struct Decoded<'m, 'a> {
 
 impl Engine {
     /// Handles one packet of an RC SEND.
-    pub(in crate::engine) fn send_packet(
+    pub(crate) fn send_packet(
         &mut self,
         m: Message<'_>,
         position: rdma_dissectors::ib::bth::Position,
@@ -251,7 +251,7 @@ impl Engine {
     }
 
     /// Handles one whole RPC-over-RDMA message.
-    pub(in crate::engine) fn message(&mut self, m: Message<'_>, out: &mut Vec<Finding>) {
+    pub(crate) fn message(&mut self, m: Message<'_>, out: &mut Vec<Finding>) {
         let known_conn = self.qps.get(&m.dest).and_then(|q| q.conn);
         let known_rpcrdma = known_conn
             .and_then(|c| self.conns.corr.get(&c))

@@ -1,7 +1,7 @@
 //! RC packets other than Sends: RDMA Write and Read matched to the chunk
 //! segments that calls advertised, ACK/NAK, and PSN bookkeeping.
 
-use crate::engine::keys::Addr;
+use crate::keys::Addr;
 
 use rdma_dissectors::ib::aeth::{AckKind, NakCode};
 use rdma_dissectors::ib::bth::{Operation, Position, Transport};
@@ -10,10 +10,10 @@ use rdma_dissectors::oncrpc::{MsgBody, RpcMsg};
 use rdma_dissectors::stack::Dissection;
 
 use super::state::{Message, QpState, ReadReq, SegmentRef, Txn, WriteCtx, SEGMENT_FRAME_CAP};
-use crate::engine::describe::fill_call;
-use crate::engine::keys::{ConnId, QpKey};
-use crate::engine::model::{ChunkKind, CmState, StepWhat};
-use crate::engine::{Engine, Finding, Kind};
+use crate::describe::fill_call;
+use crate::keys::{ConnId, QpKey};
+use crate::model::{ChunkKind, CmState, StepWhat};
+use crate::{Engine, Finding, Kind};
 
 /// The Middle packets of one transfer (an RDMA Write, or the responses to
 /// one RDMA Read) into one chunk segment, added up before they are written
@@ -30,7 +30,7 @@ use crate::engine::{Engine, Finding, Kind};
 /// The result is the same as writing each packet at once (the integration
 /// test `deferred_middle_packets_give_the_same_results` holds it to that).
 #[derive(Debug, Clone, Copy)]
-pub(in crate::engine) struct DeferredMiddle {
+pub(crate) struct DeferredMiddle {
     conn: ConnId,
     target: SegmentRef,
     read: bool,
@@ -43,7 +43,7 @@ pub(in crate::engine) struct DeferredMiddle {
 }
 
 /// Transfers deferred at once; one more writes them all.
-pub(in crate::engine) const MAX_DEFERRED: usize = 16;
+pub(crate) const MAX_DEFERRED: usize = 16;
 
 impl DeferredMiddle {
     fn new(conn: ConnId, target: SegmentRef, read: bool, m: Middle) -> Self {
@@ -76,7 +76,7 @@ impl DeferredMiddle {
 /// a one-packet [`DeferredMiddle`] would be built in full for every packet
 /// only to have three of its fields added to an entry.
 #[derive(Debug, Clone, Copy)]
-pub(in crate::engine) struct Middle {
+pub(crate) struct Middle {
     bytes: u32,
     frame: u64,
     ts: u64,
@@ -84,7 +84,7 @@ pub(in crate::engine) struct Middle {
 
 /// Whether the packet is the Middle of an RDMA Write or Read Response: the
 /// packets [`DeferredMiddle`] defers.
-pub(in crate::engine) fn continues_transfer(d: &Dissection<'_>) -> bool {
+pub(crate) fn continues_transfer(d: &Dissection<'_>) -> bool {
     d.bth().is_some_and(|b| {
         matches!(
             b.opcode.operation(),
@@ -159,7 +159,7 @@ impl Sequence {
 
 /// PSNs an RDMA READ of `len` bytes takes at path MTU `mtu`: one per
 /// response packet, at least one (IBA 9.7.1).
-pub(in crate::engine) fn read_span(len: u32, mtu: u32) -> u32 {
+pub(crate) fn read_span(len: u32, mtu: u32) -> u32 {
     len.div_ceil(mtu.max(1)).max(1)
 }
 
@@ -337,7 +337,7 @@ impl Engine {
     }
 
     /// Handles any RC/UC/UD packet that is not a CM MAD.
-    pub(in crate::engine) fn rc_frame(
+    pub(crate) fn rc_frame(
         &mut self,
         number: u64,
         ts: u64,
@@ -642,7 +642,7 @@ impl Engine {
     }
 
     /// Writes every deferred [`DeferredMiddle`] into its transaction.
-    pub(in crate::engine) fn flush_deferred(&mut self) {
+    pub(crate) fn flush_deferred(&mut self) {
         let mut deferred = std::mem::take(&mut self.deferred);
         for d in deferred.drain(..) {
             let Some(t) = self.note_transfer(d.conn, d.target, d.first_ts, d.last_ts, d.read)

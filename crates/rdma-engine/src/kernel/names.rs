@@ -9,7 +9,7 @@
 
 use rdma_dissectors::nfs;
 
-use crate::engine::Transaction;
+use crate::Transaction;
 
 /// What the kernel's RPC layer says a call is.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -87,8 +87,8 @@ impl RpcName {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::model::CallHeader;
-    use crate::engine::{ConnId, Origin};
+    use crate::model::CallHeader;
+    use crate::{ConnId, Origin};
 
     fn txn() -> Transaction {
         Transaction::new(

@@ -13,7 +13,8 @@ use super::keys::{ConnId, Origin};
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
-#[non_exhaustive]
+// Not `non_exhaustive`: the front ends match every kind (the TUI explains
+// each), and a new kind should stop their build until it is handled.
 pub enum Kind {
     /// More calls outstanding than the responder granted (RFC 8166 §3.3.1).
     CreditOverrun,

@@ -270,7 +270,7 @@ fn auth_stat(a: rdma_dissectors::oncrpc::AuthStat) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::kernel::event::ChunkType;
+    use crate::kernel::event::ChunkType;
 
     /// The kernel side's steps read as they did when they were formatted
     /// as they happened (live JSON and the TUI show these words).

@@ -1,5 +1,5 @@
 //! Kernel probe events, decoded: what `sources::ebpf` turns ring-buffer
-//! records into and the engine consumes as [`Event::Probe`](crate::engine::Event::Probe).
+//! records into and the engine consumes as [`Event::Probe`](crate::Event::Probe).
 //! Plain data, independent of kernel version (the decoder maps each kernel's
 //! tracepoint layout onto these).
 
