@@ -5,21 +5,16 @@
 //! --json` prints, so the keys and values are those of the JSON by
 //! construction.
 
-use std::fs::File;
-
 use std::sync::Mutex;
 
-use pcap_parser::traits::PcapReaderIterator;
-use pcap_parser::{Block, PcapBlockOwned, PcapError};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
+use rdma_capture::input::{Input, Stream};
+use rdma_capture::{PcapReader, ReadError, ReadErrorKind};
 use rdma_dissectors::erf;
 use rdma_dissectors::link::LinkType;
 use rdma_dissectors::stack::{self, Config};
 use rdma_dissectors::view::{FrameView, SCHEMA_VERSION};
-
-/// Bytes the capture reader asks the OS for at a time.
-const READ_BUFFER: usize = 1 << 20;
 
 fn config(rocev2_port: u16, verify_icrc: bool) -> Config {
     Config::default()
@@ -87,37 +82,29 @@ fn dissect<'py>(
     )
 }
 
-/// A link type and timestamp units of one capture interface.
-#[derive(Clone, Copy)]
-struct Interface {
-    link: LinkType,
-    units_per_sec: u64,
-    offset_secs: i64,
-}
-
-/// An iterator over the frames of a pcap or pcapng file, one dict each.
+/// An iterator over the frames of a capture file, one dict each.
 ///
-/// Streams the file: memory stays at the read buffer whatever its size.
+/// The file is read by `rdma-capture`, the reader `rdma-analyzer` uses:
+/// pcap or pcapng, plain or gzip/zstd-compressed, FCS trimmed and ERF
+/// records opened as the analyzer does, so the frames are the ones
+/// `frames --json` prints. Streams the file: memory stays at the read
+/// buffer whatever its size.
 #[pyclass(module = "rdma_dissectors._native")]
 struct Capture {
     /// Behind a mutex only so the class is `Sync`: `__next__` has `&mut self`
     /// and takes it with `get_mut`, without locking.
-    reader: Mutex<Box<dyn PcapReaderIterator + Send>>,
-    path: String,
-    interfaces: Vec<Interface>,
-    number: u64,
+    reader: Mutex<PcapReader<Stream>>,
     config: Config,
     done: bool,
 }
 
-impl Capture {
-    fn scale(ts: u64, iface: Interface) -> u64 {
-        let units = iface.units_per_sec.max(1);
-        let secs = ts / units;
-        let frac = ts % units;
-        let ns = (u128::from(frac) * 1_000_000_000 / u128::from(units)) as u64;
-        let secs = secs.saturating_add_signed(iface.offset_secs);
-        secs.saturating_mul(1_000_000_000).saturating_add(ns)
+/// A reader's error as Python's: the operating system's as `OSError`,
+/// everything about the bytes as `ValueError`, with the reader's message
+/// (file, frame and byte offset).
+fn py_err(e: &ReadError) -> PyErr {
+    match e.kind {
+        ReadErrorKind::Io(_) => PyOSError::new_err(e.to_string()),
+        _ => PyValueError::new_err(e.to_string()),
     }
 }
 
@@ -126,16 +113,11 @@ impl Capture {
     #[new]
     #[pyo3(signature = (path, *, rocev2_port = 4791, verify_icrc = true))]
     fn new(path: std::path::PathBuf, rocev2_port: u16, verify_icrc: bool) -> PyResult<Self> {
-        let shown = path.display().to_string();
-        let file = File::open(&path).map_err(|e| PyOSError::new_err(format!("{shown}: {e}")))?;
-        let reader = pcap_parser::create_reader(READ_BUFFER, file).map_err(|e| {
-            PyValueError::new_err(format!("{shown}: not a pcap or pcapng file: {e:?}"))
-        })?;
+        let reader = Input::open(&path)
+            .and_then(Input::reader)
+            .map_err(|e| py_err(&e))?;
         Ok(Capture {
             reader: Mutex::new(reader),
-            path: shown,
-            interfaces: Vec::new(),
-            number: 0,
             config: config(rocev2_port, verify_icrc),
             done: false,
         })
@@ -146,127 +128,33 @@ impl Capture {
     }
 
     fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        if self.done {
+            return Ok(None);
+        }
         let reader = self
             .reader
             .get_mut()
             .map_err(|_| PyValueError::new_err("capture reader poisoned"))?;
-        while !self.done {
-            let (offset, out) = match reader.next() {
-                Ok((offset, block)) => {
-                    let mut out = None;
-                    match block {
-                        PcapBlockOwned::LegacyHeader(h) => {
-                            self.interfaces = vec![Interface {
-                                link: LinkType(h.network.0 as u32),
-                                units_per_sec: if h.is_nanosecond_precision() {
-                                    1_000_000_000
-                                } else {
-                                    1_000_000
-                                },
-                                offset_secs: 0,
-                            }];
-                        }
-                        PcapBlockOwned::Legacy(b) => {
-                            let iface = self.interfaces.first().copied().ok_or_else(|| {
-                                PyValueError::new_err(format!(
-                                    "{}: record before the file header",
-                                    self.path
-                                ))
-                            })?;
-                            self.number += 1;
-                            let ts =
-                                u64::from(b.ts_sec) * iface.units_per_sec + u64::from(b.ts_usec);
-                            out = Some(to_dict(
-                                py,
-                                self.number,
-                                Self::scale(ts, iface),
-                                b.origlen,
-                                iface.link,
-                                b.data,
-                                &self.config,
-                            )?);
-                        }
-                        PcapBlockOwned::NG(Block::SectionHeader(_)) => self.interfaces.clear(),
-                        PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
-                            self.interfaces.push(Interface {
-                                link: LinkType(idb.linktype.0 as u32),
-                                units_per_sec: idb.ts_resolution().unwrap_or(1_000_000_000),
-                                offset_secs: idb.ts_offset(),
-                            });
-                        }
-                        PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
-                            let iface = self
-                                .interfaces
-                                .get(epb.if_id as usize)
-                                .copied()
-                                .ok_or_else(|| {
-                                    PyValueError::new_err(format!(
-                                        "{}: packet on undeclared interface {}",
-                                        self.path, epb.if_id
-                                    ))
-                                })?;
-                            self.number += 1;
-                            let ts = (u64::from(epb.ts_high) << 32) | u64::from(epb.ts_low);
-                            let caplen = (epb.caplen as usize).min(epb.data.len());
-                            out = Some(to_dict(
-                                py,
-                                self.number,
-                                Self::scale(ts, iface),
-                                epb.origlen,
-                                iface.link,
-                                epb.data.get(..caplen).unwrap_or(epb.data),
-                                &self.config,
-                            )?);
-                        }
-                        PcapBlockOwned::NG(Block::SimplePacket(spb)) => {
-                            let iface = self.interfaces.first().copied().ok_or_else(|| {
-                                PyValueError::new_err(format!(
-                                    "{}: packet before any interface",
-                                    self.path
-                                ))
-                            })?;
-                            self.number += 1;
-                            out = Some(to_dict(
-                                py,
-                                self.number,
-                                0,
-                                spb.origlen,
-                                iface.link,
-                                spb.data,
-                                &self.config,
-                            )?);
-                        }
-                        PcapBlockOwned::NG(_) => {}
-                    }
-                    (offset, out)
-                }
-                Err(PcapError::Eof) => {
-                    self.done = true;
-                    return Ok(None);
-                }
-                Err(PcapError::Incomplete(_)) => {
-                    reader.refill().map_err(|e| {
-                        PyValueError::new_err(format!(
-                            "{}: after frame {}: {e:?}",
-                            self.path, self.number
-                        ))
-                    })?;
-                    continue;
-                }
-                Err(e) => {
-                    self.done = true;
-                    return Err(PyValueError::new_err(format!(
-                        "{}: after frame {}: {e:?}",
-                        self.path, self.number
-                    )));
-                }
-            };
-            reader.consume(offset);
-            if out.is_some() {
-                return Ok(out);
+        match reader.next_packet() {
+            Ok(Some(p)) => to_dict(
+                py,
+                p.number,
+                p.ts_ns,
+                p.orig_len,
+                p.link_type,
+                p.data,
+                &self.config,
+            )
+            .map(Some),
+            Ok(None) => {
+                self.done = true;
+                Ok(None)
+            }
+            Err(e) => {
+                self.done = true;
+                Err(py_err(&e))
             }
         }
-        Ok(None)
     }
 }
 

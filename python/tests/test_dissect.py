@@ -98,3 +98,59 @@ def test_pcapng_equals_pcap(tmp_path):
     ng = str(tmp_path / "v3-ddp.pcapng")
     subprocess.run([editcap, "-F", "pcapng", src, ng], check=True)
     assert list(rd.read_capture(ng)) == frames_json(src)
+
+
+def test_fcs_capture_equals_the_capture_without_fcs(tmp_path):
+    """A pcap whose link-type word says every frame ends in a 4-byte FCS
+    (libpcap's LT_FCS bits) reads as the same frames as the capture without
+    it: the binding trims the FCS as `frames --json` does (the one reader,
+    rdma-capture), instead of handing it to the dissectors as payload."""
+    import struct
+    import zlib
+
+    src = ROOT / "captures" / "v3-inline.pcap"
+    raw = src.read_bytes()
+    magic, vmaj, vmin, zone, sigfigs, snaplen, link = struct.unpack("<IHHiIII", raw[:24])
+    assert magic in (0xA1B2C3D4, 0xA1B23C4D), "the bundled capture is little-endian pcap"
+    # F bit (0x04000000) and the FCS length in 16-bit units in the top 4 bits.
+    fcs_link = link | 0x0400_0000 | (2 << 28)
+    out = bytearray(struct.pack("<IHHiIII", magic, vmaj, vmin, zone, sigfigs, snaplen + 4, fcs_link))
+    at, n = 24, 0
+    while at < len(raw):
+        sec, frac, incl, orig = struct.unpack("<IIII", raw[at : at + 16])
+        data = raw[at + 16 : at + 16 + incl]
+        assert incl == orig, "the bundled capture is not cut"
+        fcs = struct.pack("<I", zlib.crc32(data))
+        out += struct.pack("<IIII", sec, frac, incl + 4, orig + 4) + data + fcs
+        at += 16 + incl
+        n += 1
+    fcs_path = tmp_path / "v3-inline-fcs.pcap"
+    fcs_path.write_bytes(bytes(out))
+    got = list(rd.read_capture(str(fcs_path)))
+    assert len(got) == n
+    assert got == frames_json(str(src))
+    assert frames_json(str(fcs_path)) == frames_json(str(src))
+
+
+def test_compressed_capture_reads_like_the_plain_one(tmp_path):
+    """gzip, as the analyzer reads it: the binding shares its reader."""
+    import gzip
+
+    src = ROOT / "captures" / "v3-inline.pcap"
+    packed = tmp_path / "v3-inline.pcap.gz"
+    packed.write_bytes(gzip.compress(src.read_bytes()))
+    assert list(rd.read_capture(str(packed))) == frames_json(str(src))
+
+
+def test_damaged_capture_raises_valueerror_naming_the_frame(tmp_path):
+    """Frames before the damage come out; the error names where it is."""
+    src = ROOT / "captures" / "v3-inline.pcap"
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(src.read_bytes()[:5000])
+    got = []
+    with pytest.raises(ValueError) as e:
+        for d in rd.read_capture(str(cut)):
+            got.append(d)
+    assert got, "the whole frames before the cut are read"
+    assert got == frames_json(str(src))[: len(got)]
+    assert "cut.pcap" in str(e.value)

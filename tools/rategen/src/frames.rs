@@ -1,10 +1,12 @@
-//! The frames to send: the RoCEv2 frames of a classic pcap (Ethernet link),
+//! The frames to send: the RoCEv2 frames of a capture (Ethernet link),
 //! grouped by host pair so that a sender thread keeps each conversation's
 //! order, and rewritten per pass (`--vary`) so that each pass looks like new
 //! connections rather than retransmissions.
 
-use anyhow::{bail, Context};
+use anyhow::bail;
+use rdma_capture::input::Input;
 use rdma_dissectors::ib::icrc::rocev2_icrc;
+use rdma_dissectors::link::LinkType;
 
 /// RoCEv2's UDP destination port.
 const ROCEV2_PORT: u16 = 4791;
@@ -150,48 +152,33 @@ fn rocev2(frame: &[u8]) -> Option<(usize, u8, Vec<u8>)> {
     Some((ip, version, pair))
 }
 
-/// Reads a classic pcap (either byte order, µs or ns) with an Ethernet
-/// link and splits its RoCEv2 frames (every frame with `all`) over
-/// `groups` groups, each host pair whole in one group, in capture order.
+/// Reads a capture (pcap or pcapng, plain or compressed: the analyzer's own
+/// reader, `rdma-capture`) whose frames are Ethernet, and splits its RoCEv2
+/// frames (every frame with `all`) over `groups` groups, each host pair
+/// whole in one group, in capture order.
 ///
 /// # Errors
-/// When the file cannot be read, is not such a pcap, or holds no frame to send.
+/// When the file cannot be read, holds a frame of another link type, or
+/// holds no frame to send. A capture damaged part-way is an error too: a
+/// benchmark replaying only part of its input would measure something else.
 pub fn load(path: &std::path::Path, groups: usize, all: bool) -> anyhow::Result<Vec<Frames>> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let Some(magic) = bytes.get(..4) else {
-        bail!("{}: not a pcap (too short)", path.display());
-    };
-    let le = match magic {
-        [0xd4, 0xc3, 0xb2, 0xa1] | [0x4d, 0x3c, 0xb2, 0xa1] => true,
-        [0xa1, 0xb2, 0xc3, 0xd4] | [0xa1, 0xb2, 0x3c, 0x4d] => false,
-        _ => bail!(
-            "{}: not a classic pcap (pcapng? convert it with editcap -F pcap)",
-            path.display()
-        ),
-    };
-    let u32_at = |o: usize| -> Option<u32> {
-        let b: [u8; 4] = bytes.get(o..o + 4)?.try_into().ok()?;
-        Some(if le {
-            u32::from_le_bytes(b)
-        } else {
-            u32::from_be_bytes(b)
-        })
-    };
-    if u32_at(20) != Some(1) {
-        bail!("{}: link type is not Ethernet", path.display());
-    }
+    let mut reader = Input::open(path).and_then(Input::reader)?;
     let mut out = vec![Frames::default(); groups.max(1)];
     let mut pairs: Vec<Vec<u8>> = Vec::new();
-    let mut at = 24;
-    while let (Some(incl), Some(_)) = (u32_at(at + 8), u32_at(at + 12)) {
-        let start = at + 16;
-        let Some(frame) = bytes.get(start..start + incl as usize) else {
-            break; // a cut last record
-        };
-        at = start + incl as usize;
+    while let Some(p) = reader.next_packet()? {
+        if p.link_type != LinkType::ETHERNET {
+            bail!(
+                "{}: frame {} has link type {} ({}); only Ethernet frames can be replayed",
+                path.display(),
+                p.number,
+                p.link_type.0,
+                p.link_type.name().unwrap_or("unknown")
+            );
+        }
+        let frame = p.data;
         let (group, ipv4_at) = match rocev2(frame) {
             Some((ip, version, pair)) => {
-                let n = pairs.iter().position(|p| *p == pair).unwrap_or_else(|| {
+                let n = pairs.iter().position(|q| *q == pair).unwrap_or_else(|| {
                     pairs.push(pair);
                     pairs.len() - 1
                 });
@@ -269,5 +256,57 @@ mod tests {
         assert_eq!(key(&f), key(&reply));
         assert_ne!(key(&f), key(&other));
         assert_eq!(key(&not_roce), None);
+    }
+
+    fn bundled(name: &str) -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../captures")
+            .join(name)
+    }
+
+    #[test]
+    fn a_compressed_capture_loads_the_same_frames_as_the_plain_one() {
+        let plain = bundled("v3-inline.pcap");
+        let dir = std::env::temp_dir().join(format!("rategen-load-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let gz = dir.join("v3-inline.pcap.gz");
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut e, &std::fs::read(&plain).unwrap()).unwrap();
+        std::fs::write(&gz, e.finish().unwrap()).unwrap();
+        let a = load(&plain, 2, true).unwrap();
+        let b = load(&gz, 2, true).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let total: usize = a.iter().map(Frames::len).sum();
+        // v3-inline.pcap's 54 frames are all RoCEv2 (captures/README.md).
+        assert!(total > 0);
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!((&x.data, &x.ranges), (&y.data, &y.ranges));
+        }
+    }
+
+    #[test]
+    fn a_capture_of_another_link_type_is_refused_naming_the_frame() {
+        let dir = std::env::temp_dir().join(format!("rategen-link-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("raw.pcap");
+        // A classic pcap of link type 101 (raw IP) with one 20-byte record.
+        let mut b = Vec::new();
+        for w in [0xa1b2_c3d4u32] {
+            b.extend_from_slice(&w.to_le_bytes());
+        }
+        b.extend_from_slice(&2u16.to_le_bytes());
+        b.extend_from_slice(&4u16.to_le_bytes());
+        for w in [0u32, 0, 65535, 101, 0, 0, 20, 20] {
+            b.extend_from_slice(&w.to_le_bytes());
+        }
+        b.extend_from_slice(&[0x45; 20]);
+        std::fs::write(&path, b).unwrap();
+        let Err(err) = load(&path, 1, true) else {
+            panic!("a raw-IP capture loaded");
+        };
+        let err = err.to_string();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(err.contains("frame 1") && err.contains("101"), "{err}");
     }
 }
