@@ -43,6 +43,12 @@ fi
 if ! rustup target list --installed | grep -qx x86_64-unknown-none; then
     rustup target add x86_64-unknown-none >/dev/null 2>&1
 fi
+# cargo-deny (pinned likewise) checks licences, bans and sources (deny.toml).
+DENY=0.20.2
+if [ "$(cargo-deny --version 2>/dev/null)" != "cargo-deny $DENY" ]; then
+    echo "setup: installing cargo-deny $DENY (a few minutes, once)" >&2
+    cargo install --locked cargo-deny --version "$DENY" >/dev/null 2>&1
+fi
 SEMVER_CHECKS=0.51.0
 if [ "$(cargo-semver-checks --version 2>/dev/null)" != "cargo-semver-checks $SEMVER_CHECKS" ]; then
     echo "setup: installing cargo-semver-checks $SEMVER_CHECKS (several minutes, once)" >&2

@@ -5,12 +5,26 @@
 # Python binding, docs, and a short fuzz smoke run of every fuzz target.
 #
 #   scripts/test.sh            everything
+#   scripts/test.sh --quick    the inner loop: fmt, clippy, nextest (no set-up,
+#                              no lab, no crate checks, no fuzzing; tests whose
+#                              prerequisites are missing skip loudly)
 #   FUZZ_SECONDS=0 scripts/test.sh   skip the fuzz smoke run
 #   LAB=0 scripts/test.sh            skip the VM lab (eBPF probes vs the wire, a few minutes under TCG)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 step() { printf '\n=== %s (%ss)\n' "$1" "$(( $(date +%s) - start ))"; }
+
+if [ "${1:-}" = --quick ]; then
+    step "cargo fmt --check"
+    cargo fmt --all --check
+    step "cargo clippy -D warnings"
+    cargo clippy --workspace --all-targets --quiet -- -D warnings
+    step "tests (cargo nextest)"
+    cargo nextest run --workspace --no-fail-fast --status-level fail --final-status-level slow
+    step "quick tier passed"
+    exit 0
+fi
 
 step "set-up"
 scripts/setup.sh
@@ -38,6 +52,9 @@ cargo fmt --all --check
 
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+step "dependencies: licences, bans, sources (cargo deny, deny.toml)"
+cargo deny --locked check licenses bans sources
 
 step "tests (cargo nextest)"
 cargo nextest run --workspace --no-fail-fast --status-level fail --final-status-level slow

@@ -214,12 +214,19 @@ pub fn origin_bit(o: Origin) -> u8 {
     }
 }
 
+/// The kind masks are one `u64`: a 65th kind must widen them (to `u128` or a
+/// bit set) rather than share a bit with the first, so the build stops here.
+const _: () = assert!(
+    Kind::ALL.len() <= 64,
+    "more anomaly kinds than bits in the TUI's kind masks: widen them"
+);
+
 /// A bit per anomaly kind.
 pub fn kind_bit(k: Kind) -> u64 {
     Kind::ALL
         .iter()
         .position(|x| *x == k)
-        .map_or(0, |i| 1u64 << (i % 64))
+        .map_or(0, |i| 1u64 << i)
 }
 
 impl Model {
