@@ -17,7 +17,8 @@ pub use rdma_engine as engine;
 pub mod output;
 pub mod pipeline;
 pub mod sources;
-pub mod synth;
+/// The synthetic capture generator is the `rdma-synth` crate (`tools/synth`); its old path stays.
+pub use rdma_synth as synth;
 #[cfg(test)]
 mod test_support;
 pub mod tui;

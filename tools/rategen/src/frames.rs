@@ -292,9 +292,7 @@ mod tests {
         let path = dir.join("raw.pcap");
         // A classic pcap of link type 101 (raw IP) with one 20-byte record.
         let mut b = Vec::new();
-        for w in [0xa1b2_c3d4u32] {
-            b.extend_from_slice(&w.to_le_bytes());
-        }
+        b.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
         b.extend_from_slice(&2u16.to_le_bytes());
         b.extend_from_slice(&4u16.to_le_bytes());
         for w in [0u32, 0, 65535, 101, 0, 0, 20, 20] {

@@ -447,7 +447,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Kind;
+    use rdma_engine::Kind;
 
     #[test]
     fn injection_names_are_the_engines_kinds() {

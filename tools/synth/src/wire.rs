@@ -28,7 +28,7 @@ use rdma_dissectors::udp::{Udp, ROCEV2_PORT};
 use serde::Serialize;
 
 use super::Error;
-use crate::sources::pcap::{CaptureWriter, Format, Resolution};
+use rdma_capture::{CaptureWriter, Format, Resolution};
 
 const ETH_LEN: usize = Ethernet::HEADER_LEN;
 const IP_LEN: usize = 20;
