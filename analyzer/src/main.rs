@@ -22,7 +22,7 @@ use rdma_analyzer::output::metrics::{self, Metrics, Process};
 use rdma_analyzer::output::Report;
 use rdma_analyzer::pipeline::{self, End, Sink, Stop, Tee};
 use rdma_analyzer::sources::live::LiveInputs;
-use rdma_analyzer::sources::pcap::FileSource;
+use rdma_analyzer::sources::pcap::{input, FileSource};
 use rdma_analyzer::sources::sys;
 use rdma_analyzer::tui::model::Caps;
 
@@ -54,6 +54,19 @@ fn broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    // A compressed input's window is bounded by the run's memory limit.
+    let limit = match &cli.command {
+        Command::Report(a) => Some(a.analyze.engine.memory_limit),
+        Command::Transactions(a) | Command::Anomalies(a) | Command::Open(a) => {
+            Some(a.engine.memory_limit)
+        }
+        Command::Export(a) => Some(a.engine.memory_limit),
+        Command::Live(a) => Some(a.memory_limit),
+        Command::Frames(_) | Command::Synth(_) => None,
+    };
+    if let Some(l) = limit {
+        input::set_memory_limit(l as u64);
+    }
     match cli.command {
         Command::Frames(a) => frames(&a),
         Command::Report(a) => report(&a),

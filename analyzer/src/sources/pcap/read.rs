@@ -19,7 +19,7 @@ use rdma_dissectors::ib::icrc::IcrcStatus;
 use rdma_dissectors::link::LinkType;
 
 use super::erf;
-use super::format::{Format, Note, Parser, Problem, Record};
+use super::format::{Format, Note, Parser, Problem, Record, Section};
 use super::input::DecompressError;
 
 /// Bytes read per batch once a stream has shown it is large: small enough
@@ -216,7 +216,22 @@ impl fmt::Display for ReadError {
             Some(c) => format!(" of the decompressed {c} stream"),
             None => String::new(),
         };
+        let between_records = matches!(
+            &self.kind,
+            ReadErrorKind::Decompress(DecompressError {
+                partial: Some(0),
+                ..
+            })
+        );
         match self.frame {
+            // The stream broke where a record would start: no frame was
+            // cut, so none is blamed.
+            Some(n) if between_records => write!(
+                f,
+                "{path}: after frame {}, at byte offset {}{of}: ",
+                n.saturating_sub(1),
+                self.offset
+            )?,
             Some(n) => write!(f, "{path}: frame {n} at byte offset {}{of}: ", self.offset)?,
             None => write!(f, "{path}: at byte offset {}{of}: ", self.offset)?,
         }
@@ -224,12 +239,24 @@ impl fmt::Display for ReadError {
             // Said above, without a path of its own.
             ReadErrorKind::Inputs { .. } => Ok(()),
             ReadErrorKind::Io(e) => write!(f, "read failed: {e}"),
-            ReadErrorKind::Decompress(d) => write!(
-                f,
-                "{d}; frames before this one were analyzed (was the file still being written, or cut \
-                 in transfer? `{} -t FILE` checks it)",
-                d.format
-            ),
+            ReadErrorKind::Decompress(d) if d.window.is_some() => write!(f, "{d}"),
+            ReadErrorKind::Decompress(d) => {
+                write!(f, "{d}; ")?;
+                match d.partial {
+                    Some(0) => write!(f, "every frame before this point was analyzed")?,
+                    Some(k) => write!(
+                        f,
+                        "{k} bytes of this frame were decompressed, too few to analyze it; \
+                         every frame before it was analyzed"
+                    )?,
+                    None => write!(f, "frames before this one were analyzed")?,
+                }
+                write!(
+                    f,
+                    " (was the file still being written, or cut in transfer? `{} -t FILE` checks it)",
+                    d.format
+                )
+            }
             ReadErrorKind::Format(Problem::NotACapture { magic }) => write!(
                 f,
                 "not a pcap or pcapng file (magic {magic:#010x}); convert it with `editcap -F pcapng`"
@@ -352,16 +379,30 @@ impl PcapReader<File> {
 
 /// Reads until `buf` is full or the stream ends; the bytes read.
 pub(super) fn read_full(inner: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    match read_until_error(inner, buf) {
+        (_, Some(e)) => Err(e),
+        (n, None) => Ok(n),
+    }
+}
+
+/// Reads until `buf` is full, the stream ends or a read fails: the bytes
+/// read, and the failure. The bytes that came before a failure are kept:
+/// a decompressor hands out everything it could decode before it finds a
+/// cut or corrupt block, and those frames are as good as any.
+pub(super) fn read_until_error(
+    inner: &mut impl Read,
+    buf: &mut [u8],
+) -> (usize, Option<io::Error>) {
     let mut n = 0;
     while let Some(rest) = buf.get_mut(n..).filter(|r| !r.is_empty()) {
         match inner.read(rest) {
             Ok(0) => break,
             Ok(k) => n += k,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Err(e) => return (n, Some(e)),
         }
     }
-    Ok(n)
+    (n, None)
 }
 
 impl<R: Read> PcapReader<R> {
@@ -471,29 +512,51 @@ impl<R: Read> PcapReader<R> {
         let mut io_error = None;
         if !self.eof {
             let room = tail.get_mut(..want - rest).unwrap_or_default();
-            match read_full(&mut self.inner, room) {
-                Ok(k) => {
-                    filled += k;
-                    self.eof = k < room.len();
-                    if !self.eof {
-                        self.chunk = (self.chunk * 2).min(self.max_chunk);
-                    }
-                }
-                Err(e) => {
-                    io_error = Some(e);
-                    self.eof = true;
-                }
+            let (k, e) = read_until_error(&mut self.inner, room);
+            filled += k;
+            self.eof = e.is_some() || k < room.len();
+            if !self.eof {
+                self.chunk = (self.chunk * 2).min(self.max_chunk);
             }
+            io_error = e;
         }
         let data = batch.data.get(..filled).unwrap_or_default();
-        let header = self.parser.header_len();
         let mut at = 0;
         let mut problem = None;
         self.pending = 0;
         while let Some(rec) = data.get(at..) {
+            // Per record: a capture joined on may be of the other format.
+            let header = self.parser.header_len();
             if rec.len() < header {
                 self.pending = header;
                 break;
+            }
+            match self.parser.section_at(rec) {
+                Section::No => {}
+                Section::NeedMore(n) => {
+                    self.pending = n;
+                    break;
+                }
+                Section::Starts(Ok((next, skip))) => {
+                    let offset = self.offset + at as u64;
+                    batch.notes.push(format!(
+                        "{}: another capture's file header at byte offset {offset}{}, after frame {}: \
+                         captures joined end to end (as `cat a.pcap.gz b.pcap.gz` makes); its frames \
+                         are read on as part of this one, numbered on from here",
+                        self.path.display(),
+                        self.decompressed
+                            .map(|c| format!(" of the decompressed {c} stream"))
+                            .unwrap_or_default(),
+                        self.frames,
+                    ));
+                    self.parser.continue_with(next);
+                    at += skip;
+                    continue;
+                }
+                Section::Starts(Err(p)) => {
+                    problem = Some(p);
+                    break;
+                }
             }
             let len = match self.parser.record_len(rec) {
                 Ok(len) => len,
@@ -549,10 +612,15 @@ impl<R: Read> PcapReader<R> {
             return Err(self.err(here, p.into()));
         }
         if let Some(e) = io_error {
-            return Err(self.err(here, e.into()));
+            let mut kind = ReadErrorKind::from(e);
+            if let ReadErrorKind::Decompress(d) = &mut kind {
+                // A record is at most MAX_RECORD_LEN (16 MiB) long.
+                d.partial = Some(u32::try_from(self.carry.len()).unwrap_or(u32::MAX));
+            }
+            return Err(self.err(here, kind));
         }
         if self.eof && !self.carry.is_empty() {
-            let needed = self.pending.max(header);
+            let needed = self.pending.max(self.parser.header_len());
             let available = self.carry.len();
             return Err(self.err(here, Problem::Truncated { needed, available }.into()));
         }
