@@ -677,3 +677,68 @@ fn pcapng_of(pcap: &[u8]) -> Vec<u8> {
     }
     out
 }
+
+// ------------------------------------------------ hostile names, endings
+
+/// A file named with a terminal escape and a newline: the report header,
+/// the damage, the notices and the merge map say the name with escapes
+/// (`\x1b`, `\n`), and no control character reaches the terminal; JSON
+/// keeps the real name (serde escapes it).
+#[test]
+fn a_file_name_with_escape_sequences_never_reaches_the_terminal_raw() {
+    let evil = "evil\x1b[2J\nname.pcap";
+    let plain = bundled("v3-inline.pcap");
+    let whole = write(evil, &plain);
+    let cut = write(&format!("{evil}.cut"), &plain[..5000]);
+    let shown = "evil\\x1b[2J\\nname.pcap";
+    let raw = |b: &[u8]| b.iter().any(|&c| c == 0x1b || c == b'\r');
+    for args in [
+        vec!["report", whole.to_str().unwrap(), cut.to_str().unwrap()],
+        vec!["report", cut.to_str().unwrap()],
+        vec!["anomalies", whole.to_str().unwrap(), cut.to_str().unwrap()],
+        vec!["frames", cut.to_str().unwrap()],
+        vec!["report", "--filter", "c9\x1b[31m", whole.to_str().unwrap()],
+    ] {
+        let (out, _) = run(&args);
+        assert!(!raw(&out.stdout) && !raw(&out.stderr), "{args:?}: {out:?}");
+        let text = String::from_utf8_lossy(&out.stderr) + String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(shown), "{args:?}: {text}");
+        // Every line that names the file names it whole, on one line.
+        assert!(!text.lines().any(|l| l.starts_with("name.pcap")), "{text}");
+    }
+    let (out, _) = run(&["report", whole.to_str().unwrap(), cut.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("{shown}: 246 frames, interleaved")),
+        "the merge map: {err}"
+    );
+    let (out, _) = run(&["report", "--json", cut.to_str().unwrap()]);
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["file"], cut.to_str().unwrap());
+}
+
+/// `report --json` prints its document, `"complete": false` with the
+/// error, for an input unreadable from its first byte (missing, empty,
+/// not a capture, a zstd window over the limit), and exits 2: a script
+/// reading the document is never left with nothing to parse.
+#[test]
+fn report_json_says_incomplete_for_an_input_unreadable_at_byte_zero() {
+    let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
+    let missing = dir().join("no-such-capture.pcap");
+    let empty = write("empty-at-zero.pcap", b"");
+    for (f, says) in [
+        (readme.as_path(), "not a pcap or pcapng file"),
+        (missing.as_path(), "No such file"),
+        (empty.as_path(), "the file is empty"),
+    ] {
+        let (out, _) = run(&["report", "--json", f.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{f:?}");
+        let r: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{f:?}: no document: {e}"));
+        assert_eq!(r["complete"], false);
+        assert_eq!(r["schema_version"], 1);
+        assert_eq!(r["totals"]["frames"], 0);
+        assert!(r["read_error"].as_str().unwrap().contains(says), "{r}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains(says));
+    }
+}
