@@ -238,14 +238,19 @@ fn open(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     // Opened before the screen is taken, so a file that is not a capture is
     // said plainly, as `report` says it.
     let source = FileSource::open_all(&a.files, &config.stack)?;
-    let error = rdma_analyzer::tui::show(
-        Box::new(source),
-        config,
-        caps,
-        Stop::new(),
-        a.filter.clone(),
-        None,
-    )?;
+    // SIGTERM, SIGINT and SIGHUP quit the screen as `q` does, so the
+    // terminal is restored (the normal screen back, the cursor shown)
+    // before the process dies of them.
+    let stop = Stop::new();
+    sys::stop_on_signals(&stop, true);
+    let error =
+        rdma_analyzer::tui::show(Box::new(source), config, caps, stop, a.filter.clone(), None)?;
+    if let Some(sig) = sys::signal_seen() {
+        if let Some(e) = &error {
+            eprintln!("rdma-analyzer: {}", escaped(e));
+        }
+        sys::die_of(sig);
+    }
     Ok(match error {
         Some(e) => {
             eprintln!("rdma-analyzer: {}", escaped(e));

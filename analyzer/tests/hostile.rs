@@ -742,3 +742,59 @@ fn report_json_says_incomplete_for_an_input_unreadable_at_byte_zero() {
         assert!(String::from_utf8_lossy(&out.stderr).contains(says));
     }
 }
+
+/// SIGTERM, SIGINT or SIGHUP to `open` (a supervisor, `timeout`, a closed
+/// ssh session's `kill -HUP`): the screen is restored (tmux's
+/// `alternate_on` back to 0) before the process dies of the signal (exit
+/// status 128 + its number, as the shell reports a killed process). It
+/// used to die on the spot with the alternate screen on. The capture's
+/// name holds an escape sequence and a newline: the status line shows it
+/// escaped.
+#[test]
+fn a_signal_to_the_screen_restores_the_terminal_first() {
+    if !prereq::tmux() {
+        return;
+    }
+    let f = write("tui\x1b[2J\nname.pcap", &bundled("v3-inline.pcap"));
+    for (sig, num) in [("TERM", 15), ("INT", 2), ("HUP", 1)] {
+        let shell = format!(
+            "'{BIN}' open \"$(printf 'tui\\033[2J\\nname.pcap')\"; echo EXITED $?; sleep 60"
+        );
+        let t = tmux::Tmux::start(
+            format!("rdma-hostile-sig-{sig}-{}", std::process::id()),
+            &format!("cd '{}' && {shell}", f.parent().unwrap().display()),
+        );
+        let p = t.wait_for("done");
+        assert!(p.contains("tui\\x1b[2J\\nname.pcap"), "{p}");
+        let alt = || {
+            String::from_utf8_lossy(
+                &t.cmd(&["display", "-p", "-t", "t", "#{alternate_on}"])
+                    .stdout,
+            )
+            .trim()
+            .to_string()
+        };
+        assert_eq!(alt(), "1");
+        let sh =
+            String::from_utf8_lossy(&t.cmd(&["display", "-p", "-t", "t", "#{pane_pid}"]).stdout)
+                .trim()
+                .to_string();
+        let child = std::fs::read_to_string(format!("/proc/{sh}/task/{sh}/children"))
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .expect("the analyzer runs under the pane's shell")
+            .to_string();
+        let k = Command::new("kill")
+            .args([&format!("-{sig}"), &child])
+            .status()
+            .unwrap();
+        assert!(k.success());
+        let p = t.wait_for("EXITED");
+        assert!(
+            p.contains(&format!("EXITED {}", 128 + num)),
+            "SIG{sig}: {p}"
+        );
+        assert_eq!(alt(), "0", "SIG{sig} left the alternate screen on:\n{p}");
+    }
+}
