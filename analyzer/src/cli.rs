@@ -93,7 +93,8 @@ pub struct EngineArgs {
     pub max_outstanding: usize,
     /// Memory all the analysis state may hold together (K, M, G suffixes):
     /// connections, queue pairs, outstanding calls, and the TUI's tables.
-    /// What it cannot hold goes oldest first, counted and reported.
+    /// What it cannot hold goes oldest first, counted and reported. It also
+    /// bounds the window a zstd input may ask for (held besides).
     #[arg(long, default_value = "256M", value_parser = parse_memory)]
     pub memory_limit: usize,
 }

@@ -798,3 +798,38 @@ fn a_signal_to_the_screen_restores_the_terminal_first() {
         assert_eq!(alt(), "0", "SIG{sig} left the alternate screen on:\n{p}");
     }
 }
+
+/// The generator's damaged containers (`synth --hostile gzip-no-trailer`,
+/// `joined-gzip`, `zstd-long-window`) against the same clean traffic
+/// written plain: every frame of it, twice for the joined pair, and the
+/// long window read within a limit that holds it.
+#[test]
+fn the_generated_damaged_containers_read_as_their_clean_traffic() {
+    let clean = dir().join("container-clean.pcap");
+    let opts = rdma_analyzer::synth::Options {
+        calls: 40,
+        connections: 2,
+        ..Default::default()
+    };
+    rdma_analyzer::synth::write_files(&opts, &clean).unwrap();
+    let (n, code, _) = frames_read(&clean, &[]);
+    assert_eq!(code, Some(0));
+    let f = make(Case::GzipNoTrailer, 2, 40, "gen-no-trailer.pcap.gz");
+    let (got, code, err) = frames_read(&f, &[]);
+    assert_eq!((got, code), (n, Some(2)), "{err}");
+    assert!(err.contains(&format!("after frame {n},")), "{err}");
+    let f = make(Case::JoinedGzip, 2, 40, "gen-joined.pcap.gz");
+    let (got, code, err) = frames_read(&f, &[]);
+    assert_eq!((got, code), (2 * n, Some(0)), "{err}");
+    assert_eq!(
+        err.matches("another capture's file header").count(),
+        1,
+        "{err}"
+    );
+    let f = make(Case::ZstdLongWindow, 2, 40, "gen-long.pcap.zst");
+    let (got, code, err) = frames_read(&f, &[]);
+    assert_eq!((got, code), (0, Some(2)), "{err}");
+    assert!(err.contains("--memory-limit 4G"), "{err}");
+    let (got, code, err) = frames_read(&f, &["--memory-limit", "4G"]);
+    assert_eq!((got, code), (n, Some(0)), "{err}");
+}
