@@ -56,6 +56,10 @@ pub struct FramesArgs {
     /// UDP port that carries RoCEv2.
     #[arg(long, default_value_t = 4791)]
     pub rocev2_port: u16,
+    /// Memory the decompressor of a zstd input may hold for its window
+    /// (K, M, G suffixes; a `zstd --long=31` stream needs 2G).
+    #[arg(long, default_value = "256M", value_parser = parse_memory)]
+    pub memory_limit: usize,
 }
 
 /// The options of the commands that analyze a capture file.

@@ -63,7 +63,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Export(a) => Some(a.engine.memory_limit),
         Command::Live(a) => Some(a.memory_limit),
-        Command::Frames(_) | Command::Synth(_) => None,
+        Command::Frames(a) => Some(a.memory_limit),
+        Command::Synth(_) => None,
     };
     if let Some(l) = limit {
         input::set_memory_limit(l as u64);

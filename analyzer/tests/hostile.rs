@@ -592,6 +592,25 @@ fn a_zstd_long_window_is_read_within_the_memory_limit_and_refused_over_it() {
     let (want, _, _) = frames_read(&p, &[]);
     let (got, code, err) = frames_read(&f, &["--memory-limit", "4G"]);
     assert_eq!((got, code), (want, Some(0)), "{err}");
+    // `frames` holds no analysis, but the window all the same.
+    let (out, _) = run(&["frames", f.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--memory-limit 4G"));
+    let (out, _) = run(&[
+        "frames",
+        "--json",
+        "--memory-limit",
+        "4G",
+        f.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        out.stdout
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count() as u64,
+        want
+    );
 }
 
 /// `cat a.pcap.gz b.pcap.gz` (gzip members decompress as one stream) and
