@@ -524,6 +524,40 @@ mod tests {
         }
     }
 
+    /// The window a frame header asks for (RFC 8878 3.1.1.1.2), and a
+    /// window over the limit refused when the input is opened, naming the
+    /// flag, never as corruption.
+    #[test]
+    fn a_zstd_window_over_the_limit_is_refused_at_open_naming_the_flag() {
+        // Descriptor without Single_Segment; window byte: exponent, mantissa.
+        let head = |w: u8| [0x28, 0xb5, 0x2f, 0xfd, 0x04, w];
+        assert_eq!(zstd_window(&head(0)), Some(1 << 10));
+        assert_eq!(zstd_window(&head(21 << 3)), Some(1 << 31));
+        assert_eq!(zstd_window(&head(17 << 3 | 4)), Some((1 << 27) + (1 << 26)));
+        assert_eq!(zstd_window(&[0x28, 0xb5, 0x2f, 0xfd, 0x24, 0]), None);
+        assert_eq!(zstd_window(&[0x28, 0xb5, 0x2f, 0xfd]), None);
+        let mut e = zstd::stream::write::Encoder::new(Vec::new(), 1).unwrap();
+        e.window_log(31).unwrap();
+        e.write_all(&capture()).unwrap();
+        let packed = e.finish().unwrap();
+        let Err(err) = Input::from_stream("w".into(), Box::new(Cursor::new(packed)), None) else {
+            panic!("a 2 GiB window under a 256 MiB limit was taken");
+        };
+        let d = err
+            .get_ref()
+            .and_then(|i| i.downcast_ref::<DecompressError>())
+            .expect("a decompression error");
+        let w = d.window.as_deref().expect("the window named");
+        assert_eq!((w.needed, w.limit), (Some(1 << 31), 256 << 20));
+        let msg = d.to_string();
+        assert!(
+            msg.contains("--memory-limit 4G") && !msg.contains("corrupt"),
+            "{msg}"
+        );
+        assert_eq!(size_name(3 << 29), "1536M");
+        assert_eq!(size_name(1000), "1000");
+    }
+
     #[test]
     fn directories_expand_to_their_files_in_name_order() {
         let d = std::env::temp_dir().join(format!("rdma-expand-{}", std::process::id()));

@@ -867,6 +867,69 @@ mod tests {
         }
     }
 
+    /// Two pcaps end to end, read a few bytes at a time so the second file
+    /// header is split at every place: its frames follow the first's, on
+    /// the second's link type, with one note; cut inside that header, the
+    /// stream is cut short there, not a corrupt record.
+    #[test]
+    fn a_second_file_header_starts_a_section_wherever_reads_split_it() {
+        struct Dribble<'a>(&'a [u8], usize);
+        impl Read for Dribble<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let n = buf.len().min(self.0.len()).min(self.1);
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let a = pcap_file(&[(1, 0, b"abc"), (2, 0, b"defg")]);
+        let b = pcap_with(101, 65535, &[(3, 0, b"hij")]);
+        let mut f = a.clone();
+        f.extend(&b);
+        for step in 1..=40 {
+            let mut r = PcapReader::new(Dribble(&f, step), "joined".into()).unwrap();
+            let mut got = vec![];
+            let mut notes = vec![];
+            let mut batch = Batch::default();
+            loop {
+                let more = r.fill(&mut batch).unwrap();
+                notes.extend(batch.notes.drain(..));
+                got.extend(batch.frames.iter().map(|m| (m.number, m.ts_ns, m.link)));
+                if !more {
+                    break;
+                }
+            }
+            assert_eq!(
+                got,
+                vec![
+                    (1, 1_000_000_000, LinkType::ETHERNET),
+                    (2, 2_000_000_000, LinkType::ETHERNET),
+                    (3, 3_000_000_000, LinkType(101)),
+                ],
+                "reads of {step}"
+            );
+            assert_eq!(notes.len(), 1, "{notes:?}");
+            assert!(
+                notes[0].starts_with(&format!(
+                    "joined: another capture's file header at byte offset {}, after frame 2",
+                    a.len()
+                )),
+                "{}",
+                notes[0]
+            );
+        }
+        for cut in a.len() + 1..a.len() + 24 {
+            let (pkts, err) = read_all(&f[..cut]);
+            assert_eq!(pkts.len(), 2);
+            let e = err.expect("cut inside the second header");
+            assert!(
+                matches!(e.kind, ReadErrorKind::Format(Problem::Truncated { .. })),
+                "{cut}: {e}"
+            );
+            assert_eq!(e.offset, a.len() as u64);
+        }
+    }
+
     #[test]
     fn garbage_is_not_a_capture() {
         let (_, err) = read_all(b"hello world, not a pcap");
