@@ -893,7 +893,7 @@ mod tests {
             let mut batch = Batch::default();
             loop {
                 let more = r.fill(&mut batch).unwrap();
-                notes.extend(batch.notes.drain(..));
+                notes.append(&mut batch.notes);
                 got.extend(batch.frames.iter().map(|m| (m.number, m.ts_ns, m.link)));
                 if !more {
                     break;
