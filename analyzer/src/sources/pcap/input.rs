@@ -76,10 +76,6 @@ pub struct DecompressError {
     pub compressed_offset: u64,
     /// What the decompressor said.
     pub detail: Box<str>,
-    /// Bytes of the next record that were decompressed before the error
-    /// (`Some(0)`: the stream broke between records, no frame was cut);
-    /// `None` until the capture reader has looked.
-    pub partial: Option<u32>,
     /// A zstd frame whose window is more than the memory limit allows.
     pub window: Option<Box<WindowOver>>,
 }
@@ -229,7 +225,6 @@ impl<D: Read + ReadAhead> Read for Decompressed<D> {
                 format: self.format,
                 compressed_offset: read.saturating_sub(self.inner.read_ahead() as u64),
                 detail: detail.into(),
-                partial: None,
                 window,
             })
         })
@@ -348,7 +343,6 @@ impl Input {
                         format: "zstd",
                         compressed_offset: 0,
                         detail: format!("window of {w} bytes").into(),
-                        partial: None,
                         window: Some(Box::new(WindowOver {
                             needed: Some(w),
                             limit: window_max,

@@ -131,6 +131,10 @@ pub struct ReadError {
     pub decompressed: Option<&'static str>,
     /// What went wrong.
     pub kind: ReadErrorKind,
+    /// After a read or decompression error: bytes of frame `frame` that
+    /// came before it (`Some(0)`: the stream broke between records, and no
+    /// frame was cut; every frame before was analyzed either way).
+    pub partial: Option<u32>,
 }
 
 impl ReadError {
@@ -142,6 +146,7 @@ impl ReadError {
             offset: 0,
             decompressed: None,
             kind,
+            partial: None,
         }
     }
 }
@@ -153,7 +158,7 @@ pub enum ReadErrorKind {
     /// An I/O error from the operating system.
     Io(io::Error),
     /// The input's decompressor gave up.
-    Decompress(DecompressError),
+    Decompress(Box<DecompressError>),
     /// Several inputs were read as one and some could not be read whole
     /// (each with its own error; the error's own path, frame and offset
     /// are the first one's).
@@ -176,7 +181,7 @@ pub enum ReadErrorKind {
         /// Those whose header cannot be right.
         malformed: u64,
         /// What was wrong with the first record named.
-        first: erf::Problem,
+        first: Box<erf::Problem>,
     },
 }
 
@@ -193,7 +198,7 @@ impl From<io::Error> for ReadErrorKind {
             return ReadErrorKind::Io(e);
         }
         match e.into_inner().map(|i| i.downcast::<DecompressError>()) {
-            Some(Ok(d)) => ReadErrorKind::Decompress(*d),
+            Some(Ok(d)) => ReadErrorKind::Decompress(d),
             // The check above saw one: not reached.
             _ => ReadErrorKind::Io(io::Error::other("decompression failed")),
         }
@@ -216,13 +221,7 @@ impl fmt::Display for ReadError {
             Some(c) => format!(" of the decompressed {c} stream"),
             None => String::new(),
         };
-        let between_records = matches!(
-            &self.kind,
-            ReadErrorKind::Decompress(DecompressError {
-                partial: Some(0),
-                ..
-            })
-        );
+        let between_records = self.partial == Some(0);
         match self.frame {
             // The stream broke where a record would start: no frame was
             // cut, so none is blamed.
@@ -238,11 +237,22 @@ impl fmt::Display for ReadError {
         match &self.kind {
             // Said above, without a path of its own.
             ReadErrorKind::Inputs { .. } => Ok(()),
-            ReadErrorKind::Io(e) => write!(f, "read failed: {e}"),
+            ReadErrorKind::Io(e) => {
+                write!(f, "read failed: {e}")?;
+                match self.partial {
+                    Some(0) => write!(f, "; every frame before this point was analyzed"),
+                    Some(k) => write!(
+                        f,
+                        "; {k} bytes of this frame were read, too few to analyze it; every frame \
+                         before it was analyzed"
+                    ),
+                    None => Ok(()),
+                }
+            }
             ReadErrorKind::Decompress(d) if d.window.is_some() => write!(f, "{d}"),
             ReadErrorKind::Decompress(d) => {
                 write!(f, "{d}; ")?;
-                match d.partial {
+                match self.partial {
                     Some(0) => write!(f, "every frame before this point was analyzed")?,
                     Some(k) => write!(
                         f,
@@ -488,6 +498,7 @@ impl<R: Read> PcapReader<R> {
             offset,
             decompressed: self.decompressed,
             kind,
+            partial: None,
         }
     }
 
@@ -612,12 +623,10 @@ impl<R: Read> PcapReader<R> {
             return Err(self.err(here, p.into()));
         }
         if let Some(e) = io_error {
-            let mut kind = ReadErrorKind::from(e);
-            if let ReadErrorKind::Decompress(d) = &mut kind {
-                // A record is at most MAX_RECORD_LEN (16 MiB) long.
-                d.partial = Some(u32::try_from(self.carry.len()).unwrap_or(u32::MAX));
-            }
-            return Err(self.err(here, kind));
+            let mut e = self.err(here, e.into());
+            // A record is at most MAX_RECORD_LEN (16 MiB) long.
+            e.partial = Some(u32::try_from(self.carry.len()).unwrap_or(u32::MAX));
+            return Err(e);
         }
         if self.eof && !self.carry.is_empty() {
             let needed = self.pending.max(self.parser.header_len());
@@ -682,8 +691,9 @@ impl<R: Read> PcapReader<R> {
                 records,
                 framed,
                 malformed: self.erf_malformed,
-                first,
+                first: Box::new(first),
             },
+            partial: None,
         })
     }
 
@@ -927,6 +937,63 @@ mod tests {
                 "{cut}: {e}"
             );
             assert_eq!(e.offset, a.len() as u64);
+        }
+    }
+
+    /// A read that fails part way (EIO from a disk or a network file
+    /// system; no real device fails on demand here, so a reader stands in
+    /// for it): every frame read before it is kept, and the error says
+    /// whether it broke a frame (naming it and the bytes of it read) or
+    /// fell between two ("after frame N").
+    #[test]
+    fn a_read_error_keeps_the_frames_before_it_and_names_where_it_fell() {
+        struct FailsAt<'a>(&'a [u8], usize);
+        impl Read for FailsAt<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                if self.1 == 0 {
+                    return Err(io::Error::from_raw_os_error(libc::EIO));
+                }
+                let n = buf.len().min(self.0.len()).min(self.1);
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                self.1 -= n;
+                Ok(n)
+            }
+        }
+        let f = pcap_file(&[(1, 0, b"abc"), (2, 0, b"defg"), (3, 0, b"hij")]);
+        let second = 24 + 19;
+        let third = second + 20;
+        for (fail_at, frames, msg) in [
+            (
+                third,
+                2,
+                format!("after frame 2, at byte offset {third}: read failed"),
+            ),
+            (
+                third + 5,
+                2,
+                format!("frame 3 at byte offset {third}: read failed"),
+            ),
+        ] {
+            let mut r = PcapReader::new(FailsAt(&f, fail_at), "eio".into()).unwrap();
+            let mut n = 0;
+            let e = loop {
+                match r.next_packet() {
+                    Ok(Some(_)) => n += 1,
+                    Ok(None) => panic!("no error"),
+                    Err(e) => break e,
+                }
+            };
+            assert_eq!(n, frames);
+            let text = e.to_string();
+            assert!(text.starts_with(&format!("eio: {msg}")), "{text}");
+            let partial = (fail_at - third) as u32;
+            assert_eq!(e.partial, Some(partial));
+            if partial > 0 {
+                assert!(text.contains("5 bytes of this frame were read"), "{text}");
+            } else {
+                assert!(text.contains("every frame before this point"), "{text}");
+            }
         }
     }
 
