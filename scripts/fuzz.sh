@@ -64,6 +64,14 @@ for p in captures/v3-inline.pcap captures/v41-inline.pcap; do
     gzip -1 -c "$p" >"analyzer/fuzz/corpus/capture_input/$n.gz"
     zstd -q -1 -c "$p" >"analyzer/fuzz/corpus/capture_input/$n.zst"
 done
+# Captures joined end to end (a second file header where a record would
+# start), gzip members joined, a gzip stream without its trailer, a zstd
+# stream with a 2 GiB window (refused under the default limit).
+i=captures/v3-inline.pcap
+cat "$i" "$i" >analyzer/fuzz/corpus/capture_reader/joined.pcap
+{ gzip -1 -c "$i"; gzip -1 -c "$i"; } >analyzer/fuzz/corpus/capture_input/joined.pcap.gz
+gzip -1 -c "$i" | head -c -8 >analyzer/fuzz/corpus/capture_input/no-trailer.pcap.gz
+zstd -q --long=31 -c <"$i" >analyzer/fuzz/corpus/capture_input/long-window.pcap.zst
 # The merge: a count byte, then the inputs end to end (cut in equal parts).
 { printf '\001'; cat captures/v3-inline.pcap captures/v3-inline.pcap; } >analyzer/fuzz/corpus/capture_merge/two-inline
 for t in $(cd analyzer/fuzz && AYA_BUILD_SKIP=1 cargo +"$NIGHTLY" fuzz list); do

@@ -56,6 +56,10 @@ pub struct FramesArgs {
     /// UDP port that carries RoCEv2.
     #[arg(long, default_value_t = 4791)]
     pub rocev2_port: u16,
+    /// Memory the decompressor of a zstd input may hold for its window
+    /// (K, M, G suffixes; a `zstd --long=31` stream needs 2G).
+    #[arg(long, default_value = "256M", value_parser = parse_memory)]
+    pub memory_limit: usize,
 }
 
 /// The options of the commands that analyze a capture file.
@@ -93,7 +97,8 @@ pub struct EngineArgs {
     pub max_outstanding: usize,
     /// Memory all the analysis state may hold together (K, M, G suffixes):
     /// connections, queue pairs, outstanding calls, and the TUI's tables.
-    /// What it cannot hold goes oldest first, counted and reported.
+    /// What it cannot hold goes oldest first, counted and reported. It also
+    /// bounds the window a zstd input may ask for (held besides).
     #[arg(long, default_value = "256M", value_parser = parse_memory)]
     pub memory_limit: usize,
 }

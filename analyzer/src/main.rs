@@ -14,6 +14,7 @@ use rdma_analyzer::cli::{
 };
 use rdma_analyzer::engine::Engine;
 use rdma_analyzer::output::dataset::{Dataset, Export, ExportFrames, Written};
+use rdma_analyzer::output::escape::{escape, escaped};
 use rdma_analyzer::output::exporter::Exporter;
 use rdma_analyzer::output::frames::Frames;
 use rdma_analyzer::output::lines::{Lines, Which};
@@ -22,7 +23,7 @@ use rdma_analyzer::output::metrics::{self, Metrics, Process};
 use rdma_analyzer::output::Report;
 use rdma_analyzer::pipeline::{self, End, Sink, Stop, Tee};
 use rdma_analyzer::sources::live::LiveInputs;
-use rdma_analyzer::sources::pcap::FileSource;
+use rdma_analyzer::sources::pcap::{input, FileSource};
 use rdma_analyzer::sources::sys;
 use rdma_analyzer::tui::model::Caps;
 
@@ -40,7 +41,7 @@ fn main() -> ExitCode {
             if broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("rdma-analyzer: {e:#}");
+            eprintln!("rdma-analyzer: {}", escaped(format_args!("{e:#}")));
             ExitCode::from(EXIT_INCOMPLETE)
         }
     }
@@ -54,6 +55,20 @@ fn broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    // A compressed input's window is bounded by the run's memory limit.
+    let limit = match &cli.command {
+        Command::Report(a) => Some(a.analyze.engine.memory_limit),
+        Command::Transactions(a) | Command::Anomalies(a) | Command::Open(a) => {
+            Some(a.engine.memory_limit)
+        }
+        Command::Export(a) => Some(a.engine.memory_limit),
+        Command::Live(a) => Some(a.memory_limit),
+        Command::Frames(a) => Some(a.memory_limit),
+        Command::Synth(_) => None,
+    };
+    if let Some(l) = limit {
+        input::set_memory_limit(l as u64);
+    }
     match cli.command {
         Command::Frames(a) => frames(&a),
         Command::Report(a) => report(&a),
@@ -81,7 +96,7 @@ fn process() -> Process {
 fn finish(end: &End) -> ExitCode {
     match end.error() {
         Some(e) => {
-            eprintln!("rdma-analyzer: {e}");
+            eprintln!("rdma-analyzer: {}", escaped(e));
             ExitCode::from(EXIT_INCOMPLETE)
         }
         None => ExitCode::SUCCESS,
@@ -112,7 +127,26 @@ fn frames(a: &FramesArgs) -> anyhow::Result<ExitCode> {
 fn report(r: &ReportArgs) -> anyhow::Result<ExitCode> {
     let a = &r.analyze;
     let config = a.config();
-    let mut source = FileSource::open_all(&a.files, &config.stack)?;
+    let mut source = match FileSource::open_all(&a.files, &config.stack) {
+        Ok(s) => s,
+        // A script reading the document gets one whatever happened: the
+        // README promises `"complete": false` for an unreadable input,
+        // even one unreadable from its first byte.
+        Err(e) if a.json => {
+            let doc = Report::new(a.filter()).to_doc(
+                Engine::new(config).state(),
+                &a.name(),
+                Some(e.to_string()),
+            );
+            let mut out = stdout();
+            serde_json::to_writer_pretty(&mut out, &doc)?;
+            writeln!(out)?;
+            out.flush()?;
+            eprintln!("rdma-analyzer: {}", escaped(e));
+            return Ok(ExitCode::from(EXIT_INCOMPLETE));
+        }
+        Err(e) => return Err(e.into()),
+    };
     let mut rep = Report::new(a.filter());
     let engine = Some(Engine::new(config));
     // The metrics count the whole capture; --filter narrows the report only.
@@ -168,8 +202,9 @@ fn say_if_filtered_out(a: &AnalyzeArgs, matched: u64) {
     if let (Some(f), 0) = (&a.filter, matched) {
         if !a.filter().is_all() {
             eprintln!(
-                "rdma-analyzer: --filter {f} matched nothing in {} (it takes a connection such as c3, an XID such as 0x1234abcd, a procedure such as READ, or an anomaly kind such as credit_overrun)",
-                a.name()
+                "rdma-analyzer: --filter {} matched nothing in {} (it takes a connection such as c3, an XID such as 0x1234abcd, a procedure such as READ, or an anomaly kind such as credit_overrun)",
+                escape(f),
+                escape(&a.name())
             );
         }
     }
@@ -194,7 +229,7 @@ fn open(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     if !io::stdout().is_terminal() {
         eprintln!(
             "rdma-analyzer open: standard output is not a terminal; for text or JSON output use `rdma-analyzer report {}` (or transactions, anomalies)",
-            a.name()
+            escape(&a.name())
         );
         return Ok(ExitCode::from(EXIT_INCOMPLETE));
     }
@@ -204,17 +239,22 @@ fn open(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     // Opened before the screen is taken, so a file that is not a capture is
     // said plainly, as `report` says it.
     let source = FileSource::open_all(&a.files, &config.stack)?;
-    let error = rdma_analyzer::tui::show(
-        Box::new(source),
-        config,
-        caps,
-        Stop::new(),
-        a.filter.clone(),
-        None,
-    )?;
+    // SIGTERM, SIGINT and SIGHUP quit the screen as `q` does, so the
+    // terminal is restored (the normal screen back, the cursor shown)
+    // before the process dies of them.
+    let stop = Stop::new();
+    sys::stop_on_signals(&stop, true);
+    let error =
+        rdma_analyzer::tui::show(Box::new(source), config, caps, stop, a.filter.clone(), None)?;
+    if let Some(sig) = sys::signal_seen() {
+        if let Some(e) = &error {
+            eprintln!("rdma-analyzer: {}", escaped(e));
+        }
+        sys::die_of(sig);
+    }
     Ok(match error {
         Some(e) => {
-            eprintln!("rdma-analyzer: {e}");
+            eprintln!("rdma-analyzer: {}", escaped(e));
             ExitCode::from(EXIT_INCOMPLETE)
         }
         None => ExitCode::SUCCESS,
@@ -243,7 +283,7 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
         let mut notices = Vec::new();
         pipeline::Source::notices(&mut inputs, &mut notices);
         for n in notices {
-            eprintln!("{}", n.text);
+            eprintln!("{}", escape(&n.text));
         }
         eprintln!("live: nothing to watch on this host; exiting");
         write_stats(a, &mut inputs.stats, started)?;
@@ -261,7 +301,7 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
         let error = rdma_analyzer::tui::show(Box::new(inputs), config, caps, stop, None, watch)?;
         return Ok(match error {
             Some(e) => {
-                eprintln!("rdma-analyzer: {e}");
+                eprintln!("rdma-analyzer: {}", escaped(e));
                 ExitCode::from(EXIT_INCOMPLETE)
             }
             None => ExitCode::SUCCESS,
@@ -374,7 +414,11 @@ fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
         let (w, damage) = match export_one(a, dataset, f) {
             Ok(r) => r,
             Err(e) => {
-                eprintln!("rdma-analyzer: export: {}: {e:#}", f.display());
+                eprintln!(
+                    "rdma-analyzer: export: {}: {}",
+                    escaped(f.display()),
+                    escaped(format_args!("{e:#}"))
+                );
                 failed += 1;
                 continue;
             }
@@ -387,7 +431,7 @@ fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
         writeln!(
             out,
             "{}: {} transactions, {} anomalies, {} connections{frames} -> host={}/capture={}",
-            f.display(),
+            escaped(f.display()),
             w.transactions,
             w.anomalies,
             w.connections,
@@ -396,8 +440,9 @@ fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
         )?;
         if let Some(d) = damage {
             eprintln!(
-                "rdma-analyzer: export: {}: {d} (what came before is in the dataset)",
-                f.display()
+                "rdma-analyzer: export: {}: {} (what came before is in the dataset)",
+                escaped(f.display()),
+                escaped(d)
             );
             failed += 1;
         }
@@ -407,7 +452,7 @@ fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "rdma-analyzer: export: {failed} of {} captures could not be read whole; the others are in {}",
             a.files.len(),
-            a.out.display()
+            escaped(a.out.display())
         );
         return Ok(ExitCode::from(EXIT_INCOMPLETE));
     }

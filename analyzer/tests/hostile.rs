@@ -438,3 +438,417 @@ fn open_refuses_a_non_capture_before_taking_the_screen() {
     assert!(p.contains("not a pcap or pcapng file"), "{p}");
     assert!(!p.contains("Overview"), "no dashboard: {p}");
 }
+
+// ------------------------------------------- compressed captures, damaged
+
+fn gzip_of(b: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(b).unwrap();
+    e.finish().unwrap()
+}
+
+/// zstd with a content checksum, as the `zstd` command writes it.
+fn zstd_of(b: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+    e.include_checksum(true).unwrap();
+    e.write_all(b).unwrap();
+    e.finish().unwrap()
+}
+
+/// What `tool` (zcat, zstdcat) makes of `packed`: the bytes it wrote
+/// before it gave up.
+fn recovered_by(tool: &str, packed: &Path) -> Vec<u8> {
+    let out = Command::new(tool)
+        .arg(packed)
+        .stderr(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{tool}: {e}"));
+    out.stdout
+}
+
+/// Every byte libzstd decodes from `packed` before it fails, read in
+/// small pieces. `zstdcat` is no oracle for the last 128 KiB: it writes
+/// only whole output buffers (131,072 bytes; zstd 1.5.4), so a cut stream
+/// loses up to that much more through it than the decoder gave.
+fn zstd_until_error(packed: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    let mut d = zstd::stream::read::Decoder::new(packed).unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n @ 1..) = d.read(&mut buf) {
+        out.extend_from_slice(&buf[..n]);
+    }
+    out
+}
+
+/// The frames `report --json` reads from `file`, its exit status, stderr.
+fn frames_read(file: &Path, extra: &[&str]) -> (u64, Option<i32>, String) {
+    let mut args = vec!["report", "--json", file.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let (out, _) = run(&args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let r: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{args:?}: no report document ({e}): {err}"));
+    assert_eq!(r["complete"], out.status.code() == Some(0), "{err}");
+    (
+        r["totals"]["frames"].as_u64().unwrap(),
+        out.status.code(),
+        err,
+    )
+}
+
+/// gzip and zstd of a bundled capture cut at several places, down to
+/// inside the gzip trailer and the zstd checksum: every frame the stream
+/// holds before the cut is analyzed (as many as `zcat` gives, the analyzer
+/// counting its output; for zstd, as many as libzstd decodes, never fewer
+/// than `zstdcat` gives), and the damage is named where it is:
+/// the frame the cut falls in and its offset, or "after frame N" when the
+/// cut falls between records. It used to drop the last read's 512 KiB
+/// (4,126 of 4,680 frames with the gzip trailer cut).
+#[test]
+fn a_cut_compressed_capture_keeps_every_frame_before_the_cut() {
+    if !prereq::require(
+        "zcat and zstdcat",
+        prereq::have_command("zcat", "--version") && prereq::have_command("zstdcat", "--version"),
+        "apt-get install gzip zstd",
+    ) {
+        return;
+    }
+    let plain = bundled("v3-ddp.pcap");
+    let starts = records(&plain);
+    for (fmt, tool, packed) in [
+        ("gzip", "zcat", gzip_of(&plain)),
+        ("zstd", "zstdcat", zstd_of(&plain)),
+    ] {
+        let n = packed.len();
+        // A third, two thirds, inside the last block, the trailer (gzip:
+        // CRC32 then ISIZE; zstd: the 4-byte checksum), its last byte.
+        for cut in [n / 3, n * 2 / 3, n - 100, n - 8, n - 6, n - 4, n - 2, n - 1] {
+            let f = write(&format!("cut-{cut}.pcap.{fmt}"), &packed[..cut]);
+            let by_tool = write(&format!("cut-{cut}-{tool}.pcap"), &recovered_by(tool, &f));
+            let (by_tool, _, _) = frames_read(&by_tool, &[]);
+            let decoded = match fmt {
+                "gzip" => recovered_by(tool, &f),
+                _ => zstd_until_error(&packed[..cut]),
+            };
+            let prefix = write(&format!("cut-{cut}-{fmt}.pcap"), &decoded);
+            let (want, prefix_code, _) = frames_read(&prefix, &[]);
+            let (got, code, err) = frames_read(&f, &[]);
+            assert_eq!(got, want, "{fmt} cut at {cut} of {n}: {err}");
+            assert!(
+                got >= by_tool,
+                "{fmt} {cut}: {got} frames, {tool} gives {by_tool}"
+            );
+            if fmt == "gzip" {
+                assert_eq!(got, by_tool, "{fmt} {cut}");
+            }
+            assert_eq!(code, Some(2), "{fmt} {cut}: {err}");
+            let whole = std::fs::metadata(&prefix).unwrap().len() as usize;
+            let end = starts.get(got as usize).copied().unwrap_or(plain.len());
+            let at = if prefix_code == Some(0) {
+                // The recovered bytes end between records.
+                assert_eq!(end, whole, "{fmt} {cut}");
+                format!("after frame {got}, at byte offset {end} of the decompressed {fmt} stream")
+            } else {
+                format!(
+                    "frame {} at byte offset {end} of the decompressed {fmt} stream",
+                    got + 1
+                )
+            };
+            assert!(err.contains(&at), "{fmt} {cut}: want {at:?} in {err}");
+            assert!(
+                err.contains(&format!("after {cut} compressed bytes")),
+                "{fmt} {cut}: {err}"
+            );
+        }
+    }
+}
+
+/// A zstd capture made with a 2 GiB window (`zstd --long=31` through a
+/// pipe, so the frame does not say its size) is no corrupt stream: over
+/// the memory limit it is refused naming `--memory-limit` and what to give
+/// it, within a limit that holds the window it is read whole.
+#[test]
+fn a_zstd_long_window_is_read_within_the_memory_limit_and_refused_over_it() {
+    use std::io::Write;
+    let plain = bundled("v3-ddp.pcap");
+    let mut e = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+    e.window_log(31).unwrap();
+    e.long_distance_matching(true).unwrap();
+    e.write_all(&plain).unwrap();
+    let f = write("long-window.pcap.zst", &e.finish().unwrap());
+    let (frames, code, err) = frames_read(&f, &[]);
+    assert_eq!((frames, code), (0, Some(2)), "{err}");
+    assert!(
+        err.contains("needs a 2G window")
+            && err.contains("memory limit of 256M")
+            && err.contains("--memory-limit 4G")
+            && !err.contains("corrupt"),
+        "{err}"
+    );
+    let p = write("long-window-plain.pcap", &plain);
+    let (want, _, _) = frames_read(&p, &[]);
+    let (got, code, err) = frames_read(&f, &["--memory-limit", "4G"]);
+    assert_eq!((got, code), (want, Some(0)), "{err}");
+    // `frames` holds no analysis, but the window all the same.
+    let (out, _) = run(&["frames", f.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--memory-limit 4G"));
+    let (out, _) = run(&[
+        "frames",
+        "--json",
+        "--memory-limit",
+        "4G",
+        f.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        out.stdout
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count() as u64,
+        want
+    );
+}
+
+/// `cat a.pcap.gz b.pcap.gz` (gzip members decompress as one stream) and
+/// `cat a.pcap b.pcapng`: the second file's header starts a second
+/// section, said once, never a phantom frame stamped in 2055 followed by
+/// garbage; every frame of both is read.
+#[test]
+fn captures_joined_end_to_end_read_as_sections_not_phantom_frames() {
+    let a = bundled("v3-inline.pcap");
+    let b = bundled("v3-ddp.pcap");
+    let ng = pcapng_of(&a);
+    let count = |bytes: &[u8], name: &str| frames_read(&write(name, bytes), &[]).0;
+    let (na, nb) = (count(&a, "join-a.pcap"), count(&b, "join-b.pcap"));
+    let mut gz = gzip_of(&a);
+    gz.extend(gzip_of(&b));
+    let mut plain = a.clone();
+    plain.extend(&b);
+    for (name, bytes) in [("joined.pcap.gz", gz), ("joined.pcap", plain)] {
+        let (got, code, err) = frames_read(&write(name, &bytes), &[]);
+        assert_eq!((got, code), (na + nb, Some(0)), "{name}: {err}");
+        assert!(
+            err.contains(&format!(
+                "another capture's file header at byte offset {}",
+                a.len()
+            )) && err.contains(&format!("after frame {na}")),
+            "{name}: {err}"
+        );
+        let f = write(name, &bytes);
+        let frames = lines(&f, "frames");
+        assert_eq!(frames.len() as u64, na + nb);
+        let latest = frames.iter().filter_map(|f| f["ts_ns"].as_u64()).max();
+        // 2030-01-01: a file header read as a record is stamped in 2055.
+        assert!(
+            latest < Some(1_893_456_000_000_000_000),
+            "{name}: {latest:?}"
+        );
+    }
+    // pcap then pcapng then pcap, through gzip: each header starts a section.
+    let mut gz = gzip_of(&a);
+    gz.extend(gzip_of(&ng));
+    gz.extend(gzip_of(&a));
+    let (got, code, err) = frames_read(&write("joined-ng.gz", &gz), &[]);
+    assert_eq!((got, code), (3 * na, Some(0)), "{err}");
+    assert_eq!(
+        err.matches("another capture's file header").count(),
+        2,
+        "{err}"
+    );
+}
+
+/// The frames of a classic little-endian pcap, as pcapng: a section
+/// header, one interface (the same link type), an enhanced packet block
+/// per frame.
+fn pcapng_of(pcap: &[u8]) -> Vec<u8> {
+    fn block(kind: u32, body: &[u8]) -> Vec<u8> {
+        let mut body = body.to_vec();
+        body.resize(body.len().div_ceil(4) * 4, 0);
+        let total = (12 + body.len()) as u32;
+        let mut b = kind.to_le_bytes().to_vec();
+        b.extend_from_slice(&total.to_le_bytes());
+        b.extend_from_slice(&body);
+        b.extend_from_slice(&total.to_le_bytes());
+        b
+    }
+    let word = |at: usize| u32::from_le_bytes(pcap[at..at + 4].try_into().unwrap());
+    let mut shb = vec![0x4d, 0x3c, 0x2b, 0x1a, 1, 0, 0, 0];
+    shb.extend_from_slice(&[0xff; 8]);
+    let mut out = block(0x0a0d_0d0a, &shb);
+    let mut idb = (word(20) as u16).to_le_bytes().to_vec();
+    idb.extend_from_slice(&[0, 0]);
+    idb.extend_from_slice(&word(16).to_le_bytes());
+    out.extend(block(1, &idb));
+    for at in records(pcap) {
+        // Microseconds, pcapng's default resolution.
+        let us = u64::from(word(at)) * 1_000_000 + u64::from(word(at + 4));
+        let caplen = word(at + 8) as usize;
+        let mut epb = 0u32.to_le_bytes().to_vec();
+        epb.extend_from_slice(&((us >> 32) as u32).to_le_bytes());
+        epb.extend_from_slice(&(us as u32).to_le_bytes());
+        epb.extend_from_slice(&pcap[at + 8..at + 16]);
+        epb.extend_from_slice(&pcap[at + 16..at + 16 + caplen]);
+        out.extend(block(6, &epb));
+    }
+    out
+}
+
+// ------------------------------------------------ hostile names, endings
+
+/// A file named with a terminal escape and a newline: the report header,
+/// the damage, the notices and the merge map say the name with escapes
+/// (`\x1b`, `\n`), and no control character reaches the terminal; JSON
+/// keeps the real name (serde escapes it).
+#[test]
+fn a_file_name_with_escape_sequences_never_reaches_the_terminal_raw() {
+    let evil = "evil\x1b[2J\nname.pcap";
+    let plain = bundled("v3-inline.pcap");
+    let whole = write(evil, &plain);
+    let cut = write(&format!("{evil}.cut"), &plain[..5000]);
+    let shown = "evil\\x1b[2J\\nname.pcap";
+    let raw = |b: &[u8]| b.iter().any(|&c| c == 0x1b || c == b'\r');
+    for args in [
+        vec!["report", whole.to_str().unwrap(), cut.to_str().unwrap()],
+        vec!["report", cut.to_str().unwrap()],
+        vec!["anomalies", whole.to_str().unwrap(), cut.to_str().unwrap()],
+        vec!["frames", cut.to_str().unwrap()],
+        vec!["report", "--filter", "c9\x1b[31m", whole.to_str().unwrap()],
+    ] {
+        let (out, _) = run(&args);
+        assert!(!raw(&out.stdout) && !raw(&out.stderr), "{args:?}: {out:?}");
+        let text = String::from_utf8_lossy(&out.stderr) + String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(shown), "{args:?}: {text}");
+        // Every line that names the file names it whole, on one line.
+        assert!(!text.lines().any(|l| l.starts_with("name.pcap")), "{text}");
+    }
+    let (out, _) = run(&["report", whole.to_str().unwrap(), cut.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("{shown}: 246 frames, interleaved")),
+        "the merge map: {err}"
+    );
+    let (out, _) = run(&["report", "--json", cut.to_str().unwrap()]);
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["file"], cut.to_str().unwrap());
+}
+
+/// `report --json` prints its document, `"complete": false` with the
+/// error, for an input unreadable from its first byte (missing, empty,
+/// not a capture, a zstd window over the limit), and exits 2: a script
+/// reading the document is never left with nothing to parse.
+#[test]
+fn report_json_says_incomplete_for_an_input_unreadable_at_byte_zero() {
+    let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
+    let missing = dir().join("no-such-capture.pcap");
+    let empty = write("empty-at-zero.pcap", b"");
+    for (f, says) in [
+        (readme.as_path(), "not a pcap or pcapng file"),
+        (missing.as_path(), "No such file"),
+        (empty.as_path(), "the file is empty"),
+    ] {
+        let (out, _) = run(&["report", "--json", f.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{f:?}");
+        let r: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{f:?}: no document: {e}"));
+        assert_eq!(r["complete"], false);
+        assert_eq!(r["schema_version"], 1);
+        assert_eq!(r["totals"]["frames"], 0);
+        assert!(r["read_error"].as_str().unwrap().contains(says), "{r}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains(says));
+    }
+}
+
+/// SIGTERM, SIGINT or SIGHUP to `open` (a supervisor, `timeout`, a closed
+/// ssh session's `kill -HUP`): the screen is restored (tmux's
+/// `alternate_on` back to 0) before the process dies of the signal (exit
+/// status 128 + its number, as the shell reports a killed process). It
+/// used to die on the spot with the alternate screen on. The capture's
+/// name holds an escape sequence and a newline: the status line shows it
+/// escaped.
+#[test]
+fn a_signal_to_the_screen_restores_the_terminal_first() {
+    if !prereq::tmux() {
+        return;
+    }
+    let f = write("tui\x1b[2J\nname.pcap", &bundled("v3-inline.pcap"));
+    for (sig, num) in [("TERM", 15), ("INT", 2), ("HUP", 1)] {
+        let shell = format!(
+            "'{BIN}' open \"$(printf 'tui\\033[2J\\nname.pcap')\"; echo EXITED $?; sleep 60"
+        );
+        let t = tmux::Tmux::start(
+            format!("rdma-hostile-sig-{sig}-{}", std::process::id()),
+            &format!("cd '{}' && {shell}", f.parent().unwrap().display()),
+        );
+        let p = t.wait_for("done");
+        assert!(p.contains("tui\\x1b[2J\\nname.pcap"), "{p}");
+        let alt = || {
+            String::from_utf8_lossy(
+                &t.cmd(&["display", "-p", "-t", "t", "#{alternate_on}"])
+                    .stdout,
+            )
+            .trim()
+            .to_string()
+        };
+        assert_eq!(alt(), "1");
+        let sh =
+            String::from_utf8_lossy(&t.cmd(&["display", "-p", "-t", "t", "#{pane_pid}"]).stdout)
+                .trim()
+                .to_string();
+        let child = std::fs::read_to_string(format!("/proc/{sh}/task/{sh}/children"))
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .expect("the analyzer runs under the pane's shell")
+            .to_string();
+        let k = Command::new("kill")
+            .args([&format!("-{sig}"), &child])
+            .status()
+            .unwrap();
+        assert!(k.success());
+        let p = t.wait_for("EXITED");
+        assert!(
+            p.contains(&format!("EXITED {}", 128 + num)),
+            "SIG{sig}: {p}"
+        );
+        assert_eq!(alt(), "0", "SIG{sig} left the alternate screen on:\n{p}");
+    }
+}
+
+/// The generator's damaged containers (`synth --hostile gzip-no-trailer`,
+/// `joined-gzip`, `zstd-long-window`) against the same clean traffic
+/// written plain: every frame of it, twice for the joined pair, and the
+/// long window read within a limit that holds it.
+#[test]
+fn the_generated_damaged_containers_read_as_their_clean_traffic() {
+    let clean = dir().join("container-clean.pcap");
+    let opts = rdma_analyzer::synth::Options {
+        calls: 40,
+        connections: 2,
+        ..Default::default()
+    };
+    rdma_analyzer::synth::write_files(&opts, &clean).unwrap();
+    let (n, code, _) = frames_read(&clean, &[]);
+    assert_eq!(code, Some(0));
+    let f = make(Case::GzipNoTrailer, 2, 40, "gen-no-trailer.pcap.gz");
+    let (got, code, err) = frames_read(&f, &[]);
+    assert_eq!((got, code), (n, Some(2)), "{err}");
+    assert!(err.contains(&format!("after frame {n},")), "{err}");
+    let f = make(Case::JoinedGzip, 2, 40, "gen-joined.pcap.gz");
+    let (got, code, err) = frames_read(&f, &[]);
+    assert_eq!((got, code), (2 * n, Some(0)), "{err}");
+    assert_eq!(
+        err.matches("another capture's file header").count(),
+        1,
+        "{err}"
+    );
+    let f = make(Case::ZstdLongWindow, 2, 40, "gen-long.pcap.zst");
+    let (got, code, err) = frames_read(&f, &[]);
+    assert_eq!((got, code), (0, Some(2)), "{err}");
+    assert!(err.contains("--memory-limit 4G"), "{err}");
+    let (got, code, err) = frames_read(&f, &["--memory-limit", "4G"]);
+    assert_eq!((got, code), (n, Some(0)), "{err}");
+}

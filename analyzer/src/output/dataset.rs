@@ -1473,7 +1473,7 @@ impl Sink for Export {
     }
 
     fn notice(&mut self, n: Notice) {
-        eprintln!("rdma-analyzer: {}", n.text);
+        eprintln!("rdma-analyzer: {}", crate::output::escape::escape(&n.text));
     }
 
     fn end(&mut self, engine: Option<&Engine>, _: &Progress, _: &End) {

@@ -68,7 +68,7 @@ impl<W: Write> Sink for Frames<W> {
     }
 
     fn notice(&mut self, n: Notice) {
-        eprintln!("rdma-analyzer: {}", n.text);
+        eprintln!("rdma-analyzer: {}", crate::output::escape::escape(&n.text));
     }
 
     fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {

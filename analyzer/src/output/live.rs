@@ -93,7 +93,7 @@ impl<W: Write> Sink for LiveSink<W> {
     }
 
     fn notice(&mut self, n: Notice) {
-        eprintln!("{}", n.text);
+        eprintln!("{}", crate::output::escape::escape(&n.text));
     }
 
     fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {

@@ -586,7 +586,7 @@ impl Sink for Metrics {
     }
 
     fn notice(&mut self, n: Notice) {
-        eprintln!("{}", n.text);
+        eprintln!("{}", crate::output::escape::escape(&n.text));
     }
 
     fn end(&mut self, engine: Option<&Engine>, progress: &Progress, _: &End) {

@@ -3,6 +3,7 @@
 //! datasets. Each is a pipeline [`Sink`](crate::pipeline::Sink).
 
 pub mod dataset;
+pub mod escape;
 pub mod exporter;
 pub mod filter;
 pub mod frames;

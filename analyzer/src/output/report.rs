@@ -1,6 +1,7 @@
 //! The `report`, `transactions` and `anomalies` front ends: aggregate the
 //! engine's findings into what a user reads, as text or JSON.
 
+use crate::output::escape::escape;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -201,7 +202,7 @@ impl Report {
         let mut s = String::new();
         let t = &state.totals;
         let secs = t.span_ns() as f64 / 1e9;
-        let _ = writeln!(s, "rdma-analyzer report: {file}");
+        let _ = writeln!(s, "rdma-analyzer report: {}", escape(file));
         let _ = writeln!(
             s,
             "{} frames ({} RDMA, {} bytes) over {secs:.3} s; {} RPC-over-RDMA messages; {} calls, {} replies",
@@ -227,7 +228,7 @@ impl Report {
             );
         }
         if let Some(e) = read_error {
-            let _ = writeln!(s, "INCOMPLETE: {e}");
+            let _ = writeln!(s, "INCOMPLETE: {}", escape(e));
         }
         let _ = writeln!(s, "\nConnections");
         for c in state.connections.values().filter(|c| filter.connection(c)) {
@@ -426,7 +427,7 @@ impl Sink for Report {
     }
 
     fn notice(&mut self, n: Notice) {
-        eprintln!("rdma-analyzer: {}", n.text);
+        eprintln!("rdma-analyzer: {}", crate::output::escape::escape(&n.text));
     }
 
     fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {}

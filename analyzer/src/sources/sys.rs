@@ -4,7 +4,7 @@
 //! plumbing live here, each with the reason it is sound.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crate::pipeline::Stop;
@@ -12,9 +12,13 @@ use crate::pipeline::Stop;
 /// The flag the signal handler sets: the [`Stop`] of the run that asked.
 static SIGNAL_STOP: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 
-extern "C" fn on_signal(_: libc::c_int) {
-    // An atomic load of an initialised OnceLock and an atomic store: both
+/// The last signal the handler took (0: none).
+static SIGNAL_SEEN: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    // An atomic load of an initialised OnceLock and atomic stores: all
     // async-signal-safe.
+    SIGNAL_SEEN.store(sig, Ordering::SeqCst);
     if let Some(flag) = SIGNAL_STOP.get() {
         flag.store(true, Ordering::SeqCst);
     }
@@ -22,9 +26,11 @@ extern "C" fn on_signal(_: libc::c_int) {
 
 /// Makes SIGINT and SIGTERM (and SIGHUP when `hangup`) set `stop` instead of
 /// killing the process, so a live run detaches its probes and writes its
-/// output. A TUI leaves SIGHUP alone: when its terminal goes away the
-/// process must die, not spin on a dead tty (the kernel closes the probes'
-/// links with the process's descriptors).
+/// output. `live`'s screen leaves SIGHUP alone: when its terminal goes
+/// away the process must die, not spin on a dead tty (the kernel closes the
+/// probes' links with the process's descriptors). `open` takes SIGHUP too:
+/// its screen looks at the flag at least every 200 ms, restores the
+/// terminal and then dies of the signal ([`die_of`]).
 ///
 /// Only the first run of a process gets the signals.
 pub fn stop_on_signals(stop: &Stop, hangup: bool) {
@@ -47,6 +53,26 @@ pub fn stop_on_signals(stop: &Stop, hangup: bool) {
             libc::sigaction(sig, &sa, std::ptr::null_mut());
         }
     }
+}
+
+/// The signal that stopped the run, if one did.
+pub fn signal_seen() -> Option<i32> {
+    Some(SIGNAL_SEEN.load(Ordering::SeqCst)).filter(|&s| s != 0)
+}
+
+/// Dies of `sig` as if it had not been caught, once the run has cleaned
+/// up (the terminal restored): whoever sent it sees the status it expects
+/// (a shell's 128 + signal, systemd's "killed by SIGTERM"), not a clean exit.
+pub fn die_of(sig: i32) -> ! {
+    // SAFETY: restoring the default disposition and raising a signal are
+    // plain libc calls with no pointers of ours.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::signal(sig, libc::SIG_DFL);
+        libc::raise(sig);
+    }
+    // Not reached for a signal whose default is to terminate.
+    std::process::exit(128 + sig)
 }
 
 /// Waits until `fd` is readable or `timeout_ms` passes.

@@ -41,6 +41,10 @@ const FRAME: Duration = Duration::from_millis(50);
 const DRAIN_BUDGET: Duration = Duration::from_millis(20);
 /// How long the loop sleeps when nothing can change but input.
 const IDLE: Duration = Duration::from_secs(5);
+/// Longest a wait for input lasts before the stop flag is looked at: a
+/// SIGTERM's handler can only set the flag, and the terminal must be
+/// restored soon after it, not at the end of an idle wait.
+const STOP_CHECK: Duration = Duration::from_millis(200);
 /// Messages a paused live view queues before dropping (bounded: a live
 /// source goes on while the view is paused).
 const PAUSE_QUEUE: usize = 256;
@@ -275,7 +279,7 @@ pub fn run<B: Backend>(
             FRAME
         };
         // Take every pending input event before drawing again.
-        let mut wait = timeout;
+        let mut wait = timeout.min(STOP_CHECK);
         while let Some(ev) = input.next(wait)? {
             wait = Duration::ZERO;
             let action = match ev {

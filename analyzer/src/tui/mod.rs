@@ -33,6 +33,8 @@ mod widgets;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
+
+use crate::output::escape::escape;
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Tabs, Wrap};
 use ratatui::Frame;
 
@@ -94,7 +96,7 @@ fn draw_status(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
     }
     let name = m.source.rsplit('/').next().unwrap_or(&m.source);
     spans.push(Span::styled(
-        name.to_string(),
+        escape(name).into_owned(),
         Style::new().add_modifier(Modifier::BOLD),
     ));
     spans.push(Span::raw(" "));
@@ -122,7 +124,7 @@ fn draw_status(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
     }
     if let Some(e) = &m.error {
         spans.push(Span::styled(
-            format!(" (stopped: {e})"),
+            format!(" (stopped: {})", escape(e)),
             Style::new().fg(Color::Red),
         ));
     } else if let Some(n) = &m.notice {
@@ -132,7 +134,7 @@ fn draw_status(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
             Color::Reset
         };
         spans.push(Span::styled(
-            format!(" ({})", n.text),
+            format!(" ({})", escape(&n.text)),
             Style::new().fg(color),
         ));
     }

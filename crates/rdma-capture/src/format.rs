@@ -203,6 +203,18 @@ pub enum Record {
     Other,
 }
 
+/// What [`Parser::section_at`] sees where a record should start.
+#[derive(Debug)]
+pub enum Section {
+    /// A record of this capture.
+    No,
+    /// Perhaps another file header: this many bytes tell.
+    NeedMore(usize),
+    /// Another file header: its parser and the bytes of header to skip,
+    /// or what is wrong with it.
+    Starts(Result<(Parser, usize), Problem>),
+}
+
 /// Reads records of one file, one after the other; holds what earlier
 /// records declared (byte order, pcapng interfaces).
 #[derive(Debug, Clone)]
@@ -316,6 +328,51 @@ impl Parser {
             erf_records: 0,
         };
         Ok((p, PCAP_FILE_HEADER))
+    }
+
+    /// Whether the record that starts `b` is instead the file header of
+    /// another capture joined to this one end to end (`cat a.pcap b.pcap`,
+    /// or `cat a.pcap.gz b.pcap.gz`, whose gzip members decompress as one
+    /// stream). Read as a record, such a header is a phantom frame stamped
+    /// in 2055 or later followed by garbage; it is a new section instead.
+    ///
+    /// A classic header is recognised by its magic followed by version 2.4
+    /// (as a record header: a time in 2055 with exactly 262,146 µs, which
+    /// no capture holds), a pcapng section header by its type and
+    /// byte-order magic (a pcapng section header within pcapng is a
+    /// section of the format itself, read as a record).
+    pub fn section_at(&self, b: &[u8]) -> Section {
+        let Some(magic) = word(b, 0, false) else {
+            return Section::No;
+        };
+        let big_endian = match magic {
+            0xa1b2_c3d4 | 0xa1b2_3c4d => false,
+            0xd4c3_b2a1 | 0x4d3c_b2a1 => true,
+            PCAPNG_SHB if self.format == Format::Pcap => {
+                return match b.get(8..12) {
+                    None => Section::NeedMore(PCAPNG_BLOCK_HEADER),
+                    Some([0x1a, 0x2b, 0x3c, 0x4d] | [0x4d, 0x3c, 0x2b, 0x1a]) => {
+                        Section::Starts(Parser::start(b))
+                    }
+                    Some(_) => Section::No,
+                };
+            }
+            _ => return Section::No,
+        };
+        match (half(b, 4, big_endian), half(b, 6, big_endian)) {
+            (Some(2), Some(4)) if b.len() < PCAP_FILE_HEADER => Section::NeedMore(PCAP_FILE_HEADER),
+            (Some(2), Some(4)) => Section::Starts(Parser::start(b)),
+            (None, _) | (_, None) => Section::NeedMore(8),
+            _ => Section::No,
+        }
+    }
+
+    /// Goes on with `next`, the parser of a section that starts here,
+    /// keeping the count of ERF records so far.
+    pub fn continue_with(&mut self, next: Parser) {
+        let erf_records = self.erf_records;
+        *self = next;
+        self.erf_records = erf_records;
     }
 
     /// The container format.

@@ -70,16 +70,45 @@ impl Compression {
 pub struct DecompressError {
     /// `gzip` or `zstd`.
     pub format: &'static str,
-    /// Compressed bytes read from the input when it gave up (the
-    /// decompressor reads ahead, so the damage lies at most
-    /// 256 KiB before this; a stream cut short ends here).
+    /// Compressed bytes the decompressor had taken from the input when it
+    /// gave up (read ahead but not yet handed to it is not counted): a
+    /// stream cut short ends here; corruption lies in the block before.
     pub compressed_offset: u64,
     /// What the decompressor said.
-    pub detail: String,
+    pub detail: Box<str>,
+    /// A zstd frame whose window is more than the memory limit allows.
+    pub window: Option<Box<WindowOver>>,
+}
+
+/// A zstd window over the memory limit.
+#[derive(Debug, Clone, Copy)]
+pub struct WindowOver {
+    /// The window the frame asks for, in bytes, when its header was read
+    /// here (a later frame's is known to the decoder only).
+    pub needed: Option<u64>,
+    /// The memory limit, in bytes.
+    pub limit: u64,
 }
 
 impl fmt::Display for DecompressError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(&WindowOver { needed, limit }) = self.window.as_deref() {
+            let (window, rerun) = match needed {
+                Some(w) => (
+                    format!("a {} window", size_name(w)),
+                    size_name(w.saturating_mul(2)),
+                ),
+                None => ("a window".to_string(), size_name(limit.saturating_mul(4))),
+            };
+            return write!(
+                f,
+                "the {} stream needs {window} to be decompressed (it was made with `zstd --long`), \
+                 more than the memory limit of {} allows (a window may take up to the limit, on top \
+                 of the analysis); rerun with `--memory-limit {rerun}`",
+                self.format,
+                size_name(limit),
+            );
+        }
         write!(
             f,
             "the {} stream is corrupt or cut short after {} compressed bytes ({})",
@@ -87,6 +116,47 @@ impl fmt::Display for DecompressError {
         )
     }
 }
+
+/// A byte count as the `--memory-limit` flag takes it (`2G`, `384M`, `64K`).
+fn size_name(b: u64) -> String {
+    for (shift, unit) in [(30, "G"), (20, "M"), (10, "K")] {
+        if b >= 1 << shift && b % (1 << shift) == 0 {
+            return format!("{}{unit}", b >> shift);
+        }
+    }
+    format!("{b}")
+}
+
+/// The largest zstd window a stream may ask for: the memory limit of the
+/// run (`--memory-limit`; [`set_memory_limit`]). A window is memory the
+/// decompressor must hold whatever the capture's size, so it is bounded by
+/// the same figure as the analysis rather than by zstd's own default
+/// (128 MiB, which refuses every `zstd --long=28` or more stream).
+static ZSTD_WINDOW_MAX: AtomicU64 = AtomicU64::new(256 << 20);
+
+/// Sets the memory limit the inputs opened from now on decompress within
+/// (set once, from the command line, before any input is opened; kept
+/// here rather than passed down so that an input a merge reopens later
+/// honours it too).
+pub fn set_memory_limit(bytes: u64) {
+    ZSTD_WINDOW_MAX.store(bytes, Ordering::Relaxed);
+}
+
+/// The window a zstd frame header asks for (RFC 8878 3.1.1.1.2), when the
+/// frame says so: a single-segment frame's window is its content size,
+/// which the decoder handles whatever it is.
+fn zstd_window(head: &[u8]) -> Option<u64> {
+    let descriptor = *head.get(4)?;
+    if descriptor & 0x20 != 0 {
+        return None;
+    }
+    let w = *head.get(5)?;
+    let base = 1u64 << (10 + u32::from(w >> 3));
+    Some(base + base / 8 * u64::from(w & 7))
+}
+
+/// The largest window log zstd's decoder takes (ZSTD_WINDOWLOG_MAX_64).
+const ZSTD_WINDOWLOG_MAX: u32 = 31;
 
 impl std::error::Error for DecompressError {}
 
@@ -105,23 +175,57 @@ impl<R: Read> Read for Counted<R> {
     }
 }
 
+/// The compressed bytes a decompressor over a [`BufReader`] has read
+/// ahead but not yet taken.
+trait ReadAhead {
+    fn read_ahead(&self) -> usize;
+}
+
+type Raw = io::Chain<Cursor<Vec<u8>>, Counted<Stream>>;
+
+impl ReadAhead for flate2::bufread::MultiGzDecoder<BufReader<Raw>> {
+    fn read_ahead(&self) -> usize {
+        self.get_ref().buffer().len()
+    }
+}
+
+impl ReadAhead for zstd::stream::read::Decoder<'static, BufReader<Raw>> {
+    fn read_ahead(&self) -> usize {
+        self.get_ref().buffer().len()
+    }
+}
+
 /// A decompressor whose errors say which format gave up, and where.
 struct Decompressed<D> {
     inner: D,
     format: &'static str,
     count: Arc<AtomicU64>,
+    /// The memory limit the zstd window was bounded by.
+    window_max: u64,
 }
 
-impl<D: Read> Read for Decompressed<D> {
+impl<D: Read + ReadAhead> Read for Decompressed<D> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.inner.read(buf).map_err(|e| {
             if e.kind() == io::ErrorKind::Interrupted {
                 return e;
             }
+            let detail = e.to_string();
+            // A later frame of a multi-frame stream can ask for more than
+            // the first did; zstd says so in these words (ZSTD_error_
+            // frameParameter_windowTooLarge).
+            let window = detail.contains("too much memory").then(|| {
+                Box::new(WindowOver {
+                    needed: None,
+                    limit: self.window_max,
+                })
+            });
+            let read = self.count.load(Ordering::Relaxed);
             io::Error::other(DecompressError {
                 format: self.format,
-                compressed_offset: self.count.load(Ordering::Relaxed),
-                detail: e.to_string(),
+                compressed_offset: read.saturating_sub(self.inner.read_ahead() as u64),
+                detail: detail.into(),
+                window,
             })
         })
     }
@@ -171,7 +275,7 @@ impl Input {
     /// When it cannot be opened or read.
     pub fn open_counted(path: &Path, consumed: Arc<AtomicU64>) -> Result<Input, ReadError> {
         let name = display_name(path);
-        let err = |e| ReadError::at_start(name.clone(), ReadErrorKind::Io(e));
+        let err = |e: io::Error| ReadError::at_start(name.clone(), e.into());
         let (raw, size): (Stream, Option<u64>) = if is_stdin(path) {
             (Box::new(io::stdin()), None)
         } else {
@@ -210,30 +314,51 @@ impl Input {
             inner: raw,
             count: consumed.clone(),
         };
-        let mut head = [0u8; 4];
+        // Six bytes: the magic, and a zstd frame's window descriptor.
+        let mut head = [0u8; 6];
         let n = read_full(&mut counted, &mut head)?;
         let head = head.get(..n).unwrap_or_default().to_vec();
         let compression = Compression::sniff(&head);
-        let whole = Cursor::new(head).chain(counted);
+        let whole: Raw = Cursor::new(head.clone()).chain(counted);
+        let window_max = ZSTD_WINDOW_MAX.load(Ordering::Relaxed);
+        // zstd takes the bound as a log: the largest power of two within
+        // the limit.
+        let window_log = (63 - window_max.max(1 << 10).leading_zeros()).min(ZSTD_WINDOWLOG_MAX);
         let stream: Stream = match compression {
             Compression::None => Box::new(whole),
             Compression::Gzip => Box::new(Decompressed {
-                inner: flate2::read::MultiGzDecoder::new(BufReader::with_capacity(
+                inner: flate2::bufread::MultiGzDecoder::new(BufReader::with_capacity(
                     COMPRESSED_BUF,
                     whole,
                 )),
                 format: "gzip",
                 count: consumed.clone(),
+                window_max,
             }),
             Compression::Zstd => {
-                let d = zstd::stream::read::Decoder::with_buffer(BufReader::with_capacity(
+                // The first frame's header is at hand: a window over the
+                // limit is refused now, before anything is read.
+                if let Some(w) = zstd_window(&head).filter(|&w| w > 1 << window_log) {
+                    return Err(io::Error::other(DecompressError {
+                        format: "zstd",
+                        compressed_offset: 0,
+                        detail: format!("window of {w} bytes").into(),
+                        window: Some(Box::new(WindowOver {
+                            needed: Some(w),
+                            limit: window_max,
+                        })),
+                    }));
+                }
+                let mut d = zstd::stream::read::Decoder::with_buffer(BufReader::with_capacity(
                     COMPRESSED_BUF,
                     whole,
                 ))?;
+                d.window_log_max(window_log)?;
                 Box::new(Decompressed {
                     inner: d,
                     format: "zstd",
                     count: consumed.clone(),
+                    window_max,
                 })
             }
         };
@@ -391,6 +516,40 @@ mod tests {
                 assert_eq!(d.compressed_offset, cut as u64, "{name}");
             }
         }
+    }
+
+    /// The window a frame header asks for (RFC 8878 3.1.1.1.2), and a
+    /// window over the limit refused when the input is opened, naming the
+    /// flag, never as corruption.
+    #[test]
+    fn a_zstd_window_over_the_limit_is_refused_at_open_naming_the_flag() {
+        // Descriptor without Single_Segment; window byte: exponent, mantissa.
+        let head = |w: u8| [0x28, 0xb5, 0x2f, 0xfd, 0x04, w];
+        assert_eq!(zstd_window(&head(0)), Some(1 << 10));
+        assert_eq!(zstd_window(&head(21 << 3)), Some(1 << 31));
+        assert_eq!(zstd_window(&head(17 << 3 | 4)), Some((1 << 27) + (1 << 26)));
+        assert_eq!(zstd_window(&[0x28, 0xb5, 0x2f, 0xfd, 0x24, 0]), None);
+        assert_eq!(zstd_window(&[0x28, 0xb5, 0x2f, 0xfd]), None);
+        let mut e = zstd::stream::write::Encoder::new(Vec::new(), 1).unwrap();
+        e.window_log(31).unwrap();
+        e.write_all(&capture()).unwrap();
+        let packed = e.finish().unwrap();
+        let Err(err) = Input::from_stream("w".into(), Box::new(Cursor::new(packed)), None) else {
+            panic!("a 2 GiB window under a 256 MiB limit was taken");
+        };
+        let d = err
+            .get_ref()
+            .and_then(|i| i.downcast_ref::<DecompressError>())
+            .expect("a decompression error");
+        let w = d.window.as_deref().expect("the window named");
+        assert_eq!((w.needed, w.limit), (Some(1 << 31), 256 << 20));
+        let msg = d.to_string();
+        assert!(
+            msg.contains("--memory-limit 4G") && !msg.contains("corrupt"),
+            "{msg}"
+        );
+        assert_eq!(size_name(3 << 29), "1536M");
+        assert_eq!(size_name(1000), "1000");
     }
 
     #[test]

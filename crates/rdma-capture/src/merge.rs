@@ -372,6 +372,7 @@ impl BatchReader for Merge {
                 inputs: self.inputs,
                 damaged,
             },
+            partial: None,
         })
     }
 }

@@ -19,7 +19,7 @@ use rdma_dissectors::ib::icrc::IcrcStatus;
 use rdma_dissectors::link::LinkType;
 
 use super::erf;
-use super::format::{Format, Note, Parser, Problem, Record};
+use super::format::{Format, Note, Parser, Problem, Record, Section};
 use super::input::DecompressError;
 
 /// Bytes read per batch once a stream has shown it is large: small enough
@@ -131,6 +131,10 @@ pub struct ReadError {
     pub decompressed: Option<&'static str>,
     /// What went wrong.
     pub kind: ReadErrorKind,
+    /// After a read or decompression error: bytes of frame `frame` that
+    /// came before it (`Some(0)`: the stream broke between records, and no
+    /// frame was cut; every frame before was analyzed either way).
+    pub partial: Option<u32>,
 }
 
 impl ReadError {
@@ -142,6 +146,7 @@ impl ReadError {
             offset: 0,
             decompressed: None,
             kind,
+            partial: None,
         }
     }
 }
@@ -153,7 +158,7 @@ pub enum ReadErrorKind {
     /// An I/O error from the operating system.
     Io(io::Error),
     /// The input's decompressor gave up.
-    Decompress(DecompressError),
+    Decompress(Box<DecompressError>),
     /// Several inputs were read as one and some could not be read whole
     /// (each with its own error; the error's own path, frame and offset
     /// are the first one's).
@@ -176,7 +181,7 @@ pub enum ReadErrorKind {
         /// Those whose header cannot be right.
         malformed: u64,
         /// What was wrong with the first record named.
-        first: erf::Problem,
+        first: Box<erf::Problem>,
     },
 }
 
@@ -193,7 +198,7 @@ impl From<io::Error> for ReadErrorKind {
             return ReadErrorKind::Io(e);
         }
         match e.into_inner().map(|i| i.downcast::<DecompressError>()) {
-            Some(Ok(d)) => ReadErrorKind::Decompress(*d),
+            Some(Ok(d)) => ReadErrorKind::Decompress(d),
             // The check above saw one: not reached.
             _ => ReadErrorKind::Io(io::Error::other("decompression failed")),
         }
@@ -216,20 +221,52 @@ impl fmt::Display for ReadError {
             Some(c) => format!(" of the decompressed {c} stream"),
             None => String::new(),
         };
+        let between_records = self.partial == Some(0);
         match self.frame {
+            // The stream broke where a record would start: no frame was
+            // cut, so none is blamed.
+            Some(n) if between_records => write!(
+                f,
+                "{path}: after frame {}, at byte offset {}{of}: ",
+                n.saturating_sub(1),
+                self.offset
+            )?,
             Some(n) => write!(f, "{path}: frame {n} at byte offset {}{of}: ", self.offset)?,
             None => write!(f, "{path}: at byte offset {}{of}: ", self.offset)?,
         }
         match &self.kind {
             // Said above, without a path of its own.
             ReadErrorKind::Inputs { .. } => Ok(()),
-            ReadErrorKind::Io(e) => write!(f, "read failed: {e}"),
-            ReadErrorKind::Decompress(d) => write!(
-                f,
-                "{d}; frames before this one were analyzed (was the file still being written, or cut \
-                 in transfer? `{} -t FILE` checks it)",
-                d.format
-            ),
+            ReadErrorKind::Io(e) => {
+                write!(f, "read failed: {e}")?;
+                match self.partial {
+                    Some(0) => write!(f, "; every frame before this point was analyzed"),
+                    Some(k) => write!(
+                        f,
+                        "; {k} bytes of this frame were read, too few to analyze it; every frame \
+                         before it was analyzed"
+                    ),
+                    None => Ok(()),
+                }
+            }
+            ReadErrorKind::Decompress(d) if d.window.is_some() => write!(f, "{d}"),
+            ReadErrorKind::Decompress(d) => {
+                write!(f, "{d}; ")?;
+                match self.partial {
+                    Some(0) => write!(f, "every frame before this point was analyzed")?,
+                    Some(k) => write!(
+                        f,
+                        "{k} bytes of this frame were decompressed, too few to analyze it; \
+                         every frame before it was analyzed"
+                    )?,
+                    None => write!(f, "frames before this one were analyzed")?,
+                }
+                write!(
+                    f,
+                    " (was the file still being written, or cut in transfer? `{} -t FILE` checks it)",
+                    d.format
+                )
+            }
             ReadErrorKind::Format(Problem::NotACapture { magic }) => write!(
                 f,
                 "not a pcap or pcapng file (magic {magic:#010x}); convert it with `editcap -F pcapng`"
@@ -352,16 +389,30 @@ impl PcapReader<File> {
 
 /// Reads until `buf` is full or the stream ends; the bytes read.
 pub(super) fn read_full(inner: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    match read_until_error(inner, buf) {
+        (_, Some(e)) => Err(e),
+        (n, None) => Ok(n),
+    }
+}
+
+/// Reads until `buf` is full, the stream ends or a read fails: the bytes
+/// read, and the failure. The bytes that came before a failure are kept:
+/// a decompressor hands out everything it could decode before it finds a
+/// cut or corrupt block, and those frames are as good as any.
+pub(super) fn read_until_error(
+    inner: &mut impl Read,
+    buf: &mut [u8],
+) -> (usize, Option<io::Error>) {
     let mut n = 0;
     while let Some(rest) = buf.get_mut(n..).filter(|r| !r.is_empty()) {
         match inner.read(rest) {
             Ok(0) => break,
             Ok(k) => n += k,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Err(e) => return (n, Some(e)),
         }
     }
-    Ok(n)
+    (n, None)
 }
 
 impl<R: Read> PcapReader<R> {
@@ -447,6 +498,7 @@ impl<R: Read> PcapReader<R> {
             offset,
             decompressed: self.decompressed,
             kind,
+            partial: None,
         }
     }
 
@@ -471,29 +523,51 @@ impl<R: Read> PcapReader<R> {
         let mut io_error = None;
         if !self.eof {
             let room = tail.get_mut(..want - rest).unwrap_or_default();
-            match read_full(&mut self.inner, room) {
-                Ok(k) => {
-                    filled += k;
-                    self.eof = k < room.len();
-                    if !self.eof {
-                        self.chunk = (self.chunk * 2).min(self.max_chunk);
-                    }
-                }
-                Err(e) => {
-                    io_error = Some(e);
-                    self.eof = true;
-                }
+            let (k, e) = read_until_error(&mut self.inner, room);
+            filled += k;
+            self.eof = e.is_some() || k < room.len();
+            if !self.eof {
+                self.chunk = (self.chunk * 2).min(self.max_chunk);
             }
+            io_error = e;
         }
         let data = batch.data.get(..filled).unwrap_or_default();
-        let header = self.parser.header_len();
         let mut at = 0;
         let mut problem = None;
         self.pending = 0;
         while let Some(rec) = data.get(at..) {
+            // Per record: a capture joined on may be of the other format.
+            let header = self.parser.header_len();
             if rec.len() < header {
                 self.pending = header;
                 break;
+            }
+            match self.parser.section_at(rec) {
+                Section::No => {}
+                Section::NeedMore(n) => {
+                    self.pending = n;
+                    break;
+                }
+                Section::Starts(Ok((next, skip))) => {
+                    let offset = self.offset + at as u64;
+                    batch.notes.push(format!(
+                        "{}: another capture's file header at byte offset {offset}{}, after frame {}: \
+                         captures joined end to end (as `cat a.pcap.gz b.pcap.gz` makes); its frames \
+                         are read on as part of this one, numbered on from here",
+                        self.path.display(),
+                        self.decompressed
+                            .map(|c| format!(" of the decompressed {c} stream"))
+                            .unwrap_or_default(),
+                        self.frames,
+                    ));
+                    self.parser.continue_with(next);
+                    at += skip;
+                    continue;
+                }
+                Section::Starts(Err(p)) => {
+                    problem = Some(p);
+                    break;
+                }
             }
             let len = match self.parser.record_len(rec) {
                 Ok(len) => len,
@@ -549,10 +623,13 @@ impl<R: Read> PcapReader<R> {
             return Err(self.err(here, p.into()));
         }
         if let Some(e) = io_error {
-            return Err(self.err(here, e.into()));
+            let mut e = self.err(here, e.into());
+            // A record is at most MAX_RECORD_LEN (16 MiB) long.
+            e.partial = Some(u32::try_from(self.carry.len()).unwrap_or(u32::MAX));
+            return Err(e);
         }
         if self.eof && !self.carry.is_empty() {
-            let needed = self.pending.max(header);
+            let needed = self.pending.max(self.parser.header_len());
             let available = self.carry.len();
             return Err(self.err(here, Problem::Truncated { needed, available }.into()));
         }
@@ -614,8 +691,9 @@ impl<R: Read> PcapReader<R> {
                 records,
                 framed,
                 malformed: self.erf_malformed,
-                first,
+                first: Box::new(first),
             },
+            partial: None,
         })
     }
 
@@ -796,6 +874,126 @@ mod tests {
             let at = if pkts.is_empty() { 24 } else { 24 + 19 };
             assert_eq!(e.offset, at, "cut {cut}");
             assert!(e.to_string().contains("test.pcap: frame"), "{e}");
+        }
+    }
+
+    /// Two pcaps end to end, read a few bytes at a time so the second file
+    /// header is split at every place: its frames follow the first's, on
+    /// the second's link type, with one note; cut inside that header, the
+    /// stream is cut short there, not a corrupt record.
+    #[test]
+    fn a_second_file_header_starts_a_section_wherever_reads_split_it() {
+        struct Dribble<'a>(&'a [u8], usize);
+        impl Read for Dribble<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let n = buf.len().min(self.0.len()).min(self.1);
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let a = pcap_file(&[(1, 0, b"abc"), (2, 0, b"defg")]);
+        let b = pcap_with(101, 65535, &[(3, 0, b"hij")]);
+        let mut f = a.clone();
+        f.extend(&b);
+        for step in 1..=40 {
+            let mut r = PcapReader::new(Dribble(&f, step), "joined".into()).unwrap();
+            let mut got = vec![];
+            let mut notes = vec![];
+            let mut batch = Batch::default();
+            loop {
+                let more = r.fill(&mut batch).unwrap();
+                notes.append(&mut batch.notes);
+                got.extend(batch.frames.iter().map(|m| (m.number, m.ts_ns, m.link)));
+                if !more {
+                    break;
+                }
+            }
+            assert_eq!(
+                got,
+                vec![
+                    (1, 1_000_000_000, LinkType::ETHERNET),
+                    (2, 2_000_000_000, LinkType::ETHERNET),
+                    (3, 3_000_000_000, LinkType(101)),
+                ],
+                "reads of {step}"
+            );
+            assert_eq!(notes.len(), 1, "{notes:?}");
+            assert!(
+                notes[0].starts_with(&format!(
+                    "joined: another capture's file header at byte offset {}, after frame 2",
+                    a.len()
+                )),
+                "{}",
+                notes[0]
+            );
+        }
+        for cut in a.len() + 1..a.len() + 24 {
+            let (pkts, err) = read_all(&f[..cut]);
+            assert_eq!(pkts.len(), 2);
+            let e = err.expect("cut inside the second header");
+            assert!(
+                matches!(e.kind, ReadErrorKind::Format(Problem::Truncated { .. })),
+                "{cut}: {e}"
+            );
+            assert_eq!(e.offset, a.len() as u64);
+        }
+    }
+
+    /// A read that fails part way (EIO from a disk or a network file
+    /// system; no real device fails on demand here, so a reader stands in
+    /// for it): every frame read before it is kept, and the error says
+    /// whether it broke a frame (naming it and the bytes of it read) or
+    /// fell between two ("after frame N").
+    #[test]
+    fn a_read_error_keeps_the_frames_before_it_and_names_where_it_fell() {
+        struct FailsAt<'a>(&'a [u8], usize);
+        impl Read for FailsAt<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                if self.1 == 0 {
+                    return Err(io::Error::from_raw_os_error(libc::EIO));
+                }
+                let n = buf.len().min(self.0.len()).min(self.1);
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                self.1 -= n;
+                Ok(n)
+            }
+        }
+        let f = pcap_file(&[(1, 0, b"abc"), (2, 0, b"defg"), (3, 0, b"hij")]);
+        let second = 24 + 19;
+        let third = second + 20;
+        for (fail_at, frames, msg) in [
+            (
+                third,
+                2,
+                format!("after frame 2, at byte offset {third}: read failed"),
+            ),
+            (
+                third + 5,
+                2,
+                format!("frame 3 at byte offset {third}: read failed"),
+            ),
+        ] {
+            let mut r = PcapReader::new(FailsAt(&f, fail_at), "eio".into()).unwrap();
+            let mut n = 0;
+            let e = loop {
+                match r.next_packet() {
+                    Ok(Some(_)) => n += 1,
+                    Ok(None) => panic!("no error"),
+                    Err(e) => break e,
+                }
+            };
+            assert_eq!(n, frames);
+            let text = e.to_string();
+            assert!(text.starts_with(&format!("eio: {msg}")), "{text}");
+            let partial = (fail_at - third) as u32;
+            assert_eq!(e.partial, Some(partial));
+            if partial > 0 {
+                assert!(text.contains("5 bytes of this frame were read"), "{text}");
+            } else {
+                assert!(text.contains("every frame before this point"), "{text}");
+            }
         }
     }
 

@@ -41,11 +41,21 @@ pub enum Case {
     WrongPeer,
     /// An RDMA_NOMSG call with only a reply chunk (RFC 8166 4.2.4).
     NomsgReplyChunkCall,
+    /// A clean capture of `calls` calls over `connections` connections,
+    /// gzip-compressed, its 8-byte trailer (CRC32, size) cut off: every
+    /// frame is in the stream, only its check is missing.
+    GzipNoTrailer,
+    /// Two clean captures, each gzip-compressed, joined (`cat a.gz b.gz`):
+    /// the second file header lies where a record would.
+    JoinedGzip,
+    /// A clean capture zstd-compressed with a 2 GiB window and no content
+    /// size (`zstd --long=31` through a pipe).
+    ZstdLongWindow,
 }
 
 impl Case {
     /// Every case, with its name.
-    pub const ALL: [(Case, &'static str); 7] = [
+    pub const ALL: [(Case, &'static str); 10] = [
         (Case::Unanswered, "unanswered"),
         (Case::QpFlood, "qp-flood"),
         (Case::StrayPsn, "stray-psn"),
@@ -53,6 +63,9 @@ impl Case {
         (Case::TimeBackwards, "time-backwards"),
         (Case::WrongPeer, "wrong-peer"),
         (Case::NomsgReplyChunkCall, "nomsg-reply-chunk-call"),
+        (Case::GzipNoTrailer, "gzip-no-trailer"),
+        (Case::JoinedGzip, "joined-gzip"),
+        (Case::ZstdLongWindow, "zstd-long-window"),
     ];
 }
 
@@ -186,7 +199,11 @@ fn pair(qpn: u32) -> (Sender, Sender) {
 ///
 /// # Errors
 /// When the output fails (or a frame does not fit: a generator bug).
-pub fn write<W: Write>(case: Case, connections: u32, calls: u64, out: W) -> Result<W, Error> {
+pub fn write<W: Write>(case: Case, connections: u32, calls: u64, mut out: W) -> Result<W, Error> {
+    if let Some(packed) = container(case, connections, calls)? {
+        out.write_all(&packed)?;
+        return Ok(out);
+    }
     let mut wire = Wire::new(out, START_NS, false)?;
     let mut buf = [0u8; 512];
     match case {
@@ -305,6 +322,49 @@ pub fn write<W: Write>(case: Case, connections: u32, calls: u64, out: W) -> Resu
             )?;
             client.send(&mut wire, buf.get(..n).unwrap_or_default())?;
         }
+        // Written whole above.
+        Case::GzipNoTrailer | Case::JoinedGzip | Case::ZstdLongWindow => {}
     }
     wire.finish()
+}
+
+/// The bytes of a case whose damage is in the container, not the frames:
+/// a clean capture, compressed and then damaged or joined.
+fn container(case: Case, connections: u32, calls: u64) -> Result<Option<Vec<u8>>, Error> {
+    if !matches!(
+        case,
+        Case::GzipNoTrailer | Case::JoinedGzip | Case::ZstdLongWindow
+    ) {
+        return Ok(None);
+    }
+    let opts = super::Options {
+        calls: calls.max(1),
+        connections: connections.max(1),
+        ..super::Options::default()
+    };
+    let (_, clean) = super::gen::generate(&opts, Vec::new())?;
+    let gzip = |b: &[u8]| -> Result<Vec<u8>, Error> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(b)?;
+        Ok(e.finish()?)
+    };
+    Ok(Some(match case {
+        Case::GzipNoTrailer => {
+            let mut g = gzip(&clean)?;
+            g.truncate(g.len().saturating_sub(8));
+            g
+        }
+        Case::JoinedGzip => {
+            let mut g = gzip(&clean)?;
+            g.extend(gzip(&clean)?);
+            g
+        }
+        _ => {
+            let mut e = zstd::stream::write::Encoder::new(Vec::new(), 3)?;
+            e.window_log(31)?;
+            e.long_distance_matching(true)?;
+            e.write_all(&clean)?;
+            e.finish()?
+        }
+    }))
 }
