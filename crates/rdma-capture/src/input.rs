@@ -120,7 +120,7 @@ impl fmt::Display for DecompressError {
 /// A byte count as the `--memory-limit` flag takes it (`2G`, `384M`, `64K`).
 fn size_name(b: u64) -> String {
     for (shift, unit) in [(30, "G"), (20, "M"), (10, "K")] {
-        if b >= 1 << shift && b % (1 << shift) == 0 {
+        if b >= 1 << shift && b.is_multiple_of(1 << shift) {
             return format!("{}{unit}", b >> shift);
         }
     }

@@ -951,7 +951,7 @@ mod tests {
         impl Read for FailsAt<'_> {
             fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
                 if self.1 == 0 {
-                    return Err(io::Error::from_raw_os_error(libc::EIO));
+                    return Err(io::Error::from_raw_os_error(5 /* EIO */));
                 }
                 let n = buf.len().min(self.0.len()).min(self.1);
                 buf[..n].copy_from_slice(&self.0[..n]);
