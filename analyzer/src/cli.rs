@@ -209,6 +209,9 @@ pub struct ExportArgs {
     /// Also write every frame's headers (the frames table; as large as the capture's frame count).
     #[arg(long)]
     pub frames: bool,
+    /// Replace a capture already in the dataset (all its tables and days, once the new export is whole); without it, a capture name already there is refused.
+    #[arg(long)]
+    pub replace: bool,
     /// Rows per Parquet row group at most (memory holds one row group per open file).
     #[arg(long, default_value_t = 131_072, value_name = "N")]
     pub row_group_rows: usize,

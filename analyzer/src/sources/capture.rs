@@ -168,11 +168,11 @@ pub fn start(
     let link = LinkType(cap.get_datalink().0 as u32);
     let writer = match write {
         Some(p) => Some(
-            File::create(p)
+            crate::output::safe_file::create_in_place(p)
                 .and_then(|f| {
                     CaptureWriter::new(BufWriter::new(f), Format::Pcapng, link, Resolution::Nano)
                 })
-                .with_context(|| format!("creating {}", p.display()))?,
+                .with_context(|| format!("live --write: creating {}", p.display()))?,
         ),
         None => None,
     };
