@@ -236,47 +236,51 @@ fn slowloris_and_silent_connections_are_timed_out() {
     assert_eq!(code, 200);
 }
 
-/// The connection cap: connections beyond it are closed on arrival and
-/// counted, and once the others go a scrape is served again.
+/// The connection cap: a new connection beyond it closes the oldest (held
+/// open by a client that sends nothing), so the scrape is served at once,
+/// and the eviction is counted.
 #[test]
-fn connections_beyond_the_cap_are_refused_and_counted() {
+fn a_connection_beyond_the_cap_evicts_the_oldest_and_is_served() {
     let limits = Limits {
         max_connections: 8,
+        header_timeout: Duration::from_secs(30),
+        connection_lifetime: Duration::from_secs(60),
         ..quick()
     };
     let (_m, e) = exporter(limits);
     let addr = e.addr();
-    let held: Vec<TcpStream> = (0..8)
-        .map(|_| TcpStream::connect(addr).expect("connect"))
-        .collect();
-    // Give the exporter time to take all eight.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while e.counters().accepted.load(Ordering::Relaxed) < 8 {
-        assert!(Instant::now() < deadline, "the eight were not accepted");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let refused = scrape(addr, Duration::from_secs(2));
-    assert!(
-        refused.is_err(),
-        "a ninth connection was served: {refused:?}"
-    );
-    assert!(e.counters().refused.load(Ordering::Relaxed) >= 1);
-    drop(held);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let body = loop {
-        if let Ok((200, body)) = scrape(addr, Duration::from_secs(1)) {
-            break body;
+    let mut held: Vec<TcpStream> = Vec::new();
+    for _ in 0..8 {
+        held.push(TcpStream::connect(addr).expect("connect"));
+        // In order: the first is the oldest.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while e.counters().accepted.load(Ordering::Relaxed) < held.len() as u64 {
+            assert!(Instant::now() < deadline, "not accepted");
+            std::thread::sleep(Duration::from_millis(5));
         }
-        assert!(
-            Instant::now() < deadline,
-            "no scrape served after the eight left"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert!(
-        sample(&body, "rdma_exporter_connections_refused_total").is_some_and(|n| n >= 1),
+    }
+    let t = Instant::now();
+    let (code, body) = scrape(addr, Duration::from_secs(2)).expect("a ninth connection");
+    assert_eq!(code, 200);
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    assert_eq!(
+        sample(&body, "rdma_exporter_connections_evicted_total"),
+        Some(1),
         "{body}"
     );
+    // The oldest was closed; the second oldest is still open.
+    let ended = |s: &mut TcpStream| {
+        s.set_read_timeout(Some(Duration::from_millis(300)))
+            .expect("timeout");
+        let mut b = [0u8; 16];
+        match s.read(&mut b) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+        }
+    };
+    assert!(ended(&mut held[0]), "the oldest is still open");
+    assert!(!ended(&mut held[1]), "the second oldest was closed too");
 }
 
 fn nofile() -> (u64, u64) {
@@ -371,7 +375,8 @@ impl Drop for Running {
 /// (b) The real binary, started with a 1024-descriptor limit (systemd's
 /// default): 600 half-open connections (connected, nothing sent) neither
 /// stop it nor its listener, and once they close scrapes are served again.
-/// Its RSS stays within a few MB of what it was.
+/// A scrape is served while they are held; its RSS stays within a few MB
+/// of what it was.
 #[test]
 fn live_survives_600_half_open_connections_under_1024_descriptors() {
     if !prereq::root("live -i lo needs CAP_NET_RAW")
@@ -421,6 +426,9 @@ fn live_survives_600_half_open_connections_under_1024_descriptors() {
     }
     assert!(held.len() >= 500, "only {} connections made", held.len());
     let rss_during = vm_kb(&pid, "VmRSS:");
+    // Served while they are held: the oldest make room.
+    let (code, _) = scrape(addr, Duration::from_secs(2)).expect("a scrape beside 600 held");
+    assert_eq!(code, 200);
     assert!(
         live.0.try_wait().expect("wait").is_none(),
         "live ended under 600 half-open connections"
@@ -437,11 +445,11 @@ fn live_survives_600_half_open_connections_under_1024_descriptors() {
         );
         std::thread::sleep(Duration::from_millis(200));
     };
-    let refused =
-        sample(&body, "rdma_exporter_connections_refused_total").expect("refused counter");
+    let evicted =
+        sample(&body, "rdma_exporter_connections_evicted_total").expect("evicted counter");
     assert!(
-        refused >= 400,
-        "{refused} refused of 600 over a cap of 64\n{body}"
+        evicted >= 400,
+        "{evicted} evicted of 600 over a cap of 64\n{body}"
     );
     assert!(
         rss_during.saturating_sub(rss_before) < 32 << 10,

@@ -14,8 +14,9 @@
 //!   asked to close and dropped [`Limits::grace`] later: a client that pipelines
 //!   requests and never reads its responses (hyper has no write timeout)
 //!   holds its slot no longer than that;
-//! - at most [`Limits::max_connections`] at once: a connection beyond that
-//!   is closed at once, and counted;
+//! - at most [`Limits::max_connections`] at once: a new connection beyond
+//!   that closes the oldest, counted (so connections held open by one
+//!   client cannot keep a scrape out; a scrape needs milliseconds);
 //! - an `accept` that fails (out of descriptors, out of memory) is counted,
 //!   said on stderr, and retried after a growing pause: the listener never
 //!   ends while `live` runs.
@@ -43,14 +44,17 @@ use hyper::body::Incoming;
 use hyper::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::sync::{watch, Semaphore};
+use std::collections::VecDeque;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle as Task;
 
 use super::metrics::{prometheus_text, Exposition, Format};
 
 /// What one client may take of the exporter.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    /// Connections served at once; more are closed as they arrive.
+    /// Connections served at once; a new one beyond closes the oldest.
     pub max_connections: usize,
     /// From a connection's first byte of a request to the end of its header.
     pub header_timeout: Duration,
@@ -84,8 +88,9 @@ impl Default for Limits {
 pub struct Counters {
     /// Connections accepted and served.
     pub accepted: AtomicU64,
-    /// Connections closed at once: `max_connections` were being served.
-    pub refused: AtomicU64,
+    /// Connections closed to make room for a new one: `max_connections`
+    /// were being served, and the oldest went.
+    pub evicted: AtomicU64,
     /// Connections dropped at the end of their lifetime, still busy.
     pub timed_out: AtomicU64,
     /// Connections that ended in an HTTP error: a header too slow or too
@@ -106,9 +111,9 @@ impl Counters {
                 &self.accepted,
             ),
             (
-                "rdma_exporter_connections_refused",
-                "Connections the metrics exporter closed on arrival because it already served its maximum",
-                &self.refused,
+                "rdma_exporter_connections_evicted",
+                "Connections the metrics exporter closed to make room for a new one (it serves a bounded number at once; the oldest goes)",
+                &self.evicted,
             ),
             (
                 "rdma_exporter_connections_timed_out",
@@ -240,7 +245,8 @@ async fn serve(
     limits: Limits,
     counters: Arc<Counters>,
 ) {
-    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    // Connections being served, oldest first.
+    let mut live: VecDeque<Task<()>> = VecDeque::new();
     let mut backoff = ACCEPT_BACKOFF.0;
     loop {
         let stream = match listener.accept().await {
@@ -263,18 +269,21 @@ async fn serve(
                 continue;
             }
         };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            counters.refused.fetch_add(1, Ordering::Relaxed);
-            // Dropping the stream closes it: the descriptor is back at once.
-            drop(stream);
-            continue;
-        };
+        // At the cap, the oldest connection makes room: a client holding
+        // connections open cannot keep a scrape out, it only churns its own
+        // (a scrape needs its connection for milliseconds).
+        live.retain(|t| !t.is_finished());
+        while live.len() >= limits.max_connections.max(1) {
+            if let Some(oldest) = live.pop_front() {
+                oldest.abort();
+                counters.evicted.fetch_add(1, Ordering::Relaxed);
+            }
+        }
         counters.accepted.fetch_add(1, Ordering::Relaxed);
         let (exposition, counters) = (exposition.clone(), counters.clone());
-        tokio::spawn(async move {
-            connection(stream, exposition, limits, counters).await;
-            drop(slot);
-        });
+        live.push_back(tokio::spawn(connection(
+            stream, exposition, limits, counters,
+        )));
     }
 }
 
