@@ -294,7 +294,7 @@ fn finish_part<R: Rows>(mut open: Open<R>) -> io::Result<PathBuf> {
     write_batch(&mut open.rows, &mut open.file)?;
     let file = open.file.writer.into_inner().map_err(io::Error::other)?;
     let path = file.target().to_path_buf();
-    file.commit()?;
+    file.commit_unsynced()?;
     Ok(path)
 }
 

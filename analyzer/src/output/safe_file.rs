@@ -227,6 +227,17 @@ impl AtomicFile {
     /// rename fails; the temporary file is then removed.
     pub fn commit(self) -> io::Result<()> {
         self.tmp.as_file().sync_all()?;
+        self.commit_unsynced()
+    }
+
+    /// [`AtomicFile::commit`] without the sync: for many small files whose
+    /// set is only whole when the run ends (a dataset's parts, where a sync
+    /// each made an export over 4,739 days 3.7 times slower), not for a file
+    /// that replaces one a reader relies on.
+    ///
+    /// # Errors
+    /// As [`AtomicFile::commit`].
+    pub fn commit_unsynced(self) -> io::Result<()> {
         check_target(&self.target)?;
         let target = self.target;
         self.tmp.persist(&target).map_err(|e| {
