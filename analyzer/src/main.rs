@@ -303,6 +303,7 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
     let mut stats = inputs.stats.clone();
     stats.transactions = sink.transactions;
     stats.anomalies = sink.anomalies;
+    stats.exporter = metrics.as_ref().map(|(_, e)| e.counters().snapshot());
     write_stats(a, &mut stats, started)?;
     eprintln!(
         "live: {} probe records ({} lost in the kernel, {} undecodable), {} frames ({} dropped), {} transactions, {} anomalies in {:.1} s",

@@ -389,10 +389,13 @@ fn live_survives_600_half_open_connections_under_1024_descriptors() {
         return;
     }
     let err = std::env::temp_dir().join(format!("rdma-exporter-b-{}.err", std::process::id()));
+    let stats = std::env::temp_dir().join(format!("rdma-exporter-b-{}.json", std::process::id()));
     let live = Command::new("prlimit")
         .args(["--nofile=1024:1024", "--"])
         .arg(BIN)
         .args(["live", "-i", "lo", "--no-tui", "--metrics", "127.0.0.1:0"])
+        .arg("--stats-out")
+        .arg(&stats)
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&err).expect("stderr file"))
         .spawn()
@@ -456,9 +459,26 @@ fn live_survives_600_half_open_connections_under_1024_descriptors() {
         "RSS {rss_before} kB -> {rss_during} kB under 600 connections"
     );
     let said = std::fs::read_to_string(&err).unwrap_or_default();
-    let _ = std::fs::remove_file(&err);
     assert!(
         live.0.try_wait().expect("wait").is_none(),
         "live ended: {said}"
     );
+    // Stopped as systemd stops it: the exporter's figures are in --stats-out.
+    let term = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(term.success());
+    let status = live.0.wait().expect("live");
+    let said = std::fs::read_to_string(&err).unwrap_or_default();
+    assert!(status.success(), "live after SIGTERM: {status}\n{said}");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&stats).expect("--stats-out")).expect("JSON");
+    let ex = &doc["exporter"];
+    assert!(
+        ex["evicted"].as_u64().is_some_and(|n| n >= evicted) && ex["accepted"].as_u64() > Some(500),
+        "{doc}"
+    );
+    let _ = std::fs::remove_file(&err);
+    let _ = std::fs::remove_file(&stats);
 }

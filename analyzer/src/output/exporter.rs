@@ -100,7 +100,35 @@ pub struct Counters {
     pub accept_errors: AtomicU64,
 }
 
+/// What the exporter cut off in a run, in `live --stats-out`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ExporterStats {
+    /// Connections accepted and served.
+    pub accepted: u64,
+    /// Connections closed to make room for a new one (the oldest goes).
+    pub evicted: u64,
+    /// Connections dropped at the end of their lifetime, still busy.
+    pub timed_out: u64,
+    /// Connections that ended in an HTTP error (a header too slow or too
+    /// large, a malformed request, a client gone mid-response).
+    pub http_errors: u64,
+    /// `accept` calls that failed (out of descriptors, say).
+    pub accept_errors: u64,
+}
+
 impl Counters {
+    /// The counters now.
+    pub fn snapshot(&self) -> ExporterStats {
+        ExporterStats {
+            accepted: self.accepted.load(Ordering::Relaxed),
+            evicted: self.evicted.load(Ordering::Relaxed),
+            timed_out: self.timed_out.load(Ordering::Relaxed),
+            http_errors: self.http_errors.load(Ordering::Relaxed),
+            accept_errors: self.accept_errors.load(Ordering::Relaxed),
+        }
+    }
+
     /// The counters as OpenMetrics families, to go before `# EOF`.
     fn openmetrics(&self) -> String {
         let mut s = String::new();

@@ -96,6 +96,8 @@ pub struct LiveStats {
     pub seconds: f64,
     /// CPU seconds this process used (user + system).
     pub cpu_seconds: f64,
+    /// What the metrics exporter cut off (`--metrics`); null without it.
+    pub exporter: Option<crate::output::exporter::ExporterStats>,
 }
 
 impl Default for LiveStats {
@@ -117,6 +119,7 @@ impl Default for LiveStats {
             anomalies: 0,
             seconds: 0.0,
             cpu_seconds: 0.0,
+            exporter: None,
         }
     }
 }
