@@ -321,3 +321,29 @@ fn stats_out_refuses_a_symlink() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn live_write_and_json_out_refuse_a_symlink_before_capturing() {
+    if !prereq::root("live -i lo needs CAP_NET_RAW") {
+        return;
+    }
+    let d = temp_dir("livewrite");
+    let victim = d.join("victim");
+    std::fs::write(&victim, "precious\n").expect("victim");
+    for flag in ["--write", "--json-out"] {
+        let target = d.join(format!("link{flag}"));
+        std::os::unix::fs::symlink(&victim, &target).expect("symlink");
+        let o = Command::new(BIN)
+            .args(["live", "-i", "lo", "--no-tui", "--duration", "0.5", flag])
+            .arg(&target)
+            .output()
+            .expect("live");
+        assert_refused(&o, &target, "a symbolic link");
+        assert_eq!(
+            std::fs::read_to_string(&victim).expect("victim"),
+            "precious\n",
+            "{flag} wrote through the link"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
