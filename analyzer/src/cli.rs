@@ -214,6 +214,9 @@ pub struct ExportArgs {
     /// Also write every frame's headers (the frames table; as large as the capture's frame count).
     #[arg(long)]
     pub frames: bool,
+    /// Replace a capture already in the dataset (all its tables and days, once the new export is whole); without it, a capture name already there is refused.
+    #[arg(long)]
+    pub replace: bool,
     /// Rows per Parquet row group at most (memory holds one row group per open file).
     #[arg(long, default_value_t = 131_072, value_name = "N")]
     pub row_group_rows: usize,
@@ -273,8 +276,8 @@ pub struct LiveArgs {
     /// what it cannot hold goes oldest first, counted and reported.
     #[arg(long, default_value = "256M", value_parser = parse_memory)]
     pub memory_limit: usize,
-    /// Serve Prometheus metrics at http://ADDR/metrics (127.0.0.1:9464), beside the TUI or, with --no-tui, as a service until SIGTERM.
-    #[arg(long, value_name = "ADDR")]
+    /// Serve Prometheus metrics at http://ADDR/metrics, beside the TUI or, with --no-tui, as a service until SIGTERM. Without ADDR: 127.0.0.1:9464, this host only; to be scraped from elsewhere, give an address of a firewalled interface or serve through a reverse proxy (README, "Fleet").
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:9464")]
     pub metrics: Option<SocketAddr>,
     /// The metrics' cardinality caps.
     #[command(flatten)]

@@ -2,7 +2,6 @@
 //! source and a sink, runs the one pipeline, and turns how it ended into
 //! an exit status.
 
-use std::fs::File;
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -20,6 +19,7 @@ use rdma_analyzer::output::frames::Frames;
 use rdma_analyzer::output::lines::{Lines, Which};
 use rdma_analyzer::output::live::LiveSink;
 use rdma_analyzer::output::metrics::{self, Metrics, Process};
+use rdma_analyzer::output::safe_file;
 use rdma_analyzer::output::Report;
 use rdma_analyzer::pipeline::{self, End, Sink, Stop, Tee};
 use rdma_analyzer::sources::live::LiveInputs;
@@ -186,12 +186,8 @@ fn report(r: &ReportArgs) -> anyhow::Result<ExitCode> {
     out.flush()?;
     say_if_filtered_out(a, rep.matched());
     if let (Some(m), Some(path)) = (metrics, &r.metrics_out) {
-        metrics::write_textfile(&m.exposition(None), path).with_context(|| {
-            format!(
-                "report --metrics-out: writing {} (is its folder there and writable?)",
-                path.display()
-            )
-        })?;
+        metrics::write_textfile(&m.exposition(None), path)
+            .with_context(|| format!("report --metrics-out: writing {}", path.display()))?;
     }
     Ok(finish(&outcome.end))
 }
@@ -320,9 +316,9 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
     }
     let mut sink = match (&a.json_out, &metrics) {
         (Some(p), _) => LiveSink::new(
-            Box::new(BufWriter::new(
-                File::create(p).with_context(|| format!("creating {}", p.display()))?,
-            )) as Box<dyn Write>,
+            Box::new(BufWriter::new(safe_file::create_in_place(p).with_context(
+                || format!("live --json-out: creating {}", p.display()),
+            )?)) as Box<dyn Write>,
             true,
         ),
         // A metrics service: the exporter is the output.
@@ -347,6 +343,7 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
     let mut stats = inputs.stats.clone();
     stats.transactions = sink.transactions;
     stats.anomalies = sink.anomalies;
+    stats.exporter = metrics.as_ref().map(|(_, e)| e.counters().snapshot());
     write_stats(a, &mut stats, started)?;
     eprintln!(
         "live: {} probe records ({} lost in the kernel, {} undecodable), {} frames ({} dropped), {} transactions, {} anomalies in {:.1} s",
@@ -387,9 +384,10 @@ fn write_stats(
 ) -> anyhow::Result<()> {
     stats.finish(started.elapsed().as_secs_f64(), sys::cpu_seconds());
     if let Some(p) = &a.stats_out {
-        let mut f = File::create(p).with_context(|| format!("creating {}", p.display()))?;
-        serde_json::to_writer_pretty(&mut f, &*stats)?;
-        writeln!(f)?;
+        let mut text = serde_json::to_vec_pretty(&*stats)?;
+        text.push(b'\n');
+        safe_file::write_whole(p, &text)
+            .with_context(|| format!("live --stats-out: writing {}", p.display()))?;
     }
     Ok(())
 }
@@ -408,18 +406,55 @@ fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
             a.out.display()
         )
     })?;
-    let mut failed = 0;
+    // Every capture checked before any is written: a name already in the
+    // dataset is refused unless --replace.
+    if !a.replace {
+        let there: Vec<String> = a
+            .files
+            .iter()
+            .zip(&datasets)
+            .filter(|(_, d)| !d.existing().is_empty())
+            .map(|(f, d)| format!("{} (host={}/capture={})", f.display(), d.host, d.capture))
+            .collect();
+        if !there.is_empty() {
+            anyhow::bail!(
+                "export: already in {}: {}; nothing was written. Give --replace to replace them (all their tables and days), or rename the capture files to export them beside",
+                a.out.display(),
+                there.join(", ")
+            );
+        }
+    }
+    let mut damaged = 0;
+    let mut unwritten = 0;
     let mut out = stdout();
     for (f, dataset) in a.files.iter().zip(&datasets) {
-        let (w, damage) = match export_one(a, dataset, f) {
-            Ok(r) => r,
+        // A capture that cannot be opened is not read, not a failed write.
+        let source = match FileSource::open(f, &a.engine.config().stack) {
+            Ok(s) => s,
             Err(e) => {
                 eprintln!(
                     "rdma-analyzer: export: {}: {}",
                     escaped(f.display()),
                     escaped(format_args!("{e:#}"))
                 );
-                failed += 1;
+                damaged += 1;
+                continue;
+            }
+        };
+        let (w, damage) = match export_one(a, dataset, f, source) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!(
+                    "rdma-analyzer: export: {}: {}; nothing of this capture is in the dataset{}",
+                    escaped(f.display()),
+                    escaped(format_args!("{e:#}")),
+                    if dataset_had(a, dataset) {
+                        " (its earlier export is kept)"
+                    } else {
+                        ""
+                    }
+                );
+                unwritten += 1;
                 continue;
             }
         };
@@ -444,19 +479,34 @@ fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
                 escaped(f.display()),
                 escaped(d)
             );
-            failed += 1;
+            damaged += 1;
         }
     }
     out.flush()?;
-    if failed > 0 {
+    if unwritten > 0 {
         eprintln!(
-            "rdma-analyzer: export: {failed} of {} captures could not be read whole; the others are in {}",
+            "rdma-analyzer: export: {unwritten} of {} captures could not be written (see above); the others are in {}",
             a.files.len(),
             escaped(a.out.display())
         );
+    }
+    if damaged > 0 {
+        eprintln!(
+            "rdma-analyzer: export: {damaged} of {} captures could not be read whole; what came before the damage is in {}",
+            a.files.len(),
+            escaped(a.out.display())
+        );
+    }
+    if unwritten + damaged > 0 {
         return Ok(ExitCode::from(EXIT_INCOMPLETE));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether `dataset`'s capture was in the dataset before this run (and so,
+/// after a failed --replace, still is).
+fn dataset_had(a: &ExportArgs, dataset: &Dataset) -> bool {
+    a.replace && !dataset.existing().is_empty()
 }
 
 /// One capture into the dataset: the findings' run, then (with `--frames`)
@@ -466,9 +516,12 @@ fn export_one(
     a: &ExportArgs,
     dataset: &Dataset,
     file: &std::path::Path,
+    mut source: FileSource,
 ) -> anyhow::Result<(Written, Option<String>)> {
     let config = a.engine.config();
-    let mut source = FileSource::open(file, &config.stack)?;
+    let claim = dataset
+        .claim(a.replace)
+        .with_context(|| format!("writing into {}", dataset.root.display()))?;
     let mut sink = Export::new(dataset);
     let outcome = pipeline::run(
         &mut source,
@@ -488,5 +541,6 @@ fn export_one(
             .finish()
             .with_context(|| format!("writing frames into {}", dataset.root.display()))?;
     }
+    claim.commit()?;
     Ok((written, outcome.end.error().map(str::to_string)))
 }

@@ -36,7 +36,7 @@
 
 use std::collections::HashMap;
 use std::fmt::{self, Write as _};
-use std::io::{self, Write as _};
+use std::io;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -369,31 +369,15 @@ pub fn prometheus_text(openmetrics: &str) -> String {
 /// Writes the exposition of `exposition` to `path` the way node_exporter's
 /// textfile collector expects it: Prometheus text format, into a temporary
 /// file in the same directory that is then renamed over `path`, so the
-/// collector never reads half a file.
+/// collector never reads half a file (the temporary file is made safely
+/// in a folder others may write: `safe_file`).
 ///
 /// # Errors
-/// When the file cannot be written or renamed.
+/// When `path` is not a regular file or a new name, or the file cannot be
+/// written or renamed.
 pub fn write_textfile(exposition: &Exposition, path: &Path) -> io::Result<()> {
-    let name = path.file_name().ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{}: not a file name", path.display()),
-        )
-    })?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".{}.tmp", std::process::id()));
-    let tmp = path.with_file_name(tmp_name);
     let text = exposition.encode(Format::PrometheusText);
-    let written = std::fs::File::create(&tmp).and_then(|mut f| {
-        f.write_all(text.as_bytes())?;
-        f.sync_all()
-    });
-    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, path)) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    Ok(())
+    super::safe_file::write_whole(path, text.as_bytes())
 }
 
 /// How often a new snapshot is published while a run goes on.

@@ -12,6 +12,7 @@ pub mod live;
 pub mod metrics;
 pub mod out;
 pub mod report;
+pub mod safe_file;
 pub mod schema;
 pub mod stats;
 

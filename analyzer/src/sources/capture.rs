@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::io::BufWriter;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::{self, JoinHandle};
@@ -70,6 +70,9 @@ impl Batch {
 pub enum FromCapture {
     /// Frames, in order.
     Frames(Batch),
+    /// Writing `--write`'s pcapng failed: the file is truncated, the
+    /// capture and the analysis go on. Said when it happens.
+    WriteFailed(String),
     /// The capture ended (asked to, or it failed).
     Done {
         /// Frames captured.
@@ -78,6 +81,8 @@ pub enum FromCapture {
         dropped: u64,
         /// Why it ended, when it failed.
         error: Option<String>,
+        /// Why `--write`'s pcapng is incomplete, when it is.
+        write_error: Option<String>,
     },
 }
 
@@ -168,14 +173,15 @@ pub fn start(
     let link = LinkType(cap.get_datalink().0 as u32);
     let writer = match write {
         Some(p) => Some(
-            File::create(p)
+            crate::output::safe_file::create_in_place(p)
                 .and_then(|f| {
                     CaptureWriter::new(BufWriter::new(f), Format::Pcapng, link, Resolution::Nano)
                 })
-                .with_context(|| format!("creating {}", p.display()))?,
+                .with_context(|| format!("live --write: creating {}", p.display()))?,
         ),
         None => None,
     };
+    let written_to = write.map(Path::to_path_buf).unwrap_or_default();
     let (tx, rx) = mpsc::sync_channel(CHANNEL_DEPTH);
     let stop = Arc::new(AtomicBool::new(false));
     let dropped = Arc::new(AtomicU64::new(0));
@@ -189,7 +195,10 @@ pub fn start(
     };
     let thread = thread::Builder::new()
         .name("live-capture".into())
-        .spawn(move || capture_loop(cap, writer, &tx, &their_stop, &their_dropped))
+        .spawn(move || {
+            let writer = writer.map(|w| (w, written_to));
+            capture_loop(cap, writer, &tx, &their_stop, &their_dropped);
+        })
         .context("live: starting the capture thread")?;
     Ok(Capture {
         rx,
@@ -231,7 +240,7 @@ impl Sender {
 
 fn capture_loop(
     mut cap: pcap::Capture<pcap::Active>,
-    mut writer: Option<CaptureWriter<BufWriter<File>>>,
+    mut writer: Option<(CaptureWriter<BufWriter<File>>, PathBuf)>,
     tx: &Sender,
     stop: &AtomicBool,
     dropped_so_far: &AtomicU64,
@@ -245,6 +254,14 @@ fn capture_loop(
     let mut last_drops = Instant::now();
     let mut number = 0u64;
     let mut error = None;
+    let mut write_error = None;
+    // Said once, when it happens, and again at the end.
+    let truncated = |path: &Path, number: u64, e: &dyn std::fmt::Display| {
+        format!(
+            "writing {}: {e}: the capture file is truncated (it ends at or before frame {number}); the analysis went on over every frame",
+            path.display()
+        )
+    };
     let mut batch = tx.empty();
     let mut last_send = Instant::now();
     while !stop.load(Ordering::SeqCst) {
@@ -253,9 +270,11 @@ fn capture_loop(
                 number += 1;
                 let ts =
                     p.header.ts.tv_sec as u64 * 1_000_000_000 + p.header.ts.tv_usec as u64 * 1_000;
-                if let Some(w) = writer.as_mut() {
+                if let Some((w, path)) = writer.as_mut() {
                     if let Err(e) = w.packet(ts, p.header.len, p.data) {
-                        error = Some(format!("writing pcapng: {e}"));
+                        let msg = truncated(path, number, &e);
+                        let _ = tx.send(FromCapture::WriteFailed(msg.clone()));
+                        write_error = Some(msg);
                         writer = None;
                     }
                 }
@@ -298,9 +317,9 @@ fn capture_loop(
     if !batch.frames.is_empty() {
         let _ = tx.send(FromCapture::Frames(batch));
     }
-    if let Some(w) = writer {
+    if let Some((w, path)) = writer {
         if let Err(e) = w.finish() {
-            error.get_or_insert(format!("writing pcapng: {e}"));
+            write_error = Some(truncated(&path, number, &e));
         }
     }
     let dropped = drops(&mut cap);
@@ -309,5 +328,6 @@ fn capture_loop(
         frames: number,
         dropped,
         error,
+        write_error,
     });
 }

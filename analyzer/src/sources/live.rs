@@ -96,6 +96,8 @@ pub struct LiveStats {
     pub seconds: f64,
     /// CPU seconds this process used (user + system).
     pub cpu_seconds: f64,
+    /// What the metrics exporter cut off (`--metrics`); null without it.
+    pub exporter: Option<crate::output::exporter::ExporterStats>,
 }
 
 impl Default for LiveStats {
@@ -117,6 +119,7 @@ impl Default for LiveStats {
             anomalies: 0,
             seconds: 0.0,
             cpu_seconds: 0.0,
+            exporter: None,
         }
     }
 }
@@ -247,6 +250,8 @@ pub struct LiveInputs {
     capture_done: bool,
     /// Why the capture ended, when it failed.
     capture_error: Option<String>,
+    /// Why `--write`'s file is truncated, when it is.
+    write_error: Option<String>,
     /// What the run counted so far.
     pub stats: LiveStats,
     /// What is watched, in words (`probes + eth0`).
@@ -275,6 +280,7 @@ impl LiveInputs {
             capture: None,
             capture_done: true,
             capture_error: None,
+            write_error: None,
             stats: LiveStats::default(),
             what: String::new(),
             notices: Vec::new(),
@@ -441,10 +447,16 @@ impl LiveInputs {
                 }
                 false
             }
+            FromCapture::WriteFailed(e) => {
+                self.say(true, format!("live --write: {e}"));
+                self.write_error = Some(e);
+                false
+            }
             FromCapture::Done {
                 frames,
                 dropped,
                 error,
+                write_error,
             } => {
                 self.stats.frames = frames;
                 self.stats.frames_dropped = dropped;
@@ -452,6 +464,12 @@ impl LiveInputs {
                 if let Some(e) = error {
                     self.say(true, format!("live: capture stopped: {e}"));
                     self.capture_error = Some(e);
+                }
+                if let Some(e) = write_error {
+                    if self.write_error.is_none() {
+                        self.say(true, format!("live --write: {e}"));
+                    }
+                    self.write_error = Some(e);
                 }
                 true
             }
@@ -539,6 +557,11 @@ impl Source for LiveInputs {
         // Asked to stop, or every input ended: detach and join on every way out.
         self.finish(emit);
         self.ended = true;
+        // A truncated --write file fails the run even when it was asked to
+        // stop: the analysis is whole, the file the user asked for is not.
+        if let Some(e) = self.write_error.take() {
+            return Some(End::Failed(format!("live --write: {e}")));
+        }
         Some(match (self.stopping, self.capture_error.take()) {
             (true, _) => End::Stopped,
             (false, Some(e)) => End::Failed(format!("live: capture stopped: {e}")),
