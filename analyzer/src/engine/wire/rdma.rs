@@ -9,6 +9,7 @@ use rdma_dissectors::ib::Psn;
 use rdma_dissectors::oncrpc::{MsgBody, RpcMsg};
 use rdma_dissectors::stack::Dissection;
 
+use super::index::Tag;
 use super::state::{Message, QpState, ReadReq, SegmentRef, Txn, WriteCtx, SEGMENT_FRAME_CAP};
 use crate::engine::describe::fill_call;
 use crate::engine::keys::{ConnId, QpKey};
@@ -792,17 +793,8 @@ impl Engine {
         out: &mut Vec<Finding>,
     ) -> Option<ConnId> {
         let (src, _) = Addr::of_frame(d)?;
-        let id = self.state.connections.values().rev().find_map(|c| {
-            let corr = self.conns.corr.get(&c.id)?;
-            (c.client.is_none()
-                && c.server.is_some_and(|s| s.addr == src)
-                && corr.peer_addr == Some(dest.addr)
-                && corr.stags.contains_key(&rkey))
-            .then_some(c.id)
-        })?;
-        if let Some(c) = self.state.connections.get_mut(&id) {
-            c.client = Some(dest);
-        }
+        let id = self.half_open_conn(src, dest.addr, Tag::Rkey(rkey))?;
+        self.set_client(id, dest);
         self.bind_qp(dest, id, src, out);
         Some(id)
     }

@@ -135,6 +135,9 @@ pub(in crate::engine) struct Table {
     /// request PSN. A response or ACK to the requester whose PSN answers
     /// one of them pairs the two QPs into a connection without CM.
     pub awaiting: Map<(Addr, Addr), Vec<(u32, u32)>>,
+    /// What finds a half-open connection or a CM comm id's connection
+    /// without a walk of them all (see `index`).
+    pub index: super::index::Index,
 }
 
 impl Table {
