@@ -44,15 +44,6 @@ pub(in crate::engine) struct Index {
     pub comm_ids: Map<(Addr, u32), Vec<ConnId>>,
 }
 
-impl Index {
-    /// Index entries held, all tables together (for the tests' checks).
-    #[cfg(test)]
-    pub fn entries(&self) -> usize {
-        self.half_open.values().map(Vec::len).sum::<usize>()
-            + self.comm_ids.values().map(Vec::len).sum::<usize>()
-    }
-}
-
 fn add<K: std::hash::Hash + Eq>(map: &mut Map<K, Vec<ConnId>>, key: K, id: ConnId) {
     let v = map.entry(key).or_default();
     if let Err(at) = v.binary_search(&id) {
