@@ -121,6 +121,55 @@ fn a_flood_of_queue_pairs_stays_within_the_budget() {
     assert!(kib < (4 << 10) + BASELINE_KIB, "peak RSS {kib} KiB");
 }
 
+/// Best of three wall times of `report` on `file`, seconds.
+fn best_wall(file: &Path) -> f64 {
+    (0..3)
+        .map(|_| {
+            let t = std::time::Instant::now();
+            let (r, _) = report(file, &[]);
+            let s = t.elapsed().as_secs_f64();
+            assert_eq!(r["totals"]["replies"], 0, "{r}");
+            s
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// Writes, Read requests and replies to queue pairs no connection owns
+/// cost what they cost with one connection when 2048 connections made from
+/// traffic are waiting for their client QP: the lookups are indexed, not a
+/// walk of every connection (with the walk, 2048 connections made each
+/// such frame about ten times dearer).
+#[test]
+fn frames_to_unowned_queue_pairs_cost_the_same_whatever_the_connections() {
+    let frames = 60_000;
+    let many = make(Case::UnownedFlood, 2048, frames, "unowned-2048.pcap");
+    let one = make(Case::UnownedFlood, 1, frames, "unowned-1.pcap");
+    let (r, _) = report(&many, &[]);
+    assert_eq!(r["totals"]["calls"], 2048, "{r}");
+    assert_eq!(r["totals"]["frames"], 2048 + frames, "{r}");
+    assert_eq!(r["totals"]["unassociated_frames"], frames, "{r}");
+    let (t_many, t_one) = (best_wall(&many), best_wall(&one));
+    assert!(
+        t_many < 2.0 * t_one,
+        "2048 connections: {t_many:.3} s, one: {t_one:.3} s"
+    );
+}
+
+/// Every frame is counted unassociated at most once: a reply to a QP no
+/// connection owns was counted by its message and again by its frame, and
+/// the call that made a connection from traffic as unassociated (the
+/// count ran past the frames in the capture).
+#[test]
+fn unassociated_frames_never_exceed_the_frames() {
+    let f = make(Case::UnownedFlood, 3, 300, "unassociated.pcap");
+    let (r, _) = report(&f, &[]);
+    let t = &r["totals"];
+    assert_eq!(t["frames"], 303, "{r}");
+    // The three calls made their connections; the 300 frames after them
+    // (100 Writes, 100 Read requests, 100 replies) belong to none.
+    assert_eq!(t["unassociated_frames"], 300, "{r}");
+}
+
 /// One frame far ahead in a QP's PSN sequence (another incarnation, or a
 /// stray): reported, and the eleven transactions around it all survive.
 #[test]

@@ -11,7 +11,7 @@ use std::net::Ipv4Addr;
 use std::str::FromStr;
 
 use rdma_dissectors::ib::bth::Opcode;
-use rdma_dissectors::ib::Transport;
+use rdma_dissectors::ib::{Reth, Transport};
 use rdma_dissectors::oncrpc::{
     AcceptStat, AuthFlavor, Call, MsgBody, OpaqueAuth, ReplyBody, RpcMsg,
 };
@@ -41,11 +41,18 @@ pub enum Case {
     WrongPeer,
     /// An RDMA_NOMSG call with only a reply chunk (RFC 8166 4.2.4).
     NomsgReplyChunkCall,
+    /// `connections` connections from traffic whose client QP is not
+    /// known yet (a call each, offering a reply chunk), then `calls`
+    /// frames from the server to client QPs no connection owns: RDMA
+    /// Writes and Read requests naming STags nobody advertised, and
+    /// replies to XIDs nobody sent. Each must cost what it costs with one
+    /// connection, not a look at every connection.
+    UnownedFlood,
 }
 
 impl Case {
     /// Every case, with its name.
-    pub const ALL: [(Case, &'static str); 7] = [
+    pub const ALL: [(Case, &'static str); 8] = [
         (Case::Unanswered, "unanswered"),
         (Case::QpFlood, "qp-flood"),
         (Case::StrayPsn, "stray-psn"),
@@ -53,6 +60,7 @@ impl Case {
         (Case::TimeBackwards, "time-backwards"),
         (Case::WrongPeer, "wrong-peer"),
         (Case::NomsgReplyChunkCall, "nomsg-reply-chunk-call"),
+        (Case::UnownedFlood, "unowned-flood"),
     ];
 }
 
@@ -304,6 +312,65 @@ pub fn write<W: Write>(case: Case, connections: u32, calls: u64, out: W) -> Resu
                 &mut buf,
             )?;
             client.send(&mut wire, buf.get(..n).unwrap_or_default())?;
+        }
+        Case::UnownedFlood => {
+            for c in 0..connections {
+                let (mut client, _) = pair(0x100 + 2 * c);
+                let reply_chunk = [Segment {
+                    handle: 0x1000_0000 | c,
+                    length: 4096,
+                    offset: 0x7f00_0000_0000,
+                }];
+                let chunks = Chunks::new(&[], &[], Some(&reply_chunk));
+                let n = call(0x100_0000 | c, Proc::Msg, chunks, &mut buf)?;
+                client.send(&mut wire, buf.get(..n).unwrap_or_default())?;
+                wire.advance(1_000);
+            }
+            // Client QPs well away from the connections' (0x100 on).
+            const FLOOD_QPS: u32 = 4096;
+            let mut psn = [0u32; FLOOD_QPS as usize];
+            for i in 0..calls {
+                let qp = (i % u64::from(FLOOD_QPS)) as u32;
+                let dest_qp = 0x80_0000 + qp;
+                let p = psn.get_mut(qp as usize).map_or(0, |p| {
+                    *p = (*p + 1) & 0xff_ffff;
+                    *p
+                });
+                let unknown = 0xdead_0000 ^ (i as u32);
+                let reth = Some(Reth {
+                    va: 0x7f00_0000_0000,
+                    r_key: unknown,
+                    dma_length: 64,
+                });
+                match i % 3 {
+                    0 => {
+                        let payload = [0u8; 64];
+                        let mut t = Transport::new(
+                            bth(Opcode::RC_RDMA_WRITE_ONLY, dest_qp, p, true),
+                            &payload,
+                        );
+                        t.reth = reth;
+                        wire.packet(&SERVER, &CLIENT, 49152, &t)?;
+                    }
+                    1 => {
+                        let mut t = Transport::new(
+                            bth(Opcode::RC_RDMA_READ_REQUEST, dest_qp, p, true),
+                            &[],
+                        );
+                        t.reth = reth;
+                        wire.packet(&SERVER, &CLIENT, 49152, &t)?;
+                    }
+                    _ => {
+                        let n = reply(unknown, &mut buf)?;
+                        let t = Transport::new(
+                            bth(Opcode::RC_SEND_ONLY, dest_qp, p, true),
+                            buf.get(..n).unwrap_or_default(),
+                        );
+                        wire.packet(&SERVER, &CLIENT, 49152, &t)?;
+                    }
+                }
+                wire.advance(1_000);
+            }
         }
     }
     wire.finish()

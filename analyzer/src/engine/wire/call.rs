@@ -210,8 +210,8 @@ impl Engine {
             Some(c) => Some(c),
             None => self.conn_for_cut_message(m, xid, out),
         };
+        // Its frame is counted unassociated by `rc_frame`, once.
         let Some(conn) = conn else {
-            self.state.totals.unassociated_frames += 1;
             return;
         };
         self.carries(conn, Carries::RpcRdma);
@@ -362,8 +362,8 @@ impl Engine {
             (None, true) => self.conn_for_cut_message(&m, xid, out),
             _ => self.conn_for_message(&m, is_call, xid, out),
         };
+        // Its frame is counted unassociated by `rc_frame`, once.
         let Some(conn) = conn else {
-            self.state.totals.unassociated_frames += 1;
             return;
         };
         self.carries(conn, Carries::RpcRdma);

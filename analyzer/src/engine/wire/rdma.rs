@@ -545,7 +545,10 @@ impl Engine {
             }
             _ => {}
         }
-        if conn.is_none() {
+        // Whether a connection owns the QP now: the message or request this
+        // frame carried may have found (or made) one.
+        let owned = conn.is_some() || self.qps.get(&dest).is_some_and(|q| q.conn.is_some());
+        if !owned {
             self.state.totals.unassociated_frames += 1;
         }
     }
