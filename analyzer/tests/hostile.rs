@@ -186,6 +186,34 @@ fn one_stray_frame_does_not_poison_its_queue_pair() {
     assert_eq!(k.len(), 1, "{k:?}");
 }
 
+/// A frame 1000 PSNs ahead of the starting PSN the CM announced, before
+/// any other request to that QP: it used to start the sequence, and every
+/// call after it looked sent again (10 of 11 calls vanished, here all 11).
+/// The CM's start decides: the stray is reported and left out, the eleven
+/// transactions all survive.
+#[test]
+fn a_stray_frame_before_the_first_request_does_not_start_the_sequence() {
+    let f = make(Case::StrayPsnAtStart, 1, 0, "stray-start.pcap");
+    let (r, _) = report(&f, &[]);
+    let t = &r["totals"];
+    assert_eq!(
+        (&t["calls"], &t["replies"]),
+        (&11.into(), &11.into()),
+        "{r}"
+    );
+    assert_eq!(t["retransmissions"], 0, "{r}");
+    assert_eq!(t["psn_gaps"], 0, "{r}");
+    let anomalies = lines(&f, "anomalies");
+    let k = kinds(&anomalies);
+    assert_eq!(k.get("psn_out_of_sequence"), Some(&1), "{k:?}");
+    assert_eq!(k.len(), 1, "{k:?}");
+    let msg = anomalies[0]["message"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("PSN 0x44c") && msg.contains("starting PSN the CM exchange announced (0x64)"),
+        "{msg}"
+    );
+}
+
 /// 1000 calls with one XID, all outstanding: reported (RFC 8166 3), every
 /// one counted for credits, and the replies paired in the order sent.
 #[test]

@@ -11,7 +11,8 @@ use std::net::Ipv4Addr;
 use std::str::FromStr;
 
 use rdma_dissectors::ib::bth::Opcode;
-use rdma_dissectors::ib::{Reth, Transport};
+use rdma_dissectors::ib::cm::{attr, CmIds, CmPath, CmRep, CmReq};
+use rdma_dissectors::ib::{Deth, Mad, PKey, Psn, Qpn, Reth, ServiceId, Transport};
 use rdma_dissectors::oncrpc::{
     AcceptStat, AuthFlavor, Call, MsgBody, OpaqueAuth, ReplyBody, RpcMsg,
 };
@@ -48,11 +49,15 @@ pub enum Case {
     /// replies to XIDs nobody sent. Each must cost what it costs with one
     /// connection, not a look at every connection.
     UnownedFlood,
+    /// A connection set up by the CM (which announces each side's starting
+    /// PSN), then one frame to the server's QP 1000 PSNs ahead of the
+    /// announced start before any other, then eleven calls and replies.
+    StrayPsnAtStart,
 }
 
 impl Case {
     /// Every case, with its name.
-    pub const ALL: [(Case, &'static str); 8] = [
+    pub const ALL: [(Case, &'static str); 9] = [
         (Case::Unanswered, "unanswered"),
         (Case::QpFlood, "qp-flood"),
         (Case::StrayPsn, "stray-psn"),
@@ -61,6 +66,7 @@ impl Case {
         (Case::WrongPeer, "wrong-peer"),
         (Case::NomsgReplyChunkCall, "nomsg-reply-chunk-call"),
         (Case::UnownedFlood, "unowned-flood"),
+        (Case::StrayPsnAtStart, "stray-psn-at-start"),
     ];
 }
 
@@ -190,6 +196,99 @@ fn pair(qpn: u32) -> (Sender, Sender) {
     )
 }
 
+/// One CM MAD (REQ, REP or RTU) from `from` to `to`, on QP1.
+fn cm_mad<W: Write>(
+    wire: &mut Wire<W>,
+    from: &Node,
+    to: &Node,
+    psn: u32,
+    attr: u16,
+    body: impl FnOnce(&mut [u8]) -> rdma_dissectors::Result<usize>,
+) -> Result<u64, Error> {
+    let mut mad = [0u8; 256];
+    Mad::cm(attr, 0x4242).emit(&mut mad)?;
+    body(mad.get_mut(24..).unwrap_or_default())?;
+    let mut t = Transport::new(bth(Opcode::UD_SEND_ONLY, 1, psn, true), &mad);
+    t.deth = Some(Deth {
+        q_key: Deth::GSI_Q_KEY,
+        src_qp: Qpn::QP1,
+    });
+    wire.packet(from, to, 0xd872, &t)
+}
+
+/// The CM exchange (REQ, REP, RTU) that sets up `pair(qpn)`'s connection
+/// and announces the PSNs the two sides start at.
+fn cm_connect<W: Write>(
+    wire: &mut Wire<W>,
+    qpn: u32,
+    client: &Sender,
+    server: &Sender,
+) -> Result<(), Error> {
+    let (c_comm, s_comm) = (0x1111_0001, 0x2222_0001);
+    let q = |v: u32| Qpn::try_new(v).unwrap_or(Qpn::QP1);
+    let p = |v: u32| Psn::try_new(v).unwrap_or_default();
+    let req = CmReq {
+        local_comm_id: c_comm,
+        // Not RDMA-CM's: its REQ would need the CMA header in its private data.
+        service_id: ServiceId(0x0000_0001_0000_4e51),
+        local_ca_guid: 0x5054_00ff_fe99_0002,
+        local_q_key: 0,
+        local_qpn: q(qpn),
+        responder_resources: 0x80,
+        local_eecn: 0,
+        initiator_depth: 0,
+        remote_eecn: 0,
+        remote_cm_response_timeout: 0x14,
+        transport_service_type: 0,
+        end_to_end_flow_control: false,
+        // The PSN the server will send with (to the client's QP).
+        starting_psn: p(server.psn),
+        local_cm_response_timeout: 0x14,
+        retry_count: 6,
+        p_key: PKey::DEFAULT,
+        path_packet_payload_mtu: 3,
+        rdc_exists: false,
+        rnr_retry_count: 0,
+        max_cm_retries: 15,
+        srq: false,
+        extended_transport_type: 0,
+        primary_path: CmPath::default(),
+        alternate_path: CmPath::default(),
+        sap_supported: false,
+        private_data: &[],
+    };
+    cm_mad(wire, &CLIENT, &SERVER, 0, attr::REQ, |b| req.emit(b))?;
+    wire.advance(2_500);
+    let rep = CmRep {
+        local_comm_id: s_comm,
+        remote_comm_id: c_comm,
+        local_q_key: 0,
+        local_qpn: q(qpn + 1),
+        local_ee_context: 0,
+        // The PSN the client will send with (to the server's QP).
+        starting_psn: p(client.psn),
+        responder_resources: 0,
+        initiator_depth: 0x80,
+        target_ack_delay: 0x0f,
+        failover_accepted: 0,
+        end_to_end_flow_control: false,
+        rnr_retry_count: 0,
+        srq: false,
+        local_ca_guid: 0x5054_00ff_fe99_0001,
+        private_data: &[],
+    };
+    cm_mad(wire, &SERVER, &CLIENT, 0, attr::REP, |b| rep.emit(b))?;
+    wire.advance(2_500);
+    let rtu = CmIds {
+        local_comm_id: c_comm,
+        remote_comm_id: s_comm,
+        private_data: &[],
+    };
+    cm_mad(wire, &CLIENT, &SERVER, 1, attr::RTU, |b| rtu.emit(b))?;
+    wire.advance(10_000);
+    Ok(())
+}
+
 /// Writes `case` to `out`: `connections` and `calls` size the floods.
 ///
 /// # Errors
@@ -312,6 +411,26 @@ pub fn write<W: Write>(case: Case, connections: u32, calls: u64, out: W) -> Resu
                 &mut buf,
             )?;
             client.send(&mut wire, buf.get(..n).unwrap_or_default())?;
+        }
+        Case::StrayPsnAtStart => {
+            let (mut client, mut server) = pair(0x10);
+            cm_connect(&mut wire, 0x10, &client, &server)?;
+            // Before the first call: a frame 1000 PSNs ahead of the start
+            // the REP announced, near enough to pass for the sequence.
+            let mut stray = Sender {
+                psn: client.psn + 1000,
+                ..pair(0x10).0
+            };
+            let n = call(0x9999, Proc::Msg, Chunks::EMPTY, &mut buf)?;
+            stray.send(&mut wire, buf.get(..n).unwrap_or_default())?;
+            wire.advance(20_000);
+            for i in 0..11u32 {
+                let n = call(0x5000 + i, Proc::Msg, Chunks::EMPTY, &mut buf)?;
+                client.send(&mut wire, buf.get(..n).unwrap_or_default())?;
+                wire.advance(20_000);
+                let n = reply(0x5000 + i, &mut buf)?;
+                server.send(&mut wire, buf.get(..n).unwrap_or_default())?;
+            }
         }
         Case::UnownedFlood => {
             for c in 0..connections {

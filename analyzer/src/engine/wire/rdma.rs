@@ -100,6 +100,13 @@ pub(in crate::engine) fn continues_transfer(d: &Dissection<'_>) -> bool {
 /// many packets of one QP in a capture is itself worth a line.
 const FAR: u32 = 1 << 16;
 
+/// How far ahead of the starting PSN the CM exchange announced a QP's first
+/// request seen may be and still start its sequence: the packets a capture
+/// missed between the exchange and it. A first request further off is held
+/// as a far packet (a stray frame there would make every request after it
+/// look sent again), and the sequence starts with the next if it follows.
+const START_SLACK: u32 = 64;
+
 /// Where a request's PSN stands in its queue pair's sequence.
 #[derive(Debug, PartialEq, Eq)]
 enum Sequence {
@@ -122,7 +129,28 @@ impl Sequence {
     /// sequence on; a far packet becomes the sequence only when the next
     /// one follows it.
     fn of(q: &mut QpState, cur: Psn, span: Option<u32>) -> Sequence {
+        let follows_far = q
+            .far_psn
+            .and_then(Psn::try_new)
+            .is_some_and(|f| f.distance(cur) >= 1 && f.distance(cur) <= FAR);
+        let cm_start = q
+            .first_psn
+            .filter(|_| q.first_from_cm)
+            .and_then(Psn::try_new);
         let Some(last) = q.last_psn.and_then(Psn::try_new) else {
+            if let Some(start) = cm_start {
+                let ahead = start.distance(cur);
+                if ahead > START_SLACK && !follows_far {
+                    q.far_psn = Some(cur.get());
+                    return Sequence::Far;
+                }
+                q.far_psn = None;
+                q.last_psn = Some(cur.get());
+                q.last_span = span;
+                return Sequence::Next {
+                    gap: ahead != 0 && !follows_far,
+                };
+            }
             q.last_psn = Some(cur.get());
             q.last_span = span;
             if q.first_psn.is_none() {
@@ -133,10 +161,6 @@ impl Sequence {
         let ahead = last.distance(cur);
         let behind = cur.distance(last);
         let near = ahead <= FAR || behind <= FAR;
-        let follows_far = q
-            .far_psn
-            .and_then(Psn::try_new)
-            .is_some_and(|f| f.distance(cur) >= 1 && f.distance(cur) <= FAR);
         if !near && !follows_far {
             q.far_psn = Some(cur.get());
             return Sequence::Far;
@@ -321,19 +345,25 @@ impl Engine {
         &mut self,
         number: u64,
         psn: u32,
-        last: Option<u32>,
+        (last, cm_start): (Option<u32>, Option<u32>),
         dest: QpKey,
         conn: Option<ConnId>,
         out: &mut Vec<Finding>,
     ) {
-        let last = last.map_or("?".to_string(), |l| format!("{l:#x}"));
+        let from = match (last, cm_start) {
+            (Some(l), _) => format!("far from its sequence (last {l:#x})"),
+            (None, Some(s)) => format!(
+                "the first request seen, far from the starting PSN the CM exchange announced ({s:#x})"
+            ),
+            (None, None) => "far from its sequence".to_string(),
+        };
         self.anomaly(
             out,
             Kind::PsnOutOfSequence,
             vec![number],
             conn,
             None,
-            format!("PSN {psn:#x} to {dest} is far from its sequence (last {last}): a stray frame or another incarnation of the QP; left out, and followed only if the next packets follow it"),
+            format!("PSN {psn:#x} to {dest} is {from}: a stray frame or another incarnation of the QP; left out, and followed only if the next packets follow it"),
         );
     }
 
@@ -409,7 +439,8 @@ impl Engine {
         }
         if stray {
             let last = q.last_psn;
-            return self.far_psn(number, psn, last, dest, conn, out);
+            let cm_start = q.first_psn.filter(|_| q.first_from_cm);
+            return self.far_psn(number, psn, (last, cm_start), dest, conn, out);
         }
         // A Write's later packets carry no RETH: its context says where they go.
         let mut write = None;
@@ -1063,5 +1094,30 @@ mod tests {
             .map(|p| step(&mut q, p))
             .collect();
         assert_eq!(wrap, ["next", "next", "next", "next"]);
+    }
+
+    /// With the CM's starting PSN, the first request must start near it: a
+    /// lone frame far ahead of it (or behind) is held out; a few missed
+    /// packets are a gap; a far one the next follows is where the sequence
+    /// went (another incarnation).
+    #[test]
+    fn the_cm_start_decides_where_the_sequence_starts() {
+        let from_cm = |start: u32| QpState {
+            first_psn: Some(start),
+            first_from_cm: true,
+            ..QpState::default()
+        };
+        let run = |start: u32, psns: &[u32]| -> Vec<&'static str> {
+            let mut q = from_cm(start);
+            psns.iter().map(|&p| step(&mut q, p)).collect()
+        };
+        assert_eq!(run(100, &[1100, 100, 101]), ["far", "next", "next"]);
+        assert_eq!(run(100, &[50, 100]), ["far", "next"]);
+        assert_eq!(run(100, &[105, 106]), ["gap", "next"]);
+        assert_eq!(run(100, &[5000, 5001, 5002]), ["far", "next", "next"]);
+        assert_eq!(run(0xff_fff0, &[0xff_fff0, 0]), ["next", "gap"]);
+        // Without the CM's word, the first request is the sequence.
+        let mut q = QpState::default();
+        assert_eq!(step(&mut q, 1100), "next");
     }
 }
