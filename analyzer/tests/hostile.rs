@@ -266,6 +266,35 @@ fn replies_stamped_before_their_calls_have_no_latency() {
     let (r, _) = report(&f, &[]);
     assert_eq!(r["latency_unknown"]["NFS GETATTR"], 2, "{r}");
     assert_eq!(r["response_times"][0]["latency"]["count"], 2, "{r}");
+    // The metrics agree: four replies, two latency samples (they counted
+    // the other two as 0 s).
+    let prom = dir().join("backwards.prom");
+    let (out, _) = run(&[
+        "report",
+        "--metrics-out",
+        prom.to_str().unwrap(),
+        f.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = std::fs::read_to_string(&prom).unwrap();
+    let value = |prefix: &str| -> Option<f64> {
+        text.lines()
+            .find(|l| l.starts_with(prefix))?
+            .rsplit(' ')
+            .next()?
+            .parse()
+            .ok()
+    };
+    assert_eq!(
+        value("rdma_rpc_replies_total{program=\"NFS\",version=\"3\",procedure=\"GETATTR\""),
+        Some(4.0),
+        "{text}"
+    );
+    assert_eq!(
+        value("rdma_rpc_latency_seconds_count{program=\"NFS\",version=\"3\",procedure=\"GETATTR\""),
+        Some(2.0),
+        "{text}"
+    );
 }
 
 /// A frame to a known QP from a third host is not part of the connection.
