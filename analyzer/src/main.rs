@@ -109,11 +109,18 @@ fn frames(a: &FramesArgs) -> anyhow::Result<ExitCode> {
     Ok(finish(&outcome.end))
 }
 
+/// The report's per-procedure tables take a sixteenth of `--memory-limit`
+/// (16 MiB of the default 256: about 540 procedure rows), the engine the rest.
+const REPORT_SHARE: usize = 16;
+
 fn report(r: &ReportArgs) -> anyhow::Result<ExitCode> {
     let a = &r.analyze;
-    let config = a.config();
+    let mut config = a.config();
+    // One budget: the report's per-procedure tables take their share of it.
+    let tables = config.memory_limit / REPORT_SHARE;
+    config.memory_limit -= tables;
     let mut source = FileSource::open_all(&a.files, &config.stack)?;
-    let mut rep = Report::new(a.filter());
+    let mut rep = Report::new(a.filter()).within(tables);
     let engine = Some(Engine::new(config));
     // The metrics count the whole capture; --filter narrows the report only.
     let (outcome, metrics) = match &r.metrics_out {

@@ -170,6 +170,52 @@ fn unassociated_frames_never_exceed_the_frames() {
     assert_eq!(t["unassociated_frames"], 300, "{r}");
 }
 
+/// 5000 calls of distinct procedure numbers (a `NFS proc N` label each,
+/// answered a second later) under a 16 MiB budget: the report's
+/// per-procedure tables hold their share of the budget, the rest is counted
+/// under `(other procedures)` and said, and every call is still counted.
+/// Each label kept a 12 KiB histogram: 20,000 of them took 271 MB.
+#[test]
+fn many_procedure_labels_stay_within_the_budget() {
+    let calls = 5000;
+    let f = make(Case::ManyLabels, 1, calls, "labels.pcap");
+    let (r, kib) = report(&f, &["--memory-limit", "16M"]);
+    assert_eq!(r["totals"]["replies"], calls, "{r}");
+    let cap = &r["procedures_over_cap"];
+    let rows = cap["rows"].as_u64().unwrap();
+    assert!((16..100).contains(&rows), "{cap}");
+    let times = r["response_times"].as_array().unwrap();
+    // The cap's rows, and the one they overflow into.
+    assert_eq!(times.len() as u64, rows + 1, "{cap}");
+    let other = times
+        .iter()
+        .find(|t| t["procedure"] == "(other procedures)")
+        .expect("an (other procedures) row");
+    assert_eq!(other["latency"]["count"], calls - rows, "{other}");
+    assert_eq!(cap["transactions"], calls - rows, "{cap}");
+    let sampled: u64 = times
+        .iter()
+        .map(|t| t["latency"]["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(sampled, calls);
+    assert!(kib < (16 << 10) + BASELINE_KIB, "peak RSS {kib} KiB");
+    let (out, _) = run(&["report", "--memory-limit", "16M", f.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "{} transactions of procedures past the tables' {rows} rows",
+            calls - rows
+        )) && text.contains("raise --memory-limit"),
+        "{text}"
+    );
+    // The default budget (256 MiB) keeps about 540 rows apart.
+    let (r, _) = report(&f, &[]);
+    let cap = &r["procedures_over_cap"];
+    let rows = cap["rows"].as_u64().unwrap();
+    assert!(rows > 500, "{cap}");
+    assert_eq!(cap["transactions"], calls - rows, "{cap}");
+}
+
 /// One frame far ahead in a QP's PSN sequence (another incarnation, or a
 /// stray): reported, and the eleven transactions around it all survive.
 #[test]

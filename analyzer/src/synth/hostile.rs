@@ -53,11 +53,15 @@ pub enum Case {
     /// PSN), then one frame to the server's QP 1000 PSNs ahead of the
     /// announced start before any other, then eleven calls and replies.
     StrayPsnAtStart,
+    /// `calls` calls on one connection, each of a procedure number NFSv3
+    /// does not define (a distinct `NFS proc N` label each), each answered
+    /// a second later: a latency histogram per label in the report.
+    ManyLabels,
 }
 
 impl Case {
     /// Every case, with its name.
-    pub const ALL: [(Case, &'static str); 9] = [
+    pub const ALL: [(Case, &'static str); 10] = [
         (Case::Unanswered, "unanswered"),
         (Case::QpFlood, "qp-flood"),
         (Case::StrayPsn, "stray-psn"),
@@ -67,6 +71,7 @@ impl Case {
         (Case::NomsgReplyChunkCall, "nomsg-reply-chunk-call"),
         (Case::UnownedFlood, "unowned-flood"),
         (Case::StrayPsnAtStart, "stray-psn-at-start"),
+        (Case::ManyLabels, "many-labels"),
     ];
 }
 
@@ -105,6 +110,18 @@ const START_NS: u64 = 1_767_225_600_000_000_000;
 
 /// An NFSv3 GETATTR call, RDMA_MSG (or RDMA_NOMSG with `chunks`).
 fn call(xid: u32, proc: Proc, chunks: Chunks<'_>, buf: &mut [u8]) -> Result<usize, Error> {
+    nfs_call(xid, 1, proc, chunks, buf)
+}
+
+/// An NFSv3 call of procedure number `nfs_proc`, RDMA_MSG (or RDMA_NOMSG
+/// with `chunks`).
+fn nfs_call(
+    xid: u32,
+    nfs_proc: u32,
+    proc: Proc,
+    chunks: Chunks<'_>,
+    buf: &mut [u8],
+) -> Result<usize, Error> {
     let hdr = RpcRdmaHeader {
         xid: Xid(xid),
         vers: 1,
@@ -126,7 +143,7 @@ fn call(xid: u32, proc: Proc, chunks: Chunks<'_>, buf: &mut [u8]) -> Result<usiz
             rpcvers: 2,
             prog: 100_003,
             vers: 3,
-            proc: 1,
+            proc: nfs_proc,
             cred: OpaqueAuth {
                 flavor: AuthFlavor::from(0),
                 body: &[],
@@ -429,6 +446,19 @@ pub fn write<W: Write>(case: Case, connections: u32, calls: u64, out: W) -> Resu
                 client.send(&mut wire, buf.get(..n).unwrap_or_default())?;
                 wire.advance(20_000);
                 let n = reply(0x5000 + i, &mut buf)?;
+                server.send(&mut wire, buf.get(..n).unwrap_or_default())?;
+            }
+        }
+        Case::ManyLabels => {
+            let (mut client, mut server) = pair(0x10);
+            for i in 0..calls {
+                let xid = 0x4000_0000 | (i as u32);
+                // NFSv3 defines procedures 0 to 21.
+                let nfs_proc = 1000 + (i as u32);
+                let n = nfs_call(xid, nfs_proc, Proc::Msg, Chunks::EMPTY, &mut buf)?;
+                client.send(&mut wire, buf.get(..n).unwrap_or_default())?;
+                wire.advance(1_000_000_000);
+                let n = reply(xid, &mut buf)?;
                 server.send(&mut wire, buf.get(..n).unwrap_or_default())?;
             }
         }
