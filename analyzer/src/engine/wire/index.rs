@@ -229,3 +229,128 @@ impl Engine {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Config;
+    use crate::pipeline::Flow;
+    use crate::synth::hostile::{self, Case};
+
+    /// The engine after `case`, made into a file and read as a capture, as
+    /// it stands before the capture's end closes every connection out.
+    fn after(case: Case, connections: u32, calls: u64, config: Config) -> Engine {
+        let path = std::env::temp_dir().join(format!(
+            "rdma-index-{}-{connections}-{calls}-{:?}.pcap",
+            std::process::id(),
+            case
+        ));
+        let f = std::fs::File::create(&path).unwrap();
+        hostile::write(case, connections, calls, std::io::BufWriter::new(f)).unwrap();
+        let mut source = crate::test_support::capture_source(&path, &config.stack);
+        let mut e = Engine::new(config);
+        let mut out = Vec::new();
+        while source
+            .pump(&mut |ev| {
+                e.handle(ev, &mut out);
+                out.clear();
+                Flow::Continue
+            })
+            .is_none()
+        {}
+        std::fs::remove_file(&path).unwrap();
+        e
+    }
+
+    /// The index holds exactly what the walks it replaced would find: every
+    /// entry a live half-open connection that answers it, and every tag of
+    /// every half-open connection an entry. Returns the entries.
+    fn check(e: &Engine) -> usize {
+        let mut n = 0;
+        for (&(server, client, tag), ids) in &e.conns.index.half_open {
+            assert!(!ids.is_empty() && ids.windows(2).all(|w| w[0] < w[1]));
+            for id in ids {
+                assert_eq!(e.half_open_ends(*id), Some((server, client)), "{id}");
+                let corr = e.conns.corr.get(id).unwrap();
+                assert!(tags(corr).contains(&tag), "{id} {tag:?}");
+                n += 1;
+            }
+        }
+        let mut expected = 0;
+        for id in e.state.connections.keys() {
+            let Some((server, client)) = e.half_open_ends(*id) else {
+                continue;
+            };
+            for tag in tags(e.conns.corr.get(id).unwrap()) {
+                let ids = e.conns.index.half_open.get(&(server, client, tag));
+                assert!(ids.is_some_and(|v| v.contains(id)), "{id} {tag:?}");
+                expected += 1;
+            }
+        }
+        assert_eq!(n, expected);
+        for (&(addr, comm_id), ids) in &e.conns.index.comm_ids {
+            for id in ids {
+                assert!(e.conn_by_comm_id(addr, comm_id).is_some(), "{id}");
+            }
+        }
+        n
+    }
+
+    #[test]
+    fn half_open_connections_are_indexed_by_what_pairs_them() {
+        // 64 connections, 3 calls each with a reply chunk: an STag and an
+        // XID per call, all outstanding.
+        let e = after(Case::Unanswered, 64, 3, Config::default());
+        assert_eq!(check(&e), 64 * 3 * 2);
+        // The flood's frames find nothing and leave the index as it was.
+        let e = after(Case::UnownedFlood, 64, 3000, Config::default());
+        assert_eq!(check(&e), 64 * 2);
+    }
+
+    #[test]
+    fn evicted_connections_and_calls_leave_the_index() {
+        // 16 connections at most: the calls go round 64 QPs, so each call
+        // finds its connection evicted and makes a new one, with one call.
+        let config = Config {
+            max_connections: 16,
+            ..Config::default()
+        };
+        let e = after(Case::Unanswered, 64, 10, config);
+        assert_eq!(e.state.connections.len(), 16);
+        assert_eq!(e.state.evictions.connections, 64 * 10 - 16);
+        assert_eq!(check(&e), 16 * 2);
+        // 4 calls per connection at most: the older 6 of 10 went.
+        let config = Config {
+            max_outstanding: 4,
+            ..Config::default()
+        };
+        let e = after(Case::Unanswered, 4, 10, config);
+        assert_eq!(e.state.evictions.calls, 4 * 6);
+        assert_eq!(check(&e), 4 * 4 * 2);
+    }
+
+    #[test]
+    fn a_connection_whose_client_qp_is_known_leaves_the_index() {
+        // Calls answered: each reply made its connection whole.
+        let e = after(Case::XidReuse, 1, 50, Config::default());
+        assert_eq!(check(&e), 0);
+        assert!(e.conns.index.half_open.is_empty());
+    }
+
+    #[test]
+    fn the_cm_comm_ids_find_their_connection() {
+        let e = after(Case::StrayPsnAtStart, 1, 0, Config::default());
+        check(&e);
+        let c = e.state.connections.values().next().unwrap();
+        let (client, server) = (c.client.unwrap(), c.server.unwrap());
+        assert_eq!(
+            e.conn_by_comm_id(client.addr, c.client_comm_id.unwrap()),
+            Some((c.id, Role::Client))
+        );
+        assert_eq!(
+            e.conn_by_comm_id(server.addr, c.server_comm_id.unwrap()),
+            Some((c.id, Role::Server))
+        );
+        assert_eq!(e.conn_by_comm_id(server.addr, 0x5555), None);
+    }
+}
