@@ -71,7 +71,10 @@ pub struct SynthArgs {
     /// Instead of NFS traffic, a capture built to hurt the analyzer:
     /// unanswered (--connections x --calls unanswered calls), qp-flood
     /// (--connections queue pairs), stray-psn, xid-reuse (--calls calls of
-    /// one XID), time-backwards, wrong-peer, nomsg-reply-chunk-call.
+    /// one XID), time-backwards, wrong-peer, nomsg-reply-chunk-call,
+    /// unowned-flood (--connections waiting for their client QP, then --calls
+    /// frames to QPs no connection owns), stray-psn-at-start (after the CM
+    /// exchange), many-labels (--calls calls of distinct procedure numbers).
     #[arg(long, value_name = "CASE")]
     pub hostile: Option<hostile::Case>,
 }
