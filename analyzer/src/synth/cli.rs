@@ -74,7 +74,7 @@ pub struct SynthArgs {
     /// one XID), time-backwards, wrong-peer, nomsg-reply-chunk-call,
     /// unowned-flood (--connections waiting for their client QP, then --calls
     /// frames to QPs no connection owns), stray-psn-at-start (after the CM
-    /// exchange), many-labels (--calls calls of distinct procedure numbers).
+    /// exchange), stray-psn-first (the same without it), many-labels (--calls calls of distinct procedure numbers).
     #[arg(long, value_name = "CASE")]
     pub hostile: Option<hostile::Case>,
 }

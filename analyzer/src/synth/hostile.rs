@@ -53,6 +53,10 @@ pub enum Case {
     /// PSN), then one frame to the server's QP 1000 PSNs ahead of the
     /// announced start before any other, then eleven calls and replies.
     StrayPsnAtStart,
+    /// Eleven calls and replies on a connection from traffic (no CM
+    /// exchange), with one frame 1000 PSNs ahead after the first call: the
+    /// first request the server's QP gets once the call made it known.
+    StrayPsnFirst,
     /// `calls` calls on one connection, each of a procedure number NFSv3
     /// does not define (a distinct `NFS proc N` label each), each answered
     /// a second later: a latency histogram per label in the report.
@@ -61,7 +65,7 @@ pub enum Case {
 
 impl Case {
     /// Every case, with its name.
-    pub const ALL: [(Case, &'static str); 10] = [
+    pub const ALL: [(Case, &'static str); 11] = [
         (Case::Unanswered, "unanswered"),
         (Case::QpFlood, "qp-flood"),
         (Case::StrayPsn, "stray-psn"),
@@ -71,6 +75,7 @@ impl Case {
         (Case::NomsgReplyChunkCall, "nomsg-reply-chunk-call"),
         (Case::UnownedFlood, "unowned-flood"),
         (Case::StrayPsnAtStart, "stray-psn-at-start"),
+        (Case::StrayPsnFirst, "stray-psn-first"),
         (Case::ManyLabels, "many-labels"),
     ];
 }
@@ -429,19 +434,29 @@ pub fn write<W: Write>(case: Case, connections: u32, calls: u64, out: W) -> Resu
             )?;
             client.send(&mut wire, buf.get(..n).unwrap_or_default())?;
         }
-        Case::StrayPsnAtStart => {
+        Case::StrayPsnAtStart | Case::StrayPsnFirst => {
             let (mut client, mut server) = pair(0x10);
-            cm_connect(&mut wire, 0x10, &client, &server)?;
-            // Before the first call: a frame 1000 PSNs ahead of the start
-            // the REP announced, near enough to pass for the sequence.
-            let mut stray = Sender {
-                psn: client.psn + 1000,
-                ..pair(0x10).0
+            // With the CM exchange, the stray comes before any call; without
+            // it, after the first (which makes the connection known).
+            let before = match case {
+                Case::StrayPsnAtStart => {
+                    cm_connect(&mut wire, 0x10, &client, &server)?;
+                    0
+                }
+                _ => 1,
             };
-            let n = call(0x9999, Proc::Msg, Chunks::EMPTY, &mut buf)?;
-            stray.send(&mut wire, buf.get(..n).unwrap_or_default())?;
-            wire.advance(20_000);
             for i in 0..11u32 {
+                if i == before {
+                    // A frame 1000 PSNs ahead of the next one, near enough
+                    // to pass for the sequence.
+                    let mut stray = Sender {
+                        psn: client.psn + 1000,
+                        ..pair(0x10).0
+                    };
+                    let n = call(0x9999, Proc::Msg, Chunks::EMPTY, &mut buf)?;
+                    stray.send(&mut wire, buf.get(..n).unwrap_or_default())?;
+                    wire.advance(20_000);
+                }
                 let n = call(0x5000 + i, Proc::Msg, Chunks::EMPTY, &mut buf)?;
                 client.send(&mut wire, buf.get(..n).unwrap_or_default())?;
                 wire.advance(20_000);

@@ -225,6 +225,7 @@ impl Engine {
         q.first_from_cm = false;
         q.mtu = None;
         q.far_psn = None;
+        q.unconfirmed = false;
         q.write = None;
         let old = q.send.take();
         if let Some(r) = old {

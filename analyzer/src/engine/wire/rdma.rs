@@ -121,6 +121,10 @@ enum Sequence {
     /// Far from the sequence, and not following a far packet before it:
     /// held as a candidate, not followed yet.
     Far,
+    /// Well before the one request the sequence rested on (the first seen,
+    /// with no CM exchange to say where it starts): that one was a stray
+    /// frame ahead of the sequence, which starts here instead.
+    Reseated { stray: Psn },
 }
 
 impl Sequence {
@@ -153,6 +157,7 @@ impl Sequence {
             }
             q.last_psn = Some(cur.get());
             q.last_span = span;
+            q.unconfirmed = true;
             if q.first_psn.is_none() {
                 q.first_psn = Some(cur.get());
             }
@@ -166,9 +171,16 @@ impl Sequence {
             return Sequence::Far;
         }
         q.far_psn = None;
+        if q.unconfirmed && near && cur.is_before(last) && cur.distance(last) > START_SLACK {
+            q.unconfirmed = false;
+            q.last_psn = Some(cur.get());
+            q.last_span = span;
+            return Sequence::Reseated { stray: last };
+        }
         if near && (cur == last || cur.is_before(last)) {
             return Sequence::Again;
         }
+        q.unconfirmed = false;
         let next = q.last_span.map(|n| last.add(n.max(1)));
         q.last_psn = Some(cur.get());
         q.last_span = span;
@@ -367,6 +379,32 @@ impl Engine {
         );
     }
 
+    /// A request well before the first one seen: that one was a stray.
+    #[cold]
+    fn reseated(
+        &mut self,
+        number: u64,
+        stray: Psn,
+        cur: Psn,
+        dest: QpKey,
+        conn: Option<ConnId>,
+        out: &mut Vec<Finding>,
+    ) {
+        self.anomaly(
+            out,
+            Kind::PsnOutOfSequence,
+            vec![number],
+            conn,
+            None,
+            format!(
+                "PSN {:#x} to {dest}, the request its sequence started from, was {} PSNs ahead of the sequence that follows it (from PSN {:#x}, frame {number}): a stray frame or another incarnation of the QP; the sequence starts here, and what that frame carried is kept as it was read",
+                stray.get(),
+                cur.distance(stray),
+                cur.get()
+            ),
+        );
+    }
+
     /// Handles any RC/UC/UD packet that is not a CM MAD.
     pub(in crate::engine) fn rc_frame(
         &mut self,
@@ -425,6 +463,7 @@ impl Engine {
             q.mtu = learnt_mtu;
         }
         let (mut retransmitted, mut gap, mut stray) = (false, false, false);
+        let mut reseated = None;
         let mut in_read = None;
         // The READ before this request, if its span was not known: its
         // responses will say whether this request reused one of its PSNs.
@@ -435,6 +474,7 @@ impl Engine {
                 Sequence::Next { gap: g } => gap = g,
                 Sequence::InReadSpan { read, next } => in_read = Some((read, next)),
                 Sequence::Far => stray = true,
+                Sequence::Reseated { stray } => reseated = Some(stray),
             }
         }
         if stray {
@@ -452,6 +492,9 @@ impl Engine {
         }
         if let Some(m) = learnt_mtu {
             self.learnt_mtu(conn, m);
+        }
+        if let Some(ahead) = reseated {
+            self.reseated(number, ahead, bth.psn, dest, conn, out);
         }
         if let Some((read, next)) = in_read {
             self.read_span_reused(number, op.name(), bth.psn, read, next, dest, conn, out);
@@ -1030,6 +1073,7 @@ mod tests {
             Sequence::Next { gap: true } => "gap",
             Sequence::InReadSpan { .. } => "in-read",
             Sequence::Far => "far",
+            Sequence::Reseated { .. } => "reseated",
         }
     }
 
@@ -1116,8 +1160,29 @@ mod tests {
         assert_eq!(run(100, &[105, 106]), ["gap", "next"]);
         assert_eq!(run(100, &[5000, 5001, 5002]), ["far", "next", "next"]);
         assert_eq!(run(0xff_fff0, &[0xff_fff0, 0]), ["next", "gap"]);
-        // Without the CM's word, the first request is the sequence.
+        // Without the CM's word, the first request starts the sequence; a
+        // request well before it says it was a stray, and the sequence
+        // starts there instead.
         let mut q = QpState::default();
-        assert_eq!(step(&mut q, 1100), "next");
+        let seq: Vec<&str> = [1100, 100, 101, 1100, 102]
+            .into_iter()
+            .map(|p| step(&mut q, p))
+            .collect();
+        assert_eq!(seq, ["next", "reseated", "next", "gap", "again"]);
+        // Once two requests agree, one before them is sent again.
+        let mut q = QpState::default();
+        let seq: Vec<&str> = [1100, 1101, 100]
+            .into_iter()
+            .map(|p| step(&mut q, p))
+            .collect();
+        assert_eq!(seq, ["next", "next", "again"]);
+        // A first request sent again, or a go-back-N a few PSNs back, is
+        // no stray.
+        let mut q = QpState::default();
+        let seq: Vec<&str> = [1100, 1100, 1090, 1091]
+            .into_iter()
+            .map(|p| step(&mut q, p))
+            .collect();
+        assert_eq!(seq, ["next", "again", "again", "again"]);
     }
 }

@@ -42,6 +42,10 @@ pub(in crate::engine) struct QpState {
     /// packet decides whether the sequence moved there (another incarnation
     /// of the QP) or it was a stray frame.
     pub far_psn: Option<u32>,
+    /// The sequence rests on one request, the first the capture showed,
+    /// without the CM's word for where it starts: a request well before it
+    /// says that one was a stray frame ahead of the sequence.
+    pub unconfirmed: bool,
 }
 
 /// Correlation state per connection that the front ends never see.
