@@ -124,16 +124,23 @@ fn frames(a: &FramesArgs) -> anyhow::Result<ExitCode> {
     Ok(finish(&outcome.end))
 }
 
+/// The report's per-procedure tables take a sixteenth of `--memory-limit`
+/// (16 MiB of the default 256: about 540 procedure rows), the engine the rest.
+const REPORT_SHARE: usize = 16;
+
 fn report(r: &ReportArgs) -> anyhow::Result<ExitCode> {
     let a = &r.analyze;
-    let config = a.config();
+    let mut config = a.config();
+    // One budget: the report's per-procedure tables take their share of it.
+    let tables = config.memory_limit / REPORT_SHARE;
+    config.memory_limit -= tables;
     let mut source = match FileSource::open_all(&a.files, &config.stack) {
         Ok(s) => s,
         // A script reading the document gets one whatever happened: the
         // README promises `"complete": false` for an unreadable input,
         // even one unreadable from its first byte.
         Err(e) if a.json => {
-            let doc = Report::new(a.filter()).to_doc(
+            let doc = Report::new(a.filter()).within(tables).to_doc(
                 Engine::new(config).state(),
                 &a.name(),
                 Some(e.to_string()),
@@ -147,7 +154,7 @@ fn report(r: &ReportArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => return Err(e.into()),
     };
-    let mut rep = Report::new(a.filter());
+    let mut rep = Report::new(a.filter()).within(tables);
     let engine = Some(Engine::new(config));
     // The metrics count the whole capture; --filter narrows the report only.
     let (outcome, metrics) = match &r.metrics_out {

@@ -121,6 +121,111 @@ fn a_flood_of_queue_pairs_stays_within_the_budget() {
     assert!(kib < (4 << 10) + BASELINE_KIB, "peak RSS {kib} KiB");
 }
 
+/// Best of three CPU times (user and system) of `report` on `file`,
+/// seconds: CPU, not wall, time, for the tests run beside one another.
+fn best_cpu(file: &Path) -> f64 {
+    (0..3)
+        .map(|i| {
+            let times = dir().join(format!("cpu-{i}"));
+            let out = Command::new("/usr/bin/time")
+                .args(["-f", "%U %S", "-o"])
+                .arg(&times)
+                .args([BIN, "report"])
+                .arg(file)
+                .stdout(Stdio::null())
+                .output()
+                .expect("/usr/bin/time runs the binary (Debian package time)");
+            assert_eq!(out.status.code(), Some(0), "{out:?}");
+            let text = std::fs::read_to_string(&times).unwrap();
+            text.split_whitespace()
+                .map(|s| s.parse::<f64>().unwrap())
+                .sum::<f64>()
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// Writes, Read requests and replies to queue pairs no connection owns
+/// cost what they cost with one connection when 2048 connections made from
+/// traffic are waiting for their client QP: the lookups are indexed, not a
+/// walk of every connection (with the walk, 2048 connections made each
+/// such frame about ten times dearer).
+#[test]
+fn frames_to_unowned_queue_pairs_cost_the_same_whatever_the_connections() {
+    let frames = 60_000;
+    let many = make(Case::UnownedFlood, 2048, frames, "unowned-2048.pcap");
+    let one = make(Case::UnownedFlood, 1, frames, "unowned-1.pcap");
+    let (r, _) = report(&many, &[]);
+    assert_eq!(r["totals"]["calls"], 2048, "{r}");
+    assert_eq!(r["totals"]["frames"], 2048 + frames, "{r}");
+    assert_eq!(r["totals"]["unassociated_frames"], frames, "{r}");
+    let (t_many, t_one) = (best_cpu(&many), best_cpu(&one));
+    assert!(
+        t_many < 2.0 * t_one,
+        "2048 connections: {t_many:.3} s, one: {t_one:.3} s"
+    );
+}
+
+/// Every frame is counted unassociated at most once: a reply to a QP no
+/// connection owns was counted by its message and again by its frame, and
+/// the call that made a connection from traffic as unassociated (the
+/// count ran past the frames in the capture).
+#[test]
+fn unassociated_frames_never_exceed_the_frames() {
+    let f = make(Case::UnownedFlood, 3, 300, "unassociated.pcap");
+    let (r, _) = report(&f, &[]);
+    let t = &r["totals"];
+    assert_eq!(t["frames"], 303, "{r}");
+    // The three calls made their connections; the 300 frames after them
+    // (100 Writes, 100 Read requests, 100 replies) belong to none.
+    assert_eq!(t["unassociated_frames"], 300, "{r}");
+}
+
+/// 5000 calls of distinct procedure numbers (a `NFS proc N` label each,
+/// answered a second later) under a 16 MiB budget: the report's
+/// per-procedure tables hold their share of the budget, the rest is counted
+/// under `(other procedures)` and said, and every call is still counted.
+/// Each label kept a 12 KiB histogram: 20,000 of them took 271 MB.
+#[test]
+fn many_procedure_labels_stay_within_the_budget() {
+    let calls = 5000;
+    let f = make(Case::ManyLabels, 1, calls, "labels.pcap");
+    let (r, kib) = report(&f, &["--memory-limit", "16M"]);
+    assert_eq!(r["totals"]["replies"], calls, "{r}");
+    let cap = &r["procedures_over_cap"];
+    let rows = cap["rows"].as_u64().unwrap();
+    assert!((16..100).contains(&rows), "{cap}");
+    let times = r["response_times"].as_array().unwrap();
+    // The cap's rows, and the one they overflow into.
+    assert_eq!(times.len() as u64, rows + 1, "{cap}");
+    let other = times
+        .iter()
+        .find(|t| t["procedure"] == "(other procedures)")
+        .expect("an (other procedures) row");
+    assert_eq!(other["latency"]["count"], calls - rows, "{other}");
+    assert_eq!(cap["transactions"], calls - rows, "{cap}");
+    let sampled: u64 = times
+        .iter()
+        .map(|t| t["latency"]["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(sampled, calls);
+    assert!(kib < (16 << 10) + BASELINE_KIB, "peak RSS {kib} KiB");
+    let (out, _) = run(&["report", "--memory-limit", "16M", f.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "{} transactions of procedures past the tables' {rows} rows",
+            calls - rows
+        )) && text.contains("raise --memory-limit"),
+        "{text}"
+    );
+    // The default budget (256 MiB) keeps about 540 rows apart.
+    let (r, _) = report(&f, &[]);
+    let cap = &r["procedures_over_cap"];
+    let rows = cap["rows"].as_u64().unwrap();
+    assert!(rows > 500, "{cap}");
+    assert_eq!(cap["transactions"], calls - rows, "{cap}");
+}
+
 /// One frame far ahead in a QP's PSN sequence (another incarnation, or a
 /// stray): reported, and the eleven transactions around it all survive.
 #[test]
@@ -135,6 +240,66 @@ fn one_stray_frame_does_not_poison_its_queue_pair() {
     let k = kinds(&lines(&f, "anomalies"));
     assert_eq!(k.get("psn_out_of_sequence"), Some(&1), "{k:?}");
     assert_eq!(k.len(), 1, "{k:?}");
+}
+
+/// A frame 1000 PSNs ahead of the starting PSN the CM announced, before
+/// any other request to that QP: it used to start the sequence, and every
+/// call after it looked sent again (10 of 11 calls vanished, here all 11).
+/// The CM's start decides: the stray is reported and left out, the eleven
+/// transactions all survive.
+#[test]
+fn a_stray_frame_before_the_first_request_does_not_start_the_sequence() {
+    let f = make(Case::StrayPsnAtStart, 1, 0, "stray-start.pcap");
+    let (r, _) = report(&f, &[]);
+    let t = &r["totals"];
+    assert_eq!(
+        (&t["calls"], &t["replies"]),
+        (&11.into(), &11.into()),
+        "{r}"
+    );
+    assert_eq!(t["retransmissions"], 0, "{r}");
+    assert_eq!(t["psn_gaps"], 0, "{r}");
+    let anomalies = lines(&f, "anomalies");
+    let k = kinds(&anomalies);
+    assert_eq!(k.get("psn_out_of_sequence"), Some(&1), "{k:?}");
+    assert_eq!(k.len(), 1, "{k:?}");
+    let msg = anomalies[0]["message"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("PSN 0x44c") && msg.contains("starting PSN the CM exchange announced (0x64)"),
+        "{msg}"
+    );
+}
+
+/// A stray frame 1000 PSNs ahead on a connection from traffic, right after
+/// the first call made it known: the first request of the QP's sequence
+/// since. It was taken as the sequence, and the ten calls after it looked
+/// sent again (10 of 11 vanished). The next request, 1000 PSNs behind it,
+/// says it was a stray: reported, its call kept as read (no reply comes),
+/// and all eleven calls survive.
+#[test]
+fn a_stray_first_request_gives_way_to_the_sequence_behind_it() {
+    let f = make(Case::StrayPsnFirst, 1, 0, "stray-first.pcap");
+    let (r, _) = report(&f, &[]);
+    let t = &r["totals"];
+    assert_eq!(
+        (&t["calls"], &t["replies"]),
+        (&12.into(), &11.into()),
+        "{r}"
+    );
+    assert_eq!(t["retransmissions"], 0, "{r}");
+    let anomalies = lines(&f, "anomalies");
+    let k = kinds(&anomalies);
+    assert_eq!(k.get("psn_out_of_sequence"), Some(&1), "{k:?}");
+    assert_eq!(k.get("call_without_reply"), Some(&1), "{k:?}");
+    let msg = anomalies
+        .iter()
+        .find(|a| a["kind"] == "psn_out_of_sequence")
+        .and_then(|a| a["message"].as_str())
+        .unwrap_or_default();
+    assert!(
+        msg.contains("PSN 0x44d") && msg.contains("1000 PSNs ahead") && msg.contains("PSN 0x65"),
+        "{msg}"
+    );
 }
 
 /// 1000 calls with one XID, all outstanding: reported (RFC 8166 3), every
@@ -189,6 +354,35 @@ fn replies_stamped_before_their_calls_have_no_latency() {
     let (r, _) = report(&f, &[]);
     assert_eq!(r["latency_unknown"]["NFS GETATTR"], 2, "{r}");
     assert_eq!(r["response_times"][0]["latency"]["count"], 2, "{r}");
+    // The metrics agree: four replies, two latency samples (they counted
+    // the other two as 0 s).
+    let prom = dir().join("backwards.prom");
+    let (out, _) = run(&[
+        "report",
+        "--metrics-out",
+        prom.to_str().unwrap(),
+        f.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = std::fs::read_to_string(&prom).unwrap();
+    let value = |prefix: &str| -> Option<f64> {
+        text.lines()
+            .find(|l| l.starts_with(prefix))?
+            .rsplit(' ')
+            .next()?
+            .parse()
+            .ok()
+    };
+    assert_eq!(
+        value("rdma_rpc_replies_total{program=\"NFS\",version=\"3\",procedure=\"GETATTR\""),
+        Some(4.0),
+        "{text}"
+    );
+    assert_eq!(
+        value("rdma_rpc_latency_seconds_count{program=\"NFS\",version=\"3\",procedure=\"GETATTR\""),
+        Some(2.0),
+        "{text}"
+    );
 }
 
 /// A frame to a known QP from a third host is not part of the connection.

@@ -485,14 +485,17 @@ impl Metrics {
         };
         row.calls[transfer_index(t.call_transfer)] += 1;
         // As the report counts them: a reply is a transaction with a reply
-        // time; its latency is reply minus call.
+        // time; its latency is reply minus call, and a reply stamped before
+        // its call (the clock went backwards) has none: a 0 s sample would
+        // be a lie the report does not tell.
         if let Some(r) = t.reply_ts_ns {
             row.replies[transfer_index(t.reply_transfer)] += 1;
-            let ns = r.saturating_sub(t.call_ts_ns);
-            if let Some(b) = row.latency.get_mut(latency_bucket(ns)) {
-                *b += 1;
+            if let Some(ns) = r.checked_sub(t.call_ts_ns) {
+                if let Some(b) = row.latency.get_mut(latency_bucket(ns)) {
+                    *b += 1;
+                }
+                row.latency_sum_ns += u128::from(ns);
             }
-            row.latency_sum_ns += u128::from(ns);
         }
         for s in &t.chunks {
             let c = &mut self.counts.chunks[chunk_index(s.kind)];

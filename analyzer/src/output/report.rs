@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 
 use super::filter::Filter;
 use super::schema::{
-    ChunkTotals, ConnectionView, KindSummary, PrivateData, ReportDoc, ResponseTimes, WriteChunks,
-    SCHEMA_VERSION,
+    ChunkTotals, ConnectionView, KindSummary, PrivateData, ProceduresOverCap, ReportDoc,
+    ResponseTimes, WriteChunks, SCHEMA_VERSION,
 };
 use super::stats::{Latency, Summary};
 use crate::engine::{Carries, ConnId, Engine, Finding, Kind, Origin, State, Transaction, Transfer};
@@ -16,6 +16,18 @@ use crate::pipeline::{End, Flow, Notice, Progress, Sink};
 
 /// Frames listed per anomaly kind in the report; the rest are counted.
 const FRAMES_PER_KIND: usize = 20;
+
+/// Where transactions of procedures past the report's row cap are counted.
+pub const OTHER_PROCEDURES: &str = "(other procedures)";
+
+/// Bytes a row of the per-procedure tables can cost: a latency histogram
+/// at its largest (every bucket up to 2^64 ns), its label (procedure
+/// labels run to a few hundred bytes: COMPOUND operation lists) and its
+/// place in the map.
+pub const PROC_ROW_BYTES: usize = Latency::MAX_BYTES + 512;
+
+/// Fewest rows the report keeps, however small the budget.
+const MIN_PROC_ROWS: usize = 16;
 
 #[derive(Debug, Default)]
 struct KindAgg {
@@ -40,6 +52,10 @@ pub struct Report {
     chunks_not_seen: u64,
     kinds: BTreeMap<Kind, KindAgg>,
     reminv_by_conn: BTreeMap<ConnId, u64>,
+    /// Rows each per-procedure table may hold (`within`); 0: no cap.
+    max_rows: usize,
+    /// Transactions counted under [`OTHER_PROCEDURES`] for the cap.
+    over_cap: u64,
 }
 
 impl Report {
@@ -48,6 +64,37 @@ impl Report {
         Report {
             filter: Some(filter),
             ..Report::default()
+        }
+    }
+
+    /// The same report with its per-procedure tables held to `bytes`: each
+    /// distinct procedure label (any procedure number, any COMPOUND list)
+    /// would otherwise keep a latency histogram of its own, without bound.
+    #[must_use]
+    pub fn within(mut self, bytes: usize) -> Self {
+        self.max_rows = (bytes / PROC_ROW_BYTES).max(MIN_PROC_ROWS);
+        self
+    }
+
+    /// Rows each per-procedure table holds at most (0: no cap).
+    pub fn max_rows(&self) -> usize {
+        self.max_rows
+    }
+
+    /// `label`, or [`OTHER_PROCEDURES`] if `table` is full and has no row
+    /// for it (counted).
+    fn row_label<K: Ord>(
+        max_rows: usize,
+        over_cap: &mut u64,
+        table: &BTreeMap<K, impl Sized>,
+        key: &K,
+        label: String,
+    ) -> String {
+        if max_rows == 0 || table.len() < max_rows || table.contains_key(key) {
+            label
+        } else {
+            *over_cap += 1;
+            OTHER_PROCEDURES.to_string()
         }
     }
 
@@ -86,20 +133,28 @@ impl Report {
 
     fn txn(&mut self, t: &Transaction) {
         let label = t.procedure_label();
+        let (max, over) = (self.max_rows, &mut self.over_cap);
         match t.reply_ts_ns.map(|r| r.checked_sub(t.call_ts_ns)) {
             Some(Some(latency)) => {
+                let key = (label, t.call_transfer, t.reply_transfer);
+                let label = Self::row_label(max, over, &self.by_proc, &key, key.0.clone());
                 self.by_proc
-                    .entry((label, t.call_transfer, t.reply_transfer))
+                    .entry((label, key.1, key.2))
                     .or_default()
                     .record(latency);
                 *self.round_trips.entry(t.round_trips).or_default() += 1;
             }
             // Answered, but stamped before its call: counted, not timed.
             Some(None) => {
+                let label =
+                    Self::row_label(max, over, &self.latency_unknown, &label, label.clone());
                 *self.latency_unknown.entry(label).or_default() += 1;
                 *self.round_trips.entry(t.round_trips).or_default() += 1;
             }
-            None => *self.unanswered.entry(label).or_default() += 1,
+            None => {
+                let label = Self::row_label(max, over, &self.unanswered, &label, label.clone());
+                *self.unanswered.entry(label).or_default() += 1;
+            }
         }
         for s in &t.chunks {
             let name = match s.kind {
@@ -164,6 +219,10 @@ impl Report {
                 .collect(),
             unanswered: self.unanswered.clone(),
             latency_unknown: self.latency_unknown.clone(),
+            procedures_over_cap: ProceduresOverCap {
+                rows: self.max_rows,
+                transactions: self.over_cap,
+            },
             chunks: self.chunks.clone(),
             write_chunks: WriteChunks {
                 offered: self.write_chunks,
@@ -353,6 +412,13 @@ impl Report {
             let _ = writeln!(
                 s,
                 "  {p:<40} answered, latency unknown (reply stamped before its call): {n}"
+            );
+        }
+        if self.over_cap > 0 {
+            let _ = writeln!(
+                s,
+                "  {} transactions of procedures past the tables' {} rows (their share of --memory-limit) are counted under {OTHER_PROCEDURES}; raise --memory-limit to see them apart",
+                self.over_cap, self.max_rows
             );
         }
         let _ = writeln!(s, "\nChunks");

@@ -300,6 +300,18 @@ pub struct ChunkTotals {
     pub unused_segments: u64,
 }
 
+/// What the per-procedure tables' cap folded away.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ProceduresOverCap {
+    /// Rows each table (response times, unanswered, latency unknown) holds
+    /// at most; 0: no cap.
+    pub rows: usize,
+    /// Transactions counted under `(other procedures)` because their
+    /// procedure's row would have been past the cap.
+    pub transactions: u64,
+}
+
 /// Write chunks over the whole capture.
 #[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
@@ -358,6 +370,9 @@ pub struct ReportDoc {
     /// Calls answered by a reply stamped before them (the capture's clock
     /// went backwards), by procedure: counted, not timed.
     pub latency_unknown: BTreeMap<String, u64>,
+    /// The per-procedure tables' cap (from `--memory-limit`) and what it
+    /// folded into the `(other procedures)` rows.
+    pub procedures_over_cap: ProceduresOverCap,
     /// Chunk segments by list (`read`, `write`, `reply`).
     pub chunks: BTreeMap<&'static str, ChunkTotals>,
     /// Write chunks.

@@ -38,6 +38,9 @@ pub struct Summary {
     pub max_us: f64,
 }
 
+/// The last bucket, `bucket_of(u64::MAX)`: shift 57, sub-bucket 63.
+const MAX_BUCKET: usize = (64 - SUB_BITS as usize) * SUB as usize + (SUB as usize - 1);
+
 fn bucket_of(ns: u64) -> usize {
     if ns < SUB {
         return ns as usize;
@@ -59,6 +62,9 @@ fn bucket_low(b: usize) -> u64 {
 }
 
 impl Latency {
+    /// Bytes a histogram takes at its largest (a sample near 2^64 ns).
+    pub const MAX_BYTES: usize = std::mem::size_of::<Latency>() + (MAX_BUCKET + 1) * 8;
+
     /// Records one sample in nanoseconds.
     pub fn record(&mut self, ns: u64) {
         if self.count == 0 || ns < self.min_ns {

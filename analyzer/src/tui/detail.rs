@@ -60,7 +60,10 @@ pub fn draw(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
 
 fn title(t: &Transaction) -> String {
     let lat = match t.reply_ts_ns {
-        Some(r) => dur(r.saturating_sub(t.call_ts_ns)),
+        Some(r) => r.checked_sub(t.call_ts_ns).map_or(
+            "latency unknown (reply stamped before its call)".into(),
+            dur,
+        ),
         None => "no reply".into(),
     };
     format!(

@@ -30,8 +30,9 @@
 
 use std::mem::size_of;
 
-use super::keys::{CallKey, ConnId, QpKey};
+use super::keys::{Addr, CallKey, ConnId, QpKey};
 use super::model::{Connection, CreditPoint, LadderStep, SegmentUse, Transaction};
+use super::wire::index::Tag;
 use super::wire::state::{Corr, QpState, ReadReq, Txn, SEGMENT_FRAME_CAP};
 use super::Config;
 
@@ -47,7 +48,19 @@ pub const DEFAULT_MEMORY_LIMIT: usize = 256 << 20;
 pub(super) const CONNECTION_BYTES: usize = 2
     * (size_of::<(ConnId, Connection)>() + size_of::<(ConnId, Corr)>() + 2)
     + 4 * size_of::<(ConnId, u64)>()
+    + 2 * COMM_ID_ENTRY_BYTES
     + 512;
+
+/// Bytes of one side's entry in the CM comm id index: a slot, at up to
+/// twice the room, and the list of connections it holds.
+const COMM_ID_ENTRY_BYTES: usize =
+    2 * (size_of::<((Addr, u32), Vec<ConnId>)>() + 1) + size_of::<ConnId>() + MALLOC_OVERHEAD;
+
+/// Bytes of one entry in the half-open connections' index (an STag or XID
+/// of a call on a connection whose client QP is not known yet): counted in
+/// the call's cost while it is outstanding.
+pub(super) const HALF_OPEN_ENTRY_BYTES: usize =
+    2 * (size_of::<((Addr, Addr, Tag), Vec<ConnId>)>() + 1) + size_of::<ConnId>() + MALLOC_OVERHEAD;
 
 /// Bytes a queue pair costs: its slot in the slab, its index entry, both
 /// up to twice what they need.

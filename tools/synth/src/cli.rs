@@ -71,9 +71,13 @@ pub struct SynthArgs {
     /// Instead of NFS traffic, a capture built to hurt the analyzer:
     /// unanswered (--connections x --calls unanswered calls), qp-flood
     /// (--connections queue pairs), stray-psn, xid-reuse (--calls calls of
-    /// one XID), time-backwards, wrong-peer, nomsg-reply-chunk-call; and
-    /// damaged containers of clean traffic (--connections, --calls):
-    /// gzip-no-trailer, joined-gzip, zstd-long-window.
+    /// one XID), time-backwards, wrong-peer, nomsg-reply-chunk-call,
+    /// unowned-flood (--connections waiting for their client QP, then --calls
+    /// frames to QPs no connection owns), stray-psn-at-start (after the CM
+    /// exchange), stray-psn-first (the same without it), many-labels (--calls
+    /// calls of distinct procedure numbers); and damaged containers of clean
+    /// traffic (--connections, --calls): gzip-no-trailer, joined-gzip,
+    /// zstd-long-window.
     #[arg(long, value_name = "CASE")]
     pub hostile: Option<hostile::Case>,
 }

@@ -380,7 +380,8 @@ impl Correlator {
             .any(|s| s.kind != ChunkKind::Read && s.bytes_moved > 0);
         let latency = c
             .reply
-            .map(|r| r.1.saturating_sub(c.sent_ts.unwrap_or(call_ts)) as f64 / 1e3);
+            .and_then(|r| r.1.checked_sub(c.sent_ts.unwrap_or(call_ts)))
+            .map(|ns| ns as f64 / 1e3);
         let header = CallHeader::Text(format!(
             "client probes: task {}@{} {}rtype {} wtype {}",
             task.task_id,

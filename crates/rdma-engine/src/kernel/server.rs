@@ -432,7 +432,9 @@ impl Correlator {
                 Some(_) => Transfer::Inline,
             },
             call_len: s.hdrlen,
-            latency_us: reply_ts.map(|r| r.saturating_sub(s.ts) as f64 / 1e3),
+            latency_us: reply_ts
+                .and_then(|r| r.checked_sub(s.ts))
+                .map(|ns| ns as f64 / 1e3),
             credits_requested: Some(s.credits),
             chunks: s.segs,
             remote_invalidated_rkey: inv,

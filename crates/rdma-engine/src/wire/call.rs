@@ -8,6 +8,7 @@ use rdma_dissectors::nfs;
 use rdma_dissectors::oncrpc::{MsgBody, RpcMsg};
 use rdma_dissectors::rpcrdma::{self, Body, Chunks, Proc, RdmaError, RpcRdmaHeader, Xid};
 
+use super::index::Tag;
 use super::state::{Message, Reassembly, Txn};
 use crate::describe::{fill_call, reply_status};
 use crate::keys::{CallKey, ConnId, Origin};
@@ -130,20 +131,8 @@ impl Engine {
             Some(false) => {
                 // A reply: the connection whose server is the sender, whose
                 // client QP is still unknown, and which awaits this XID.
-                let id = self.state.connections.values().rev().find_map(|c| {
-                    let corr = self.conns.corr.get(&c.id)?;
-                    (c.client.is_none()
-                        && c.server.is_some_and(|s| s.addr == m.src)
-                        && corr.peer_addr == Some(m.dest.addr)
-                        && corr.outstanding.contains_key(&CallKey {
-                            backchannel: false,
-                            xid: Xid(xid),
-                        }))
-                    .then_some(c.id)
-                })?;
-                if let Some(c) = self.state.connections.get_mut(&id) {
-                    c.client = Some(m.dest);
-                }
+                let id = self.half_open_conn(m.src, m.dest.addr, Tag::Xid(xid))?;
+                self.set_client(id, m.dest);
                 self.bind_qp(m.dest, id, m.src, out);
                 Some(id)
             }
@@ -221,8 +210,8 @@ impl Engine {
             Some(c) => Some(c),
             None => self.conn_for_cut_message(m, xid, out),
         };
+        // Its frame is counted unassociated by `rc_frame`, once.
         let Some(conn) = conn else {
-            self.state.totals.unassociated_frames += 1;
             return;
         };
         self.carries(conn, Carries::RpcRdma);
@@ -373,8 +362,8 @@ impl Engine {
             (None, true) => self.conn_for_cut_message(&m, xid, out),
             _ => self.conn_for_message(&m, is_call, xid, out),
         };
+        // Its frame is counted unassociated by `rc_frame`, once.
         let Some(conn) = conn else {
-            self.state.totals.unassociated_frames += 1;
             return;
         };
         self.carries(conn, Carries::RpcRdma);

@@ -35,7 +35,7 @@ impl Engine {
         let seq = self.conns.next_seq;
         self.conns.next_seq += 1;
         t.seq = seq;
-        t.cost = call_bytes(&t, self.config.max_ladder_steps);
+        t.cost = call_bytes(&t, self.config.max_ladder_steps) + self.index_call(conn, key, &t);
         let cost = t.cost;
         let Some(corr) = self.conns.corr.get_mut(&conn) else {
             return;
@@ -90,13 +90,14 @@ impl Engine {
             None => corr.outstanding.remove(&key),
         }?;
         let in_flight = release(corr, key, &t);
-        self.call_left(conn, in_flight, &t);
+        self.call_left(conn, key, in_flight, &t);
         Some(t)
     }
 
     /// The table's counts once call `t` has left `conn`, which has
     /// `in_flight` calls left ([`release`]).
-    fn call_left(&mut self, conn: ConnId, in_flight: u32, t: &Txn) {
+    fn call_left(&mut self, conn: ConnId, key: CallKey, in_flight: u32, t: &Txn) {
+        self.unindex_call(conn, key, t);
         self.conns.call_count -= 1;
         self.conns.call_bytes -= t.cost;
         if let Some(c) = self.state.connections.get_mut(&conn) {
@@ -107,6 +108,7 @@ impl Engine {
     /// Every call of `conn`, oldest first, out of the table (the connection
     /// closes or goes).
     pub(crate) fn drain_calls(&mut self, conn: ConnId) -> Vec<Txn> {
+        self.unindex_half_open(conn);
         let Some(corr) = self.conns.corr.get_mut(&conn) else {
             return Vec::new();
         };
@@ -191,7 +193,7 @@ impl Engine {
             t
         }?;
         let in_flight = release(corr, key, &t);
-        self.call_left(conn, in_flight, &t);
+        self.call_left(conn, key, in_flight, &t);
         Some(t)
     }
 

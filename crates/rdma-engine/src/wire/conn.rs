@@ -26,6 +26,9 @@ impl Engine {
                     out,
                 );
                 let c = self.state.connections.remove(&v);
+                if let Some(c) = &c {
+                    self.unindex_comm_ids(c);
+                }
                 self.conns.corr.remove(&v);
                 // Its queue pairs, found through the connection, not by a scan.
                 for key in c.iter().flat_map(|c| [c.client, c.server]).flatten() {
@@ -169,12 +172,15 @@ impl Engine {
                 id
             }
         };
-        if let Some(c) = self.state.connections.get_mut(&id) {
-            if c.client.is_some() {
-                return None;
-            }
-            c.client = Some(dest);
+        if self
+            .state
+            .connections
+            .get(&id)
+            .is_some_and(|c| c.client.is_some())
+        {
+            return None;
         }
+        self.set_client(id, dest);
         self.bind_qp(dest, id, src, out);
         Some(id)
     }
@@ -213,6 +219,7 @@ impl Engine {
         q.first_from_cm = false;
         q.mtu = None;
         q.far_psn = None;
+        q.unconfirmed = false;
         q.write = None;
         let old = q.send.take();
         if let Some(r) = old {
@@ -307,6 +314,7 @@ impl Engine {
                         .flatten();
                     c.cm_frames.push(number);
                 }
+                self.index_comm_id(id, src, req.local_comm_id);
                 // The port says, when RDMA-CM made the connection: NFS
                 // listens on 20049, and RFC 8797 private data is only
                 // RPC-over-RDMA's. Another port may yet carry it: a
@@ -344,6 +352,7 @@ impl Engine {
                     // RFC 8166 3.3.3: one credit until the first reply says otherwise.
                     c.granted = Some(1);
                 }
+                self.index_comm_id(id, src, rep.local_comm_id);
                 if private.is_some() {
                     self.carries(id, Carries::RpcRdma);
                 }
@@ -462,20 +471,5 @@ impl Engine {
                 );
             }
         }
-    }
-
-    /// The connection whose side at `addr` has CM communication ID
-    /// `comm_id`, and which side that is.
-    fn conn_by_comm_id(&self, addr: Addr, comm_id: u32) -> Option<(ConnId, Role)> {
-        self.state.connections.values().rev().find_map(|c| {
-            if c.client_comm_id == Some(comm_id) && c.client.is_some_and(|q| q.addr == addr) {
-                Some((c.id, Role::Client))
-            } else if c.server_comm_id == Some(comm_id) && c.server.is_some_and(|q| q.addr == addr)
-            {
-                Some((c.id, Role::Server))
-            } else {
-                None
-            }
-        })
     }
 }

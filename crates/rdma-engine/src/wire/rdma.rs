@@ -9,6 +9,7 @@ use rdma_dissectors::ib::Psn;
 use rdma_dissectors::oncrpc::{MsgBody, RpcMsg};
 use rdma_dissectors::stack::Dissection;
 
+use super::index::Tag;
 use super::state::{Message, QpState, ReadReq, SegmentRef, Txn, WriteCtx, SEGMENT_FRAME_CAP};
 use crate::describe::fill_call;
 use crate::keys::{ConnId, QpKey};
@@ -99,6 +100,13 @@ pub(crate) fn continues_transfer(d: &Dissection<'_>) -> bool {
 /// many packets of one QP in a capture is itself worth a line.
 const FAR: u32 = 1 << 16;
 
+/// How far ahead of the starting PSN the CM exchange announced a QP's first
+/// request seen may be and still start its sequence: the packets a capture
+/// missed between the exchange and it. A first request further off is held
+/// as a far packet (a stray frame there would make every request after it
+/// look sent again), and the sequence starts with the next if it follows.
+const START_SLACK: u32 = 64;
+
 /// Where a request's PSN stands in its queue pair's sequence.
 #[derive(Debug, PartialEq, Eq)]
 enum Sequence {
@@ -113,6 +121,10 @@ enum Sequence {
     /// Far from the sequence, and not following a far packet before it:
     /// held as a candidate, not followed yet.
     Far,
+    /// Well before the one request the sequence rested on (the first seen,
+    /// with no CM exchange to say where it starts): that one was a stray
+    /// frame ahead of the sequence, which starts here instead.
+    Reseated { stray: Psn },
 }
 
 impl Sequence {
@@ -121,9 +133,31 @@ impl Sequence {
     /// sequence on; a far packet becomes the sequence only when the next
     /// one follows it.
     fn of(q: &mut QpState, cur: Psn, span: Option<u32>) -> Sequence {
+        let follows_far = q
+            .far_psn
+            .and_then(Psn::try_new)
+            .is_some_and(|f| f.distance(cur) >= 1 && f.distance(cur) <= FAR);
+        let cm_start = q
+            .first_psn
+            .filter(|_| q.first_from_cm)
+            .and_then(Psn::try_new);
         let Some(last) = q.last_psn.and_then(Psn::try_new) else {
+            if let Some(start) = cm_start {
+                let ahead = start.distance(cur);
+                if ahead > START_SLACK && !follows_far {
+                    q.far_psn = Some(cur.get());
+                    return Sequence::Far;
+                }
+                q.far_psn = None;
+                q.last_psn = Some(cur.get());
+                q.last_span = span;
+                return Sequence::Next {
+                    gap: ahead != 0 && !follows_far,
+                };
+            }
             q.last_psn = Some(cur.get());
             q.last_span = span;
+            q.unconfirmed = true;
             if q.first_psn.is_none() {
                 q.first_psn = Some(cur.get());
             }
@@ -132,18 +166,21 @@ impl Sequence {
         let ahead = last.distance(cur);
         let behind = cur.distance(last);
         let near = ahead <= FAR || behind <= FAR;
-        let follows_far = q
-            .far_psn
-            .and_then(Psn::try_new)
-            .is_some_and(|f| f.distance(cur) >= 1 && f.distance(cur) <= FAR);
         if !near && !follows_far {
             q.far_psn = Some(cur.get());
             return Sequence::Far;
         }
         q.far_psn = None;
+        if q.unconfirmed && near && cur.is_before(last) && cur.distance(last) > START_SLACK {
+            q.unconfirmed = false;
+            q.last_psn = Some(cur.get());
+            q.last_span = span;
+            return Sequence::Reseated { stray: last };
+        }
         if near && (cur == last || cur.is_before(last)) {
             return Sequence::Again;
         }
+        q.unconfirmed = false;
         let next = q.last_span.map(|n| last.add(n.max(1)));
         q.last_psn = Some(cur.get());
         q.last_span = span;
@@ -320,19 +357,51 @@ impl Engine {
         &mut self,
         number: u64,
         psn: u32,
-        last: Option<u32>,
+        (last, cm_start): (Option<u32>, Option<u32>),
         dest: QpKey,
         conn: Option<ConnId>,
         out: &mut Vec<Finding>,
     ) {
-        let last = last.map_or("?".to_string(), |l| format!("{l:#x}"));
+        let from = match (last, cm_start) {
+            (Some(l), _) => format!("far from its sequence (last {l:#x})"),
+            (None, Some(s)) => format!(
+                "the first request seen, far from the starting PSN the CM exchange announced ({s:#x})"
+            ),
+            (None, None) => "far from its sequence".to_string(),
+        };
         self.anomaly(
             out,
             Kind::PsnOutOfSequence,
             vec![number],
             conn,
             None,
-            format!("PSN {psn:#x} to {dest} is far from its sequence (last {last}): a stray frame or another incarnation of the QP; left out, and followed only if the next packets follow it"),
+            format!("PSN {psn:#x} to {dest} is {from}: a stray frame or another incarnation of the QP; left out, and followed only if the next packets follow it"),
+        );
+    }
+
+    /// A request well before the first one seen: that one was a stray.
+    #[cold]
+    fn reseated(
+        &mut self,
+        number: u64,
+        stray: Psn,
+        cur: Psn,
+        dest: QpKey,
+        conn: Option<ConnId>,
+        out: &mut Vec<Finding>,
+    ) {
+        self.anomaly(
+            out,
+            Kind::PsnOutOfSequence,
+            vec![number],
+            conn,
+            None,
+            format!(
+                "PSN {:#x} to {dest}, the request its sequence started from, was {} PSNs ahead of the sequence that follows it (from PSN {:#x}, frame {number}): a stray frame or another incarnation of the QP; the sequence starts here, and what that frame carried is kept as it was read",
+                stray.get(),
+                cur.distance(stray),
+                cur.get()
+            ),
         );
     }
 
@@ -394,6 +463,7 @@ impl Engine {
             q.mtu = learnt_mtu;
         }
         let (mut retransmitted, mut gap, mut stray) = (false, false, false);
+        let mut reseated = None;
         let mut in_read = None;
         // The READ before this request, if its span was not known: its
         // responses will say whether this request reused one of its PSNs.
@@ -404,11 +474,13 @@ impl Engine {
                 Sequence::Next { gap: g } => gap = g,
                 Sequence::InReadSpan { read, next } => in_read = Some((read, next)),
                 Sequence::Far => stray = true,
+                Sequence::Reseated { stray } => reseated = Some(stray),
             }
         }
         if stray {
             let last = q.last_psn;
-            return self.far_psn(number, psn, last, dest, conn, out);
+            let cm_start = q.first_psn.filter(|_| q.first_from_cm);
+            return self.far_psn(number, psn, (last, cm_start), dest, conn, out);
         }
         // A Write's later packets carry no RETH: its context says where they go.
         let mut write = None;
@@ -420,6 +492,9 @@ impl Engine {
         }
         if let Some(m) = learnt_mtu {
             self.learnt_mtu(conn, m);
+        }
+        if let Some(ahead) = reseated {
+            self.reseated(number, ahead, bth.psn, dest, conn, out);
         }
         if let Some((read, next)) = in_read {
             self.read_span_reused(number, op.name(), bth.psn, read, next, dest, conn, out);
@@ -544,7 +619,10 @@ impl Engine {
             }
             _ => {}
         }
-        if conn.is_none() {
+        // Whether a connection owns the QP now: the message or request this
+        // frame carried may have found (or made) one.
+        let owned = conn.is_some() || self.qps.get(&dest).is_some_and(|q| q.conn.is_some());
+        if !owned {
             self.state.totals.unassociated_frames += 1;
         }
     }
@@ -792,17 +870,8 @@ impl Engine {
         out: &mut Vec<Finding>,
     ) -> Option<ConnId> {
         let (src, _) = Addr::of_frame(d)?;
-        let id = self.state.connections.values().rev().find_map(|c| {
-            let corr = self.conns.corr.get(&c.id)?;
-            (c.client.is_none()
-                && c.server.is_some_and(|s| s.addr == src)
-                && corr.peer_addr == Some(dest.addr)
-                && corr.stags.contains_key(&rkey))
-            .then_some(c.id)
-        })?;
-        if let Some(c) = self.state.connections.get_mut(&id) {
-            c.client = Some(dest);
-        }
+        let id = self.half_open_conn(src, dest.addr, Tag::Rkey(rkey))?;
+        self.set_client(id, dest);
         self.bind_qp(dest, id, src, out);
         Some(id)
     }
@@ -1004,6 +1073,7 @@ mod tests {
             Sequence::Next { gap: true } => "gap",
             Sequence::InReadSpan { .. } => "in-read",
             Sequence::Far => "far",
+            Sequence::Reseated { .. } => "reseated",
         }
     }
 
@@ -1068,5 +1138,51 @@ mod tests {
             .map(|p| step(&mut q, p))
             .collect();
         assert_eq!(wrap, ["next", "next", "next", "next"]);
+    }
+
+    /// With the CM's starting PSN, the first request must start near it: a
+    /// lone frame far ahead of it (or behind) is held out; a few missed
+    /// packets are a gap; a far one the next follows is where the sequence
+    /// went (another incarnation).
+    #[test]
+    fn the_cm_start_decides_where_the_sequence_starts() {
+        let from_cm = |start: u32| QpState {
+            first_psn: Some(start),
+            first_from_cm: true,
+            ..QpState::default()
+        };
+        let run = |start: u32, psns: &[u32]| -> Vec<&'static str> {
+            let mut q = from_cm(start);
+            psns.iter().map(|&p| step(&mut q, p)).collect()
+        };
+        assert_eq!(run(100, &[1100, 100, 101]), ["far", "next", "next"]);
+        assert_eq!(run(100, &[50, 100]), ["far", "next"]);
+        assert_eq!(run(100, &[105, 106]), ["gap", "next"]);
+        assert_eq!(run(100, &[5000, 5001, 5002]), ["far", "next", "next"]);
+        assert_eq!(run(0xff_fff0, &[0xff_fff0, 0]), ["next", "gap"]);
+        // Without the CM's word, the first request starts the sequence; a
+        // request well before it says it was a stray, and the sequence
+        // starts there instead.
+        let mut q = QpState::default();
+        let seq: Vec<&str> = [1100, 100, 101, 1100, 102]
+            .into_iter()
+            .map(|p| step(&mut q, p))
+            .collect();
+        assert_eq!(seq, ["next", "reseated", "next", "gap", "again"]);
+        // Once two requests agree, one before them is sent again.
+        let mut q = QpState::default();
+        let seq: Vec<&str> = [1100, 1101, 100]
+            .into_iter()
+            .map(|p| step(&mut q, p))
+            .collect();
+        assert_eq!(seq, ["next", "next", "again"]);
+        // A first request sent again, or a go-back-N a few PSNs back, is
+        // no stray.
+        let mut q = QpState::default();
+        let seq: Vec<&str> = [1100, 1100, 1090, 1091]
+            .into_iter()
+            .map(|p| step(&mut q, p))
+            .collect();
+        assert_eq!(seq, ["next", "again", "again", "again"]);
     }
 }

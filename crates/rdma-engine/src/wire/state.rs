@@ -42,6 +42,10 @@ pub(crate) struct QpState {
     /// packet decides whether the sequence moved there (another incarnation
     /// of the QP) or it was a stray frame.
     pub far_psn: Option<u32>,
+    /// The sequence rests on one request, the first the capture showed,
+    /// without the CM's word for where it starts: a request well before it
+    /// says that one was a stray frame ahead of the sequence.
+    pub unconfirmed: bool,
 }
 
 /// Correlation state per connection that the front ends never see.
@@ -135,6 +139,9 @@ pub(crate) struct Table {
     /// request PSN. A response or ACK to the requester whose PSN answers
     /// one of them pairs the two QPs into a connection without CM.
     pub awaiting: Map<(Addr, Addr), Vec<(u32, u32)>>,
+    /// What finds a half-open connection or a CM comm id's connection
+    /// without a walk of them all (see `index`).
+    pub index: super::index::Index,
 }
 
 impl Table {
