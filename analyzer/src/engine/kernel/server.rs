@@ -433,6 +433,7 @@ impl Correlator {
             },
             call_len: s.hdrlen,
             latency_us: reply_ts.map(|r| r.saturating_sub(s.ts) as f64 / 1e3),
+            app_latency_us: reply_ts.map(|r| r.saturating_sub(s.ts) as f64 / 1e3),
             credits_requested: Some(s.credits),
             chunks: s.segs,
             remote_invalidated_rkey: inv,

@@ -15,9 +15,11 @@
 //! such entries outnumber the live ones, so every operation is constant
 //! time amortised, whatever the number of calls.
 
-use super::state::{held, Corr, Txn};
+use rdma_dissectors::rpcrdma::Xid;
+
+use super::state::{held, Corr, Parked, Table, Txn};
 use crate::engine::budget::call_bytes;
-use crate::engine::keys::{CallKey, ConnId};
+use crate::engine::keys::{Addr, CallKey, ConnId};
 use crate::engine::{Engine, Finding, Kind};
 
 /// How a call left the table early.
@@ -223,6 +225,72 @@ impl Engine {
             );
         }
         out.push(Finding::Transaction(Box::new(t.rec)));
+    }
+}
+
+impl Engine {
+    /// Keeps call `t` of a torn-down connection, whose client is at
+    /// `client`, until the client sends it again; past the table's share of
+    /// the budget the oldest goes out unanswered, as it would have without
+    /// the table.
+    pub(in crate::engine) fn park(
+        &mut self,
+        client: Addr,
+        t: Txn,
+        why: &str,
+        out: &mut Vec<Finding>,
+    ) {
+        let key = (
+            client,
+            CallKey {
+                backchannel: false,
+                xid: Xid(t.rec.xid),
+            },
+        );
+        let seq = t.seq;
+        self.conns.parked_bytes += t.cost;
+        let parked = Parked {
+            txn: Box::new(t),
+            why: why.into(),
+        };
+        // Two torn-down connections left the same client's XID unanswered:
+        // the older is not the one the client will send again.
+        if let Some(old) = self.conns.parked.insert(key, parked) {
+            self.conns.parked_bytes -= old.txn.cost;
+            self.unanswered(old.txn, &old.why, out);
+        }
+        self.conns.parked_order.push_back((key, seq));
+        while self.conns.parked_bytes > self.limits.parked_bytes {
+            let Some(p) = self.unpark_oldest() else {
+                break;
+            };
+            self.unanswered(p.txn, &p.why, out);
+        }
+        let Table {
+            parked,
+            parked_order,
+            ..
+        } = &mut self.conns;
+        if parked_order.len() > 2 * parked.len() + 64 {
+            parked_order.retain(|(k, s)| parked.get(k).is_some_and(|p| p.txn.seq == *s));
+        }
+    }
+
+    /// The parked call `key` of the client at `client`, out of the table.
+    pub(in crate::engine) fn unpark(&mut self, client: Addr, key: CallKey) -> Option<Parked> {
+        let p = self.conns.parked.remove(&(client, key))?;
+        self.conns.parked_bytes -= p.txn.cost;
+        Some(p)
+    }
+
+    /// The oldest parked call, out of the table.
+    pub(in crate::engine) fn unpark_oldest(&mut self) -> Option<Parked> {
+        while let Some((k, s)) = self.conns.parked_order.pop_front() {
+            if self.conns.parked.get(&k).is_some_and(|p| p.txn.seq == s) {
+                return self.unpark(k.0, k.1);
+            }
+        }
+        None
     }
 }
 

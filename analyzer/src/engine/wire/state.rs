@@ -135,6 +135,26 @@ pub(in crate::engine) struct Table {
     /// request PSN. A response or ACK to the requester whose PSN answers
     /// one of them pairs the two QPs into a connection without CM.
     pub awaiting: Map<(Addr, Addr), Vec<(u32, u32)>>,
+    /// Calls a torn-down connection left unanswered, by the client's
+    /// address and the call's key: a client sends them again on its next
+    /// connection (RFC 8166 4.5.5), and the one operation is then followed
+    /// across the reconnect. Those never sent again go out unanswered at
+    /// the end, or when the table's share of the budget is spent.
+    pub parked: Map<(Addr, CallKey), Parked>,
+    /// `parked` in the order its calls came in (oldest goes first); entries
+    /// of calls already taken are skipped when met.
+    pub parked_order: VecDeque<((Addr, CallKey), u64)>,
+    /// Bytes the parked calls cost (`budget::call_bytes` each).
+    pub parked_bytes: usize,
+}
+
+/// A call of a torn-down connection waiting to be sent again.
+#[derive(Debug)]
+pub(in crate::engine) struct Parked {
+    pub txn: Box<Txn>,
+    /// Why its connection gave it up, for the finding it becomes if it is
+    /// never sent again.
+    pub why: Box<str>,
 }
 
 impl Table {
