@@ -222,10 +222,14 @@ impl Examples {
             self.last_ts = Some(self.last_ts.map_or(ts, |l| l.max(ts)));
         }
     }
-    /// Keeps `s` if there is room; `make` is only called then.
+    /// Keeps a sentence if there is room and it says something new; `make`
+    /// is only called when there is room.
     fn say(&mut self, make: impl FnOnce() -> String) {
         if self.sentences.len() < EXAMPLES {
-            self.sentences.push(make());
+            let s = make();
+            if !self.sentences.contains(&s) {
+                self.sentences.push(s);
+            }
         }
     }
 
