@@ -290,6 +290,9 @@ pub struct Diagnosis {
     largest_chunked: u64,
     overrun: Tally,
     rdma_error: Tally,
+    /// RDMA_ERROR findings: a reply matched to its call is also a
+    /// transaction in `rdma_error`, so the larger count is the number.
+    rdma_error_found: u64,
     rpc_errors: BTreeMap<String, Tally>,
     first_rpc_error_ts: Option<u64>,
 }
@@ -398,10 +401,15 @@ impl Diagnosis {
             Kind::Nak if a.message.contains("RNR") => &mut self.rnr,
             Kind::Nak if a.message.contains("PSN sequence error") => &mut self.psn_naks,
             Kind::InlineThresholdExceeded => &mut self.overrun,
-            Kind::ErrChunk | Kind::ErrVers => &mut self.rdma_error,
+            Kind::ErrChunk | Kind::ErrVers => {
+                self.rdma_error_found += 1;
+                &mut self.rdma_error
+            }
             _ => return,
         };
-        tally.count += 1;
+        if !matches!(a.kind, Kind::ErrChunk | Kind::ErrVers) {
+            tally.count += 1;
+        }
         if let Some(c) = a.connection {
             tally.ex.conn(c);
         }

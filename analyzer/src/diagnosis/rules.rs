@@ -49,9 +49,13 @@ pub(super) fn all(d: &Diagnosis, state: &State) -> Vec<Cause> {
         "Sends larger than the receiver's negotiated inline size",
         "the sender broke RFC 8166 3.3.2 / RFC 8797 4.2: a Send may not exceed the receive size its peer advertised (the peer's receive fails with a local length error and the connection is lost). Fix the sender's inline threshold (Linux client: /proc/sys/sunrpc/rdma_max_inline_write; server: it must honour the client's RFC 8797 receive size)",
     ));
+    let rdma_error = Tally {
+        count: d.rdma_error.count.max(d.rdma_error_found),
+        ..d.rdma_error.clone()
+    };
     v.extend(counted(
         d,
-        &d.rdma_error,
+        &rdma_error,
         CauseName::RdmaError,
         Peer::Client,
         start,
@@ -243,12 +247,12 @@ fn credit_window_full(d: &Diagnosis, state: &State, start: Option<u64>) -> Optio
         };
         ex.say(|| {
             format!(
-                "{}: {} of {} in flight, at the limit {:.3} s of {:.3} s ({:.1}%)",
+                "{}: {} of {} in flight, at the limit {:.3} ms of {:.3} ms ({:.1}%)",
                 c.id,
                 c.peak_in_flight,
                 granted,
-                c.at_limit_ns as f64 / 1e9,
-                span as f64 / 1e9,
+                c.at_limit_ns as f64 / 1e6,
+                span as f64 / 1e6,
                 100.0 * share
             )
         });
@@ -258,9 +262,9 @@ fn credit_window_full(d: &Diagnosis, state: &State, start: Option<u64>) -> Optio
     }
     let (_, conn, peer, advice) = worst?;
     let measured = format!(
-        "the credit window was full {:.3} s of {:.3} s of the connections' life ({:.1}%; worst {conn}): calls beyond it waited in the client for a credit",
-        time_ns as f64 / 1e9,
-        span_ns as f64 / 1e9,
+        "the credit window was full {:.3} ms of {:.3} ms of the connections' life ({:.1}%; worst {conn}): calls beyond it waited in the client for a credit",
+        time_ns as f64 / 1e6,
+        span_ns as f64 / 1e6,
         100.0 * time_ns as f64 / span_ns.max(1) as f64
     );
     Some(Cause {

@@ -8,9 +8,9 @@ use rdma_dissectors::nfs;
 use rdma_dissectors::oncrpc::{MsgBody, RpcMsg};
 use rdma_dissectors::rpcrdma::{self, Body, Chunks, Proc, RdmaError, RpcRdmaHeader, Xid};
 
-use super::state::{Message, Parked, Reassembly, Txn};
+use super::state::{Message, Parked, Reassembly, Txn, CLIENT_CONNS};
 use crate::engine::describe::{fill_call, reply_status};
-use crate::engine::keys::{CallKey, ConnId, Origin};
+use crate::engine::keys::{Addr, CallKey, ConnId, Origin};
 use crate::engine::model::{
     v1, CallHeader, Carries, ChunkKind, Phases, SegmentUse, StepWhat, Transaction, Transfer,
 };
@@ -616,7 +616,11 @@ impl Engine {
             );
         }
         if !backchannel {
-            if let Some(p) = self.unpark(m.src, key) {
+            let earlier = match self.unpark(m.src, key) {
+                Some(p) => Some(p),
+                None => self.outstanding_elsewhere(m.src, conn, key),
+            };
+            if let Some(p) = earlier {
                 self.sent_again(p, &mut rec, m, out);
             }
         }
@@ -673,6 +677,50 @@ impl Engine {
         );
     }
 
+    /// The call `key` still outstanding on another, older connection of
+    /// the client at `client`, taken out of it: the client sent it again on
+    /// `conn` without that connection being seen to close. Notes `conn` as
+    /// one of the client's connections.
+    fn outstanding_elsewhere(
+        &mut self,
+        client: Addr,
+        conn: ConnId,
+        key: CallKey,
+    ) -> Option<Parked> {
+        if !self.conns.by_client.contains_key(&client)
+            && self.conns.by_client.len() >= self.limits.connections
+        {
+            self.conns.by_client.clear();
+        }
+        let conns = self.conns.by_client.entry(client).or_default();
+        if conns.last() != Some(&conn) {
+            conns.retain(|c| *c != conn);
+            if conns.len() >= CLIENT_CONNS {
+                conns.remove(0);
+            }
+            conns.push(conn);
+        }
+        let older = self
+            .conns
+            .by_client
+            .get(&client)?
+            .iter()
+            .copied()
+            .find(|c| {
+                *c < conn
+                    && self
+                        .conns
+                        .corr
+                        .get(c)
+                        .is_some_and(|x| x.outstanding.contains_key(&key))
+            })?;
+        let txn = self.take_call(older, key)?;
+        Some(Parked {
+            txn,
+            why: format!("the client sent it again on {conn}").into(),
+        })
+    }
+
     /// Call `rec`, just sent in `m`, and `p`, the same client's call of the
     /// same XID that a torn-down connection left unanswered: the client
     /// sent its operation again on a new connection (RFC 8166 4.5.5), and
@@ -705,7 +753,7 @@ impl Engine {
         let proc = rec.procedure_label();
         let waited = m.ts.saturating_sub(first.first_call_ts_ns) as f64 / 1e9;
         let msg = format!(
-            "call {proc} (xid {xid:#010x}) sent again on {} (frame {}) {waited:.3} s after its first transmission (frame {}) on {}, which gave it up ({}): one operation, {} transmissions",
+            "call {proc} (xid {xid:#010x}) sent again on {} (frame {}) {waited:.3} s after its first transmission (frame {}) on {}, unanswered there ({}): one operation, {} transmissions",
             rec.connection, m.frame, first.first_call_frame, first.connection, p.why, rec.transmissions
         );
         let frames = vec![first.first_call_frame, m.frame];

@@ -146,7 +146,15 @@ pub(in crate::engine) struct Table {
     pub parked_order: VecDeque<((Addr, CallKey), u64)>,
     /// Bytes the parked calls cost (`budget::call_bytes` each).
     pub parked_bytes: usize,
+    /// The connections each client address sent calls on, latest last (at
+    /// most [`CLIENT_CONNS`]; entries of connections gone are skipped): where
+    /// to look for a call sent again on a new connection while the old one
+    /// was not seen to close (its DREQ unanswered, or cut by a snap length).
+    pub by_client: Map<Addr, Vec<ConnId>>,
 }
+
+/// Connections remembered per client address in `Table::by_client`.
+pub(in crate::engine) const CLIENT_CONNS: usize = 16;
 
 /// A call of a torn-down connection waiting to be sent again.
 #[derive(Debug)]
