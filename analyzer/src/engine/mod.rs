@@ -763,7 +763,7 @@ impl Engine {
         }
         // Calls of torn-down connections that were never sent again.
         while let Some(p) = self.unpark_oldest() {
-            self.unanswered(p.txn, &p.why, out);
+            self.unanswered(p.txn, &p.why, p.at, out);
         }
     }
 }

@@ -616,6 +616,9 @@ impl Engine {
             );
         }
         if !backchannel {
+            if !self.conns.parked_order.is_empty() {
+                self.expire_parked(m.ts, out);
+            }
             let earlier = match self.unpark(m.src, key) {
                 Some(p) => Some(p),
                 None => self.outstanding_elsewhere(m.src, conn, key),
@@ -718,6 +721,7 @@ impl Engine {
         Some(Parked {
             txn,
             why: format!("the client sent it again on {conn}").into(),
+            at: None,
         })
     }
 
@@ -739,7 +743,7 @@ impl Engine {
             || !same(first.program, rec.program)
             || !same(first.proc, rec.proc)
         {
-            self.unanswered(p.txn, &p.why, out);
+            self.unanswered(p.txn, &p.why, p.at, out);
             return;
         }
         rec.transmissions = first.transmissions.saturating_add(1);

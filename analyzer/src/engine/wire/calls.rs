@@ -17,7 +17,7 @@
 
 use rdma_dissectors::rpcrdma::Xid;
 
-use super::state::{held, Corr, Parked, Table, Txn};
+use super::state::{held, Corr, Parked, Table, Txn, PARK_NS};
 use crate::engine::budget::call_bytes;
 use crate::engine::keys::{Addr, CallKey, ConnId};
 use crate::engine::{Engine, Finding, Kind};
@@ -252,19 +252,20 @@ impl Engine {
         let parked = Parked {
             txn: Box::new(t),
             why: why.into(),
+            at: self.state.totals.last_ts_ns,
         };
         // Two torn-down connections left the same client's XID unanswered:
         // the older is not the one the client will send again.
         if let Some(old) = self.conns.parked.insert(key, parked) {
             self.conns.parked_bytes -= old.txn.cost;
-            self.unanswered(old.txn, &old.why, out);
+            self.unanswered(old.txn, &old.why, old.at, out);
         }
         self.conns.parked_order.push_back((key, seq));
         while self.conns.parked_bytes > self.limits.parked_bytes {
             let Some(p) = self.unpark_oldest() else {
                 break;
             };
-            self.unanswered(p.txn, &p.why, out);
+            self.unanswered(p.txn, &p.why, p.at, out);
         }
         let Table {
             parked,
@@ -281,6 +282,29 @@ impl Engine {
         let p = self.conns.parked.remove(&(client, key))?;
         self.conns.parked_bytes -= p.txn.cost;
         Some(p)
+    }
+
+    /// Hands out unanswered the parked calls that have waited longer than
+    /// [`PARK_NS`] at `now` to be sent again.
+    pub(in crate::engine) fn expire_parked(&mut self, now: u64, out: &mut Vec<Finding>) {
+        while let Some(&(k, s)) = self.conns.parked_order.front() {
+            let stale = match self.conns.parked.get(&k) {
+                Some(p) if p.txn.seq == s => {
+                    p.at.is_some_and(|at| now.saturating_sub(at) > PARK_NS)
+                }
+                // An entry of a call already taken: skip it.
+                _ => true,
+            };
+            if !stale {
+                break;
+            }
+            self.conns.parked_order.pop_front();
+            if self.conns.parked.get(&k).is_some_and(|p| p.txn.seq == s) {
+                if let Some(p) = self.unpark(k.0, k.1) {
+                    self.unanswered(p.txn, &p.why, p.at, out);
+                }
+            }
+        }
     }
 
     /// The oldest parked call, out of the table.

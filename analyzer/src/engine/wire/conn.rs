@@ -248,13 +248,20 @@ impl Engine {
         for t in txns {
             match client {
                 Some(addr) if torn_down && !t.rec.backchannel => self.park(addr, t, why, out),
-                _ => self.unanswered(Box::new(t), why, out),
+                _ => self.unanswered(Box::new(t), why, None, out),
             }
         }
     }
 
-    /// Hands out call `t` as one that got no reply, for the reason `why`.
-    pub(in crate::engine) fn unanswered(&mut self, t: Box<Txn>, why: &str, out: &mut Vec<Finding>) {
+    /// Hands out call `t` as one that got no reply, for the reason `why`,
+    /// found at `at` (`None`: now).
+    pub(in crate::engine) fn unanswered(
+        &mut self,
+        t: Box<Txn>,
+        why: &str,
+        at: Option<u64>,
+        out: &mut Vec<Finding>,
+    ) {
         let id = t.rec.connection;
         let xid = t.rec.xid;
         let frame = t.rec.call_frame;
@@ -267,6 +274,9 @@ impl Engine {
             Some(xid),
             format!("call {proc} (xid {xid:#010x}, frame {frame}) got no reply: {why}"),
         );
+        if let Some(Finding::Anomaly(a)) = out.last_mut() {
+            a.ts_ns = a.ts_ns.or(at);
+        }
         let mut rec = t.rec;
         rec.anomalies.push(Kind::CallWithoutReply);
         out.push(Finding::Transaction(Box::new(rec)));

@@ -163,7 +163,14 @@ pub(in crate::engine) struct Parked {
     /// Why its connection gave it up, for the finding it becomes if it is
     /// never sent again.
     pub why: Box<str>,
+    /// When its connection gave it up: the time of that finding.
+    pub at: Option<u64>,
 }
+
+/// How long a parked call waits to be sent again before it goes out
+/// unanswered (so that `live` says so within minutes, not at its end):
+/// longer than the Linux client's longest reconnect back-off (5 minutes).
+pub(in crate::engine) const PARK_NS: u64 = 600_000_000_000;
 
 impl Table {
     pub fn ids(&self) -> Vec<ConnId> {
