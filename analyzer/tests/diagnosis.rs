@@ -207,3 +207,31 @@ fn each_induced_cause_comes_first() {
     let clean = Synth::new("clean", &[]);
     assert_eq!(causes(&report_json(&clean.0)), Vec::<String>::new());
 }
+
+#[test]
+fn the_causes_are_prometheus_series_while_named() {
+    let series = |name: &str| -> Vec<String> {
+        let out =
+            std::env::temp_dir().join(format!("rdma-diagnosis-{}-{name}.prom", std::process::id()));
+        run(&[
+            "report",
+            capture(name).to_str().unwrap(),
+            "--metrics-out",
+            out.to_str().unwrap(),
+        ]);
+        let text = std::fs::read_to_string(&out).expect("the metrics file");
+        let _ = std::fs::remove_file(&out);
+        text.lines()
+            .filter(|l| l.starts_with("rdma_diagnosis_cause_impact{"))
+            .map(str::to_string)
+            .collect()
+    };
+    let reconnect = series("reconnect.pcap");
+    assert!(
+        reconnect[0].starts_with(
+            r#"rdma_diagnosis_cause_impact{cause="reconnect_stall",peer="fabric"} 0.92"#
+        ),
+        "{reconnect:?}"
+    );
+    assert_eq!(series("v3-inline.pcap"), Vec::<String>::new());
+}
