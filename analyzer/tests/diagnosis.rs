@@ -235,3 +235,64 @@ fn the_causes_are_prometheus_series_while_named() {
     );
     assert_eq!(series("v3-inline.pcap"), Vec::<String>::new());
 }
+
+#[test]
+fn the_dataset_carries_the_operation_across_the_reconnect() {
+    use arrow_array::{Array, Float64Array, Int64Array, UInt32Array};
+    let dir = std::env::temp_dir().join(format!("rdma-diagnosis-{}-export", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    run(&[
+        "export",
+        "--out",
+        dir.to_str().unwrap(),
+        capture("reconnect.pcap").to_str().unwrap(),
+    ]);
+    let part = walk(&dir.join("transactions"))
+        .into_iter()
+        .find(|p| p.extension().is_some_and(|e| e == "parquet"));
+    let file = std::fs::File::open(part.expect("a transactions file")).expect("open");
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .expect("a Parquet file")
+        .build()
+        .expect("a reader");
+    let mut found = Vec::new();
+    for batch in reader {
+        let b = batch.expect("a batch");
+        let col = |n: &str| b.column_by_name(n).unwrap_or_else(|| panic!("{n}")).clone();
+        let xid = col("xid");
+        let xid = xid.as_any().downcast_ref::<UInt32Array>().unwrap();
+        let trans = col("transmissions");
+        let trans = trans.as_any().downcast_ref::<UInt32Array>().unwrap();
+        let first = col("first_call_frame");
+        let first = first.as_any().downcast_ref::<Int64Array>().unwrap();
+        let app = col("app_latency_us");
+        let app = app.as_any().downcast_ref::<Float64Array>().unwrap();
+        for i in 0..b.num_rows() {
+            if trans.value(i) > 1 {
+                found.push((xid.value(i), trans.value(i), first.value(i), app.value(i)));
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(found.len(), 1, "{found:?}");
+    let (xid, trans, first, app) = found[0];
+    assert_eq!((xid, trans, first), (0xcb7c_d736, 2, 230));
+    assert!((21.9e6..22.0e6).contains(&app), "{app}");
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}

@@ -298,6 +298,11 @@ struct TxnRows {
     call_len: UInt32Builder,
     reply_len: UInt32Builder,
     latency_us: Float64Builder,
+    transmissions: UInt32Builder,
+    first_call_frame: Int64Builder,
+    first_call_ts_ns: TimestampNanosecondBuilder,
+    earlier_connections: StringList,
+    app_latency_us: Float64Builder,
     credits_requested: UInt32Builder,
     credits_granted: UInt32Builder,
     in_flight_at_call: UInt32Builder,
@@ -523,6 +528,11 @@ impl TxnRows {
             call_len: UInt32Builder::new(),
             reply_len: UInt32Builder::new(),
             latency_us: Float64Builder::new(),
+            transmissions: UInt32Builder::new(),
+            first_call_frame: Int64Builder::new(),
+            first_call_ts_ns: ts_builder(),
+            earlier_connections: StringList::new(),
+            app_latency_us: Float64Builder::new(),
             credits_requested: UInt32Builder::new(),
             credits_granted: UInt32Builder::new(),
             in_flight_at_call: UInt32Builder::new(),
@@ -559,6 +569,18 @@ impl TxnRows {
         self.call_len.append_value(t.call_len);
         self.reply_len.append_option(t.reply_len);
         self.latency_us.append_option(t.latency_us);
+        self.transmissions.append_value(t.transmissions);
+        self.first_call_frame
+            .append_value(i64_of(t.first_call_frame));
+        ts_value(&mut self.first_call_ts_ns, Some(t.first_call_ts_ns));
+        let earlier: Vec<String> = t
+            .earlier_connections
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        self.earlier_connections
+            .push(earlier.iter().map(String::as_str));
+        self.app_latency_us.append_option(t.app_latency_us);
         self.credits_requested.append_option(t.credits_requested);
         self.credits_granted.append_option(t.credits_granted);
         self.in_flight_at_call.append_value(t.in_flight_at_call);
@@ -619,6 +641,11 @@ impl Rows for TxnRows {
             field("call_len", DataType::UInt32, false),
             u32n("reply_len"),
             field("latency_us", DataType::Float64, true),
+            field("transmissions", DataType::UInt32, false),
+            field("first_call_frame", DataType::Int64, false),
+            field("first_call_ts_ns", ts_type(), false),
+            field("earlier_connections", list_of(DataType::Utf8), false),
+            field("app_latency_us", DataType::Float64, true),
             u32n("credits_requested"),
             u32n("credits_granted"),
             field("in_flight_at_call", DataType::UInt32, false),
@@ -665,6 +692,11 @@ impl Rows for TxnRows {
             finish(&mut self.call_len),
             finish(&mut self.reply_len),
             finish(&mut self.latency_us),
+            finish(&mut self.transmissions),
+            finish(&mut self.first_call_frame),
+            finish(&mut self.first_call_ts_ns),
+            self.earlier_connections.finish(),
+            finish(&mut self.app_latency_us),
             finish(&mut self.credits_requested),
             finish(&mut self.credits_granted),
             finish(&mut self.in_flight_at_call),
