@@ -296,3 +296,50 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+#[test]
+fn the_dataset_has_the_causes_as_a_table() {
+    use arrow_array::{Array, Float64Array, StringArray, StructArray};
+    let dir = std::env::temp_dir().join(format!("rdma-diagnosis-{}-causes", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let said = run(&[
+        "export",
+        "--out",
+        dir.to_str().unwrap(),
+        capture("reconnect.pcap").to_str().unwrap(),
+        capture("v3-inline.pcap").to_str().unwrap(),
+    ]);
+    assert!(
+        said.contains("2 causes") && said.contains("0 causes"),
+        "{said}"
+    );
+    let files = walk(&dir.join("diagnosis"));
+    // v3-inline.pcap named none: only reconnect.pcap has a file.
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(files[0].to_string_lossy().contains("capture=reconnect"));
+    let file = std::fs::File::open(&files[0]).expect("open");
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .expect("a Parquet file")
+        .build()
+        .expect("a reader");
+    let mut rows = Vec::new();
+    for batch in reader {
+        let b = batch.expect("a batch");
+        let cause = b.column_by_name("cause").expect("cause").clone();
+        let cause = cause.as_any().downcast_ref::<StringArray>().unwrap();
+        let impact = b.column_by_name("impact").expect("impact").clone();
+        let impact = impact.as_any().downcast_ref::<StructArray>().unwrap();
+        let score = impact.column_by_name("score").expect("score").clone();
+        let score = score.as_any().downcast_ref::<Float64Array>().unwrap();
+        for i in 0..b.num_rows() {
+            rows.push((cause.value(i).to_string(), score.value(i)));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(
+        (rows[0].0.as_str(), rows[1].0.as_str()),
+        ("reconnect_stall", "network_loss")
+    );
+    assert!(rows[0].1 > 0.9 && rows[1].1 < rows[0].1, "{rows:?}");
+}

@@ -5,6 +5,7 @@
 //! ```text
 //!  DIR/transactions/host=H/capture=C/date=YYYY-MM-DD/part-0.parquet
 //!  DIR/anomalies/...    DIR/connections/...    DIR/frames/... (--frames)
+//!  DIR/diagnosis/...    (the causes `report` leads with, one row each)
 //! ```
 //!
 //! Columns are named as the JSON keys of the same records (`schema/`,
@@ -51,6 +52,7 @@ use rdma_dissectors::stack::{self, Dissection};
 use rdma_dissectors::view::{FrameView, IpView};
 
 use super::schema::{ConnectionView, SCHEMA_VERSION};
+use crate::diagnosis::{Cause, Diagnosis};
 use crate::engine::{
     Anomaly, Carries, ChunkKind, ConnId, Engine, Event, Finding, QpKey, SegmentUse, Transaction,
 };
@@ -1375,6 +1377,148 @@ impl Rows for FrameRows {
     }
 }
 
+/// The `diagnosis` table: a capture's causes (`report --json`'s
+/// `diagnosis`, one row per cause; `impact.score` orders them).
+struct CauseRows {
+    schema_version: UInt32Builder,
+    cause: StringBuilder,
+    peer: StringBuilder,
+    score: Float64Builder,
+    measured: StringBuilder,
+    time_ms: Float64Builder,
+    share_of_time: Float64Builder,
+    rpcs_affected: Int64Builder,
+    rpcs_total: Int64Builder,
+    connections: StringList,
+    xids: StringList,
+    frames_offsets: Offsets,
+    frames: Int64Builder,
+    from_s: Float64Builder,
+    to_s: Float64Builder,
+    examples: StringList,
+    advice: StringBuilder,
+}
+
+impl CauseRows {
+    fn new() -> Self {
+        CauseRows {
+            schema_version: UInt32Builder::new(),
+            cause: StringBuilder::new(),
+            peer: StringBuilder::new(),
+            score: Float64Builder::new(),
+            measured: StringBuilder::new(),
+            time_ms: Float64Builder::new(),
+            share_of_time: Float64Builder::new(),
+            rpcs_affected: Int64Builder::new(),
+            rpcs_total: Int64Builder::new(),
+            connections: StringList::new(),
+            xids: StringList::new(),
+            frames_offsets: Offsets::new(),
+            frames: Int64Builder::new(),
+            from_s: Float64Builder::new(),
+            to_s: Float64Builder::new(),
+            examples: StringList::new(),
+            advice: StringBuilder::new(),
+        }
+    }
+
+    fn push(&mut self, c: &Cause) {
+        self.schema_version.append_value(SCHEMA_VERSION);
+        self.cause.append_value(c.cause.as_str());
+        self.peer.append_value(c.peer.as_str());
+        let i = &c.impact;
+        self.score.append_value(i.score);
+        self.measured.append_value(&i.measured);
+        self.time_ms.append_option(i.time_ms);
+        self.share_of_time.append_option(i.share_of_time);
+        self.rpcs_affected
+            .append_option(i.rpcs_affected.map(i64_of));
+        self.rpcs_total.append_value(i64_of(i.rpcs_total));
+        let e = &c.evidence;
+        self.connections
+            .push(e.connections.iter().map(String::as_str));
+        self.xids.push(e.xids.iter().map(String::as_str));
+        for f in &e.frames {
+            self.frames.append_value(i64_of(*f));
+        }
+        self.frames_offsets.push(e.frames.len());
+        self.from_s.append_option(e.from_s);
+        self.to_s.append_option(e.to_s);
+        self.examples.push(e.examples.iter().map(String::as_str));
+        self.advice.append_value(&c.advice);
+    }
+}
+
+fn impact_fields() -> Fields {
+    Fields::from(vec![
+        field("measured", DataType::Utf8, false),
+        field("time_ms", DataType::Float64, true),
+        field("share_of_time", DataType::Float64, true),
+        field("rpcs_affected", DataType::Int64, true),
+        field("rpcs_total", DataType::Int64, false),
+        field("score", DataType::Float64, false),
+    ])
+}
+
+fn evidence_fields() -> Fields {
+    Fields::from(vec![
+        field("connections", list_of(DataType::Utf8), false),
+        field("xids", list_of(DataType::Utf8), false),
+        field("frames", list_of(DataType::Int64), false),
+        field("from_s", DataType::Float64, true),
+        field("to_s", DataType::Float64, true),
+        field("examples", list_of(DataType::Utf8), false),
+    ])
+}
+
+impl Rows for CauseRows {
+    const TABLE: &'static str = "diagnosis";
+    const UNIQUE: &'static [&'static str] = &["impact"];
+
+    fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            field("schema_version", DataType::UInt32, false),
+            field("cause", DataType::Utf8, false),
+            field("impact", DataType::Struct(impact_fields()), false),
+            field("peer", DataType::Utf8, false),
+            field("evidence", DataType::Struct(evidence_fields()), false),
+            field("advice", DataType::Utf8, false),
+        ]))
+    }
+
+    fn len(&self) -> usize {
+        self.schema_version.len()
+    }
+
+    fn finish(&mut self) -> Vec<ArrayRef> {
+        let frames = finish(&mut self.frames);
+        let impact = vec![
+            finish(&mut self.measured),
+            finish(&mut self.time_ms),
+            finish(&mut self.share_of_time),
+            finish(&mut self.rpcs_affected),
+            finish(&mut self.rpcs_total),
+            finish(&mut self.score),
+        ];
+        let evidence = vec![
+            self.connections.finish(),
+            self.xids.finish(),
+            list(&mut self.frames_offsets, DataType::Int64, frames),
+            finish(&mut self.from_s),
+            finish(&mut self.to_s),
+            self.examples.finish(),
+        ];
+        vec![
+            finish(&mut self.schema_version),
+            finish(&mut self.cause),
+            struct_array(impact_fields(), impact, None),
+            finish(&mut self.peer),
+            struct_array(evidence_fields(), evidence, None),
+            finish(&mut self.advice),
+        ]
+    }
+}
+
 /// Rows written per table.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Written {
@@ -1386,6 +1530,8 @@ pub struct Written {
     pub connections: u64,
     /// Frames (with `--frames`).
     pub frames: u64,
+    /// Causes the diagnosis named.
+    pub causes: u64,
 }
 
 /// `export`'s sink for one capture: its transactions and anomalies as
@@ -1394,6 +1540,9 @@ pub struct Export {
     transactions: Table<TxnRows>,
     anomalies: Table<AnomalyRows>,
     connections: Table<ConnRows>,
+    causes: Table<CauseRows>,
+    /// The capture's causes, from its findings as they come.
+    diagnosis: Diagnosis,
     error: Option<io::Error>,
     /// Rows so far.
     pub written: Written,
@@ -1432,6 +1581,8 @@ impl Export {
             transactions: Table::new(dataset, TxnRows::new),
             anomalies: Table::new(dataset, AnomalyRows::new),
             connections: Table::new(dataset, ConnRows::new),
+            causes: Table::new(dataset, CauseRows::new),
+            diagnosis: Diagnosis::default(),
             error: None,
             written: Written::default(),
             day: Day::new(),
@@ -1469,6 +1620,16 @@ impl Export {
                 .add(date, |rows| rows.push(&ConnectionView::from(c)))?;
             self.written.connections += 1;
         }
+        // The causes, dated by the capture's first frame.
+        let state = engine.state();
+        let date = state
+            .totals
+            .first_ts_ns
+            .map_or(NO_DATE.to_string(), |ts| self.day.of(ts).to_string());
+        for c in &self.diagnosis.causes(state) {
+            self.causes.add(&date, |rows| rows.push(c))?;
+            self.written.causes += 1;
+        }
         Ok(())
     }
 
@@ -1484,6 +1645,7 @@ impl Export {
         let mut files = self.transactions.close()?;
         files.extend(self.anomalies.close()?);
         files.extend(self.connections.close()?);
+        files.extend(self.causes.close()?);
         Ok(files)
     }
 }
@@ -1497,6 +1659,7 @@ impl Sink for Export {
         if self.error.is_some() {
             return Flow::Stop;
         }
+        self.diagnosis.add(f);
         let r = match f {
             Finding::Transaction(t) => self.transaction(t),
             Finding::Anomaly(a) => self.anomaly(a),
@@ -1605,6 +1768,7 @@ pub fn schemas() -> Vec<(&'static str, SchemaRef)> {
         (TxnRows::TABLE, TxnRows::schema()),
         (AnomalyRows::TABLE, AnomalyRows::schema()),
         (ConnRows::TABLE, ConnRows::schema()),
+        (CauseRows::TABLE, CauseRows::schema()),
         (FrameRows::TABLE, FrameRows::schema()),
     ]
 }
