@@ -4,6 +4,8 @@
 //! - [`sources`] turn capture files, live capture and kernel probes into
 //!   engine events: the only code with I/O;
 //! - [`engine`] is the pure state machine that correlates them;
+//! - [`diagnosis`] names the causes in the engine's findings, ranked by
+//!   what they cost (pure, like the engine, and built on it alone);
 //! - [`pipeline`] is the one loop that drives a source through the engine
 //!   into a sink;
 //! - [`output`] (reports, JSON Lines, frame dissections) and [`tui`] are the
@@ -14,6 +16,7 @@
 pub mod cli;
 /// The correlation engine is the `rdma-engine` crate; its old path stays.
 pub use rdma_engine as engine;
+pub mod diagnosis;
 pub mod output;
 pub mod pipeline;
 pub mod sources;

@@ -472,11 +472,12 @@ fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
         };
         writeln!(
             out,
-            "{}: {} transactions, {} anomalies, {} connections{frames} -> host={}/capture={}",
+            "{}: {} transactions, {} anomalies, {} connections, {} causes{frames} -> host={}/capture={}",
             escaped(f.display()),
             w.transactions,
             w.anomalies,
             w.connections,
+            w.causes,
             dataset.host,
             dataset.capture
         )?;

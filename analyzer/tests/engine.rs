@@ -602,3 +602,100 @@ fn joining_views_passes_the_wires_transactions_through() {
         assert_eq!(b.sources().collect::<Vec<_>>(), vec![Origin::Wire]);
     }
 }
+
+/// The transactions of `out` with XID `xid`.
+fn txns_of(out: &[Finding], xid: u32) -> Vec<&Transaction> {
+    out.iter()
+        .filter_map(|f| match f {
+            Finding::Transaction(t) if t.xid == xid => Some(&**t),
+            _ => None,
+        })
+        .collect()
+}
+
+fn anomalies_of(out: &[Finding], kind: Kind) -> Vec<&Anomaly> {
+    out.iter()
+        .filter_map(|f| match f {
+            Finding::Anomaly(a) if a.kind == kind => Some(&**a),
+            _ => None,
+        })
+        .collect()
+}
+
+/// reconnect.pcap: xid 0xcb7cd736 sent in frame 230 on c1, c1 torn down
+/// (DREQ/DREP), sent again in frame 244 on c2 and answered in frame 246.
+const STALLED: u32 = 0xcb7c_d736;
+
+#[test]
+fn a_call_sent_again_after_a_reconnect_is_one_operation() {
+    let (_, out) = replay(&capture_frames("reconnect.pcap"), Config::default());
+    let t = txns_of(&out, STALLED);
+    assert_eq!(t.len(), 1, "one operation");
+    let t = t[0];
+    assert_eq!(
+        (t.first_call_frame, t.call_frame, t.reply_frame),
+        (230, 244, Some(246))
+    );
+    assert_eq!(t.transmissions, 2);
+    assert_eq!(t.earlier_connections.len(), 1);
+    assert_ne!(t.earlier_connections[0], t.connection);
+    let app = t.app_latency_us.expect("answered");
+    let wire = t.latency_us.expect("answered");
+    assert!((21.9e6..22.0e6).contains(&app), "{app}");
+    assert!(wire < 100e3, "{wire}");
+    assert!(anomalies_of(&out, Kind::CallWithoutReply).is_empty());
+    let again = anomalies_of(&out, Kind::CallRetransmitted);
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].frames, [230, 244]);
+}
+
+#[test]
+fn a_call_never_sent_again_is_unanswered_as_of_its_teardown() {
+    // The capture without the reconnection: c1's DREP (frame 241) is the last.
+    let frames: Vec<Frame> = capture_frames("reconnect.pcap")
+        .into_iter()
+        .filter(|f| f.number <= 241 && f.number != 238 && f.number != 240)
+        .collect();
+    let drep_ts = frames.last().unwrap().ts_ns;
+    let (_, out) = replay(&frames, Config::default());
+    let lost = anomalies_of(&out, Kind::CallWithoutReply);
+    assert_eq!(lost.len(), 1, "{lost:?}");
+    assert_eq!(lost[0].frames, [230]);
+    assert_eq!(
+        lost[0].ts_ns,
+        Some(drep_ts),
+        "dated when its connection gave it up"
+    );
+    assert!(lost[0].message.contains("DREQ/DREP"), "{}", lost[0].message);
+    assert_eq!(txns_of(&out, STALLED)[0].transmissions, 1);
+}
+
+#[test]
+fn parked_calls_stay_within_their_share_of_the_budget_and_their_time() {
+    // A budget whose parked share holds no call: the call goes out
+    // unanswered when parked, and its retransmission is a new operation.
+    let tiny = Config {
+        memory_limit: 16 << 10,
+        ..Config::default()
+    };
+    let (engine, out) = replay(&capture_frames("reconnect.pcap"), tiny);
+    assert!(engine.limits().parked_bytes < 1024);
+    assert_eq!(anomalies_of(&out, Kind::CallWithoutReply).len(), 1);
+    assert!(anomalies_of(&out, Kind::CallRetransmitted).is_empty());
+    assert!(txns_of(&out, STALLED).iter().all(|t| t.transmissions == 1));
+    // The reconnection 11 minutes later instead of 22 s: past the time a
+    // parked call waits, so the old call is unanswered and the new one
+    // its own operation.
+    let frames: Vec<Frame> = capture_frames("reconnect.pcap")
+        .into_iter()
+        .map(|mut f| {
+            if f.number >= 242 {
+                f.ts_ns += 660_000_000_000;
+            }
+            f
+        })
+        .collect();
+    let (_, out) = replay(&frames, Config::default());
+    assert_eq!(anomalies_of(&out, Kind::CallWithoutReply).len(), 1);
+    assert!(anomalies_of(&out, Kind::CallRetransmitted).is_empty());
+}

@@ -84,19 +84,22 @@ fn columns_are_the_json_schemas_keys_and_times_are_timestamps() {
             "anomalies" => (json_schema("anomaly"), None),
             "frames" => (json_schema("frame"), None),
             "connections" => (json_schema("report"), Some("ConnectionView")),
+            "diagnosis" => (json_schema("report"), Some("Cause")),
             other => panic!("a table the test does not know: {other}"),
         };
         let node = match node {
             Some(def) => doc["$defs"][def].clone(),
             None => doc.clone(),
         };
-        // A connection row is one of a report's connections: the report's
-        // schema_version is the one it follows.
+        // A connection (or cause) row is one of a report's connections (or
+        // causes): the report's schema_version is the one it follows.
         let fields: Vec<&Field> = schema
             .fields()
             .iter()
             .map(|f| f.as_ref())
-            .filter(|f| !(table == "connections" && f.name() == "schema_version"))
+            .filter(|f| {
+                !(matches!(table, "connections" | "diagnosis") && f.name() == "schema_version")
+            })
             .collect();
         let mut missing = Vec::new();
         not_in_schema(&doc, &node, &fields, "", &mut missing);

@@ -219,6 +219,33 @@ fn erf_and_dlt_247_give_the_same_frames_and_report() {
             d[k] = Value::Null;
         }
     }
+    // The client timelines: the same times to the µs, and the gaps
+    // between connections as close.
+    for (a, b) in r["timeline"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .zip(q["timeline"].as_array_mut().unwrap())
+    {
+        for (c, d) in a["connections"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .zip(b["connections"].as_array_mut().unwrap())
+        {
+            for k in ["first_ts_ns", "last_ts_ns"] {
+                assert_eq!(c[k].as_u64().unwrap() / 1000 * 1000, d[k].as_u64().unwrap());
+                c[k] = Value::Null;
+                d[k] = Value::Null;
+            }
+            let gap = |v: &Value| v["gap_before_ms"].as_f64();
+            if let (Some(x), Some(y)) = (gap(c), gap(d)) {
+                assert!((x - y).abs() < 0.002, "{x} {y}");
+            }
+            c["gap_before_ms"] = Value::Null;
+            d["gap_before_ms"] = Value::Null;
+        }
+    }
     assert_eq!(r, q);
     // tshark reads the ERF file (not DLT 247), with the same ns.
     if prereq::tshark() {

@@ -5,6 +5,7 @@
 //! ```text
 //!  DIR/transactions/host=H/capture=C/date=YYYY-MM-DD/part-0.parquet
 //!  DIR/anomalies/...    DIR/connections/...    DIR/frames/... (--frames)
+//!  DIR/diagnosis/...    (the causes `report` leads with, one row each)
 //! ```
 //!
 //! Columns are named as the JSON keys of the same records (`schema/`,
@@ -58,6 +59,7 @@ use rdma_dissectors::view::{FrameView, IpView};
 
 use super::safe_file::AtomicFile;
 use super::schema::{ConnectionView, SCHEMA_VERSION};
+use crate::diagnosis::{Cause, Diagnosis};
 use crate::engine::{
     Anomaly, Carries, ChunkKind, ConnId, Engine, Event, Finding, QpKey, SegmentUse, Transaction,
 };
@@ -343,6 +345,11 @@ struct TxnRows {
     call_len: UInt32Builder,
     reply_len: UInt32Builder,
     latency_us: Float64Builder,
+    transmissions: UInt32Builder,
+    first_call_frame: Int64Builder,
+    first_call_ts_ns: TimestampNanosecondBuilder,
+    earlier_connections: StringList,
+    app_latency_us: Float64Builder,
     credits_requested: UInt32Builder,
     credits_granted: UInt32Builder,
     in_flight_at_call: UInt32Builder,
@@ -568,6 +575,11 @@ impl TxnRows {
             call_len: UInt32Builder::new(),
             reply_len: UInt32Builder::new(),
             latency_us: Float64Builder::new(),
+            transmissions: UInt32Builder::new(),
+            first_call_frame: Int64Builder::new(),
+            first_call_ts_ns: ts_builder(),
+            earlier_connections: StringList::new(),
+            app_latency_us: Float64Builder::new(),
             credits_requested: UInt32Builder::new(),
             credits_granted: UInt32Builder::new(),
             in_flight_at_call: UInt32Builder::new(),
@@ -604,6 +616,18 @@ impl TxnRows {
         self.call_len.append_value(t.call_len);
         self.reply_len.append_option(t.reply_len);
         self.latency_us.append_option(t.latency_us);
+        self.transmissions.append_value(t.transmissions);
+        self.first_call_frame
+            .append_value(i64_of(t.first_call_frame));
+        ts_value(&mut self.first_call_ts_ns, Some(t.first_call_ts_ns));
+        let earlier: Vec<String> = t
+            .earlier_connections
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        self.earlier_connections
+            .push(earlier.iter().map(String::as_str));
+        self.app_latency_us.append_option(t.app_latency_us);
         self.credits_requested.append_option(t.credits_requested);
         self.credits_granted.append_option(t.credits_granted);
         self.in_flight_at_call.append_value(t.in_flight_at_call);
@@ -664,6 +688,11 @@ impl Rows for TxnRows {
             field("call_len", DataType::UInt32, false),
             u32n("reply_len"),
             field("latency_us", DataType::Float64, true),
+            field("transmissions", DataType::UInt32, false),
+            field("first_call_frame", DataType::Int64, false),
+            field("first_call_ts_ns", ts_type(), false),
+            field("earlier_connections", list_of(DataType::Utf8), false),
+            field("app_latency_us", DataType::Float64, true),
             u32n("credits_requested"),
             u32n("credits_granted"),
             field("in_flight_at_call", DataType::UInt32, false),
@@ -710,6 +739,11 @@ impl Rows for TxnRows {
             finish(&mut self.call_len),
             finish(&mut self.reply_len),
             finish(&mut self.latency_us),
+            finish(&mut self.transmissions),
+            finish(&mut self.first_call_frame),
+            finish(&mut self.first_call_ts_ns),
+            self.earlier_connections.finish(),
+            finish(&mut self.app_latency_us),
             finish(&mut self.credits_requested),
             finish(&mut self.credits_granted),
             finish(&mut self.in_flight_at_call),
@@ -1388,6 +1422,148 @@ impl Rows for FrameRows {
     }
 }
 
+/// The `diagnosis` table: a capture's causes (`report --json`'s
+/// `diagnosis`, one row per cause; `impact.score` orders them).
+struct CauseRows {
+    schema_version: UInt32Builder,
+    cause: StringBuilder,
+    peer: StringBuilder,
+    score: Float64Builder,
+    measured: StringBuilder,
+    time_ms: Float64Builder,
+    share_of_time: Float64Builder,
+    rpcs_affected: Int64Builder,
+    rpcs_total: Int64Builder,
+    connections: StringList,
+    xids: StringList,
+    frames_offsets: Offsets,
+    frames: Int64Builder,
+    from_s: Float64Builder,
+    to_s: Float64Builder,
+    examples: StringList,
+    advice: StringBuilder,
+}
+
+impl CauseRows {
+    fn new() -> Self {
+        CauseRows {
+            schema_version: UInt32Builder::new(),
+            cause: StringBuilder::new(),
+            peer: StringBuilder::new(),
+            score: Float64Builder::new(),
+            measured: StringBuilder::new(),
+            time_ms: Float64Builder::new(),
+            share_of_time: Float64Builder::new(),
+            rpcs_affected: Int64Builder::new(),
+            rpcs_total: Int64Builder::new(),
+            connections: StringList::new(),
+            xids: StringList::new(),
+            frames_offsets: Offsets::new(),
+            frames: Int64Builder::new(),
+            from_s: Float64Builder::new(),
+            to_s: Float64Builder::new(),
+            examples: StringList::new(),
+            advice: StringBuilder::new(),
+        }
+    }
+
+    fn push(&mut self, c: &Cause) {
+        self.schema_version.append_value(SCHEMA_VERSION);
+        self.cause.append_value(c.cause.as_str());
+        self.peer.append_value(c.peer.as_str());
+        let i = &c.impact;
+        self.score.append_value(i.score);
+        self.measured.append_value(&i.measured);
+        self.time_ms.append_option(i.time_ms);
+        self.share_of_time.append_option(i.share_of_time);
+        self.rpcs_affected
+            .append_option(i.rpcs_affected.map(i64_of));
+        self.rpcs_total.append_value(i64_of(i.rpcs_total));
+        let e = &c.evidence;
+        self.connections
+            .push(e.connections.iter().map(String::as_str));
+        self.xids.push(e.xids.iter().map(String::as_str));
+        for f in &e.frames {
+            self.frames.append_value(i64_of(*f));
+        }
+        self.frames_offsets.push(e.frames.len());
+        self.from_s.append_option(e.from_s);
+        self.to_s.append_option(e.to_s);
+        self.examples.push(e.examples.iter().map(String::as_str));
+        self.advice.append_value(&c.advice);
+    }
+}
+
+fn impact_fields() -> Fields {
+    Fields::from(vec![
+        field("measured", DataType::Utf8, false),
+        field("time_ms", DataType::Float64, true),
+        field("share_of_time", DataType::Float64, true),
+        field("rpcs_affected", DataType::Int64, true),
+        field("rpcs_total", DataType::Int64, false),
+        field("score", DataType::Float64, false),
+    ])
+}
+
+fn evidence_fields() -> Fields {
+    Fields::from(vec![
+        field("connections", list_of(DataType::Utf8), false),
+        field("xids", list_of(DataType::Utf8), false),
+        field("frames", list_of(DataType::Int64), false),
+        field("from_s", DataType::Float64, true),
+        field("to_s", DataType::Float64, true),
+        field("examples", list_of(DataType::Utf8), false),
+    ])
+}
+
+impl Rows for CauseRows {
+    const TABLE: &'static str = "diagnosis";
+    const UNIQUE: &'static [&'static str] = &["impact"];
+
+    fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            field("schema_version", DataType::UInt32, false),
+            field("cause", DataType::Utf8, false),
+            field("impact", DataType::Struct(impact_fields()), false),
+            field("peer", DataType::Utf8, false),
+            field("evidence", DataType::Struct(evidence_fields()), false),
+            field("advice", DataType::Utf8, false),
+        ]))
+    }
+
+    fn len(&self) -> usize {
+        self.schema_version.len()
+    }
+
+    fn finish(&mut self) -> Vec<ArrayRef> {
+        let frames = finish(&mut self.frames);
+        let impact = vec![
+            finish(&mut self.measured),
+            finish(&mut self.time_ms),
+            finish(&mut self.share_of_time),
+            finish(&mut self.rpcs_affected),
+            finish(&mut self.rpcs_total),
+            finish(&mut self.score),
+        ];
+        let evidence = vec![
+            self.connections.finish(),
+            self.xids.finish(),
+            list(&mut self.frames_offsets, DataType::Int64, frames),
+            finish(&mut self.from_s),
+            finish(&mut self.to_s),
+            self.examples.finish(),
+        ];
+        vec![
+            finish(&mut self.schema_version),
+            finish(&mut self.cause),
+            struct_array(impact_fields(), impact, None),
+            finish(&mut self.peer),
+            struct_array(evidence_fields(), evidence, None),
+            finish(&mut self.advice),
+        ]
+    }
+}
+
 /// Rows written per table.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Written {
@@ -1399,6 +1575,8 @@ pub struct Written {
     pub connections: u64,
     /// Frames (with `--frames`).
     pub frames: u64,
+    /// Causes the diagnosis named.
+    pub causes: u64,
 }
 
 /// `export`'s sink for one capture: its transactions and anomalies as
@@ -1407,6 +1585,9 @@ pub struct Export {
     transactions: Table<TxnRows>,
     anomalies: Table<AnomalyRows>,
     connections: Table<ConnRows>,
+    causes: Table<CauseRows>,
+    /// The capture's causes, from its findings as they come.
+    diagnosis: Diagnosis,
     error: Option<io::Error>,
     /// Rows so far.
     pub written: Written,
@@ -1445,6 +1626,8 @@ impl Export {
             transactions: Table::new(dataset, TxnRows::new),
             anomalies: Table::new(dataset, AnomalyRows::new),
             connections: Table::new(dataset, ConnRows::new),
+            causes: Table::new(dataset, CauseRows::new),
+            diagnosis: Diagnosis::default(),
             error: None,
             written: Written::default(),
             day: Day::new(),
@@ -1482,6 +1665,16 @@ impl Export {
                 .add(date, |rows| rows.push(&ConnectionView::from(c)))?;
             self.written.connections += 1;
         }
+        // The causes, dated by the capture's first frame.
+        let state = engine.state();
+        let date = state
+            .totals
+            .first_ts_ns
+            .map_or(NO_DATE.to_string(), |ts| self.day.of(ts).to_string());
+        for c in &self.diagnosis.causes(state) {
+            self.causes.add(&date, |rows| rows.push(c))?;
+            self.written.causes += 1;
+        }
         Ok(())
     }
 
@@ -1497,6 +1690,7 @@ impl Export {
         let mut files = self.transactions.close()?;
         files.extend(self.anomalies.close()?);
         files.extend(self.connections.close()?);
+        files.extend(self.causes.close()?);
         Ok(files)
     }
 }
@@ -1510,6 +1704,7 @@ impl Sink for Export {
         if self.error.is_some() {
             return Flow::Stop;
         }
+        self.diagnosis.add(f);
         let r = match f {
             Finding::Transaction(t) => self.transaction(t),
             Finding::Anomaly(a) => self.anomaly(a),
@@ -1618,6 +1813,7 @@ pub fn schemas() -> Vec<(&'static str, SchemaRef)> {
         (TxnRows::TABLE, TxnRows::schema()),
         (AnomalyRows::TABLE, AnomalyRows::schema()),
         (ConnRows::TABLE, ConnRows::schema()),
+        (CauseRows::TABLE, CauseRows::schema()),
         (FrameRows::TABLE, FrameRows::schema()),
     ]
 }

@@ -48,6 +48,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
+use crate::diagnosis::{CauseName, Diagnosis, Peer};
 use crate::engine::{ChunkKind, Engine, Evictions, Finding, Kind, Totals, Transaction, Transfer};
 use crate::pipeline::{End, Flow, Notice, Progress, Sink};
 
@@ -227,6 +228,8 @@ pub struct Snapshot {
     outstanding_calls: u64,
     connections: Vec<ConnRow>,
     unlabelled_connections: u64,
+    /// The diagnosis's causes (name, peer, impact score), largest first.
+    causes: Vec<(CauseName, Peer, f64)>,
     progress: Progress,
 }
 
@@ -247,6 +250,7 @@ impl Snapshot {
             outstanding_calls: 0,
             connections: Vec::new(),
             unlabelled_connections: 0,
+            causes: Vec::new(),
             progress: Progress::default(),
         }
     }
@@ -398,6 +402,8 @@ pub struct Metrics {
     other_row: Option<usize>,
     published: Published,
     last_publish: Option<Instant>,
+    /// The causes in the findings so far (bounded, like the counters).
+    diagnosis: Diagnosis,
 }
 
 impl Metrics {
@@ -413,6 +419,7 @@ impl Metrics {
             other_row: None,
             published: Published::new(empty),
             last_publish: None,
+            diagnosis: Diagnosis::default(),
         }
     }
 
@@ -426,6 +433,7 @@ impl Metrics {
 
     /// Takes one finding.
     pub fn add(&mut self, f: &Finding) {
+        self.diagnosis.add(f);
         match f {
             Finding::Transaction(t) => self.transaction(t),
             Finding::Anomaly(a) => {
@@ -546,6 +554,12 @@ impl Metrics {
                 })
                 .collect();
             s.connections.sort_by(|a, b| a.id.cmp(&b.id));
+            s.causes = self
+                .diagnosis
+                .causes(state)
+                .into_iter()
+                .map(|c| (c.cause, c.peer, c.impact.score))
+                .collect();
         }
         self.published.publish(s);
     }
@@ -894,6 +908,20 @@ impl Collector for Scrape {
 
         // Connections (capped).
         self.connections(&mut f)?;
+
+        // The diagnosis: a closed set of causes, each present only while named.
+        {
+            let mut m = f.enc.encode_descriptor(
+                "rdma_diagnosis_cause_impact",
+                "Causes the diagnosis names (docs/diagnosis.md), by their impact score: the share (0..1) of the time RPCs waited, or of the RPCs affected, since the start; absent while not named",
+                None,
+                MetricType::Gauge,
+            )?;
+            for (cause, peer, score) in &s.causes {
+                let labels = [("cause", cause.as_str()), ("peer", peer.as_str())];
+                ConstGauge::new(*score).encode(m.encode_family(&labels)?)?;
+            }
+        }
 
         if let Some(proc) = self.process {
             f.counter_f64(

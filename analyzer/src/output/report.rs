@@ -7,10 +7,12 @@ use std::fmt::Write as _;
 
 use super::filter::Filter;
 use super::schema::{
-    ChunkTotals, ConnectionView, KindSummary, PrivateData, ProceduresOverCap, ReportDoc,
-    ResponseTimes, WriteChunks, SCHEMA_VERSION,
+    ChunkTotals, ClientTimeline, ConnectionView, KindSummary, Operations, PhaseTimes, PrivateData,
+    ProceduresOverCap, ReportDoc, ResponseTimes, SlowOperation, TimelineEntry, WriteChunks,
+    SCHEMA_VERSION,
 };
 use super::stats::{Latency, Summary};
+use crate::diagnosis::{Cause, Diagnosis};
 use crate::engine::{Carries, ConnId, Engine, Finding, Kind, Origin, State, Transaction, Transfer};
 use crate::pipeline::{End, Flow, Notice, Progress, Sink};
 
@@ -20,14 +22,28 @@ const FRAMES_PER_KIND: usize = 20;
 /// Where transactions of procedures past the report's row cap are counted.
 pub const OTHER_PROCEDURES: &str = "(other procedures)";
 
-/// Bytes a row of the per-procedure tables can cost: a latency histogram
-/// at its largest (every bucket up to 2^64 ns), its label (procedure
-/// labels run to a few hundred bytes: COMPOUND operation lists) and its
-/// place in the map.
-pub const PROC_ROW_BYTES: usize = Latency::MAX_BYTES + 512;
+/// Bytes a row of the per-procedure tables can cost: its four latency
+/// histograms (the latency and three phases) at their largest (every bucket
+/// up to 2^64 ns), its label (procedure labels run to a few hundred bytes:
+/// COMPOUND operation lists), its operations count and its place in the maps.
+pub const PROC_ROW_BYTES: usize = 4 * Latency::MAX_BYTES + 2 * 512;
 
 /// Fewest rows the report keeps, however small the budget.
 const MIN_PROC_ROWS: usize = 16;
+
+/// Slowest operations kept for JSON; text shows the first [`SLOWEST_TEXT`].
+const SLOWEST: usize = 10;
+const SLOWEST_TEXT: usize = 5;
+
+/// One (procedure, call transfer, reply transfer): its latency and its
+/// phases, each in the report's bounded histogram.
+#[derive(Debug, Default)]
+struct ProcAgg {
+    latency: Latency,
+    before: Latency,
+    data: Latency,
+    after: Latency,
+}
 
 #[derive(Debug, Default)]
 struct KindAgg {
@@ -41,7 +57,10 @@ struct KindAgg {
 pub struct Report {
     filter: Option<Filter>,
     matched: u64,
-    by_proc: BTreeMap<(String, Transfer, Transfer), Latency>,
+    by_proc: BTreeMap<(String, Transfer, Transfer), ProcAgg>,
+    ops: BTreeMap<String, (u64, u64)>,
+    slowest: Vec<SlowOperation>,
+    diagnosis: Diagnosis,
     unanswered: BTreeMap<String, u64>,
     latency_unknown: BTreeMap<String, u64>,
     round_trips: BTreeMap<u8, u64>,
@@ -110,6 +129,7 @@ impl Report {
             return;
         }
         self.matched += 1;
+        self.diagnosis.add(f);
         match f {
             Finding::Transaction(t) => self.txn(t),
             Finding::Anomaly(a) => {
@@ -134,15 +154,35 @@ impl Report {
     fn txn(&mut self, t: &Transaction) {
         let label = t.procedure_label();
         let (max, over) = (self.max_rows, &mut self.over_cap);
+        let ops_label = Self::row_label(max, over, &self.ops, &label, label.clone());
+        match self.ops.get_mut(&ops_label) {
+            Some(o) => {
+                o.0 += 1;
+                o.1 += u64::from(t.transmissions);
+            }
+            None => {
+                self.ops.insert(ops_label, (1, u64::from(t.transmissions)));
+            }
+        }
         match t.reply_ts_ns.map(|r| r.checked_sub(t.call_ts_ns)) {
             Some(Some(latency)) => {
+                let p = &t.phases;
                 let key = (label, t.call_transfer, t.reply_transfer);
                 let label = Self::row_label(max, over, &self.by_proc, &key, key.0.clone());
-                self.by_proc
-                    .entry((label, key.1, key.2))
-                    .or_default()
-                    .record(latency);
+                let agg = self.by_proc.entry((label, key.1, key.2)).or_default();
+                agg.latency.record(latency);
+                if let Some(b) = p.until_first_rdma_ns {
+                    agg.before.record(b);
+                }
+                if p.read_ns.is_some() || p.write_ns.is_some() {
+                    agg.data
+                        .record(p.read_ns.unwrap_or(0) + p.write_ns.unwrap_or(0));
+                }
+                if let Some(a) = p.reply_after_rdma_ns {
+                    agg.after.record(a);
+                }
                 *self.round_trips.entry(t.round_trips).or_default() += 1;
+                self.slow(t, latency);
             }
             // Answered, but stamped before its call: counted, not timed.
             Some(None) => {
@@ -184,11 +224,76 @@ impl Report {
         }
     }
 
+    /// Keeps `t` among the slowest operations if it is one, by the time
+    /// the application waited (`latency` is its wire latency).
+    fn slow(&mut self, t: &Transaction, latency: u64) {
+        let (Some(reply_frame), Some(reply_ts)) = (t.reply_frame, t.reply_ts_ns) else {
+            return;
+        };
+        let app = reply_ts.checked_sub(t.first_call_ts_ns).unwrap_or(latency);
+        let app_us = app as f64 / 1000.0;
+        let v = &mut self.slowest;
+        if v.len() >= SLOWEST && v.last().is_some_and(|l| l.app_latency_us >= app_us) {
+            return;
+        }
+        let at = v.partition_point(|x| x.app_latency_us >= app_us);
+        v.insert(
+            at,
+            SlowOperation {
+                procedure: t.procedure_label(),
+                xid: t.xid,
+                connection: t.connection,
+                earlier_connections: t.earlier_connections.clone(),
+                transmissions: t.transmissions,
+                first_call_frame: t.first_call_frame,
+                call_frame: t.call_frame,
+                reply_frame,
+                first_call_ts_ns: t.first_call_ts_ns,
+                reply_ts_ns: reply_ts,
+                app_latency_us: app_us,
+                latency_us: latency as f64 / 1000.0,
+            },
+        );
+        v.truncate(SLOWEST);
+    }
+
     fn proc_rows(&self) -> Vec<(String, Transfer, Transfer, Summary)> {
         self.by_proc
             .iter()
-            .map(|((p, c, r), l)| (p.clone(), *c, *r, l.summary()))
+            .map(|((p, c, r), l)| (p.clone(), *c, *r, l.latency.summary()))
             .collect()
+    }
+
+    fn phase_rows(&self) -> Vec<PhaseTimes> {
+        let some = |l: &Latency| (l.count() > 0).then(|| l.summary());
+        self.by_proc
+            .iter()
+            .map(|((p, c, r), a)| PhaseTimes {
+                procedure: p.clone(),
+                call_transfer: *c,
+                reply_transfer: *r,
+                server_before_data: some(&a.before),
+                data_movement: some(&a.data),
+                server_after_data: some(&a.after),
+                total: a.latency.summary(),
+            })
+            .collect()
+    }
+
+    fn operation_rows(&self) -> Vec<Operations> {
+        self.ops
+            .iter()
+            .map(|(p, (ops, trans))| Operations {
+                procedure: p.clone(),
+                ops: *ops,
+                trans: *trans,
+            })
+            .collect()
+    }
+
+    /// The causes the diagnosis finds in what the report took.
+    pub fn causes(&self, state: &State) -> Vec<Cause> {
+        self.diagnosis.causes(state)
     }
 
     /// The report as JSON (`report --json`).
@@ -199,6 +304,11 @@ impl Report {
             file: file.to_string(),
             complete: read_error.is_none(),
             read_error,
+            diagnosis: self.causes(state),
+            phases: self.phase_rows(),
+            slowest: self.slowest.clone(),
+            timeline: timeline(state, &filter),
+            operations: self.operation_rows(),
             totals: state.totals.clone(),
             evictions: state.evictions,
             connections: state
@@ -289,6 +399,7 @@ impl Report {
         if let Some(e) = read_error {
             let _ = writeln!(s, "INCOMPLETE: {}", escape(e));
         }
+        diagnosis_text(&mut s, &self.causes(state));
         let _ = writeln!(s, "\nConnections");
         for c in state.connections.values().filter(|c| filter.connection(c)) {
             let cm = if c.cm_state == crate::engine::CmState::NotSeen {
@@ -375,6 +486,29 @@ impl Report {
                 c.at_limit_ns as f64 / 1e6
             );
         }
+        let start = t.first_ts_ns;
+        let _ = writeln!(s, "\nConnections of each client in time order");
+        for tl in timeline(state, &filter) {
+            let _ = writeln!(s, "  client {}", tl.client);
+            for e in &tl.connections {
+                let gap = e.gap_before_ms.map_or(String::new(), |g| {
+                    format!(" {:.3} s after the previous one's last message,", g / 1e3)
+                });
+                let _ = writeln!(
+                    s,
+                    "    {}:{gap} first seen at {}, last message at {}, CM {} (frames {})",
+                    e.connection,
+                    rel(e.first_ts_ns, start),
+                    rel(e.last_ts_ns, start),
+                    e.cm_state.as_str(),
+                    e.cm_frames
+                        .iter()
+                        .map(u64::to_string)
+                        .collect::<Vec<_>>()
+                        .join(",")
+                );
+            }
+        }
         let _ = writeln!(s, "\nResponse times (µs) by procedure and transfer");
         let _ = writeln!(
             s,
@@ -419,6 +553,91 @@ impl Report {
                 s,
                 "  {} transactions of procedures past the tables' {} rows (their share of --memory-limit) are counted under {OTHER_PROCEDURES}; raise --memory-limit to see them apart",
                 self.over_cap, self.max_rows
+            );
+        }
+        let _ = writeln!(
+            s,
+            "\nWhere the time went (ms, median / p99) by procedure and transfer\n  (server before data: call to its first RDMA op, or to the reply when none; data: the RDMA Reads and Writes; server after data: last RDMA op to the reply; the call's and reply's own transfer and a wait for a credit are not measurable from one capture point)"
+        );
+        let _ = writeln!(
+            s,
+            "  {:<30} {:<12} {:<12} {:>7} {:>21} {:>21} {:>21} {:>21}",
+            "procedure",
+            "call",
+            "reply",
+            "count",
+            "server before data",
+            "data",
+            "server after data",
+            "total"
+        );
+        let ms = |m: Option<Summary>| {
+            m.map_or("-".to_string(), |m| {
+                format!("{:.3} / {:.3}", m.p50_us / 1e3, m.p99_us / 1e3)
+            })
+        };
+        for p in self.phase_rows() {
+            let name = if p.procedure.chars().count() > 30 {
+                let cut: String = p.procedure.chars().take(29).collect();
+                format!("{cut}…")
+            } else {
+                p.procedure.clone()
+            };
+            let _ = writeln!(
+                s,
+                "  {:<30} {:<12} {:<12} {:>7} {:>21} {:>21} {:>21} {:>21}",
+                name,
+                p.call_transfer.as_str(),
+                p.reply_transfer.as_str(),
+                p.total.count,
+                ms(p.server_before_data),
+                ms(p.data_movement),
+                ms(p.server_after_data),
+                ms(Some(p.total))
+            );
+        }
+        let _ = writeln!(
+            s,
+            "\nSlowest operations (first transmission to reply; the {SLOWEST_TEXT} slowest)"
+        );
+        for o in self.slowest.iter().take(SLOWEST_TEXT) {
+            let again = if o.transmissions > 1 {
+                let earlier: Vec<String> = o
+                    .earlier_connections
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect();
+                format!(
+                    ", {} transmissions (first frame {} on {})",
+                    o.transmissions,
+                    o.first_call_frame,
+                    earlier.join(", ")
+                )
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                s,
+                "  {:.3} ms  {} xid {:#010x} on {}: call frame {} at {}, reply frame {} at {}{again}",
+                o.app_latency_us / 1e3,
+                o.procedure,
+                o.xid,
+                o.connection,
+                o.call_frame,
+                rel(o.first_call_ts_ns, start),
+                o.reply_frame,
+                rel(o.reply_ts_ns, start)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "\nOperations and transmissions by procedure (a call sent again on a new connection is one operation)"
+        );
+        for o in self.operation_rows() {
+            let _ = writeln!(
+                s,
+                "  {:<40} ops {:>7}  trans {:>7}",
+                o.procedure, o.ops, o.trans
             );
         }
         let _ = writeln!(s, "\nChunks");
@@ -483,6 +702,96 @@ impl Report {
             );
         }
         s
+    }
+}
+
+/// Each client's connections (those `filter` keeps) in time order, with
+/// the time it had none between two of them.
+fn timeline(state: &State, filter: &Filter) -> Vec<ClientTimeline> {
+    let mut by_client: BTreeMap<String, Vec<&crate::engine::Connection>> = BTreeMap::new();
+    for c in state.connections.values().filter(|c| filter.connection(c)) {
+        let client = c
+            .client
+            .map_or_else(|| "unknown".to_string(), |q| q.addr.to_string());
+        by_client.entry(client).or_default().push(c);
+    }
+    by_client
+        .into_iter()
+        .map(|(client, mut cs)| {
+            cs.sort_by_key(|c| (c.first_ts_ns, c.id));
+            let mut prev_last: Option<u64> = None;
+            let connections = cs
+                .into_iter()
+                .map(|c| {
+                    let gap = prev_last.map(|l| c.first_ts_ns.saturating_sub(l) as f64 / 1e6);
+                    prev_last = Some(prev_last.map_or(c.last_ts_ns, |l| l.max(c.last_ts_ns)));
+                    TimelineEntry {
+                        connection: c.id,
+                        cm_state: c.cm_state,
+                        first_ts_ns: c.first_ts_ns,
+                        last_ts_ns: c.last_ts_ns,
+                        cm_frames: c.cm_frames.clone(),
+                        gap_before_ms: gap,
+                    }
+                })
+                .collect();
+            ClientTimeline {
+                client,
+                connections,
+            }
+        })
+        .collect()
+}
+
+/// Seconds since the capture's first frame.
+fn rel(ts: u64, start: Option<u64>) -> String {
+    start.map_or_else(
+        || "?".to_string(),
+        |s| format!("{:.3} s", ts.saturating_sub(s) as f64 / 1e9),
+    )
+}
+
+/// The diagnosis as text, largest impact first.
+fn diagnosis_text(s: &mut String, causes: &[Cause]) {
+    let _ = writeln!(
+        s,
+        "\nDiagnosis (largest impact first; the rules: docs/diagnosis.md)"
+    );
+    if causes.is_empty() {
+        let _ = writeln!(s, "  no cause found: nothing in this capture costs the RPCs time or fails them beyond the rules' thresholds");
+    }
+    for (i, c) in causes.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "  {}. {} (fix: {}; impact {:.1}%)",
+            i + 1,
+            c.cause.as_str(),
+            c.peer.as_str(),
+            100.0 * c.impact.score
+        );
+        let _ = writeln!(s, "     {}", c.impact.measured);
+        let e = &c.evidence;
+        let mut parts = Vec::new();
+        if !e.connections.is_empty() {
+            parts.push(format!("connections {}", e.connections.join(", ")));
+        }
+        if !e.xids.is_empty() {
+            parts.push(format!("xids {}", e.xids.join(", ")));
+        }
+        if !e.frames.is_empty() {
+            let f: Vec<String> = e.frames.iter().map(u64::to_string).collect();
+            parts.push(format!("frames {}", f.join(",")));
+        }
+        if let (Some(a), Some(b)) = (e.from_s, e.to_s) {
+            parts.push(format!("{a:.3} s .. {b:.3} s"));
+        }
+        if !parts.is_empty() {
+            let _ = writeln!(s, "     evidence: {}", parts.join("; "));
+        }
+        for x in &e.examples {
+            let _ = writeln!(s, "       - {x}");
+        }
+        let _ = writeln!(s, "     advice: {}", c.advice);
     }
 }
 

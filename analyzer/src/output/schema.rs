@@ -19,6 +19,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::stats::Summary;
+use crate::diagnosis::Cause;
 use crate::engine::{
     Anomaly, Carries, CmState, ConnId, Connection, Evictions, Kind, Origin, QpKey, Severity,
     Totals, Transaction, Transfer,
@@ -345,6 +346,100 @@ pub struct KindSummary {
     pub example: Option<String>,
 }
 
+/// Operations and their transmissions for one procedure, as the kernel's
+/// per-op statistics count them (`ops`, `trans`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Operations {
+    /// The procedure.
+    pub procedure: String,
+    /// Operations (a call sent again on a new connection counts once).
+    pub ops: u64,
+    /// Transmissions (each Send of the call).
+    pub trans: u64,
+}
+
+/// Where the time of one (procedure, call transfer, reply transfer) went,
+/// phase by phase; a phase the capture cannot measure is `null`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct PhaseTimes {
+    /// The procedure.
+    pub procedure: String,
+    /// How the calls travelled.
+    pub call_transfer: Transfer,
+    /// How the replies travelled.
+    pub reply_transfer: Transfer,
+    /// The server before the data moves: the call's arrival to its first
+    /// RDMA Read or Write (to the reply when no data moved by RDMA).
+    pub server_before_data: Option<Summary>,
+    /// Data movement: first to last RDMA Read or Write.
+    pub data_movement: Option<Summary>,
+    /// The server after the data: the last RDMA operation to the reply.
+    pub server_after_data: Option<Summary>,
+    /// The whole, call to reply (the wire's latency).
+    pub total: Summary,
+}
+
+/// One of the slowest operations, by the latency the application saw.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct SlowOperation {
+    /// The procedure.
+    pub procedure: String,
+    /// RPC XID.
+    pub xid: u32,
+    /// The connection of the last transmission.
+    pub connection: ConnId,
+    /// The connections of the earlier transmissions.
+    pub earlier_connections: Vec<ConnId>,
+    /// Transmissions.
+    pub transmissions: u32,
+    /// Frame of the first transmission.
+    pub first_call_frame: u64,
+    /// Frame of the last transmission.
+    pub call_frame: u64,
+    /// Frame of the reply.
+    pub reply_frame: u64,
+    /// Time of the first transmission.
+    pub first_call_ts_ns: u64,
+    /// Time of the reply.
+    pub reply_ts_ns: u64,
+    /// First transmission to reply, µs.
+    pub app_latency_us: f64,
+    /// Last transmission to reply, µs.
+    pub latency_us: f64,
+}
+
+/// One connection on a client's timeline.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct TimelineEntry {
+    /// The connection.
+    pub connection: ConnId,
+    /// Where its CM exchange ended.
+    pub cm_state: CmState,
+    /// When it was first seen (its CM REQ when the capture has it).
+    pub first_ts_ns: u64,
+    /// Its last RPC-over-RDMA message or RDMA operation.
+    pub last_ts_ns: u64,
+    /// Its CM frames (REQ, REP, RTU, DREQ, DREP, REJ, retries included).
+    pub cm_frames: Vec<u64>,
+    /// Time from the previous connection's last message to this one's
+    /// first sight, ms (`null` for the client's first).
+    pub gap_before_ms: Option<f64>,
+}
+
+/// A client's connections in time order.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ClientTimeline {
+    /// The client's address (IP, GID or LID), `unknown` when not seen.
+    pub client: String,
+    /// Its connections, oldest first.
+    pub connections: Vec<TimelineEntry>,
+}
+
 /// `report --json`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
@@ -357,6 +452,17 @@ pub struct ReportDoc {
     pub complete: bool,
     /// Why reading stopped early (the frame, the byte offset, what to do).
     pub read_error: Option<String>,
+    /// The causes found, largest impact first (`docs/diagnosis.md`); empty
+    /// for a healthy capture.
+    pub diagnosis: Vec<Cause>,
+    /// Where the time went, phase by phase.
+    pub phases: Vec<PhaseTimes>,
+    /// The slowest operations, slowest first.
+    pub slowest: Vec<SlowOperation>,
+    /// Each client's connections in time order.
+    pub timeline: Vec<ClientTimeline>,
+    /// Operations and transmissions by procedure.
+    pub operations: Vec<Operations>,
     /// Counters over the whole capture.
     pub totals: Totals,
     /// What the caps pushed out.

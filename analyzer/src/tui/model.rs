@@ -163,6 +163,8 @@ pub struct Model {
     pub source: String,
     /// Latest engine state.
     pub state: State,
+    /// The causes in the findings so far (the overview lists them).
+    pub diagnosis: crate::diagnosis::Diagnosis,
     /// How far the source has got.
     pub progress: Progress,
     /// Whether the source has finished.
@@ -298,6 +300,7 @@ impl Model {
     /// Takes one finding.
     pub fn push(&mut self, f: Finding) {
         self.counters.events += 1;
+        self.diagnosis.add(&f);
         match f {
             Finding::Transaction(t) => self.push_txn(t),
             Finding::Anomaly(a) => {

@@ -172,7 +172,36 @@ fn draw_totals(f: &mut Frame<'_>, area: Rect, m: &Model) {
     let t = &m.state.totals;
     let span = t.span_ns();
     let anomalies: u64 = m.state.anomaly_counts.values().sum();
-    let lines = vec![
+    let causes = m.diagnosis.causes(&m.state);
+    let mut lines = Vec::new();
+    if causes.is_empty() {
+        lines.push(Line::from(Span::styled(
+            "diagnosis: no cause found",
+            Style::new().fg(Color::Green),
+        )));
+    }
+    // The causes first, largest impact first (docs/diagnosis.md); the
+    // report has their evidence and advice.
+    for (i, c) in causes.iter().take(3).enumerate() {
+        lines.push(Line::from(Span::styled(
+            format!(
+                "{}. {} ({}, {:.1}%): {}",
+                i + 1,
+                c.cause.as_str(),
+                c.peer.as_str(),
+                100.0 * c.impact.score,
+                c.impact.measured
+            ),
+            Style::new().fg(Color::Red),
+        )));
+    }
+    if causes.len() > 3 {
+        lines.push(Line::from(format!(
+            "and {} more causes: see report",
+            causes.len() - 3
+        )));
+    }
+    lines.extend([
         Line::from(format!(
             "{} frames ({} RDMA), {} over {}",
             t.frames,
@@ -212,7 +241,7 @@ fn draw_totals(f: &mut Frame<'_>, area: Rect, m: &Model) {
                 m.state.evictions.connections, m.state.evictions.calls
             )),
         ]),
-    ];
+    ]);
     f.render_widget(
         Paragraph::new(lines)
             .wrap(ratatui::widgets::Wrap { trim: true })

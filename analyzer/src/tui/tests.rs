@@ -741,3 +741,19 @@ fn screen_text(t: &Terminal<TestBackend>) -> String {
         .map(|c| c.symbol())
         .collect()
 }
+
+#[test]
+fn the_overview_leads_with_the_diagnosis() {
+    let mut m = model_of("reconnect.pcap");
+    let mut ui = UiState::default();
+    ui.apply(Action::Go(Screen::Overview));
+    let t = render(&mut m, &mut ui, 160, 48);
+    let text = t.backend().to_string();
+    let first = text.find("1. reconnect_stall (fabric, 92.5%)");
+    let second = text.find("2. network_loss (fabric");
+    assert!(first.is_some() && first < second, "{text}");
+    assert!(
+        first < text.find("frames ("),
+        "the causes come before the totals"
+    );
+}

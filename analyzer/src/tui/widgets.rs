@@ -137,6 +137,7 @@ pub fn explain(k: Kind) -> &'static str {
         Kind::IpFragment => "A RoCEv2 packet in IPv4 fragments: RoCEv2 packets are not to be fragmented.",
         Kind::ReadSpanPsnReused => "A request numbered with a PSN that the RDMA READ before it still holds: a READ takes one PSN per response packet.",
         Kind::AckPsnNotSent => "An ACK for a PSN that no request of its queue pair was sent with.",
+        Kind::CallRetransmitted => "A call sent again on a new connection after the one it waited on was torn down: one operation, the application waited across the outage.",
     }
 }
 

@@ -97,6 +97,10 @@ pub enum Kind {
     /// of the queue pair (its starting PSN, when the CM exchange gave it),
     /// or past the last one sent (IBA 9.7.5.1).
     AckPsnNotSent,
+    /// A call sent again on a new connection after the connection it was
+    /// waiting on was torn down without its reply: one operation, several
+    /// transmissions, and the application waited across the outage (RFC 8166 4.5.5).
+    CallRetransmitted,
 }
 
 impl Kind {
@@ -136,11 +140,12 @@ impl Kind {
             Kind::IpFragment => "ip_fragment",
             Kind::ReadSpanPsnReused => "read_span_psn_reused",
             Kind::AckPsnNotSent => "ack_psn_not_sent",
+            Kind::CallRetransmitted => "call_retransmitted",
         }
     }
 
     /// Every kind, in a stable order.
-    pub const ALL: [Kind; 33] = [
+    pub const ALL: [Kind; 34] = [
         Kind::CreditOverrun,
         Kind::ZeroCreditGrant,
         Kind::InlineThresholdExceeded,
@@ -174,6 +179,7 @@ impl Kind {
         Kind::IpFragment,
         Kind::ReadSpanPsnReused,
         Kind::AckPsnNotSent,
+        Kind::CallRetransmitted,
     ];
 
     /// Parses a stable name.
@@ -210,6 +216,7 @@ impl Kind {
             Kind::IpFragment => "RoCEv2 A17.4",
             Kind::ReadSpanPsnReused => "IBA 9.7.1",
             Kind::AckPsnNotSent => "IBA 9.7.5.1",
+            Kind::CallRetransmitted => "RFC 8166 4.5.5; RFC 5531 9",
         }
     }
 
@@ -245,6 +252,7 @@ impl Kind {
             | Kind::PsnOutOfSequence
             | Kind::WrongPeer
             | Kind::IpFragment
+            | Kind::CallRetransmitted
             | Kind::StateEvicted => Severity::Warning,
             Kind::CallWithoutReply | Kind::ReplyWithoutCall | Kind::Retransmission => {
                 Severity::Info

@@ -12,7 +12,10 @@
 //!
 //! ```text
 //!  share   what                      counted as
-//!   40 %   outstanding calls          bytes of each call (header, chunks, ladder)
+//!   36 %   outstanding calls          bytes of each call (header, chunks, ladder)
+//!    4 %   calls of torn-down         bytes of each call, as above: kept until
+//!          connections                the client sends them again on its next
+//!                                     connection, or the end
 //!   15 %   connections                entries × CONNECTION_BYTES
 //!   10 %   credit history             points per connection × CreditPoint
 //!   12 %   queue pairs                entries × QP_BYTES
@@ -95,6 +98,9 @@ pub struct Limits {
     pub qps: usize,
     /// Bytes of outstanding calls, all connections together.
     pub call_bytes: usize,
+    /// Bytes of the unanswered calls of torn-down connections, kept to be
+    /// followed when the client sends them again.
+    pub parked_bytes: usize,
     /// Outstanding calls per connection.
     pub calls_per_connection: usize,
     /// RDMA Read requests awaited per connection.
@@ -122,7 +128,8 @@ impl Limits {
             memory_limit: b,
             connections,
             qps: cap(config.max_qps, share(12), QP_BYTES),
-            call_bytes: share(40),
+            call_bytes: share(36),
+            parked_bytes: share(4),
             calls_per_connection: config.max_outstanding.max(1),
             reads_per_connection: cap(
                 config.max_reads,

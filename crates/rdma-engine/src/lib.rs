@@ -387,6 +387,7 @@ impl Engine {
             + points * std::mem::size_of::<CreditPoint>()
             + self.qps.len() * budget::QP_BYTES
             + self.conns.call_bytes
+            + self.conns.parked_bytes
             + self.conns.prefix_bytes
             + reads * std::mem::size_of::<wire::state::ReadReq>()
             + self.kernel.tracked() * budget::KERNEL_CALL_BYTES
@@ -432,7 +433,7 @@ impl Engine {
         let mut out = Vec::new();
         self.flush_deferred();
         for id in self.conns.ids() {
-            self.close_out(id, CAPTURE_ENDED, &mut out);
+            self.close_out(id, CAPTURE_ENDED, false, &mut out);
             self.stamp_anomalies(Event::End, 0, &mut out);
             if self.merger.is_some() {
                 self.merge_found(0, &mut out);
@@ -758,7 +759,11 @@ impl Engine {
         // already closed out have none left.
         let ids: Vec<ConnId> = self.conns.ids();
         for id in ids {
-            self.close_out(id, CAPTURE_ENDED, out);
+            self.close_out(id, CAPTURE_ENDED, false, out);
+        }
+        // Calls of torn-down connections that were never sent again.
+        while let Some(p) = self.unpark_oldest() {
+            self.unanswered(p.txn, &p.why, p.at, out);
         }
     }
 }

@@ -294,8 +294,22 @@ pub struct Transaction {
     pub call_len: u32,
     /// Bytes of the reply Send.
     pub reply_len: Option<u32>,
-    /// Call to reply, µs.
+    /// Call to reply, µs: this transmission's time on the wire.
     pub latency_us: Option<f64>,
+    /// Times the client sent this operation: 1, or more when it sent the
+    /// call again on a new connection after the one it was waiting on was
+    /// torn down (same XID, same client address; RFC 8166 4.5.5).
+    pub transmissions: u32,
+    /// Frame of the operation's first transmission (`call_frame` when it was sent once).
+    pub first_call_frame: u64,
+    /// Time of the operation's first transmission (ns since the epoch).
+    pub first_call_ts_ns: u64,
+    /// Connections the earlier transmissions were sent on, oldest first
+    /// (empty when it was sent once).
+    pub earlier_connections: Vec<ConnId>,
+    /// First transmission to the reply that completed the operation, µs:
+    /// the latency the application saw (equal to `latency_us` when it was sent once).
+    pub app_latency_us: Option<f64>,
     /// Credits the call requested (`None` where the view cannot see them:
     /// the client's kernel probes do not carry them).
     pub credits_requested: Option<u32>,
@@ -395,6 +409,11 @@ impl Transaction {
             call_len: 0,
             reply_len: None,
             latency_us: None,
+            transmissions: 1,
+            first_call_frame: call_frame,
+            first_call_ts_ns: call_ts_ns,
+            earlier_connections: Vec::new(),
+            app_latency_us: None,
             credits_requested: None,
             credits_granted: None,
             in_flight_at_call: 0,

@@ -399,6 +399,7 @@ impl Correlator {
             reply_transfer,
             call_len: c.call_len,
             latency_us: latency,
+            app_latency_us: latency,
             credits_granted: c.reply.map(|r| r.2),
             in_flight_at_call: c.in_flight,
             chunks: c.segs,

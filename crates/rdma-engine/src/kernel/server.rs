@@ -435,6 +435,9 @@ impl Correlator {
             latency_us: reply_ts
                 .and_then(|r| r.checked_sub(s.ts))
                 .map(|ns| ns as f64 / 1e3),
+            app_latency_us: reply_ts
+                .and_then(|r| r.checked_sub(s.ts))
+                .map(|ns| ns as f64 / 1e3),
             credits_requested: Some(s.credits),
             chunks: s.segs,
             remote_invalidated_rkey: inv,

@@ -9,9 +9,9 @@ use rdma_dissectors::oncrpc::{MsgBody, RpcMsg};
 use rdma_dissectors::rpcrdma::{self, Body, Chunks, Proc, RdmaError, RpcRdmaHeader, Xid};
 
 use super::index::Tag;
-use super::state::{Message, Reassembly, Txn};
+use super::state::{Message, Parked, Reassembly, Txn, CLIENT_CONNS};
 use crate::describe::{fill_call, reply_status};
-use crate::keys::{CallKey, ConnId, Origin};
+use crate::keys::{Addr, CallKey, ConnId, Origin};
 use crate::model::{
     v1, CallHeader, Carries, ChunkKind, Phases, SegmentUse, StepWhat, Transaction, Transfer,
 };
@@ -604,6 +604,18 @@ impl Engine {
                 format!("xid {xid:#010x} sent again (frame {}) while its call of frame {before} is still outstanding on {conn}: an XID is retired only by its reply (RFC 8166 3); replies are paired with these calls in the order they were sent", m.frame),
             );
         }
+        if !backchannel {
+            if !self.conns.parked_order.is_empty() {
+                self.expire_parked(m.ts, out);
+            }
+            let earlier = match self.unpark(m.src, key) {
+                Some(p) => Some(p),
+                None => self.outstanding_elsewhere(m.src, conn, key),
+            };
+            if let Some(p) = earlier {
+                self.sent_again(p, &mut rec, m, out);
+            }
+        }
         self.make_room_for_call(conn, out);
         // The calls outstanding in this call's direction: a backchannel
         // call is not one of the forward calls the credits count.
@@ -654,6 +666,97 @@ impl Engine {
                 first_write_ts: None,
                 last_write_ts: None,
             },
+        );
+    }
+
+    /// The call `key` still outstanding on another, older connection of
+    /// the client at `client`, taken out of it: the client sent it again on
+    /// `conn` without that connection being seen to close. Notes `conn` as
+    /// one of the client's connections.
+    fn outstanding_elsewhere(
+        &mut self,
+        client: Addr,
+        conn: ConnId,
+        key: CallKey,
+    ) -> Option<Parked> {
+        if !self.conns.by_client.contains_key(&client)
+            && self.conns.by_client.len() >= self.limits.connections
+        {
+            self.conns.by_client.clear();
+        }
+        let conns = self.conns.by_client.entry(client).or_default();
+        if conns.last() != Some(&conn) {
+            conns.retain(|c| *c != conn);
+            if conns.len() >= CLIENT_CONNS {
+                conns.remove(0);
+            }
+            conns.push(conn);
+        }
+        let older = self
+            .conns
+            .by_client
+            .get(&client)?
+            .iter()
+            .copied()
+            .find(|c| {
+                *c < conn
+                    && self
+                        .conns
+                        .corr
+                        .get(c)
+                        .is_some_and(|x| x.outstanding.contains_key(&key))
+            })?;
+        let txn = self.take_call(older, key)?;
+        Some(Parked {
+            txn,
+            why: format!("the client sent it again on {conn}").into(),
+            at: None,
+        })
+    }
+
+    /// Call `rec`, just sent in `m`, and `p`, the same client's call of the
+    /// same XID that a torn-down connection left unanswered: the client
+    /// sent its operation again on a new connection (RFC 8166 4.5.5), and
+    /// `rec` becomes the operation's latest transmission. A different
+    /// procedure is an XID reused for another call: `p` goes out unanswered.
+    fn sent_again(
+        &mut self,
+        p: Parked,
+        rec: &mut Transaction,
+        m: &Message<'_>,
+        out: &mut Vec<Finding>,
+    ) {
+        let first = &p.txn.rec;
+        let same = |a: Option<u32>, b: Option<u32>| a.zip(b).is_none_or(|(a, b)| a == b);
+        if first.connection == rec.connection
+            || !same(first.program, rec.program)
+            || !same(first.proc, rec.proc)
+        {
+            self.unanswered(p.txn, &p.why, p.at, out);
+            return;
+        }
+        rec.transmissions = first.transmissions.saturating_add(1);
+        rec.first_call_frame = first.first_call_frame;
+        rec.first_call_ts_ns = first.first_call_ts_ns;
+        rec.earlier_connections
+            .clone_from(&first.earlier_connections);
+        rec.earlier_connections.push(first.connection);
+        rec.anomalies.push(Kind::CallRetransmitted);
+        let xid = rec.xid;
+        let proc = rec.procedure_label();
+        let waited = m.ts.saturating_sub(first.first_call_ts_ns) as f64 / 1e9;
+        let msg = format!(
+            "call {proc} (xid {xid:#010x}) sent again on {} (frame {}) {waited:.3} s after its first transmission (frame {}) on {}, unanswered there ({}): one operation, {} transmissions",
+            rec.connection, m.frame, first.first_call_frame, first.connection, p.why, rec.transmissions
+        );
+        let frames = vec![first.first_call_frame, m.frame];
+        self.anomaly(
+            out,
+            Kind::CallRetransmitted,
+            frames,
+            Some(rec.connection),
+            Some(xid),
+            msg,
         );
     }
 
@@ -846,6 +949,9 @@ impl Engine {
         // latency can be told (0 would be a lie).
         let lat_ns = m.ts.checked_sub(rec.call_ts_ns);
         rec.latency_us = lat_ns.map(|l| l as f64 / 1000.0);
+        rec.app_latency_us =
+            m.ts.checked_sub(rec.first_call_ts_ns)
+                .map(|l| l as f64 / 1000.0);
         let cap = self.config.max_ladder_steps;
         rec.step(
             cap,

@@ -15,9 +15,11 @@
 //! such entries outnumber the live ones, so every operation is constant
 //! time amortised, whatever the number of calls.
 
-use super::state::{held, Corr, Txn};
+use rdma_dissectors::rpcrdma::Xid;
+
+use super::state::{held, Corr, Parked, Table, Txn, PARK_NS};
 use crate::budget::call_bytes;
-use crate::keys::{CallKey, ConnId};
+use crate::keys::{Addr, CallKey, ConnId};
 use crate::{Engine, Finding, Kind};
 
 /// How a call left the table early.
@@ -225,6 +227,90 @@ impl Engine {
             );
         }
         out.push(Finding::Transaction(Box::new(t.rec)));
+    }
+}
+
+impl Engine {
+    /// Keeps call `t` of a torn-down connection, whose client is at
+    /// `client`, until the client sends it again; past the table's share of
+    /// the budget the oldest goes out unanswered, as it would have without
+    /// the table.
+    pub(crate) fn park(&mut self, client: Addr, t: Txn, why: &str, out: &mut Vec<Finding>) {
+        let key = (
+            client,
+            CallKey {
+                backchannel: false,
+                xid: Xid(t.rec.xid),
+            },
+        );
+        let seq = t.seq;
+        self.conns.parked_bytes += t.cost;
+        let parked = Parked {
+            txn: Box::new(t),
+            why: why.into(),
+            at: self.state.totals.last_ts_ns,
+        };
+        // Two torn-down connections left the same client's XID unanswered:
+        // the older is not the one the client will send again.
+        if let Some(old) = self.conns.parked.insert(key, parked) {
+            self.conns.parked_bytes -= old.txn.cost;
+            self.unanswered(old.txn, &old.why, old.at, out);
+        }
+        self.conns.parked_order.push_back((key, seq));
+        while self.conns.parked_bytes > self.limits.parked_bytes {
+            let Some(p) = self.unpark_oldest() else {
+                break;
+            };
+            self.unanswered(p.txn, &p.why, p.at, out);
+        }
+        let Table {
+            parked,
+            parked_order,
+            ..
+        } = &mut self.conns;
+        if parked_order.len() > 2 * parked.len() + 64 {
+            parked_order.retain(|(k, s)| parked.get(k).is_some_and(|p| p.txn.seq == *s));
+        }
+    }
+
+    /// The parked call `key` of the client at `client`, out of the table.
+    pub(crate) fn unpark(&mut self, client: Addr, key: CallKey) -> Option<Parked> {
+        let p = self.conns.parked.remove(&(client, key))?;
+        self.conns.parked_bytes -= p.txn.cost;
+        Some(p)
+    }
+
+    /// Hands out unanswered the parked calls that have waited longer than
+    /// [`PARK_NS`] at `now` to be sent again.
+    pub(crate) fn expire_parked(&mut self, now: u64, out: &mut Vec<Finding>) {
+        while let Some(&(k, s)) = self.conns.parked_order.front() {
+            let stale = match self.conns.parked.get(&k) {
+                Some(p) if p.txn.seq == s => {
+                    p.at.is_some_and(|at| now.saturating_sub(at) > PARK_NS)
+                }
+                // An entry of a call already taken: skip it.
+                _ => true,
+            };
+            if !stale {
+                break;
+            }
+            self.conns.parked_order.pop_front();
+            if self.conns.parked.get(&k).is_some_and(|p| p.txn.seq == s) {
+                if let Some(p) = self.unpark(k.0, k.1) {
+                    self.unanswered(p.txn, &p.why, p.at, out);
+                }
+            }
+        }
+    }
+
+    /// The oldest parked call, out of the table.
+    pub(crate) fn unpark_oldest(&mut self) -> Option<Parked> {
+        while let Some((k, s)) = self.conns.parked_order.pop_front() {
+            if self.conns.parked.get(&k).is_some_and(|p| p.txn.seq == s) {
+                return self.unpark(k.0, k.1);
+            }
+        }
+        None
     }
 }
 

@@ -8,7 +8,7 @@ use rdma_dissectors::ib::Psn;
 use rdma_dissectors::rpcrdma_cm;
 use rdma_dissectors::stack::Dissection;
 
-use super::state::Corr;
+use super::state::{Corr, Txn};
 use crate::cm;
 use crate::keys::{ConnId, QpKey};
 use crate::model::{v1, Carries, Connection, Role};
@@ -23,6 +23,7 @@ impl Engine {
                 self.close_out(
                     v,
                     "the connection table was full and this connection was the longest idle",
+                    false,
                     out,
                 );
                 let c = self.state.connections.remove(&v);
@@ -227,30 +228,59 @@ impl Engine {
         }
     }
 
-    /// Emits every outstanding call of `id` as unanswered.
-    pub(crate) fn close_out(&mut self, id: ConnId, why: &str, out: &mut Vec<Finding>) {
+    /// Emits every outstanding call of `id` as unanswered; with
+    /// `torn_down`, a call its client may send again on its next connection
+    /// is parked instead, to be followed across the reconnect.
+    pub(crate) fn close_out(
+        &mut self,
+        id: ConnId,
+        why: &str,
+        torn_down: bool,
+        out: &mut Vec<Finding>,
+    ) {
         let txns = self.drain_calls(id);
         let last_ts = self.state.totals.last_ts_ns.unwrap_or(0);
+        let mut client = None;
         if let Some(c) = self.state.connections.get_mut(&id) {
             c.in_flight = 0;
             c.finish(last_ts);
+            client = c.client.map(|q| q.addr);
         }
         for t in txns {
-            let xid = t.rec.xid;
-            let frame = t.rec.call_frame;
-            let proc = t.rec.procedure_label();
-            self.anomaly(
-                out,
-                Kind::CallWithoutReply,
-                vec![frame],
-                Some(id),
-                Some(xid),
-                format!("call {proc} (xid {xid:#010x}, frame {frame}) got no reply: {why}"),
-            );
-            let mut rec = t.rec;
-            rec.anomalies.push(Kind::CallWithoutReply);
-            out.push(Finding::Transaction(Box::new(rec)));
+            match client {
+                Some(addr) if torn_down && !t.rec.backchannel => self.park(addr, t, why, out),
+                _ => self.unanswered(Box::new(t), why, None, out),
+            }
         }
+    }
+
+    /// Hands out call `t` as one that got no reply, for the reason `why`,
+    /// found at `at` (`None`: now).
+    pub(crate) fn unanswered(
+        &mut self,
+        t: Box<Txn>,
+        why: &str,
+        at: Option<u64>,
+        out: &mut Vec<Finding>,
+    ) {
+        let id = t.rec.connection;
+        let xid = t.rec.xid;
+        let frame = t.rec.call_frame;
+        let proc = t.rec.procedure_label();
+        self.anomaly(
+            out,
+            Kind::CallWithoutReply,
+            vec![frame],
+            Some(id),
+            Some(xid),
+            format!("call {proc} (xid {xid:#010x}, frame {frame}) got no reply: {why}"),
+        );
+        if let Some(Finding::Anomaly(a)) = out.last_mut() {
+            a.ts_ns = a.ts_ns.or(at);
+        }
+        let mut rec = t.rec;
+        rec.anomalies.push(Kind::CallWithoutReply);
+        out.push(Finding::Transaction(Box::new(rec)));
     }
 
     pub(crate) fn cm_message(
@@ -427,7 +457,7 @@ impl Engine {
                     if let Some(c) = self.state.connections.get_mut(&id) {
                         c.cm_frames.push(number);
                     }
-                    self.close_out(id, "the connection was closed (DREQ/DREP) first", out);
+                    self.close_out(id, "the connection was closed (DREQ/DREP) first", true, out);
                 }
             }
             _ => {}

@@ -142,7 +142,42 @@ pub(crate) struct Table {
     /// What finds a half-open connection or a CM comm id's connection
     /// without a walk of them all (see `index`).
     pub index: super::index::Index,
+    /// Calls a torn-down connection left unanswered, by the client's
+    /// address and the call's key: a client sends them again on its next
+    /// connection (RFC 8166 4.5.5), and the one operation is then followed
+    /// across the reconnect. Those never sent again go out unanswered at
+    /// the end, or when the table's share of the budget is spent.
+    pub parked: Map<(Addr, CallKey), Parked>,
+    /// `parked` in the order its calls came in (oldest goes first); entries
+    /// of calls already taken are skipped when met.
+    pub parked_order: VecDeque<((Addr, CallKey), u64)>,
+    /// Bytes the parked calls cost (`budget::call_bytes` each).
+    pub parked_bytes: usize,
+    /// The connections each client address sent calls on, latest last (at
+    /// most [`CLIENT_CONNS`]; entries of connections gone are skipped): where
+    /// to look for a call sent again on a new connection while the old one
+    /// was not seen to close (its DREQ unanswered, or cut by a snap length).
+    pub by_client: Map<Addr, Vec<ConnId>>,
 }
+
+/// Connections remembered per client address in `Table::by_client`.
+pub(crate) const CLIENT_CONNS: usize = 16;
+
+/// A call of a torn-down connection waiting to be sent again.
+#[derive(Debug)]
+pub(crate) struct Parked {
+    pub txn: Box<Txn>,
+    /// Why its connection gave it up, for the finding it becomes if it is
+    /// never sent again.
+    pub why: Box<str>,
+    /// When its connection gave it up: the time of that finding.
+    pub at: Option<u64>,
+}
+
+/// How long a parked call waits to be sent again before it goes out
+/// unanswered (so that `live` says so within minutes, not at its end):
+/// longer than the Linux client's longest reconnect back-off (5 minutes).
+pub(crate) const PARK_NS: u64 = 600_000_000_000;
 
 impl Table {
     pub fn ids(&self) -> Vec<ConnId> {

@@ -1,0 +1,475 @@
+//! The rules: when each cause is named, and how its impact is measured.
+//! `docs/diagnosis.md` says the same in words; the thresholds are here.
+
+use super::{Cause, CauseName, Diagnosis, Examples, Impact, Peer, Tally};
+use crate::engine::{CmState, State, Transaction};
+
+/// `server_time`: the median server time at or above this is slow for
+/// any NFS server (local storage answers in well under 10 ms; the lab's
+/// emulated guests take 40-60 ms and stay below it).
+pub(super) const SERVER_MEDIAN_NS: u64 = 100_000_000;
+/// `server_time`: and the server holds at least this share of the RPCs' time.
+pub(super) const SERVER_SHARE: f64 = 0.5;
+/// `credit_window_full`: the window full for at least this share of the
+/// connection's life (calls beyond it wait in the client, unseen on the
+/// wire: the time at the limit is what the wire can measure of them).
+pub(super) const CREDIT_TIME_SHARE: f64 = 0.05;
+/// `server_unresponsive`: a call on a live connection unanswered for at
+/// least this long at the capture's end (shorter is a capture that stopped
+/// right after a call).
+pub(super) const UNRESPONSIVE_NS: u64 = 1_000_000_000;
+/// `network_loss`: packets sent again (or NAKed as out of sequence) are at
+/// least this share of the RDMA frames. Below it they are the odd
+/// duplicate (soft-RoCE sends a few twice within a microsecond, as in
+/// `v42-reminv.pcap`), which costs no time.
+pub(super) const LOSS_SHARE: f64 = 0.005;
+/// `reply_chunks_inline_threshold`: at least this share of the RPCs...
+pub(super) const CHUNKED_SHARE: f64 = 0.25;
+/// ... and at least this many (a mount's few READDIRs and ACL reads go
+/// through reply chunks by design, and that is not a cause).
+pub(super) const CHUNKED_MIN: u64 = 20;
+
+/// Every rule over `d` and the final `state`.
+pub(super) fn all(d: &Diagnosis, state: &State) -> Vec<Cause> {
+    let start = state.totals.first_ts_ns;
+    let mut v = Vec::new();
+    v.extend(reconnect_stall(d, start));
+    v.extend(server_time(d, start));
+    v.extend(credit_window_full(d, state, start));
+    v.extend(network_loss(d, state, start));
+    v.extend(rnr_retry(d, start));
+    v.extend(server_unresponsive(d, state, start));
+    v.extend(reply_chunks(d, state, start));
+    v.extend(counted(
+        d,
+        &d.overrun,
+        CauseName::ReceiveBufferOverrun,
+        Peer::Unknown,
+        start,
+        "Sends larger than the receiver's negotiated inline size",
+        "the sender broke RFC 8166 3.3.2 / RFC 8797 4.2: a Send may not exceed the receive size its peer advertised (the peer's receive fails with a local length error and the connection is lost). Fix the sender's inline threshold (Linux client: /proc/sys/sunrpc/rdma_max_inline_write; server: it must honour the client's RFC 8797 receive size)",
+    ));
+    let rdma_error = Tally {
+        count: d.rdma_error.count.max(d.rdma_error_found),
+        ..d.rdma_error.clone()
+    };
+    v.extend(counted(
+        d,
+        &rdma_error,
+        CauseName::RdmaError,
+        Peer::Client,
+        start,
+        "RDMA_ERROR replies instead of RPC replies",
+        "the server refused the transport header (RFC 8166 4.5): ERR_VERS means the client spoke another RPC-over-RDMA version; ERR_CHUNK a chunk list the server could not use (too many segments, a reply chunk too small, or after a reconnect a reply that can no longer be sent, RFC 8166 4.5.3). See the examples' calls",
+    ));
+    v.extend(rpc_errors(d, state, start));
+    v
+}
+
+fn impact(
+    d: &Diagnosis,
+    measured: String,
+    time_ns: Option<u64>,
+    of_ns: u64,
+    rpcs: Option<u64>,
+) -> Impact {
+    let share_of_time = time_ns
+        .filter(|_| of_ns > 0)
+        .map(|t| (t as f64 / of_ns as f64).min(1.0));
+    let share_of_rpcs = rpcs
+        .filter(|_| d.ops > 0)
+        .map(|n| (n as f64 / d.ops as f64).min(1.0));
+    Impact {
+        measured,
+        time_ms: time_ns.map(|t| t as f64 / 1e6),
+        share_of_time,
+        rpcs_affected: rpcs,
+        rpcs_total: d.ops,
+        score: share_of_time
+            .unwrap_or(0.0)
+            .max(share_of_rpcs.unwrap_or(0.0)),
+    }
+}
+
+fn secs(ts: u64, start: Option<u64>) -> String {
+    start.map_or_else(
+        || "?".to_string(),
+        |s| format!("{:.3} s", ts.saturating_sub(s) as f64 / 1e9),
+    )
+}
+
+/// Notes an operation sent on more than one connection: the time before
+/// its last transmission is what the reconnect cost the application.
+pub(super) fn note_reconnect(r: &mut Tally, t: &Transaction, app: Option<u64>, wire: Option<u64>) {
+    r.count += 1;
+    let lost = match (app, wire) {
+        (Some(a), Some(w)) => a.saturating_sub(w),
+        // Still unanswered: what it waited before its last transmission.
+        _ => t.call_ts_ns.saturating_sub(t.first_call_ts_ns),
+    };
+    r.ns += lost;
+    for c in &t.earlier_connections {
+        r.ex.conn(*c);
+    }
+    r.ex.conn(t.connection);
+    r.ex.xid(t.xid);
+    r.ex.frames([t.first_call_frame, t.call_frame]);
+    r.ex.frames(t.reply_frame);
+    r.ex.at(Some(t.first_call_ts_ns));
+    r.ex.at(t.reply_ts_ns.or(Some(t.call_ts_ns)));
+    let conns: Vec<String> = t
+        .earlier_connections
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let label = t.procedure_label();
+    let xid = t.xid;
+    let (first_frame, frame, conn, n) = (
+        t.first_call_frame,
+        t.call_frame,
+        t.connection,
+        t.transmissions,
+    );
+    let reply = t
+        .reply_frame
+        .map_or("no reply".to_string(), |f| format!("answered in frame {f}"));
+    let waited = app.map_or("still waiting".to_string(), |a| {
+        format!("the application waited {:.3} s", a as f64 / 1e9)
+    });
+    r.ex.say(|| {
+        format!(
+            "{label} xid {xid:#010x}: sent in frame {first_frame} on {}, that connection torn down, sent again in frame {frame} on {conn} ({n} transmissions), {reply}: {waited}",
+            conns.join(", ")
+        )
+    });
+}
+
+fn reconnect_stall(d: &Diagnosis, start: Option<u64>) -> Option<Cause> {
+    let r = &d.reconnect;
+    if r.count == 0 {
+        return None;
+    }
+    let _ = start;
+    let measured = format!(
+        "{} operation(s) sent again after their connection was torn down: {:.3} s of application-visible time lost across the disconnection ({:.1}% of the time all RPCs waited)",
+        r.count,
+        r.ns as f64 / 1e9,
+        100.0 * r.ns as f64 / d.app_wait_ns.max(1) as f64
+    );
+    let peer = if d.retransmitted.count > 0 {
+        Peer::Fabric
+    } else {
+        Peer::Unknown
+    };
+    let advice = if d.retransmitted.count > 0 {
+        "the connection was lost after RC retransmissions went unanswered (see network_loss): the requester's QP exhausted its retry count and the client reconnected. Fix the loss on the path (the peer's port, PFC/ECN on RoCE, link errors); the stall is the QP's retry time (retry_cnt x local ACK timeout) plus the reconnect"
+    } else {
+        "the connection was torn down with calls outstanding and the client sent them again on a new connection (RFC 8166 4.5.5): find what closed it (the DREQ's sender, the kernel log); the stall is the time until the new connection carried the call"
+    };
+    Some(Cause {
+        cause: CauseName::ReconnectStall,
+        impact: impact(d, measured, Some(r.ns), d.app_wait_ns, Some(r.count)),
+        peer,
+        evidence: r.ex.evidence(start),
+        advice: advice.to_string(),
+    })
+}
+
+fn server_time(d: &Diagnosis, start: Option<u64>) -> Option<Cause> {
+    let median = d.server.median_low_ns()?;
+    let share = d.server_ns as f64 / d.wire_wait_ns.max(1) as f64;
+    if median < SERVER_MEDIAN_NS || share < SERVER_SHARE {
+        return None;
+    }
+    let measured = format!(
+        "the server held the RPCs {:.1}% of their time on the wire ({:.3} s of {:.3} s; median at least {:.0} ms per RPC); their data moved for {:.3} s",
+        100.0 * share,
+        d.server_ns as f64 / 1e9,
+        d.wire_wait_ns as f64 / 1e9,
+        median as f64 / 1e6,
+        d.data_ns as f64 / 1e9
+    );
+    let mut ex: Examples = d.server_ex.clone();
+    for (ns, xid, frame, label) in d.slowest_server.iter().rev() {
+        ex.xid(*xid);
+        ex.frames([*frame]);
+        ex.say(|| {
+            format!(
+                "{label} xid {xid:#010x} (frame {frame}): {:.3} ms in the server",
+                *ns as f64 / 1e6
+            )
+        });
+    }
+    Some(Cause {
+        cause: CauseName::ServerTime,
+        impact: impact(d, measured, Some(d.server_ns), d.wire_wait_ns, None),
+        peer: Peer::Server,
+        evidence: ex.evidence(start),
+        advice: "the time is spent in the server between the call's data arriving and its reply data: its nfsd threads (/proc/fs/nfsd/threads), its storage (the export's device latency), its locks; the network and the transfer mode are not the bottleneck".to_string(),
+    })
+}
+
+fn credit_window_full(d: &Diagnosis, state: &State, start: Option<u64>) -> Option<Cause> {
+    let mut ex = Examples::default();
+    let mut worst: Option<(f64, String, Peer, String)> = None;
+    let mut time_ns = 0;
+    let mut span_ns = 0;
+    for c in state.connections.values().filter(|c| c.is_rpcrdma()) {
+        let Some(granted) = c.granted_max.filter(|g| *g >= 2) else {
+            continue;
+        };
+        if c.peak_in_flight < granted {
+            continue;
+        }
+        let span = c.last_ts_ns.saturating_sub(c.first_ts_ns);
+        let share = c.at_limit_ns as f64 / span.max(1) as f64;
+        if share < CREDIT_TIME_SHARE {
+            continue;
+        }
+        time_ns += c.at_limit_ns;
+        span_ns += span;
+        ex.conn(c.id);
+        ex.at(Some(c.first_ts_ns));
+        ex.at(Some(c.last_ts_ns));
+        let (peer, who) = match c.requested {
+            Some(r) if r > granted => (
+                Peer::Server,
+                format!("the server's grant limits: it grants {granted} credits while the client asks for {r}. Raise the server's /proc/sys/sunrpc/svc_rdma/max_requests (RFC 8166 3.3.1)"),
+            ),
+            Some(r) => (
+                Peer::Client,
+                format!("the client's request limits: it asks for {r} credits and the server grants {granted}. Raise the client's /proc/sys/sunrpc/rdma_slot_table_entries"),
+            ),
+            None => (
+                Peer::Unknown,
+                format!("the window of {granted} credits ran full; which side limits is not known (no credit request seen)"),
+            ),
+        };
+        ex.say(|| {
+            format!(
+                "{}: {} of {} in flight, at the limit {:.3} ms of {:.3} ms ({:.1}%)",
+                c.id,
+                c.peak_in_flight,
+                granted,
+                c.at_limit_ns as f64 / 1e6,
+                span as f64 / 1e6,
+                100.0 * share
+            )
+        });
+        if worst.as_ref().is_none_or(|w| share > w.0) {
+            worst = Some((share, c.id.to_string(), peer, who));
+        }
+    }
+    let (_, conn, peer, advice) = worst?;
+    let measured = format!(
+        "the credit window was full {:.3} ms of {:.3} ms of the connections' life ({:.1}%; worst {conn}): calls beyond it waited in the client for a credit",
+        time_ns as f64 / 1e6,
+        span_ns as f64 / 1e6,
+        100.0 * time_ns as f64 / span_ns.max(1) as f64
+    );
+    Some(Cause {
+        cause: CauseName::CreditWindowFull,
+        impact: impact(d, measured, Some(time_ns), span_ns, None),
+        peer,
+        evidence: ex.evidence(start),
+        advice,
+    })
+}
+
+fn network_loss(d: &Diagnosis, state: &State, start: Option<u64>) -> Option<Cause> {
+    let (r, n) = (&d.retransmitted, &d.psn_naks);
+    let lost = r.count + n.count;
+    if lost == 0 || (lost as f64) < LOSS_SHARE * state.totals.rdma_frames as f64 {
+        return None;
+    }
+    let mut ex = r.ex.clone();
+    for c in &n.ex.connections {
+        ex.conn(*c);
+    }
+    ex.frames(n.ex.frames.iter().copied());
+    ex.at(n.ex.first_ts);
+    ex.at(n.ex.last_ts);
+    for s in &n.ex.sentences {
+        ex.say(|| s.clone());
+    }
+    let xids = ex.xids.len() as u64;
+    let measured = format!(
+        "{} request packets sent again and {} PSN sequence error NAKs ({} PSN gaps in the capture) over {} RDMA frames; at least {xids} RPC(s) delayed by them",
+        r.count, n.count, state.totals.psn_gaps, state.totals.rdma_frames
+    );
+    Some(Cause {
+        cause: CauseName::NetworkLoss,
+        impact: impact(d, measured, None, 0, Some(xids.max(1))),
+        peer: Peer::Fabric,
+        evidence: ex.evidence(start),
+        advice: "packets were lost between the peers and the RC transport sent them again (IBA 9.7.5): a lossless RoCE fabric loses none. Check PFC and ECN on the switches and NICs, the ports' error and discard counters (ethtool -S, perfquery), and MTU mismatches on the path".to_string(),
+    })
+}
+
+fn rnr_retry(d: &Diagnosis, start: Option<u64>) -> Option<Cause> {
+    let r = &d.rnr;
+    if r.count == 0 {
+        return None;
+    }
+    let measured = format!(
+        "{} RNR NAKs: Sends arrived before the receiver had a receive buffer posted, each retried after the RNR timer",
+        r.count
+    );
+    Some(Cause {
+        cause: CauseName::RnrRetry,
+        impact: impact(d, measured, None, 0, Some(r.count)),
+        peer: Peer::Unknown,
+        evidence: r.ex.evidence(start),
+        advice: "the NAK's sender posts too few receives for what its peer sends: RPC-over-RDMA's credits are to prevent exactly this (RFC 8166 3.3.1), so a peer sending beyond its credits, or one granting more than it posted, breaks it; see credit_overrun findings and the sender's receive queue depth".to_string(),
+    })
+}
+
+fn server_unresponsive(d: &Diagnosis, state: &State, start: Option<u64>) -> Option<Cause> {
+    let end = state.totals.last_ts_ns?;
+    let mut ex = Examples::default();
+    let mut count = 0;
+    let mut waited = 0;
+    for (id, u) in &d.unanswered {
+        let live = state
+            .connections
+            .get(id)
+            .is_some_and(|c| !matches!(c.cm_state, CmState::Closed | CmState::Disconnecting));
+        let Some(oldest) = u.oldest_ts else { continue };
+        if !live || end.saturating_sub(oldest) < UNRESPONSIVE_NS {
+            continue;
+        }
+        count += u.count;
+        waited += end.saturating_sub(oldest);
+        ex.conn(*id);
+        for x in &u.ex.xids {
+            ex.xid(*x);
+        }
+        ex.frames(u.ex.frames.iter().copied());
+        ex.at(u.ex.first_ts);
+        ex.at(Some(end));
+        ex.say(|| {
+            format!(
+                "{id}: {} call(s) unanswered, the oldest sent at {} and waiting {:.3} s when the capture ended",
+                u.count,
+                secs(oldest, start),
+                end.saturating_sub(oldest) as f64 / 1e9
+            )
+        });
+    }
+    if count == 0 {
+        return None;
+    }
+    let measured = format!(
+        "{count} call(s) on connections still up got no reply, the oldest waiting {:.3} s at the capture's end",
+        waited as f64 / 1e9
+    );
+    let of = d.app_wait_ns + waited;
+    Some(Cause {
+        cause: CauseName::ServerUnresponsive,
+        impact: impact(d, measured, Some(waited), of, Some(count)),
+        peer: Peer::Server,
+        evidence: ex.evidence(start),
+        advice: "the server stopped answering while the connection stayed up: look at the server (nfsd threads blocked on storage or a lock: its kernel log, /proc/<nfsd pid>/stack); the client waits its RPC timeout (timeo=) before it retransmits or reconnects".to_string(),
+    })
+}
+
+fn reply_chunks(d: &Diagnosis, state: &State, start: Option<u64>) -> Option<Cause> {
+    let c = &d.chunked;
+    if c.count < CHUNKED_MIN || (c.count as f64) < CHUNKED_SHARE * d.ops as f64 {
+        return None;
+    }
+    let threshold = state
+        .connections
+        .values()
+        .filter_map(|c| c.reply_inline_threshold())
+        .min();
+    let measured = format!(
+        "{} of {} RPCs ({:.1}%) had their call or reply moved through a chunk by the inline threshold ({}): one more round trip and responder interrupt each (draft-dnoveck-nfsv4-rpcrdma-rtissues 2.2); the largest such message was {} B",
+        c.count,
+        d.ops,
+        100.0 * c.count as f64 / d.ops.max(1) as f64,
+        threshold.map_or("not known".to_string(), |t| format!("{t} B")),
+        d.largest_chunked
+    );
+    Some(Cause {
+        cause: CauseName::ReplyChunksInlineThreshold,
+        impact: impact(d, measured, None, 0, Some(c.count)),
+        peer: Peer::Client,
+        evidence: c.ex.evidence(start),
+        advice: format!(
+            "an inline threshold of at least {} B would keep these messages inline: raise the client's /proc/sys/sunrpc/rdma_max_inline_read (replies) or rdma_max_inline_write (calls) and the server's matching size; both ends advertise it in the RFC 8797 private data, and the smaller one wins",
+            d.largest_chunked.next_power_of_two().max(1024) + 1024
+        ),
+    })
+}
+
+fn counted(
+    d: &Diagnosis,
+    t: &Tally,
+    cause: CauseName,
+    peer: Peer,
+    start: Option<u64>,
+    what: &str,
+    advice: &str,
+) -> Option<Cause> {
+    if t.count == 0 {
+        return None;
+    }
+    let measured = format!("{} {what}", t.count);
+    Some(Cause {
+        cause,
+        impact: impact(d, measured, None, 0, Some(t.count)),
+        peer,
+        evidence: t.ex.evidence(start),
+        advice: advice.to_string(),
+    })
+}
+
+fn rpc_errors(d: &Diagnosis, state: &State, start: Option<u64>) -> Option<Cause> {
+    if d.rpc_errors.is_empty() {
+        return None;
+    }
+    let mut ex = Examples::default();
+    let mut count = 0;
+    let mut parts = Vec::new();
+    for (status, t) in &d.rpc_errors {
+        count += t.count;
+        parts.push(format!("{} {status}", t.count));
+        for c in &t.ex.connections {
+            ex.conn(*c);
+        }
+        for x in &t.ex.xids {
+            ex.xid(*x);
+        }
+        ex.frames(t.ex.frames.iter().copied());
+        ex.at(t.ex.first_ts);
+        ex.at(t.ex.last_ts);
+        for s in &t.ex.sentences {
+            ex.say(|| s.clone());
+        }
+    }
+    // What the client did next: connections made after the first error.
+    let after = d.first_rpc_error_ts.map_or(0, |e| {
+        state
+            .connections
+            .values()
+            .filter(|c| c.cm_state != CmState::NotSeen && c.first_ts_ns > e)
+            .count()
+    });
+    let next = if after > 0 {
+        format!("; the client made {after} new connection(s) after the first one")
+    } else {
+        String::new()
+    };
+    let measured = format!(
+        "{count} RPC replies rejected their calls ({}){next}",
+        parts.join(", ")
+    );
+    Some(Cause {
+        cause: CauseName::RpcErrors,
+        impact: impact(d, measured, None, 0, Some(count)),
+        peer: Peer::Server,
+        evidence: ex.evidence(start),
+        advice: "the server answered at the RPC level with an error (RFC 5531 9): SYSTEM_ERR is the server failing to build the reply (on Linux often a reply larger than its reply chunk or inline limit: large ACLs, READDIR), GARBAGE_ARGS a call it could not decode; a client that reconnects after each is in a loop, fix the server side first".to_string(),
+    })
+}

@@ -1,0 +1,199 @@
+//! Each rule on the bundled lab captures: as they are (the clean ones give
+//! nothing), and with the one fact the rule reads changed in the engine's
+//! real findings (a slower server, rejected replies, ...), so that each
+//! rule is tested at its threshold on real transactions.
+
+use std::path::PathBuf;
+
+use super::{CauseName, Diagnosis, Peer};
+use crate::engine::{Config, Engine, Finding, State};
+use crate::pipeline::Flow;
+use crate::test_support::capture_source;
+
+fn capture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("captures")
+        .join(name)
+}
+
+/// The engine's findings and final state on a bundled capture.
+fn findings(name: &str) -> (Vec<Finding>, State) {
+    let config = Config::default();
+    let mut source = capture_source(&capture(name), &config.stack);
+    let mut engine = Engine::new(config);
+    let mut out = Vec::new();
+    while source
+        .pump(&mut |ev| {
+            engine.handle(ev, &mut out);
+            Flow::Continue
+        })
+        .is_none()
+    {}
+    engine.finish(&mut |f| out.push(f));
+    (out, engine.state().clone())
+}
+
+fn diagnose(found: &[Finding], state: &State) -> Vec<super::Cause> {
+    let mut d = Diagnosis::default();
+    found.iter().for_each(|f| d.add(f));
+    d.causes(state)
+}
+
+#[test]
+fn the_clean_lab_captures_get_no_cause() {
+    for name in [
+        "v3-inline.pcap",
+        "v41-inline.pcap",
+        "v42-inline.pcap",
+        "v3-ddp.pcap",
+        "v42-ddp.pcap",
+        "v42-reminv.pcap",
+        "inline-thresholds.pcap",
+        "parallel.pcap",
+    ] {
+        let (f, s) = findings(name);
+        let causes = diagnose(&f, &s);
+        assert!(causes.is_empty(), "{name}: {causes:#?}");
+    }
+}
+
+#[test]
+fn reconnect_leads_with_the_stall_of_its_retransmitted_call() {
+    let (f, s) = findings("reconnect.pcap");
+    let mut d = Diagnosis::default();
+    f.iter().for_each(|x| d.add(x));
+    // 37 transmissions on the wire, 36 operations: one was sent twice.
+    assert_eq!((d.operations(), d.transmissions()), (36, 37));
+    let causes = d.causes(&s);
+    let first = &causes[0];
+    assert_eq!(first.cause, CauseName::ReconnectStall, "{causes:#?}");
+    assert_eq!(first.evidence.xids, ["0xcb7cd736"]);
+    assert_eq!(first.evidence.connections, ["c1", "c2"]);
+    assert_eq!(first.evidence.frames[..2], [230, 244]);
+    let lost = first.impact.time_ms.expect("time lost");
+    assert!((21_800.0..22_000.0).contains(&lost), "{lost}");
+    assert_eq!(first.peer, Peer::Fabric);
+    // The QP's retransmissions before the teardown are the loss behind it.
+    assert!(causes.iter().any(|c| c.cause == CauseName::NetworkLoss));
+    let from = first.evidence.from_s.expect("start");
+    assert!((5.2..5.4).contains(&from), "{from}");
+}
+
+#[test]
+fn a_slow_server_is_named_at_its_threshold_only() {
+    let (f, s) = findings("v3-ddp.pcap");
+    // Every reply later by a fixed delay: the server held each call longer.
+    let slower = |delay: u64| -> Vec<Finding> {
+        f.iter()
+            .cloned()
+            .map(|mut x| {
+                if let Finding::Transaction(t) = &mut x {
+                    t.reply_ts_ns = t.reply_ts_ns.map(|r| r + delay);
+                }
+                x
+            })
+            .collect()
+    };
+    let named = |found: &[Finding]| {
+        diagnose(found, &s)
+            .iter()
+            .any(|c| c.cause == CauseName::ServerTime)
+    };
+    assert!(!named(&slower(10_000_000)));
+    let causes = diagnose(&slower(300_000_000), &s);
+    assert_eq!(causes[0].cause, CauseName::ServerTime, "{causes:#?}");
+    assert_eq!(causes[0].peer, Peer::Server);
+    assert!(causes[0].impact.share_of_time.unwrap() > 0.9);
+}
+
+#[test]
+fn rejected_replies_are_rpc_errors_with_their_status() {
+    let (mut f, s) = findings("v3-inline.pcap");
+    let mut n = 0;
+    for x in &mut f {
+        if let Finding::Transaction(t) = x {
+            if t.procedure.as_deref() == Some("GETATTR") && n < 3 {
+                t.reply_status = Some("SYSTEM_ERR".into());
+                n += 1;
+            }
+        }
+    }
+    let causes = diagnose(&f, &s);
+    assert_eq!(causes.len(), 1, "{causes:#?}");
+    assert_eq!(causes[0].cause, CauseName::RpcErrors);
+    assert_eq!(causes[0].impact.rpcs_affected, Some(3));
+    assert!(causes[0].impact.measured.contains("3 SYSTEM_ERR"));
+}
+
+#[test]
+fn reply_chunks_are_named_only_past_a_quarter_of_the_rpcs() {
+    let (f, s) = findings("v42-ddp.pcap");
+    let base = diagnose(&f, &s);
+    assert!(base.is_empty(), "{base:#?}");
+    // The same RPCs, each counted as often as needed: the share, not the
+    // count, is what the rule weighs.
+    let chunked: Vec<Finding> = f
+        .iter()
+        .filter(|x| {
+            matches!(x, Finding::Transaction(t)
+                if t.reply_transfer == crate::engine::Transfer::ReplyChunk)
+        })
+        .cloned()
+        .collect();
+    let mut more = f.clone();
+    for _ in 0..6 {
+        more.extend(chunked.iter().cloned());
+    }
+    let causes = diagnose(&more, &s);
+    assert_eq!(
+        causes[0].cause,
+        CauseName::ReplyChunksInlineThreshold,
+        "{causes:#?}"
+    );
+    assert!(causes[0].advice.contains("rdma_max_inline_read"));
+}
+
+#[test]
+fn an_unanswered_call_on_a_live_connection_is_an_unresponsive_server() {
+    let (mut f, mut s) = findings("v3-inline.pcap");
+    // The last call's reply never came, and the connection stayed up.
+    let last = f
+        .iter_mut()
+        .filter_map(|x| match x {
+            Finding::Transaction(t) => Some(t),
+            Finding::Anomaly(_) => None,
+        })
+        .max_by_key(|t| t.call_ts_ns)
+        .expect("a transaction");
+    last.reply_frame = None;
+    last.reply_ts_ns = None;
+    let call = last.call_ts_ns;
+    for c in s.connections.values_mut() {
+        c.cm_state = crate::engine::CmState::Established;
+    }
+    s.totals.last_ts_ns = Some(call + 500_000_000);
+    assert!(diagnose(&f, &s).is_empty());
+    s.totals.last_ts_ns = Some(call + 5_000_000_000);
+    let causes = diagnose(&f, &s);
+    assert_eq!(
+        causes[0].cause,
+        CauseName::ServerUnresponsive,
+        "{causes:#?}"
+    );
+    assert_eq!(causes[0].impact.rpcs_affected, Some(1));
+}
+
+#[test]
+fn a_full_credit_window_names_the_side_that_limits() {
+    let (f, mut s) = findings("parallel.pcap");
+    assert!(diagnose(&f, &s).is_empty());
+    // The same connection, full for a fifth of its life.
+    let c = s.connections.values_mut().next().expect("a connection");
+    c.at_limit_ns = (c.last_ts_ns - c.first_ts_ns) / 5;
+    let causes = diagnose(&f, &s);
+    assert_eq!(causes[0].cause, CauseName::CreditWindowFull, "{causes:#?}");
+    // The client asked for 128, the server granted 16.
+    assert_eq!(causes[0].peer, Peer::Server);
+    assert!(causes[0].advice.contains("svc_rdma/max_requests"));
+}
