@@ -14,9 +14,11 @@
 //! - [`synth`] writes synthetic captures, with injected violations, for tests and benchmarks.
 
 pub mod cli;
+pub mod counters;
 /// The correlation engine is the `rdma-engine` crate; its old path stays.
 pub use rdma_engine as engine;
 pub mod diagnosis;
+pub mod files;
 pub mod output;
 pub mod pipeline;
 pub mod sources;

@@ -12,6 +12,7 @@ use rdma_analyzer::cli::{
     engine_share, AnalyzeArgs, Cli, Command, ExportArgs, FramesArgs, LiveArgs, ReportArgs,
 };
 use rdma_analyzer::engine::Engine;
+use rdma_analyzer::files as safe_file;
 use rdma_analyzer::output::dataset::{Dataset, Export, ExportFrames, Written};
 use rdma_analyzer::output::escape::{escape, escaped};
 use rdma_analyzer::output::exporter::Exporter;
@@ -19,7 +20,6 @@ use rdma_analyzer::output::frames::Frames;
 use rdma_analyzer::output::lines::{Lines, Which};
 use rdma_analyzer::output::live::LiveSink;
 use rdma_analyzer::output::metrics::{self, Metrics, Process};
-use rdma_analyzer::output::safe_file;
 use rdma_analyzer::output::Report;
 use rdma_analyzer::pipeline::{self, End, Sink, Stop, Tee};
 use rdma_analyzer::sources::live::LiveInputs;
@@ -125,7 +125,8 @@ fn frames(a: &FramesArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The report's per-procedure tables take a sixteenth of `--memory-limit`
-/// (16 MiB of the default 256: about 540 procedure rows), the engine the rest.
+/// (16 MiB of the default 256: about 135 procedure rows of four histograms
+/// each), the engine the rest.
 const REPORT_SHARE: usize = 16;
 
 fn report(r: &ReportArgs) -> anyhow::Result<ExitCode> {

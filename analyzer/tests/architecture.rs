@@ -26,6 +26,32 @@ const NEVER: &[(&str, &[&str])] = &[
         "diagnosis",
         &["pipeline", "sources", "output", "tui", "cli", "synth"],
     ),
+    // Leaves every layer may use: how files are written, and plain counters.
+    (
+        "files",
+        &[
+            "pipeline",
+            "sources",
+            "output",
+            "tui",
+            "cli",
+            "synth",
+            "diagnosis",
+        ],
+    ),
+    (
+        "counters",
+        &[
+            "pipeline",
+            "sources",
+            "output",
+            "tui",
+            "cli",
+            "synth",
+            "diagnosis",
+            "files",
+        ],
+    ),
     ("pipeline", &["sources", "output", "tui", "cli", "synth"]),
     ("sources", &["output", "tui", "cli", "synth"]),
     ("output", &["sources", "tui", "cli", "synth"]),

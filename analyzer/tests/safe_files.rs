@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
-use rdma_analyzer::output::safe_file::{
-    self, check_target, create_in_place, AtomicFile, STALE_AFTER, TEMP_PREFIX, TEMP_SUFFIX,
+use rdma_analyzer::files::{
+    check_target, create_in_place, AtomicFile, STALE_AFTER, TEMP_PREFIX, TEMP_SUFFIX,
 };
 
 #[path = "common/prereq.rs"]
@@ -287,7 +287,7 @@ fn atomic_files_appear_whole_or_not_at_all() {
     drop(f);
     assert!(!tmp.exists(), "a dropped file was left");
     assert_eq!(std::fs::read_to_string(&target).expect("new"), "new\n");
-    safe_file::write_whole(&d.join("whole"), b"x").expect("whole");
+    rdma_analyzer::files::write_whole(&d.join("whole"), b"x").expect("whole");
     let _ = std::fs::remove_dir_all(&d);
 }
 

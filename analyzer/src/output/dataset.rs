@@ -57,12 +57,12 @@ use parquet::schema::types::ColumnPath;
 use rdma_dissectors::stack::{self, Dissection};
 use rdma_dissectors::view::{FrameView, IpView};
 
-use super::safe_file::AtomicFile;
 use super::schema::{ConnectionView, SCHEMA_VERSION};
 use crate::diagnosis::{Cause, Diagnosis};
 use crate::engine::{
     Anomaly, Carries, ChunkKind, ConnId, Engine, Event, Finding, QpKey, SegmentUse, Transaction,
 };
+use crate::files::AtomicFile;
 use crate::pipeline::{End, Flow, Notice, Progress, Sink};
 
 /// Rows gathered before they go to a file as one Arrow batch.
@@ -1952,7 +1952,7 @@ impl Dataset {
             ));
         }
         let root = tempfile::Builder::new()
-            .prefix(super::safe_file::TEMP_PREFIX)
+            .prefix(crate::files::TEMP_PREFIX)
             .suffix(".replaced")
             .rand_bytes(16)
             .tempdir_in(&self.root)?

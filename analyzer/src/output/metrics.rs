@@ -374,14 +374,14 @@ pub fn prometheus_text(openmetrics: &str) -> String {
 /// textfile collector expects it: Prometheus text format, into a temporary
 /// file in the same directory that is then renamed over `path`, so the
 /// collector never reads half a file (the temporary file is made safely
-/// in a folder others may write: `safe_file`).
+/// in a folder others may write: `crate::files`).
 ///
 /// # Errors
 /// When `path` is not a regular file or a new name, or the file cannot be
 /// written or renamed.
 pub fn write_textfile(exposition: &Exposition, path: &Path) -> io::Result<()> {
     let text = exposition.encode(Format::PrometheusText);
-    super::safe_file::write_whole(path, text.as_bytes())
+    crate::files::write_whole(path, text.as_bytes())
 }
 
 /// How often a new snapshot is published while a run goes on.

@@ -12,7 +12,6 @@ pub mod live;
 pub mod metrics;
 pub mod out;
 pub mod report;
-pub mod safe_file;
 pub mod schema;
 pub mod stats;
 

@@ -154,7 +154,9 @@ impl Report {
     fn txn(&mut self, t: &Transaction) {
         let label = t.procedure_label();
         let (max, over) = (self.max_rows, &mut self.over_cap);
-        let ops_label = Self::row_label(max, over, &self.ops, &label, label.clone());
+        // The operations table shares the row cap; a transaction past it is
+        // counted once in `over_cap`, by the latency tables below.
+        let ops_label = Self::row_label(max, &mut 0, &self.ops, &label, label.clone());
         match self.ops.get_mut(&ops_label) {
             Some(o) => {
                 o.0 += 1;

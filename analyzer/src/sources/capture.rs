@@ -173,7 +173,7 @@ pub fn start(
     let link = LinkType(cap.get_datalink().0 as u32);
     let writer = match write {
         Some(p) => Some(
-            crate::output::safe_file::create_in_place(p)
+            crate::files::create_in_place(p)
                 .and_then(|f| {
                     CaptureWriter::new(BufWriter::new(f), Format::Pcapng, link, Resolution::Nano)
                 })

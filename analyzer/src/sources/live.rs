@@ -97,7 +97,7 @@ pub struct LiveStats {
     /// CPU seconds this process used (user + system).
     pub cpu_seconds: f64,
     /// What the metrics exporter cut off (`--metrics`); null without it.
-    pub exporter: Option<crate::output::exporter::ExporterStats>,
+    pub exporter: Option<crate::counters::ExporterStats>,
 }
 
 impl Default for LiveStats {
