@@ -33,8 +33,10 @@ use core::fmt;
 
 use super::mad::{self, Mad};
 use super::{PKey, Psn, Qpn};
-use crate::bytes::{array_at, put, put_u16, put_u32, put_u64, u16_at, u24_at, u32_at};
-use crate::bytes::{u64_at, u8_at};
+use nom::Parser;
+
+use crate::bytes::{put, put_u16, put_u32, put_u64, u32_at};
+use crate::parse::{self, array, be_u16, be_u24, be_u32, be_u64, be_u8, take, PResult};
 use crate::{Error, Layer, Result};
 
 /// Length of the CM message: the whole MAD data.
@@ -261,23 +263,6 @@ const LAP_PATH: PathLayout = PathLayout {
 };
 
 impl CmPath {
-    fn read(d: &[u8], at: usize, l: &PathLayout) -> CmPath {
-        let b42 = u8_at(d, at + 42);
-        CmPath {
-            local_port_lid: u16_at(d, at),
-            remote_port_lid: u16_at(d, at + 2),
-            local_port_gid: array_at(d, at + 4),
-            remote_port_gid: array_at(d, at + 20),
-            flow_label: u32_at(d, at + 36) >> 12,
-            packet_rate: u8_at(d, at + l.rate) & 0x3f,
-            traffic_class: u8_at(d, at + l.traffic_class),
-            hop_limit: u8_at(d, at + l.hop_limit),
-            sl: b42 >> 4,
-            subnet_local: b42 & 0x08 != 0,
-            local_ack_timeout: u8_at(d, at + 43) >> 3,
-        }
-    }
-
     fn write(&self, w: &mut Writer<'_>, at: usize, l: &PathLayout) -> Result<()> {
         w.u16(at, self.local_port_lid);
         w.u16(at + 2, self.remote_port_lid);
@@ -290,6 +275,43 @@ impl CmPath {
         w.bits(at + 42, 4, 4, self.sl, "sl")?;
         w.flag(at + 42, 3, self.subnet_local);
         w.bits(at + 43, 3, 5, self.local_ack_timeout, "local_ack_timeout")
+    }
+}
+
+/// A path (44 bytes) laid out as `l` says; with it, its last byte, whose
+/// low bits the REQ uses for SAP Supported.
+fn path<'i>(l: &PathLayout) -> impl Fn(&'i [u8]) -> PResult<'i, (CmPath, u8)> + '_ {
+    move |i| {
+        let (i, (local_port_lid, remote_port_lid, local_port_gid, remote_port_gid)) =
+            (be_u16, be_u16, array::<16>, array::<16>).parse(i)?;
+        let (i, (flow, b39, b40, b41, b42, b43)) =
+            (be_u24, be_u8, be_u8, be_u8, be_u8, be_u8).parse(i)?;
+        // Bytes 39 to 41 hold rate, traffic class and hop limit in an order
+        // that depends on the message.
+        let at = |off: usize| match off {
+            39 => b39,
+            40 => b40,
+            _ => b41,
+        };
+        Ok((
+            i,
+            (
+                CmPath {
+                    local_port_lid,
+                    remote_port_lid,
+                    local_port_gid,
+                    remote_port_gid,
+                    flow_label: flow >> 4,
+                    packet_rate: at(l.rate) & 0x3f,
+                    traffic_class: at(l.traffic_class),
+                    hop_limit: at(l.hop_limit),
+                    sl: b42 >> 4,
+                    subnet_local: b42 & 0x08 != 0,
+                    local_ack_timeout: b43 >> 3,
+                },
+                b43,
+            ),
+        ))
     }
 }
 
@@ -397,12 +419,12 @@ fn tail(d: &[u8], at: usize) -> &[u8] {
     d.get(at..d.len().min(MESSAGE_LEN)).unwrap_or(&[])
 }
 
-fn bits(d: &[u8], at: usize, shift: u8, width: u8) -> u8 {
-    (u8_at(d, at) >> shift) & ((1u16 << width) - 1) as u8
+fn bits(b: u8, shift: u8, width: u8) -> u8 {
+    (b >> shift) & ((1u16 << width) - 1) as u8
 }
 
-fn flag(d: &[u8], at: usize, bit: u8) -> bool {
-    (u8_at(d, at) >> bit) & 1 != 0
+fn flag(b: u8, bit: u8) -> bool {
+    (b >> bit) & 1 != 0
 }
 
 /// ConnectRequest (IBA 12.6.5, table 99).
@@ -488,36 +510,47 @@ pub mod req {
 }
 
 impl<'a> CmReq<'a> {
-    fn parse(d: &'a [u8]) -> Self {
+    fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
         use req::*;
-        CmReq {
-            local_comm_id: u32_at(d, LOCAL_COMM_ID),
-            service_id: ServiceId(u64_at(d, SERVICE_ID)),
-            local_ca_guid: u64_at(d, LOCAL_CA_GUID),
-            local_q_key: u32_at(d, LOCAL_Q_KEY),
-            local_qpn: Qpn::from_bits(u24_at(d, LOCAL_QPN)),
-            responder_resources: u8_at(d, RESPONDER_RESOURCES),
-            local_eecn: u24_at(d, LOCAL_EECN),
-            initiator_depth: u8_at(d, INITIATOR_DEPTH),
-            remote_eecn: u24_at(d, REMOTE_EECN),
-            remote_cm_response_timeout: bits(d, TIMEOUT_TYPE_FLOW, 3, 5),
-            transport_service_type: bits(d, TIMEOUT_TYPE_FLOW, 1, 2),
-            end_to_end_flow_control: flag(d, TIMEOUT_TYPE_FLOW, 0),
-            starting_psn: Psn::from_bits(u24_at(d, STARTING_PSN)),
-            local_cm_response_timeout: bits(d, TIMEOUT_RETRY, 3, 5),
-            retry_count: bits(d, TIMEOUT_RETRY, 0, 3),
-            p_key: PKey(u16_at(d, P_KEY)),
-            path_packet_payload_mtu: bits(d, MTU_RDC_RNR, 4, 4),
-            rdc_exists: flag(d, MTU_RDC_RNR, 3),
-            rnr_retry_count: bits(d, MTU_RDC_RNR, 0, 3),
-            max_cm_retries: bits(d, RETRIES_SRQ_EXT, 4, 4),
-            srq: flag(d, RETRIES_SRQ_EXT, 3),
-            extended_transport_type: bits(d, RETRIES_SRQ_EXT, 0, 3),
-            primary_path: CmPath::read(d, PRIMARY_PATH, &REQ_PATH),
-            alternate_path: CmPath::read(d, ALTERNATE_PATH, &REQ_PATH),
-            sap_supported: flag(d, SAP_SUPPORTED, 2),
-            private_data: tail(d, PRIVATE_DATA),
-        }
+        let (i, (local_comm_id, _, service_id, local_ca_guid, _, local_q_key)) =
+            (be_u32, take(4), be_u64, be_u64, take(4), be_u32).parse(i)?;
+        let (i, (local_qpn, responder_resources, local_eecn, initiator_depth)) =
+            (be_u24, be_u8, be_u24, be_u8).parse(i)?;
+        let (i, (remote_eecn, ttf, starting_psn, tr, p_key, mrr, rse)) =
+            (be_u24, be_u8, be_u24, be_u8, be_u16, be_u8, be_u8).parse(i)?;
+        let (i, (primary_path, (alternate_path, b139))) =
+            (path(&REQ_PATH), path(&REQ_PATH)).parse(i)?;
+        Ok((
+            i,
+            CmReq {
+                local_comm_id,
+                service_id: ServiceId(service_id),
+                local_ca_guid,
+                local_q_key,
+                local_qpn: Qpn::from_bits(local_qpn),
+                responder_resources,
+                local_eecn,
+                initiator_depth,
+                remote_eecn,
+                remote_cm_response_timeout: bits(ttf, 3, 5),
+                transport_service_type: bits(ttf, 1, 2),
+                end_to_end_flow_control: flag(ttf, 0),
+                starting_psn: Psn::from_bits(starting_psn),
+                local_cm_response_timeout: bits(tr, 3, 5),
+                retry_count: bits(tr, 0, 3),
+                p_key: PKey(p_key),
+                path_packet_payload_mtu: bits(mrr, 4, 4),
+                rdc_exists: flag(mrr, 3),
+                rnr_retry_count: bits(mrr, 0, 3),
+                max_cm_retries: bits(rse, 4, 4),
+                srq: flag(rse, 3),
+                extended_transport_type: bits(rse, 0, 3),
+                primary_path: primary_path.0,
+                alternate_path,
+                sap_supported: flag(b139, 2),
+                private_data: tail(src, PRIVATE_DATA),
+            },
+        ))
     }
 
     /// Writes the message (the 232 bytes of MAD data); returns [`MESSAGE_LEN`].
@@ -591,15 +624,19 @@ mod mra {
 }
 
 impl<'a> CmMra<'a> {
-    fn parse(d: &'a [u8]) -> Self {
+    fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
         use mra::*;
-        CmMra {
-            local_comm_id: u32_at(d, LOCAL_COMM_ID),
-            remote_comm_id: u32_at(d, REMOTE_COMM_ID),
-            message_mraed: bits(d, MESSAGE_MRAED, 6, 2),
-            service_timeout: bits(d, SERVICE_TIMEOUT, 3, 5),
-            private_data: tail(d, PRIVATE_DATA),
-        }
+        let (i, (local_comm_id, remote_comm_id, m, t)) = (be_u32, be_u32, be_u8, be_u8).parse(i)?;
+        Ok((
+            i,
+            CmMra {
+                local_comm_id,
+                remote_comm_id,
+                message_mraed: bits(m, 6, 2),
+                service_timeout: bits(t, 3, 5),
+                private_data: tail(src, PRIVATE_DATA),
+            },
+        ))
     }
 
     /// Writes the message; see [`CmReq::emit`] for the errors.
@@ -656,17 +693,22 @@ mod rej {
 }
 
 impl<'a> CmRej<'a> {
-    fn parse(d: &'a [u8]) -> Self {
+    fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
         use rej::*;
-        CmRej {
-            local_comm_id: u32_at(d, LOCAL_COMM_ID),
-            remote_comm_id: u32_at(d, REMOTE_COMM_ID),
-            message_rejected: bits(d, MESSAGE_REJECTED, 6, 2),
-            reject_info_length: bits(d, REJECT_INFO_LENGTH, 1, 7),
-            reason: RejReason(u16_at(d, REASON)),
-            ari: d.get(ARI..ARI + ARI_LEN).unwrap_or(&[]),
-            private_data: tail(d, PRIVATE_DATA),
-        }
+        let (i, (local_comm_id, remote_comm_id, m, l, reason, _ari)) =
+            (be_u32, be_u32, be_u8, be_u8, be_u16, take(ARI_LEN)).parse(i)?;
+        Ok((
+            i,
+            CmRej {
+                local_comm_id,
+                remote_comm_id,
+                message_rejected: bits(m, 6, 2),
+                reject_info_length: bits(l, 1, 7),
+                reason: RejReason(reason),
+                ari: src.get(ARI..ARI + ARI_LEN).unwrap_or(&[]),
+                private_data: tail(src, PRIVATE_DATA),
+            },
+        ))
     }
 
     /// The first `reject_info_length` bytes of the ARI (at most 72).
@@ -759,25 +801,34 @@ pub mod rep {
 }
 
 impl<'a> CmRep<'a> {
-    fn parse(d: &'a [u8]) -> Self {
+    fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
         use rep::*;
-        CmRep {
-            local_comm_id: u32_at(d, LOCAL_COMM_ID),
-            remote_comm_id: u32_at(d, REMOTE_COMM_ID),
-            local_q_key: u32_at(d, LOCAL_Q_KEY),
-            local_qpn: Qpn::from_bits(u24_at(d, LOCAL_QPN)),
-            local_ee_context: u24_at(d, LOCAL_EE_CONTEXT),
-            starting_psn: Psn::from_bits(u24_at(d, STARTING_PSN)),
-            responder_resources: u8_at(d, RESPONDER_RESOURCES),
-            initiator_depth: u8_at(d, INITIATOR_DEPTH),
-            target_ack_delay: bits(d, DELAY_FAILOVER_FLOW, 3, 5),
-            failover_accepted: bits(d, DELAY_FAILOVER_FLOW, 1, 2),
-            end_to_end_flow_control: flag(d, DELAY_FAILOVER_FLOW, 0),
-            rnr_retry_count: bits(d, RNR_SRQ, 5, 3),
-            srq: flag(d, RNR_SRQ, 4),
-            local_ca_guid: u64_at(d, LOCAL_CA_GUID),
-            private_data: tail(d, PRIVATE_DATA),
-        }
+        let (i, (local_comm_id, remote_comm_id, local_q_key)) =
+            (be_u32, be_u32, be_u32).parse(i)?;
+        let (i, (local_qpn, _, local_ee_context, _, starting_psn, _)) =
+            (be_u24, be_u8, be_u24, be_u8, be_u24, be_u8).parse(i)?;
+        let (i, (responder_resources, initiator_depth, dff, rs, local_ca_guid)) =
+            (be_u8, be_u8, be_u8, be_u8, be_u64).parse(i)?;
+        Ok((
+            i,
+            CmRep {
+                local_comm_id,
+                remote_comm_id,
+                local_q_key,
+                local_qpn: Qpn::from_bits(local_qpn),
+                local_ee_context,
+                starting_psn: Psn::from_bits(starting_psn),
+                responder_resources,
+                initiator_depth,
+                target_ack_delay: bits(dff, 3, 5),
+                failover_accepted: bits(dff, 1, 2),
+                end_to_end_flow_control: flag(dff, 0),
+                rnr_retry_count: bits(rs, 5, 3),
+                srq: flag(rs, 4),
+                local_ca_guid,
+                private_data: tail(src, PRIVATE_DATA),
+            },
+        ))
     }
 
     /// Writes the message.
@@ -827,12 +878,16 @@ pub type CmRtu<'a> = CmIds<'a>;
 pub type CmDrep<'a> = CmIds<'a>;
 
 impl<'a> CmIds<'a> {
-    fn parse(d: &'a [u8]) -> Self {
-        CmIds {
-            local_comm_id: u32_at(d, 0),
-            remote_comm_id: u32_at(d, 4),
-            private_data: tail(d, 8),
-        }
+    fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
+        let (i, (local_comm_id, remote_comm_id)) = (be_u32, be_u32).parse(i)?;
+        Ok((
+            i,
+            CmIds {
+                local_comm_id,
+                remote_comm_id,
+                private_data: tail(src, 8),
+            },
+        ))
     }
 
     /// Writes the message.
@@ -863,13 +918,18 @@ pub struct CmDreq<'a> {
 }
 
 impl<'a> CmDreq<'a> {
-    fn parse(d: &'a [u8]) -> Self {
-        CmDreq {
-            local_comm_id: u32_at(d, 0),
-            remote_comm_id: u32_at(d, 4),
-            remote_qpn_eecn: u24_at(d, 8),
-            private_data: tail(d, 12),
-        }
+    fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
+        let (i, (local_comm_id, remote_comm_id, remote_qpn_eecn, _)) =
+            (be_u32, be_u32, be_u24, be_u8).parse(i)?;
+        Ok((
+            i,
+            CmDreq {
+                local_comm_id,
+                remote_comm_id,
+                remote_qpn_eecn,
+                private_data: tail(src, 12),
+            },
+        ))
     }
 
     /// Writes the message.
@@ -901,13 +961,17 @@ pub struct CmSidrReq<'a> {
 }
 
 impl<'a> CmSidrReq<'a> {
-    fn parse(d: &'a [u8]) -> Self {
-        CmSidrReq {
-            request_id: u32_at(d, 0),
-            p_key: PKey(u16_at(d, 4)),
-            service_id: ServiceId(u64_at(d, 8)),
-            private_data: tail(d, 16),
-        }
+    fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
+        let (i, (request_id, p_key, _, service_id)) = (be_u32, be_u16, take(2), be_u64).parse(i)?;
+        Ok((
+            i,
+            CmSidrReq {
+                request_id,
+                p_key: PKey(p_key),
+                service_id: ServiceId(service_id),
+                private_data: tail(src, 16),
+            },
+        ))
     }
 
     /// Writes the message.
@@ -948,17 +1012,24 @@ pub struct CmSidrRep<'a> {
 }
 
 impl<'a> CmSidrRep<'a> {
-    fn parse(d: &'a [u8]) -> Self {
-        CmSidrRep {
-            request_id: u32_at(d, 0),
-            status: u8_at(d, 4),
-            additional_information_length: u8_at(d, 5),
-            qpn: Qpn::from_bits(u24_at(d, 8)),
-            service_id: ServiceId(u64_at(d, 12)),
-            q_key: u32_at(d, 20),
-            additional_information: d.get(24..96).unwrap_or(&[]),
-            private_data: tail(d, 96),
-        }
+    fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
+        let (i, (request_id, status, additional_information_length, _)) =
+            (be_u32, be_u8, be_u8, take(2)).parse(i)?;
+        let (i, (qpn, _, service_id, q_key, _info)) =
+            (be_u24, be_u8, be_u64, be_u32, take(72)).parse(i)?;
+        Ok((
+            i,
+            CmSidrRep {
+                request_id,
+                status,
+                additional_information_length,
+                qpn: Qpn::from_bits(qpn),
+                service_id: ServiceId(service_id),
+                q_key,
+                additional_information: src.get(24..96).unwrap_or(&[]),
+                private_data: tail(src, 96),
+            },
+        ))
     }
 
     /// Writes the message.
@@ -999,15 +1070,21 @@ pub struct CmLap<'a> {
 }
 
 impl<'a> CmLap<'a> {
-    fn parse(d: &'a [u8]) -> Self {
-        CmLap {
-            local_comm_id: u32_at(d, 0),
-            remote_comm_id: u32_at(d, 4),
-            remote_qpn_eecn: u24_at(d, 12),
-            remote_cm_response_timeout: bits(d, 15, 3, 5),
-            alternate_path: CmPath::read(d, 20, &LAP_PATH),
-            private_data: tail(d, 64),
-        }
+    fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
+        let (i, (local_comm_id, remote_comm_id, _, remote_qpn_eecn, t, _)) =
+            (be_u32, be_u32, take(4), be_u24, be_u8, take(4)).parse(i)?;
+        let (i, (alternate_path, _)) = path(&LAP_PATH).parse(i)?;
+        Ok((
+            i,
+            CmLap {
+                local_comm_id,
+                remote_comm_id,
+                remote_qpn_eecn,
+                remote_cm_response_timeout: bits(t, 3, 5),
+                alternate_path,
+                private_data: tail(src, 64),
+            },
+        ))
     }
 
     /// Writes the message.
@@ -1046,15 +1123,21 @@ pub struct CmApr<'a> {
 }
 
 impl<'a> CmApr<'a> {
-    fn parse(d: &'a [u8]) -> Self {
-        CmApr {
-            local_comm_id: u32_at(d, 0),
-            remote_comm_id: u32_at(d, 4),
-            additional_information_length: u8_at(d, 8),
-            ar_status: u8_at(d, 9),
-            additional_information: d.get(12..84).unwrap_or(&[]),
-            private_data: tail(d, 84),
-        }
+    fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
+        let (i, (local_comm_id, remote_comm_id, additional_information_length, ar_status, _)) =
+            (be_u32, be_u32, be_u8, be_u8, take(2)).parse(i)?;
+        let (i, _info) = take(72)(i)?;
+        Ok((
+            i,
+            CmApr {
+                local_comm_id,
+                remote_comm_id,
+                additional_information_length,
+                ar_status,
+                additional_information: src.get(12..84).unwrap_or(&[]),
+                private_data: tail(src, 84),
+            },
+        ))
     }
 
     /// Writes the message.
@@ -1212,29 +1295,37 @@ pub fn parse_cm<'a>(mad: &Mad, data: &'a [u8]) -> Result<CmMessage<'a>> {
     let Some(d) = data.get(..MESSAGE_LEN) else {
         return Err(Error::truncated(Layer::Cm, 0, MESSAGE_LEN, data.len()));
     };
-    Ok(parse_cm_fields(mad, d))
+    parse_cm_fields(mad, d, d)
 }
 
-/// The message's fields from `d` (up to [`MESSAGE_LEN`] bytes; fields past
-/// its end read as zero).
-fn parse_cm_fields<'a>(mad: &Mad, d: &'a [u8]) -> CmMessage<'a> {
-    match mad.attribute_id {
-        attr::REQ => CmMessage::Req(CmReq::parse(d)),
-        attr::MRA => CmMessage::Mra(CmMra::parse(d)),
-        attr::REJ => CmMessage::Rej(CmRej::parse(d)),
-        attr::REP => CmMessage::Rep(CmRep::parse(d)),
-        attr::RTU => CmMessage::Rtu(CmIds::parse(d)),
-        attr::DREQ => CmMessage::Dreq(CmDreq::parse(d)),
-        attr::DREP => CmMessage::Drep(CmIds::parse(d)),
-        attr::SIDR_REQ => CmMessage::SidrReq(CmSidrReq::parse(d)),
-        attr::SIDR_REP => CmMessage::SidrRep(CmSidrRep::parse(d)),
-        attr::LAP => CmMessage::Lap(CmLap::parse(d)),
-        attr::APR => CmMessage::Apr(CmApr::parse(d)),
-        attribute_id => CmMessage::Unknown {
-            attribute_id,
-            data: d,
-        },
-    }
+/// The message's fields read by nom from `fields` (the whole 232 bytes);
+/// its slices (private data, ARI, additional information) borrowed from
+/// `src`, which is `fields` itself or, for a message the capture cut, what
+/// was captured of it.
+fn parse_cm_fields<'a>(mad: &Mad, fields: &[u8], src: &'a [u8]) -> Result<CmMessage<'a>> {
+    let msg = |i| -> PResult<'_, CmMessage<'a>> {
+        match mad.attribute_id {
+            attr::REQ => CmReq::parse(i, src).map(|(r, m)| (r, CmMessage::Req(m))),
+            attr::MRA => CmMra::parse(i, src).map(|(r, m)| (r, CmMessage::Mra(m))),
+            attr::REJ => CmRej::parse(i, src).map(|(r, m)| (r, CmMessage::Rej(m))),
+            attr::REP => CmRep::parse(i, src).map(|(r, m)| (r, CmMessage::Rep(m))),
+            attr::RTU => CmIds::parse(i, src).map(|(r, m)| (r, CmMessage::Rtu(m))),
+            attr::DREQ => CmDreq::parse(i, src).map(|(r, m)| (r, CmMessage::Dreq(m))),
+            attr::DREP => CmIds::parse(i, src).map(|(r, m)| (r, CmMessage::Drep(m))),
+            attr::SIDR_REQ => CmSidrReq::parse(i, src).map(|(r, m)| (r, CmMessage::SidrReq(m))),
+            attr::SIDR_REP => CmSidrRep::parse(i, src).map(|(r, m)| (r, CmMessage::SidrRep(m))),
+            attr::LAP => CmLap::parse(i, src).map(|(r, m)| (r, CmMessage::Lap(m))),
+            attr::APR => CmApr::parse(i, src).map(|(r, m)| (r, CmMessage::Apr(m))),
+            attribute_id => Ok((
+                i,
+                CmMessage::Unknown {
+                    attribute_id,
+                    data: src.get(..MESSAGE_LEN).unwrap_or(src),
+                },
+            )),
+        }
+    };
+    parse::run(msg, fields, Layer::Cm, 0).map(|(_, m)| m)
 }
 
 /// [`parse_cm`] of a message the capture cut short: `data` is what was
@@ -1250,8 +1341,14 @@ pub fn parse_cm_prefix<'a>(mad: &Mad, data: &'a [u8]) -> Result<CmMessage<'a>> {
     match data.get(..MESSAGE_LEN) {
         Some(whole) => parse_cm(mad, whole),
         None => {
-            parse_cm(mad, &[0; MESSAGE_LEN])?;
-            Ok(parse_cm_fields(mad, data))
+            // Fields past the captured bytes read as zero: parse a zeroed
+            // copy with the captured bytes at its start.
+            let mut fields = [0u8; MESSAGE_LEN];
+            if let Some(head) = fields.get_mut(..data.len()) {
+                head.copy_from_slice(data);
+            }
+            parse_cm(mad, &fields)?;
+            parse_cm_fields(mad, &fields, data)
         }
     }
 }
