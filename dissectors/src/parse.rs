@@ -105,7 +105,7 @@ impl Fail {
 
     /// The same failure, stating that the item that was cut short needed
     /// `needed` bytes (nom's primitives do not say).
-    #[inline]
+    #[inline(always)]
     fn needing(self, needed: usize) -> Fail {
         match self.kind {
             Kind::Truncated { .. } => Fail {
@@ -153,7 +153,7 @@ impl Fail {
 /// Runs `parser` over `input` and reports a failure as the crate's
 /// [`Error`] for `layer`, with offsets counted from `base` bytes before
 /// `input`: the one place a layer leaves nom.
-#[inline]
+#[inline(always)]
 pub(crate) fn run<'a, O>(
     mut parser: impl Parser<&'a [u8], Output = O, Error = Fail>,
     input: &'a [u8],
@@ -195,43 +195,43 @@ fn need<'a, O>(needed: usize, r: PResult<'a, O>) -> PResult<'a, O> {
 }
 
 /// A byte.
-#[inline]
+#[inline(always)]
 pub(crate) fn be_u8(i: &[u8]) -> PResult<'_, u8> {
     need(1, num::be_u8(i))
 }
 
 /// A big-endian 16-bit word.
-#[inline]
+#[inline(always)]
 pub(crate) fn be_u16(i: &[u8]) -> PResult<'_, u16> {
     need(2, num::be_u16(i))
 }
 
 /// A big-endian 24-bit value (QPNs, PSNs, EECNs).
-#[inline]
+#[inline(always)]
 pub(crate) fn be_u24(i: &[u8]) -> PResult<'_, u32> {
     need(3, num::be_u24(i))
 }
 
 /// A big-endian 32-bit word.
-#[inline]
+#[inline(always)]
 pub(crate) fn be_u32(i: &[u8]) -> PResult<'_, u32> {
     need(4, num::be_u32(i))
 }
 
 /// A big-endian 64-bit word.
-#[inline]
+#[inline(always)]
 pub(crate) fn be_u64(i: &[u8]) -> PResult<'_, u64> {
     need(8, num::be_u64(i))
 }
 
 /// The next `n` bytes.
-#[inline]
+#[inline(always)]
 pub(crate) fn take<'a>(n: usize) -> impl Fn(&'a [u8]) -> PResult<'a, &'a [u8]> {
     move |i| need(n, nom::bytes::complete::take(n)(i))
 }
 
 /// The next `N` bytes as an array (GIDs, GUID-sized opaque fields).
-#[inline]
+#[inline(always)]
 pub(crate) fn array<const N: usize>(i: &[u8]) -> PResult<'_, [u8; N]> {
     let (rest, b) = take(N)(i)?;
     match b.first_chunk::<N>() {

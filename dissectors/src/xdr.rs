@@ -34,19 +34,19 @@ use crate::layer::Layer;
 use crate::parse::{self, Fail, PResult};
 
 /// Reads an `unsigned int` (RFC 4506 4.2).
-#[inline]
+#[inline(always)]
 pub(crate) fn u32(i: &[u8]) -> PResult<'_, u32> {
     parse::be_u32(i)
 }
 
 /// Reads an `unsigned hyper` (RFC 4506 4.5).
-#[inline]
+#[inline(always)]
 pub(crate) fn u64(i: &[u8]) -> PResult<'_, u64> {
     parse::be_u64(i)
 }
 
 /// Reads a `bool` (RFC 4506 4.4): 0 or 1; anything else is a bad `field`.
-#[inline]
+#[inline(always)]
 pub(crate) fn bool<'a>(field: &'static str) -> impl Fn(&'a [u8]) -> PResult<'a, bool> {
     move |i| match u32(i)? {
         (rest, 0) => Ok((rest, false)),
@@ -58,7 +58,7 @@ pub(crate) fn bool<'a>(field: &'static str) -> impl Fn(&'a [u8]) -> PResult<'a, 
 /// Reads `n` bytes of fixed-length opaque data and its padding
 /// (RFC 4506 4.9); returns the `n` bytes without the padding. A cut short
 /// item reports the padded length as needed.
-#[inline]
+#[inline(always)]
 pub(crate) fn fixed_opaque<'a>(n: usize) -> impl Fn(&'a [u8]) -> PResult<'a, &'a [u8]> {
     move |i| {
         let (rest, all) = parse::take(padded_len(n))(i)?;
@@ -67,7 +67,7 @@ pub(crate) fn fixed_opaque<'a>(n: usize) -> impl Fn(&'a [u8]) -> PResult<'a, &'a
 }
 
 /// Skips `n` bytes.
-#[inline]
+#[inline(always)]
 pub(crate) fn skip<'a>(n: usize) -> impl Fn(&'a [u8]) -> PResult<'a, ()> {
     move |i| parse::take(n)(i).map(|(rest, _)| (rest, ()))
 }
@@ -90,8 +90,10 @@ pub const fn padded_len(len: usize) -> usize {
 /// start of the slice given to [`Cursor::new`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cursor<'a> {
-    input: &'a [u8],
-    pos: usize,
+    // The unread bytes, as nom hands them back: a read just takes what the
+    // parser returns, with no position to re-slice from or re-measure.
+    rest: &'a [u8],
+    input_len: usize,
     base: usize,
     layer: Layer,
 }
@@ -100,8 +102,8 @@ impl<'a> Cursor<'a> {
     /// A cursor at the start of `input`, reporting errors for `layer`.
     pub const fn new(input: &'a [u8], layer: Layer) -> Self {
         Cursor {
-            input,
-            pos: 0,
+            rest: input,
+            input_len: input.len(),
             base: 0,
             layer,
         }
@@ -111,8 +113,8 @@ impl<'a> Cursor<'a> {
     /// `input` starts `base` bytes into the message being reported on.
     pub const fn with_base(input: &'a [u8], layer: Layer, base: usize) -> Self {
         Cursor {
-            input,
-            pos: 0,
+            rest: input,
+            input_len: input.len(),
             base,
             layer,
         }
@@ -120,12 +122,12 @@ impl<'a> Cursor<'a> {
 
     /// Bytes consumed so far from the start of the slice.
     pub const fn position(&self) -> usize {
-        self.pos
+        self.input_len.saturating_sub(self.rest.len())
     }
 
     /// Offset of the next item as reported in errors (`base + position`).
     pub const fn offset(&self) -> usize {
-        self.base.saturating_add(self.pos)
+        self.base.saturating_add(self.position())
     }
 
     /// The layer named in errors.
@@ -136,12 +138,12 @@ impl<'a> Cursor<'a> {
     /// The bytes not yet consumed.
     #[inline]
     pub fn rest(&self) -> &'a [u8] {
-        self.input.get(self.pos..).unwrap_or(&[])
+        self.rest
     }
 
     /// Number of bytes not yet consumed.
     pub fn remaining(&self) -> usize {
-        self.input.len().saturating_sub(self.pos)
+        self.rest.len()
     }
 
     /// True when every byte has been consumed.
@@ -190,15 +192,14 @@ impl<'a> Cursor<'a> {
     /// Runs the nom parser `p` at the current position: on success moves
     /// past what it consumed, on failure reports it for this cursor's layer
     /// and base (nothing consumed).
-    #[inline]
+    #[inline(always)]
     fn run<T>(&mut self, p: impl FnOnce(&'a [u8]) -> PResult<'a, T>) -> Result<T> {
-        let rest = self.rest();
-        match p(rest) {
+        match p(self.rest) {
             Ok((after, v)) => {
-                self.pos = self.input.len().saturating_sub(after.len());
+                self.rest = after;
                 Ok(v)
             }
-            Err(e) => Err(parse::lift(e, rest, self.layer, self.offset())),
+            Err(e) => Err(parse::lift(e, self.rest, self.layer, self.offset())),
         }
     }
 
@@ -206,7 +207,7 @@ impl<'a> Cursor<'a> {
     ///
     /// # Errors
     /// [`Error::Truncated`] if fewer than 4 bytes remain.
-    #[inline]
+    #[inline(always)]
     pub fn u32(&mut self) -> Result<u32> {
         self.run(u32)
     }
@@ -215,7 +216,7 @@ impl<'a> Cursor<'a> {
     ///
     /// # Errors
     /// [`Error::Truncated`] if fewer than 8 bytes remain.
-    #[inline]
+    #[inline(always)]
     pub fn u64(&mut self) -> Result<u64> {
         self.run(u64)
     }
@@ -240,7 +241,7 @@ impl<'a> Cursor<'a> {
     ///
     /// # Errors
     /// [`Error::Truncated`] if the data or its padding is cut short.
-    #[inline]
+    #[inline(always)]
     pub fn fixed_opaque(&mut self, n: usize) -> Result<&'a [u8]> {
         self.run(fixed_opaque(n))
     }
@@ -252,7 +253,7 @@ impl<'a> Cursor<'a> {
     /// # Errors
     /// [`Error::Truncated`] if the length word, data or padding is cut short;
     /// [`Error::BadField`] naming `field` if the length exceeds `max`.
-    #[inline]
+    #[inline(always)]
     pub fn opaque(&mut self, field: &'static str, max: u32) -> Result<&'a [u8]> {
         // Item by item, not `opaque`: a bad or cut short body leaves the
         // cursor after the length word, as it always has.

@@ -33,7 +33,6 @@ use core::fmt;
 
 use super::mad::{self, Mad};
 use super::{PKey, Psn, Qpn};
-use nom::Parser;
 
 use crate::bytes::{put, put_u16, put_u32, put_u64, u32_at};
 use crate::parse::{self, array, be_u16, be_u24, be_u32, be_u64, be_u8, take, PResult};
@@ -278,14 +277,34 @@ impl CmPath {
     }
 }
 
-/// A path (44 bytes) laid out as `l` says; with it, its last byte, whose
-/// low bits the REQ uses for SAP Supported.
-fn path<'i>(l: &PathLayout) -> impl Fn(&'i [u8]) -> PResult<'i, (CmPath, u8)> + '_ {
-    move |i| {
-        let (i, (local_port_lid, remote_port_lid, local_port_gid, remote_port_gid)) =
-            (be_u16, be_u16, array::<16>, array::<16>).parse(i)?;
-        let (i, (flow, b39, b40, b41, b42, b43)) =
-            (be_u24, be_u8, be_u8, be_u8, be_u8, be_u8).parse(i)?;
+/// A path in a REQ (44 bytes); with it, its last byte, whose bit 2 is
+/// SAP Supported in the alternate path.
+#[inline(always)]
+fn req_path(i: &[u8]) -> PResult<'_, (CmPath, u8)> {
+    path(i, &REQ_PATH)
+}
+
+/// The alternate path in a LAP (44 bytes).
+#[inline(always)]
+fn lap_path(i: &[u8]) -> PResult<'_, (CmPath, u8)> {
+    path(i, &LAP_PATH)
+}
+
+/// A path laid out as `l` says, and its last byte. Always inlined with a
+/// constant layout, so that the byte order below folds away.
+#[inline(always)]
+fn path<'i>(i: &'i [u8], l: &PathLayout) -> PResult<'i, (CmPath, u8)> {
+    {
+        let (i, local_port_lid) = be_u16(i)?;
+        let (i, remote_port_lid) = be_u16(i)?;
+        let (i, local_port_gid) = array::<16>(i)?;
+        let (i, remote_port_gid) = array::<16>(i)?;
+        let (i, flow) = be_u24(i)?;
+        let (i, b39) = be_u8(i)?;
+        let (i, b40) = be_u8(i)?;
+        let (i, b41) = be_u8(i)?;
+        let (i, b42) = be_u8(i)?;
+        let (i, b43) = be_u8(i)?;
         // Bytes 39 to 41 hold rate, traffic class and hop limit in an order
         // that depends on the message.
         let at = |off: usize| match off {
@@ -510,16 +529,28 @@ pub mod req {
 }
 
 impl<'a> CmReq<'a> {
+    #[inline(always)]
     fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
         use req::*;
-        let (i, (local_comm_id, _, service_id, local_ca_guid, _, local_q_key)) =
-            (be_u32, take(4), be_u64, be_u64, take(4), be_u32).parse(i)?;
-        let (i, (local_qpn, responder_resources, local_eecn, initiator_depth)) =
-            (be_u24, be_u8, be_u24, be_u8).parse(i)?;
-        let (i, (remote_eecn, ttf, starting_psn, tr, p_key, mrr, rse)) =
-            (be_u24, be_u8, be_u24, be_u8, be_u16, be_u8, be_u8).parse(i)?;
-        let (i, (primary_path, (alternate_path, b139))) =
-            (path(&REQ_PATH), path(&REQ_PATH)).parse(i)?;
+        let (i, local_comm_id) = be_u32(i)?;
+        let (i, _) = take(4)(i)?;
+        let (i, service_id) = be_u64(i)?;
+        let (i, local_ca_guid) = be_u64(i)?;
+        let (i, _) = take(4)(i)?;
+        let (i, local_q_key) = be_u32(i)?;
+        let (i, local_qpn) = be_u24(i)?;
+        let (i, responder_resources) = be_u8(i)?;
+        let (i, local_eecn) = be_u24(i)?;
+        let (i, initiator_depth) = be_u8(i)?;
+        let (i, remote_eecn) = be_u24(i)?;
+        let (i, ttf) = be_u8(i)?;
+        let (i, starting_psn) = be_u24(i)?;
+        let (i, tr) = be_u8(i)?;
+        let (i, p_key) = be_u16(i)?;
+        let (i, mrr) = be_u8(i)?;
+        let (i, rse) = be_u8(i)?;
+        let (i, (primary_path, _)) = req_path(i)?;
+        let (i, (alternate_path, b139)) = req_path(i)?;
         Ok((
             i,
             CmReq {
@@ -545,7 +576,7 @@ impl<'a> CmReq<'a> {
                 max_cm_retries: bits(rse, 4, 4),
                 srq: flag(rse, 3),
                 extended_transport_type: bits(rse, 0, 3),
-                primary_path: primary_path.0,
+                primary_path,
                 alternate_path,
                 sap_supported: flag(b139, 2),
                 private_data: tail(src, PRIVATE_DATA),
@@ -624,9 +655,13 @@ mod mra {
 }
 
 impl<'a> CmMra<'a> {
+    #[inline(always)]
     fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
         use mra::*;
-        let (i, (local_comm_id, remote_comm_id, m, t)) = (be_u32, be_u32, be_u8, be_u8).parse(i)?;
+        let (i, local_comm_id) = be_u32(i)?;
+        let (i, remote_comm_id) = be_u32(i)?;
+        let (i, m) = be_u8(i)?;
+        let (i, t) = be_u8(i)?;
         Ok((
             i,
             CmMra {
@@ -693,10 +728,15 @@ mod rej {
 }
 
 impl<'a> CmRej<'a> {
+    #[inline(always)]
     fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
         use rej::*;
-        let (i, (local_comm_id, remote_comm_id, m, l, reason, _ari)) =
-            (be_u32, be_u32, be_u8, be_u8, be_u16, take(ARI_LEN)).parse(i)?;
+        let (i, local_comm_id) = be_u32(i)?;
+        let (i, remote_comm_id) = be_u32(i)?;
+        let (i, m) = be_u8(i)?;
+        let (i, l) = be_u8(i)?;
+        let (i, reason) = be_u16(i)?;
+        let (i, _ari) = take(ARI_LEN)(i)?;
         Ok((
             i,
             CmRej {
@@ -801,14 +841,23 @@ pub mod rep {
 }
 
 impl<'a> CmRep<'a> {
+    #[inline(always)]
     fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
         use rep::*;
-        let (i, (local_comm_id, remote_comm_id, local_q_key)) =
-            (be_u32, be_u32, be_u32).parse(i)?;
-        let (i, (local_qpn, _, local_ee_context, _, starting_psn, _)) =
-            (be_u24, be_u8, be_u24, be_u8, be_u24, be_u8).parse(i)?;
-        let (i, (responder_resources, initiator_depth, dff, rs, local_ca_guid)) =
-            (be_u8, be_u8, be_u8, be_u8, be_u64).parse(i)?;
+        let (i, local_comm_id) = be_u32(i)?;
+        let (i, remote_comm_id) = be_u32(i)?;
+        let (i, local_q_key) = be_u32(i)?;
+        let (i, local_qpn) = be_u24(i)?;
+        let (i, _) = be_u8(i)?;
+        let (i, local_ee_context) = be_u24(i)?;
+        let (i, _) = be_u8(i)?;
+        let (i, starting_psn) = be_u24(i)?;
+        let (i, _) = be_u8(i)?;
+        let (i, responder_resources) = be_u8(i)?;
+        let (i, initiator_depth) = be_u8(i)?;
+        let (i, dff) = be_u8(i)?;
+        let (i, rs) = be_u8(i)?;
+        let (i, local_ca_guid) = be_u64(i)?;
         Ok((
             i,
             CmRep {
@@ -878,8 +927,10 @@ pub type CmRtu<'a> = CmIds<'a>;
 pub type CmDrep<'a> = CmIds<'a>;
 
 impl<'a> CmIds<'a> {
+    #[inline(always)]
     fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
-        let (i, (local_comm_id, remote_comm_id)) = (be_u32, be_u32).parse(i)?;
+        let (i, local_comm_id) = be_u32(i)?;
+        let (i, remote_comm_id) = be_u32(i)?;
         Ok((
             i,
             CmIds {
@@ -918,9 +969,12 @@ pub struct CmDreq<'a> {
 }
 
 impl<'a> CmDreq<'a> {
+    #[inline(always)]
     fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
-        let (i, (local_comm_id, remote_comm_id, remote_qpn_eecn, _)) =
-            (be_u32, be_u32, be_u24, be_u8).parse(i)?;
+        let (i, local_comm_id) = be_u32(i)?;
+        let (i, remote_comm_id) = be_u32(i)?;
+        let (i, remote_qpn_eecn) = be_u24(i)?;
+        let (i, _) = be_u8(i)?;
         Ok((
             i,
             CmDreq {
@@ -961,8 +1015,12 @@ pub struct CmSidrReq<'a> {
 }
 
 impl<'a> CmSidrReq<'a> {
+    #[inline(always)]
     fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
-        let (i, (request_id, p_key, _, service_id)) = (be_u32, be_u16, take(2), be_u64).parse(i)?;
+        let (i, request_id) = be_u32(i)?;
+        let (i, p_key) = be_u16(i)?;
+        let (i, _) = take(2)(i)?;
+        let (i, service_id) = be_u64(i)?;
         Ok((
             i,
             CmSidrReq {
@@ -1012,11 +1070,17 @@ pub struct CmSidrRep<'a> {
 }
 
 impl<'a> CmSidrRep<'a> {
+    #[inline(always)]
     fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
-        let (i, (request_id, status, additional_information_length, _)) =
-            (be_u32, be_u8, be_u8, take(2)).parse(i)?;
-        let (i, (qpn, _, service_id, q_key, _info)) =
-            (be_u24, be_u8, be_u64, be_u32, take(72)).parse(i)?;
+        let (i, request_id) = be_u32(i)?;
+        let (i, status) = be_u8(i)?;
+        let (i, additional_information_length) = be_u8(i)?;
+        let (i, _) = take(2)(i)?;
+        let (i, qpn) = be_u24(i)?;
+        let (i, _) = be_u8(i)?;
+        let (i, service_id) = be_u64(i)?;
+        let (i, q_key) = be_u32(i)?;
+        let (i, _info) = take(72)(i)?;
         Ok((
             i,
             CmSidrRep {
@@ -1070,10 +1134,15 @@ pub struct CmLap<'a> {
 }
 
 impl<'a> CmLap<'a> {
+    #[inline(always)]
     fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
-        let (i, (local_comm_id, remote_comm_id, _, remote_qpn_eecn, t, _)) =
-            (be_u32, be_u32, take(4), be_u24, be_u8, take(4)).parse(i)?;
-        let (i, (alternate_path, _)) = path(&LAP_PATH).parse(i)?;
+        let (i, local_comm_id) = be_u32(i)?;
+        let (i, remote_comm_id) = be_u32(i)?;
+        let (i, _) = take(4)(i)?;
+        let (i, remote_qpn_eecn) = be_u24(i)?;
+        let (i, t) = be_u8(i)?;
+        let (i, _) = take(4)(i)?;
+        let (i, (alternate_path, _)) = lap_path(i)?;
         Ok((
             i,
             CmLap {
@@ -1123,9 +1192,13 @@ pub struct CmApr<'a> {
 }
 
 impl<'a> CmApr<'a> {
+    #[inline(always)]
     fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
-        let (i, (local_comm_id, remote_comm_id, additional_information_length, ar_status, _)) =
-            (be_u32, be_u32, be_u8, be_u8, take(2)).parse(i)?;
+        let (i, local_comm_id) = be_u32(i)?;
+        let (i, remote_comm_id) = be_u32(i)?;
+        let (i, additional_information_length) = be_u8(i)?;
+        let (i, ar_status) = be_u8(i)?;
+        let (i, _) = take(2)(i)?;
         let (i, _info) = take(72)(i)?;
         Ok((
             i,
@@ -1292,17 +1365,22 @@ pub fn parse_cm<'a>(mad: &Mad, data: &'a [u8]) -> Result<CmMessage<'a>> {
             expected: "0x07 (CM)",
         });
     }
-    let Some(d) = data.get(..MESSAGE_LEN) else {
+    let Some(d) = data.first_chunk::<MESSAGE_LEN>() else {
         return Err(Error::truncated(Layer::Cm, 0, MESSAGE_LEN, data.len()));
     };
     parse_cm_fields(mad, d, d)
 }
 
-/// The message's fields read by nom from `fields` (the whole 232 bytes);
+/// The message's fields read by nom from `fields` (the whole 232 bytes: a
+/// length known at compile time, so the parsers' length checks fold away);
 /// its slices (private data, ARI, additional information) borrowed from
 /// `src`, which is `fields` itself or, for a message the capture cut, what
 /// was captured of it.
-fn parse_cm_fields<'a>(mad: &Mad, fields: &[u8], src: &'a [u8]) -> Result<CmMessage<'a>> {
+fn parse_cm_fields<'a>(
+    mad: &Mad,
+    fields: &[u8; MESSAGE_LEN],
+    src: &'a [u8],
+) -> Result<CmMessage<'a>> {
     let msg = |i| -> PResult<'_, CmMessage<'a>> {
         match mad.attribute_id {
             attr::REQ => CmReq::parse(i, src).map(|(r, m)| (r, CmMessage::Req(m))),
@@ -1325,7 +1403,7 @@ fn parse_cm_fields<'a>(mad: &Mad, fields: &[u8], src: &'a [u8]) -> Result<CmMess
             )),
         }
     };
-    parse::run(msg, fields, Layer::Cm, 0).map(|(_, m)| m)
+    parse::run(msg, fields.as_slice(), Layer::Cm, 0).map(|(_, m)| m)
 }
 
 /// [`parse_cm`] of a message the capture cut short: `data` is what was
