@@ -200,42 +200,59 @@ pub(crate) fn be_u8(i: &[u8]) -> PResult<'_, u8> {
     need(1, num::be_u8(i))
 }
 
+// The wider numbers are nom's `take` and `from_be_bytes`, not nom's
+// `be_u16`..`be_u64`: those build the value byte by byte with `(v << 8) + b`,
+// which LLVM turns into one load and a `bswap` only in small functions. In
+// a CM REQ (40 fields in one function) it hoisted every byte load, spilled
+// them to the stack and rebuilt each value with shifts and adds
+// (`objdump -d` of `parse_cm_fields`).
+
 /// A big-endian 16-bit word.
 #[inline(always)]
 pub(crate) fn be_u16(i: &[u8]) -> PResult<'_, u16> {
-    need(2, num::be_u16(i))
+    let (rest, b) = array::<2>(i)?;
+    Ok((rest, u16::from_be_bytes(b)))
 }
 
 /// A big-endian 24-bit value (QPNs, PSNs, EECNs).
 #[inline(always)]
 pub(crate) fn be_u24(i: &[u8]) -> PResult<'_, u32> {
-    need(3, num::be_u24(i))
+    let (rest, [a, b, c]) = array::<3>(i)?;
+    Ok((rest, u32::from_be_bytes([0, a, b, c])))
 }
 
 /// A big-endian 32-bit word.
 #[inline(always)]
 pub(crate) fn be_u32(i: &[u8]) -> PResult<'_, u32> {
-    need(4, num::be_u32(i))
+    let (rest, b) = array::<4>(i)?;
+    Ok((rest, u32::from_be_bytes(b)))
 }
 
 /// A big-endian 64-bit word.
 #[inline(always)]
 pub(crate) fn be_u64(i: &[u8]) -> PResult<'_, u64> {
-    need(8, num::be_u64(i))
+    let (rest, b) = array::<8>(i)?;
+    Ok((rest, u64::from_be_bytes(b)))
 }
 
 /// The next `n` bytes.
 #[inline(always)]
 pub(crate) fn take<'a>(n: usize) -> impl Fn(&'a [u8]) -> PResult<'a, &'a [u8]> {
+    #[inline(always)]
     move |i| need(n, nom::bytes::complete::take(n)(i))
 }
 
-/// The next `N` bytes as an array (GIDs, GUID-sized opaque fields).
+/// The next `N` bytes as an array: the fixed-width reads (numbers, GIDs).
+///
+/// Written against `split_first_chunk` rather than nom's `take`: nom's
+/// `Take::process` carries no inline hint, and in the CM parsers (one
+/// function reading a whole 232-byte message) LLVM left it as a call per
+/// field; this form is always inlined and, when the input's length is
+/// known, its check folds away.
 #[inline(always)]
 pub(crate) fn array<const N: usize>(i: &[u8]) -> PResult<'_, [u8; N]> {
-    let (rest, b) = take(N)(i)?;
-    match b.first_chunk::<N>() {
-        Some(a) => Ok((rest, *a)),
+    match i.split_first_chunk::<N>() {
+        Some((b, rest)) => Ok((rest, *b)),
         None => Err(Fail::truncated(i, N)),
     }
 }

@@ -1403,7 +1403,13 @@ fn parse_cm_fields<'a>(
             )),
         }
     };
-    parse::run(msg, fields.as_slice(), Layer::Cm, 0).map(|(_, m)| m)
+    // Called directly, not through `parse::run`: nom's `Parser` impl for
+    // closures is a call LLVM keeps, and inside it the input's length (232)
+    // is no longer known, so every field's length check would stay.
+    match msg(fields.as_slice()) {
+        Ok((_, m)) => Ok(m),
+        Err(e) => Err(parse::lift(e, fields, Layer::Cm, 0)),
+    }
 }
 
 /// [`parse_cm`] of a message the capture cut short: `data` is what was
