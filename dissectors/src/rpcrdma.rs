@@ -1318,13 +1318,17 @@ mod tests {
             v.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0]);
         }
         v.extend_from_slice(&[0; 8]);
-        assert!(matches!(
+        // Reported after the discriminator of the first chunk over the cap,
+        // as the read list's limit is.
+        assert_eq!(
             RpcRdmaHeader::parse(&v),
             Err(Error::LimitExceeded {
+                layer: Layer::RpcRdma,
+                offset: 20 + 8 * MAX_WRITE_CHUNKS + 4,
                 what: "write chunks",
-                ..
+                limit: MAX_WRITE_CHUNKS,
             })
-        ));
+        );
     }
 
     #[test]

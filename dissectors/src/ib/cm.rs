@@ -1725,6 +1725,51 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn prefix_reads_what_was_captured() {
+        // Every byte non-zero, so that a field read from the wrong place or
+        // past the cut shows.
+        let mut full = [0u8; MESSAGE_LEN];
+        for (i, b) in full.iter_mut().enumerate() {
+            *b = (i as u8).wrapping_mul(37) | 1;
+        }
+        for attr_id in [0x0001, 0x0010, 0x0011, 0x0012, 0x0013, 0x0014, 0x0015]
+            .into_iter()
+            .chain(0x0016..=0x001a)
+        {
+            let mad = Mad::cm(attr_id, 1);
+            assert_eq!(parse_cm_prefix(&mad, &full), parse_cm(&mad, &full));
+            for cut in 0..MESSAGE_LEN {
+                let got = parse_cm_prefix(&mad, &full[..cut]).unwrap();
+                // The same as the whole message with zeros past the cut...
+                let mut zeroed = [0u8; MESSAGE_LEN];
+                zeroed[..cut].copy_from_slice(&full[..cut]);
+                let want = parse_cm(&mad, &zeroed).unwrap();
+                assert_eq!(got.attribute_id(), want.attribute_id());
+                let (mut a, mut b) = ([0u8; MESSAGE_LEN], [0u8; MESSAGE_LEN]);
+                got.emit(&mut a).unwrap();
+                want.emit(&mut b).unwrap();
+                // The fixed-size opaque fields (REJ's ARI, the additional
+                // information of SIDR_REP and APR) are kept whole or not
+                // at all: a cut inside one leaves it empty.
+                for (attr, start, end) in [(0x12, 12, 84), (0x18, 24, 96), (0x1a, 12, 84)] {
+                    if attr_id == attr && cut < end {
+                        b[start..end].fill(0);
+                    }
+                }
+                assert_eq!(a, b, "attribute {attr_id:#x} cut at {cut}");
+                // ...with the private data borrowed from what was captured.
+                let p = got.private_data();
+                let captured = full[..cut].as_ptr_range();
+                assert!(
+                    p.is_empty() || captured.contains(&p.as_ptr()),
+                    "attribute {attr_id:#x} cut at {cut}"
+                );
+                assert!(p.len() <= cut, "attribute {attr_id:#x} cut at {cut}");
+            }
+        }
+    }
+
+    #[test]
     fn emit_errors() {
         let CmMessage::Req(r) = parse(&REQ_MAD) else {
             panic!()
