@@ -1381,34 +1381,38 @@ fn parse_cm_fields<'a>(
     fields: &[u8; MESSAGE_LEN],
     src: &'a [u8],
 ) -> Result<CmMessage<'a>> {
-    let msg = |i| -> PResult<'_, CmMessage<'a>> {
-        match mad.attribute_id {
-            attr::REQ => CmReq::parse(i, src).map(|(r, m)| (r, CmMessage::Req(m))),
-            attr::MRA => CmMra::parse(i, src).map(|(r, m)| (r, CmMessage::Mra(m))),
-            attr::REJ => CmRej::parse(i, src).map(|(r, m)| (r, CmMessage::Rej(m))),
-            attr::REP => CmRep::parse(i, src).map(|(r, m)| (r, CmMessage::Rep(m))),
-            attr::RTU => CmIds::parse(i, src).map(|(r, m)| (r, CmMessage::Rtu(m))),
-            attr::DREQ => CmDreq::parse(i, src).map(|(r, m)| (r, CmMessage::Dreq(m))),
-            attr::DREP => CmIds::parse(i, src).map(|(r, m)| (r, CmMessage::Drep(m))),
-            attr::SIDR_REQ => CmSidrReq::parse(i, src).map(|(r, m)| (r, CmMessage::SidrReq(m))),
-            attr::SIDR_REP => CmSidrRep::parse(i, src).map(|(r, m)| (r, CmMessage::SidrRep(m))),
-            attr::LAP => CmLap::parse(i, src).map(|(r, m)| (r, CmMessage::Lap(m))),
-            attr::APR => CmApr::parse(i, src).map(|(r, m)| (r, CmMessage::Apr(m))),
-            attribute_id => Ok((
-                i,
-                CmMessage::Unknown {
-                    attribute_id,
-                    data: src.get(..MESSAGE_LEN).unwrap_or(src),
-                },
-            )),
-        }
-    };
     // Called directly, not through `parse::run`: nom's `Parser` impl for
     // closures is a call LLVM keeps, and inside it the input's length (232)
     // is no longer known, so every field's length check would stay.
-    match msg(fields.as_slice()) {
+    match message(mad.attribute_id, fields.as_slice(), src) {
         Ok((_, m)) => Ok(m),
         Err(e) => Err(parse::lift(e, fields, Layer::Cm, 0)),
+    }
+}
+
+/// The message named by `attribute_id`, its fields read from `i` and its
+/// slices borrowed from `src` (see [`parse_cm_fields`]).
+#[inline(always)]
+fn message<'i, 'a>(attribute_id: u16, i: &'i [u8], src: &'a [u8]) -> PResult<'i, CmMessage<'a>> {
+    match attribute_id {
+        attr::REQ => CmReq::parse(i, src).map(|(r, m)| (r, CmMessage::Req(m))),
+        attr::MRA => CmMra::parse(i, src).map(|(r, m)| (r, CmMessage::Mra(m))),
+        attr::REJ => CmRej::parse(i, src).map(|(r, m)| (r, CmMessage::Rej(m))),
+        attr::REP => CmRep::parse(i, src).map(|(r, m)| (r, CmMessage::Rep(m))),
+        attr::RTU => CmIds::parse(i, src).map(|(r, m)| (r, CmMessage::Rtu(m))),
+        attr::DREQ => CmDreq::parse(i, src).map(|(r, m)| (r, CmMessage::Dreq(m))),
+        attr::DREP => CmIds::parse(i, src).map(|(r, m)| (r, CmMessage::Drep(m))),
+        attr::SIDR_REQ => CmSidrReq::parse(i, src).map(|(r, m)| (r, CmMessage::SidrReq(m))),
+        attr::SIDR_REP => CmSidrRep::parse(i, src).map(|(r, m)| (r, CmMessage::SidrRep(m))),
+        attr::LAP => CmLap::parse(i, src).map(|(r, m)| (r, CmMessage::Lap(m))),
+        attr::APR => CmApr::parse(i, src).map(|(r, m)| (r, CmMessage::Apr(m))),
+        attribute_id => Ok((
+            i,
+            CmMessage::Unknown {
+                attribute_id,
+                data: src.get(..MESSAGE_LEN).unwrap_or(src),
+            },
+        )),
     }
 }
 
@@ -1425,13 +1429,19 @@ pub fn parse_cm_prefix<'a>(mad: &Mad, data: &'a [u8]) -> Result<CmMessage<'a>> {
     match data.get(..MESSAGE_LEN) {
         Some(whole) => parse_cm(mad, whole),
         None => {
-            // Fields past the captured bytes read as zero: parse a zeroed
-            // copy with the captured bytes at its start.
+            parse_cm(mad, &[0; MESSAGE_LEN])?;
+            // A field the cut runs through is as unknown as one past it and
+            // reads as zero too. Parsing what was captured stops at the
+            // first field not wholly captured: copy the bytes before it into
+            // a zeroed message and parse that.
+            let known = match message(mad.attribute_id, data, data) {
+                Ok(_) => data.len(),
+                Err(e) => parse::lift(e, data, Layer::Cm, 0).offset(),
+            };
             let mut fields = [0u8; MESSAGE_LEN];
-            if let Some(head) = fields.get_mut(..data.len()) {
-                head.copy_from_slice(data);
+            if let (Some(head), Some(kept)) = (fields.get_mut(..known), data.get(..known)) {
+                head.copy_from_slice(kept);
             }
-            parse_cm(mad, &fields)?;
             parse_cm_fields(mad, &fields, data)
         }
     }
@@ -1724,47 +1734,82 @@ pub(crate) mod tests {
         }
     }
 
-    #[test]
-    fn prefix_reads_what_was_captured() {
-        // Every byte non-zero, so that a field read from the wrong place or
-        // past the cut shows.
+    /// The 232 bytes `msg` emits.
+    fn emitted(msg: &CmMessage<'_>) -> [u8; MESSAGE_LEN] {
+        let mut b = [0u8; MESSAGE_LEN];
+        msg.emit(&mut b).unwrap();
+        b
+    }
+
+    /// A message with every byte non-zero, so that a field read from the
+    /// wrong place or past the cut shows.
+    fn busy_message() -> [u8; MESSAGE_LEN] {
         let mut full = [0u8; MESSAGE_LEN];
         for (i, b) in full.iter_mut().enumerate() {
             *b = (i as u8).wrapping_mul(37) | 1;
         }
+        full
+    }
+
+    #[test]
+    fn prefix_reads_what_was_captured() {
+        let full = busy_message();
         for attr_id in [0x0001, 0x0010, 0x0011, 0x0012, 0x0013, 0x0014, 0x0015]
             .into_iter()
             .chain(0x0016..=0x001a)
         {
             let mad = Mad::cm(attr_id, 1);
             assert_eq!(parse_cm_prefix(&mad, &full), parse_cm(&mad, &full));
+            let whole = emitted(&parse_cm(&mad, &full).unwrap());
             for cut in 0..MESSAGE_LEN {
                 let got = parse_cm_prefix(&mad, &full[..cut]).unwrap();
-                // The same as the whole message with zeros past the cut...
-                let mut zeroed = [0u8; MESSAGE_LEN];
-                zeroed[..cut].copy_from_slice(&full[..cut]);
-                let want = parse_cm(&mad, &zeroed).unwrap();
-                assert_eq!(got.attribute_id(), want.attribute_id());
-                let (mut a, mut b) = ([0u8; MESSAGE_LEN], [0u8; MESSAGE_LEN]);
-                got.emit(&mut a).unwrap();
-                want.emit(&mut b).unwrap();
-                // The fixed-size opaque fields (REJ's ARI, the additional
-                // information of SIDR_REP and APR) are kept whole or not
-                // at all: a cut inside one leaves it empty.
-                for (attr, start, end) in [(0x12, 12, 84), (0x18, 24, 96), (0x1a, 12, 84)] {
-                    if attr_id == attr && cut < end {
-                        b[start..end].fill(0);
-                    }
+                assert_eq!(got.attribute_id(), attr_id);
+                // Each byte is the whole message's or zero (a field not
+                // known), and nothing past the cut is known.
+                let a = emitted(&got);
+                for (j, (&x, &y)) in a.iter().zip(&whole).enumerate() {
+                    assert!(x == y || x == 0, "{attr_id:#x} cut {cut} byte {j}");
+                    assert!(j < cut || x == 0, "{attr_id:#x} cut {cut} byte {j}");
                 }
-                assert_eq!(a, b, "attribute {attr_id:#x} cut at {cut}");
-                // ...with the private data borrowed from what was captured.
+                // The private data is borrowed from what was captured.
                 let p = got.private_data();
                 let captured = full[..cut].as_ptr_range();
-                assert!(
-                    p.is_empty() || captured.contains(&p.as_ptr()),
-                    "attribute {attr_id:#x} cut at {cut}"
+                assert!(p.is_empty() || captured.contains(&p.as_ptr()));
+                assert!(p.len() <= cut);
+            }
+        }
+    }
+
+    #[test]
+    fn prefix_field_cut_through_reads_as_zero() {
+        // Field starts (reserved gaps included) of the REQ up to its paths
+        // and of the whole REP fixed part: a cut at a start keeps every
+        // field before it; a cut inside a field is the same as a cut at its
+        // start (the field reads as zero, as one wholly past the cut).
+        let req = [
+            0, 4, 8, 16, 24, 28, 32, 35, 36, 39, 40, 43, 44, 47, 48, 50, 51, 52,
+        ];
+        let rep = [0, 4, 8, 12, 15, 16, 19, 20, 23, 24, 25, 26, 27, 28, 36];
+        let full = busy_message();
+        for (attr_id, starts) in [(attr::REQ, &req[..]), (attr::REP, &rep[..])] {
+            let mad = Mad::cm(attr_id, 1);
+            for w in starts.windows(2) {
+                let (start, end) = (w[0], w[1]);
+                let mut zeroed = [0u8; MESSAGE_LEN];
+                zeroed[..start].copy_from_slice(&full[..start]);
+                let at_start = emitted(&parse_cm_prefix(&mad, &full[..start]).unwrap());
+                assert_eq!(
+                    at_start,
+                    emitted(&parse_cm(&mad, &zeroed).unwrap()),
+                    "{attr_id:#x} cut at field start {start}"
                 );
-                assert!(p.len() <= cut, "attribute {attr_id:#x} cut at {cut}");
+                for cut in start..end {
+                    let got = emitted(&parse_cm_prefix(&mad, &full[..cut]).unwrap());
+                    assert_eq!(
+                        got, at_start,
+                        "{attr_id:#x} cut {cut} inside {start}..{end}"
+                    );
+                }
             }
         }
     }
