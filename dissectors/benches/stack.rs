@@ -1,5 +1,7 @@
 //! Full-stack dissection of real frames: an RC SEND carrying an RPC-over-RDMA
-//! NFS call, and an RDMA WRITE Middle, with and without ICRC verification.
+//! NFS call, an RPC reply whose transport header has a write list, a CM REQ
+//! with RFC 8797 private data, and an RDMA WRITE Middle, with and without
+//! ICRC verification.
 //! Targets (issue 2): under 100 ns per RPC-carrying frame, under 20 ns per
 //! WRITE Middle.
 //!
@@ -19,11 +21,18 @@ mod common;
 fn bench(c: &mut Criterion) {
     let call = common::rpc_call_send();
     let middle = common::write_middle();
+    let reply = common::reply_with_write_list();
+    let req = common::cm_req();
     let verify = Config::default();
     let skip = Config::default().with_verify_icrc(false);
     let mut g = c.benchmark_group("stack");
     g.throughput(Throughput::Elements(1));
-    for (name, frame) in [("rpc_call_send", &call), ("write_middle", &middle)] {
+    for (name, frame) in [
+        ("rpc_call_send", &call),
+        ("write_middle", &middle),
+        ("reply_write_list", &reply),
+        ("cm_req_private", &req),
+    ] {
         g.bench_function(format!("{name}/icrc"), |b| {
             b.iter(|| dissect(LinkType::ETHERNET, std::hint::black_box(frame), &verify))
         });

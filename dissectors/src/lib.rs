@@ -81,6 +81,7 @@ pub mod view;
 pub mod xdr;
 
 mod bytes;
+mod parse;
 
 pub use error::{Error, Result};
 pub use layer::Layer;

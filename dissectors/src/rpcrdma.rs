@@ -27,6 +27,12 @@
 //! complete 20-byte message, and Linux sends exactly that), and leaves the
 //! discard rule to the caller through [`MIN_HEADER_LEN`] and [`is_short`].
 //!
+//! The header is read by nom parsers over `&[u8]`, one per XDR structure of
+//! section 4.1.2 (`fixed`, `read_list`, `write_list`, `reply_chunk`,
+//! `rdma_error`, `body`), combining the XDR item parsers of [`crate::xdr`];
+//! their small `Copy` failure becomes an [`Error`] with the offset from the
+//! start of the message only in [`RpcRdmaHeader::parse`].
+//!
 //! Nothing here allocates: the chunk lists are validated once and kept as
 //! the wire bytes they came from; [`Chunks`] iterators decode them on
 //! demand. To build a header for emit, make [`Chunks`] from slices of
@@ -34,9 +40,12 @@
 
 use core::fmt;
 
+use nom::Parser;
+
 use crate::error::{Error, Result};
 use crate::layer::Layer;
-use crate::xdr::{Cursor, Writer};
+use crate::parse::{self, Fail, PResult};
+use crate::xdr::{self, Writer};
 
 /// Length of the four fixed words: xid, vers, credits, proc (RFC 8166 section 4.2).
 pub const FIXED_LEN: usize = 16;
@@ -183,19 +192,173 @@ impl Fixed {
     /// # Errors
     /// [`Error::Truncated`] if `msg` is shorter than [`FIXED_LEN`].
     pub fn parse(msg: &[u8]) -> Result<(Fixed, &[u8])> {
-        let mut c = Cursor::new(msg, Layer::RpcRdma);
-        let f = Self::read(&mut c)?;
-        Ok((f, c.rest()))
+        parse::run(fixed, msg, Layer::RpcRdma, 0).map(|(rest, f)| (f, rest))
     }
+}
 
-    fn read(c: &mut Cursor<'_>) -> Result<Fixed> {
-        Ok(Fixed {
-            xid: Xid(c.u32()?),
-            vers: c.u32()?,
-            credits: c.u32()?,
-            proc: Proc::from(c.u32()?),
+/// The four fixed words (section 4.2).
+#[inline]
+fn fixed(i: &[u8]) -> PResult<'_, Fixed> {
+    (xdr::u32, xdr::u32, xdr::u32, xdr::u32)
+        .map(|(xid, vers, credits, proc)| Fixed {
+            xid: Xid(xid),
+            vers,
+            credits,
+            proc: Proc::from(proc),
         })
+        .parse(i)
+}
+
+/// An XDR optional-data list (RFC 4506 4.19, the `*next` links of section
+/// 4.1.2): `1, item` repeated, then `0`. The discriminator is the bad
+/// `field` if it is neither; more than `limit` items is too many `what`, at
+/// the discriminator of the first one over. Returns the list's wire bytes
+/// (discriminators included) and its item count.
+#[inline]
+fn optional_list<'a>(
+    field: &'static str,
+    what: &'static str,
+    limit: usize,
+    mut item: impl Parser<&'a [u8], Output = (), Error = Fail>,
+) -> impl FnMut(&'a [u8]) -> PResult<'a, (&'a [u8], usize)> {
+    move |start| {
+        let mut i = start;
+        let mut count = 0usize;
+        loop {
+            let (after, more) = xdr::bool(field)(i)?;
+            if !more {
+                let len = start.len().saturating_sub(after.len());
+                return Ok((after, (start.get(..len).unwrap_or(start), count)));
+            }
+            if count >= limit {
+                return Err(Fail::limit(after, what, limit));
+            }
+            (i, ()) = item.parse(after)?;
+            count = count.saturating_add(1);
+        }
     }
+}
+
+/// A counted array of plain segments (`xdr_write_chunk`): the count, then
+/// the segments, validated and kept as wire bytes. A count over
+/// [`MAX_CHUNK_SEGMENTS`] fails at the count word.
+#[inline]
+fn segments(i: &[u8]) -> PResult<'_, WriteChunk<'_>> {
+    let (rest, n) = xdr::u32(i)?;
+    let n = n as usize;
+    if n > MAX_CHUNK_SEGMENTS {
+        return Err(Fail::limit(i, "segments in a chunk", MAX_CHUNK_SEGMENTS));
+    }
+    let (rest, bytes) = parse::take(n.saturating_mul(SEGMENT_LEN))(rest)?;
+    Ok((
+        rest,
+        WriteChunk {
+            repr: SegRepr::Wire { bytes, count: n },
+        },
+    ))
+}
+
+/// The read list (section 4.3.1): read segments of 20 bytes each.
+#[inline]
+fn read_list(i: &[u8]) -> PResult<'_, ReadRepr<'_>> {
+    optional_list(
+        "rdma_reads",
+        "read list segments",
+        MAX_READ_SEGMENTS,
+        xdr::skip(READ_SEGMENT_LEN),
+    )
+    .map(|(bytes, count)| ReadRepr::Wire { bytes, count })
+    .parse(i)
+}
+
+/// The write list (section 4.3.2): write chunks.
+#[inline]
+fn write_list(i: &[u8]) -> PResult<'_, WriteRepr<'_>> {
+    optional_list(
+        "rdma_writes",
+        "write chunks",
+        MAX_WRITE_CHUNKS,
+        segments.map(|_| ()),
+    )
+    .map(|(bytes, count)| WriteRepr::Wire { bytes, count })
+    .parse(i)
+}
+
+/// The reply chunk (section 4.3.3): an optional write chunk.
+#[inline]
+fn reply_chunk(i: &[u8]) -> PResult<'_, Option<WriteChunk<'_>>> {
+    match xdr::bool("rdma_reply")(i)? {
+        (rest, true) => segments.map(Some).parse(rest),
+        (rest, false) => Ok((rest, None)),
+    }
+}
+
+/// The three lists of RDMA_MSG, RDMA_NOMSG and RDMA_MSGP (section 4.3).
+#[inline]
+fn chunks(i: &[u8]) -> PResult<'_, Chunks<'_>> {
+    (read_list, write_list, reply_chunk)
+        .map(|(read, write, reply)| Chunks { read, write, reply })
+        .parse(i)
+}
+
+/// The `rdma_err` body of RDMA_ERROR (section 4.5).
+#[inline]
+fn rdma_error(i: &[u8]) -> PResult<'_, RdmaError> {
+    match xdr::u32(i)? {
+        (rest, ERR_VERS) => (xdr::u32, xdr::u32)
+            .map(|(low, high)| RdmaError::Vers { low, high })
+            .parse(rest),
+        (rest, ERR_CHUNK) => Ok((rest, RdmaError::Chunk)),
+        (rest, v) => Ok((rest, RdmaError::Unknown(v))),
+    }
+}
+
+/// The whole header (section 4.1.2 `rpcrdma1_header`); see
+/// [`RpcRdmaHeader::parse`] for what fails.
+#[inline]
+fn header(msg: &[u8]) -> PResult<'_, RpcRdmaHeader<'_>> {
+    let (i, f) = fixed(msg)?;
+    if f.vers != VERSION_1 && f.proc != Proc::Error {
+        let at_vers = msg.get(4..).unwrap_or(&[]);
+        return Err(Fail::bad_field(
+            at_vers,
+            "rdma_vers",
+            u64::from(f.vers),
+            "1",
+        ));
+    }
+    let (rest, body) = match f.proc {
+        Proc::Msg => chunks.map(Body::Msg).parse(i)?,
+        Proc::Nomsg => chunks.map(Body::Nomsg).parse(i)?,
+        Proc::Msgp => (xdr::u32, xdr::u32, chunks)
+            .map(|(align, thresh, chunks)| Body::Msgp {
+                align,
+                thresh,
+                chunks,
+            })
+            .parse(i)?,
+        Proc::Done => (i, Body::Done),
+        Proc::Error => rdma_error.map(Body::Error).parse(i)?,
+        Proc::Unknown(v) => {
+            let at_proc = msg.get(12..).unwrap_or(&[]);
+            return Err(Fail::bad_field(
+                at_proc,
+                "rdma_proc",
+                u64::from(v),
+                "0 to 4",
+            ));
+        }
+    };
+    Ok((
+        rest,
+        RpcRdmaHeader {
+            xid: f.xid,
+            vers: f.vers,
+            credits: f.credits,
+            proc: f.proc,
+            body,
+        },
+    ))
 }
 
 /// A plain RDMA segment (RFC 8166 sections 3.4.3, 4.1.2 `xdr_rdma_segment`).
@@ -475,72 +638,6 @@ impl<'a> Chunks<'a> {
         read.saturating_add(write).saturating_add(reply)
     }
 
-    fn parse(c: &mut Cursor<'a>) -> Result<Chunks<'a>> {
-        // Read list: a linked list of optional entries (RFC 4506 4.19).
-        let read_start = c.position();
-        let input = c.rest();
-        let mut count = 0usize;
-        while c.bool("rdma_reads")? {
-            if count >= MAX_READ_SEGMENTS {
-                return Err(c.limit("read list segments", MAX_READ_SEGMENTS));
-            }
-            c.skip(READ_SEGMENT_LEN)?;
-            count = count.saturating_add(1);
-        }
-        let read_len = c.position().saturating_sub(read_start);
-        let read = ReadRepr::Wire {
-            bytes: input.get(..read_len).unwrap_or(&[]),
-            count,
-        };
-
-        let write_start = c.position();
-        let input = c.rest();
-        let mut count = 0usize;
-        while c.bool("rdma_writes")? {
-            if count >= MAX_WRITE_CHUNKS {
-                return Err(c.limit("write chunks", MAX_WRITE_CHUNKS));
-            }
-            Self::skip_segments(c)?;
-            count = count.saturating_add(1);
-        }
-        let write_len = c.position().saturating_sub(write_start);
-        let write = WriteRepr::Wire {
-            bytes: input.get(..write_len).unwrap_or(&[]),
-            count,
-        };
-
-        let reply = if c.bool("rdma_reply")? {
-            let input = c.rest();
-            let n = Self::skip_segments(c)?;
-            Some(WriteChunk {
-                repr: SegRepr::Wire {
-                    bytes: input
-                        .get(4..4usize.saturating_add(n.saturating_mul(SEGMENT_LEN)))
-                        .unwrap_or(&[]),
-                    count: n,
-                },
-            })
-        } else {
-            None
-        };
-        Ok(Chunks { read, write, reply })
-    }
-
-    /// Reads a segment count and skips that many segments; returns the count.
-    fn skip_segments(c: &mut Cursor<'a>) -> Result<usize> {
-        let n = c.u32()? as usize;
-        if n > MAX_CHUNK_SEGMENTS {
-            return Err(Error::LimitExceeded {
-                layer: Layer::RpcRdma,
-                offset: c.offset().saturating_sub(4),
-                what: "segments in a chunk",
-                limit: MAX_CHUNK_SEGMENTS,
-            });
-        }
-        c.skip(n.saturating_mul(SEGMENT_LEN))?;
-        Ok(n)
-    }
-
     fn emit(&self, w: &mut Writer<'_>) -> Result<()> {
         for r in self.read_list() {
             w.bool(true)?;
@@ -765,58 +862,7 @@ impl<'a> RpcRdmaHeader<'a> {
     /// - [`Error::LimitExceeded`] past [`MAX_READ_SEGMENTS`],
     ///   [`MAX_WRITE_CHUNKS`] or [`MAX_CHUNK_SEGMENTS`].
     pub fn parse(msg: &'a [u8]) -> Result<(RpcRdmaHeader<'a>, &'a [u8])> {
-        let mut c = Cursor::new(msg, Layer::RpcRdma);
-        let f = Fixed::read(&mut c)?;
-        if f.vers != VERSION_1 && f.proc != Proc::Error {
-            return Err(Error::BadField {
-                layer: Layer::RpcRdma,
-                offset: 4,
-                field: "rdma_vers",
-                value: u64::from(f.vers),
-                expected: "1",
-            });
-        }
-        let body = match f.proc {
-            Proc::Msg => Body::Msg(Chunks::parse(&mut c)?),
-            Proc::Nomsg => Body::Nomsg(Chunks::parse(&mut c)?),
-            Proc::Msgp => {
-                let align = c.u32()?;
-                let thresh = c.u32()?;
-                Body::Msgp {
-                    align,
-                    thresh,
-                    chunks: Chunks::parse(&mut c)?,
-                }
-            }
-            Proc::Done => Body::Done,
-            Proc::Error => Body::Error(match c.u32()? {
-                ERR_VERS => RdmaError::Vers {
-                    low: c.u32()?,
-                    high: c.u32()?,
-                },
-                ERR_CHUNK => RdmaError::Chunk,
-                v => RdmaError::Unknown(v),
-            }),
-            Proc::Unknown(v) => {
-                return Err(Error::BadField {
-                    layer: Layer::RpcRdma,
-                    offset: 12,
-                    field: "rdma_proc",
-                    value: u64::from(v),
-                    expected: "0 to 4",
-                })
-            }
-        };
-        Ok((
-            RpcRdmaHeader {
-                xid: f.xid,
-                vers: f.vers,
-                credits: f.credits,
-                proc: f.proc,
-                body,
-            },
-            c.rest(),
-        ))
+        parse::run(header, msg, Layer::RpcRdma, 0).map(|(rest, h)| (h, rest))
     }
 
     /// The chunk lists, for MSG, NOMSG and MSGP.
@@ -1272,13 +1318,17 @@ mod tests {
             v.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0]);
         }
         v.extend_from_slice(&[0; 8]);
-        assert!(matches!(
+        // Reported after the discriminator of the first chunk over the cap,
+        // as the read list's limit is.
+        assert_eq!(
             RpcRdmaHeader::parse(&v),
             Err(Error::LimitExceeded {
+                layer: Layer::RpcRdma,
+                offset: 20 + 8 * MAX_WRITE_CHUNKS + 4,
                 what: "write chunks",
-                ..
+                limit: MAX_WRITE_CHUNKS,
             })
-        ));
+        );
     }
 
     #[test]

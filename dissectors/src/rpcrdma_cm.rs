@@ -18,10 +18,14 @@
 //! offset of the private data, with no alignment (RFC 8797 section 5.2):
 //! other layers (the RDMA-CM header, MPAv2) may come first. [`find`] does
 //! that search; [`negotiate`] applies the rules of sections 4.1, 4.2 and 5.1
-//! to the two peers' messages.
+//! to the two peers' messages. The message is read by a nom parser
+//! (`message`) whose failure becomes an [`Error`] in [`CmPrivateData::parse`].
+
+use nom::Parser;
 
 use crate::error::{Error, Result};
 use crate::layer::Layer;
+use crate::parse::{self, Fail, PResult};
 
 /// The format identifier, in network byte order on the wire (RFC 8797 section 4, IANA section 8).
 pub const FORMAT_IDENTIFIER: u32 = 0xf6ab0e18;
@@ -43,13 +47,75 @@ pub const MAX_INLINE_THRESHOLD: u32 = 262_144;
 /// It is the lowest bit of the flags octet (bit 15 of the second word).
 pub const FLAG_REMOTE_INVALIDATE: u8 = 0x01;
 
+/// Offsets of the fields the emitter reports errors for.
 mod field {
-    use core::ops::Range;
-    pub const FORMAT_IDENTIFIER: Range<usize> = 0..4;
     pub const VERSION: usize = 4;
-    pub const FLAGS: usize = 5;
     pub const SEND_SIZE: usize = 6;
     pub const RECV_SIZE: usize = 7;
+}
+
+/// The eight octets (section 4): all of them or a truncation, then a
+/// format identifier that must match.
+fn message(i: &[u8]) -> PResult<'_, CmPrivateData> {
+    let (rest, raw) = parse::array::<MESSAGE_LEN>(i)?;
+    let (_, m) = octets(i)?;
+    match m {
+        Octets {
+            ident: FORMAT_IDENTIFIER,
+            ..
+        } => Ok((rest, m.decode(raw))),
+        Octets { ident, .. } => Err(Fail::bad_field(
+            i,
+            "format_identifier",
+            u64::from(ident),
+            "0xf6ab0e18",
+        )),
+    }
+}
+
+/// The fields of the eight octets, undecoded.
+struct Octets {
+    ident: u32,
+    version: u8,
+    flags: u8,
+    send_size: u8,
+    recv_size: u8,
+}
+
+fn octets(i: &[u8]) -> PResult<'_, Octets> {
+    (
+        parse::be_u32,
+        parse::be_u8,
+        parse::be_u8,
+        parse::be_u8,
+        parse::be_u8,
+    )
+        .map(|(ident, version, flags, send_size, recv_size)| Octets {
+            ident,
+            version,
+            flags,
+            send_size,
+            recv_size,
+        })
+        .parse(i)
+}
+
+impl Octets {
+    fn decode(&self, raw: [u8; MESSAGE_LEN]) -> CmPrivateData {
+        if self.version != VERSION_1 {
+            return CmPrivateData::UnknownVersion {
+                version: self.version,
+                raw,
+            };
+        }
+        CmPrivateData::V1(RpcRdmaCmPrivate {
+            version: self.version,
+            remote_invalidate: self.flags & FLAG_REMOTE_INVALIDATE != 0,
+            flags: self.flags,
+            send_size: decode_size(self.send_size),
+            recv_size: decode_size(self.recv_size),
+        })
+    }
 }
 
 /// Decodes a size octet: `(v + 1) * 1024` bytes (RFC 8797 section 4.2).
@@ -105,43 +171,7 @@ impl CmPrivateData {
     /// [`Error::Truncated`] if fewer than 8 bytes are given;
     /// [`Error::BadField`] if the first word is not [`FORMAT_IDENTIFIER`].
     pub fn parse(input: &[u8]) -> Result<(CmPrivateData, &[u8])> {
-        let Some(raw8) = input.get(..MESSAGE_LEN) else {
-            return Err(Error::truncated(
-                Layer::RpcRdmaCmPrivate,
-                0,
-                MESSAGE_LEN,
-                input.len(),
-            ));
-        };
-        let mut raw = [0u8; 8];
-        raw.copy_from_slice(raw8);
-        let ident = crate::bytes::u32_at(&raw, field::FORMAT_IDENTIFIER.start);
-        if ident != FORMAT_IDENTIFIER {
-            return Err(Error::BadField {
-                layer: Layer::RpcRdmaCmPrivate,
-                offset: field::FORMAT_IDENTIFIER.start,
-                field: "format_identifier",
-                value: u64::from(ident),
-                expected: "0xf6ab0e18",
-            });
-        }
-        let rest = input.get(MESSAGE_LEN..).unwrap_or(&[]);
-        Ok((Self::from_octets(raw), rest))
-    }
-
-    fn from_octets(raw: [u8; 8]) -> CmPrivateData {
-        let version = crate::bytes::u8_at(&raw, field::VERSION);
-        if version != VERSION_1 {
-            return CmPrivateData::UnknownVersion { version, raw };
-        }
-        let flags = crate::bytes::u8_at(&raw, field::FLAGS);
-        CmPrivateData::V1(RpcRdmaCmPrivate {
-            version,
-            remote_invalidate: flags & FLAG_REMOTE_INVALIDATE != 0,
-            flags,
-            send_size: decode_size(crate::bytes::u8_at(&raw, field::SEND_SIZE)),
-            recv_size: decode_size(crate::bytes::u8_at(&raw, field::RECV_SIZE)),
-        })
+        parse::run(message, input, Layer::RpcRdmaCmPrivate, 0).map(|(rest, m)| (m, rest))
     }
 
     /// The version 1 message, if that is what this is.
@@ -267,10 +297,10 @@ pub fn find(private_data: &[u8]) -> Option<(usize, CmPrivateData)> {
         .windows(MESSAGE_LEN)
         .enumerate()
         .find(|(_, w)| w.starts_with(&ident))
-        .map(|(off, w)| {
-            let mut raw = [0u8; 8];
-            raw.copy_from_slice(w);
-            (off, CmPrivateData::from_octets(raw))
+        .and_then(|(off, w)| {
+            let (_, raw) = parse::array::<MESSAGE_LEN>(w).ok()?;
+            let (_, m) = octets(w).ok()?;
+            Some((off, m.decode(raw)))
         })
 }
 

@@ -33,8 +33,9 @@ use core::fmt;
 
 use super::mad::{self, Mad};
 use super::{PKey, Psn, Qpn};
-use crate::bytes::{array_at, put, put_u16, put_u32, put_u64, u16_at, u24_at, u32_at};
-use crate::bytes::{u64_at, u8_at};
+
+use crate::bytes::{put, put_u16, put_u32, put_u64, u32_at};
+use crate::parse::{self, array, be_u16, be_u24, be_u32, be_u64, be_u8, take, PResult};
 use crate::{Error, Layer, Result};
 
 /// Length of the CM message: the whole MAD data.
@@ -261,23 +262,6 @@ const LAP_PATH: PathLayout = PathLayout {
 };
 
 impl CmPath {
-    fn read(d: &[u8], at: usize, l: &PathLayout) -> CmPath {
-        let b42 = u8_at(d, at + 42);
-        CmPath {
-            local_port_lid: u16_at(d, at),
-            remote_port_lid: u16_at(d, at + 2),
-            local_port_gid: array_at(d, at + 4),
-            remote_port_gid: array_at(d, at + 20),
-            flow_label: u32_at(d, at + 36) >> 12,
-            packet_rate: u8_at(d, at + l.rate) & 0x3f,
-            traffic_class: u8_at(d, at + l.traffic_class),
-            hop_limit: u8_at(d, at + l.hop_limit),
-            sl: b42 >> 4,
-            subnet_local: b42 & 0x08 != 0,
-            local_ack_timeout: u8_at(d, at + 43) >> 3,
-        }
-    }
-
     fn write(&self, w: &mut Writer<'_>, at: usize, l: &PathLayout) -> Result<()> {
         w.u16(at, self.local_port_lid);
         w.u16(at + 2, self.remote_port_lid);
@@ -290,6 +274,63 @@ impl CmPath {
         w.bits(at + 42, 4, 4, self.sl, "sl")?;
         w.flag(at + 42, 3, self.subnet_local);
         w.bits(at + 43, 3, 5, self.local_ack_timeout, "local_ack_timeout")
+    }
+}
+
+/// A path in a REQ (44 bytes); with it, its last byte, whose bit 2 is
+/// SAP Supported in the alternate path.
+#[inline(always)]
+fn req_path(i: &[u8]) -> PResult<'_, (CmPath, u8)> {
+    path(i, &REQ_PATH)
+}
+
+/// The alternate path in a LAP (44 bytes).
+#[inline(always)]
+fn lap_path(i: &[u8]) -> PResult<'_, (CmPath, u8)> {
+    path(i, &LAP_PATH)
+}
+
+/// A path laid out as `l` says, and its last byte. Always inlined with a
+/// constant layout, so that the byte order below folds away.
+#[inline(always)]
+fn path<'i>(i: &'i [u8], l: &PathLayout) -> PResult<'i, (CmPath, u8)> {
+    {
+        let (i, local_port_lid) = be_u16(i)?;
+        let (i, remote_port_lid) = be_u16(i)?;
+        let (i, local_port_gid) = array::<16>(i)?;
+        let (i, remote_port_gid) = array::<16>(i)?;
+        let (i, flow) = be_u24(i)?;
+        let (i, b39) = be_u8(i)?;
+        let (i, b40) = be_u8(i)?;
+        let (i, b41) = be_u8(i)?;
+        let (i, b42) = be_u8(i)?;
+        let (i, b43) = be_u8(i)?;
+        // Bytes 39 to 41 hold rate, traffic class and hop limit in an order
+        // that depends on the message.
+        let at = |off: usize| match off {
+            39 => b39,
+            40 => b40,
+            _ => b41,
+        };
+        Ok((
+            i,
+            (
+                CmPath {
+                    local_port_lid,
+                    remote_port_lid,
+                    local_port_gid,
+                    remote_port_gid,
+                    flow_label: flow >> 4,
+                    packet_rate: at(l.rate) & 0x3f,
+                    traffic_class: at(l.traffic_class),
+                    hop_limit: at(l.hop_limit),
+                    sl: b42 >> 4,
+                    subnet_local: b42 & 0x08 != 0,
+                    local_ack_timeout: b43 >> 3,
+                },
+                b43,
+            ),
+        ))
     }
 }
 
@@ -397,12 +438,12 @@ fn tail(d: &[u8], at: usize) -> &[u8] {
     d.get(at..d.len().min(MESSAGE_LEN)).unwrap_or(&[])
 }
 
-fn bits(d: &[u8], at: usize, shift: u8, width: u8) -> u8 {
-    (u8_at(d, at) >> shift) & ((1u16 << width) - 1) as u8
+fn bits(b: u8, shift: u8, width: u8) -> u8 {
+    (b >> shift) & ((1u16 << width) - 1) as u8
 }
 
-fn flag(d: &[u8], at: usize, bit: u8) -> bool {
-    (u8_at(d, at) >> bit) & 1 != 0
+fn flag(b: u8, bit: u8) -> bool {
+    (b >> bit) & 1 != 0
 }
 
 /// ConnectRequest (IBA 12.6.5, table 99).
@@ -488,36 +529,59 @@ pub mod req {
 }
 
 impl<'a> CmReq<'a> {
-    fn parse(d: &'a [u8]) -> Self {
+    #[inline(always)]
+    fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
         use req::*;
-        CmReq {
-            local_comm_id: u32_at(d, LOCAL_COMM_ID),
-            service_id: ServiceId(u64_at(d, SERVICE_ID)),
-            local_ca_guid: u64_at(d, LOCAL_CA_GUID),
-            local_q_key: u32_at(d, LOCAL_Q_KEY),
-            local_qpn: Qpn::from_bits(u24_at(d, LOCAL_QPN)),
-            responder_resources: u8_at(d, RESPONDER_RESOURCES),
-            local_eecn: u24_at(d, LOCAL_EECN),
-            initiator_depth: u8_at(d, INITIATOR_DEPTH),
-            remote_eecn: u24_at(d, REMOTE_EECN),
-            remote_cm_response_timeout: bits(d, TIMEOUT_TYPE_FLOW, 3, 5),
-            transport_service_type: bits(d, TIMEOUT_TYPE_FLOW, 1, 2),
-            end_to_end_flow_control: flag(d, TIMEOUT_TYPE_FLOW, 0),
-            starting_psn: Psn::from_bits(u24_at(d, STARTING_PSN)),
-            local_cm_response_timeout: bits(d, TIMEOUT_RETRY, 3, 5),
-            retry_count: bits(d, TIMEOUT_RETRY, 0, 3),
-            p_key: PKey(u16_at(d, P_KEY)),
-            path_packet_payload_mtu: bits(d, MTU_RDC_RNR, 4, 4),
-            rdc_exists: flag(d, MTU_RDC_RNR, 3),
-            rnr_retry_count: bits(d, MTU_RDC_RNR, 0, 3),
-            max_cm_retries: bits(d, RETRIES_SRQ_EXT, 4, 4),
-            srq: flag(d, RETRIES_SRQ_EXT, 3),
-            extended_transport_type: bits(d, RETRIES_SRQ_EXT, 0, 3),
-            primary_path: CmPath::read(d, PRIMARY_PATH, &REQ_PATH),
-            alternate_path: CmPath::read(d, ALTERNATE_PATH, &REQ_PATH),
-            sap_supported: flag(d, SAP_SUPPORTED, 2),
-            private_data: tail(d, PRIVATE_DATA),
-        }
+        let (i, local_comm_id) = be_u32(i)?;
+        let (i, _) = take(4)(i)?;
+        let (i, service_id) = be_u64(i)?;
+        let (i, local_ca_guid) = be_u64(i)?;
+        let (i, _) = take(4)(i)?;
+        let (i, local_q_key) = be_u32(i)?;
+        let (i, local_qpn) = be_u24(i)?;
+        let (i, responder_resources) = be_u8(i)?;
+        let (i, local_eecn) = be_u24(i)?;
+        let (i, initiator_depth) = be_u8(i)?;
+        let (i, remote_eecn) = be_u24(i)?;
+        let (i, ttf) = be_u8(i)?;
+        let (i, starting_psn) = be_u24(i)?;
+        let (i, tr) = be_u8(i)?;
+        let (i, p_key) = be_u16(i)?;
+        let (i, mrr) = be_u8(i)?;
+        let (i, rse) = be_u8(i)?;
+        let (i, (primary_path, _)) = req_path(i)?;
+        let (i, (alternate_path, b139)) = req_path(i)?;
+        Ok((
+            i,
+            CmReq {
+                local_comm_id,
+                service_id: ServiceId(service_id),
+                local_ca_guid,
+                local_q_key,
+                local_qpn: Qpn::from_bits(local_qpn),
+                responder_resources,
+                local_eecn,
+                initiator_depth,
+                remote_eecn,
+                remote_cm_response_timeout: bits(ttf, 3, 5),
+                transport_service_type: bits(ttf, 1, 2),
+                end_to_end_flow_control: flag(ttf, 0),
+                starting_psn: Psn::from_bits(starting_psn),
+                local_cm_response_timeout: bits(tr, 3, 5),
+                retry_count: bits(tr, 0, 3),
+                p_key: PKey(p_key),
+                path_packet_payload_mtu: bits(mrr, 4, 4),
+                rdc_exists: flag(mrr, 3),
+                rnr_retry_count: bits(mrr, 0, 3),
+                max_cm_retries: bits(rse, 4, 4),
+                srq: flag(rse, 3),
+                extended_transport_type: bits(rse, 0, 3),
+                primary_path,
+                alternate_path,
+                sap_supported: flag(b139, 2),
+                private_data: tail(src, PRIVATE_DATA),
+            },
+        ))
     }
 
     /// Writes the message (the 232 bytes of MAD data); returns [`MESSAGE_LEN`].
@@ -591,15 +655,23 @@ mod mra {
 }
 
 impl<'a> CmMra<'a> {
-    fn parse(d: &'a [u8]) -> Self {
+    #[inline(always)]
+    fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
         use mra::*;
-        CmMra {
-            local_comm_id: u32_at(d, LOCAL_COMM_ID),
-            remote_comm_id: u32_at(d, REMOTE_COMM_ID),
-            message_mraed: bits(d, MESSAGE_MRAED, 6, 2),
-            service_timeout: bits(d, SERVICE_TIMEOUT, 3, 5),
-            private_data: tail(d, PRIVATE_DATA),
-        }
+        let (i, local_comm_id) = be_u32(i)?;
+        let (i, remote_comm_id) = be_u32(i)?;
+        let (i, m) = be_u8(i)?;
+        let (i, t) = be_u8(i)?;
+        Ok((
+            i,
+            CmMra {
+                local_comm_id,
+                remote_comm_id,
+                message_mraed: bits(m, 6, 2),
+                service_timeout: bits(t, 3, 5),
+                private_data: tail(src, PRIVATE_DATA),
+            },
+        ))
     }
 
     /// Writes the message; see [`CmReq::emit`] for the errors.
@@ -656,17 +728,27 @@ mod rej {
 }
 
 impl<'a> CmRej<'a> {
-    fn parse(d: &'a [u8]) -> Self {
+    #[inline(always)]
+    fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
         use rej::*;
-        CmRej {
-            local_comm_id: u32_at(d, LOCAL_COMM_ID),
-            remote_comm_id: u32_at(d, REMOTE_COMM_ID),
-            message_rejected: bits(d, MESSAGE_REJECTED, 6, 2),
-            reject_info_length: bits(d, REJECT_INFO_LENGTH, 1, 7),
-            reason: RejReason(u16_at(d, REASON)),
-            ari: d.get(ARI..ARI + ARI_LEN).unwrap_or(&[]),
-            private_data: tail(d, PRIVATE_DATA),
-        }
+        let (i, local_comm_id) = be_u32(i)?;
+        let (i, remote_comm_id) = be_u32(i)?;
+        let (i, m) = be_u8(i)?;
+        let (i, l) = be_u8(i)?;
+        let (i, reason) = be_u16(i)?;
+        let (i, _ari) = take(ARI_LEN)(i)?;
+        Ok((
+            i,
+            CmRej {
+                local_comm_id,
+                remote_comm_id,
+                message_rejected: bits(m, 6, 2),
+                reject_info_length: bits(l, 1, 7),
+                reason: RejReason(reason),
+                ari: src.get(ARI..ARI + ARI_LEN).unwrap_or(&[]),
+                private_data: tail(src, PRIVATE_DATA),
+            },
+        ))
     }
 
     /// The first `reject_info_length` bytes of the ARI (at most 72).
@@ -759,25 +841,43 @@ pub mod rep {
 }
 
 impl<'a> CmRep<'a> {
-    fn parse(d: &'a [u8]) -> Self {
+    #[inline(always)]
+    fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
         use rep::*;
-        CmRep {
-            local_comm_id: u32_at(d, LOCAL_COMM_ID),
-            remote_comm_id: u32_at(d, REMOTE_COMM_ID),
-            local_q_key: u32_at(d, LOCAL_Q_KEY),
-            local_qpn: Qpn::from_bits(u24_at(d, LOCAL_QPN)),
-            local_ee_context: u24_at(d, LOCAL_EE_CONTEXT),
-            starting_psn: Psn::from_bits(u24_at(d, STARTING_PSN)),
-            responder_resources: u8_at(d, RESPONDER_RESOURCES),
-            initiator_depth: u8_at(d, INITIATOR_DEPTH),
-            target_ack_delay: bits(d, DELAY_FAILOVER_FLOW, 3, 5),
-            failover_accepted: bits(d, DELAY_FAILOVER_FLOW, 1, 2),
-            end_to_end_flow_control: flag(d, DELAY_FAILOVER_FLOW, 0),
-            rnr_retry_count: bits(d, RNR_SRQ, 5, 3),
-            srq: flag(d, RNR_SRQ, 4),
-            local_ca_guid: u64_at(d, LOCAL_CA_GUID),
-            private_data: tail(d, PRIVATE_DATA),
-        }
+        let (i, local_comm_id) = be_u32(i)?;
+        let (i, remote_comm_id) = be_u32(i)?;
+        let (i, local_q_key) = be_u32(i)?;
+        let (i, local_qpn) = be_u24(i)?;
+        let (i, _) = be_u8(i)?;
+        let (i, local_ee_context) = be_u24(i)?;
+        let (i, _) = be_u8(i)?;
+        let (i, starting_psn) = be_u24(i)?;
+        let (i, _) = be_u8(i)?;
+        let (i, responder_resources) = be_u8(i)?;
+        let (i, initiator_depth) = be_u8(i)?;
+        let (i, dff) = be_u8(i)?;
+        let (i, rs) = be_u8(i)?;
+        let (i, local_ca_guid) = be_u64(i)?;
+        Ok((
+            i,
+            CmRep {
+                local_comm_id,
+                remote_comm_id,
+                local_q_key,
+                local_qpn: Qpn::from_bits(local_qpn),
+                local_ee_context,
+                starting_psn: Psn::from_bits(starting_psn),
+                responder_resources,
+                initiator_depth,
+                target_ack_delay: bits(dff, 3, 5),
+                failover_accepted: bits(dff, 1, 2),
+                end_to_end_flow_control: flag(dff, 0),
+                rnr_retry_count: bits(rs, 5, 3),
+                srq: flag(rs, 4),
+                local_ca_guid,
+                private_data: tail(src, PRIVATE_DATA),
+            },
+        ))
     }
 
     /// Writes the message.
@@ -827,12 +927,18 @@ pub type CmRtu<'a> = CmIds<'a>;
 pub type CmDrep<'a> = CmIds<'a>;
 
 impl<'a> CmIds<'a> {
-    fn parse(d: &'a [u8]) -> Self {
-        CmIds {
-            local_comm_id: u32_at(d, 0),
-            remote_comm_id: u32_at(d, 4),
-            private_data: tail(d, 8),
-        }
+    #[inline(always)]
+    fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
+        let (i, local_comm_id) = be_u32(i)?;
+        let (i, remote_comm_id) = be_u32(i)?;
+        Ok((
+            i,
+            CmIds {
+                local_comm_id,
+                remote_comm_id,
+                private_data: tail(src, 8),
+            },
+        ))
     }
 
     /// Writes the message.
@@ -863,13 +969,21 @@ pub struct CmDreq<'a> {
 }
 
 impl<'a> CmDreq<'a> {
-    fn parse(d: &'a [u8]) -> Self {
-        CmDreq {
-            local_comm_id: u32_at(d, 0),
-            remote_comm_id: u32_at(d, 4),
-            remote_qpn_eecn: u24_at(d, 8),
-            private_data: tail(d, 12),
-        }
+    #[inline(always)]
+    fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
+        let (i, local_comm_id) = be_u32(i)?;
+        let (i, remote_comm_id) = be_u32(i)?;
+        let (i, remote_qpn_eecn) = be_u24(i)?;
+        let (i, _) = be_u8(i)?;
+        Ok((
+            i,
+            CmDreq {
+                local_comm_id,
+                remote_comm_id,
+                remote_qpn_eecn,
+                private_data: tail(src, 12),
+            },
+        ))
     }
 
     /// Writes the message.
@@ -901,13 +1015,21 @@ pub struct CmSidrReq<'a> {
 }
 
 impl<'a> CmSidrReq<'a> {
-    fn parse(d: &'a [u8]) -> Self {
-        CmSidrReq {
-            request_id: u32_at(d, 0),
-            p_key: PKey(u16_at(d, 4)),
-            service_id: ServiceId(u64_at(d, 8)),
-            private_data: tail(d, 16),
-        }
+    #[inline(always)]
+    fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
+        let (i, request_id) = be_u32(i)?;
+        let (i, p_key) = be_u16(i)?;
+        let (i, _) = take(2)(i)?;
+        let (i, service_id) = be_u64(i)?;
+        Ok((
+            i,
+            CmSidrReq {
+                request_id,
+                p_key: PKey(p_key),
+                service_id: ServiceId(service_id),
+                private_data: tail(src, 16),
+            },
+        ))
     }
 
     /// Writes the message.
@@ -948,17 +1070,30 @@ pub struct CmSidrRep<'a> {
 }
 
 impl<'a> CmSidrRep<'a> {
-    fn parse(d: &'a [u8]) -> Self {
-        CmSidrRep {
-            request_id: u32_at(d, 0),
-            status: u8_at(d, 4),
-            additional_information_length: u8_at(d, 5),
-            qpn: Qpn::from_bits(u24_at(d, 8)),
-            service_id: ServiceId(u64_at(d, 12)),
-            q_key: u32_at(d, 20),
-            additional_information: d.get(24..96).unwrap_or(&[]),
-            private_data: tail(d, 96),
-        }
+    #[inline(always)]
+    fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
+        let (i, request_id) = be_u32(i)?;
+        let (i, status) = be_u8(i)?;
+        let (i, additional_information_length) = be_u8(i)?;
+        let (i, _) = take(2)(i)?;
+        let (i, qpn) = be_u24(i)?;
+        let (i, _) = be_u8(i)?;
+        let (i, service_id) = be_u64(i)?;
+        let (i, q_key) = be_u32(i)?;
+        let (i, _info) = take(72)(i)?;
+        Ok((
+            i,
+            CmSidrRep {
+                request_id,
+                status,
+                additional_information_length,
+                qpn: Qpn::from_bits(qpn),
+                service_id: ServiceId(service_id),
+                q_key,
+                additional_information: src.get(24..96).unwrap_or(&[]),
+                private_data: tail(src, 96),
+            },
+        ))
     }
 
     /// Writes the message.
@@ -999,15 +1134,26 @@ pub struct CmLap<'a> {
 }
 
 impl<'a> CmLap<'a> {
-    fn parse(d: &'a [u8]) -> Self {
-        CmLap {
-            local_comm_id: u32_at(d, 0),
-            remote_comm_id: u32_at(d, 4),
-            remote_qpn_eecn: u24_at(d, 12),
-            remote_cm_response_timeout: bits(d, 15, 3, 5),
-            alternate_path: CmPath::read(d, 20, &LAP_PATH),
-            private_data: tail(d, 64),
-        }
+    #[inline(always)]
+    fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
+        let (i, local_comm_id) = be_u32(i)?;
+        let (i, remote_comm_id) = be_u32(i)?;
+        let (i, _) = take(4)(i)?;
+        let (i, remote_qpn_eecn) = be_u24(i)?;
+        let (i, t) = be_u8(i)?;
+        let (i, _) = take(4)(i)?;
+        let (i, (alternate_path, _)) = lap_path(i)?;
+        Ok((
+            i,
+            CmLap {
+                local_comm_id,
+                remote_comm_id,
+                remote_qpn_eecn,
+                remote_cm_response_timeout: bits(t, 3, 5),
+                alternate_path,
+                private_data: tail(src, 64),
+            },
+        ))
     }
 
     /// Writes the message.
@@ -1046,15 +1192,25 @@ pub struct CmApr<'a> {
 }
 
 impl<'a> CmApr<'a> {
-    fn parse(d: &'a [u8]) -> Self {
-        CmApr {
-            local_comm_id: u32_at(d, 0),
-            remote_comm_id: u32_at(d, 4),
-            additional_information_length: u8_at(d, 8),
-            ar_status: u8_at(d, 9),
-            additional_information: d.get(12..84).unwrap_or(&[]),
-            private_data: tail(d, 84),
-        }
+    #[inline(always)]
+    fn parse<'i>(i: &'i [u8], src: &'a [u8]) -> PResult<'i, Self> {
+        let (i, local_comm_id) = be_u32(i)?;
+        let (i, remote_comm_id) = be_u32(i)?;
+        let (i, additional_information_length) = be_u8(i)?;
+        let (i, ar_status) = be_u8(i)?;
+        let (i, _) = take(2)(i)?;
+        let (i, _info) = take(72)(i)?;
+        Ok((
+            i,
+            CmApr {
+                local_comm_id,
+                remote_comm_id,
+                additional_information_length,
+                ar_status,
+                additional_information: src.get(12..84).unwrap_or(&[]),
+                private_data: tail(src, 84),
+            },
+        ))
     }
 
     /// Writes the message.
@@ -1209,31 +1365,54 @@ pub fn parse_cm<'a>(mad: &Mad, data: &'a [u8]) -> Result<CmMessage<'a>> {
             expected: "0x07 (CM)",
         });
     }
-    let Some(d) = data.get(..MESSAGE_LEN) else {
+    let Some(d) = data.first_chunk::<MESSAGE_LEN>() else {
         return Err(Error::truncated(Layer::Cm, 0, MESSAGE_LEN, data.len()));
     };
-    Ok(parse_cm_fields(mad, d))
+    parse_cm_fields(mad, d, d)
 }
 
-/// The message's fields from `d` (up to [`MESSAGE_LEN`] bytes; fields past
-/// its end read as zero).
-fn parse_cm_fields<'a>(mad: &Mad, d: &'a [u8]) -> CmMessage<'a> {
-    match mad.attribute_id {
-        attr::REQ => CmMessage::Req(CmReq::parse(d)),
-        attr::MRA => CmMessage::Mra(CmMra::parse(d)),
-        attr::REJ => CmMessage::Rej(CmRej::parse(d)),
-        attr::REP => CmMessage::Rep(CmRep::parse(d)),
-        attr::RTU => CmMessage::Rtu(CmIds::parse(d)),
-        attr::DREQ => CmMessage::Dreq(CmDreq::parse(d)),
-        attr::DREP => CmMessage::Drep(CmIds::parse(d)),
-        attr::SIDR_REQ => CmMessage::SidrReq(CmSidrReq::parse(d)),
-        attr::SIDR_REP => CmMessage::SidrRep(CmSidrRep::parse(d)),
-        attr::LAP => CmMessage::Lap(CmLap::parse(d)),
-        attr::APR => CmMessage::Apr(CmApr::parse(d)),
-        attribute_id => CmMessage::Unknown {
-            attribute_id,
-            data: d,
-        },
+/// The message's fields read by nom from `fields` (the whole 232 bytes: a
+/// length known at compile time, so the parsers' length checks fold away);
+/// its slices (private data, ARI, additional information) borrowed from
+/// `src`, which is `fields` itself or, for a message the capture cut, what
+/// was captured of it.
+fn parse_cm_fields<'a>(
+    mad: &Mad,
+    fields: &[u8; MESSAGE_LEN],
+    src: &'a [u8],
+) -> Result<CmMessage<'a>> {
+    // Called directly, not through `parse::run`: nom's `Parser` impl for
+    // closures is a call LLVM keeps, and inside it the input's length (232)
+    // is no longer known, so every field's length check would stay.
+    match message(mad.attribute_id, fields.as_slice(), src) {
+        Ok((_, m)) => Ok(m),
+        Err(e) => Err(parse::lift(e, fields, Layer::Cm, 0)),
+    }
+}
+
+/// The message named by `attribute_id`, its fields read from `i` and its
+/// slices borrowed from `src` (see [`parse_cm_fields`]).
+#[inline(always)]
+fn message<'i, 'a>(attribute_id: u16, i: &'i [u8], src: &'a [u8]) -> PResult<'i, CmMessage<'a>> {
+    match attribute_id {
+        attr::REQ => CmReq::parse(i, src).map(|(r, m)| (r, CmMessage::Req(m))),
+        attr::MRA => CmMra::parse(i, src).map(|(r, m)| (r, CmMessage::Mra(m))),
+        attr::REJ => CmRej::parse(i, src).map(|(r, m)| (r, CmMessage::Rej(m))),
+        attr::REP => CmRep::parse(i, src).map(|(r, m)| (r, CmMessage::Rep(m))),
+        attr::RTU => CmIds::parse(i, src).map(|(r, m)| (r, CmMessage::Rtu(m))),
+        attr::DREQ => CmDreq::parse(i, src).map(|(r, m)| (r, CmMessage::Dreq(m))),
+        attr::DREP => CmIds::parse(i, src).map(|(r, m)| (r, CmMessage::Drep(m))),
+        attr::SIDR_REQ => CmSidrReq::parse(i, src).map(|(r, m)| (r, CmMessage::SidrReq(m))),
+        attr::SIDR_REP => CmSidrRep::parse(i, src).map(|(r, m)| (r, CmMessage::SidrRep(m))),
+        attr::LAP => CmLap::parse(i, src).map(|(r, m)| (r, CmMessage::Lap(m))),
+        attr::APR => CmApr::parse(i, src).map(|(r, m)| (r, CmMessage::Apr(m))),
+        attribute_id => Ok((
+            i,
+            CmMessage::Unknown {
+                attribute_id,
+                data: src.get(..MESSAGE_LEN).unwrap_or(src),
+            },
+        )),
     }
 }
 
@@ -1251,7 +1430,19 @@ pub fn parse_cm_prefix<'a>(mad: &Mad, data: &'a [u8]) -> Result<CmMessage<'a>> {
         Some(whole) => parse_cm(mad, whole),
         None => {
             parse_cm(mad, &[0; MESSAGE_LEN])?;
-            Ok(parse_cm_fields(mad, data))
+            // A field the cut runs through is as unknown as one past it and
+            // reads as zero too. Parsing what was captured stops at the
+            // first field not wholly captured: copy the bytes before it into
+            // a zeroed message and parse that.
+            let known = match message(mad.attribute_id, data, data) {
+                Ok(_) => data.len(),
+                Err(e) => parse::lift(e, data, Layer::Cm, 0).offset(),
+            };
+            let mut fields = [0u8; MESSAGE_LEN];
+            if let (Some(head), Some(kept)) = (fields.get_mut(..known), data.get(..known)) {
+                head.copy_from_slice(kept);
+            }
+            parse_cm_fields(mad, &fields, data)
         }
     }
 }
@@ -1540,6 +1731,86 @@ pub(crate) mod tests {
                     available: cut
                 })
             );
+        }
+    }
+
+    /// The 232 bytes `msg` emits.
+    fn emitted(msg: &CmMessage<'_>) -> [u8; MESSAGE_LEN] {
+        let mut b = [0u8; MESSAGE_LEN];
+        msg.emit(&mut b).unwrap();
+        b
+    }
+
+    /// A message with every byte non-zero, so that a field read from the
+    /// wrong place or past the cut shows.
+    fn busy_message() -> [u8; MESSAGE_LEN] {
+        let mut full = [0u8; MESSAGE_LEN];
+        for (i, b) in full.iter_mut().enumerate() {
+            *b = (i as u8).wrapping_mul(37) | 1;
+        }
+        full
+    }
+
+    #[test]
+    fn prefix_reads_what_was_captured() {
+        let full = busy_message();
+        for attr_id in [0x0001, 0x0010, 0x0011, 0x0012, 0x0013, 0x0014, 0x0015]
+            .into_iter()
+            .chain(0x0016..=0x001a)
+        {
+            let mad = Mad::cm(attr_id, 1);
+            assert_eq!(parse_cm_prefix(&mad, &full), parse_cm(&mad, &full));
+            let whole = emitted(&parse_cm(&mad, &full).unwrap());
+            for cut in 0..MESSAGE_LEN {
+                let got = parse_cm_prefix(&mad, &full[..cut]).unwrap();
+                assert_eq!(got.attribute_id(), attr_id);
+                // Each byte is the whole message's or zero (a field not
+                // known), and nothing past the cut is known.
+                let a = emitted(&got);
+                for (j, (&x, &y)) in a.iter().zip(&whole).enumerate() {
+                    assert!(x == y || x == 0, "{attr_id:#x} cut {cut} byte {j}");
+                    assert!(j < cut || x == 0, "{attr_id:#x} cut {cut} byte {j}");
+                }
+                // The private data is borrowed from what was captured.
+                let p = got.private_data();
+                let captured = full[..cut].as_ptr_range();
+                assert!(p.is_empty() || captured.contains(&p.as_ptr()));
+                assert!(p.len() <= cut);
+            }
+        }
+    }
+
+    #[test]
+    fn prefix_field_cut_through_reads_as_zero() {
+        // Field starts (reserved gaps included) of the REQ up to its paths
+        // and of the whole REP fixed part: a cut at a start keeps every
+        // field before it; a cut inside a field is the same as a cut at its
+        // start (the field reads as zero, as one wholly past the cut).
+        let req = [
+            0, 4, 8, 16, 24, 28, 32, 35, 36, 39, 40, 43, 44, 47, 48, 50, 51, 52,
+        ];
+        let rep = [0, 4, 8, 12, 15, 16, 19, 20, 23, 24, 25, 26, 27, 28, 36];
+        let full = busy_message();
+        for (attr_id, starts) in [(attr::REQ, &req[..]), (attr::REP, &rep[..])] {
+            let mad = Mad::cm(attr_id, 1);
+            for w in starts.windows(2) {
+                let (start, end) = (w[0], w[1]);
+                let mut zeroed = [0u8; MESSAGE_LEN];
+                zeroed[..start].copy_from_slice(&full[..start]);
+                let at_start = emitted(&parse_cm_prefix(&mad, &full[..start]).unwrap());
+                assert_eq!(
+                    at_start,
+                    emitted(&parse_cm(&mad, &zeroed).unwrap()),
+                    "{attr_id:#x} cut at field start {start}"
+                );
+                for cut in start..end {
+                    let got = emitted(&parse_cm_prefix(&mad, &full[..cut]).unwrap());
+                    assert_eq!(
+                        got, at_start,
+                        "{attr_id:#x} cut {cut} inside {start}..{end}"
+                    );
+                }
+            }
         }
     }
 

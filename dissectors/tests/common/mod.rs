@@ -54,3 +54,25 @@ pub fn write_middle() -> Vec<u8> {
         d.bth().is_some_and(|b| b.opcode.0 == 0x07)
     })
 }
+
+/// An RC SEND Only carrying an RPC-over-RDMA reply whose header has a write
+/// list (the server's answer to a READ whose data went by RDMA Write).
+pub fn reply_with_write_list() -> Vec<u8> {
+    find("v3-ddp.pcap", |d| {
+        d.bth().is_some_and(|b| b.opcode.0 == 0x04)
+            && d.rpcrdma()
+                .and_then(|h| h.chunks())
+                .is_some_and(|c| c.write_count() > 0)
+            && d.rpc()
+                .is_some_and(|m| matches!(m.body, rdma_dissectors::oncrpc::MsgBody::Reply(_)))
+    })
+}
+
+/// A CM REQ MAD (RoCEv2, QP1) whose private data carries the RFC 8797
+/// RPC-over-RDMA CM private message.
+pub fn cm_req() -> Vec<u8> {
+    find("v3-ddp.pcap", |d| {
+        matches!(d.cm(), Some(rdma_dissectors::ib::cm::CmMessage::Req(_)))
+            && d.rpcrdma_cm_private().is_some()
+    })
+}
