@@ -16,8 +16,29 @@ mod tmux;
 
 const BIN: &str = env!("CARGO_BIN_EXE_rdma-analyzer");
 
+/// This test process's scratch folder. nextest runs each test in a process
+/// of its own, and a process cannot remove its folder after its last use,
+/// so the first use removes the folders of processes that are gone (their
+/// captures run to 128 MB: 461 of them filled a disk).
 fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rdma-hostile-{}", std::process::id()));
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    let tmp = std::env::temp_dir();
+    SWEPT.call_once(|| {
+        for e in std::fs::read_dir(&tmp).into_iter().flatten().flatten() {
+            let name = e.file_name();
+            let Some(pid) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix("rdma-hostile-"))
+                .and_then(|p| p.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if !Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    });
+    let d = tmp.join(format!("rdma-hostile-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
 }
