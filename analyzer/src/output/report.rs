@@ -371,6 +371,16 @@ impl Report {
     pub fn to_text(&self, state: &State, file: &str, read_error: Option<&str>) -> String {
         let filter = self.filter.clone().unwrap_or(Filter::All);
         let mut s = String::new();
+        self.text_header(&mut s, state, file, read_error);
+        self.text_connections(&mut s, state, &filter);
+        self.text_timeline(&mut s, state, &filter);
+        self.text_times(&mut s, state);
+        self.text_chunks_and_anomalies(&mut s, state);
+        s
+    }
+
+    /// The totals, what could not be checked, and the diagnosis.
+    fn text_header(&self, s: &mut String, state: &State, file: &str, read_error: Option<&str>) {
         let t = &state.totals;
         let secs = t.span_ns() as f64 / 1e9;
         let _ = writeln!(s, "rdma-analyzer report: {}", escape(file));
@@ -401,7 +411,11 @@ impl Report {
         if let Some(e) = read_error {
             let _ = writeln!(s, "INCOMPLETE: {}", escape(e));
         }
-        diagnosis_text(&mut s, &self.causes(state));
+        diagnosis_text(s, &self.causes(state));
+    }
+
+    /// Each connection: its CM, private data, counts and credits.
+    fn text_connections(&self, s: &mut String, state: &State, filter: &Filter) {
         let _ = writeln!(s, "\nConnections");
         for c in state.connections.values().filter(|c| filter.connection(c)) {
             let cm = if c.cm_state == crate::engine::CmState::NotSeen {
@@ -488,9 +502,14 @@ impl Report {
                 c.at_limit_ns as f64 / 1e6
             );
         }
+    }
+
+    /// Each client's connections in time order.
+    fn text_timeline(&self, s: &mut String, state: &State, filter: &Filter) {
+        let t = &state.totals;
         let start = t.first_ts_ns;
         let _ = writeln!(s, "\nConnections of each client in time order");
-        for tl in timeline(state, &filter) {
+        for tl in timeline(state, filter) {
             let _ = writeln!(s, "  client {}", tl.client);
             for e in &tl.connections {
                 let gap = e.gap_before_ms.map_or(String::new(), |g| {
@@ -511,6 +530,12 @@ impl Report {
                 );
             }
         }
+    }
+
+    /// Response times, where the time went, the slowest operations, and
+    /// operations against transmissions.
+    fn text_times(&self, s: &mut String, state: &State) {
+        let start = state.totals.first_ts_ns;
         let _ = writeln!(s, "\nResponse times (µs) by procedure and transfer");
         let _ = writeln!(
             s,
@@ -642,6 +667,10 @@ impl Report {
                 o.procedure, o.ops, o.trans
             );
         }
+    }
+
+    /// Chunks, round trips, anomalies and the caps reached.
+    fn text_chunks_and_anomalies(&self, s: &mut String, state: &State) {
         let _ = writeln!(s, "\nChunks");
         for (k, a) in &self.chunks {
             let _ = writeln!(
@@ -703,7 +732,6 @@ impl Report {
                 e.connections, e.qps, e.calls, e.reads
             );
         }
-        s
     }
 }
 
