@@ -146,6 +146,37 @@ fn the_clean_lab_captures_give_no_cause() {
     }
 }
 
+#[test]
+fn every_reply_carries_its_nfs_status() {
+    // v41-inline.pcap's LOOKUP of an absent name: the COMPOUND fails in
+    // LOOKUP with NFS4ERR_NOENT, routine, so no cause (see above).
+    let p = capture("v41-inline.pcap");
+    let out = run(&["transactions", "--json", p.to_str().unwrap()]);
+    let txns: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let failed: Vec<&Value> = txns
+        .iter()
+        .filter(|t| t["nfs_status"] != "NFS4_OK" && !t["nfs_status"].is_null())
+        .collect();
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert_eq!(failed[0]["nfs_status"], "NFS4ERR_NOENT");
+    assert_eq!(failed[0]["nfs_failed_op"], "LOOKUP");
+    let ok = txns.iter().filter(|t| t["nfs_status"] == "NFS4_OK").count();
+    assert!(ok > 40, "{ok}");
+    // NULL carries no status: null, never a made-up OK.
+    let null = txns
+        .iter()
+        .find(|t| t["procedure"] == "NULL")
+        .expect("the NULL ping");
+    assert!(null["nfs_status"].is_null());
+    // The text line shows the error, and only the error.
+    let text = run(&["transactions", p.to_str().unwrap()]);
+    assert_eq!(text.matches(" nfs NFS4ERR_NOENT in LOOKUP").count(), 1);
+    assert!(!text.contains("NFS4_OK"));
+}
+
 /// A synthetic capture made with `args`, removed on drop.
 struct Synth(PathBuf);
 
@@ -192,6 +223,7 @@ fn each_induced_cause_comes_first() {
             &["--mix", "longcall=100"][..],
             "reply_chunks_inline_threshold",
         ),
+        ("nfs", &["--inject", "nfs_error"][..], "nfs_errors"),
     ] {
         let s = Synth::new(tag, args);
         let doc = report_json(&s.0);

@@ -329,6 +329,16 @@ pub struct Transaction {
     pub phases: Phases,
     /// RPC reply status (accept_stat, or denied).
     pub reply_status: Option<String>,
+    /// NFS status of the reply, by name (`NFS3_OK`, `NFS3ERR_JUKEBOX`,
+    /// `NFS4ERR_DELAY`, ...; `nfsstat4 N` for a code no RFC names): the
+    /// `nfsstat3` of an NFSv3 result, the status of an NFSv4 COMPOUND.
+    /// `None` when the reply carries none (NULL, other programs), came in
+    /// a reply chunk, or was not seen.
+    pub nfs_status: Option<String>,
+    /// The NFSv4 operation that failed (the first result whose status is
+    /// not NFS4_OK); `None` when the COMPOUND succeeded, for NFSv3 (the
+    /// procedure is the operation), or when the walk could not reach it.
+    pub nfs_failed_op: Option<String>,
     /// Anomalies that concern this transaction.
     pub anomalies: Vec<Kind>,
     /// The ladder diagram, in time order (capped at the first steps).
@@ -423,6 +433,8 @@ impl Transaction {
             responder_interrupts: 1,
             phases: Phases::default(),
             reply_status: None,
+            nfs_status: None,
+            nfs_failed_op: None,
             anomalies: Vec::new(),
             ladder: Vec::new(),
             ladder_omitted: 0,

@@ -127,10 +127,14 @@ enum CallHdr {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ReplyHdr {
     Normal,
-    ErrVers { vers: u32 },
+    ErrVers {
+        vers: u32,
+    },
     ErrChunk,
     NomsgEmpty,
     ReadList,
+    /// An inline GETATTR reply whose NFS status is this error.
+    NfsError(u32),
 }
 
 /// One RC connection: the client and server QPs and their sequence state.
@@ -1137,6 +1141,20 @@ impl<W: Write> Gen<W> {
                 let hl = h.emit(&mut self.msg)?;
                 Ok(self.append_body(hl, rpc_len))
             }
+            ReplyHdr::NfsError(status) => {
+                let n = nfs::error_results(status, &mut self.args)?;
+                let reply = RpcMsg {
+                    xid: spec.xid,
+                    body: MsgBody::Reply(ReplyBody::Accepted {
+                        verf: OpaqueAuth::NONE,
+                        stat: AcceptStat::Success,
+                        results: self.args.get(..n).unwrap_or_default(),
+                    }),
+                };
+                let rpc_len = reply.emit(&mut self.body)?;
+                let hl = hdr(Proc::Msg, Body::Msg(Chunks::EMPTY)).emit(&mut self.msg)?;
+                Ok(self.append_body(hl, rpc_len))
+            }
             ReplyHdr::Normal => match spec.chunk {
                 ChunkUse::Reply => {
                     let mut seg = spec.segments().first().copied().unwrap_or_default();
@@ -1422,6 +1440,20 @@ impl<W: Write> Gen<W> {
                 self.server_ack(0)?;
                 self.expect("error_from_requester", vec![f], k);
                 self.expect("err_vers", vec![f], k);
+            }
+            Inject::NfsError => {
+                // The server cannot answer now (NFS3ERR_JUKEBOX, RFC 1813
+                // 2.6); the client retries the same GETATTR under a new XID
+                // after a delay (Linux waits 5 s; 100 ms here, to keep the
+                // capture's timing close to the clean one's).
+                self.simple(
+                    0,
+                    Proc3::Getattr,
+                    CallHdr::Normal,
+                    ReplyHdr::NfsError(nfs::NFS3ERR_JUKEBOX),
+                )?;
+                self.wire.advance(100_000_000);
+                self.simple(0, Proc3::Getattr, CallHdr::Normal, ReplyHdr::Normal)?;
             }
             Inject::ReplyWithoutCall => {
                 let spec = CallSpec {

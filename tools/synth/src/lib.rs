@@ -92,11 +92,19 @@ pub enum Inject {
     ReplyWithoutCall,
     /// A call left unanswered when the connection closes.
     CallWithoutReply,
+    /// A GETATTR answered NFS3ERR_JUKEBOX, then retried (not a protocol
+    /// violation: the analyzer's `nfs_errors` cause).
+    NfsError,
 }
 
 impl Inject {
+    /// Injections that are not protocol violations, so not anomaly kinds
+    /// of the engine: what they produce shows elsewhere (the sequence
+    /// numbers, the diagnosis).
+    pub const NOT_ANOMALIES: [Inject; 2] = [Inject::PsnWrap, Inject::NfsError];
+
     /// Every kind, in the order they are injected.
-    pub const ALL: [Inject; 21] = [
+    pub const ALL: [Inject; 22] = [
         Inject::CreditOverrun,
         Inject::ZeroCreditGrant,
         Inject::RemoteInvalidationNotNegotiated,
@@ -118,6 +126,7 @@ impl Inject {
         Inject::ErrorFromRequester,
         Inject::ReplyWithoutCall,
         Inject::CallWithoutReply,
+        Inject::NfsError,
     ];
 
     /// The name on the command line and in the sidecar.
@@ -144,6 +153,7 @@ impl Inject {
             Inject::ErrorFromRequester => "error_from_requester",
             Inject::ReplyWithoutCall => "reply_without_call",
             Inject::CallWithoutReply => "call_without_reply",
+            Inject::NfsError => "nfs_error",
         }
     }
 }
@@ -452,7 +462,7 @@ mod tests {
     #[test]
     fn injection_names_are_the_engines_kinds() {
         for k in Inject::ALL {
-            if k == Inject::PsnWrap {
+            if Inject::NOT_ANOMALIES.contains(&k) {
                 assert!(Kind::from_name(k.as_str()).is_none());
                 continue;
             }

@@ -5,12 +5,12 @@
 use std::collections::HashMap;
 
 use rdma_dissectors::nfs;
-use rdma_dissectors::oncrpc::{MsgBody, RpcMsg};
+use rdma_dissectors::oncrpc::{AcceptStat, MsgBody, ReplyBody, RpcMsg};
 use rdma_dissectors::rpcrdma::{self, Body, Chunks, Proc, RdmaError, RpcRdmaHeader, Xid};
 
 use super::index::Tag;
 use super::state::{Message, Parked, Reassembly, Txn, CLIENT_CONNS};
-use crate::describe::{fill_call, reply_status};
+use crate::describe::{fill_call, fill_nfs_status, reply_status};
 use crate::keys::{Addr, CallKey, ConnId, Origin};
 use crate::model::{
     v1, CallHeader, Carries, ChunkKind, Phases, SegmentUse, StepWhat, Transaction, Transfer,
@@ -921,12 +921,25 @@ impl Engine {
                 s.reported_length = Some(len);
             }
         }
-        if let Some(RpcMsg {
-            body: MsgBody::Reply(r),
-            ..
-        }) = rpc
+        if let Some(
+            msg @ RpcMsg {
+                body: MsgBody::Reply(r),
+                ..
+            },
+        ) = rpc
         {
             t.rec.reply_status = Some(reply_status(r));
+            if let ReplyBody::Accepted {
+                stat: AcceptStat::Success,
+                results,
+                ..
+            } = r
+            {
+                if !backchannel {
+                    let ddp = nfs::Ddp::new(chunks, msg.header_len());
+                    fill_nfs_status(&mut t.rec, results, ddp);
+                }
+            }
         }
         self.finish_txn(t, m, m.invalidate, out);
     }
