@@ -177,6 +177,47 @@ fn every_reply_carries_its_nfs_status() {
     assert!(!text.contains("NFS4_OK"));
 }
 
+#[test]
+fn congestion_marks_are_counted_on_their_connection() {
+    // The READ's RDMA Writes marked CE (3) and FECN (1), answered by a CNP
+    // (with BECN) to the server's QP, all on connection c1; in every
+    // framing but the IP-less ones, which have no ECN.
+    for (framing, ce) in [("rocev2", 3), ("rocev1", 0), ("ib", 0)] {
+        let s = Synth::new(
+            &format!("congestion-{framing}"),
+            &[
+                "--inject",
+                "congestion",
+                "--framing",
+                framing,
+                "--connections",
+                "2",
+            ],
+        );
+        let doc = report_json(&s.0);
+        let c1 = &doc["connections"][0];
+        assert_eq!(c1["id"], "c1");
+        let g = &c1["congestion"];
+        assert_eq!(
+            (
+                g["ecn_ce"].as_u64(),
+                g["cnps"].as_u64(),
+                g["fecn"].as_u64(),
+                g["becn"].as_u64()
+            ),
+            (Some(ce), Some(1), Some(1), Some(1)),
+            "{framing}: {g:#}"
+        );
+        assert!(g["first_ts_ns"].as_u64() <= g["last_ts_ns"].as_u64());
+        assert_eq!(doc["diagnosis"][0]["cause"], "congestion", "{framing}");
+        assert_eq!(doc["diagnosis"][0]["impact"]["rpcs_affected"], 1);
+        // The other connections were not marked: zeros, and no text line.
+        assert_eq!(doc["connections"][1]["congestion"]["cnps"], 0);
+        let text = run(&["report", s.0.to_str().unwrap()]);
+        assert_eq!(text.matches("      congestion: ").count(), 1, "{framing}");
+    }
+}
+
 /// A synthetic capture made with `args`, removed on drop.
 struct Synth(PathBuf);
 
@@ -224,6 +265,7 @@ fn each_induced_cause_comes_first() {
             "reply_chunks_inline_threshold",
         ),
         ("nfs", &["--inject", "nfs_error"][..], "nfs_errors"),
+        ("congestion", &["--inject", "congestion"][..], "congestion"),
     ] {
         let s = Synth::new(tag, args);
         let doc = report_json(&s.0);

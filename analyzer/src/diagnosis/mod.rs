@@ -303,6 +303,8 @@ pub struct Diagnosis {
     nfs_errors: u64,
     /// ... and by (status, operation), for the first few pairs.
     nfs_by_status: BTreeMap<(String, String), Tally>,
+    /// RPCs in flight while their connection was marked congested.
+    congested: Tally,
 }
 
 impl Diagnosis {
@@ -380,6 +382,11 @@ impl Diagnosis {
             }
             let ts = t.reply_ts_ns.unwrap_or(t.call_ts_ns);
             self.first_rpc_error_ts = Some(self.first_rpc_error_ts.map_or(ts, |f| f.min(ts)));
+        }
+        if t.congested {
+            let c = &mut self.congested;
+            c.count += 1;
+            c.ex.xid(t.xid);
         }
         if let Some(s) = t.nfs_status.as_deref().filter(|s| rules::nfs_error(s)) {
             self.nfs_error(t, s);

@@ -64,6 +64,7 @@ pub(super) fn all(d: &Diagnosis, state: &State) -> Vec<Cause> {
     ));
     v.extend(rpc_errors(d, state, start));
     v.extend(nfs_errors(d, start));
+    v.extend(congestion(d, state, start));
     v
 }
 
@@ -619,5 +620,58 @@ fn nfs_errors(d: &Diagnosis, start: Option<u64>) -> Option<Cause> {
         peer: peer.unwrap_or(Peer::Server),
         evidence: ex.evidence(start),
         advice: advice.join("; "),
+    })
+}
+
+/// `congestion`: named at the first mark. A lossless RoCE fabric marks
+/// (ECN) before it pauses (PFC) or drops, so a mark is the earliest sign
+/// of a queue building up; on a healthy, uncongested path there are none.
+fn congestion(d: &Diagnosis, state: &State, start: Option<u64>) -> Option<Cause> {
+    let mut ex = Examples::default();
+    let (mut ce, mut cnps, mut fecn, mut becn) = (0, 0, 0, 0);
+    for c in state.connections.values() {
+        let g = &c.congestion;
+        if g.marks() == 0 {
+            continue;
+        }
+        ce += g.ecn_ce;
+        cnps += g.cnps;
+        fecn += g.fecn;
+        becn += g.becn;
+        ex.conn(c.id);
+        ex.frames(g.frames.iter().copied());
+        ex.at(g.first_ts_ns);
+        ex.at(g.last_ts_ns);
+        let (from, to) = (
+            g.first_ts_ns.map_or("?".to_string(), |t| secs(t, start)),
+            g.last_ts_ns.map_or("?".to_string(), |t| secs(t, start)),
+        );
+        ex.say(|| {
+            format!(
+                "{}: {} ECN CE, {} CNPs, {} FECN, {} BECN from {from} to {to}",
+                c.id, g.ecn_ce, g.cnps, g.fecn, g.becn
+            )
+        });
+    }
+    if ex.connections.is_empty() {
+        // Marked frames whose connection is not known are in
+        // totals.congestion_frames; with no connection they hit no RPC.
+        return None;
+    }
+    for x in &d.congested.ex.xids {
+        ex.xid(*x);
+    }
+    let n = d.congested.count;
+    let measured = format!(
+        "the fabric signalled congestion on {} connection(s): {ce} ECN CE marks, {cnps} CNPs, {fecn} FECN, {becn} BECN; {n} of {} RPCs were in flight on a connection while it was marked",
+        ex.connections.len(),
+        d.ops
+    );
+    Some(Cause {
+        cause: CauseName::Congestion,
+        impact: impact(d, measured, None, 0, Some(n)),
+        peer: Peer::Fabric,
+        evidence: ex.evidence(start),
+        advice: "switch queues on the path filled up and the congestion control slowed the senders down (RoCEv2 DCQCN: a CE mark makes the receiver send a CNP and the sender cut its rate; InfiniBand: FECN/BECN). A few marks under a burst are the control working; sustained marks mean a hot link or an incast (many senders into one port): check the switches' ECN marking thresholds (min/max of the WRED/ECN profile) and queue occupancy, that PFC is on the same priority as the RoCE traffic (without it a congested queue drops), and the NICs' DCQCN settings (ethtool -S rp_cnp_handled/np_cnp_sent, np_ecn_marked_roce_packets)".to_string(),
     })
 }

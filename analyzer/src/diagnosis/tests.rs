@@ -292,3 +292,41 @@ fn nfs4_errors_name_the_failing_operation() {
     // A state error is the client's lease or session.
     assert_eq!(causes[0].peer, Peer::Client);
 }
+
+#[test]
+fn congestion_is_named_at_the_first_mark() {
+    let (mut f, mut s) = findings("v3-ddp.pcap");
+    assert!(diagnose(&f, &s).is_empty());
+    // One CE mark on the connection, two RPCs in flight while it came.
+    let c = s.connections.values_mut().next().expect("a connection");
+    let (id, at) = (c.id, c.first_ts_ns + 1_000);
+    c.congestion.ecn_ce = 1;
+    c.congestion.first_ts_ns = Some(at);
+    c.congestion.last_ts_ns = Some(at);
+    c.congestion.frames = vec![42];
+    let mut n = 0;
+    for x in &mut f {
+        if let Finding::Transaction(t) = x {
+            if n < 2 {
+                t.congested = true;
+                n += 1;
+            }
+        }
+    }
+    let causes = diagnose(&f, &s);
+    assert_eq!(causes.len(), 1, "{causes:#?}");
+    let c = &causes[0];
+    assert_eq!(c.cause, CauseName::Congestion);
+    assert_eq!(c.peer, Peer::Fabric);
+    assert_eq!(c.impact.rpcs_affected, Some(2));
+    assert!(
+        c.impact.measured.contains("1 ECN CE marks, 0 CNPs"),
+        "{}",
+        c.impact.measured
+    );
+    assert_eq!(c.evidence.connections, [id.to_string()]);
+    assert_eq!(c.evidence.frames, [42]);
+    assert_eq!(c.evidence.xids.len(), 2);
+    assert!(c.evidence.from_s.is_some_and(|f| f > 0.0));
+    assert!(c.advice.contains("DCQCN"));
+}

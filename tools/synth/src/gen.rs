@@ -933,6 +933,18 @@ impl<W: Write> Gen<W> {
         self.wire.packet(&src, &dst, port, &t)
     }
 
+    /// The client sends a RoCEv2 Congestion Notification Packet to the
+    /// server's QP (IBA annex A17.9.2: BTH opcode 0x81 with BECN set, 16
+    /// reserved bytes); returns its frame.
+    fn cnp(&mut self, ci: usize) -> Result<u64, Error> {
+        let c = self.conns.get(ci).ok_or(Error::NoConnection(ci))?;
+        let (src, dst, port) = (c.client, c.server, c.csport);
+        let mut b = bth(Opcode::CNP, c.sqpn, 0, false);
+        b.becn = true;
+        let t = Transport::new(b, &[0; 16]);
+        self.wire.packet(&src, &dst, port, &t)
+    }
+
     /// The server RDMA-writes `len` bytes to (`rkey`, `va`); returns the first frame.
     fn rdma_write(
         &mut self,
@@ -1454,6 +1466,22 @@ impl<W: Write> Gen<W> {
                 )?;
                 self.wire.advance(100_000_000);
                 self.simple(0, Proc3::Getattr, CallHdr::Normal, ReplyHdr::Normal)?;
+            }
+            Inject::Congestion => {
+                // A congested switch marks the server's RDMA Writes of a
+                // READ: the first three CE (ECN, RFC 3168) and the first
+                // FECN. The client, DCQCN's notification point, answers
+                // with a CNP to the server's QP, the one to slow down.
+                let spec = self.new_call(0, Some(read))?;
+                self.client_call(0, &spec, CallHdr::Normal)?;
+                self.sum.calls += 1;
+                self.server_ack(0)?;
+                self.wire.ce_next = 3;
+                self.wire.fecn_next = true;
+                let inv = self.inv_key(0, &spec);
+                self.serve(0, &spec, ReplyHdr::Normal, g, inv)?;
+                self.wire.ce_next = 0;
+                self.cnp(0)?;
             }
             Inject::ReplyWithoutCall => {
                 let spec = CallSpec {

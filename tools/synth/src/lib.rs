@@ -95,16 +95,19 @@ pub enum Inject {
     /// A GETATTR answered NFS3ERR_JUKEBOX, then retried (not a protocol
     /// violation: the analyzer's `nfs_errors` cause).
     NfsError,
+    /// Congestion marks on a READ's data (ECN CE, FECN) and the CNP that
+    /// answers them (not a protocol violation: the `congestion` cause).
+    Congestion,
 }
 
 impl Inject {
     /// Injections that are not protocol violations, so not anomaly kinds
     /// of the engine: what they produce shows elsewhere (the sequence
     /// numbers, the diagnosis).
-    pub const NOT_ANOMALIES: [Inject; 2] = [Inject::PsnWrap, Inject::NfsError];
+    pub const NOT_ANOMALIES: [Inject; 3] = [Inject::PsnWrap, Inject::NfsError, Inject::Congestion];
 
     /// Every kind, in the order they are injected.
-    pub const ALL: [Inject; 22] = [
+    pub const ALL: [Inject; 23] = [
         Inject::CreditOverrun,
         Inject::ZeroCreditGrant,
         Inject::RemoteInvalidationNotNegotiated,
@@ -127,6 +130,7 @@ impl Inject {
         Inject::ReplyWithoutCall,
         Inject::CallWithoutReply,
         Inject::NfsError,
+        Inject::Congestion,
     ];
 
     /// The name on the command line and in the sidecar.
@@ -154,6 +158,7 @@ impl Inject {
             Inject::ReplyWithoutCall => "reply_without_call",
             Inject::CallWithoutReply => "call_without_reply",
             Inject::NfsError => "nfs_error",
+            Inject::Congestion => "congestion",
         }
     }
 }

@@ -957,6 +957,14 @@ impl Engine {
         let rec = &mut t.rec;
         rec.reply_frame = Some(m.frame);
         rec.reply_ts_ns = Some(m.ts);
+        // Every mark seen so far came before this reply: one at or after the
+        // call came while the call was outstanding. O(1), whatever the marks.
+        rec.congested = self
+            .state
+            .connections
+            .get(&conn)
+            .and_then(|c| c.congestion.last_ts_ns)
+            .is_some_and(|l| l >= rec.call_ts_ns);
         rec.reply_len = Some(u32::try_from(m.total).unwrap_or(u32::MAX));
         // A reply stamped before its call: the clock went backwards, and no
         // latency can be told (0 would be a lie).
