@@ -235,7 +235,8 @@ impl Synth {
 impl Drop for Synth {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
-        let _ = std::fs::remove_file(self.0.with_extension("expected.json"));
+        // The sidecar is the capture's name with `.expected.json` appended.
+        let _ = std::fs::remove_file(rdma_analyzer::synth::sidecar_path(&self.0));
     }
 }
 
