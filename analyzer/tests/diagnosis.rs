@@ -182,7 +182,9 @@ fn congestion_marks_are_counted_on_their_connection() {
     // The READ's RDMA Writes marked CE (3) and FECN (1), answered by a CNP
     // (with BECN) to the server's QP, all on connection c1; in every
     // framing but the IP-less ones, which have no ECN.
-    for (framing, ce) in [("rocev2", 3), ("rocev1", 0), ("ib", 0)] {
+    // Frames: on RoCEv2 the first Write carries CE and FECN, two more CE,
+    // and the CNP; elsewhere the FECN Write and the CNP.
+    for (framing, ce, frames) in [("rocev2", 3, 4), ("rocev1", 0, 2), ("ib", 0, 2)] {
         let s = Synth::new(
             &format!("congestion-{framing}"),
             &[
@@ -209,6 +211,12 @@ fn congestion_marks_are_counted_on_their_connection() {
             "{framing}: {g:#}"
         );
         assert!(g["first_ts_ns"].as_u64() <= g["last_ts_ns"].as_u64());
+        assert_eq!(
+            g["frames"].as_array().map(Vec::len),
+            Some(frames),
+            "{framing}"
+        );
+        assert_eq!(doc["totals"]["congestion_frames"], frames, "{framing}");
         assert_eq!(doc["diagnosis"][0]["cause"], "congestion", "{framing}");
         assert_eq!(doc["diagnosis"][0]["impact"]["rpcs_affected"], 1);
         // The other connections were not marked: zeros, and no text line.
