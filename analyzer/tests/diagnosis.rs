@@ -146,6 +146,86 @@ fn the_clean_lab_captures_give_no_cause() {
     }
 }
 
+#[test]
+fn every_reply_carries_its_nfs_status() {
+    // v41-inline.pcap's LOOKUP of an absent name: the COMPOUND fails in
+    // LOOKUP with NFS4ERR_NOENT, routine, so no cause (see above).
+    let p = capture("v41-inline.pcap");
+    let out = run(&["transactions", "--json", p.to_str().unwrap()]);
+    let txns: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let failed: Vec<&Value> = txns
+        .iter()
+        .filter(|t| t["nfs_status"] != "NFS4_OK" && !t["nfs_status"].is_null())
+        .collect();
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert_eq!(failed[0]["nfs_status"], "NFS4ERR_NOENT");
+    assert_eq!(failed[0]["nfs_failed_op"], "LOOKUP");
+    let ok = txns.iter().filter(|t| t["nfs_status"] == "NFS4_OK").count();
+    assert!(ok > 40, "{ok}");
+    // NULL carries no status: null, never a made-up OK.
+    let null = txns
+        .iter()
+        .find(|t| t["procedure"] == "NULL")
+        .expect("the NULL ping");
+    assert!(null["nfs_status"].is_null());
+    // The text line shows the error, and only the error.
+    let text = run(&["transactions", p.to_str().unwrap()]);
+    assert_eq!(text.matches(" nfs NFS4ERR_NOENT in LOOKUP").count(), 1);
+    assert!(!text.contains("NFS4_OK"));
+}
+
+#[test]
+fn congestion_marks_are_counted_on_their_connection() {
+    // The READ's RDMA Writes marked CE (3) and FECN (1), answered by a CNP
+    // (with BECN) to the server's QP, all on connection c1; in every
+    // framing but the IP-less ones, which have no ECN.
+    // Frames: on RoCEv2 the first Write carries CE and FECN, two more CE,
+    // and the CNP; elsewhere the FECN Write and the CNP.
+    for (framing, ce, frames) in [("rocev2", 3, 4), ("rocev1", 0, 2), ("ib", 0, 2)] {
+        let s = Synth::new(
+            &format!("congestion-{framing}"),
+            &[
+                "--inject",
+                "congestion",
+                "--framing",
+                framing,
+                "--connections",
+                "2",
+            ],
+        );
+        let doc = report_json(&s.0);
+        let c1 = &doc["connections"][0];
+        assert_eq!(c1["id"], "c1");
+        let g = &c1["congestion"];
+        assert_eq!(
+            (
+                g["ecn_ce"].as_u64(),
+                g["cnps"].as_u64(),
+                g["fecn"].as_u64(),
+                g["becn"].as_u64()
+            ),
+            (Some(ce), Some(1), Some(1), Some(1)),
+            "{framing}: {g:#}"
+        );
+        assert!(g["first_ts_ns"].as_u64() <= g["last_ts_ns"].as_u64());
+        assert_eq!(
+            g["frames"].as_array().map(Vec::len),
+            Some(frames),
+            "{framing}"
+        );
+        assert_eq!(doc["totals"]["congestion_frames"], frames, "{framing}");
+        assert_eq!(doc["diagnosis"][0]["cause"], "congestion", "{framing}");
+        assert_eq!(doc["diagnosis"][0]["impact"]["rpcs_affected"], 1);
+        // The other connections were not marked: zeros, and no text line.
+        assert_eq!(doc["connections"][1]["congestion"]["cnps"], 0);
+        let text = run(&["report", s.0.to_str().unwrap()]);
+        assert_eq!(text.matches("      congestion: ").count(), 1, "{framing}");
+    }
+}
+
 /// A synthetic capture made with `args`, removed on drop.
 struct Synth(PathBuf);
 
@@ -163,7 +243,8 @@ impl Synth {
 impl Drop for Synth {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
-        let _ = std::fs::remove_file(self.0.with_extension("expected.json"));
+        // The sidecar is the capture's name with `.expected.json` appended.
+        let _ = std::fs::remove_file(rdma_analyzer::synth::sidecar_path(&self.0));
     }
 }
 
@@ -192,6 +273,8 @@ fn each_induced_cause_comes_first() {
             &["--mix", "longcall=100"][..],
             "reply_chunks_inline_threshold",
         ),
+        ("nfs", &["--inject", "nfs_error"][..], "nfs_errors"),
+        ("congestion", &["--inject", "congestion"][..], "congestion"),
     ] {
         let s = Synth::new(tag, args);
         let doc = report_json(&s.0);

@@ -73,6 +73,11 @@ pub struct Ipv6 {
     pub destination: Ipv6Addr,
 }
 
+/// ECN codepoint "Congestion Experienced" (RFC 3168 5): a switch on the
+/// path marked the packet instead of dropping it (RoCEv2 DCQCN answers it
+/// with a CNP, IBA annex A17.9).
+pub const ECN_CE: u8 = 0b11;
+
 /// An IPv4 or IPv6 header as found in a frame: a checked view of its
 /// bytes whose fields are read when asked for. Building the typed
 /// [`Ipv4`]/[`Ipv6`] for every frame cost more than the rest of a RoCEv2
@@ -346,6 +351,16 @@ impl<'a> Ip<'a> {
         }
     }
 
+    /// The ECN field (RFC 3168 5): the low two bits of the IPv4 TOS byte
+    /// or the IPv6 traffic class. [`ECN_CE`] is a congestion mark.
+    #[inline]
+    pub fn ecn(&self) -> u8 {
+        match self {
+            Ip::V4(h) => u8_at(h.bytes(), 1) & 0x3,
+            Ip::V6(h) => ((u32_at(h.bytes(), 0) >> 20) & 0x3) as u8,
+        }
+    }
+
     /// Whether this is a fragment of an IPv4 datagram rather than a whole
     /// one (IPv6 fragments ride in an extension header, which is not followed).
     #[inline]
@@ -577,6 +592,34 @@ mod tests {
     }
 
     #[test]
+    fn ecn_of_both_versions() {
+        let mut f = v4_frame();
+        assert_eq!(Ip::parse(&f).unwrap().0.ecn(), 0);
+        // TOS 0x6b: DSCP 26, ECN CE.
+        f[1] = 0x6b;
+        assert_eq!(Ip::parse(&f).unwrap().0.ecn(), ECN_CE);
+        let h = Ipv6 {
+            traffic_class: 0x69, // DSCP 26, ECN 01 (ECT(1))
+            flow_label: 0xfffff,
+            payload_len: 0,
+            next_header: PROTO_UDP,
+            hop_limit: 64,
+            source: "fe80::1".parse().unwrap(),
+            destination: "fe80::2".parse().unwrap(),
+        };
+        let mut buf = [0u8; 40];
+        h.emit(0, &mut buf).unwrap();
+        assert_eq!(Ip::parse(&buf).unwrap().0.ecn(), 1);
+        let h = Ipv6 {
+            traffic_class: 0x03,
+            flow_label: 0,
+            ..h
+        };
+        h.emit(0, &mut buf).unwrap();
+        assert_eq!(Ip::parse(&buf).unwrap().0.ecn(), ECN_CE);
+    }
+
+    #[test]
     fn ipv6_round_trip() {
         let h = Ipv6 {
             traffic_class: 0x12,
@@ -599,7 +642,9 @@ mod tests {
     proptest! {
         #[test]
         fn never_panics(data in proptest::collection::vec(any::<u8>(), 0..80)) {
-            let _ = Ip::parse(&data);
+            if let Ok((ip, _)) = Ip::parse(&data) {
+                prop_assert!(ip.ecn() <= ECN_CE);
+            }
         }
 
         #[test]

@@ -1282,6 +1282,248 @@ fn skip_results(c: &mut Cursor<'_>, op: u32, ddp: &Ddp<'_>, used: &mut usize) ->
     Ok(true)
 }
 
+/// The `nfsstat3` name of an NFSv3 status code (RFC 1813 section 2.6),
+/// `None` for a code the RFC does not define.
+pub const fn nfsstat3_name(code: u32) -> Option<&'static str> {
+    Some(match code {
+        0 => "NFS3_OK",
+        1 => "NFS3ERR_PERM",
+        2 => "NFS3ERR_NOENT",
+        5 => "NFS3ERR_IO",
+        6 => "NFS3ERR_NXIO",
+        13 => "NFS3ERR_ACCES",
+        17 => "NFS3ERR_EXIST",
+        18 => "NFS3ERR_XDEV",
+        19 => "NFS3ERR_NODEV",
+        20 => "NFS3ERR_NOTDIR",
+        21 => "NFS3ERR_ISDIR",
+        22 => "NFS3ERR_INVAL",
+        27 => "NFS3ERR_FBIG",
+        28 => "NFS3ERR_NOSPC",
+        30 => "NFS3ERR_ROFS",
+        31 => "NFS3ERR_MLINK",
+        63 => "NFS3ERR_NAMETOOLONG",
+        66 => "NFS3ERR_NOTEMPTY",
+        69 => "NFS3ERR_DQUOT",
+        70 => "NFS3ERR_STALE",
+        71 => "NFS3ERR_REMOTE",
+        10001 => "NFS3ERR_BADHANDLE",
+        10002 => "NFS3ERR_NOT_SYNC",
+        10003 => "NFS3ERR_BAD_COOKIE",
+        10004 => "NFS3ERR_NOTSUPP",
+        10005 => "NFS3ERR_TOOSMALL",
+        10006 => "NFS3ERR_SERVERFAULT",
+        10007 => "NFS3ERR_BADTYPE",
+        10008 => "NFS3ERR_JUKEBOX",
+        _ => return None,
+    })
+}
+
+/// The `nfsstat4` name of an NFSv4.x status code (RFC 7530 section 13,
+/// RFC 8881 section 15, RFC 7862 section 11, RFC 8276 section 8.4), `None`
+/// for a code none of them defines.
+pub const fn nfsstat4_name(code: u32) -> Option<&'static str> {
+    Some(match code {
+        0 => "NFS4_OK",
+        1 => "NFS4ERR_PERM",
+        2 => "NFS4ERR_NOENT",
+        5 => "NFS4ERR_IO",
+        6 => "NFS4ERR_NXIO",
+        13 => "NFS4ERR_ACCESS",
+        17 => "NFS4ERR_EXIST",
+        18 => "NFS4ERR_XDEV",
+        20 => "NFS4ERR_NOTDIR",
+        21 => "NFS4ERR_ISDIR",
+        22 => "NFS4ERR_INVAL",
+        27 => "NFS4ERR_FBIG",
+        28 => "NFS4ERR_NOSPC",
+        30 => "NFS4ERR_ROFS",
+        31 => "NFS4ERR_MLINK",
+        63 => "NFS4ERR_NAMETOOLONG",
+        66 => "NFS4ERR_NOTEMPTY",
+        69 => "NFS4ERR_DQUOT",
+        70 => "NFS4ERR_STALE",
+        10001 => "NFS4ERR_BADHANDLE",
+        10003 => "NFS4ERR_BAD_COOKIE",
+        10004 => "NFS4ERR_NOTSUPP",
+        10005 => "NFS4ERR_TOOSMALL",
+        10006 => "NFS4ERR_SERVERFAULT",
+        10007 => "NFS4ERR_BADTYPE",
+        10008 => "NFS4ERR_DELAY",
+        10009 => "NFS4ERR_SAME",
+        10010 => "NFS4ERR_DENIED",
+        10011 => "NFS4ERR_EXPIRED",
+        10012 => "NFS4ERR_LOCKED",
+        10013 => "NFS4ERR_GRACE",
+        10014 => "NFS4ERR_FHEXPIRED",
+        10015 => "NFS4ERR_SHARE_DENIED",
+        10016 => "NFS4ERR_WRONGSEC",
+        10017 => "NFS4ERR_CLID_INUSE",
+        10018 => "NFS4ERR_RESOURCE",
+        10019 => "NFS4ERR_MOVED",
+        10020 => "NFS4ERR_NOFILEHANDLE",
+        10021 => "NFS4ERR_MINOR_VERS_MISMATCH",
+        10022 => "NFS4ERR_STALE_CLIENTID",
+        10023 => "NFS4ERR_STALE_STATEID",
+        10024 => "NFS4ERR_OLD_STATEID",
+        10025 => "NFS4ERR_BAD_STATEID",
+        10026 => "NFS4ERR_BAD_SEQID",
+        10027 => "NFS4ERR_NOT_SAME",
+        10028 => "NFS4ERR_LOCK_RANGE",
+        10029 => "NFS4ERR_SYMLINK",
+        10030 => "NFS4ERR_RESTOREFH",
+        10031 => "NFS4ERR_LEASE_MOVED",
+        10032 => "NFS4ERR_ATTRNOTSUPP",
+        10033 => "NFS4ERR_NO_GRACE",
+        10034 => "NFS4ERR_RECLAIM_BAD",
+        10035 => "NFS4ERR_RECLAIM_CONFLICT",
+        10036 => "NFS4ERR_BADXDR",
+        10037 => "NFS4ERR_LOCKS_HELD",
+        10038 => "NFS4ERR_OPENMODE",
+        10039 => "NFS4ERR_BADOWNER",
+        10040 => "NFS4ERR_BADCHAR",
+        10041 => "NFS4ERR_BADNAME",
+        10042 => "NFS4ERR_BAD_RANGE",
+        10043 => "NFS4ERR_LOCK_NOTSUPP",
+        10044 => "NFS4ERR_OP_ILLEGAL",
+        10045 => "NFS4ERR_DEADLOCK",
+        10046 => "NFS4ERR_FILE_OPEN",
+        10047 => "NFS4ERR_ADMIN_REVOKED",
+        10048 => "NFS4ERR_CB_PATH_DOWN",
+        10049 => "NFS4ERR_BADIOMODE",
+        10050 => "NFS4ERR_BADLAYOUT",
+        10051 => "NFS4ERR_BAD_SESSION_DIGEST",
+        10052 => "NFS4ERR_BADSESSION",
+        10053 => "NFS4ERR_BADSLOT",
+        10054 => "NFS4ERR_COMPLETE_ALREADY",
+        10055 => "NFS4ERR_CONN_NOT_BOUND_TO_SESSION",
+        10056 => "NFS4ERR_DELEG_ALREADY_WANTED",
+        10057 => "NFS4ERR_BACK_CHAN_BUSY",
+        10058 => "NFS4ERR_LAYOUTTRYLATER",
+        10059 => "NFS4ERR_LAYOUTUNAVAILABLE",
+        10060 => "NFS4ERR_NOMATCHING_LAYOUT",
+        10061 => "NFS4ERR_RECALLCONFLICT",
+        10062 => "NFS4ERR_UNKNOWN_LAYOUTTYPE",
+        10063 => "NFS4ERR_SEQ_MISORDERED",
+        10064 => "NFS4ERR_SEQUENCE_POS",
+        10065 => "NFS4ERR_REQ_TOO_BIG",
+        10066 => "NFS4ERR_REP_TOO_BIG",
+        10067 => "NFS4ERR_REP_TOO_BIG_TO_CACHE",
+        10068 => "NFS4ERR_RETRY_UNCACHED_REP",
+        10069 => "NFS4ERR_UNSAFE_COMPOUND",
+        10070 => "NFS4ERR_TOO_MANY_OPS",
+        10071 => "NFS4ERR_OP_NOT_IN_SESSION",
+        10072 => "NFS4ERR_HASH_ALG_UNSUPP",
+        10074 => "NFS4ERR_CLIENTID_BUSY",
+        10075 => "NFS4ERR_PNFS_IO_HOLE",
+        10076 => "NFS4ERR_SEQ_FALSE_RETRY",
+        10077 => "NFS4ERR_BAD_HIGH_SLOT",
+        10078 => "NFS4ERR_DEADSESSION",
+        10079 => "NFS4ERR_ENCR_ALG_UNSUPP",
+        10080 => "NFS4ERR_PNFS_NO_LAYOUT",
+        10081 => "NFS4ERR_NOT_ONLY_OP",
+        10082 => "NFS4ERR_WRONG_CRED",
+        10083 => "NFS4ERR_WRONG_TYPE",
+        10084 => "NFS4ERR_DIRDELEG_UNAVAIL",
+        10085 => "NFS4ERR_REJECT_DELEG",
+        10086 => "NFS4ERR_RETURNCONFLICT",
+        10087 => "NFS4ERR_DELEG_REVOKED",
+        10088 => "NFS4ERR_PARTNER_NOTSUPP",
+        10089 => "NFS4ERR_PARTNER_NO_AUTH",
+        10090 => "NFS4ERR_UNION_NOTSUPP",
+        10091 => "NFS4ERR_OFFLOAD_DENIED",
+        10092 => "NFS4ERR_WRONG_LFS",
+        10093 => "NFS4ERR_BADLABEL",
+        10094 => "NFS4ERR_OFFLOAD_NO_REQS",
+        10095 => "NFS4ERR_NOXATTR",
+        10096 => "NFS4ERR_XATTR2BIG",
+        _ => return None,
+    })
+}
+
+/// The NFS status of a reply, decoded no further than needed to know it.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NfsStatus {
+    /// NFSv3: the `nfsstat3` that every result but NULL's starts with
+    /// (RFC 1813 section 3.3).
+    V3 {
+        /// The `nfsstat3`.
+        status: u32,
+    },
+    /// NFSv4.x COMPOUND: the compound status (that of the last op the
+    /// server evaluated) and, when it is not NFS4_OK, the op that failed.
+    V4 {
+        /// The COMPOUND's `nfsstat4`.
+        status: u32,
+        /// The first result whose status is not NFS4_OK; `None` when the
+        /// compound succeeded, or when the walk could not reach it (an op
+        /// before it this walker cannot step over, or a cut message).
+        failed: Option<ResOp>,
+    },
+}
+
+impl NfsStatus {
+    /// The status code.
+    pub const fn code(&self) -> u32 {
+        match self {
+            NfsStatus::V3 { status } | NfsStatus::V4 { status, .. } => *status,
+        }
+    }
+
+    /// True when the status is NFS3_OK / NFS4_OK.
+    pub const fn is_ok(&self) -> bool {
+        self.code() == 0
+    }
+
+    /// The symbolic name (`NFS3ERR_JUKEBOX`, `NFS4ERR_DELAY`, ...), `None`
+    /// for a code no RFC defines.
+    pub const fn name(&self) -> Option<&'static str> {
+        match self {
+            NfsStatus::V3 { status } => nfsstat3_name(*status),
+            NfsStatus::V4 { status, .. } => nfsstat4_name(*status),
+        }
+    }
+}
+
+/// Decodes the NFS status of a successful RPC reply's `results` to the
+/// NFS program's call `(vers, proc)`: NFSv3 procedures 1-21 and NFSv4
+/// COMPOUND. `Ok(None)` for replies that carry no status (NULL, other
+/// versions and procedures). For a failed COMPOUND the results are walked
+/// up to the failing op (with `ddp`, the reply's write list, to step over
+/// READ data); the walk stops there, so the cost is the ops before it.
+///
+/// # Errors
+/// [`Error::Truncated`] when the results end before the status word (or
+/// the COMPOUND's tag and count); [`Error::BadField`] for a tag longer
+/// than [`MAX_TAG_LEN`].
+pub fn reply_status(
+    vers: u32,
+    proc: u32,
+    results: &[u8],
+    ddp: Ddp<'_>,
+) -> Result<Option<NfsStatus>> {
+    match (vers, proc) {
+        (3, 1..=21) => {
+            let mut c = Cursor::with_base(results, Layer::Nfs, ddp.base);
+            Ok(Some(NfsStatus::V3 { status: c.u32()? }))
+        }
+        (4, 1) => {
+            let mut r = CompoundReply::parse_with(results, ddp)?;
+            let failed = if r.status == NFS4_OK {
+                None
+            } else {
+                r.ops.by_ref().find(|o| o.status != NFS4_OK)
+            };
+            Ok(Some(NfsStatus::V4 {
+                status: r.status,
+                failed,
+            }))
+        }
+        _ => Ok(None),
+    }
+}
+
 /// What [`describe_call`] found.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1767,6 +2009,124 @@ mod tests {
         assert!(r.ops.is_complete());
     }
 
+    #[test]
+    fn nfs3_reply_status_is_the_first_word() {
+        // GETATTR3res with NFS3ERR_STALE (70): the status alone.
+        let b = hex!("00000046");
+        let s = reply_status(3, 1, &b, Ddp::NONE).unwrap().unwrap();
+        assert_eq!(s, NfsStatus::V3 { status: 70 });
+        assert_eq!(s.name(), Some("NFS3ERR_STALE"));
+        assert!(!s.is_ok());
+        // WRITE3res NFS3ERR_JUKEBOX (10008) and its wcc_data after it.
+        let b = hex!("00002718 00000000 00000000");
+        let s = reply_status(3, 7, &b, Ddp::NONE).unwrap().unwrap();
+        assert_eq!(s.name(), Some("NFS3ERR_JUKEBOX"));
+        // NFS3_OK.
+        let s = reply_status(3, 21, &hex!("00000000"), Ddp::NONE)
+            .unwrap()
+            .unwrap();
+        assert!(s.is_ok());
+        assert_eq!(s.name(), Some("NFS3_OK"));
+        // NULL has no status, nor do procedures beyond COMMIT or other versions.
+        assert_eq!(reply_status(3, 0, &[], Ddp::NONE).unwrap(), None);
+        assert_eq!(reply_status(3, 22, &b, Ddp::NONE).unwrap(), None);
+        assert_eq!(reply_status(2, 1, &b, Ddp::NONE).unwrap(), None);
+        assert_eq!(reply_status(4, 0, &[], Ddp::NONE).unwrap(), None);
+        // A code no RFC defines is data, not an error; it has no name.
+        let s = reply_status(3, 1, &hex!("0000ffff"), Ddp::NONE)
+            .unwrap()
+            .unwrap();
+        assert_eq!((s.code(), s.name()), (0xffff, None));
+        // Every cut before the status word is Truncated at its offset.
+        for cut in 0..4 {
+            match reply_status(3, 1, &hex!("00000046")[..cut], Ddp::NONE) {
+                Err(Error::Truncated {
+                    layer: Layer::Nfs,
+                    offset: 0,
+                    needed: 4,
+                    available,
+                }) => assert_eq!(available, cut),
+                other => panic!("cut {cut}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn nfs4_reply_status_names_the_failing_op() {
+        // SEQUENCE ok, PUTFH NFS4ERR_STALE (70): compound status 70.
+        let b = hex!(
+            "00000046 00000000 00000002"
+            "00000035 00000000 0102030405060708090a0b0c0d0e0f10 00000005 00000000 0000003f 0000003f 00000000"
+            "00000016 00000046"
+        );
+        let s = reply_status(4, 1, &b, Ddp::NONE).unwrap().unwrap();
+        assert_eq!(
+            s,
+            NfsStatus::V4 {
+                status: 70,
+                failed: Some(ResOp {
+                    op: op::PUTFH,
+                    status: 70
+                })
+            }
+        );
+        assert_eq!(s.name(), Some("NFS4ERR_STALE"));
+        // SEQUENCE itself answered NFS4ERR_DELAY (10008).
+        let b = hex!("00002718 00000000 00000001 00000035 00002718");
+        let s = reply_status(4, 1, &b, Ddp::NONE).unwrap().unwrap();
+        assert_eq!(s.name(), Some("NFS4ERR_DELAY"));
+        assert!(matches!(
+            s,
+            NfsStatus::V4 {
+                failed: Some(ResOp {
+                    op: op::SEQUENCE,
+                    status: 10008
+                }),
+                ..
+            }
+        ));
+        // A successful COMPOUND is not walked: its READ data in a Write
+        // chunk, absent here, does not matter.
+        let s = reply_status(4, 1, &READ_REPLY_DDP, Ddp::NONE)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            s,
+            NfsStatus::V4 {
+                status: 0,
+                failed: None
+            }
+        );
+        // Every cut: before the status, tag and count it is Truncated; after
+        // them the status is known and the failing op only once it is whole.
+        for cut in 0..=b.len() {
+            match reply_status(4, 1, &b[..cut], Ddp::NONE) {
+                Err(Error::Truncated {
+                    layer: Layer::Nfs, ..
+                }) => assert!(cut < 12, "cut {cut}"),
+                Ok(Some(NfsStatus::V4 {
+                    status: 10008,
+                    failed,
+                })) => {
+                    assert!(cut >= 12, "cut {cut}");
+                    assert_eq!(failed.is_some(), cut >= 20, "cut {cut}");
+                }
+                other => panic!("cut {cut}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn nfsstat_names_cover_the_rfcs() {
+        assert_eq!(nfsstat4_name(10013), Some("NFS4ERR_GRACE"));
+        assert_eq!(nfsstat4_name(10096), Some("NFS4ERR_XATTR2BIG"));
+        // 10073 is unassigned in RFC 8881, 10002 (NOT_SYNC) is v3 only.
+        assert_eq!(nfsstat4_name(10073), None);
+        assert_eq!(nfsstat4_name(10002), None);
+        assert_eq!(nfsstat3_name(10002), Some("NFS3ERR_NOT_SYNC"));
+        assert_eq!(nfsstat3_name(10009), None);
+    }
+
     proptest! {
         #[test]
         fn walks_never_panic(data in proptest::collection::vec(any::<u8>(), 0..256), base in 0usize..200) {
@@ -1784,6 +2144,8 @@ mod tests {
                 r.ops.by_ref().for_each(drop);
             }
             let _ = describe_call(NFS_PROGRAM, 4, 1, &data);
+            let _ = reply_status(4, 1, &data, Ddp::new(chunks, base));
+            let _ = reply_status(3, 6, &data, Ddp::NONE);
         }
 
         #[test]

@@ -20,6 +20,10 @@ use crate::engine::{Anomaly, ConnId, Finding, Kind, State, Transaction, Transfer
 /// look, bounded whatever the capture's size.
 const EXAMPLES: usize = 5;
 
+/// (NFS status, operation) pairs counted apart for `nfs_errors`; replies
+/// beyond them are still counted in the total.
+const NFS_PAIRS: usize = 32;
+
 /// The causes the diagnosis can name. The names are a stable interface.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
@@ -295,6 +299,12 @@ pub struct Diagnosis {
     rdma_error_found: u64,
     rpc_errors: BTreeMap<String, Tally>,
     first_rpc_error_ts: Option<u64>,
+    /// Replies with an NFS error that is not routine, all of them...
+    nfs_errors: u64,
+    /// ... and by (status, operation), for the first few pairs.
+    nfs_by_status: BTreeMap<(String, String), Tally>,
+    /// RPCs in flight while their connection was marked congested.
+    congested: Tally,
 }
 
 impl Diagnosis {
@@ -373,6 +383,49 @@ impl Diagnosis {
             let ts = t.reply_ts_ns.unwrap_or(t.call_ts_ns);
             self.first_rpc_error_ts = Some(self.first_rpc_error_ts.map_or(ts, |f| f.min(ts)));
         }
+        if t.congested {
+            let c = &mut self.congested;
+            c.count += 1;
+            c.ex.xid(t.xid);
+        }
+        if let Some(s) = t.nfs_status.as_deref().filter(|s| rules::nfs_error(s)) {
+            self.nfs_error(t, s);
+        }
+    }
+
+    /// Counts a reply with an NFS error that is not routine, under its
+    /// status and the operation that failed.
+    fn nfs_error(&mut self, t: &Transaction, status: &str) {
+        self.nfs_errors += 1;
+        // NFSv4: the op that failed; NFSv3: the procedure; a COMPOUND
+        // whose failing op the walk could not reach is just "COMPOUND".
+        let op = match (&t.nfs_failed_op, &t.procedure) {
+            (Some(op), _) => op.clone(),
+            (None, Some(p)) => p.split('(').next().unwrap_or(p).to_string(),
+            (None, None) => "?".to_string(),
+        };
+        let key = (status.to_string(), op);
+        if self.nfs_by_status.len() >= NFS_PAIRS && !self.nfs_by_status.contains_key(&key) {
+            return;
+        }
+        let label = t.procedure_label();
+        let e = self.nfs_by_status.entry(key).or_default();
+        e.count += 1;
+        e.ex.conn(t.connection);
+        e.ex.xid(t.xid);
+        e.ex.frames(t.reply_frame);
+        e.ex.at(t.reply_ts_ns);
+        let in_op = t
+            .nfs_failed_op
+            .as_deref()
+            .map_or(String::new(), |op| format!(" in {op}"));
+        let frame = t.reply_frame.map_or("-".to_string(), |f| f.to_string());
+        e.ex.say(|| {
+            format!(
+                "{label} xid {:#010x} answered {status}{in_op} (frame {frame})",
+                t.xid
+            )
+        });
     }
 
     /// The server's share of an answered RPC: its wire latency less the

@@ -63,6 +63,8 @@ pub(super) fn all(d: &Diagnosis, state: &State) -> Vec<Cause> {
         "the server refused the transport header (RFC 8166 4.5): ERR_VERS means the client spoke another RPC-over-RDMA version; ERR_CHUNK a chunk list the server could not use (too many segments, a reply chunk too small, or after a reconnect a reply that can no longer be sent, RFC 8166 4.5.3). See the examples' calls",
     ));
     v.extend(rpc_errors(d, state, start));
+    v.extend(nfs_errors(d, start));
+    v.extend(congestion(d, state, start));
     v
 }
 
@@ -471,5 +473,205 @@ fn rpc_errors(d: &Diagnosis, state: &State, start: Option<u64>) -> Option<Cause>
         peer: Peer::Server,
         evidence: ex.evidence(start),
         advice: "the server answered at the RPC level with an error (RFC 5531 9): SYSTEM_ERR is the server failing to build the reply (on Linux often a reply larger than its reply chunk or inline limit: large ACLs, READDIR), GARBAGE_ARGS a call it could not decode; a client that reconnects after each is in a loop, fix the server side first".to_string(),
+    })
+}
+
+/// NFS statuses that are answers, not trouble: a lookup of a name that is
+/// not there (the shell's PATH walk, a compiler's include search), a create
+/// of one that is, a permission the user lacks, a directory not empty, a
+/// lock held by someone else, a feature or attribute the server does not
+/// offer (clients probe for them), VERIFY/NVERIFY's SAME/NOT_SAME, SECINFO
+/// negotiation, a layout or directory delegation refused (the client falls
+/// back to plain I/O). Healthy mounts return these all day; the application
+/// gets the errno it asked about. Everything else (DELAY/JUKEBOX, STALE,
+/// IO, SERVERFAULT, GRACE, RESOURCE, state and session errors, NOSPC, ...)
+/// is the server or the protocol state in trouble.
+const NFS_ROUTINE: [&str; 19] = [
+    "NOENT",
+    "EXIST",
+    "NOTDIR",
+    "ISDIR",
+    "NOTEMPTY",
+    "NAMETOOLONG",
+    "ACCES",
+    "ACCESS",
+    "PERM",
+    "NOTSUPP",
+    "ATTRNOTSUPP",
+    "SAME",
+    "NOT_SAME",
+    "DENIED",
+    "SYMLINK",
+    "NOXATTR",
+    "WRONGSEC",
+    "LAYOUTUNAVAILABLE",
+    "DIRDELEG_UNAVAIL",
+];
+
+/// The NFS status name less its `NFS3ERR_` / `NFS4ERR_` prefix; `None` for
+/// a success, the name as is for one no RFC names (`nfsstat4 N`).
+fn nfs_err_suffix(status: &str) -> Option<&str> {
+    if status == "NFS3_OK" || status == "NFS4_OK" {
+        return None;
+    }
+    Some(
+        status
+            .strip_prefix("NFS3ERR_")
+            .or_else(|| status.strip_prefix("NFS4ERR_"))
+            .unwrap_or(status),
+    )
+}
+
+/// True for an NFS status the `nfs_errors` rule counts: an error that is
+/// not routine (see [`NFS_ROUTINE`]). An unnamed code counts: a server
+/// answering with codes no RFC defines is itself a finding.
+pub(super) fn nfs_error(status: &str) -> bool {
+    nfs_err_suffix(status).is_some_and(|e| !NFS_ROUTINE.contains(&e))
+}
+
+/// What to do about one NFS status, and which peer it points at.
+fn nfs_advice(status: &str) -> (Peer, &'static str) {
+    match nfs_err_suffix(status).unwrap_or(status) {
+        "JUKEBOX" | "DELAY" => (
+            Peer::Server,
+            "DELAY/JUKEBOX: the server could not answer now (a file being recalled from HSM or tape, a delegation being recalled from another client, nfsd out of memory or threads) and told the client to retry; the Linux client waits before each retry (NFSv3 JUKEBOX 5 s, NFSv4 DELAY from 0.1 s doubling to 15 s), so each costs far more than its round trip: find what the server waited for (delegation conflicts between clients, the HSM, nfsd threads)",
+        ),
+        "STALE" | "BADHANDLE" | "FHEXPIRED" => (
+            Peer::Server,
+            "STALE/BADHANDLE: the file handle no longer names a file on the server (the file was removed by another client, the export was re-created or moved to another filesystem, fsid changed after a server restart or failover); give the export a fixed fsid= and remount the clients",
+        ),
+        "IO" | "SERVERFAULT" | "NXIO" | "NODEV" | "REMOTE" => (
+            Peer::Server,
+            "IO/SERVERFAULT: the server's filesystem or storage failed the operation: look at the server's kernel log and the export's device",
+        ),
+        "GRACE" | "NO_GRACE" | "RECLAIM_BAD" | "RECLAIM_CONFLICT" => (
+            Peer::Server,
+            "GRACE: the server restarted and is in its grace period (RFC 8881 8.4.2): clients wait until it ends (nfsd's grace time, 90 s by default) before opening or locking",
+        ),
+        "RESOURCE" | "REQ_TOO_BIG" | "REP_TOO_BIG" | "REP_TOO_BIG_TO_CACHE" | "TOO_MANY_OPS" => (
+            Peer::Server,
+            "RESOURCE/REP_TOO_BIG: a request or reply beyond what the server's session or memory allows (RFC 8881 2.10.6.4): compare the session's negotiated ca_maxrequestsize/ca_maxresponsesize with the client's rsize/wsize",
+        ),
+        "NOSPC" | "DQUOT" | "FBIG" | "ROFS" | "MLINK" => (
+            Peer::Server,
+            "NOSPC/DQUOT/ROFS: the export is full, over quota or read-only",
+        ),
+        "EXPIRED" | "STALE_CLIENTID" | "STALE_STATEID" | "OLD_STATEID" | "BAD_STATEID"
+        | "BAD_SEQID" | "ADMIN_REVOKED" | "DELEG_REVOKED" | "BADSESSION" | "DEADSESSION"
+        | "BADSLOT" | "SEQ_MISORDERED" | "SEQ_FALSE_RETRY" | "BAD_HIGH_SLOT"
+        | "CONN_NOT_BOUND_TO_SESSION" | "CB_PATH_DOWN" | "LEASE_MOVED" => (
+            Peer::Client,
+            "state and session errors (EXPIRED, BAD_STATEID, BADSESSION, SEQ_MISORDERED, ...): the client's lease, state or session is not what the server holds: a lease that expired while the client could not reach the server (a partition longer than the lease time), a server restart, or a client bug; each sends the client into state recovery (RFC 8881 8.6, 2.10.6)",
+        ),
+        _ => (
+            Peer::Server,
+            "see the status's definition (RFC 1813 2.6 for NFSv3, RFC 8881 15.1 for NFSv4.x) and the server's log",
+        ),
+    }
+}
+
+fn nfs_errors(d: &Diagnosis, start: Option<u64>) -> Option<Cause> {
+    if d.nfs_errors == 0 {
+        return None;
+    }
+    // The largest first; ties by status and op.
+    let mut pairs: Vec<(&(String, String), &Tally)> = d.nfs_by_status.iter().collect();
+    pairs.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(b.0)));
+    let mut ex = Examples::default();
+    let mut parts = Vec::new();
+    let mut advice: Vec<&str> = Vec::new();
+    let mut peer = None;
+    for ((status, op), t) in &pairs {
+        parts.push(format!("{} {status} in {op}", t.count));
+        let (p, a) = nfs_advice(status);
+        // The most frequent status says which peer to fix first.
+        peer.get_or_insert(p);
+        if !advice.contains(&a) {
+            advice.push(a);
+        }
+        for c in &t.ex.connections {
+            ex.conn(*c);
+        }
+        for x in &t.ex.xids {
+            ex.xid(*x);
+        }
+        ex.frames(t.ex.frames.iter().copied());
+        ex.at(t.ex.first_ts);
+        ex.at(t.ex.last_ts);
+        for s in &t.ex.sentences {
+            ex.say(|| s.clone());
+        }
+    }
+    let counted: u64 = pairs.iter().map(|(_, t)| t.count).sum();
+    let more = d.nfs_errors.saturating_sub(counted);
+    if more > 0 {
+        parts.push(format!("{more} more of other statuses"));
+    }
+    let measured = format!(
+        "{} of {} RPCs ({:.1}%) were answered with an NFS error that is not routine ({})",
+        d.nfs_errors,
+        d.ops,
+        100.0 * d.nfs_errors as f64 / d.ops.max(1) as f64,
+        parts.join(", ")
+    );
+    Some(Cause {
+        cause: CauseName::NfsErrors,
+        impact: impact(d, measured, None, 0, Some(d.nfs_errors)),
+        peer: peer.unwrap_or(Peer::Server),
+        evidence: ex.evidence(start),
+        advice: advice.join("; "),
+    })
+}
+
+/// `congestion`: named at the first mark. A lossless RoCE fabric marks
+/// (ECN) before it pauses (PFC) or drops, so a mark is the earliest sign
+/// of a queue building up; on a healthy, uncongested path there are none.
+fn congestion(d: &Diagnosis, state: &State, start: Option<u64>) -> Option<Cause> {
+    let mut ex = Examples::default();
+    let (mut ce, mut cnps, mut fecn, mut becn) = (0, 0, 0, 0);
+    for c in state.connections.values() {
+        let g = &c.congestion;
+        if g.marks() == 0 {
+            continue;
+        }
+        ce += g.ecn_ce;
+        cnps += g.cnps;
+        fecn += g.fecn;
+        becn += g.becn;
+        ex.conn(c.id);
+        ex.frames(g.frames.iter().copied());
+        ex.at(g.first_ts_ns);
+        ex.at(g.last_ts_ns);
+        let (from, to) = (
+            g.first_ts_ns.map_or("?".to_string(), |t| secs(t, start)),
+            g.last_ts_ns.map_or("?".to_string(), |t| secs(t, start)),
+        );
+        ex.say(|| {
+            format!(
+                "{}: {} ECN CE, {} CNPs, {} FECN, {} BECN from {from} to {to}",
+                c.id, g.ecn_ce, g.cnps, g.fecn, g.becn
+            )
+        });
+    }
+    if ex.connections.is_empty() {
+        // Marked frames whose connection is not known are in
+        // totals.congestion_frames; with no connection they hit no RPC.
+        return None;
+    }
+    for x in &d.congested.ex.xids {
+        ex.xid(*x);
+    }
+    let n = d.congested.count;
+    let measured = format!(
+        "the fabric signalled congestion on {} connection(s): {ce} ECN CE marks, {cnps} CNPs, {fecn} FECN, {becn} BECN; {n} of {} RPCs were in flight on a connection while it was marked",
+        ex.connections.len(),
+        d.ops
+    );
+    Some(Cause {
+        cause: CauseName::Congestion,
+        impact: impact(d, measured, None, 0, Some(n)),
+        peer: Peer::Fabric,
+        evidence: ex.evidence(start),
+        advice: "switch queues on the path filled up and the congestion control slowed the senders down (RoCEv2 DCQCN: a CE mark makes the receiver send a CNP and the sender cut its rate; InfiniBand: FECN/BECN). A few marks under a burst are the control working; sustained marks mean a hot link or an incast (many senders into one port): check the switches' ECN marking thresholds (min/max of the WRED/ECN profile) and queue occupancy, that PFC is on the same priority as the RoCE traffic (without it a congested queue drops), and the NICs' DCQCN settings (ethtool -S rp_cnp_handled/np_cnp_sent, np_ecn_marked_roce_packets)".to_string(),
     })
 }

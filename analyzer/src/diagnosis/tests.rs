@@ -197,3 +197,136 @@ fn a_full_credit_window_names_the_side_that_limits() {
     assert_eq!(causes[0].peer, Peer::Server);
     assert!(causes[0].advice.contains("svc_rdma/max_requests"));
 }
+
+#[test]
+fn routine_nfs_errors_are_not_a_cause() {
+    use super::rules::nfs_error;
+    // The bundled captures' LOOKUPs of absent names are NFS3ERR_NOENT and
+    // NFS4ERR_NOENT, and give no cause (the_clean_lab_captures_get_no_cause).
+    for s in [
+        "NFS3_OK",
+        "NFS4_OK",
+        "NFS3ERR_NOENT",
+        "NFS4ERR_EXIST",
+        "NFS4ERR_DENIED",
+    ] {
+        assert!(!nfs_error(s), "{s}");
+    }
+    for s in [
+        "NFS3ERR_JUKEBOX",
+        "NFS4ERR_DELAY",
+        "NFS3ERR_STALE",
+        "NFS4ERR_GRACE",
+        "NFS4ERR_SERVERFAULT",
+        "nfsstat4 99999",
+    ] {
+        assert!(nfs_error(s), "{s}");
+    }
+}
+
+#[test]
+fn nfs_errors_are_counted_per_status_and_operation() {
+    let (mut f, s) = findings("v3-inline.pcap");
+    let (mut jukebox, mut stale, mut acces) = (0, 0, 0);
+    for x in &mut f {
+        if let Finding::Transaction(t) = x {
+            match t.procedure.as_deref() {
+                Some("GETATTR") if jukebox < 3 => {
+                    t.nfs_status = Some("NFS3ERR_JUKEBOX".into());
+                    jukebox += 1;
+                }
+                Some("GETATTR") if stale < 1 => {
+                    t.nfs_status = Some("NFS3ERR_STALE".into());
+                    stale += 1;
+                }
+                Some("ACCESS") => {
+                    // Routine: not counted, whatever the number.
+                    t.nfs_status = Some("NFS3ERR_ACCES".into());
+                    acces += 1;
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(acces > 0);
+    let causes = diagnose(&f, &s);
+    assert_eq!(causes.len(), 1, "{causes:#?}");
+    let c = &causes[0];
+    assert_eq!(c.cause, CauseName::NfsErrors);
+    assert_eq!(c.impact.rpcs_affected, Some(4));
+    assert!(
+        c.impact
+            .measured
+            .contains("3 NFS3ERR_JUKEBOX in GETATTR, 1 NFS3ERR_STALE in GETATTR"),
+        "{}",
+        c.impact.measured
+    );
+    // The most frequent status picks the peer and leads the advice.
+    assert_eq!(c.peer, Peer::Server);
+    assert!(c.advice.starts_with("DELAY/JUKEBOX"), "{}", c.advice);
+    assert!(c.advice.contains("STALE/BADHANDLE"), "{}", c.advice);
+    assert_eq!(c.evidence.xids.len(), 4);
+    assert_eq!(c.evidence.frames.len(), 4);
+    assert!(c.evidence.examples[0].contains("answered NFS3ERR_JUKEBOX (frame "));
+}
+
+#[test]
+fn nfs4_errors_name_the_failing_operation() {
+    let (mut f, s) = findings("v42-inline.pcap");
+    let mut n = 0;
+    for x in &mut f {
+        if let Finding::Transaction(t) = x {
+            if t.nfs_status.as_deref() == Some("NFS4_OK") && n < 2 {
+                t.nfs_status = Some("NFS4ERR_BAD_STATEID".into());
+                t.nfs_failed_op = Some("SEQUENCE".into());
+                n += 1;
+            }
+        }
+    }
+    let causes = diagnose(&f, &s);
+    assert_eq!(causes[0].cause, CauseName::NfsErrors, "{causes:#?}");
+    assert!(causes[0]
+        .impact
+        .measured
+        .contains("2 NFS4ERR_BAD_STATEID in SEQUENCE"));
+    // A state error is the client's lease or session.
+    assert_eq!(causes[0].peer, Peer::Client);
+}
+
+#[test]
+fn congestion_is_named_at_the_first_mark() {
+    let (mut f, mut s) = findings("v3-ddp.pcap");
+    assert!(diagnose(&f, &s).is_empty());
+    // One CE mark on the connection, two RPCs in flight while it came.
+    let c = s.connections.values_mut().next().expect("a connection");
+    let (id, at) = (c.id, c.first_ts_ns + 1_000);
+    c.congestion.ecn_ce = 1;
+    c.congestion.first_ts_ns = Some(at);
+    c.congestion.last_ts_ns = Some(at);
+    c.congestion.frames = vec![42];
+    let mut n = 0;
+    for x in &mut f {
+        if let Finding::Transaction(t) = x {
+            if n < 2 {
+                t.congested = true;
+                n += 1;
+            }
+        }
+    }
+    let causes = diagnose(&f, &s);
+    assert_eq!(causes.len(), 1, "{causes:#?}");
+    let c = &causes[0];
+    assert_eq!(c.cause, CauseName::Congestion);
+    assert_eq!(c.peer, Peer::Fabric);
+    assert_eq!(c.impact.rpcs_affected, Some(2));
+    assert!(
+        c.impact.measured.contains("1 ECN CE marks, 0 CNPs"),
+        "{}",
+        c.impact.measured
+    );
+    assert_eq!(c.evidence.connections, [id.to_string()]);
+    assert_eq!(c.evidence.frames, [42]);
+    assert_eq!(c.evidence.xids.len(), 2);
+    assert!(c.evidence.from_s.is_some_and(|f| f > 0.0));
+    assert!(c.advice.contains("DCQCN"));
+}

@@ -364,6 +364,9 @@ struct TxnRows {
     empty_write_chunks: UInt32Builder,
     unused_write_chunks: UInt32Builder,
     cut: BooleanBuilder,
+    nfs_status: StringBuilder,
+    nfs_failed_op: StringBuilder,
+    congested: BooleanBuilder,
 }
 
 /// The offsets of a list column: where each row's items start, and the end.
@@ -594,6 +597,9 @@ impl TxnRows {
             empty_write_chunks: UInt32Builder::new(),
             unused_write_chunks: UInt32Builder::new(),
             cut: BooleanBuilder::new(),
+            nfs_status: StringBuilder::new(),
+            nfs_failed_op: StringBuilder::new(),
+            congested: BooleanBuilder::new(),
         }
     }
 
@@ -653,6 +659,9 @@ impl TxnRows {
         self.unused_write_chunks
             .append_option(t.unused_write_chunks);
         self.cut.append_value(t.cut);
+        self.nfs_status.append_option(t.nfs_status.as_deref());
+        self.nfs_failed_op.append_option(t.nfs_failed_op.as_deref());
+        self.congested.append_value(t.congested);
     }
 }
 
@@ -711,6 +720,9 @@ impl Rows for TxnRows {
             u32n("empty_write_chunks"),
             u32n("unused_write_chunks"),
             field("cut", DataType::Boolean, false),
+            field("nfs_status", DataType::Utf8, true),
+            field("nfs_failed_op", DataType::Utf8, true),
+            field("congested", DataType::Boolean, false),
         ]))
     }
 
@@ -758,6 +770,9 @@ impl Rows for TxnRows {
             finish(&mut self.empty_write_chunks),
             finish(&mut self.unused_write_chunks),
             finish(&mut self.cut),
+            finish(&mut self.nfs_status),
+            finish(&mut self.nfs_failed_op),
+            finish(&mut self.congested),
         ]
     }
 }
@@ -953,6 +968,19 @@ fn credits_fields() -> Fields {
     ])
 }
 
+/// A connection's congestion marks, as the report's JSON has them (less
+/// the example frames).
+fn congestion_fields() -> Fields {
+    Fields::from(vec![
+        field("ecn_ce", DataType::Int64, false),
+        field("cnps", DataType::Int64, false),
+        field("fecn", DataType::Int64, false),
+        field("becn", DataType::Int64, false),
+        field("first_ts_ns", ts_type(), true),
+        field("last_ts_ns", ts_type(), true),
+    ])
+}
+
 /// The `connections` table: each connection as the report's JSON has it.
 struct ConnRows {
     schema_version: UInt32Builder,
@@ -979,6 +1007,10 @@ struct ConnRows {
     credits_present: Present,
     at_limit_ms: Float64Builder,
     anomalies: Int64Builder,
+    /// ECN CE, CNPs, FECN, BECN: the connection's congestion marks...
+    congestion: [Int64Builder; 4],
+    /// ... and the time of the first and the last.
+    congestion_ts: [TimestampNanosecondBuilder; 2],
 }
 
 impl ConnRows {
@@ -1008,6 +1040,8 @@ impl ConnRows {
             credits_present: Present::default(),
             at_limit_ms: Float64Builder::new(),
             anomalies: Int64Builder::new(),
+            congestion: std::array::from_fn(|_| Int64Builder::new()),
+            congestion_ts: std::array::from_fn(|_| ts_builder()),
         }
     }
 
@@ -1049,6 +1083,17 @@ impl ConnRows {
         }
         self.at_limit_ms.append_option(k.map(|k| k.at_limit_ms));
         self.anomalies.append_value(i64_of(c.anomalies));
+        let g = &c.congestion;
+        for (b, v) in self
+            .congestion
+            .iter_mut()
+            .zip([g.ecn_ce, g.cnps, g.fecn, g.becn])
+        {
+            b.append_value(i64_of(v));
+        }
+        let [first, last] = &mut self.congestion_ts;
+        ts_value(first, g.first_ts_ns);
+        ts_value(last, g.last_ts_ns);
     }
 }
 
@@ -1089,6 +1134,7 @@ impl Rows for ConnRows {
             field("remote_invalidations", DataType::Int64, false),
             field("credits", DataType::Struct(credits_fields()), true),
             field("anomalies", DataType::Int64, false),
+            field("congestion", DataType::Struct(congestion_fields()), false),
         ]))
     }
 
@@ -1099,6 +1145,8 @@ impl Rows for ConnRows {
     fn finish(&mut self) -> Vec<ArrayRef> {
         let mut credits: Vec<ArrayRef> = self.credits.iter_mut().map(|b| finish(b)).collect();
         credits.push(finish(&mut self.at_limit_ms));
+        let mut congestion: Vec<ArrayRef> = self.congestion.iter_mut().map(|b| finish(b)).collect();
+        congestion.extend(self.congestion_ts.iter_mut().map(|b| finish(b)));
         vec![
             finish(&mut self.schema_version),
             finish(&mut self.id),
@@ -1122,6 +1170,7 @@ impl Rows for ConnRows {
             finish(&mut self.remote_invalidations),
             struct_array(credits_fields(), credits, self.credits_present.take()),
             finish(&mut self.anomalies),
+            struct_array(congestion_fields(), congestion, None),
         ]
     }
 }

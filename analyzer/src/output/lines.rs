@@ -96,6 +96,12 @@ pub fn transaction_line(t: &Transaction) -> String {
     let inv = t
         .remote_invalidated_rkey
         .map_or(String::new(), |k| format!(" inv {k:#x}"));
+    // Only an error is shown: a line per RPC saying NFS3_OK adds nothing.
+    let nfs = match (t.nfs_status.as_deref(), t.nfs_failed_op.as_deref()) {
+        (Some("NFS3_OK" | "NFS4_OK") | None, _) => String::new(),
+        (Some(s), Some(op)) => format!(" nfs {s} in {op}"),
+        (Some(s), None) => format!(" nfs {s}"),
+    };
     let an = if t.anomalies.is_empty() {
         String::new()
     } else {
@@ -109,7 +115,7 @@ pub fn transaction_line(t: &Transaction) -> String {
         )
     };
     format!(
-        "{} xid {:#010x} frames {}->{} {} call {} reply {} {} credits {}/{} in flight {} moved {} B rt {}{inv}{an}",
+        "{} xid {:#010x} frames {}->{} {} call {} reply {} {} credits {}/{} in flight {} moved {} B rt {}{nfs}{inv}{an}",
         t.connection,
         t.xid,
         t.call_frame,

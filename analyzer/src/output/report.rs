@@ -441,6 +441,28 @@ impl Report {
                 (None, _) => "not known (no Send decoded)".to_string(),
             };
             let _ = writeln!(s, "      carries: {carries}");
+            // Only when marked: a clean connection's report stays as it was.
+            let g = &c.congestion;
+            if g.marks() > 0 {
+                let rel = |ts: Option<u64>| {
+                    ts.zip(state.totals.first_ts_ns)
+                        .map_or("?".to_string(), |(t, s)| {
+                            format!("{:.3} s", t.saturating_sub(s) as f64 / 1e9)
+                        })
+                };
+                let frames: Vec<String> = g.frames.iter().map(u64::to_string).collect();
+                let _ = writeln!(
+                    s,
+                    "      congestion: {} ECN CE, {} CNPs, {} FECN, {} BECN from {} to {} (frames {})",
+                    g.ecn_ce,
+                    g.cnps,
+                    g.fecn,
+                    g.becn,
+                    rel(g.first_ts_ns),
+                    rel(g.last_ts_ns),
+                    frames.join(",")
+                );
+            }
             if c.carries != Some(Carries::RpcRdma) {
                 continue;
             }

@@ -21,8 +21,8 @@ use serde::Serialize;
 use super::stats::Summary;
 use crate::diagnosis::Cause;
 use crate::engine::{
-    Anomaly, Carries, CmState, ConnId, Connection, Evictions, Kind, Origin, QpKey, Severity,
-    Totals, Transaction, Transfer,
+    Anomaly, Carries, CmState, Congestion, ConnId, Connection, Evictions, Kind, Origin, QpKey,
+    Severity, Totals, Transaction, Transfer,
 };
 
 /// Version of every document and line described here. It grows when a key
@@ -215,6 +215,9 @@ pub struct ConnectionView {
     pub credits: Option<CreditsView>,
     /// Anomalies on this connection.
     pub anomalies: u64,
+    /// The fabric's congestion signals on its frames (ECN CE, CNPs,
+    /// FECN/BECN): counts, time range (ns since the epoch), first frames.
+    pub congestion: Congestion,
 }
 
 /// A connection's credit flow.
@@ -269,6 +272,7 @@ impl From<&Connection> for ConnectionView {
                 at_limit_ms: c.at_limit_ns as f64 / 1e6,
             }),
             anomalies: c.anomalies,
+            congestion: c.congestion.clone(),
         }
     }
 }

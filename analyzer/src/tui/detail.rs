@@ -186,7 +186,7 @@ fn draw_info(f: &mut Frame<'_>, area: Rect, t: &Transaction) {
         Line::from(vec![
             key("RPC call       "),
             Span::raw(format!(
-                "{} v{} proc {} {}; call {} B {}, reply {} {}; status {}",
+                "{} v{} proc {} {}; call {} B {}, reply {} {}; status {}{}",
                 t.program_name.map_or_else(
                     || t.program.map_or("?".into(), |p| p.to_string()),
                     str::to_string
@@ -199,6 +199,12 @@ fn draw_info(f: &mut Frame<'_>, area: Rect, t: &Transaction) {
                 t.reply_len.map_or("-".into(), |l| format!("{l} B")),
                 t.reply_transfer.as_str(),
                 t.reply_status.as_deref().unwrap_or("-"),
+                // The NFS status when the reply carried one.
+                match (t.nfs_status.as_deref(), t.nfs_failed_op.as_deref()) {
+                    (Some(n), Some(op)) => format!(", NFS {n} in {op}"),
+                    (Some(n), None) => format!(", NFS {n}"),
+                    (None, _) => String::new(),
+                },
             )),
         ]),
         Line::from(vec![

@@ -184,6 +184,34 @@ pub(super) fn fill_call(
     rec.procedure = name.or_else(|| Some(format!("proc {proc}")));
 }
 
+/// Fills the NFS status of a reply to an NFSv3 or NFSv4 call (the call's
+/// program, version and procedure are already in `rec`): its symbolic name
+/// and, for a failed COMPOUND, the op that failed. Left `None` when the
+/// reply carries no status or the capture cut it before the status.
+pub(super) fn fill_nfs_status(rec: &mut Transaction, results: &[u8], ddp: nfs::Ddp<'_>) {
+    let (Some(nfs::NFS_PROGRAM), Some(vers), Some(proc)) = (rec.program, rec.version, rec.proc)
+    else {
+        return;
+    };
+    let Ok(Some(status)) = nfs::reply_status(vers, proc, results, ddp) else {
+        return;
+    };
+    rec.nfs_status = Some(status.name().map_or_else(
+        || match status {
+            nfs::NfsStatus::V3 { .. } => format!("nfsstat3 {}", status.code()),
+            _ => format!("nfsstat4 {}", status.code()),
+        },
+        str::to_string,
+    ));
+    if let nfs::NfsStatus::V4 {
+        failed: Some(op), ..
+    } = status
+    {
+        rec.nfs_failed_op =
+            Some(nfs::op_name(op.op).map_or_else(|| format!("op {}", op.op), str::to_string));
+    }
+}
+
 /// The call's RPC-over-RDMA header in a line.
 fn describe_header(h: &RpcRdmaHeader<'_>, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
     write!(

@@ -35,6 +35,7 @@ mod wire;
 
 use std::collections::BTreeMap;
 
+use rdma_dissectors::ib::bth::{Bth, Opcode};
 use rdma_dissectors::ib::icrc::IcrcStatus;
 use rdma_dissectors::ib::Qpn;
 use rdma_dissectors::link::LinkType;
@@ -49,8 +50,8 @@ use keys::ConnIds;
 pub use keys::{Addr, ConnId, Origin, QpKey};
 pub use merge::MergeConfig;
 pub use model::{
-    CallHeader, Carries, ChunkKind, CmState, Connection, CreditPoint, LadderStep, Phases, Role,
-    SegmentUse, StepWhat, Transaction, Transfer,
+    CallHeader, Carries, ChunkKind, CmState, Congestion, Connection, CreditPoint, LadderStep,
+    Phases, Role, SegmentUse, StepWhat, Transaction, Transfer,
 };
 
 #[cold]
@@ -276,6 +277,10 @@ pub struct Totals {
     pub chunk_bytes: u64,
     /// Replies sent with Send With Invalidate.
     pub remote_invalidations: u64,
+    /// Frames carrying a congestion signal (IP ECN CE, a CNP, BTH FECN or
+    /// BECN), whether or not their connection is known (each connection
+    /// counts its own in `Connection::congestion`).
+    pub congestion_frames: u64,
     /// Kernel probe records handled.
     pub probe_records: u64,
     /// Transactions the probes completed (both sides).
@@ -658,6 +663,7 @@ impl Engine {
             );
             return;
         }
+        self.congestion(number, ts, &d, &bth);
         if let Some(&cm) = d.cm() {
             self.state.totals.cm_messages += 1;
             self.cm_message(number, ts, &d, cm, out);
@@ -672,6 +678,28 @@ impl Engine {
             qpn: bth.dest_qp.get(),
         };
         self.rc_frame(number, ts, src, dest, &d, out);
+    }
+
+    /// Counts the fabric's congestion signals on a frame, on the connection
+    /// of its destination QP: for a CE-marked or FECN packet the QP it
+    /// congested on its way to, for a CNP or BECN the QP whose sending
+    /// caused it (the one told to slow down). A hash lookup only for a
+    /// marked frame; no allocation past a connection's first few.
+    #[inline]
+    fn congestion(&mut self, number: u64, ts: u64, d: &stack::Dissection<'_>, bth: &Bth) {
+        let ce =
+            d.ip.is_some_and(|ip| ip.ecn() == rdma_dissectors::ip::ECN_CE);
+        let cnp = bth.opcode == Opcode::CNP;
+        if !(ce || cnp || bth.fecn || bth.becn) {
+            return;
+        }
+        self.state.totals.congestion_frames += 1;
+        let Some(conn) = self.conn_of_dest(d, bth.dest_qp) else {
+            return;
+        };
+        if let Some(c) = self.state.connections.get_mut(&conn) {
+            c.congestion.note(number, ts, ce, cnp, bth.fecn, bth.becn);
+        }
     }
 
     /// The first fragment of a RoCEv2 packet: reported, not followed (the

@@ -329,6 +329,19 @@ pub struct Transaction {
     pub phases: Phases,
     /// RPC reply status (accept_stat, or denied).
     pub reply_status: Option<String>,
+    /// NFS status of the reply, by name (`NFS3_OK`, `NFS3ERR_JUKEBOX`,
+    /// `NFS4ERR_DELAY`, ...; `nfsstat4 N` for a code no RFC names): the
+    /// `nfsstat3` of an NFSv3 result, the status of an NFSv4 COMPOUND.
+    /// `None` when the reply carries none (NULL, other programs), came in
+    /// a reply chunk, or was not seen.
+    pub nfs_status: Option<String>,
+    /// The NFSv4 operation that failed (the first result whose status is
+    /// not NFS4_OK); `None` when the COMPOUND succeeded, for NFSv3 (the
+    /// procedure is the operation), or when the walk could not reach it.
+    pub nfs_failed_op: Option<String>,
+    /// A congestion mark (ECN CE, CNP, FECN, BECN) was seen on its
+    /// connection while it was outstanding, between its call and its reply.
+    pub congested: bool,
     /// Anomalies that concern this transaction.
     pub anomalies: Vec<Kind>,
     /// The ladder diagram, in time order (capped at the first steps).
@@ -423,6 +436,9 @@ impl Transaction {
             responder_interrupts: 1,
             phases: Phases::default(),
             reply_status: None,
+            nfs_status: None,
+            nfs_failed_op: None,
+            congested: false,
             anomalies: Vec::new(),
             ladder: Vec::new(),
             ladder_omitted: 0,
@@ -591,6 +607,61 @@ impl Carries {
     }
 }
 
+/// Frames kept as examples of a connection's congestion marks.
+pub const CONGESTION_FRAMES: usize = 5;
+
+/// The fabric's congestion signals on one connection's frames: counters,
+/// the time range and the first few frames; a fixed size, whatever the
+/// number of marks.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Congestion {
+    /// Frames whose IP ECN field is CE (RFC 3168 5): a switch marked them
+    /// instead of dropping them.
+    pub ecn_ce: u64,
+    /// RoCEv2 Congestion Notification Packets (BTH opcode 0x81, IBA annex
+    /// A17.9.2) to one of its QPs: its peer saw CE marks and asks it to slow down.
+    pub cnps: u64,
+    /// Frames with the BTH FECN bit (IBA 9.2.7, InfiniBand congestion control).
+    pub fecn: u64,
+    /// Frames with the BTH BECN bit: the responder echoing a FECN back.
+    pub becn: u64,
+    /// Time of the first marked frame (ns since the epoch; `null`: none).
+    pub first_ts_ns: Option<u64>,
+    /// Time of the last marked frame (`null`: none).
+    pub last_ts_ns: Option<u64>,
+    /// The first marked frames (at most 5).
+    pub frames: Vec<u64>,
+}
+
+impl Congestion {
+    /// Marks of all kinds (a frame with several counts once per kind).
+    pub fn marks(&self) -> u64 {
+        self.ecn_ce + self.cnps + self.fecn + self.becn
+    }
+
+    /// Counts one marked frame.
+    pub(crate) fn note(
+        &mut self,
+        frame: u64,
+        ts: u64,
+        ce: bool,
+        cnp: bool,
+        fecn: bool,
+        becn: bool,
+    ) {
+        self.ecn_ce += u64::from(ce);
+        self.cnps += u64::from(cnp);
+        self.fecn += u64::from(fecn);
+        self.becn += u64::from(becn);
+        self.first_ts_ns = Some(self.first_ts_ns.map_or(ts, |f| f.min(ts)));
+        self.last_ts_ns = Some(self.last_ts_ns.map_or(ts, |l| l.max(ts)));
+        if self.frames.len() < CONGESTION_FRAMES {
+            self.frames.push(frame);
+        }
+    }
+}
+
 /// A connection: two queue pairs and what was negotiated.
 #[derive(Debug, Clone)]
 pub struct Connection {
@@ -667,6 +738,8 @@ pub struct Connection {
     pub anomalies: u64,
     /// Latency histogram: bucket `i` counts replies with latency in [2^i, 2^(i+1)) µs.
     pub latency_log2_us: [u64; 32],
+    /// Congestion marks on its frames (ECN CE, CNPs, FECN/BECN).
+    pub congestion: Congestion,
 }
 
 impl Connection {
@@ -708,6 +781,7 @@ impl Connection {
             credit_skip: 0,
             anomalies: 0,
             latency_log2_us: [0; 32],
+            congestion: Congestion::default(),
         }
     }
 

@@ -27,6 +27,7 @@ fuzz_target!(|data: &[u8]| {
     if let Ok((ip, payload)) = Ip::parse(data) {
         assert!(payload.len() <= data.len());
         let _ = (ip.source(), ip.destination(), ip.protocol());
+        assert!(ip.ecn() <= rdma_dissectors::ip::ECN_CE);
     }
     let _ = Udp::parse(data);
 });

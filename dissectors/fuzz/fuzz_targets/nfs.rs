@@ -1,8 +1,11 @@
-//! NFSv4 COMPOUND walks over arbitrary bytes, with and without a DDP hint
-//! taken from an RPC-over-RDMA header at the front of the input.
+//! NFSv4 COMPOUND walks and NFS reply status decoding over arbitrary bytes,
+//! with and without a DDP hint taken from an RPC-over-RDMA header at the
+//! front of the input.
 #![no_main]
 
-use rdma_dissectors::nfs::{describe_call_with, Compound, CompoundReply, Ddp, NFS_PROGRAM};
+use rdma_dissectors::nfs::{
+    describe_call_with, reply_status, Compound, CompoundReply, Ddp, NFS_PROGRAM,
+};
 use rdma_dissectors::rpcrdma::RpcRdmaHeader;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
@@ -26,5 +29,11 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     if let Ok(mut r) = CompoundReply::parse_with(args, ddp) {
         for _ in r.ops.by_ref() {}
         let _ = r.ops.is_complete();
+    }
+    // Every version and procedure the status decoder knows, and some it does not.
+    for (vers, proc) in [(3, 0), (3, 1), (3, 21), (3, 22), (4, 1), (4, 0), (2, 1)] {
+        if let Ok(Some(st)) = reply_status(vers, proc, args, ddp) {
+            let _ = (st.name(), st.is_ok());
+        }
     }
 });

@@ -127,10 +127,14 @@ enum CallHdr {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ReplyHdr {
     Normal,
-    ErrVers { vers: u32 },
+    ErrVers {
+        vers: u32,
+    },
     ErrChunk,
     NomsgEmpty,
     ReadList,
+    /// An inline GETATTR reply whose NFS status is this error.
+    NfsError(u32),
 }
 
 /// One RC connection: the client and server QPs and their sequence state.
@@ -929,6 +933,18 @@ impl<W: Write> Gen<W> {
         self.wire.packet(&src, &dst, port, &t)
     }
 
+    /// The client sends a RoCEv2 Congestion Notification Packet to the
+    /// server's QP (IBA annex A17.9.2: BTH opcode 0x81 with BECN set, 16
+    /// reserved bytes); returns its frame.
+    fn cnp(&mut self, ci: usize) -> Result<u64, Error> {
+        let c = self.conns.get(ci).ok_or(Error::NoConnection(ci))?;
+        let (src, dst, port) = (c.client, c.server, c.csport);
+        let mut b = bth(Opcode::CNP, c.sqpn, 0, false);
+        b.becn = true;
+        let t = Transport::new(b, &[0; 16]);
+        self.wire.packet(&src, &dst, port, &t)
+    }
+
     /// The server RDMA-writes `len` bytes to (`rkey`, `va`); returns the first frame.
     fn rdma_write(
         &mut self,
@@ -1135,6 +1151,20 @@ impl<W: Write> Gen<W> {
                 let rpc_len = self.build_rpc_reply(spec.proc, spec.xid)?;
                 let h = hdr(Proc::Msg, Body::Msg(Chunks::new(&rs, &[], None)));
                 let hl = h.emit(&mut self.msg)?;
+                Ok(self.append_body(hl, rpc_len))
+            }
+            ReplyHdr::NfsError(status) => {
+                let n = nfs::error_results(status, &mut self.args)?;
+                let reply = RpcMsg {
+                    xid: spec.xid,
+                    body: MsgBody::Reply(ReplyBody::Accepted {
+                        verf: OpaqueAuth::NONE,
+                        stat: AcceptStat::Success,
+                        results: self.args.get(..n).unwrap_or_default(),
+                    }),
+                };
+                let rpc_len = reply.emit(&mut self.body)?;
+                let hl = hdr(Proc::Msg, Body::Msg(Chunks::EMPTY)).emit(&mut self.msg)?;
                 Ok(self.append_body(hl, rpc_len))
             }
             ReplyHdr::Normal => match spec.chunk {
@@ -1422,6 +1452,36 @@ impl<W: Write> Gen<W> {
                 self.server_ack(0)?;
                 self.expect("error_from_requester", vec![f], k);
                 self.expect("err_vers", vec![f], k);
+            }
+            Inject::NfsError => {
+                // The server cannot answer now (NFS3ERR_JUKEBOX, RFC 1813
+                // 2.6); the client retries the same GETATTR under a new XID
+                // after a delay (Linux waits 5 s; 100 ms here, to keep the
+                // capture's timing close to the clean one's).
+                self.simple(
+                    0,
+                    Proc3::Getattr,
+                    CallHdr::Normal,
+                    ReplyHdr::NfsError(nfs::NFS3ERR_JUKEBOX),
+                )?;
+                self.wire.advance(100_000_000);
+                self.simple(0, Proc3::Getattr, CallHdr::Normal, ReplyHdr::Normal)?;
+            }
+            Inject::Congestion => {
+                // A congested switch marks the server's RDMA Writes of a
+                // READ: the first three CE (ECN, RFC 3168) and the first
+                // FECN. The client, DCQCN's notification point, answers
+                // with a CNP to the server's QP, the one to slow down.
+                let spec = self.new_call(0, Some(read))?;
+                self.client_call(0, &spec, CallHdr::Normal)?;
+                self.sum.calls += 1;
+                self.server_ack(0)?;
+                self.wire.ce_next = 3;
+                self.wire.fecn_next = true;
+                let inv = self.inv_key(0, &spec);
+                self.serve(0, &spec, ReplyHdr::Normal, g, inv)?;
+                self.wire.ce_next = 0;
+                self.cnp(0)?;
             }
             Inject::ReplyWithoutCall => {
                 let spec = CallSpec {

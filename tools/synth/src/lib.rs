@@ -92,11 +92,22 @@ pub enum Inject {
     ReplyWithoutCall,
     /// A call left unanswered when the connection closes.
     CallWithoutReply,
+    /// A GETATTR answered NFS3ERR_JUKEBOX, then retried (not a protocol
+    /// violation: the analyzer's `nfs_errors` cause).
+    NfsError,
+    /// Congestion marks on a READ's data (ECN CE, FECN) and the CNP that
+    /// answers them (not a protocol violation: the `congestion` cause).
+    Congestion,
 }
 
 impl Inject {
+    /// Injections that are not protocol violations, so not anomaly kinds
+    /// of the engine: what they produce shows elsewhere (the sequence
+    /// numbers, the diagnosis).
+    pub const NOT_ANOMALIES: [Inject; 3] = [Inject::PsnWrap, Inject::NfsError, Inject::Congestion];
+
     /// Every kind, in the order they are injected.
-    pub const ALL: [Inject; 21] = [
+    pub const ALL: [Inject; 23] = [
         Inject::CreditOverrun,
         Inject::ZeroCreditGrant,
         Inject::RemoteInvalidationNotNegotiated,
@@ -118,6 +129,8 @@ impl Inject {
         Inject::ErrorFromRequester,
         Inject::ReplyWithoutCall,
         Inject::CallWithoutReply,
+        Inject::NfsError,
+        Inject::Congestion,
     ];
 
     /// The name on the command line and in the sidecar.
@@ -144,6 +157,8 @@ impl Inject {
             Inject::ErrorFromRequester => "error_from_requester",
             Inject::ReplyWithoutCall => "reply_without_call",
             Inject::CallWithoutReply => "call_without_reply",
+            Inject::NfsError => "nfs_error",
+            Inject::Congestion => "congestion",
         }
     }
 }
@@ -452,7 +467,7 @@ mod tests {
     #[test]
     fn injection_names_are_the_engines_kinds() {
         for k in Inject::ALL {
-            if k == Inject::PsnWrap {
+            if Inject::NOT_ANOMALIES.contains(&k) {
                 assert!(Kind::from_name(k.as_str()).is_none());
                 continue;
             }

@@ -185,6 +185,21 @@ fn post_op_attr(w: &mut Writer<'_>, dir: bool, size: u64, fileid: u64) -> Result
     fattr3(w, dir, size, fileid)
 }
 
+/// `NFS3ERR_JUKEBOX` (RFC 1813 2.6): the server cannot answer now, retry later.
+pub const NFS3ERR_JUKEBOX: u32 = 10_008;
+
+/// Writes the results of a reply that failed with `status` (an `nfsstat3`
+/// other than NFS3_OK): for GETATTR, whose `GETATTR3resfail` is void
+/// (RFC 1813 3.3.1), the status alone.
+///
+/// # Errors
+/// When `buf` is too small.
+pub fn error_results(status: u32, buf: &mut [u8]) -> Result<usize> {
+    let mut w = Writer::new(buf, Layer::OncRpc);
+    w.u32(status)?;
+    Ok(w.position())
+}
+
 /// Writes the results of a successful reply. A READ's data is left out
 /// after its length word, as Linux does when it goes in a write chunk.
 ///

@@ -22,7 +22,7 @@ use rdma_dissectors::ib::grh::Grh;
 use rdma_dissectors::ib::icrc::{ib_icrc, rocev1_icrc, rocev2_icrc, vcrc, ICRC_LEN};
 use rdma_dissectors::ib::lrh::Lrh;
 use rdma_dissectors::ib::Transport;
-use rdma_dissectors::ip::{Ipv4, PROTO_UDP};
+use rdma_dissectors::ip::{Ipv4, ECN_CE, PROTO_UDP};
 use rdma_dissectors::link::{ether_type, Ethernet, LinkType};
 use rdma_dissectors::udp::{Udp, ROCEV2_PORT};
 use serde::Serialize;
@@ -92,6 +92,17 @@ impl Node {
     }
 }
 
+/// Sets FECN in the BTH at the start of `ib` if `flag` asks to, and
+/// clears it: in transit, after the sender built the packet (the ICRC
+/// leaves the bit out, IBA 7.8.1, so it stays valid either way).
+fn mark_fecn(flag: &mut bool, ib: &mut [u8]) {
+    if std::mem::take(flag) {
+        if let Some(b) = ib.get_mut(4) {
+            *b |= 0x80;
+        }
+    }
+}
+
 /// Writes pcap records of RoCEv2 frames and keeps count of them.
 pub struct Wire<W: Write> {
     out: CaptureWriter<W>,
@@ -105,6 +116,12 @@ pub struct Wire<W: Write> {
     ip_id: u16,
     /// Corrupt the ICRC of the next frame (the `icrc_mismatch` injection).
     pub corrupt_next_icrc: bool,
+    /// Mark the next this many RoCEv2 frames ECN CE, as a congested switch
+    /// would (the `congestion` injection; RoCEv1 and InfiniBand have no IP
+    /// header to mark).
+    pub ce_next: u32,
+    /// Set FECN in the next frame's BTH, as an InfiniBand switch would.
+    pub fecn_next: bool,
     /// Nanoseconds one byte takes on the simulated link.
     ps_per_byte: u64,
     framing: Framing,
@@ -149,6 +166,8 @@ impl<W: Write> Wire<W> {
             ts_ns: start_ns,
             ip_id: 1,
             corrupt_next_icrc: false,
+            ce_next: 0,
+            fecn_next: false,
             // 25 Gb/s: 320 ps per byte.
             ps_per_byte: 320,
             framing,
@@ -208,6 +227,7 @@ impl<W: Write> Wire<W> {
         }
         .emit(grh)?;
         t.emit(ib)?;
+        mark_fecn(&mut self.fecn_next, ib);
         let crc = corrupted(&mut self.corrupt_next_icrc, rocev1_icrc(grh_ib));
         icrc.copy_from_slice(&crc.to_le_bytes());
         self.record(total)
@@ -236,6 +256,7 @@ impl<W: Write> Wire<W> {
         }
         .emit(lrh)?;
         t.emit(ib)?;
+        mark_fecn(&mut self.fecn_next, ib);
         let crc = corrupted(&mut self.corrupt_next_icrc, ib_icrc(body));
         icrc.copy_from_slice(&crc.to_le_bytes());
         vcrc_out.copy_from_slice(&vcrc(covered).to_le_bytes());
@@ -265,9 +286,15 @@ impl<W: Write> Wire<W> {
             ether_type: ether_type::IPV4,
         }
         .emit(eth)?;
+        let ecn = if self.ce_next > 0 {
+            self.ce_next -= 1;
+            ECN_CE
+        } else {
+            0
+        };
         Ipv4 {
             dscp: 0,
-            ecn: 0,
+            ecn,
             total_len: 0,
             identification: self.ip_id,
             dont_fragment: true,
@@ -290,6 +317,7 @@ impl<W: Write> Wire<W> {
         }
         .emit(tl + ICRC_LEN, udp)?;
         t.emit(ib)?;
+        mark_fecn(&mut self.fecn_next, ib);
         let crc = corrupted(&mut self.corrupt_next_icrc, rocev2_icrc(ip, udp, ib));
         icrc.copy_from_slice(&crc.to_le_bytes());
         self.record(total)

@@ -5,12 +5,12 @@
 use std::collections::HashMap;
 
 use rdma_dissectors::nfs;
-use rdma_dissectors::oncrpc::{MsgBody, RpcMsg};
+use rdma_dissectors::oncrpc::{AcceptStat, MsgBody, ReplyBody, RpcMsg};
 use rdma_dissectors::rpcrdma::{self, Body, Chunks, Proc, RdmaError, RpcRdmaHeader, Xid};
 
 use super::index::Tag;
 use super::state::{Message, Parked, Reassembly, Txn, CLIENT_CONNS};
-use crate::describe::{fill_call, reply_status};
+use crate::describe::{fill_call, fill_nfs_status, reply_status};
 use crate::keys::{Addr, CallKey, ConnId, Origin};
 use crate::model::{
     v1, CallHeader, Carries, ChunkKind, Phases, SegmentUse, StepWhat, Transaction, Transfer,
@@ -921,12 +921,25 @@ impl Engine {
                 s.reported_length = Some(len);
             }
         }
-        if let Some(RpcMsg {
-            body: MsgBody::Reply(r),
-            ..
-        }) = rpc
+        if let Some(
+            msg @ RpcMsg {
+                body: MsgBody::Reply(r),
+                ..
+            },
+        ) = rpc
         {
             t.rec.reply_status = Some(reply_status(r));
+            if let ReplyBody::Accepted {
+                stat: AcceptStat::Success,
+                results,
+                ..
+            } = r
+            {
+                if !backchannel {
+                    let ddp = nfs::Ddp::new(chunks, msg.header_len());
+                    fill_nfs_status(&mut t.rec, results, ddp);
+                }
+            }
         }
         self.finish_txn(t, m, m.invalidate, out);
     }
@@ -944,6 +957,14 @@ impl Engine {
         let rec = &mut t.rec;
         rec.reply_frame = Some(m.frame);
         rec.reply_ts_ns = Some(m.ts);
+        // Every mark seen so far came before this reply: one at or after the
+        // call came while the call was outstanding. O(1), whatever the marks.
+        rec.congested = self
+            .state
+            .connections
+            .get(&conn)
+            .and_then(|c| c.congestion.last_ts_ns)
+            .is_some_and(|l| l >= rec.call_ts_ns);
         rec.reply_len = Some(u32::try_from(m.total).unwrap_or(u32::MAX));
         // A reply stamped before its call: the clock went backwards, and no
         // latency can be told (0 would be a lie).
