@@ -347,3 +347,36 @@ fn live_write_and_json_out_refuse_a_symlink_before_capturing() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The null device is the one non-regular target a stream may have
+/// (`--json-out /dev/null`, what the benchmarks use): written in place,
+/// nothing is replaced. Any other device, or a link to the null device, is
+/// still refused; files written whole refuse it too.
+#[test]
+fn streams_may_write_to_the_null_device_and_nothing_else_that_is_not_a_file() {
+    if !prereq::root("mknod needs root") {
+        return;
+    }
+    let d = temp_dir("null");
+    let null = d.join("null");
+    mknod(&null, "c");
+    let mut f = create_in_place(&null).expect("the null device");
+    std::io::Write::write_all(&mut f, b"discarded").expect("write");
+    let zero = d.join("zero");
+    let ok = Command::new("mknod")
+        .arg(&zero)
+        .args(["c", "1", "5"])
+        .status()
+        .expect("mknod");
+    assert!(ok.success(), "mknod c 1 5");
+    let e = create_in_place(&zero).expect_err("another device");
+    assert!(e.to_string().contains("device"), "{e}");
+    let link = d.join("link");
+    std::os::unix::fs::symlink(&null, &link).unwrap();
+    create_in_place(&link).expect_err("a link to the null device");
+    assert!(
+        check_target(&null).is_err(),
+        "files written whole refuse it"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
