@@ -226,6 +226,21 @@ impl Examples {
             self.last_ts = Some(self.last_ts.map_or(ts, |l| l.max(ts)));
         }
     }
+    /// Takes in another set's examples, each within this set's caps.
+    fn merge(&mut self, other: &Examples) {
+        for c in &other.connections {
+            self.conn(*c);
+        }
+        for x in &other.xids {
+            self.xid(*x);
+        }
+        self.frames(other.frames.iter().copied());
+        self.at(other.first_ts);
+        self.at(other.last_ts);
+        for s in &other.sentences {
+            self.say(|| s.clone());
+        }
+    }
     /// Keeps a sentence if there is room and it says something new; `make`
     /// is only called when there is room.
     fn say(&mut self, make: impl FnOnce() -> String) {

@@ -437,18 +437,7 @@ fn rpc_errors(d: &Diagnosis, state: &State, start: Option<u64>) -> Option<Cause>
     for (status, t) in &d.rpc_errors {
         count += t.count;
         parts.push(format!("{} {status}", t.count));
-        for c in &t.ex.connections {
-            ex.conn(*c);
-        }
-        for x in &t.ex.xids {
-            ex.xid(*x);
-        }
-        ex.frames(t.ex.frames.iter().copied());
-        ex.at(t.ex.first_ts);
-        ex.at(t.ex.last_ts);
-        for s in &t.ex.sentences {
-            ex.say(|| s.clone());
-        }
+        ex.merge(&t.ex);
     }
     // What the client did next: connections made after the first error.
     let after = d.first_rpc_error_ts.map_or(0, |e| {
@@ -589,18 +578,7 @@ fn nfs_errors(d: &Diagnosis, start: Option<u64>) -> Option<Cause> {
         if !advice.contains(&a) {
             advice.push(a);
         }
-        for c in &t.ex.connections {
-            ex.conn(*c);
-        }
-        for x in &t.ex.xids {
-            ex.xid(*x);
-        }
-        ex.frames(t.ex.frames.iter().copied());
-        ex.at(t.ex.first_ts);
-        ex.at(t.ex.last_ts);
-        for s in &t.ex.sentences {
-            ex.say(|| s.clone());
-        }
+        ex.merge(&t.ex);
     }
     let counted: u64 = pairs.iter().map(|(_, t)| t.count).sum();
     let more = d.nfs_errors.saturating_sub(counted);
