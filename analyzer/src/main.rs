@@ -364,6 +364,11 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
         stats.anomalies,
         stats.seconds
     );
+    // The causes, as `report` leads with them: on stderr, beside the
+    // summary (stdout carries the lines).
+    if let Some(e) = outcome.engine.as_ref() {
+        eprint!("live:{}", sink.diagnosis_text(e.state()));
+    }
     match outcome
         .engine
         .as_ref()

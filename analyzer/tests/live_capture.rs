@@ -81,6 +81,24 @@ fn headless(dir: &Path) {
     let status = child.wait().expect("live");
     let err_text = std::fs::read_to_string(&err).unwrap_or_default();
     assert!(status.success(), "live failed: {status}\n{err_text}");
+    // The run ends with the diagnosis `report` gives what it saw (the
+    // frames it wrote, with their live times: a replay's timing is not the
+    // original capture's).
+    let report = Command::new(BIN)
+        .arg("report")
+        .arg(&pcapng)
+        .output()
+        .expect("report");
+    let diagnosis = |t: &str| -> Vec<String> {
+        t.lines()
+            .skip_while(|l| !l.starts_with("Diagnosis ("))
+            .take_while(|l| l.starts_with("Diagnosis (") || l.starts_with("  "))
+            .map(str::to_string)
+            .collect()
+    };
+    let said = diagnosis(&err_text);
+    assert!(said.len() >= 2, "live said no diagnosis:\n{err_text}");
+    assert_eq!(said, diagnosis(&String::from_utf8_lossy(&report.stdout)));
 
     // Every transaction of the capture, with its chunks and invalidation.
     let want = expected();

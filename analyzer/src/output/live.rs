@@ -9,7 +9,8 @@ use std::io::{self, Write};
 use super::lines::{anomaly_line, transaction_line};
 use super::out::Out;
 use super::schema::{AnomalyLine, TransactionLine};
-use crate::engine::{Anomaly, Engine, Finding, Transaction};
+use crate::diagnosis::Diagnosis;
+use crate::engine::{Anomaly, Engine, Finding, State, Transaction};
 use crate::pipeline::{End, Flow, Notice, Progress, Sink};
 
 /// Writes a live run's findings as they come, to a file or standard output
@@ -22,6 +23,8 @@ pub struct LiveSink<W: Write> {
     pub transactions: u64,
     /// Anomalies written.
     pub anomalies: u64,
+    /// The causes in what went by, said when the run ends.
+    diagnosis: Diagnosis,
 }
 
 impl<W: Write> LiveSink<W> {
@@ -32,6 +35,7 @@ impl<W: Write> LiveSink<W> {
             json_lines,
             transactions: 0,
             anomalies: 0,
+            diagnosis: Diagnosis::default(),
         }
     }
 
@@ -43,7 +47,15 @@ impl<W: Write> LiveSink<W> {
             json_lines: false,
             transactions: 0,
             anomalies: 0,
+            diagnosis: Diagnosis::default(),
         }
+    }
+
+    /// The diagnosis of the run so far, as `report` prints it.
+    pub fn diagnosis_text(&self, state: &State) -> String {
+        let mut s = String::new();
+        super::report::diagnosis_text(&mut s, &self.diagnosis.causes(state));
+        s
     }
 
     /// The first write that failed, if one did.
@@ -81,6 +93,7 @@ impl<W: Write> LiveSink<W> {
 
 impl<W: Write> Sink for LiveSink<W> {
     fn finding(&mut self, f: Finding) -> Flow {
+        self.diagnosis.add(&f);
         match f {
             Finding::Transaction(t) => self.transaction(&t),
             Finding::Anomaly(a) => self.anomaly(&a),

@@ -823,7 +823,7 @@ fn rel(ts: u64, start: Option<u64>) -> String {
 }
 
 /// The diagnosis as text, largest impact first.
-fn diagnosis_text(s: &mut String, causes: &[Cause]) {
+pub(crate) fn diagnosis_text(s: &mut String, causes: &[Cause]) {
     let _ = writeln!(
         s,
         "\nDiagnosis (largest impact first; the rules: docs/diagnosis.md)"
