@@ -31,6 +31,7 @@ pub mod kernel;
 pub mod keys;
 mod merge;
 pub mod model;
+mod nfsio;
 mod wire;
 
 use std::collections::BTreeMap;
@@ -53,6 +54,7 @@ pub use model::{
     CallHeader, Carries, ChunkKind, CmState, Congestion, Connection, CreditPoint, LadderStep,
     Phases, Role, SegmentUse, StepWhat, Transaction, Transfer,
 };
+pub use nfsio::{asks_for_retry, FileHandle, NfsIo, Stable, RECENT_ERRORS, RETRY_WINDOW_NS};
 
 #[cold]
 fn t_cut(t: &mut Totals) {

@@ -38,6 +38,14 @@ use crate::xdr::Cursor;
 /// Largest NFSv3 file handle (RFC 1813 section 2.4, `NFS3_FHSIZE`).
 pub const NFS3_FHSIZE: u32 = 64;
 
+/// The CRC-32 (IEEE 802.3, as zlib's) of a file handle's bytes: the
+/// "hash" Wireshark shows for a handle (`nfs.fh.hash`), a short name that
+/// tells the handles of a capture apart where their first bytes (the
+/// export's) are all the same.
+pub fn fh_hash(fh: &[u8]) -> u32 {
+    crc32_fold::update(0, fh)
+}
+
 /// The I/O operations whose byte range [`call_io`] decodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum IoOp {
@@ -593,6 +601,12 @@ mod tests {
         let io = call_io(4, 1, &args, Ddp::NONE);
         assert_eq!(io.op, Some(IoOp::Read));
         assert_eq!((io.fh, io.offset, io.count), (None, Some(4096), Some(512)));
+    }
+
+    #[test]
+    fn fh_hash_is_wiresharks() {
+        // tshark -r captures/v3-ddp.pcap -Y frame.number==1177 -e nfs.fh.hash
+        assert_eq!(fh_hash(&V3_FH), 0x4fec_2610);
     }
 
     #[test]
