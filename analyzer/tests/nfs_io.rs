@@ -421,3 +421,54 @@ fn clean_captures_link_no_retry() {
         assert_eq!(n, 0, "{name}");
     }
 }
+
+/// A snap length cuts the WRITE call of xid 0xfa7da3d4 (v3-ddp.pcap frame
+/// 82, 266 bytes with the ICRC) inside its arguments: the fields before the cut are
+/// kept, the ones after are null, never 0; the reply's side is whole.
+#[test]
+fn a_cut_call_keeps_the_fields_before_the_cut() {
+    if !prereq::require(
+        "editcap",
+        prereq::have_command("editcap", "-h"),
+        "apt install tshark",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // (snap length, fh known, offset, count, stable)
+    // The arguments start at byte 202: the handle (4 + 36 bytes) ends at
+    // 242, the offset at 250, the count at 254, stable at 258.
+    let cases: [(u32, bool, Option<u64>, Option<u64>, Option<&str>); 6] = [
+        (230, false, None, None, None),
+        (242, true, None, None, None),
+        (250, true, Some(262_144), None, None),
+        (253, true, Some(262_144), None, None),
+        (254, true, Some(262_144), Some(262_144), None),
+        (258, true, Some(262_144), Some(262_144), Some("UNSTABLE")),
+    ];
+    for (snap, fh, offset, count, stable) in cases {
+        let out = dir.path().join(format!("s{snap}.pcap"));
+        let st = Command::new("editcap")
+            .arg("-s")
+            .arg(snap.to_string())
+            .arg(capture("v3-ddp.pcap"))
+            .arg(&out)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let ts = transactions(&out);
+        let t = ts.iter().find(|t| t["xid"] == 0xfa7d_a3d4_u64).unwrap();
+        assert_eq!(t["nfs_fh"].is_string(), fh, "snap {snap}: {t}");
+        let io = &t["nfs_io"];
+        if !fh {
+            assert!(io.is_null(), "snap {snap}: {io}");
+            continue;
+        }
+        assert_eq!(io["op"], "WRITE");
+        assert_eq!(io["offset"].as_u64(), offset, "snap {snap}");
+        assert_eq!(io["count"].as_u64(), count, "snap {snap}");
+        assert_eq!(io["stable"].as_str(), stable, "snap {snap}");
+        assert_eq!(io["reply_count"], 262_144, "snap {snap}");
+        assert_eq!(io["committed"], "UNSTABLE", "snap {snap}");
+    }
+}
