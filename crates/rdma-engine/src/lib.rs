@@ -235,6 +235,10 @@ pub struct Evictions {
     pub reads: u64,
     /// Bytes of long Sends not kept beyond `max_message_prefix`.
     pub truncated_messages: u64,
+    /// Calls answered NFS3ERR_JUKEBOX / NFS4ERR_DELAY forgotten (the
+    /// oldest, beyond the 256 remembered at once) before a retry was seen:
+    /// a retry of one of them is not linked (`retry_of_xid`).
+    pub nfs_errors_unlinked: u64,
 }
 
 /// Capture-wide counters.

@@ -220,20 +220,21 @@ struct Errored {
 #[derive(Debug, Default)]
 pub(crate) struct Retries {
     recent: VecDeque<Errored>,
-    /// Entries pushed out by the cap before a retry came.
-    pub forgotten: u64,
 }
 
 impl Retries {
     /// Notes `rec`, answered at `reply_ts_ns`, if its status asks the
     /// client to retry. `client` is the address of the client that sent it.
-    pub fn answered(&mut self, client: Addr, rec: &Transaction, reply_ts_ns: u64) {
+    /// True when the cap pushed out the oldest error, whose retry can then
+    /// no longer be linked.
+    #[must_use]
+    pub fn answered(&mut self, client: Addr, rec: &Transaction, reply_ts_ns: u64) -> bool {
         if rec.program != Some(nfs::NFS_PROGRAM) || !asks_for_retry(rec.nfs_status.as_deref()) {
-            return;
+            return false;
         }
-        if self.recent.len() >= RECENT_ERRORS {
+        let full = self.recent.len() >= RECENT_ERRORS;
+        if full {
             self.recent.pop_front();
-            self.forgotten += 1;
         }
         self.recent.push_back(Errored {
             client,
@@ -245,6 +246,7 @@ impl Retries {
             range: rec.nfs_io.map(|io| (io.op, io.offset, io.count)),
             reply_ts_ns,
         });
+        full
     }
 
     /// Links `rec`, a call `client` just sent, to the oldest remembered
@@ -284,5 +286,145 @@ impl Retries {
         {
             self.recent.pop_front();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{IpAddr, Ipv4Addr};
+
+    use super::*;
+    use crate::keys::Origin;
+    use crate::model::CallHeader;
+
+    const CLIENT: Addr = Addr::Ip(IpAddr::V4(Ipv4Addr::new(10, 99, 0, 2)));
+    const OTHER: Addr = Addr::Ip(IpAddr::V4(Ipv4Addr::new(10, 99, 0, 3)));
+    const S: u64 = 1_000_000_000;
+
+    /// An NFSv3 READ of `fh` at `offset`, sent at `ts`.
+    fn read(xid: u32, ts: u64, fh: u8, offset: u64) -> Transaction {
+        let mut t = Transaction::new(
+            Origin::Wire,
+            ConnId(1),
+            xid,
+            1,
+            ts,
+            CallHeader::Text(String::new()),
+        );
+        t.program = Some(nfs::NFS_PROGRAM);
+        t.version = Some(3);
+        t.procedure = Some("READ".into());
+        t.nfs_fh = FileHandle::new(&[fh; 32]);
+        t.nfs_io = Some(NfsIo {
+            op: "READ",
+            offset: Some(offset),
+            count: Some(4096),
+            stable: None,
+            reply_count: None,
+            eof: None,
+            committed: None,
+        });
+        t
+    }
+
+    fn jukebox(r: &mut Retries, xid: u32, reply_ts: u64) {
+        let mut t = read(xid, reply_ts - 1000, 7, 0);
+        t.nfs_status = Some("NFS3ERR_JUKEBOX".into());
+        assert!(!r.answered(CLIENT, &t, reply_ts));
+    }
+
+    #[test]
+    fn the_retry_is_linked_with_its_wait() {
+        let mut r = Retries::default();
+        jukebox(&mut r, 1, 10 * S);
+        let mut t = read(2, 15 * S, 7, 0);
+        r.sent(CLIENT, &mut t);
+        assert_eq!(t.retry_of_xid, Some(1));
+        assert_eq!(t.retry_of_connection, Some(ConnId(1)));
+        assert_eq!(t.retry_wait_us, Some(5_000_000.0));
+        // One retry per error: the next identical call is not another.
+        let mut again = read(3, 16 * S, 7, 0);
+        r.sent(CLIENT, &mut again);
+        assert_eq!(again.retry_of_xid, None);
+    }
+
+    #[test]
+    fn only_the_same_client_call_and_range_within_the_window() {
+        let mut r = Retries::default();
+        jukebox(&mut r, 1, 10 * S);
+        let mut other_client = read(2, 11 * S, 7, 0);
+        r.sent(OTHER, &mut other_client);
+        let mut other_fh = read(3, 11 * S, 8, 0);
+        r.sent(CLIENT, &mut other_fh);
+        let mut other_offset = read(4, 11 * S, 7, 4096);
+        r.sent(CLIENT, &mut other_offset);
+        let mut before = read(5, 9 * S, 7, 0);
+        r.sent(CLIENT, &mut before);
+        let mut write = read(6, 11 * S, 7, 0);
+        write.procedure = Some("WRITE".into());
+        r.sent(CLIENT, &mut write);
+        for t in [&other_client, &other_fh, &other_offset, &before, &write] {
+            assert_eq!(t.retry_of_xid, None, "xid {}", t.xid);
+        }
+        let mut late = read(7, 10 * S + RETRY_WINDOW_NS + 1, 7, 0);
+        r.sent(CLIENT, &mut late);
+        assert_eq!(late.retry_of_xid, None);
+        // The window's end is in it.
+        let mut r = Retries::default();
+        jukebox(&mut r, 1, 10 * S);
+        let mut edge = read(8, 10 * S + RETRY_WINDOW_NS, 7, 0);
+        r.sent(CLIENT, &mut edge);
+        assert_eq!(edge.retry_of_xid, Some(1));
+    }
+
+    #[test]
+    fn other_statuses_and_programs_are_not_remembered() {
+        let mut r = Retries::default();
+        for status in ["NFS3_OK", "NFS3ERR_STALE", "NFS4ERR_GRACE"] {
+            let mut t = read(1, S, 7, 0);
+            t.nfs_status = Some(status.into());
+            assert!(!r.answered(CLIENT, &t, 2 * S));
+        }
+        let mut t = read(1, S, 7, 0);
+        t.nfs_status = Some("NFS4ERR_DELAY".into());
+        t.program = Some(100_005);
+        assert!(!r.answered(CLIENT, &t, 2 * S));
+        assert!(r.recent.is_empty());
+    }
+
+    /// Hostile traffic answered DELAY without end holds the table at its
+    /// cap; the oldest go first and are counted.
+    #[test]
+    fn the_table_is_bounded() {
+        let mut r = Retries::default();
+        let mut pushed_out = 0;
+        for i in 0..(RECENT_ERRORS as u32 + 10) {
+            let mut t = read(i, 10 * S, 7, 0);
+            t.nfs_status = Some("NFS4ERR_DELAY".into());
+            pushed_out += u32::from(r.answered(CLIENT, &t, 10 * S + u64::from(i)));
+        }
+        assert_eq!(r.recent.len(), RECENT_ERRORS);
+        assert_eq!(pushed_out, 10);
+        assert_eq!(r.recent.front().map(|e| e.xid), Some(10));
+        r.expire(10 * S + RETRY_WINDOW_NS + 10 * S);
+        assert!(r.recent.is_empty());
+    }
+
+    #[test]
+    fn handles_are_bounded_and_named_as_wireshark_does() {
+        assert!(FileHandle::new(&[0; 129]).is_none());
+        let fh = FileHandle::new(&[0xab; 128]).unwrap();
+        assert_eq!(fh.to_string().len(), 256);
+        let fh = FileHandle::new(&hex_literal_fh()).unwrap();
+        assert_eq!(fh.short(), "0x4fec2610/36");
+    }
+
+    /// The handle of captures/v3-ddp.pcap (tshark: nfs.fh.hash 0x4fec2610).
+    fn hex_literal_fh() -> Vec<u8> {
+        let h = "01000701793d000000000000279bec6c4ba24bbf919f1c0d51f9c452b43e0000d5034c5e";
+        (0..h.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap())
+            .collect()
     }
 }

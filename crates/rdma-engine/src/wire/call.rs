@@ -940,7 +940,9 @@ impl Engine {
                 if !backchannel {
                     let ddp = nfs::Ddp::new(chunks, msg.header_len());
                     fill_nfs_status(&mut t.rec, results, ddp);
-                    self.conns.retries.answered(m.dest.addr, &t.rec, m.ts);
+                    if self.conns.retries.answered(m.dest.addr, &t.rec, m.ts) {
+                        self.state.evictions.nfs_errors_unlinked += 1;
+                    }
                 }
             }
         }
