@@ -438,7 +438,7 @@ fn a_cut_call_keeps_the_fields_before_the_cut() {
     // (snap length, fh known, offset, count, stable)
     // The arguments start at byte 202: the handle (4 + 36 bytes) ends at
     // 242, the offset at 250, the count at 254, stable at 258.
-    let cases: [(u32, bool, Option<u64>, Option<u64>, Option<&str>); 6] = [
+    let cases = [
         (230, false, None, None, None),
         (242, true, None, None, None),
         (250, true, Some(262_144), None, None),
