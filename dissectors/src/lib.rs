@@ -9,7 +9,7 @@
 //! | [`rpcrdma_cm`] | RPC-over-RDMA CM private data | RFC 8797 |
 //! | [`rpcrdma`] | RPC-over-RDMA version 1 transport header | RFC 8166 |
 //! | [`oncrpc`] | ONC RPC call and reply | RFC 5531 |
-//! | [`nfs`] | NFSv3, NFSv4.x COMPOUND, NFSACL, MOUNT, NLM, NFSv4 callback names | RFC 1813, 7530, 8881, 7862 |
+//! | [`nfs`] | NFSv3, NFSv4.x COMPOUND, NFSACL, MOUNT, NLM, NFSv4 callback names; file handle and byte range of READ/WRITE/COMMIT | RFC 1813, 7530, 8881, 7862 |
 //! | [`stack`] | one call that runs them all over a captured frame | |
 //!
 //! Every parser takes bytes, returns a typed header and the rest of the input,

@@ -45,6 +45,9 @@ use crate::layer::Layer;
 use crate::rpcrdma::Chunks;
 use crate::xdr::{padded_len, Cursor};
 
+mod io;
+pub use io::{call_io, fh_hash, reply_io, CallIo, IoOp, ReplyIo, StableHow, NFS3_FHSIZE};
+
 /// NFS program number (RFC 1813 section 1.1, RFC 7530 section 16.1).
 pub const NFS_PROGRAM: u32 = 100_003;
 /// MOUNT program number (RFC 1813 appendix I).

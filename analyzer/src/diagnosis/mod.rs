@@ -327,6 +327,9 @@ pub struct Diagnosis {
     nfs_errors: u64,
     /// ... and by (status, operation), for the first few pairs.
     nfs_by_status: BTreeMap<(String, String), Tally>,
+    /// Calls that retried one answered NFS3ERR_JUKEBOX / NFS4ERR_DELAY
+    /// (`retry_of_xid`): count, the waits before them (ns), examples.
+    nfs_retries: Tally,
     /// RPCs in flight while their connection was marked congested.
     congested: Tally,
 }
@@ -420,6 +423,9 @@ impl Diagnosis {
         }
         if let Some(s) = t.nfs_status.as_deref().filter(|s| rules::nfs_error(s)) {
             self.nfs_error(t, s);
+        }
+        if let Some(of) = t.retry_of_xid {
+            rules::note_retry(&mut self.nfs_retries, t, of);
         }
     }
 

@@ -104,6 +104,28 @@ fn secs(ts: u64, start: Option<u64>) -> String {
     )
 }
 
+/// Notes a call that retried `of`, a call the server answered "not now":
+/// the wait before it is time the application lost to the error.
+pub(super) fn note_retry(r: &mut Tally, t: &Transaction, of: u32) {
+    r.count += 1;
+    // Whole µs from the engine; the sum is kept in ns like the others.
+    let wait_ns = t.retry_wait_us.map_or(0, |w| (w * 1000.0).round() as u64);
+    r.ns += wait_ns;
+    r.ex.conn(t.connection);
+    r.ex.xid(t.xid);
+    r.ex.frames([t.call_frame]);
+    r.ex.at(Some(t.call_ts_ns));
+    let label = t.procedure_label();
+    r.ex.say(|| {
+        format!(
+            "{label} xid {:#010x} (frame {}) retried xid {of:#010x} after {:.3} s",
+            t.xid,
+            t.call_frame,
+            wait_ns as f64 / 1e9
+        )
+    });
+}
+
 /// Notes an operation sent on more than one connection: the time before
 /// its last transmission is what the reconnect cost the application.
 pub(super) fn note_reconnect(r: &mut Tally, t: &Transaction, app: Option<u64>, wire: Option<u64>) {
@@ -618,16 +640,31 @@ fn nfs_errors(d: &Diagnosis, start: Option<u64>) -> Option<Cause> {
     if more > 0 {
         parts.push(format!("{more} more of other statuses"));
     }
-    let measured = format!(
+    let mut measured = format!(
         "{} of {} RPCs ({:.1}%) were answered with an NFS error that is not routine ({})",
         d.nfs_errors,
         d.ops,
         100.0 * d.nfs_errors as f64 / d.ops.max(1) as f64,
         parts.join(", ")
     );
+    // The client's waits before retrying DELAY/JUKEBOX are time the
+    // application lost, on top of the RPCs' own: the share is of both.
+    let r = &d.nfs_retries;
+    let waited = (r.count > 0).then_some(r.ns);
+    let of_ns = d.app_wait_ns.saturating_add(r.ns);
+    if r.count > 0 {
+        measured.push_str(&format!(
+            "; {} retr{} after DELAY/JUKEBOX, waited {:.3} s in total before them ({:.1}% of the time the RPCs and those waits took)",
+            r.count,
+            if r.count == 1 { "y" } else { "ies" },
+            r.ns as f64 / 1e9,
+            100.0 * r.ns as f64 / of_ns.max(1) as f64
+        ));
+        ex.merge(&r.ex);
+    }
     Some(Cause {
         cause: CauseName::NfsErrors,
-        impact: impact(d, measured, None, 0, Some(d.nfs_errors)),
+        impact: impact(d, measured, waited, of_ns, Some(d.nfs_errors)),
         peer: peer.unwrap_or(Peer::Server),
         evidence: ex.evidence(start),
         advice: advice.join("; "),

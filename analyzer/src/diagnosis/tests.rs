@@ -330,3 +330,53 @@ fn congestion_is_named_at_the_first_mark() {
     assert!(c.evidence.from_s.is_some_and(|f| f > 0.0));
     assert!(c.advice.contains("DCQCN"));
 }
+
+/// Calls retried after JUKEBOX: the waits before the retries are time
+/// lost, counted in the measure and as the impact's share of time (of the
+/// RPCs' time and those waits together).
+#[test]
+fn retries_after_jukebox_count_their_wait() {
+    let (mut f, s) = findings("v3-inline.pcap");
+    let mut app_ns = 0u64;
+    let (mut errors, mut retries) = (0, 0);
+    for x in &mut f {
+        let Finding::Transaction(t) = x else { continue };
+        if let Some(r) = t.reply_ts_ns {
+            app_ns += r - t.first_call_ts_ns;
+        }
+        match t.procedure.as_deref() {
+            Some("GETATTR") if errors < 2 => {
+                t.nfs_status = Some("NFS3ERR_JUKEBOX".into());
+                errors += 1;
+            }
+            Some("ACCESS") if retries < 2 => {
+                // Two retries, 5 s after their errors each (NFSv3's wait).
+                t.retry_of_xid = Some(0x1234_0000 + retries);
+                t.retry_wait_us = Some(5_000_000.0);
+                retries += 1;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!((errors, retries), (2, 2));
+    let causes = diagnose(&f, &s);
+    let c = &causes[0];
+    assert_eq!(c.cause, CauseName::NfsErrors, "{causes:#?}");
+    assert!(
+        c.impact
+            .measured
+            .contains("2 retries after DELAY/JUKEBOX, waited 10.000 s in total before them"),
+        "{}",
+        c.impact.measured
+    );
+    assert_eq!(c.impact.time_ms, Some(10_000.0));
+    let want = 10e9 / (10e9 + app_ns as f64);
+    let got = c.impact.share_of_time.unwrap();
+    assert!((got - want).abs() < 1e-9, "{got} vs {want}");
+    assert_eq!(c.impact.score, got);
+    assert!(c
+        .evidence
+        .examples
+        .iter()
+        .any(|e| e.contains("retried xid 0x12340000 after 5.000 s")));
+}

@@ -60,7 +60,8 @@ use rdma_dissectors::view::{FrameView, IpView};
 use super::schema::{ConnectionView, SCHEMA_VERSION};
 use crate::diagnosis::{Cause, Diagnosis};
 use crate::engine::{
-    Anomaly, Carries, ChunkKind, ConnId, Engine, Event, Finding, QpKey, SegmentUse, Transaction,
+    Anomaly, Carries, ChunkKind, ConnId, Engine, Event, Finding, NfsIo, QpKey, SegmentUse,
+    Transaction,
 };
 use crate::files::AtomicFile;
 use crate::pipeline::{End, Flow, Notice, Progress, Sink};
@@ -366,6 +367,12 @@ struct TxnRows {
     cut: BooleanBuilder,
     nfs_status: StringBuilder,
     nfs_failed_op: StringBuilder,
+    nfs_fh: StringBuilder,
+    nfs_fh_hash: UInt32Builder,
+    nfs_io: NfsIoColumn,
+    retry_of_xid: UInt32Builder,
+    retry_of_connection: StringBuilder,
+    retry_wait_us: Float64Builder,
     congested: BooleanBuilder,
 }
 
@@ -599,6 +606,12 @@ impl TxnRows {
             cut: BooleanBuilder::new(),
             nfs_status: StringBuilder::new(),
             nfs_failed_op: StringBuilder::new(),
+            nfs_fh: StringBuilder::new(),
+            nfs_fh_hash: UInt32Builder::new(),
+            nfs_io: NfsIoColumn::new(),
+            retry_of_xid: UInt32Builder::new(),
+            retry_of_connection: StringBuilder::new(),
+            retry_wait_us: Float64Builder::new(),
             congested: BooleanBuilder::new(),
         }
     }
@@ -661,6 +674,14 @@ impl TxnRows {
         self.cut.append_value(t.cut);
         self.nfs_status.append_option(t.nfs_status.as_deref());
         self.nfs_failed_op.append_option(t.nfs_failed_op.as_deref());
+        self.nfs_fh
+            .append_option(t.nfs_fh.as_ref().map(ToString::to_string));
+        self.nfs_fh_hash.append_option(t.nfs_fh_hash);
+        self.nfs_io.push(t.nfs_io.as_ref());
+        self.retry_of_xid.append_option(t.retry_of_xid);
+        self.retry_of_connection
+            .append_option(t.retry_of_connection.map(|c| c.to_string()));
+        self.retry_wait_us.append_option(t.retry_wait_us);
         self.congested.append_value(t.congested);
     }
 }
@@ -722,6 +743,12 @@ impl Rows for TxnRows {
             field("cut", DataType::Boolean, false),
             field("nfs_status", DataType::Utf8, true),
             field("nfs_failed_op", DataType::Utf8, true),
+            field("nfs_fh", DataType::Utf8, true),
+            u32n("nfs_fh_hash"),
+            field("nfs_io", DataType::Struct(NfsIoColumn::fields()), true),
+            u32n("retry_of_xid"),
+            field("retry_of_connection", DataType::Utf8, true),
+            field("retry_wait_us", DataType::Float64, true),
             field("congested", DataType::Boolean, false),
         ]))
     }
@@ -772,6 +799,12 @@ impl Rows for TxnRows {
             finish(&mut self.cut),
             finish(&mut self.nfs_status),
             finish(&mut self.nfs_failed_op),
+            finish(&mut self.nfs_fh),
+            finish(&mut self.nfs_fh_hash),
+            self.nfs_io.finish(),
+            finish(&mut self.retry_of_xid),
+            finish(&mut self.retry_of_connection),
+            finish(&mut self.retry_wait_us),
             finish(&mut self.congested),
         ]
     }
@@ -899,6 +932,75 @@ impl QpColumn {
         struct_array(
             Self::fields(),
             vec![finish(&mut self.addr), finish(&mut self.qpn)],
+            self.present.take(),
+        )
+    }
+}
+
+/// An NFS READ/WRITE/COMMIT's range and reply (`nfs_io`), null for other calls.
+struct NfsIoColumn {
+    present: Present,
+    op: StringBuilder,
+    offset: UInt64Builder,
+    count: UInt32Builder,
+    stable: StringBuilder,
+    reply_count: UInt32Builder,
+    eof: BooleanBuilder,
+    committed: StringBuilder,
+}
+
+impl NfsIoColumn {
+    fn fields() -> Fields {
+        Fields::from(vec![
+            field("op", DataType::Utf8, true),
+            field("offset", DataType::UInt64, true),
+            field("count", DataType::UInt32, true),
+            field("stable", DataType::Utf8, true),
+            field("reply_count", DataType::UInt32, true),
+            field("eof", DataType::Boolean, true),
+            field("committed", DataType::Utf8, true),
+        ])
+    }
+
+    fn new() -> Self {
+        NfsIoColumn {
+            present: Present::default(),
+            op: StringBuilder::new(),
+            offset: UInt64Builder::new(),
+            count: UInt32Builder::new(),
+            stable: StringBuilder::new(),
+            reply_count: UInt32Builder::new(),
+            eof: BooleanBuilder::new(),
+            committed: StringBuilder::new(),
+        }
+    }
+
+    fn push(&mut self, io: Option<&NfsIo>) {
+        self.present.push(io.is_some());
+        self.op.append_option(io.map(|i| i.op));
+        self.offset.append_option(io.and_then(|i| i.offset));
+        self.count.append_option(io.and_then(|i| i.count));
+        self.stable
+            .append_option(io.and_then(|i| i.stable).map(|s| s.to_string()));
+        self.reply_count
+            .append_option(io.and_then(|i| i.reply_count));
+        self.eof.append_option(io.and_then(|i| i.eof));
+        self.committed
+            .append_option(io.and_then(|i| i.committed).map(|s| s.to_string()));
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        struct_array(
+            Self::fields(),
+            vec![
+                finish(&mut self.op),
+                finish(&mut self.offset),
+                finish(&mut self.count),
+                finish(&mut self.stable),
+                finish(&mut self.reply_count),
+                finish(&mut self.eof),
+                finish(&mut self.committed),
+            ],
             self.present.take(),
         )
     }

@@ -106,6 +106,7 @@ pub fn transaction_line(t: &Transaction) -> String {
         Some("SUCCESS") | None => String::new(),
         Some(s) => format!(" rpc {s}"),
     };
+    let io = nfs_io_words(t);
     let an = if t.anomalies.is_empty() {
         String::new()
     } else {
@@ -119,7 +120,7 @@ pub fn transaction_line(t: &Transaction) -> String {
         )
     };
     format!(
-        "{} xid {:#010x} frames {}->{} {} call {} reply {} {} credits {}/{} in flight {} moved {} B rt {}{rpc}{nfs}{inv}{an}",
+        "{} xid {:#010x} frames {}->{} {} call {} reply {} {} credits {}/{} in flight {} moved {} B rt {}{io}{rpc}{nfs}{inv}{an}",
         t.connection,
         t.xid,
         t.call_frame,
@@ -134,6 +135,27 @@ pub fn transaction_line(t: &Transaction) -> String {
         t.bytes_moved(),
         t.round_trips,
     )
+}
+
+/// ` fh 0x4fec2610/36 WRITE off 262144 cnt 262144 UNSTABLE retry of 0x… after 100.0 ms`:
+/// the NFS file, byte range and retry link, each only when known.
+fn nfs_io_words(t: &Transaction) -> String {
+    let mut s = String::new();
+    if let Some(fh) = &t.nfs_fh {
+        s.push_str(" fh ");
+        s.push_str(&fh.short());
+    }
+    if let Some(io) = &t.nfs_io {
+        s.push(' ');
+        s.push_str(&io.short());
+    }
+    if let Some(x) = t.retry_of_xid {
+        s.push_str(&format!(" retry of {x:#010x}"));
+        if let Some(w) = t.retry_wait_us {
+            s.push_str(&format!(" after {:.1} ms", w / 1000.0));
+        }
+    }
+    s
 }
 
 /// One anomaly as a line of text.

@@ -893,6 +893,7 @@ impl Collector for Scrape {
                 ("calls", e.calls),
                 ("reads", e.reads),
                 ("truncated_messages", e.truncated_messages),
+                ("nfs_errors_unlinked", e.nfs_errors_unlinked),
             ],
         )?;
         f.gauges(

@@ -764,6 +764,7 @@ impl Report {
             + state.evictions.calls
             + state.evictions.qps
             + state.evictions.reads
+            + state.evictions.nfs_errors_unlinked
             > 0
         {
             let e = state.evictions;
@@ -772,6 +773,14 @@ impl Report {
                 "\nCaps reached: {} connections, {} QPs, {} calls, {} reads evicted",
                 e.connections, e.qps, e.calls, e.reads
             );
+            if e.nfs_errors_unlinked > 0 {
+                let _ = writeln!(
+                    s,
+                    "  {} calls answered DELAY/JUKEBOX forgotten before their retry (more than {} at once): their retries are not linked",
+                    e.nfs_errors_unlinked,
+                    crate::engine::RECENT_ERRORS
+                );
+            }
         }
     }
 }

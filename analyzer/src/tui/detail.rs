@@ -176,6 +176,42 @@ fn draw_ladder(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState, t: &Trans
     f.render_stateful_widget(table, area, &mut st);
 }
 
+/// The NFS file handle, byte range and retry link in words, when known:
+/// `fh 0100… (hash 0x4fec2610) WRITE off 262144 cnt 262144 UNSTABLE; reply cnt
+/// 262144 UNSTABLE; retry of xid 0x… (c1) after 100.0 ms`.
+fn nfs_file_words(t: &Transaction) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(fh) = &t.nfs_fh {
+        parts.push(format!("fh {fh} (hash {:#010x})", fh.hash()));
+    }
+    if let Some(io) = &t.nfs_io {
+        let mut s = io.short();
+        if io.reply_count.is_some() || io.eof.is_some() || io.committed.is_some() {
+            s.push_str("; reply");
+            if let Some(c) = io.reply_count {
+                s.push_str(&format!(" cnt {c}"));
+            }
+            if let Some(e) = io.eof {
+                s.push_str(if e { " eof" } else { " not eof" });
+            }
+            if let Some(c) = io.committed {
+                s.push_str(&format!(" {c}"));
+            }
+        }
+        parts.push(s);
+    }
+    if let Some(x) = t.retry_of_xid {
+        let on = t
+            .retry_of_connection
+            .map_or(String::new(), |c| format!(" ({c})"));
+        let after = t
+            .retry_wait_us
+            .map_or(String::new(), |w| format!(" after {:.1} ms", w / 1000.0));
+        parts.push(format!("retry of xid {x:#010x}{on}{after}"));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
 fn draw_info(f: &mut Frame<'_>, area: Rect, t: &Transaction) {
     let key = |s: &'static str| Span::styled(s, Style::new().fg(Color::Cyan));
     let mut lines = vec![
@@ -219,6 +255,9 @@ fn draw_info(f: &mut Frame<'_>, area: Rect, t: &Transaction) {
             )),
         ]),
     ];
+    if let Some(words) = nfs_file_words(t) {
+        lines.push(Line::from(vec![key("NFS file       "), Span::raw(words)]));
+    }
     let segs: Vec<String> = t
         .chunks
         .iter()

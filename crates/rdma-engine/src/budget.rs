@@ -167,7 +167,7 @@ const STAG_BYTES: usize =
     2 * (size_of::<(u32, Vec<CallKey>)>() + 1) + 4 * size_of::<CallKey>() + MALLOC_OVERHEAD;
 
 /// What a call costs while it is outstanding: the record, its places in the
-/// tables, its chunk list, its header bytes and name, and room for the
+/// tables, its chunk list, its header bytes, name and file handle, and room for the
 /// ladder it will grow to (the call and reply Sends, and about two steps
 /// per chunk segment: an RDMA operation's first packet and its completion).
 pub(super) fn call_bytes(t: &Txn, max_ladder_steps: usize) -> usize {
@@ -187,6 +187,7 @@ pub(super) fn call_bytes(t: &Txn, max_ladder_steps: usize) -> usize {
         + r.chunks.len() * (STAG_BYTES + heap(SEGMENT_FRAME_CAP * 8))
         + heap(steps * size_of::<LadderStep>())
         + heap(r.procedure.as_ref().map_or(0, String::capacity))
+        + heap(r.nfs_fh.as_ref().map_or(0, |fh| fh.bytes().len()))
         + heap(match &r.call_header {
             super::model::CallHeader::Wire(b) => b.len(),
             super::model::CallHeader::Text(s) => s.capacity(),

@@ -182,6 +182,9 @@ pub(super) fn fill_call(
         name = Some(s);
     }
     rec.procedure = name.or_else(|| Some(format!("proc {proc}")));
+    if prog == nfs::NFS_PROGRAM {
+        super::nfsio::fill_call(rec, vers, proc, args, ddp);
+    }
 }
 
 /// Fills the NFS status of a reply to an NFSv3 or NFSv4 call (the call's
@@ -193,6 +196,7 @@ pub(super) fn fill_nfs_status(rec: &mut Transaction, results: &[u8], ddp: nfs::D
     else {
         return;
     };
+    super::nfsio::fill_reply(rec, vers, proc, results, ddp);
     let Ok(Some(status)) = nfs::reply_status(vers, proc, results, ddp) else {
         return;
     };

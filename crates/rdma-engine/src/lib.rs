@@ -31,6 +31,7 @@ pub mod kernel;
 pub mod keys;
 mod merge;
 pub mod model;
+mod nfsio;
 mod wire;
 
 use std::collections::BTreeMap;
@@ -53,6 +54,7 @@ pub use model::{
     CallHeader, Carries, ChunkKind, CmState, Congestion, Connection, CreditPoint, LadderStep,
     Phases, Role, SegmentUse, StepWhat, Transaction, Transfer,
 };
+pub use nfsio::{asks_for_retry, FileHandle, NfsIo, Stable, RECENT_ERRORS, RETRY_WINDOW_NS};
 
 #[cold]
 fn t_cut(t: &mut Totals) {
@@ -233,6 +235,10 @@ pub struct Evictions {
     pub reads: u64,
     /// Bytes of long Sends not kept beyond `max_message_prefix`.
     pub truncated_messages: u64,
+    /// Calls answered NFS3ERR_JUKEBOX / NFS4ERR_DELAY forgotten (the
+    /// oldest, beyond the 256 remembered at once) before a retry was seen:
+    /// a retry of one of them is not linked (`retry_of_xid`).
+    pub nfs_errors_unlinked: u64,
 }
 
 /// Capture-wide counters.

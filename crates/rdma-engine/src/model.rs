@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::kernel::event::{ChunkType, SegKind};
 use super::keys::{ConnId, Origin, QpKey};
+use super::nfsio::{FileHandle, NfsIo};
 use super::Kind;
 
 /// How a call or a reply travelled.
@@ -339,6 +340,25 @@ pub struct Transaction {
     /// not NFS4_OK); `None` when the COMPOUND succeeded, for NFSv3 (the
     /// procedure is the operation), or when the walk could not reach it.
     pub nfs_failed_op: Option<String>,
+    /// The file handle the NFS call names: an NFSv3 call's first argument;
+    /// for an NFSv4 COMPOUND the current filehandle (set by PUTFH) when its
+    /// READ/WRITE/COMMIT is evaluated, or, with no such op, its first
+    /// PUTFH's. `None` when the call carries none or it was not seen.
+    pub nfs_fh: Option<FileHandle>,
+    /// The CRC-32 of `nfs_fh`: the hash Wireshark shows for the handle
+    /// (`nfs.fh.hash`), its short name in the text output.
+    pub nfs_fh_hash: Option<u32>,
+    /// The byte range of an NFS READ, WRITE or COMMIT and what the reply
+    /// said of the data; `None` for other calls.
+    pub nfs_io: Option<NfsIo>,
+    /// This call retries one the server answered NFS3ERR_JUKEBOX or
+    /// NFS4ERR_DELAY: that call's XID (same client, procedure, file handle
+    /// and byte range, sent within 30 s of the error reply).
+    pub retry_of_xid: Option<u32>,
+    /// The connection the retried call was answered on.
+    pub retry_of_connection: Option<ConnId>,
+    /// The error reply to this retry's call, µs: the time the client waited.
+    pub retry_wait_us: Option<f64>,
     /// A congestion mark (ECN CE, CNP, FECN, BECN) was seen on its
     /// connection while it was outstanding, between its call and its reply.
     pub congested: bool,
@@ -442,6 +462,12 @@ impl Transaction {
             reply_status: None,
             nfs_status: None,
             nfs_failed_op: None,
+            nfs_fh: None,
+            nfs_fh_hash: None,
+            nfs_io: None,
+            retry_of_xid: None,
+            retry_of_connection: None,
+            retry_wait_us: None,
             congested: false,
             loss_delayed: false,
             anomalies: Vec::new(),

@@ -1,10 +1,12 @@
-//! NFSv4 COMPOUND walks and NFS reply status decoding over arbitrary bytes,
+//! NFSv4 COMPOUND walks, NFS reply status and I/O (file handle, offset,
+//! count) decoding over arbitrary bytes,
 //! with and without a DDP hint taken from an RPC-over-RDMA header at the
 //! front of the input.
 #![no_main]
 
 use rdma_dissectors::nfs::{
-    describe_call_with, reply_status, Compound, CompoundReply, Ddp, NFS_PROGRAM,
+    call_io, describe_call_with, reply_io, reply_status, Compound, CompoundReply, Ddp,
+    NFS4_FHSIZE, NFS_PROGRAM,
 };
 use rdma_dissectors::rpcrdma::RpcRdmaHeader;
 
@@ -35,5 +37,9 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         if let Ok(Some(st)) = reply_status(vers, proc, args, ddp) {
             let _ = (st.name(), st.is_ok());
         }
+        // File handle and byte range of calls, count/eof/committed of replies.
+        let io = call_io(vers, proc, args, ddp);
+        assert!(io.fh.map_or(0, <[u8]>::len) <= NFS4_FHSIZE as usize);
+        let _ = reply_io(vers, proc, args, ddp);
     }
 });

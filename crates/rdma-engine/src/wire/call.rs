@@ -615,6 +615,8 @@ impl Engine {
             if let Some(p) = earlier {
                 self.sent_again(p, &mut rec, m, out);
             }
+            self.conns.retries.expire(m.ts);
+            self.conns.retries.sent(m.src, &mut rec);
         }
         self.make_room_for_call(conn, out);
         // The calls outstanding in this call's direction: a backchannel
@@ -950,6 +952,9 @@ impl Engine {
                 if !backchannel {
                     let ddp = nfs::Ddp::new(chunks, msg.header_len());
                     fill_nfs_status(&mut t.rec, results, ddp);
+                    if self.conns.retries.answered(m.dest.addr, &t.rec, m.ts) {
+                        self.state.evictions.nfs_errors_unlinked += 1;
+                    }
                 }
             }
         }

@@ -158,6 +158,9 @@ pub(crate) struct Table {
     /// to look for a call sent again on a new connection while the old one
     /// was not seen to close (its DREQ unanswered, or cut by a snap length).
     pub by_client: Map<Addr, Vec<ConnId>>,
+    /// Calls answered NFS3ERR_JUKEBOX / NFS4ERR_DELAY, waiting for the
+    /// client's retry under a new XID.
+    pub retries: crate::nfsio::Retries,
 }
 
 /// Connections remembered per client address in `Table::by_client`.
