@@ -338,15 +338,19 @@ fn network_loss(d: &Diagnosis, state: &State, start: Option<u64>) -> Option<Caus
     for c in &d.loss_ex.connections {
         ex.conn(*c);
     }
+    let delayed = if d.loss_rpcs > 0 {
+        format!(
+            "{} RPC(s) were outstanding on a connection while its packets were lost (RC delivers in order: they waited for the resend) and waited {:.3} s on the wire, of the {:.3} s all RPCs waited",
+            d.loss_rpcs,
+            d.loss_wait_ns as f64 / 1e9,
+            d.wire_wait_ns as f64 / 1e9
+        )
+    } else {
+        format!("no reply came on a connection after its packets were lost; {rpcs} call(s) had their own Send resent")
+    };
     let measured = format!(
-        "{} request packets sent again and {} PSN sequence error NAKs ({} PSN gaps in the capture) over {} RDMA frames; {} RPC(s) were outstanding on a connection while its packets were lost (RC delivers in order: they waited for the resend) and waited {:.3} s on the wire, of the {:.3} s all RPCs waited",
-        r.count,
-        n.count,
-        state.totals.psn_gaps,
-        state.totals.rdma_frames,
-        d.loss_rpcs,
-        d.loss_wait_ns as f64 / 1e9,
-        d.wire_wait_ns as f64 / 1e9
+        "{} request packets sent again and {} PSN sequence error NAKs ({} PSN gaps in the capture) over {} RDMA frames; {delayed}",
+        r.count, n.count, state.totals.psn_gaps, state.totals.rdma_frames,
     );
     Some(Cause {
         cause: CauseName::NetworkLoss,
