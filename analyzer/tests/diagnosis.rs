@@ -452,3 +452,23 @@ fn the_dataset_has_the_causes_as_a_table() {
     );
     assert!(rows[0].1 > 0.9 && rows[1].1 < rows[0].1, "{rows:?}");
 }
+
+#[test]
+fn a_connection_torn_down_as_the_capture_ends_is_no_outage() {
+    // Every injection at once: c1 carries an unanswered call and is torn
+    // down with the others as the capture ends; nothing replaces it, and
+    // the capture stops there, so its timeline names no outage.
+    let s = Synth::new("timeline", &["--connections", "3", "--inject", "all"]);
+    let doc = report_json(&s.0);
+    let tl = doc["timeline"].as_array().expect("a timeline");
+    let c1 = tl
+        .iter()
+        .flat_map(|c| c["connections"].as_array().unwrap())
+        .find(|e| e["connection"] == "c1")
+        .expect("c1 on the timeline");
+    assert!(c1["unanswered_calls"].as_u64().unwrap() >= 1, "{c1}");
+    assert!(c1["torn_down_ts_ns"].is_u64(), "{c1}");
+    for c in tl {
+        assert_eq!(c["outages"], serde_json::json!([]), "{c}");
+    }
+}

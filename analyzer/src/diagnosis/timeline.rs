@@ -7,7 +7,9 @@
 //! unanswered and then torn down or replaced: it runs from that
 //! connection's last message (the last time an RPC moved on it) to the
 //! next connection's establishment (RTU; its first sight when the capture
-//! missed its CM exchange), or to the capture's end when none came.
+//! missed its CM exchange), or to the capture's end when none came (then
+//! only if that is a second or more: a connection torn down as the capture
+//! ends is a capture that stopped).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -15,6 +17,7 @@ use std::fmt::Write as _;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::rules::UNRESPONSIVE_NS;
 use crate::engine::{CmEvent, CmMsg, CmState, ConnId, Connection, Role, State};
 
 /// One connection on a client's timeline.
@@ -180,6 +183,12 @@ fn outages(cs: &[TimelineEntry], end: Option<u64>) -> Vec<Outage> {
                 .or((b.cm_state == CmState::NotSeen).then_some(b.first_ts_ns))
         });
         let until = up.or(end).unwrap_or(a.last_ts_ns);
+        // Torn down at the capture's end, nothing after: the capture
+        // stopped, as for a call unanswered at the end (`server_unresponsive`
+        // takes the same second to tell them apart).
+        if next.is_none() && until.saturating_sub(a.last_ts_ns) < UNRESPONSIVE_NS {
+            continue;
+        }
         v.push(Outage {
             connection: a.connection,
             from_ts_ns: a.last_ts_ns,
