@@ -274,6 +274,76 @@ impl Drop for Synth {
     }
 }
 
+/// The lab scenarios that each induce one cause on real kernels
+/// (`captures/lab/run.sh diag`, `DIAG_SCENARIOS` in
+/// `captures/lab/guest/scenarios.sh`): the cause was written down before the
+/// run, in the scenario's description ("induces CAUSE: ..."), which the lab
+/// copies into the scenario's summary; the diagnosis must name it first.
+#[test]
+fn each_lab_scenario_gives_its_induced_cause_first() {
+    let dir = capture("diag");
+    let mut seen = vec![];
+    let mut summaries: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("captures/diag")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "json")
+                && !p
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("lab-run"))
+        })
+        .collect();
+    summaries.sort();
+    for summary in summaries {
+        let meta: Value =
+            serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+        let scenario = meta["scenario"].as_str().expect("a scenario name");
+        let exercises = meta["exercises"].as_str().expect("what it exercises");
+        let induced = exercises
+            .strip_prefix("induces ")
+            .and_then(|r| r.split(':').next())
+            .unwrap_or_else(|| panic!("{scenario}: no \"induces CAUSE:\" in {exercises:?}"));
+        assert_eq!(meta["status"], "ok", "{scenario}: the lab run failed");
+        let doc = report_json(&dir.join(format!("{scenario}.pcap")));
+        let got = causes(&doc);
+        assert_eq!(
+            got.first().map(String::as_str),
+            Some(induced),
+            "{scenario} induced {induced}: {:#}",
+            doc["diagnosis"]
+        );
+        seen.push((scenario.to_string(), doc["diagnosis"][0].clone()));
+    }
+    let names: Vec<&str> = seen.iter().map(|(s, _)| s.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "diag-acl",
+            "diag-credits",
+            "diag-ecn",
+            "diag-inline",
+            "diag-loss",
+            "diag-slow-server",
+            "diag-unresponsive"
+        ],
+        "every scenario of DIAG_SCENARIOS has its capture"
+    );
+    let first = |name: &str| &seen.iter().find(|(s, _)| s == name).unwrap().1;
+    // The server granted 4 credits against the client's 128: the grant limits.
+    assert_eq!(first("diag-credits")["peer"], "server");
+    // The large ACL: SYSTEM_ERR in the reply chunk, and the client's
+    // reconnect loop after it.
+    let acl = first("diag-acl")["impact"]["measured"].as_str().unwrap();
+    assert!(
+        acl.contains("SYSTEM_ERR") && acl.contains("new connection"),
+        "{acl}"
+    );
+    // The slow disk: the WRITEs, not the metadata calls.
+    let slow = &first("diag-slow-server")["evidence"]["examples"][0];
+    assert!(slow.as_str().unwrap().contains("WRITE"), "{slow}");
+}
+
 #[test]
 fn each_induced_cause_comes_first() {
     for (tag, args, cause) in [

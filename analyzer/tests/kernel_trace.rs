@@ -214,3 +214,141 @@ fn captures_match_their_published_sha256() {
         }
     }
 }
+
+/// The server's time per XID by its own trace: from the call's receive
+/// completion (`svcrdma_wc_recv`) to the first reply work it posts
+/// (`svcrdma_post_write_chunk`, `_post_reply_chunk` or `_post_send`), less
+/// the time its RDMA Reads of the call's data took (`svcrdma_post_read_chunk`
+/// to `svcrdma_wc_read`). The same definition as the diagnosis's wire-side
+/// server time (wire latency less the data movement). Events are tied to an
+/// XID by the nfsd thread that decoded it (one request at a time per thread)
+/// and by completion id.
+fn server_time_by_trace(server: &Path) -> BTreeMap<u32, u64> {
+    let ts = |line: &str| -> Option<u64> {
+        let head = line.split(": ").next()?;
+        let t = head.split_whitespace().last()?;
+        let (s, us) = t.split_once('.')?;
+        Some(s.parse::<u64>().ok()? * 1_000_000_000 + us.parse::<u64>().ok()? * 1000)
+    };
+    let pid = |line: &str| -> Option<String> {
+        Some(
+            line.split_whitespace()
+                .next()?
+                .rsplit_once('-')?
+                .1
+                .to_string(),
+        )
+    };
+    let cid = |line: &str| -> Option<String> {
+        let q = field(line, "cq.id=").or_else(|| field(line, "cq_id="))?;
+        Some(format!("{q}/{}", field(line, "cid=")?))
+    };
+    let mut recv_at: BTreeMap<String, u64> = BTreeMap::new(); // recv cid -> wc_recv
+    let mut current: BTreeMap<String, (u32, u64)> = BTreeMap::new(); // pid -> (xid, start)
+    let mut read_post: BTreeMap<String, (u32, u64)> = BTreeMap::new(); // read cid -> (xid, posted)
+    let mut reads: BTreeMap<u32, u64> = BTreeMap::new(); // xid -> read time
+    let mut out = BTreeMap::new();
+    for line in fs::read_to_string(server).unwrap().lines() {
+        let (Some(t), Some(c)) = (ts(line), cid(line)) else {
+            continue;
+        };
+        if line.contains("svcrdma_wc_recv:") {
+            recv_at.insert(c, t);
+        } else if line.contains("svcrdma_decode_rqst:") {
+            let xid = hex(field(line, "xid=").unwrap());
+            let start = recv_at.get(&c).copied().unwrap_or(t);
+            current.insert(pid(line).unwrap(), (xid, start));
+        } else if line.contains("svcrdma_post_read_chunk:") {
+            if let Some(&(xid, _)) = current.get(&pid(line).unwrap()) {
+                read_post.insert(c, (xid, t));
+            }
+        } else if line.contains("svcrdma_wc_read:") {
+            if let Some((xid, posted)) = read_post.remove(&c) {
+                *reads.entry(xid).or_default() += t.saturating_sub(posted);
+            }
+        } else if [
+            "svcrdma_post_write_chunk:",
+            "svcrdma_post_reply_chunk:",
+            "svcrdma_post_send:",
+        ]
+        .iter()
+        .any(|e| line.contains(e))
+        {
+            if let Some((xid, start)) = current.remove(&pid(line).unwrap()) {
+                let data = reads.remove(&xid).unwrap_or(0);
+                out.insert(xid, t.saturating_sub(start).saturating_sub(data));
+            }
+        }
+    }
+    out
+}
+
+/// Issue 28: the server time measured on the wire, per XID, within a stated
+/// bound of what the server's own trace recorded. The wire sees the call
+/// before the server's receive completion and the reply after the server
+/// posted it, so the wire's figure is the larger, by the time the call and
+/// the reply spend in the two soft-RoCE stacks and the link between them —
+/// under TCG, where every packet is emulated, up to tens of milliseconds
+/// (the server's `svcrdma_wc_send` comes ~45 ms after its `post_send`).
+#[test]
+fn server_time_on_the_wire_agrees_with_the_servers_trace() {
+    let mut cases = vec![];
+    for stem in [
+        "v3-inline",
+        "v3-ddp",
+        "v42-ddp",
+        "parallel",
+        "diag/diag-slow-server",
+    ] {
+        let pcap = captures().join(format!("{stem}.pcap"));
+        let trace = captures().join(format!("{stem}.server.trace.txt"));
+        let by_trace = server_time_by_trace(&trace);
+        let mut diffs = vec![];
+        for t in engine_txns(&pcap) {
+            let (Some(reply), Some(&traced)) = (t.reply_ts_ns, by_trace.get(&t.xid)) else {
+                continue;
+            };
+            let wire = reply.saturating_sub(t.call_ts_ns);
+            let data = t.phases.read_ns.unwrap_or(0) + t.phases.write_ns.unwrap_or(0);
+            let on_wire = wire.saturating_sub(data);
+            diffs.push((on_wire as i64 - traced as i64, t.xid, on_wire, traced));
+        }
+        diffs.sort();
+        let n = diffs.len();
+        assert!(
+            n > 0,
+            "{stem}: no XID in both the capture and the server's trace"
+        );
+        let med = diffs[n / 2].0;
+        let p95 = diffs[n * 95 / 100].0;
+        eprintln!(
+            "{stem}: {n} XIDs, wire - trace: min {:.1} ms, median {:.1} ms, p95 {:.1} ms, max {:.1} ms",
+            diffs[0].0 as f64 / 1e6,
+            med as f64 / 1e6,
+            p95 as f64 / 1e6,
+            diffs[n - 1].0 as f64 / 1e6
+        );
+        // The stated bound: never less than the trace (beyond the trace's
+        // microsecond stamps), more by at most 50 ms at the median and
+        // 150 ms at the 95th percentile.
+        assert!(diffs[0].0 >= -1_000_000, "{stem}: {:?}", diffs[0]);
+        assert!(med <= 50_000_000, "{stem}: median {med} ns");
+        assert!(p95 <= 150_000_000, "{stem}: p95 {p95} ns");
+        cases.push((stem, diffs));
+    }
+    // Where the server is slow the two agree in proportion: the slow disk's
+    // WRITEs, held 0.5 s and more by the server, are seen so on the wire
+    // within 10%.
+    let (_, slow) = cases
+        .iter()
+        .find(|(s, _)| s.contains("slow-server"))
+        .unwrap();
+    let long: Vec<_> = slow.iter().filter(|d| d.3 >= 500_000_000).collect();
+    assert!(long.len() >= 10, "{long:?}");
+    for (diff, xid, wire, traced) in long {
+        assert!(
+            (*diff as f64) <= 0.1 * *traced as f64,
+            "xid {xid:#010x}: wire {wire} ns, trace {traced} ns"
+        );
+    }
+}

@@ -10,7 +10,8 @@
 # --suite picks the guests' Debian release, hence their kernel: bookworm
 # (default, Linux 6.1), bullseye (5.10), trixie (6.12); LAB_SUITE too.
 # --image-only builds (or finds) that suite's cached image and stops.
-# Default scenarios: all (see guest/scenarios.sh, ALL_SCENARIOS). The output
+# Default scenarios: all (see guest/scenarios.sh, ALL_SCENARIOS); `diag` runs the
+# scenarios that each induce one cause of the diagnosis (DIAG_SCENARIOS). The output
 # folder gets, per scenario: SC.pcap (tcpdump -i eth0 -s 0 in the client),
 # SC.client.trace.txt and SC.server.trace.txt (tracefs output of the rpcrdma,
 # rdma_cma and ib_cma events), SC.json (summary); plus lab.json (the run),
@@ -156,16 +157,18 @@ trap 'exit 130' INT TERM
 # Scenario list: validated against the guest catalogue.
 # shellcheck source=guest/scenarios.sh
 all=$(ROLE=host bash -c ". '$here/guest/scenarios.sh'; echo \$ALL_SCENARIOS")
+diag=$(ROLE=host bash -c ". '$here/guest/scenarios.sh'; echo \$DIAG_SCENARIOS")
 [ ${#scenarios[@]} -gt 0 ] || read -r -a scenarios <<< "$all"
+[ "${scenarios[*]}" = diag ] && read -r -a scenarios <<< "$diag"
 for sc in "${scenarios[@]}"; do
-    grep -qw -- "$sc" <<< "$all" || die "unknown scenario '$sc'; known: $all"
+    grep -qw -- "$sc" <<< "$all $diag" || die "unknown scenario '$sc'; known: $all, and the induced causes (diag): $diag"
 done
 
 {
     echo "SCENARIOS=\"${scenarios[*]}\""
     # Pass through workload sizes if the caller set them (see scenarios.sh).
     for v in DDP_MB REMINV_MB PARALLEL_JOBS PARALLEL_BS PARALLEL_COUNT BIGDIR_ENTRIES \
-             PARALLEL_CREDITS RECONNECT_DOWN RECONNECT_DOWN_MAX RECONNECT_METHOD CMD_TIMEOUT UMOUNT_TIMEOUT TRACE_BUFFER_KB HOOK_TIMEOUT; do
+             PARALLEL_CREDITS LOSS_PCT LOSS_MB ECN_PCT SLOW_MS SLOW_WRITES FREEZE_SECONDS DIAG_CREDITS ACL_ENTRIES ACL_TIMEOUT RECONNECT_DOWN RECONNECT_DOWN_MAX RECONNECT_METHOD CMD_TIMEOUT UMOUNT_TIMEOUT TRACE_BUFFER_KB HOOK_TIMEOUT; do
         [ -n "${!v:-}" ] && echo "$v=\"${!v}\""
     done
     true

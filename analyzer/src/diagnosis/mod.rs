@@ -299,10 +299,19 @@ pub struct Diagnosis {
     /// Server time per answered RPC (wire latency less data movement).
     server: Log2,
     server_ns: u64,
+    /// Server time of the RPCs the server held at least
+    /// [`rules::SERVER_SLOW_NS`] each, and how many.
+    server_slow_ns: u64,
+    server_slow_rpcs: u64,
     data_ns: u64,
     server_ex: Examples,
     slowest_server: Vec<(u64, u32, u64, String)>,
     retransmitted: Tally,
+    /// Answered RPCs outstanding while a packet of their connection was
+    /// lost, and their wire time.
+    loss_rpcs: u64,
+    loss_wait_ns: u64,
+    loss_ex: Examples,
     psn_naks: Tally,
     rnr: Tally,
     unanswered: BTreeMap<ConnId, Unanswered>,
@@ -344,6 +353,12 @@ impl Diagnosis {
             self.app_wait_ns += app;
             self.wire_wait_ns += wire;
             self.server_time(t, wire);
+            if t.loss_delayed {
+                self.loss_rpcs += 1;
+                self.loss_wait_ns += wire;
+                self.loss_ex.conn(t.connection);
+                self.loss_ex.xid(t.xid);
+            }
         }
         if t.transmissions > 1 && !t.earlier_connections.is_empty() {
             rules::note_reconnect(&mut self.reconnect, t, app, wire);
@@ -451,6 +466,10 @@ impl Diagnosis {
         let server = wire.saturating_sub(data);
         self.server.record(server);
         self.server_ns += server;
+        if server >= rules::SERVER_SLOW_NS {
+            self.server_slow_ns += server;
+            self.server_slow_rpcs += 1;
+        }
         self.data_ns += data;
         self.server_ex.conn(t.connection);
         // The slowest few, kept sorted (smallest first) in a capped list.

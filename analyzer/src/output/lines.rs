@@ -96,11 +96,15 @@ pub fn transaction_line(t: &Transaction) -> String {
     let inv = t
         .remote_invalidated_rkey
         .map_or(String::new(), |k| format!(" inv {k:#x}"));
-    // Only an error is shown: a line per RPC saying NFS3_OK adds nothing.
+    // Only an error is shown: a line per RPC saying SUCCESS or NFS3_OK adds nothing.
     let nfs = match (t.nfs_status.as_deref(), t.nfs_failed_op.as_deref()) {
         (Some("NFS3_OK" | "NFS4_OK") | None, _) => String::new(),
         (Some(s), Some(op)) => format!(" nfs {s} in {op}"),
         (Some(s), None) => format!(" nfs {s}"),
+    };
+    let rpc = match t.reply_status.as_deref() {
+        Some("SUCCESS") | None => String::new(),
+        Some(s) => format!(" rpc {s}"),
     };
     let an = if t.anomalies.is_empty() {
         String::new()
@@ -115,7 +119,7 @@ pub fn transaction_line(t: &Transaction) -> String {
         )
     };
     format!(
-        "{} xid {:#010x} frames {}->{} {} call {} reply {} {} credits {}/{} in flight {} moved {} B rt {}{nfs}{inv}{an}",
+        "{} xid {:#010x} frames {}->{} {} call {} reply {} {} credits {}/{} in flight {} moved {} B rt {}{rpc}{nfs}{inv}{an}",
         t.connection,
         t.xid,
         t.call_frame,

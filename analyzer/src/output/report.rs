@@ -75,6 +75,8 @@ pub struct Report {
     max_rows: usize,
     /// Transactions counted under [`OTHER_PROCEDURES`] for the cap.
     over_cap: u64,
+    /// No diagnosis, phase tables or slowest list ([`Report::without_diagnosis`]).
+    lean: bool,
 }
 
 impl Report {
@@ -92,6 +94,16 @@ impl Report {
     #[must_use]
     pub fn within(mut self, bytes: usize) -> Self {
         self.max_rows = (bytes / PROC_ROW_BYTES).max(MIN_PROC_ROWS);
+        self
+    }
+
+    /// The same report without the diagnosis, the phase tables and the
+    /// slowest transactions: what `report` computed before them, kept so
+    /// that their cost can be measured (`cargo bench --bench report`;
+    /// issue 28 allows them 10% of `report`'s time).
+    #[must_use]
+    pub fn without_diagnosis(mut self) -> Self {
+        self.lean = true;
         self
     }
 
@@ -129,7 +141,9 @@ impl Report {
             return;
         }
         self.matched += 1;
-        self.diagnosis.add(f);
+        if !self.lean {
+            self.diagnosis.add(f);
+        }
         match f {
             Finding::Transaction(t) => self.txn(t),
             Finding::Anomaly(a) => {
@@ -173,18 +187,20 @@ impl Report {
                 let label = Self::row_label(max, over, &self.by_proc, &key, key.0.clone());
                 let agg = self.by_proc.entry((label, key.1, key.2)).or_default();
                 agg.latency.record(latency);
-                if let Some(b) = p.until_first_rdma_ns {
-                    agg.before.record(b);
-                }
-                if p.read_ns.is_some() || p.write_ns.is_some() {
-                    agg.data
-                        .record(p.read_ns.unwrap_or(0) + p.write_ns.unwrap_or(0));
-                }
-                if let Some(a) = p.reply_after_rdma_ns {
-                    agg.after.record(a);
-                }
                 *self.round_trips.entry(t.round_trips).or_default() += 1;
-                self.slow(t, latency);
+                if !self.lean {
+                    if let Some(b) = p.until_first_rdma_ns {
+                        agg.before.record(b);
+                    }
+                    if p.read_ns.is_some() || p.write_ns.is_some() {
+                        agg.data
+                            .record(p.read_ns.unwrap_or(0) + p.write_ns.unwrap_or(0));
+                    }
+                    if let Some(a) = p.reply_after_rdma_ns {
+                        agg.after.record(a);
+                    }
+                    self.slow(t, latency);
+                }
             }
             // Answered, but stamped before its call: counted, not timed.
             Some(None) => {
@@ -295,6 +311,9 @@ impl Report {
 
     /// The causes the diagnosis finds in what the report took.
     pub fn causes(&self, state: &State) -> Vec<Cause> {
+        if self.lean {
+            return Vec::new();
+        }
         self.diagnosis.causes(state)
     }
 

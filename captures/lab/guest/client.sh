@@ -16,6 +16,15 @@ wait_for "$CTL/server-up" 300 || { abort "the server never came up"; exit 1; }
 # thing in it (the server answers ARP anyway whenever it is needed).
 ping -c 1 -W 5 "$SERVER_IP" > /dev/null 2>&1 || true
 
+# stop_capture: end the scenario's capture (a scenario may end it early, e.g.
+# while the server does not answer; the rest of its clean-up is then not in it).
+stop_capture() {
+    [ -n "${tcpdump_pid:-}" ] || return 0
+    kill -INT "$tcpdump_pid"; wait "$tcpdump_pid"
+    tcpdump_pid=""
+    echo "$(date -u +%H:%M:%S.%3N)	-	client	-	capture stopped" >> "$SCO/commands.txt"
+}
+
 for sc in $SCENARIOS; do
     SC=$sc; SCO=$OUT/$sc; f=$(fn_of "$sc")
     mkdir -p "$SCO"
@@ -47,7 +56,7 @@ for sc in $SCENARIOS; do
         sleep 0.5
     done
     sleep 1
-    kill -INT "$tcpdump_pid"; wait "$tcpdump_pid"
+    stop_capture
     run_hook client-stop "$sc"
     trace_stop "$SCO/client.trace" > "$SCO/client-trace-stats.txt"
     cp "$pcap" "$SCO/client.pcap" && rm -f "$pcap"

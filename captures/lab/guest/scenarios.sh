@@ -11,6 +11,11 @@
 # so the CM exchange and the NFS mount traffic are part of the capture.
 
 ALL_SCENARIOS="v3-inline v41-inline v42-inline v3-ddp v42-ddp v42-reminv parallel inline-thresholds reconnect"
+# Scenarios that induce one cause of the diagnosis each (docs/diagnosis.md):
+# the cause is written down here, before the run, in each info_ line, and
+# analyzer/tests/diagnosis_lab.rs checks that the diagnosis names it first.
+# `run.sh diag` runs them all.
+DIAG_SCENARIOS="diag-loss diag-ecn diag-slow-server diag-unresponsive diag-credits diag-inline diag-acl"
 
 fn_of() { echo "${1//-/_}"; }
 scenario_known() { declare -F "client_$(fn_of "$1")" > /dev/null; }
@@ -33,11 +38,11 @@ run() {
     return $rc
 }
 
-# lab_mount OPTIONS: mount the export over RDMA and record the mount options
-# the kernel actually uses.
+# lab_mount OPTIONS [EXPORT]: mount the export over RDMA and record the mount
+# options the kernel actually uses.
 lab_mount() {
     mkdir -p "$MNT"
-    run "mount -t nfs -o $1,proto=rdma,port=20049 $SERVER_IP:$EXPORT $MNT" || return 1
+    run "mount -t nfs -o $1,proto=rdma,port=20049 $SERVER_IP:${2:-$EXPORT} $MNT" || return 1
     grep " $MNT " /proc/mounts >> "$SCO/mounts.txt"
     echo "requested=$1,proto=rdma,port=20049" >> "$SCO/mount-requests.txt"
 }
@@ -294,9 +299,170 @@ client_reconnect() {
     lab_umount
 }
 
+# ------------------------------------------------- induced causes (diag-*) ---
+
+# An export of its own, on an ext4 file system the scenario controls: over a
+# loop device, optionally behind dm-delay (every read and write of the
+# block device delayed by DELAY ms), so it can be slowed down or frozen.
+#   prep_own_export [DELAY_MS]    server_reset: reset_own_export
+own_export_dir() { echo "/srv/$SC"; }
+prep_own_export() {
+    local img=/var/tmp/$SC.img dir loop dev
+    dir=$(own_export_dir)
+    truncate -s 64M "$img"
+    loop=$(losetup -f --show "$img") || { log "losetup failed"; return 1; }
+    echo "$loop" > /tmp/own-export.loop
+    run "mkfs.ext4 -q -F $loop"
+    dev=$loop
+    if [ -n "${1:-}" ]; then
+        modprobe dm-delay
+        run "echo '0 $(blockdev --getsz "$loop") delay $loop 0 $1' | dmsetup create labdelay" && dev=/dev/mapper/labdelay
+    fi
+    mkdir -p "$dir"; run "mount $dev $dir"; chmod 777 "$dir"
+    cp /etc/exports /tmp/exports.saved
+    echo "$dir 10.99.0.0/24(rw,sync,no_subtree_check,no_root_squash,insecure,fsid=4242)" >> /etc/exports
+    run "exportfs -ra"
+}
+reset_own_export() {
+    local dir
+    dir=$(own_export_dir)
+    fsfreeze -u "$dir" 2>/dev/null
+    [ -f /tmp/exports.saved ] && cp /tmp/exports.saved /etc/exports && exportfs -ra
+    umount "$dir" 2>/dev/null || umount -l "$dir"
+    dmsetup remove labdelay 2>/dev/null
+    [ -f /tmp/own-export.loop ] && losetup -d "$(cat /tmp/own-export.loop)"
+    rm -f "/var/tmp/$SC.img" /tmp/own-export.loop
+}
+
+# action NAME [SECONDS]: ask the server for NAME (see server_action) and wait
+# until it is done.
+action() {
+    run "touch $CTL/$SC.action.$1"
+    wait_for "$CTL/$SC.action.$1.done" "${2:-60}"
+}
+
+# RoCE traffic class for the connections rdma_cm makes from now on
+# (configfs): 2 is ECT(0), so a queue can mark CE instead of dropping.
+set_roce_tos() {
+    mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
+    mkdir -p /sys/kernel/config/rdma_cm/rxe0
+    run "echo $1 > /sys/kernel/config/rdma_cm/rxe0/ports/1/default_roce_tos"
+}
+
+info_diag_loss() { echo "induces network_loss: NFSv3 direct 256 KiB WRITEs and READs of ${LOSS_MB:-1} MiB while the server's eth0 drops ${LOSS_PCT:-2}% of its frames (tc netem loss): RC retransmissions and PSN sequence error NAKs"; }
+server_prep_diag_loss() { prep_dir; }
+server_reset_diag_loss() { tc qdisc del dev eth0 root 2>/dev/null; true; }
+client_diag_loss() {
+    local d=$MNT/$SC
+    lab_mount vers=3 || { lab_umount; return 1; }
+    action netem-loss
+    run "dd if=/dev/zero of=$d/big bs=256k count=$(( ${LOSS_MB:-1} * 4 )) oflag=direct"
+    run "dd if=$d/big of=/dev/null bs=256k iflag=direct"
+    action netem-off
+    lab_umount
+}
+
+info_diag_ecn() { echo "induces congestion: connections with RoCE traffic class ECT(0) (rdma_cm default_roce_tos 2) and a server queue that marks ${ECN_PCT:-5}% of its frames CE instead of dropping them (tc netem loss ecn), during NFSv3 direct 256 KiB WRITEs and READs of 1 MiB"; }
+server_prep_diag_ecn() { prep_dir; set_roce_tos 2; }
+server_reset_diag_ecn() { tc qdisc del dev eth0 root 2>/dev/null; set_roce_tos 0; true; }
+client_diag_ecn() {
+    local d=$MNT/$SC
+    set_roce_tos 2
+    lab_mount vers=3 || { lab_umount; set_roce_tos 0; return 1; }
+    action netem-ecn
+    run "dd if=/dev/zero of=$d/big bs=256k count=4 oflag=direct"
+    run "dd if=$d/big of=/dev/null bs=256k iflag=direct"
+    action netem-off
+    lab_umount
+    set_roce_tos 0
+}
+
+info_diag_slow_server() { echo "induces server_time: NFSv3 FILE_SYNC 16 KiB WRITEs (dd oflag=direct,dsync) to an export on ext4 over dm-delay, ${SLOW_MS:-150} ms per block I/O: the server holds each WRITE for hundreds of ms while the network moves its data in under one"; }
+server_prep_diag_slow_server() { prep_own_export "${SLOW_MS:-150}"; }
+server_reset_diag_slow_server() { reset_own_export; }
+client_diag_slow_server() {
+    local d=$MNT i
+    lab_mount vers=3 "$(own_export_dir)" || { lab_umount; return 1; }
+    for i in $(seq 1 "${SLOW_WRITES:-16}"); do
+        run "dd if=/dev/zero of=$d/slow bs=16k count=1 seek=$i oflag=direct,dsync conv=notrunc"
+    done
+    lab_umount
+}
+
+info_diag_unresponsive() { echo "induces server_unresponsive: NFSv3 direct WRITEs to an export whose ext4 the server freezes (fsfreeze): the connection stays up and ACKs every Send, no reply comes; the capture ends ${FREEZE_SECONDS:-5} s into the freeze, UDP datagrams to the server marking the time"; }
+server_prep_diag_unresponsive() { prep_own_export; }
+server_reset_diag_unresponsive() { reset_own_export; }
+client_diag_unresponsive() {
+    local d=$MNT w=() i
+    lab_mount vers=3 "$(own_export_dir)" || { lab_umount; return 1; }
+    # The files exist before the freeze, so what waits is a WRITE (a CREATE
+    # could wait in the client, on the directory, before it is sent).
+    for i in 1 2; do run "dd if=/dev/zero of=$d/frozen$i bs=16k count=1 oflag=direct"; done
+    action freeze
+    for i in 1 2; do
+        ( timeout 300 dd if=/dev/zero of="$d/frozen$i" bs=16k count=1 oflag=direct conv=notrunc ) > /dev/null 2>&1 < /dev/null &
+        w+=($!)
+    done
+    echo "$(date -u +%H:%M:%S.%3N)	-	client	-	2 background dd of=$d/frozenN bs=16k count=1 oflag=direct conv=notrunc into the frozen export" >> "$SCO/commands.txt"
+    # The link stays quiet while the calls wait (nothing to retransmit, no
+    # keep-alive in RC), and a pcap does not record when its capture ended:
+    # other traffic on the port, as on any production host, marks the time
+    # (here a UDP datagram to the discard port every half second).
+    run "for i in \$(seq 1 $(( ${FREEZE_SECONDS:-5} * 2 ))); do echo mark > /dev/udp/$SERVER_IP/9; sleep 0.5; done"
+    stop_capture   # the capture ends with the WRITEs unanswered
+    action thaw
+    wait "${w[@]}"
+    lab_umount
+}
+
+info_diag_credits() { echo "induces credit_window_full: the server grants ${DIAG_CREDITS:-4} credits (svc_rdma/max_requests) to a client with 32 concurrent direct dd writers and readers (bs=8k count=4): calls wait for a credit most of the time"; }
+server_prep_diag_credits() { PARALLEL_CREDITS=${DIAG_CREDITS:-4} server_prep_parallel; }
+server_reset_diag_credits() { server_reset_parallel; }
+client_diag_credits() { PARALLEL_JOBS=32 PARALLEL_COUNT=4 client_parallel; }
+
+info_diag_inline() { echo "induces reply_chunks_inline_threshold: NFSv4.2 with the client's inline thresholds at their minimum (rdma_max_inline_read/_write 1024): creating, stat-ing and listing 40 small files, most COMPOUND replies go through reply chunks"; }
+server_prep_diag_inline() { prep_dir; }
+client_diag_inline() {
+    local d=$MNT/$SC saved_w saved_r
+    saved_w=$(cat /proc/sys/sunrpc/rdma_max_inline_write 2>/dev/null || echo 4096)
+    saved_r=$(cat /proc/sys/sunrpc/rdma_max_inline_read 2>/dev/null || echo 4096)
+    set_tunable sunrpc/rdma_max_inline_write 1024
+    set_tunable sunrpc/rdma_max_inline_read 1024
+    if lab_mount vers=4.2; then
+        run "for i in \$(seq 1 40); do echo \$i > $d/f\$i; done"
+        drop_caches
+        run "for i in \$(seq 1 40); do stat $d/f\$i > /dev/null; cat $d/f\$i > /dev/null; done"
+        run "ls -l $d > /dev/null"
+    fi
+    lab_umount
+    set_tunable sunrpc/rdma_max_inline_write "$saved_w"
+    set_tunable sunrpc/rdma_max_inline_read "$saved_r"
+}
+
+info_diag_acl() { echo "induces rpc_errors: NFSv3 GETACL (NFSACL) of a file with a ${ACL_ENTRIES:-400}-entry POSIX ACL, larger than the reply the client provides for it: the server's reply is rejected or fails, and what the client does next"; }
+server_prep_diag_acl() {
+    local f i spec=""
+    prep_dir
+    f=$EXPORT/$SC/aclfile; : > "$f"
+    for i in $(seq 2000 $(( 2000 + ${ACL_ENTRIES:-400} - 1 ))); do spec="$spec,u:$i:r"; done
+    run "setfacl -m '${spec#,}' $f" || log "setfacl failed (acl package missing from the image?)"
+}
+client_diag_acl() {
+    local d=$MNT/$SC
+    lab_mount vers=3 || { lab_umount; return 1; }
+    CMD_TIMEOUT=${ACL_TIMEOUT:-30} run "getfacl $d/aclfile > /dev/null"
+    CMD_TIMEOUT=${ACL_TIMEOUT:-30} run "ls -l $d > /dev/null"
+    lab_umount
+}
+
 # server_action SC NAME: requests from the client during a scenario.
 server_action() {
     case $2 in
+        netem-loss) tc qdisc add dev eth0 root netem loss "${LOSS_PCT:-2}%"; log "eth0 drops ${LOSS_PCT:-2}% of its frames" ;;
+        netem-ecn) tc qdisc add dev eth0 root netem loss "${ECN_PCT:-5}%" ecn; log "eth0 marks ${ECN_PCT:-5}% of its ECT frames CE" ;;
+        netem-off) tc qdisc del dev eth0 root; log "eth0 queue back to normal" ;;
+        freeze) fsfreeze -f "$(own_export_dir)"; log "$(own_export_dir) frozen" ;;
+        thaw) fsfreeze -u "$(own_export_dir)"; log "$(own_export_dir) thawed" ;;
         bounce)
             log "link down for ${RECONNECT_DOWN:-25}s"
             ip link set eth0 down

@@ -342,6 +342,10 @@ pub struct Transaction {
     /// A congestion mark (ECN CE, CNP, FECN, BECN) was seen on its
     /// connection while it was outstanding, between its call and its reply.
     pub congested: bool,
+    /// A packet on its connection was sent again (an RC retransmission) or
+    /// NAKed as out of sequence while it was outstanding: RC delivers in
+    /// order, so everything behind the lost packet on the QP waited for it.
+    pub loss_delayed: bool,
     /// Anomalies that concern this transaction.
     pub anomalies: Vec<Kind>,
     /// The ladder diagram, in time order (capped at the first steps).
@@ -439,6 +443,7 @@ impl Transaction {
             nfs_status: None,
             nfs_failed_op: None,
             congested: false,
+            loss_delayed: false,
             anomalies: Vec::new(),
             ladder: Vec::new(),
             ladder_omitted: 0,
@@ -797,6 +802,9 @@ pub struct Connection {
     pub latency_log2_us: [u64; 32],
     /// Congestion marks on its frames (ECN CE, CNPs, FECN/BECN).
     pub congestion: Congestion,
+    /// When a packet was last sent again or NAKed as out of sequence on it
+    /// (the transactions outstanding then are `loss_delayed`).
+    pub last_loss_ts_ns: Option<u64>,
 }
 
 impl Connection {
@@ -840,6 +848,7 @@ impl Connection {
             anomalies: 0,
             latency_log2_us: [0; 32],
             congestion: Congestion::default(),
+            last_loss_ts_ns: None,
         }
     }
 

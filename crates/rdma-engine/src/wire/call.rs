@@ -665,6 +665,7 @@ impl Engine {
                 last_read_ts: None,
                 first_write_ts: None,
                 last_write_ts: None,
+                reply_head: None,
             },
         );
     }
@@ -921,12 +922,23 @@ impl Engine {
                 s.reported_length = Some(len);
             }
         }
+        // An RDMA_NOMSG reply's RPC message is in its reply chunk: its
+        // header is read from the chunk's first RDMA Write, when the XID
+        // there is the call's.
+        let head = t.reply_head.take();
+        let from_chunk = match (rpc, proc, &head) {
+            (None, Some(Proc::Nomsg), Some(h)) => RpcMsg::parse(h.bytes())
+                .ok()
+                .map(|(msg, _)| msg)
+                .filter(|msg| msg.xid == xid),
+            _ => None,
+        };
         if let Some(
             msg @ RpcMsg {
                 body: MsgBody::Reply(r),
                 ..
             },
-        ) = rpc
+        ) = rpc.or(from_chunk.as_ref())
         {
             t.rec.reply_status = Some(reply_status(r));
             if let ReplyBody::Accepted {
@@ -959,11 +971,12 @@ impl Engine {
         rec.reply_ts_ns = Some(m.ts);
         // Every mark seen so far came before this reply: one at or after the
         // call came while the call was outstanding. O(1), whatever the marks.
-        rec.congested = self
-            .state
-            .connections
-            .get(&conn)
+        let c = self.state.connections.get(&conn);
+        rec.congested = c
             .and_then(|c| c.congestion.last_ts_ns)
+            .is_some_and(|l| l >= rec.call_ts_ns);
+        rec.loss_delayed = c
+            .and_then(|c| c.last_loss_ts_ns)
             .is_some_and(|l| l >= rec.call_ts_ns);
         rec.reply_len = Some(u32::try_from(m.total).unwrap_or(u32::MAX));
         // A reply stamped before its call: the clock went backwards, and no

@@ -10,7 +10,9 @@ use rdma_dissectors::oncrpc::{MsgBody, RpcMsg};
 use rdma_dissectors::stack::Dissection;
 
 use super::index::Tag;
-use super::state::{Message, QpState, ReadReq, SegmentRef, Txn, WriteCtx, SEGMENT_FRAME_CAP};
+use super::state::{
+    Message, QpState, ReadReq, ReplyHead, SegmentRef, Txn, WriteCtx, SEGMENT_FRAME_CAP,
+};
 use crate::describe::fill_call;
 use crate::keys::{ConnId, QpKey};
 use crate::model::{ChunkKind, CmState, StepWhat};
@@ -202,6 +204,21 @@ pub(crate) fn read_span(len: u32, mtu: u32) -> u32 {
 
 /// The packet's payload length on the wire: all of it, even where the
 /// capture's snap length kept only the headers.
+/// Keeps the start of the reply chunk when this Write is to its first
+/// byte (the first segment of the reply chunk, at its offset).
+fn keep_reply_head(t: &mut Txn, target: SegmentRef, va: u64, payload: &[u8]) {
+    if t.reply_head.is_some() {
+        return;
+    }
+    let first_reply = t.rec.chunks.iter().position(|s| s.kind == ChunkKind::Reply);
+    let Some(s) = t.rec.chunks.get(target.index()) else {
+        return;
+    };
+    if first_reply == Some(target.index()) && s.offset == va && !payload.is_empty() {
+        t.reply_head = Some(ReplyHead::new(payload));
+    }
+}
+
 fn wire_payload(d: &Dissection<'_>) -> usize {
     d.transport
         .as_ref()
@@ -512,6 +529,7 @@ impl Engine {
         }
         if retransmitted {
             self.state.totals.retransmissions += 1;
+            self.note_loss(conn, ts);
             if op
                 .position()
                 .is_some_and(|p| matches!(p, Position::First | Position::Only))
@@ -605,6 +623,9 @@ impl Engine {
                         }
                         _ => None,
                     };
+                    if matches!(aeth.kind(), AckKind::Nak(NakCode::PsnSequenceError)) {
+                        self.note_loss(conn, ts);
+                    }
                     if let Some(what) = what {
                         self.anomaly(
                             out,
@@ -624,6 +645,13 @@ impl Engine {
         let owned = conn.is_some() || self.qps.get(&dest).is_some_and(|q| q.conn.is_some());
         if !owned {
             self.state.totals.unassociated_frames += 1;
+        }
+    }
+
+    /// A packet on `conn` was lost: the calls outstanding on it wait.
+    fn note_loss(&mut self, conn: Option<ConnId>, ts: u64) {
+        if let Some(c) = conn.and_then(|c| self.state.connections.get_mut(&c)) {
+            c.last_loss_ts_ns = Some(c.last_loss_ts_ns.map_or(ts, |l| l.max(ts)));
         }
     }
 
@@ -826,6 +854,7 @@ impl Engine {
             }
             if let Some(tg) = target {
                 if let Some(t) = self.add_to_segment(conn, tg, bytes, number, ts, false) {
+                    keep_reply_head(t, tg, reth.va, d.payload());
                     t.rec.responder_step(
                         cap,
                         number,

@@ -203,6 +203,39 @@ pub(crate) struct Txn {
     pub last_read_ts: Option<u64>,
     pub first_write_ts: Option<u64>,
     pub last_write_ts: Option<u64>,
+    /// The first bytes the responder RDMA Wrote to the start of the reply
+    /// chunk: an RDMA_NOMSG reply's RPC header (and NFS status) are there,
+    /// not in its Send.
+    pub reply_head: Option<ReplyHead>,
+}
+
+/// Bytes kept of a reply chunk's start: an RPC reply header with an
+/// AUTH_NONE or AUTH_SYS verifier (24 bytes) and a v3 status or a COMPOUND's
+/// status and tag length.
+pub(crate) const REPLY_HEAD: usize = 32;
+
+/// The start of a reply chunk as written (fewer bytes when the capture cut
+/// the packet).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ReplyHead {
+    pub bytes: [u8; REPLY_HEAD],
+    pub len: u8,
+}
+
+impl ReplyHead {
+    pub fn new(payload: &[u8]) -> Self {
+        let len = payload.len().min(REPLY_HEAD);
+        let mut bytes = [0; REPLY_HEAD];
+        bytes[..len].copy_from_slice(&payload[..len]);
+        ReplyHead {
+            bytes,
+            len: len as u8,
+        }
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
 }
 
 /// A multi-packet Send being put back together.
