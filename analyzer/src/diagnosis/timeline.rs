@@ -48,8 +48,8 @@ pub struct TimelineEntry {
     pub torn_down_by: Option<Role>,
     /// When it was closed: its first DREP (`null`: not seen).
     pub closed_ts_ns: Option<u64>,
-    /// Connection requests that went unanswered (the CM sent the REQ
-    /// again, or never got a REP).
+    /// Connection requests that got no REP: sent again after the CM's
+    /// timeout, never answered, or rejected (REJ).
     pub failed_requests: u32,
     /// Calls it carried that no reply answered on it.
     pub unanswered_calls: u64,
@@ -240,23 +240,27 @@ impl TimelineEntry {
             }
         }
         if self.failed_requests > 0 {
-            let _ = write!(s, ", {} request(s) unanswered", self.failed_requests);
+            let how = if self.cm_state == CmState::Rejected {
+                "rejected"
+            } else {
+                "unanswered"
+            };
+            let _ = write!(s, ", {} request(s) {how}", self.failed_requests);
         }
         if let Some(e) = self.established_ts_ns {
             let _ = write!(s, ", established {}", at(e));
-        } else if self.cm_state == CmState::Rejected {
-            let _ = write!(s, ", rejected");
-        } else if self.cm_state != CmState::NotSeen {
+        } else if !matches!(self.cm_state, CmState::NotSeen | CmState::Rejected) {
+            // A rejected one says so in its count of requests.
             let _ = write!(s, ", never established");
         }
         let _ = write!(s, ", last message {}", at(self.last_ts_ns));
         if let Some(d) = self.torn_down_ts_ns {
             let by = self.torn_down_by.map_or("", side);
-            let what = if self.cm_state == CmState::Rejected {
-                "REJ"
-            } else {
-                "DREQ"
-            };
+            let what = self
+                .cm
+                .iter()
+                .find(|e| matches!(e.message, CmMsg::Dreq | CmMsg::Rej))
+                .map_or("DREQ", |e| e.message.as_str());
             let _ = write!(s, ", torn down {} ({what} from {by})", at(d));
         }
         if let Some(c) = self.closed_ts_ns {
