@@ -824,7 +824,8 @@ fn the_diagnosis_screen_drills_from_a_cause_to_its_ladder_and_back() {
     ui.apply(a);
     let text = screen_text(&render(&mut m, &mut ui, 160, 48));
     assert!(
-        text.contains("Transactions 1/36") && text.contains("(Esc: back to Diagnosis)"),
+        text.contains("Transactions 1/36")
+            && text.contains("Esc: back to Diagnosis  filter 0xcb7cd736"),
         "{text}"
     );
     // Enter: its ladder; Esc, Esc: back up to the cause.

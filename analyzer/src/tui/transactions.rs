@@ -209,8 +209,10 @@ pub fn draw(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
             .map_or("time", |c| c.name),
         arrow,
         match (&ui.up, ui.filter.is_empty()) {
-            (Some((from, _)), _) =>
-                format!("filter {} (Esc: back to {}) ", ui.filter, from.title()),
+            // The key first: a cause's filter can be long.
+            (Some((from, _)), _) => {
+                format!("Esc: back to {}  filter {} ", from.title(), ui.filter)
+            }
             (None, true) => "(/ filter, s sort, Enter ladder) ".to_string(),
             (None, false) => format!("filter {} ", ui.filter),
         }
