@@ -37,8 +37,11 @@ pub struct TimelineEntry {
     /// Time from the previous connection's last message to this one's
     /// first sight, ms (`null` for the client's first).
     pub gap_before_ms: Option<f64>,
-    /// Its CM messages, oldest first: which, when, in which frame, from whom.
+    /// Its CM messages, oldest first: which, when, in which frame, from whom
+    /// (the first 32; `cm` and `cm_frames` leave out the rest).
     pub cm: Vec<CmEvent>,
+    /// CM messages past the first 32, counted, not kept.
+    pub cm_not_kept: u32,
     /// When it was established: its RTU (its REP when no RTU was seen);
     /// `null` when never, or before the capture started.
     pub established_ts_ns: Option<u64>,
@@ -153,6 +156,7 @@ fn entry(c: &Connection, gap_before_ms: Option<f64>) -> TimelineEntry {
         cm_frames: c.cm_frames().collect(),
         gap_before_ms,
         cm: c.cm_events.clone(),
+        cm_not_kept: c.cm_events_not_kept,
         established_ts_ns: established.map(|e| e.ts_ns),
         torn_down_ts_ns: teardown.map(|e| e.ts_ns),
         torn_down_by: teardown.map(|e| e.from),
