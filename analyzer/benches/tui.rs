@@ -6,6 +6,10 @@
 //!   on `s`, paid once per press, not per frame);
 //! - `first_screen`: with `RDMA_TUI_BIG_CAPTURE=FILE`, time from starting the
 //!   source to the first drawn screen with data (once, printed);
+//! - `diagnosis_refresh_parallel`: one refresh of the diagnosis screen's
+//!   data (the causes and each client's timeline) over `parallel.pcap`'s
+//!   final state: what the view pays, at most once per frame, when
+//!   something came in (in `live`, every state snapshot);
 //! - `idle_cpu`: with tmux installed and `RDMA_TUI_IDLE_SECS` set, CPU used by
 //!   `open` on a lab capture over that many seconds after analysis is done.
 //!
@@ -19,6 +23,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
+use rdma_analyzer::diagnosis::timeline::timeline;
 use rdma_analyzer::engine::{Config, ConnId};
 use rdma_analyzer::pipeline::Stop;
 use rdma_analyzer::sources::pcap::FileSource;
@@ -89,6 +94,21 @@ fn bench_transactions(c: &mut Criterion) {
         })
     });
     group.finish();
+}
+
+/// One refresh of the causes and the client timelines, as
+/// `Model::refresh` does when a message came in.
+fn bench_diagnosis(c: &mut Criterion) {
+    let mut m = Model::new("parallel.pcap", Caps::default());
+    let config = Config::default();
+    let source = FileSource::open(&capture("parallel.pcap"), &config.stack).expect("capture");
+    m.load(Box::new(source), config).expect("pipeline thread");
+    c.bench_function("diagnosis_refresh_parallel", |b| {
+        b.iter(|| {
+            black_box(m.diagnosis.causes(black_box(&m.state)));
+            black_box(timeline(black_box(&m.state), |_| true));
+        })
+    });
 }
 
 /// Time from starting the source to the first screen drawn with data.
@@ -186,5 +206,11 @@ fn idle_cpu(_c: &mut Criterion) {
     tmux(&["kill-server"]);
 }
 
-criterion_group!(benches, bench_transactions, first_screen, idle_cpu);
+criterion_group!(
+    benches,
+    bench_transactions,
+    bench_diagnosis,
+    first_screen,
+    idle_cpu
+);
 criterion_main!(benches);

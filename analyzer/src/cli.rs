@@ -72,7 +72,7 @@ pub struct AnalyzeArgs {
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
-    /// Only a connection (c3), an XID (0x1234abcd), a procedure (READ) or an anomaly kind (credit_overrun).
+    /// Only a connection (c3), an XID (0x1234abcd), a procedure (READ) or an anomaly kind (credit_overrun); several separated by | select what any of them does (c1|c2).
     #[arg(long)]
     pub filter: Option<String>,
     /// The engine's port and caps.

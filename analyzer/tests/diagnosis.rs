@@ -93,6 +93,24 @@ fn reconnect_leads_with_the_stall_of_xid_cb7cd736() {
         (Some("c1"), Some("c2"))
     );
     assert!(tl[1]["gap_before_ms"].as_f64().unwrap() > 10_000.0);
+    // c1 torn down by the client (DREQ, frame 237); c2's first REQ
+    // (frame 238) unanswered, the second answered: one failed request.
+    assert_eq!(tl[0]["torn_down_by"], "client");
+    assert_eq!(tl[0]["cm"][3]["frame"], 237);
+    assert_eq!(tl[0]["cm"][3]["message"], "DREQ");
+    assert_eq!(tl[1]["failed_requests"], 1);
+    assert_eq!(tl[0]["unanswered_calls"], 1);
+    // The outage: from c1's last message (5.313 s) to c2's RTU (27.220 s).
+    let o = &doc["timeline"][0]["outages"];
+    assert_eq!(o.as_array().map(Vec::len), Some(1), "{o}");
+    assert_eq!(
+        (o[0]["connection"].as_str(), o[0]["next"].as_str()),
+        (Some("c1"), Some("c2"))
+    );
+    let ms = o[0]["duration_ms"].as_f64().unwrap();
+    assert!((ms - 21_907.0).abs() < 2.0, "{ms}");
+    let down = o[0]["without_connection_ms"].as_f64().unwrap();
+    assert!((down - 6_409.0).abs() < 2.0, "{down}");
     // No longer an unrelated unanswered call.
     let kinds: Vec<&str> = doc["anomalies"]
         .as_array()
@@ -117,6 +135,14 @@ fn reconnect_leads_with_the_stall_of_xid_cb7cd736() {
         text.contains("xids 0xcb7cd736") && text.contains("21.9"),
         "{text}"
     );
+    // The timeline says when each connection came and went, and the outage.
+    for want in [
+        "c1: REQ 0.206 s, established 0.219 s, last message 5.313 s, torn down 20.811 s (DREQ from the client), closed 27.213 s",
+        "c2: REQ 20.863 s, 1 request(s) unanswered, established 27.220 s",
+        "outage 21.907 s: 1 call(s) unanswered on c1 after its last message at 5.313 s, torn down at 20.811 s, c2 up at 27.220 s (6.409 s without a connection)",
+    ] {
+        assert!(text.contains(want), "the report lacks {want:?}:\n{text}");
+    }
 }
 
 #[test]
@@ -495,4 +521,24 @@ fn the_dataset_has_the_causes_as_a_table() {
         ("reconnect_stall", "network_loss")
     );
     assert!(rows[0].1 > 0.9 && rows[1].1 < rows[0].1, "{rows:?}");
+}
+
+#[test]
+fn a_connection_torn_down_as_the_capture_ends_is_no_outage() {
+    // Every injection at once: c1 carries an unanswered call and is torn
+    // down with the others as the capture ends; nothing replaces it, and
+    // the capture stops there, so its timeline names no outage.
+    let s = Synth::new("timeline", &["--connections", "3", "--inject", "all"]);
+    let doc = report_json(&s.0);
+    let tl = doc["timeline"].as_array().expect("a timeline");
+    let c1 = tl
+        .iter()
+        .flat_map(|c| c["connections"].as_array().unwrap())
+        .find(|e| e["connection"] == "c1")
+        .expect("c1 on the timeline");
+    assert!(c1["unanswered_calls"].as_u64().unwrap() >= 1, "{c1}");
+    assert!(c1["torn_down_ts_ns"].is_u64(), "{c1}");
+    for c in tl {
+        assert_eq!(c["outages"], serde_json::json!([]), "{c}");
+    }
 }

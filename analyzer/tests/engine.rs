@@ -521,7 +521,7 @@ fn summary(engine: &Engine) -> StateSummary<'_> {
             server: c.server.map(|q| q.to_string()),
             cm_state: c.cm_state.as_str(),
             port: c.port,
-            cm_frames: c.cm_frames.clone(),
+            cm_frames: c.cm_frames().collect(),
             negotiated: c.negotiated.map(|n| NegotiatedSummary {
                 inline_send: n.inline_send,
                 inline_recv: n.inline_recv,

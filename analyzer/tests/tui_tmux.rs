@@ -112,8 +112,12 @@ fn tui_end_to_end_in_tmux() {
     t.send(&["p"]);
     t.wait_gone("PAUSED");
 
-    // Tab wraps from the last screen to the first; Shift-Tab goes back.
-    t.step(&["Tab"], "Connections (1)");
+    // Tab wraps from the last screen to the first (the diagnosis, which
+    // names no cause here); Shift-Tab goes back.
+    t.step(
+        &["Tab"],
+        "no cause found — looked at 44 RPCs on 1 connection",
+    );
     t.step(&["BTab"], "No anomalies");
     t.step(&["3"], "xid 0xf97da3d4 NFS WRITE");
 
@@ -189,4 +193,149 @@ fn resize_and_ctrl_c_in_tmux() {
             .stdout,
         b"0\n"
     );
+}
+
+/// A tmux session of its own, `w`×`h`, running `open` on a capture.
+fn open_in_tmux(tag: &str, name: &str, w: u16, h: u16) -> Tmux {
+    let cap = capture(name);
+    let shell = format!("'{BIN}' open '{}'; echo EXITED $?; sleep 60", cap.display());
+    let t = Tmux::start_sized(
+        format!("rdma-analyzer-test-{tag}-{}", std::process::id()),
+        &shell,
+        w,
+        h,
+    );
+    let size = t.cmd(&[
+        "display",
+        "-p",
+        "-t",
+        "t",
+        "#{window_width}x#{window_height}",
+    ]);
+    assert_eq!(
+        String::from_utf8_lossy(&size.stdout).trim(),
+        format!("{w}x{h}")
+    );
+    t
+}
+
+/// Whether `a` comes before `b` on the screen.
+fn before(p: &str, a: &str, b: &str) -> bool {
+    matches!((p.find(a), p.find(b)), (Some(x), Some(y)) if x < y)
+}
+
+#[test]
+fn reconnect_opens_on_the_stall_and_drills_to_its_ladder() {
+    if !prereq::tmux() {
+        return;
+    }
+    let t = open_in_tmux("diag", "reconnect.pcap", 160, 48);
+    // The first screen: the diagnosis, the stall first with its 21.9 s, the
+    // outage in the client's timeline.
+    let p = t.wait_for("done");
+    assert!(
+        p.contains("Diagnosis: 2 causes, largest impact first"),
+        "{p}"
+    );
+    assert!(
+        before(&p, "1  reconnect_stall", "2  network_loss"),
+        "the stall is not ranked first:\n{p}"
+    );
+    for want in [
+        "21.908 s of application-visible time lost",
+        "92.5%",
+        "xids 0xcb7cd736",
+        "5.313 s .. 27.264 s",
+        "outage 21.907 s: 1 call(s) unanswered on c1",
+        "c2 up at 27.220 s (6.409 s without a connection)",
+        "c2: REQ 20.863 s, 1 request(s) unanswered, established 27.220 s",
+    ] {
+        assert!(p.contains(want), "the diagnosis lacks {want:?}:\n{p}");
+    }
+    // Enter: the cause's transaction.
+    let p = t.step(&["Enter"], "Transactions 1/36");
+    assert!(
+        p.contains("0xcb7cd736") && p.contains("NFS GETATTR") && p.contains("back to Diagnosis"),
+        "{p}"
+    );
+    // Enter: its ladder, on the connection that answered it.
+    let p = t.step(&["Enter"], "c2 xid 0xcb7cd736 NFS GETATTR");
+    for want in ["call Send 140 bytes", "reply Send 140 bytes"] {
+        assert!(p.contains(want), "the ladder lacks {want:?}:\n{p}");
+    }
+    // Esc: the list; Esc: the cause, the filter gone.
+    t.step(&["Escape"], "Transactions 1/36");
+    let p = t.step(&["Escape"], "Diagnosis: 2 causes");
+    assert!(!p.contains("filter 0x"), "{p}");
+    // The second cause drills to the same call, its retransmissions' XID.
+    t.step(&["j"], "2. network_loss: fix the fabric");
+    t.step(&["Enter"], "Transactions 1/36");
+    t.step(&["Escape"], "Diagnosis: 2 causes");
+    // d returns to the diagnosis from anywhere.
+    t.step(&["4"], "Segments");
+    t.step(&["d"], "Diagnosis: 2 causes");
+    t.step(&["3"], "c2 xid 0xcb7cd736 NFS GETATTR");
+    t.step(&["d"], "Diagnosis: 2 causes");
+    let p = t.step(&["q"], "EXITED 0");
+    assert!(!p.contains("Diagnosis: 2"), "screen not restored:\n{p}");
+}
+
+#[test]
+fn reconnect_at_80x24_keeps_its_keys_readable() {
+    if !prereq::tmux() {
+        return;
+    }
+    let t = open_in_tmux("diag80", "reconnect.pcap", 80, 24);
+    let p = t.wait_for("done");
+    let lines: Vec<&str> = p.lines().collect();
+    assert!(lines.len() <= 24, "{p}");
+    // The tab bar, the status line's keys and the pane titles' keys are whole.
+    assert!(
+        lines[0].contains("0 Diagnosis") && lines[0].contains("6 Anomalies"),
+        "{p}"
+    );
+    assert!(p.contains("? help  q quit"), "{p}");
+    assert!(p.contains("(Enter: its transactions)"), "{p}");
+    assert!(before(&p, "1  reconnect_stall", "2  network_loss"), "{p}");
+    assert!(p.contains("outage 21.907 s"), "{p}");
+    // The help fits and names the diagnosis keys.
+    let p = t.step(&["?"], "Keys (Esc or ? closes)");
+    assert!(p.contains("d  0") && p.contains("the diagnosis"), "{p}");
+    assert!(
+        p.contains("back up (ladder, a cause's or connection's list)"),
+        "{p}"
+    );
+    t.send(&["Escape"]);
+    t.wait_gone("Keys (Esc");
+    // The drill works as at full size.
+    let p = t.step(&["Enter"], "Transactions 1/36");
+    assert!(p.contains("0xcb7cd736"), "{p}");
+    t.step(&["Enter"], "c2 xid 0xcb7cd736 NFS GETATTR");
+    t.step(&["Escape"], "Transactions 1/36");
+    t.step(&["Escape"], "(Enter: its transactions)");
+    t.step(&["q"], "EXITED 0");
+}
+
+#[test]
+fn a_clean_capture_says_no_cause_then_shows_the_overview() {
+    if !prereq::tmux() {
+        return;
+    }
+    let t = open_in_tmux("clean", "v3-inline.pcap", 80, 24);
+    let p = t.wait_for("done");
+    assert!(
+        p.contains("no cause found — looked at 41 RPCs on") && p.contains("Connections (1)"),
+        "{p}"
+    );
+    // The diagnosis screen says it too, over the client's timeline.
+    let p = t.step(
+        &["d"],
+        "Connections of each client in time order: 0 outages",
+    );
+    assert!(
+        p.contains("no cause found — looked at 41 RPCs on 1 connection"),
+        "{p}"
+    );
+    assert!(p.contains("c1: REQ"), "{p}");
+    t.step(&["q"], "EXITED 0");
 }

@@ -9,6 +9,7 @@
 //! in `docs/diagnosis.md`; a healthy capture gets no cause at all.
 
 mod rules;
+pub mod timeline;
 
 use std::collections::BTreeMap;
 

@@ -7,11 +7,11 @@ use std::fmt::Write as _;
 
 use super::filter::Filter;
 use super::schema::{
-    ChunkTotals, ClientTimeline, ConnectionView, KindSummary, Operations, PhaseTimes, PrivateData,
-    ProceduresOverCap, ReportDoc, ResponseTimes, SlowOperation, TimelineEntry, WriteChunks,
-    SCHEMA_VERSION,
+    ChunkTotals, ConnectionView, KindSummary, Operations, PhaseTimes, PrivateData,
+    ProceduresOverCap, ReportDoc, ResponseTimes, SlowOperation, WriteChunks, SCHEMA_VERSION,
 };
 use super::stats::{Latency, Summary};
+use crate::diagnosis::timeline::timeline;
 use crate::diagnosis::{Cause, Diagnosis};
 use crate::engine::{Carries, ConnId, Engine, Finding, Kind, Origin, State, Transaction, Transfer};
 use crate::pipeline::{End, Flow, Notice, Progress, Sink};
@@ -328,7 +328,7 @@ impl Report {
             diagnosis: self.causes(state),
             phases: self.phase_rows(),
             slowest: self.slowest.clone(),
-            timeline: timeline(state, &filter),
+            timeline: timeline(state, |c| filter.connection(c)),
             operations: self.operation_rows(),
             totals: state.totals.clone(),
             evictions: state.evictions,
@@ -545,30 +545,27 @@ impl Report {
         }
     }
 
-    /// Each client's connections in time order.
+    /// Each client's connections in time order, and its outages.
     fn text_timeline(&self, s: &mut String, state: &State, filter: &Filter) {
-        let t = &state.totals;
-        let start = t.first_ts_ns;
+        let start = state.totals.first_ts_ns;
         let _ = writeln!(s, "\nConnections of each client in time order");
-        for tl in timeline(state, filter) {
+        for tl in timeline(state, |c| filter.connection(c)) {
             let _ = writeln!(s, "  client {}", tl.client);
             for e in &tl.connections {
-                let gap = e.gap_before_ms.map_or(String::new(), |g| {
-                    format!(" {:.3} s after the previous one's last message,", g / 1e3)
-                });
+                let frames: Vec<String> = e.cm_frames.iter().map(u64::to_string).collect();
                 let _ = writeln!(
                     s,
-                    "    {}:{gap} first seen at {}, last message at {}, CM {} (frames {})",
-                    e.connection,
-                    rel(e.first_ts_ns, start),
-                    rel(e.last_ts_ns, start),
-                    e.cm_state.as_str(),
-                    e.cm_frames
-                        .iter()
-                        .map(u64::to_string)
-                        .collect::<Vec<_>>()
-                        .join(",")
+                    "    {} (CM frames {})",
+                    e.describe(start),
+                    if frames.is_empty() {
+                        "none".to_string()
+                    } else {
+                        frames.join(",")
+                    }
                 );
+            }
+            for o in &tl.outages {
+                let _ = writeln!(s, "    {}", o.describe(start));
             }
         }
     }
@@ -783,44 +780,6 @@ impl Report {
             }
         }
     }
-}
-
-/// Each client's connections (those `filter` keeps) in time order, with
-/// the time it had none between two of them.
-fn timeline(state: &State, filter: &Filter) -> Vec<ClientTimeline> {
-    let mut by_client: BTreeMap<String, Vec<&crate::engine::Connection>> = BTreeMap::new();
-    for c in state.connections.values().filter(|c| filter.connection(c)) {
-        let client = c
-            .client
-            .map_or_else(|| "unknown".to_string(), |q| q.addr.to_string());
-        by_client.entry(client).or_default().push(c);
-    }
-    by_client
-        .into_iter()
-        .map(|(client, mut cs)| {
-            cs.sort_by_key(|c| (c.first_ts_ns, c.id));
-            let mut prev_last: Option<u64> = None;
-            let connections = cs
-                .into_iter()
-                .map(|c| {
-                    let gap = prev_last.map(|l| c.first_ts_ns.saturating_sub(l) as f64 / 1e6);
-                    prev_last = Some(prev_last.map_or(c.last_ts_ns, |l| l.max(c.last_ts_ns)));
-                    TimelineEntry {
-                        connection: c.id,
-                        cm_state: c.cm_state,
-                        first_ts_ns: c.first_ts_ns,
-                        last_ts_ns: c.last_ts_ns,
-                        cm_frames: c.cm_frames.clone(),
-                        gap_before_ms: gap,
-                    }
-                })
-                .collect();
-            ClientTimeline {
-                client,
-                connections,
-            }
-        })
-        .collect()
 }
 
 /// Seconds since the capture's first frame.

@@ -19,6 +19,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::stats::Summary;
+pub use crate::diagnosis::timeline::{ClientTimeline, Outage, TimelineEntry};
 use crate::diagnosis::Cause;
 use crate::engine::{
     Anomaly, Carries, CmState, Congestion, ConnId, Connection, Evictions, Kind, Origin, QpKey,
@@ -413,35 +414,6 @@ pub struct SlowOperation {
     pub app_latency_us: f64,
     /// Last transmission to reply, µs.
     pub latency_us: f64,
-}
-
-/// One connection on a client's timeline.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct TimelineEntry {
-    /// The connection.
-    pub connection: ConnId,
-    /// Where its CM exchange ended.
-    pub cm_state: CmState,
-    /// When it was first seen (its CM REQ when the capture has it).
-    pub first_ts_ns: u64,
-    /// Its last RPC-over-RDMA message or RDMA operation.
-    pub last_ts_ns: u64,
-    /// Its CM frames (REQ, REP, RTU, DREQ, DREP, REJ, retries included).
-    pub cm_frames: Vec<u64>,
-    /// Time from the previous connection's last message to this one's
-    /// first sight, ms (`null` for the client's first).
-    pub gap_before_ms: Option<f64>,
-}
-
-/// A client's connections in time order.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct ClientTimeline {
-    /// The client's address (IP, GID or LID), `unknown` when not seen.
-    pub client: String,
-    /// Its connections, oldest first.
-    pub connections: Vec<TimelineEntry>,
 }
 
 /// `report --json`.

@@ -31,7 +31,7 @@ use ratatui::Terminal;
 use super::feed::{self, Msg, Tap};
 use super::model::{Caps, Model};
 use super::state::{Action, Screen, UiState};
-use super::{anomalies, draw, keys};
+use super::{anomalies, diagnosis, draw, keys};
 use crate::engine::Config;
 use crate::pipeline::{Sink, Source, Stop};
 
@@ -160,7 +160,7 @@ pub fn show(
         let _ = execute!(io::stdout(), DisableMouseCapture);
         previous(info);
     }));
-    let mut ui = UiState::default();
+    let mut ui = UiState::opening();
     if let Some(f) = filter {
         ui.filter = f;
     }
@@ -187,12 +187,16 @@ pub fn resolve(a: Action, m: &Model, ui: &UiState) -> Option<Action> {
             .and_then(|s| m.segs.get(*s as usize))
             .map(|s| Action::ShowTxn(s.row as usize)),
         Screen::Anomalies => anomalies::activate(m, ui),
+        Screen::Diagnosis => diagnosis::activate(m, ui),
         Screen::Overview | Screen::Credits => m
             .state
             .connections
             .keys()
             .nth(ui.selected[ui.screen.index()])
-            .map(|c| Action::FilterTo(c.to_string())),
+            .map(|c| Action::FilterTo {
+                filter: c.to_string(),
+                seek_ns: None,
+            }),
         Screen::Detail => None,
     }
 }
@@ -267,6 +271,10 @@ pub fn run<B: Backend>(
         let since = last_draw.map_or(FRAME, |t| t.elapsed());
         if dirty && since >= FRAME {
             model.refresh(&mut ui);
+            if ui.settle && model.done {
+                ui.apply(Action::FirstScreen(diagnosis::first_screen(&model)));
+                model.refresh(&mut ui);
+            }
             terminal.draw(|f| draw(f, &model, &ui)).map_err(term_err)?;
             last_draw = Some(Instant::now());
             dirty = false;

@@ -13,6 +13,10 @@ pub const HELP: &[(&str, &str)] = &[
     ("?", "show / hide this help"),
     ("Tab  Shift-Tab", "next / previous screen"),
     (
+        "d  0",
+        "the diagnosis: causes, their evidence, client timelines",
+    ),
+    (
         "1..6",
         "Overview Transactions Detail Chunks Credits Anomalies",
     ),
@@ -20,14 +24,12 @@ pub const HELP: &[(&str, &str)] = &[
     ("PgUp PgDn ^B ^F", "one page up / down"),
     ("Home End  g G", "first / last row"),
     ("mouse wheel", "scroll"),
-    (
-        "Enter",
-        "ladder of a transaction; an anomaly's transaction;",
-    ),
-    ("", "a connection's transactions"),
-    ("Esc", "back from the detail, close a box, clear the filter"),
+    ("Enter", "a cause's transactions; ladder of a transaction;"),
+    ("", "an anomaly's transaction; a connection's transactions"),
+    ("Esc", "back up (ladder, a cause's or connection's list),"),
+    ("", "close a box, clear the filter"),
     ("s  S", "sort transactions by the next column / reverse"),
-    ("/", "filter: c1, 0x1234abcd, READ, credit_overrun"),
+    ("/", "filter: c1  0x1234abcd  READ  credit_overrun  c1|c2"),
     ("p", "pause: freeze the view, the source keeps running"),
 ];
 
@@ -66,7 +68,8 @@ pub fn map(key: KeyEvent, ui: &UiState) -> Option<Action> {
         KeyCode::Char('?') => Action::ToggleHelp,
         KeyCode::Tab => Action::NextScreen,
         KeyCode::BackTab => Action::PrevScreen,
-        KeyCode::Char(c @ '1'..='6') => Action::Go(Screen::ALL[usize::from(c as u8 - b'1')]),
+        KeyCode::Char(c @ '0'..='6') => Action::Go(Screen::ALL[usize::from(c as u8 - b'0')]),
+        KeyCode::Char('d') => Action::Go(Screen::Diagnosis),
         KeyCode::Char('f') if ctrl => Action::PageDown,
         KeyCode::Char('b') if ctrl => Action::PageUp,
         KeyCode::Up | KeyCode::Char('k') => Action::Up(1),

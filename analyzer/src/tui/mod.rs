@@ -2,10 +2,10 @@
 //! view over the engine.
 //!
 //! ```text
-//! ┌ 1 Overview │ 2 Transactions │ 3 Detail │ 4 Chunks │ 5 Credits │ 6 Anomalies ┐  tabs
+//! ┌ 0 Diagnosis │ 1 Overview │ 2 Transactions │ 3 Detail │ … │ 6 Anomalies ┐  tabs
 //! │                                                                           │
-//! │  the screen's render module (overview.rs, transactions.rs, detail.rs,     │  body
-//! │  chunks.rs, credits.rs, anomalies.rs)                                     │
+//! │  the screen's render module (diagnosis.rs, overview.rs, transactions.rs,  │  body
+//! │  detail.rs, chunks.rs, credits.rs, anomalies.rs)                          │
 //! │                                                                           │
 //! └ status: source, progress gauge or live rates, frames, events, drops ──────┘  status
 //! ```
@@ -22,6 +22,7 @@ pub mod app;
 pub mod chunks;
 pub mod credits;
 pub mod detail;
+pub mod diagnosis;
 pub mod feed;
 pub mod keys;
 pub mod model;
@@ -52,6 +53,7 @@ pub fn draw(f: &mut Frame<'_>, m: &Model, ui: &UiState) {
     .areas(f.area());
     draw_tabs(f, tabs, ui);
     match ui.screen {
+        Screen::Diagnosis => diagnosis::draw(f, body, m, ui),
         Screen::Overview => overview::draw(f, body, m, ui),
         Screen::Transactions => transactions::draw(f, body, m, ui),
         Screen::Detail => detail::draw(f, body, m, ui),
@@ -70,8 +72,7 @@ pub fn draw(f: &mut Frame<'_>, m: &Model, ui: &UiState) {
 fn draw_tabs(f: &mut Frame<'_>, area: Rect, ui: &UiState) {
     let titles = Screen::ALL
         .iter()
-        .enumerate()
-        .map(|(i, s)| format!("{} {}", i + 1, s.title()));
+        .map(|s| format!("{} {}", s.key(), s.title()));
     let t = Tabs::new(titles)
         .select(ui.screen.index())
         .style(Style::new().fg(Color::Gray))
@@ -89,7 +90,7 @@ fn draw_status(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
             Style::new().fg(Color::Black).bg(Color::Yellow),
         ));
         spans.push(Span::raw(
-            "  Enter apply, Esc cancel; c1, 0x1234abcd, READ, credit_overrun",
+            "  Enter apply, Esc cancel; c1  0x1234abcd  READ  credit_overrun  c1|c2",
         ));
         f.render_widget(Paragraph::new(Line::from(spans)), area);
         return;

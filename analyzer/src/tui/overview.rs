@@ -172,16 +172,16 @@ fn draw_totals(f: &mut Frame<'_>, area: Rect, m: &Model) {
     let t = &m.state.totals;
     let span = t.span_ns();
     let anomalies: u64 = m.state.anomaly_counts.values().sum();
-    let causes = m.diagnosis.causes(&m.state);
+    let causes = &m.causes;
     let mut lines = Vec::new();
     if causes.is_empty() {
         lines.push(Line::from(Span::styled(
-            "diagnosis: no cause found",
+            super::diagnosis::no_cause(m),
             Style::new().fg(Color::Green),
         )));
     }
     // The causes first, largest impact first (docs/diagnosis.md); the
-    // report has their evidence and advice.
+    // diagnosis screen has their evidence and advice.
     for (i, c) in causes.iter().take(3).enumerate() {
         lines.push(Line::from(Span::styled(
             format!(
@@ -197,7 +197,7 @@ fn draw_totals(f: &mut Frame<'_>, area: Rect, m: &Model) {
     }
     if causes.len() > 3 {
         lines.push(Line::from(format!(
-            "and {} more causes: see report",
+            "and {} more causes: d shows them all",
             causes.len() - 3
         )));
     }

@@ -4,9 +4,11 @@
 //! model (Enter on a row) are resolved by the event loop into concrete ones
 //! ([`Action::ShowTxn`], [`Action::Message`]) before they reach `apply`.
 
-/// The screens, in tab order (number keys 1-6).
+/// The screens, in tab order (number keys 0-6; `d` is the diagnosis too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Screen {
+    /// The causes the diagnosis names, each client's connections in time order.
+    Diagnosis,
     /// Connections, totals, latency histogram.
     Overview,
     /// One row per XID.
@@ -23,7 +25,8 @@ pub enum Screen {
 
 impl Screen {
     /// Every screen, in tab order.
-    pub const ALL: [Screen; 6] = [
+    pub const ALL: [Screen; SCREENS] = [
+        Screen::Diagnosis,
         Screen::Overview,
         Screen::Transactions,
         Screen::Detail,
@@ -37,9 +40,16 @@ impl Screen {
         Screen::ALL.iter().position(|s| *s == self).unwrap_or(0)
     }
 
+    /// The number key that shows it (the tab bar shows it too): the
+    /// diagnosis is 0 so the other screens keep the keys they had.
+    pub fn key(self) -> char {
+        char::from(b'0' + self.index() as u8)
+    }
+
     /// Tab title.
     pub fn title(self) -> &'static str {
         match self {
+            Screen::Diagnosis => "Diagnosis",
             Screen::Overview => "Overview",
             Screen::Transactions => "Transactions",
             Screen::Detail => "Detail",
@@ -156,8 +166,17 @@ pub enum Action {
     TogglePause,
     /// Open the detail screen on a transaction (row id in the model).
     ShowTxn(usize),
-    /// Set the filter and show the transactions it selects (Enter on a connection).
-    FilterTo(String),
+    /// Set the filter and show the transactions it selects (Enter on a
+    /// connection or a cause); Esc goes back up to the screen it came from.
+    FilterTo {
+        /// The filter, as typed.
+        filter: String,
+        /// Select the first transaction called at or after this time (ns).
+        seek_ns: Option<u64>,
+    },
+    /// The screen to settle on once the source is done, unless the user
+    /// has moved already: the diagnosis when it names a cause, else the overview.
+    FirstScreen(Screen),
     /// Show a message box (e.g. an anomaly's frames when no transaction matches).
     Message(String),
     /// The terminal has this many rows (for paging and keeping the selection visible).
@@ -172,11 +191,11 @@ pub struct UiState {
     /// Where Esc on the detail screen returns to.
     pub back_to: Screen,
     /// Selected row per screen (index into the screen's visible list).
-    pub selected: [usize; 6],
+    pub selected: [usize; SCREENS],
     /// First row shown per screen.
-    pub top: [usize; 6],
+    pub top: [usize; SCREENS],
     /// Rows in each screen's list (set by the event loop from the model).
-    pub lens: [usize; 6],
+    pub lens: [usize; SCREENS],
     /// Table body rows that fit on screen (from the terminal height).
     pub page: usize,
     /// Transaction table order.
@@ -195,6 +214,14 @@ pub struct UiState {
     pub message: Option<String>,
     /// Quit requested.
     pub quit: bool,
+    /// Where Esc on the transactions goes back up to, and the filter it
+    /// had there (set by Enter on a connection or a cause).
+    pub up: Option<(Screen, String)>,
+    /// A time (ns) the transaction list is to select the first call at or
+    /// after, once its view is rebuilt (the model resolves it).
+    pub seek_ns: Option<u64>,
+    /// The first screen is still to be chosen ([`Action::FirstScreen`]).
+    pub settle: bool,
 }
 
 impl Default for UiState {
@@ -202,9 +229,9 @@ impl Default for UiState {
         UiState {
             screen: Screen::Overview,
             back_to: Screen::Transactions,
-            selected: [0; 6],
-            top: [0; 6],
-            lens: [0; 6],
+            selected: [0; SCREENS],
+            top: [0; SCREENS],
+            lens: [0; SCREENS],
             page: 20,
             sort: Sort {
                 col: SortCol::Time,
@@ -217,9 +244,15 @@ impl Default for UiState {
             detail: None,
             message: None,
             quit: false,
+            up: None,
+            seek_ns: None,
+            settle: false,
         }
     }
 }
+
+/// How many screens there are.
+pub const SCREENS: usize = 7;
 
 /// Table body rows for a terminal `height` rows tall: tab bar, status line,
 /// block borders and the header row take 5.
@@ -228,6 +261,16 @@ pub fn page_rows(height: u16) -> usize {
 }
 
 impl UiState {
+    /// The state `open` and `live` start in: on the diagnosis, which gives
+    /// way to the overview once the source is done if it names no cause.
+    pub fn opening() -> Self {
+        UiState {
+            screen: Screen::Diagnosis,
+            settle: true,
+            ..UiState::default()
+        }
+    }
+
     /// Records how many rows `screen` lists now, keeping the selection inside.
     pub fn set_len(&mut self, screen: Screen, len: usize) {
         let i = screen.index();
@@ -271,11 +314,27 @@ impl UiState {
         if s == Screen::Detail && self.screen != Screen::Detail {
             self.back_to = self.screen;
         }
+        // Going elsewhere than down (to a ladder) or back leaves the drill.
+        if !matches!(s, Screen::Detail | Screen::Transactions) {
+            self.up = None;
+        }
         self.screen = s;
+    }
+
+    /// Sets the filter in force, the lists it shapes starting from the top.
+    fn set_filter(&mut self, f: String) {
+        self.filter = f;
+        for s in [Screen::Transactions, Screen::Chunks, Screen::Anomalies] {
+            self.reset_list(s);
+        }
     }
 
     /// Applies one action.
     pub fn apply(&mut self, a: Action) {
+        // The user has moved: the first screen is theirs now.
+        if !matches!(a, Action::Resize(_) | Action::FirstScreen(_)) {
+            self.settle = false;
+        }
         match a {
             Action::Quit => self.quit = true,
             Action::NextScreen => {
@@ -314,10 +373,7 @@ impl UiState {
             }
             Action::FilterApply => {
                 if let Some(e) = self.editing.take() {
-                    self.filter = e.trim().to_string();
-                    for s in [Screen::Transactions, Screen::Chunks, Screen::Anomalies] {
-                        self.reset_list(s);
-                    }
+                    self.set_filter(e.trim().to_string());
                 }
             }
             Action::FilterCancel => self.editing = None,
@@ -329,12 +385,17 @@ impl UiState {
                     self.help = false;
                 } else if self.screen == Screen::Detail {
                     self.screen = self.back_to;
+                } else if let Some((s, f)) = self
+                    .up
+                    .take()
+                    .filter(|_| self.screen == Screen::Transactions)
+                {
+                    // Back up to the cause or connection the list came from.
+                    self.set_filter(f);
+                    self.screen = s;
                 } else if !self.filter.is_empty() {
                     // Esc on a list clears the filter, as in less and most pagers.
-                    self.filter.clear();
-                    for s in [Screen::Transactions, Screen::Chunks, Screen::Anomalies] {
-                        self.reset_list(s);
-                    }
+                    self.set_filter(String::new());
                 }
             }
             Action::ToggleHelp => self.help = !self.help,
@@ -345,12 +406,18 @@ impl UiState {
                 self.top[Screen::Detail.index()] = 0;
                 self.go(Screen::Detail);
             }
-            Action::FilterTo(f) => {
-                self.filter = f;
-                for s in [Screen::Transactions, Screen::Chunks, Screen::Anomalies] {
-                    self.reset_list(s);
-                }
+            Action::FilterTo { filter, seek_ns } => {
+                let from = (self.screen, std::mem::take(&mut self.filter));
+                self.set_filter(filter);
                 self.go(Screen::Transactions);
+                self.up = Some(from);
+                self.seek_ns = seek_ns;
+            }
+            Action::FirstScreen(s) => {
+                if self.settle {
+                    self.settle = false;
+                    self.go(s);
+                }
             }
             Action::Message(m) => self.message = Some(m),
             Action::Resize(h) => {

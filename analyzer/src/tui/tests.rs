@@ -44,6 +44,8 @@ fn keys_navigation() {
     assert_eq!(map(ch('1'), &ui), Some(Action::Go(Screen::Overview)));
     assert_eq!(map(ch('6'), &ui), Some(Action::Go(Screen::Anomalies)));
     assert_eq!(map(ch('7'), &ui), None);
+    assert_eq!(map(ch('0'), &ui), Some(Action::Go(Screen::Diagnosis)));
+    assert_eq!(map(ch('d'), &ui), Some(Action::Go(Screen::Diagnosis)));
     assert_eq!(map(ch('j'), &ui), Some(Action::Down(1)));
     assert_eq!(map(key(KeyCode::Down), &ui), Some(Action::Down(1)));
     assert_eq!(map(ch('k'), &ui), Some(Action::Up(1)));
@@ -143,6 +145,8 @@ fn apply_screens_and_back() {
     assert_eq!(ui.screen, Screen::Transactions);
     ui.apply(Action::PrevScreen);
     ui.apply(Action::PrevScreen);
+    assert_eq!(ui.screen, Screen::Diagnosis);
+    ui.apply(Action::PrevScreen);
     assert_eq!(ui.screen, Screen::Anomalies, "Shift-Tab wraps around");
     ui.apply(Action::Go(Screen::Transactions));
     ui.apply(Action::ShowTxn(7));
@@ -154,11 +158,34 @@ fn apply_screens_and_back() {
         "Esc returns where Enter came from"
     );
     ui.apply(Action::Go(Screen::Overview));
-    ui.apply(Action::FilterTo("c2".into()));
+    ui.apply(Action::FilterTo {
+        filter: "c2".into(),
+        seek_ns: None,
+    });
     assert_eq!(
         (ui.screen, ui.filter.as_str()),
         (Screen::Transactions, "c2")
     );
+    // Down to a ladder and back, then back up to where the list came from,
+    // with the filter it had there.
+    ui.apply(Action::ShowTxn(1));
+    ui.apply(Action::Back);
+    assert_eq!(ui.screen, Screen::Transactions);
+    ui.apply(Action::Back);
+    assert_eq!((ui.screen, ui.filter.as_str()), (Screen::Overview, ""));
+    // A typed filter is cleared by Esc, as before.
+    ui.apply(Action::Go(Screen::Transactions));
+    ui.filter = "READ".into();
+    ui.apply(Action::Back);
+    assert_eq!((ui.screen, ui.filter.as_str()), (Screen::Transactions, ""));
+    // d (or 0) reaches the diagnosis from anywhere, and leaves the drill.
+    ui.apply(Action::Go(Screen::Diagnosis));
+    ui.apply(Action::FilterTo {
+        filter: "0x1".into(),
+        seek_ns: None,
+    });
+    ui.apply(Action::Go(Screen::Credits));
+    assert_eq!(ui.up, None);
     ui.apply(Action::Quit);
     assert!(ui.quit);
 }
@@ -166,6 +193,7 @@ fn apply_screens_and_back() {
 #[test]
 fn apply_selection_is_clamped_and_visible() {
     let mut ui = UiState::default();
+    let t = Screen::Transactions.index();
     ui.apply(Action::Resize(24));
     assert_eq!(ui.page, 19);
     ui.apply(Action::Go(Screen::Transactions));
@@ -176,21 +204,21 @@ fn apply_selection_is_clamped_and_visible() {
     assert_eq!(ui.sel(), 5);
     ui.apply(Action::PageDown);
     assert_eq!(ui.sel(), 24);
-    assert_eq!(ui.top[1], 24 + 1 - 19, "the selection stays on screen");
+    assert_eq!(ui.top[t], 24 + 1 - 19, "the selection stays on screen");
     ui.apply(Action::End);
     assert_eq!(ui.sel(), 99);
-    assert_eq!(ui.top[1], 81);
+    assert_eq!(ui.top[t], 81);
     ui.apply(Action::Down(10));
     assert_eq!(ui.sel(), 99);
     ui.apply(Action::PageUp);
     assert_eq!(ui.sel(), 80);
-    assert_eq!(ui.top[1], 80);
+    assert_eq!(ui.top[t], 80);
     ui.apply(Action::Home);
-    assert_eq!((ui.sel(), ui.top[1]), (0, 0));
+    assert_eq!((ui.sel(), ui.top[t]), (0, 0));
     // The list shrinking (a filter) pulls the selection in.
     ui.apply(Action::End);
     ui.set_len(Screen::Transactions, 3);
-    assert_eq!((ui.sel(), ui.top[1]), (2, 0));
+    assert_eq!((ui.sel(), ui.top[t]), (2, 0));
     ui.set_len(Screen::Transactions, 0);
     assert_eq!(ui.sel(), 0);
     ui.apply(Action::Down(1));
@@ -341,7 +369,10 @@ fn snapshots_with_filter_sort_help_and_anomalies() {
     m.refresh(&mut ui);
     assert_eq!(
         app::resolve(Action::Activate, &m, &ui),
-        Some(Action::FilterTo("c1".into()))
+        Some(Action::FilterTo {
+            filter: "c1".into(),
+            seek_ns: None
+        })
     );
     let mut ui = UiState::default();
     ui.apply(Action::Go(Screen::Transactions));
@@ -755,5 +786,95 @@ fn the_overview_leads_with_the_diagnosis() {
     assert!(
         first < text.find("frames ("),
         "the causes come before the totals"
+    );
+}
+
+#[test]
+fn the_diagnosis_screen_drills_from_a_cause_to_its_ladder_and_back() {
+    let mut m = model_of("reconnect.pcap");
+    let mut ui = UiState::opening();
+    let t = render(&mut m, &mut ui, 160, 48);
+    let text = screen_text(&t);
+    let first = text
+        .find("1  reconnect_stall")
+        .expect("the stall ranked first");
+    assert!(
+        first < text.find("2  network_loss").expect("loss second"),
+        "{text}"
+    );
+    assert!(
+        text.contains("21.908 s") && text.contains("92.5%"),
+        "{text}"
+    );
+    assert!(
+        text.contains("outage 21.907 s: 1 call(s) unanswered on c1"),
+        "{text}"
+    );
+    insta::assert_snapshot!("reconnect_diagnosis_160x48", t.backend());
+    insta::assert_snapshot!(
+        "reconnect_diagnosis_80x24",
+        render(&mut m, &mut ui, 80, 24).backend()
+    );
+    // Enter: the cause's XIDs, in the transaction list.
+    let a = app::resolve(Action::Activate, &m, &ui).expect("Enter on a cause");
+    assert!(
+        matches!(&a, Action::FilterTo { filter, seek_ns: Some(_) } if filter == "0xcb7cd736"),
+        "{a:?}"
+    );
+    ui.apply(a);
+    let text = screen_text(&render(&mut m, &mut ui, 160, 48));
+    assert!(
+        text.contains("Transactions 1/36")
+            && text.contains("Esc: back to Diagnosis  filter 0xcb7cd736"),
+        "{text}"
+    );
+    // Enter: its ladder; Esc, Esc: back up to the cause.
+    let a = app::resolve(Action::Activate, &m, &ui).expect("Enter on the transaction");
+    ui.apply(a);
+    let text = screen_text(&render(&mut m, &mut ui, 160, 48));
+    assert!(text.contains("c2 xid 0xcb7cd736 NFS GETATTR"), "{text}");
+    ui.apply(Action::Back);
+    ui.apply(Action::Back);
+    assert_eq!((ui.screen, ui.filter.as_str()), (Screen::Diagnosis, ""));
+    // The first screen stays the diagnosis once the file is read.
+    assert_eq!(super::diagnosis::first_screen(&m), Screen::Diagnosis);
+}
+
+#[test]
+fn a_clean_capture_opens_on_the_overview_saying_no_cause() {
+    let mut m = model_of("v3-inline.pcap");
+    let mut ui = UiState::opening();
+    m.refresh(&mut ui);
+    assert_eq!(super::diagnosis::first_screen(&m), Screen::Overview);
+    ui.apply(Action::FirstScreen(Screen::Overview));
+    let text = screen_text(&render(&mut m, &mut ui, 160, 48));
+    assert!(
+        text.contains("no cause found — looked at 41 RPCs on 1 connection"),
+        "{text}"
+    );
+    // Once the user has moved, the first screen is theirs.
+    let mut ui = UiState::opening();
+    ui.apply(Action::Down(1));
+    ui.apply(Action::FirstScreen(Screen::Overview));
+    assert_eq!(ui.screen, Screen::Diagnosis);
+}
+
+#[test]
+fn a_cause_without_xids_lists_its_connections_from_its_first_time() {
+    let mut m = model_of("v3-ddp.pcap");
+    let mut ui = UiState::default();
+    m.refresh(&mut ui);
+    // The filter machinery takes alternatives: two connections, or XIDs.
+    let xids = format!("{:#010x}|{:#010x}", m.rows[3].xid, m.rows[9].xid);
+    ui.apply(Action::FilterTo {
+        filter: xids,
+        seek_ns: Some(m.rows[9].call_ts_ns),
+    });
+    m.refresh(&mut ui);
+    assert_eq!(m.view.len(), 2);
+    assert_eq!(
+        ui.selected[Screen::Transactions.index()],
+        1,
+        "the first call at or after the cause's start is selected"
     );
 }

@@ -208,10 +208,13 @@ pub fn draw(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
             .find(|c| c.sort == ui.sort.col)
             .map_or("time", |c| c.name),
         arrow,
-        if ui.filter.is_empty() {
-            "(/ filter, s sort, Enter ladder) ".to_string()
-        } else {
-            format!("filter {} ", ui.filter)
+        match (&ui.up, ui.filter.is_empty()) {
+            // The key first: a cause's filter can be long.
+            (Some((from, _)), _) => {
+                format!("Esc: back to {}  filter {} ", from.title(), ui.filter)
+            }
+            (None, true) => "(/ filter, s sort, Enter ladder) ".to_string(),
+            (None, false) => format!("filter {} ", ui.filter),
         }
     );
     let t = Table::new(rows, widths)

@@ -14,16 +14,22 @@ pub struct Tmux {
 impl Tmux {
     /// Starts a server on socket `socket` with one 160x48 session `t` running `shell`.
     pub fn start(socket: String, shell: &str) -> Tmux {
+        Tmux::start_sized(socket, shell, 160, 48)
+    }
+
+    /// [`Tmux::start`] with a `w`×`h` terminal from the first frame on.
+    pub fn start_sized(socket: String, shell: &str, w: u16, h: u16) -> Tmux {
         let t = Tmux { socket };
+        let (w, h) = (w.to_string(), h.to_string());
         let o = t.cmd(&[
             "new-session",
             "-d",
             "-s",
             "t",
             "-x",
-            "160",
+            &w,
             "-y",
-            "48",
+            &h,
             "sh",
             "-c",
             shell,

@@ -51,8 +51,8 @@ use keys::ConnIds;
 pub use keys::{Addr, ConnId, Origin, QpKey};
 pub use merge::MergeConfig;
 pub use model::{
-    CallHeader, Carries, ChunkKind, CmState, Congestion, Connection, CreditPoint, LadderStep,
-    Phases, Role, SegmentUse, StepWhat, Transaction, Transfer,
+    CallHeader, Carries, ChunkKind, CmEvent, CmMsg, CmState, Congestion, Connection, CreditPoint,
+    LadderStep, Phases, Role, SegmentUse, StepWhat, Transaction, Transfer,
 };
 pub use nfsio::{asks_for_retry, FileHandle, NfsIo, Stable, RECENT_ERRORS, RETRY_WINDOW_NS};
 

@@ -551,7 +551,7 @@ impl Ladder {
 }
 
 /// Which end of an RPC-over-RDMA connection a queue pair is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// The requester (NFS client): sent the CM REQ, sends calls.
@@ -569,6 +569,61 @@ impl Role {
         }
     }
 }
+
+/// A CM message the connection's state follows (IBA 12.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
+pub enum CmMsg {
+    /// ConnectRequest.
+    #[serde(rename = "REQ")]
+    Req,
+    /// ConnectReply.
+    #[serde(rename = "REP")]
+    Rep,
+    /// ReadyToUse.
+    #[serde(rename = "RTU")]
+    Rtu,
+    /// ConnectReject.
+    #[serde(rename = "REJ")]
+    Rej,
+    /// DisconnectRequest.
+    #[serde(rename = "DREQ")]
+    Dreq,
+    /// DisconnectReply.
+    #[serde(rename = "DREP")]
+    Drep,
+}
+
+impl CmMsg {
+    /// The message's short name, as IBA 12.6 abbreviates it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CmMsg::Req => "REQ",
+            CmMsg::Rep => "REP",
+            CmMsg::Rtu => "RTU",
+            CmMsg::Rej => "REJ",
+            CmMsg::Dreq => "DREQ",
+            CmMsg::Drep => "DREP",
+        }
+    }
+}
+
+/// One CM message of a connection: which, when, in which frame, from whom.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct CmEvent {
+    /// Frame number.
+    pub frame: u64,
+    /// Capture time, ns since the epoch.
+    pub ts_ns: u64,
+    /// The message.
+    pub message: CmMsg,
+    /// Who sent it.
+    pub from: Role,
+}
+
+/// CM messages kept per connection: a connection's life takes six (REQ,
+/// REP, RTU, DREQ, DREP and a retry or two); a peer retrying without end
+/// must not grow the table, so later ones are counted, not kept.
+pub const CM_EVENTS: usize = 32;
 
 /// Where the CM exchange of a connection stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
@@ -726,8 +781,10 @@ pub struct Connection {
     /// the call inline threshold, `inline_recv` the reply inline threshold.
     /// `None` when the capture has no CM exchange for this connection.
     pub negotiated: Option<Negotiated>,
-    /// Frames of the CM exchange.
-    pub cm_frames: Vec<u64>,
+    /// The CM messages, oldest first (the first [`CM_EVENTS`]).
+    pub cm_events: Vec<CmEvent>,
+    /// CM messages past [`CM_EVENTS`], counted only.
+    pub cm_events_not_kept: u32,
     /// The capture's snap length cut the CM messages: their private data,
     /// and what it negotiates, are not known.
     pub cm_cut: bool,
@@ -793,7 +850,8 @@ impl Connection {
             client_private: None,
             server_private: None,
             negotiated: None,
-            cm_frames: Vec::new(),
+            cm_events: Vec::new(),
+            cm_events_not_kept: 0,
             cm_cut: false,
             path_mtu: None,
             first_ts_ns: ts,
@@ -817,6 +875,20 @@ impl Connection {
             latency_log2_us: [0; 32],
             congestion: Congestion::default(),
             last_loss_ts_ns: None,
+        }
+    }
+
+    /// Frames of the CM exchange (those kept in [`Connection::cm_events`]).
+    pub fn cm_frames(&self) -> impl Iterator<Item = u64> + '_ {
+        self.cm_events.iter().map(|e| e.frame)
+    }
+
+    /// Records a CM message, within [`CM_EVENTS`].
+    pub(super) fn cm_event(&mut self, e: CmEvent) {
+        if self.cm_events.len() < CM_EVENTS {
+            self.cm_events.push(e);
+        } else {
+            self.cm_events_not_kept = self.cm_events_not_kept.saturating_add(1);
         }
     }
 

@@ -11,7 +11,7 @@ use rdma_dissectors::stack::Dissection;
 use super::state::{Corr, Txn};
 use crate::cm;
 use crate::keys::{ConnId, QpKey};
-use crate::model::{v1, Carries, Connection, Role};
+use crate::model::{v1, Carries, CmEvent, CmMsg, Connection, Role};
 use crate::{Engine, Finding, Kind};
 
 impl Engine {
@@ -313,10 +313,7 @@ impl Engine {
                 let key = (src, req.local_comm_id);
                 if let Some(&id) = self.conns.pending.get(&key) {
                     // A retransmitted REQ (the CM retries MADs).
-                    self.cm_transition(id, number, &cm, Role::Client, src, out);
-                    if let Some(c) = self.state.connections.get_mut(&id) {
-                        c.cm_frames.push(number);
-                    }
+                    self.cm_transition(id, (number, ts), &cm, Role::Client, src, out);
                     return;
                 }
                 if self.conns.pending.len() >= self.limits.connections {
@@ -324,7 +321,7 @@ impl Engine {
                 }
                 let id = self.new_conn(ts, out);
                 self.conns.pending.insert(key, id);
-                self.cm_transition(id, number, &cm, Role::Client, src, out);
+                self.cm_transition(id, (number, ts), &cm, Role::Client, src, out);
                 let client = QpKey {
                     addr: src,
                     qpn: req.local_qpn.get(),
@@ -342,7 +339,6 @@ impl Engine {
                     c.path_mtu = kept(ibcm::req::MTU_RDC_RNR, 1)
                         .then(|| ibcm::mtu_bytes(req.path_packet_payload_mtu))
                         .flatten();
-                    c.cm_frames.push(number);
                 }
                 self.index_comm_id(id, src, req.local_comm_id);
                 // The port says, when RDMA-CM made the connection: NFS
@@ -364,10 +360,9 @@ impl Engine {
                     addr: src,
                     qpn: rep.local_qpn.get(),
                 };
-                self.cm_transition(id, number, &cm, Role::Server, src, out);
+                self.cm_transition(id, (number, ts), &cm, Role::Server, src, out);
                 if let Some(c) = self.state.connections.get_mut(&id) {
                     if c.server.is_some() {
-                        c.cm_frames.push(number);
                         return;
                     }
                     c.server = Some(server);
@@ -378,7 +373,6 @@ impl Engine {
                     c.cm_cut |= cm_cut;
                     c.negotiated = (!c.cm_cut)
                         .then(|| rpcrdma_cm::negotiate(v1(c.client_private), v1(c.server_private)));
-                    c.cm_frames.push(number);
                     // RFC 8166 3.3.3: one credit until the first reply says otherwise.
                     c.granted = Some(1);
                 }
@@ -410,10 +404,7 @@ impl Engine {
             }
             CmMessage::Rtu(rtu) => {
                 if let Some((id, sender)) = self.conn_by_comm_id(src, rtu.local_comm_id) {
-                    self.cm_transition(id, number, &cm, sender, src, out);
-                    if let Some(c) = self.state.connections.get_mut(&id) {
-                        c.cm_frames.push(number);
-                    }
+                    self.cm_transition(id, (number, ts), &cm, sender, src, out);
                 }
             }
             CmMessage::Rej(rej) => {
@@ -425,10 +416,7 @@ impl Engine {
                 };
                 let id = to.map(|(id, _)| id);
                 if let Some((id, receiver)) = to {
-                    self.cm_transition(id, number, &cm, receiver.peer(), src, out);
-                    if let Some(c) = self.state.connections.get_mut(&id) {
-                        c.cm_frames.push(number);
-                    }
+                    self.cm_transition(id, (number, ts), &cm, receiver.peer(), src, out);
                 }
                 self.anomaly(
                     out,
@@ -445,18 +433,12 @@ impl Engine {
             }
             CmMessage::Dreq(dreq) => {
                 if let Some((id, sender)) = self.conn_by_comm_id(src, dreq.local_comm_id) {
-                    self.cm_transition(id, number, &cm, sender, src, out);
-                    if let Some(c) = self.state.connections.get_mut(&id) {
-                        c.cm_frames.push(number);
-                    }
+                    self.cm_transition(id, (number, ts), &cm, sender, src, out);
                 }
             }
             CmMessage::Drep(drep) => {
                 if let Some((id, sender)) = self.conn_by_comm_id(src, drep.local_comm_id) {
-                    self.cm_transition(id, number, &cm, sender, src, out);
-                    if let Some(c) = self.state.connections.get_mut(&id) {
-                        c.cm_frames.push(number);
-                    }
+                    self.cm_transition(id, (number, ts), &cm, sender, src, out);
                     self.close_out(id, "the connection was closed (DREQ/DREP) first", true, out);
                 }
             }
@@ -464,20 +446,30 @@ impl Engine {
         }
     }
 
-    /// Moves connection `id`'s CM state for `msg` from `sender` (at `src`),
-    /// and reports a message the state machine does not allow there.
+    /// Records `msg` from `sender` (at `src`) in frame `at.0` at time
+    /// `at.1` on connection `id`, moves its CM state, and reports a message
+    /// the state machine does not allow there.
     fn cm_transition(
         &mut self,
         id: ConnId,
-        number: u64,
+        at: (u64, u64),
         msg: &CmMessage<'_>,
         sender: Role,
         src: Addr,
         out: &mut Vec<Finding>,
     ) {
+        let (number, ts) = at;
         let Some(c) = self.state.connections.get_mut(&id) else {
             return;
         };
+        if let Some(message) = cm_msg(msg) {
+            c.cm_event(CmEvent {
+                frame: number,
+                ts_ns: ts,
+                message,
+                from: sender,
+            });
+        }
         match cm::next(c.cm_state, msg, sender) {
             Ok(s) => c.cm_state = s,
             Err(e) => {
@@ -502,4 +494,18 @@ impl Engine {
             }
         }
     }
+}
+
+/// The CM messages a connection's state follows; the others (MRA, SIDR,
+/// LAP, APR) change nothing the timeline shows.
+fn cm_msg(m: &CmMessage<'_>) -> Option<CmMsg> {
+    Some(match m {
+        CmMessage::Req(_) => CmMsg::Req,
+        CmMessage::Rep(_) => CmMsg::Rep,
+        CmMessage::Rtu(_) => CmMsg::Rtu,
+        CmMessage::Rej(_) => CmMsg::Rej,
+        CmMessage::Dreq(_) => CmMsg::Dreq,
+        CmMessage::Drep(_) => CmMsg::Drep,
+        _ => return None,
+    })
 }
