@@ -248,6 +248,7 @@ fn open(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     // before the process dies of them.
     let stop = Stop::new();
     sys::stop_on_signals(&stop, true);
+    die_if_stuck_after_a_signal();
     let error =
         rdma_analyzer::tui::show(Box::new(source), config, caps, stop, a.filter.clone(), None)?;
     if let Some(sig) = sys::signal_seen() {
@@ -263,6 +264,22 @@ fn open(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
         }
         None => ExitCode::SUCCESS,
     })
+}
+
+/// A screen whose terminal went away (a closed SSH session, a killed
+/// tmux) gets SIGHUP, but crossterm can be left reading the dead terminal
+/// without end, so the quit the signal asks for never comes and the process
+/// spins: 2 s after a stop signal, whatever is still running dies of it.
+fn die_if_stuck_after_a_signal() {
+    let _ = std::thread::Builder::new()
+        .name("signal-watchdog".into())
+        .spawn(|| loop {
+            std::thread::sleep(Duration::from_millis(200));
+            if let Some(sig) = sys::signal_seen() {
+                std::thread::sleep(Duration::from_secs(2));
+                sys::die_of(sig);
+            }
+        });
 }
 
 fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
@@ -294,6 +311,7 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(EXIT_NOTHING_TO_WATCH));
     }
     if tui {
+        die_if_stuck_after_a_signal();
         let mut config = a.config();
         config.memory_limit = engine_share(a.memory_limit, true);
         let caps = Caps::within(a.memory_limit - config.memory_limit);

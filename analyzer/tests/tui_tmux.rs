@@ -339,3 +339,35 @@ fn a_clean_capture_says_no_cause_then_shows_the_overview() {
     assert!(p.contains("c1: REQ"), "{p}");
     t.step(&["q"], "EXITED 0");
 }
+
+/// A screen whose terminal goes away (an SSH session closed, tmux killed)
+/// exits: it does not stay behind spinning on the dead terminal.
+#[test]
+fn the_screen_exits_when_its_terminal_goes_away() {
+    if !prereq::tmux() {
+        return;
+    }
+    let cap = capture("v3-ddp.pcap");
+    let t = Tmux::start(
+        format!("rdma-analyzer-test-hup-{}", std::process::id()),
+        &format!("exec '{BIN}' open '{}'", cap.display()),
+    );
+    t.wait_for("Diagnosis");
+    let pid = String::from_utf8_lossy(&t.cmd(&["display", "-p", "-t", "t", "#{pane_pid}"]).stdout)
+        .trim()
+        .to_string();
+    assert!(!pid.is_empty(), "no pane pid");
+    let _ = t.cmd(&["kill-server"]);
+    let alive = |pid: &str| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| s.split_whitespace().nth(2) != Some("Z"))
+    };
+    let start = std::time::Instant::now();
+    while alive(&pid) && start.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(
+        !alive(&pid),
+        "rdma-analyzer open (pid {pid}) still runs 10 s after its terminal went away"
+    );
+}

@@ -201,6 +201,9 @@ pub fn resolve(a: Action, m: &Model, ui: &UiState) -> Option<Action> {
     }
 }
 
+/// Input events taken between two looks at the source and the stop handle.
+const EVENTS_PER_PASS: usize = 256;
+
 /// Runs the UI over `session` on `terminal` until the user quits; returns
 /// what was shown last (tests look at it).
 ///
@@ -287,9 +290,14 @@ pub fn run<B: Backend>(
             FRAME
         };
         // Take every pending input event before drawing again.
+        // Bounded, and the stop handle checked between events: a terminal
+        // that went away (a closed SSH session, a killed tmux) can report
+        // events without end, and the loop must still see SIGHUP/SIGTERM.
         let mut wait = timeout.min(STOP_CHECK);
+        let mut taken = 0;
         while let Some(ev) = input.next(wait)? {
             wait = Duration::ZERO;
+            taken += 1;
             let action = match ev {
                 TermEvent::Key(k) => keys::map(k, &ui),
                 TermEvent::Mouse(me) => keys::map_mouse(me, &ui),
@@ -300,7 +308,7 @@ pub fn run<B: Backend>(
                 ui.apply(a);
                 dirty = true;
             }
-            if ui.quit {
+            if ui.quit || taken >= EVENTS_PER_PASS || tap.stop_requested() {
                 break;
             }
         }
