@@ -202,8 +202,6 @@ pub(crate) fn read_span(len: u32, mtu: u32) -> u32 {
     len.div_ceil(mtu.max(1)).max(1)
 }
 
-/// The packet's payload length on the wire: all of it, even where the
-/// capture's snap length kept only the headers.
 /// Keeps the start of the reply chunk when this Write is to its first
 /// byte (the first segment of the reply chunk, at its offset).
 fn keep_reply_head(t: &mut Txn, target: SegmentRef, va: u64, payload: &[u8]) {
@@ -219,6 +217,8 @@ fn keep_reply_head(t: &mut Txn, target: SegmentRef, va: u64, payload: &[u8]) {
     }
 }
 
+/// The packet's payload length on the wire: all of it, even where the
+/// capture's snap length kept only the headers.
 fn wire_payload(d: &Dissection<'_>) -> usize {
     d.transport
         .as_ref()
