@@ -56,10 +56,9 @@ pub struct FramesArgs {
     /// UDP port that carries RoCEv2.
     #[arg(long, default_value_t = 4791)]
     pub rocev2_port: u16,
-    /// Memory the decompressor of a zstd input may hold for its window
-    /// (K, M, G suffixes; a `zstd --long=31` stream needs 2G).
-    #[arg(long, default_value = "256M", value_parser = parse_memory)]
-    pub memory_limit: usize,
+    /// The run's memory.
+    #[command(flatten)]
+    pub memory: MemoryArgs,
 }
 
 /// The options of the commands that analyze a capture file.
@@ -95,12 +94,23 @@ pub struct EngineArgs {
     /// Most outstanding calls per connection.
     #[arg(long, default_value_t = 65536)]
     pub max_outstanding: usize,
+    /// The run's memory.
+    #[command(flatten)]
+    pub memory: MemoryArgs,
+}
+
+/// `--memory-limit`, the one flag every command that analyzes takes; how it
+/// is shared is `crate::budget`'s.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct MemoryArgs {
     /// Memory all the analysis state may hold together (K, M, G suffixes):
-    /// connections, queue pairs, outstanding calls, and the TUI's tables.
-    /// What it cannot hold goes oldest first, counted and reported. It also
-    /// bounds the window a zstd input may ask for (held besides).
-    #[arg(long, default_value = "256M", value_parser = parse_memory)]
-    pub memory_limit: usize,
+    /// the engine's connections, queue pairs and outstanding calls, the
+    /// TUI's tables, the report's per-procedure tables, the metrics' series
+    /// and the exporter's connections. What it cannot hold goes oldest
+    /// first, counted and reported. It also bounds the window a zstd input
+    /// may ask for (held besides: a `zstd --long=31` stream needs 2G).
+    #[arg(long = "memory-limit", value_name = "MEMORY_LIMIT", default_value = "256M", value_parser = parse_memory)]
+    pub limit: usize,
 }
 
 /// Inputs as named on the command line, one string.
@@ -124,22 +134,12 @@ fn parse_memory(s: &str) -> Result<usize, String> {
     Ok(n)
 }
 
-/// The share of a memory limit the engine gets when a screen shares it (the
-/// rest holds the screen's tables).
-pub fn engine_share(limit: usize, screen: bool) -> usize {
-    if screen {
-        limit / 4 * 3
-    } else {
-        limit
-    }
-}
-
 impl EngineArgs {
     /// The engine's configuration.
     pub fn config(&self) -> Config {
         let mut c = Config::default();
         c.stack = c.stack.with_rocev2_port(self.rocev2_port);
-        c.memory_limit = self.memory_limit;
+        c.memory_limit = self.memory.limit;
         c.max_connections = self.max_connections.max(1);
         c.max_qps = self.max_qps.max(2);
         c.max_outstanding = self.max_outstanding.max(1);
@@ -190,12 +190,14 @@ pub struct MetricsArgs {
 }
 
 impl MetricsArgs {
-    /// The metrics' configuration.
-    pub fn config(&self) -> MetricsConfig {
+    /// The metrics' configuration, within `bytes` of memory (their share
+    /// of `--memory-limit`).
+    pub fn config(&self, bytes: usize) -> MetricsConfig {
         MetricsConfig {
             max_connections: self.metrics_max_connections,
             max_procedures: self.metrics_max_procedures.max(1),
         }
+        .within(bytes)
     }
 }
 
@@ -272,10 +274,9 @@ pub struct LiveArgs {
     /// Text output even on a terminal (the TUI is the default there).
     #[arg(long)]
     pub no_tui: bool,
-    /// Memory all the analysis state may hold together (K, M, G suffixes);
-    /// what it cannot hold goes oldest first, counted and reported.
-    #[arg(long, default_value = "256M", value_parser = parse_memory)]
-    pub memory_limit: usize,
+    /// The run's memory.
+    #[command(flatten)]
+    pub memory: MemoryArgs,
     /// Serve Prometheus metrics at http://ADDR/metrics, beside the TUI or, with --no-tui, as a service until SIGTERM. Without ADDR: 127.0.0.1:9464, this host only; to be scraped from elsewhere, give an address of a firewalled interface or serve through a reverse proxy (README, "Fleet").
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:9464")]
     pub metrics: Option<SocketAddr>,
@@ -308,7 +309,7 @@ impl LiveArgs {
     pub fn config(&self) -> Config {
         Config {
             stack: Config::default().stack.with_rocev2_port(self.rocev2_port),
-            memory_limit: self.memory_limit,
+            memory_limit: self.memory.limit,
             merge: self.probes.then(MergeConfig::default),
             ..Config::default()
         }

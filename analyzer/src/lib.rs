@@ -10,9 +10,11 @@
 //!   into a sink;
 //! - [`output`] (reports, JSON Lines, frame dissections) and [`tui`] are the
 //!   sinks and front ends;
-//! - [`cli`] says what each command takes;
+//! - [`cli`] says what each command takes, and [`budget`] how `--memory-limit`
+//!   is shared;
 //! - [`synth`] writes synthetic captures, with injected violations, for tests and benchmarks.
 
+pub mod budget;
 pub mod cli;
 pub mod counters;
 /// The correlation engine is the `rdma-engine` crate; its old path stays.

@@ -8,9 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Parser;
-use rdma_analyzer::cli::{
-    engine_share, AnalyzeArgs, Cli, Command, ExportArgs, FramesArgs, LiveArgs, ReportArgs,
-};
+use rdma_analyzer::budget::{Budget, Holders};
+use rdma_analyzer::cli::{AnalyzeArgs, Cli, Command, ExportArgs, FramesArgs, LiveArgs, ReportArgs};
 use rdma_analyzer::engine::Engine;
 use rdma_analyzer::files as safe_file;
 use rdma_analyzer::output::dataset::{Dataset, Export, ExportFrames, Written};
@@ -57,13 +56,13 @@ fn broken_pipe(e: &anyhow::Error) -> bool {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // A compressed input's window is bounded by the run's memory limit.
     let limit = match &cli.command {
-        Command::Report(a) => Some(a.analyze.engine.memory_limit),
+        Command::Report(a) => Some(a.analyze.engine.memory.limit),
         Command::Transactions(a) | Command::Anomalies(a) | Command::Open(a) => {
-            Some(a.engine.memory_limit)
+            Some(a.engine.memory.limit)
         }
-        Command::Export(a) => Some(a.engine.memory_limit),
-        Command::Live(a) => Some(a.memory_limit),
-        Command::Frames(a) => Some(a.memory_limit),
+        Command::Export(a) => Some(a.engine.memory.limit),
+        Command::Live(a) => Some(a.memory.limit),
+        Command::Frames(a) => Some(a.memory.limit),
         Command::Synth(_) => None,
     };
     if let Some(l) = limit {
@@ -124,17 +123,19 @@ fn frames(a: &FramesArgs) -> anyhow::Result<ExitCode> {
     Ok(finish(&outcome.end))
 }
 
-/// The report's per-procedure tables take a sixteenth of `--memory-limit`
-/// (16 MiB of the default 256: about 135 procedure rows of four histograms
-/// each), the engine the rest.
-const REPORT_SHARE: usize = 16;
-
 fn report(r: &ReportArgs) -> anyhow::Result<ExitCode> {
     let a = &r.analyze;
     let mut config = a.config();
-    // One budget: the report's per-procedure tables take their share of it.
-    let tables = config.memory_limit / REPORT_SHARE;
-    config.memory_limit -= tables;
+    let budget = Budget::split(
+        a.engine.memory.limit,
+        Holders {
+            report: true,
+            metrics: r.metrics_out.is_some(),
+            ..Holders::default()
+        },
+    );
+    config.memory_limit = budget.engine;
+    let tables = budget.report;
     let mut source = match FileSource::open_all(&a.files, &config.stack) {
         Ok(s) => s,
         // A script reading the document gets one whatever happened: the
@@ -160,7 +161,7 @@ fn report(r: &ReportArgs) -> anyhow::Result<ExitCode> {
     // The metrics count the whole capture; --filter narrows the report only.
     let (outcome, metrics) = match &r.metrics_out {
         Some(_) => {
-            let mut m = Metrics::new(r.metrics_caps.config());
+            let mut m = Metrics::new(r.metrics_caps.config(budget.metrics));
             let mut tee = Tee {
                 watch: &mut m,
                 main: &mut rep,
@@ -238,8 +239,15 @@ fn open(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(EXIT_INCOMPLETE));
     }
     let mut config = a.config();
-    config.memory_limit = engine_share(a.engine.memory_limit, true);
-    let caps = Caps::within(a.engine.memory_limit - config.memory_limit);
+    let budget = Budget::split(
+        a.engine.memory.limit,
+        Holders {
+            screen: true,
+            ..Holders::default()
+        },
+    );
+    config.memory_limit = budget.engine;
+    let caps = Caps::within(budget.screen);
     // Opened before the screen is taken, so a file that is not a capture is
     // said plainly, as `report` says it.
     let source = FileSource::open_all(&a.files, &config.stack)?;
@@ -288,10 +296,21 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
     let stop = Stop::new();
     sys::stop_on_signals(&stop, !tui);
     let started = Instant::now();
+    let budget = Budget::split(
+        a.memory.limit,
+        Holders {
+            screen: tui,
+            metrics: a.metrics.is_some(),
+            exporter: a.metrics.is_some(),
+            report: false,
+        },
+    );
+    let mut config = a.config();
+    config.memory_limit = budget.engine;
     // Listening first: a busy port is said before probes attach.
     let mut metrics = match a.metrics {
         Some(addr) => {
-            let m = Metrics::new(a.metrics_caps.config());
+            let m = Metrics::new(a.metrics_caps.config(budget.metrics));
             let exporter = Exporter::start(addr, m.exposition(Some(process())))
                 .with_context(|| "live".to_string())?;
             eprintln!("live: metrics at http://{}/metrics", exporter.addr());
@@ -312,9 +331,7 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
     }
     if tui {
         die_if_stuck_after_a_signal();
-        let mut config = a.config();
-        config.memory_limit = engine_share(a.memory_limit, true);
-        let caps = Caps::within(a.memory_limit - config.memory_limit);
+        let caps = Caps::within(budget.screen);
         // The exporter serves until the screen is gone.
         let (watch, _exporter) = match metrics {
             Some((m, e)) => (Some(Box::new(m) as Box<dyn Sink + Send>), Some(e)),
@@ -354,7 +371,7 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
             false,
         ),
     };
-    let engine = Some(Engine::new(a.config()));
+    let engine = Some(Engine::new(config));
     let outcome = match metrics.as_mut() {
         Some((m, _)) => {
             let mut tee = Tee {

@@ -84,6 +84,15 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// What the connections' header buffers may hold together: the part of
+    /// the exporter's memory a client controls. (Each response is one
+    /// encoding of the metrics, whose size their cardinality caps bound.)
+    pub fn bytes(&self) -> usize {
+        self.max_connections * self.max_header_bytes
+    }
+}
+
 /// What the exporter has refused or cut off, for its own metrics.
 #[derive(Debug, Default)]
 pub struct Counters {

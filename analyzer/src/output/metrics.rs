@@ -135,6 +135,25 @@ impl Default for MetricsConfig {
     }
 }
 
+impl MetricsConfig {
+    /// The same caps, lowered where `bytes` cannot hold them: half for the
+    /// procedure rows, half for the connection rows. A procedure row is
+    /// held three times (the counts, the published snapshot, the encoding
+    /// being served) and a connection row twice; labels are counted at a
+    /// generous length, since a COMPOUND's label names its operations.
+    #[must_use]
+    pub fn within(self, bytes: usize) -> Self {
+        use std::mem::size_of;
+        const LABEL: usize = 128;
+        let proc_row = 3 * (size_of::<ProcRow>() + 3 * LABEL);
+        let conn_row = 2 * (size_of::<ConnRow>() + 3 * LABEL);
+        MetricsConfig {
+            max_connections: self.max_connections.min(bytes / 2 / conn_row),
+            max_procedures: self.max_procedures.min(bytes / 2 / proc_row).max(1),
+        }
+    }
+}
+
 /// The engine's hash tables' hasher (keys come off the wire).
 type Map<K, V> = HashMap<K, V, foldhash::quality::RandomState>;
 
