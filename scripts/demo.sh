@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The README's run command: builds the analyzer and runs it on a bundled real
 # capture. In a terminal it opens the TUI when that front end is built in;
-# otherwise (or when piped) it prints the report.
+# otherwise (or when piped) it prints the report. It installs only what that
+# needs (libpcap; Rust must be there), and needs no root when it is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --run
 cargo build --release --quiet -p rdma-analyzer
 capture=${1:-captures/v3-ddp.pcap}
 bin=target/release/rdma-analyzer

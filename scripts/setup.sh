@@ -1,12 +1,27 @@
 #!/usr/bin/env bash
-# Installs what building, running and testing rdma-analyzer need on a Debian 12
-# machine, and nothing when it is already there (so it is cheap to call from
-# every entry point). Root is expected (CI and the lab run as root).
+# Installs what rdma-analyzer needs on a Debian 12 machine, and nothing when it
+# is already there (so it is cheap to call from every entry point).
+#
+#   scripts/setup.sh --run   what building and running the analyzer needs:
+#                            libpcap and Rust (scripts/demo.sh); no root when
+#                            they are present
+#   scripts/setup.sh         also everything the tests need: tshark, tcpdump,
+#                            tmux, clippy, cargo-nextest, the MSRV toolchain, a
+#                            no_std target, cargo-deny, cargo-semver-checks
+#                            (scripts/test.sh; root expected, as in CI and the lab)
 set -euo pipefail
+run_only=0
+if [ "${1:-}" = --run ]; then
+    run_only=1
+fi
 
 need_pkgs=()
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in libpcap-dev tshark tcpdump tmux pkg-config; do
+pkgs=(libpcap-dev pkg-config)
+if [ $run_only = 0 ]; then
+    pkgs+=(tshark tcpdump tmux)
+fi
+for p in "${pkgs[@]}"; do
     have "$p" || need_pkgs+=("$p")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then
@@ -23,6 +38,9 @@ fi
 if ! command -v cargo >/dev/null; then
     echo "setup: cargo not found: install Rust with rustup (https://rustup.rs) first" >&2
     exit 1
+fi
+if [ $run_only = 1 ]; then
+    exit 0
 fi
 for c in rustfmt clippy; do
     rustup component list --installed 2>/dev/null | grep -q "^$c" || rustup component add "$c" >/dev/null 2>&1 || true
