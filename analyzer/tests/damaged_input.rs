@@ -14,7 +14,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_rdma-analyzer");
 
 fn block(kind: u32, body: &[u8]) -> Vec<u8> {
     let mut body = body.to_vec();
-    while body.len() % 4 != 0 {
+    while !body.len().is_multiple_of(4) {
         body.push(0);
     }
     let total = (12 + body.len()) as u32;
