@@ -41,6 +41,17 @@ pub enum Command {
     Live(LiveArgs),
     /// Write captures as one Parquet dataset (transactions, anomalies, connections) for Spark, DuckDB, Trino.
     Export(ExportArgs),
+    /// Print the shell completion script for SHELL (bash: `rdma-analyzer completions bash > /etc/bash_completion.d/rdma-analyzer`).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print a man page, roff (`rdma-analyzer man > /usr/local/share/man/man1/rdma-analyzer.1`; `rdma-analyzer man report` for rdma-analyzer-report.1).
+    Man {
+        /// The subcommand whose page to print; without it, the main page.
+        command: Option<String>,
+    },
 }
 
 /// `rdma-analyzer frames`.

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use rdma_analyzer::budget::{Budget, Holders};
 use rdma_analyzer::cli::{AnalyzeArgs, Cli, Command, ExportArgs, FramesArgs, LiveArgs, ReportArgs};
 use rdma_analyzer::engine::Engine;
@@ -63,7 +63,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Export(a) => Some(a.engine.memory.limit),
         Command::Live(a) => Some(a.memory.limit),
         Command::Frames(a) => Some(a.memory.limit),
-        Command::Synth(_) => None,
+        Command::Synth(_) | Command::Completions { .. } | Command::Man { .. } => None,
     };
     if let Some(l) = limit {
         input::set_memory_limit(l as u64);
@@ -74,6 +74,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Transactions(a) => lines(&a, Which::Transactions),
         Command::Anomalies(a) => lines(&a, Which::Anomalies),
         Command::Open(a) => open(&a),
+        Command::Completions { shell } => completions(shell),
+        Command::Man { command } => man(command.as_deref()),
         Command::Synth(a) => {
             rdma_analyzer::synth::cli::run(&a)?;
             Ok(ExitCode::SUCCESS)
@@ -121,6 +123,54 @@ fn frames(a: &FramesArgs) -> anyhow::Result<ExitCode> {
     let outcome = pipeline::run(&mut source, None, &mut sink, &Stop::new());
     output_error(sink.take_error())?;
     Ok(finish(&outcome.end))
+}
+
+/// The completion script for `shell`.
+fn completions(shell: clap_complete::Shell) -> anyhow::Result<ExitCode> {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "rdma-analyzer", &mut script);
+    let mut script = String::from_utf8(script)?;
+    if shell == clap_complete::Shell::Bash {
+        // clap_complete spells a hyphenated command's state two ways in bash
+        // (`rdma__analyzer__subcmd__report` when walking the words,
+        // `rdma__subcmd__analyzer__subcmd__report` in the case arms), so no
+        // subcommand's options would ever complete (clap issue 6421, open in
+        // 4.6.11). tests/cli_docs.rs completes through bash and sees it.
+        script = script.replace("rdma__subcmd__analyzer", "rdma__analyzer");
+    }
+    let mut out = stdout();
+    out.write_all(script.as_bytes())?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The man page of the command line, or of one subcommand
+/// (`rdma-analyzer-report(1)`), rendered from the CLI definition.
+fn man(sub: Option<&str>) -> anyhow::Result<ExitCode> {
+    let cmd = Cli::command().name("rdma-analyzer");
+    let page = match sub {
+        None => cmd,
+        Some(name) => {
+            let names: Vec<String> = cmd
+                .get_subcommands()
+                .map(|c| c.get_name().to_string())
+                .collect();
+            match cmd.find_subcommand(name) {
+                Some(c) => c
+                    .clone()
+                    .display_name(format!("rdma-analyzer-{name}"))
+                    .bin_name(format!("rdma-analyzer {name}")),
+                None => anyhow::bail!(
+                    "man: no subcommand {name:?}; the subcommands are {}",
+                    names.join(", ")
+                ),
+            }
+        }
+    };
+    let mut out = stdout();
+    clap_mangen::Man::new(page).render(&mut out)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn report(r: &ReportArgs) -> anyhow::Result<ExitCode> {
