@@ -1900,15 +1900,9 @@ impl ExportFrames {
         }
     }
 
-    fn frame(&mut self, f: crate::engine::FrameRef<'_>) -> io::Result<()> {
-        let config = self
-            .config
-            .with_verify_icrc(f.icrc.is_none() && self.config.verify_icrc);
+    fn frame(&mut self, f: &crate::engine::Frame<'_>) -> io::Result<()> {
         let mut d = Dissection::default();
-        stack::dissect_into(f.link, f.data, &config, &mut d);
-        if f.icrc.is_some() {
-            d.icrc = f.icrc;
-        }
+        f.dissect_into(&self.config, &mut d);
         let date = self.day.of(f.ts_ns);
         self.frames.add(date, |rows| {
             rows.push(&FrameView::new(f.number, f.ts_ns, f.orig_len, &d));

@@ -49,15 +49,8 @@ impl<W: Write> Sink for Frames<W> {
         let Some(f) = e.frame() else {
             return Flow::Continue;
         };
-        // The reading thread may have checked the ICRC already: the same
-        // function's verdict, not computed twice.
-        let config = self
-            .config
-            .with_verify_icrc(f.icrc.is_none() && self.config.verify_icrc);
-        let mut d = stack::dissect(f.link, f.data, &config);
-        if f.icrc.is_some() {
-            d.icrc = f.icrc;
-        }
+        let mut d = Dissection::default();
+        f.dissect_into(&self.config, &mut d);
         if self.json {
             self.out
                 .json_line(&FrameView::new(f.number, f.ts_ns, f.orig_len, &d))

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use rdma_dissectors::link::LinkType;
 
-use super::pcap::{CaptureWriter, Format, Resolution};
+use super::pcap::{Batch, CaptureWriter, Format, Frame, Resolution};
 use super::sys;
 
 /// Kernel capture buffer by default (memory is bounded by it).
@@ -27,42 +27,15 @@ const BATCH_FRAMES: usize = 1024;
 /// (a system call; the metrics exporter reads the figure).
 const DROPS_EVERY: Duration = Duration::from_secs(1);
 
-/// One captured frame: where its bytes are in its [`Batch`].
-pub struct Captured {
-    /// 1-based frame number.
-    pub number: u64,
-    /// Capture time, ns since the epoch.
-    pub ts_ns: u64,
-    /// Length on the wire.
-    pub orig_len: u32,
-    /// Where the captured bytes are in [`Batch::data`].
-    pub bytes: std::ops::Range<usize>,
-}
-
-/// Captured frames, owned: they cross from the capture thread. Their
-/// bytes share one buffer (an allocation per batch, not per frame).
-#[derive(Default)]
-pub struct Batch {
-    /// The frames' bytes, one after another.
-    pub data: Vec<u8>,
-    /// The frames, in order.
-    pub frames: Vec<Captured>,
-}
-
-impl Batch {
-    fn with_capacity() -> Batch {
-        Batch {
-            // A frame more than BATCH_BYTES: no reallocation before it is sent.
-            data: Vec::with_capacity(BATCH_BYTES + 65536),
-            frames: Vec::with_capacity(BATCH_FRAMES),
-        }
-    }
-
-    /// Each frame with its bytes.
-    pub fn iter(&self) -> impl Iterator<Item = (&Captured, &[u8])> {
-        self.frames
-            .iter()
-            .map(|f| (f, self.data.get(f.bytes.clone()).unwrap_or_default()))
+/// An empty batch with room for a full one: no reallocation before it is
+/// sent, even for a frame past [`BATCH_BYTES`]. Captured frames share one
+/// buffer (an allocation per batch, not per frame), owned: they cross from
+/// the capture thread.
+fn new_batch() -> Batch {
+    Batch {
+        data: Vec::with_capacity(BATCH_BYTES + 65536),
+        frames: Vec::with_capacity(BATCH_FRAMES),
+        ..Batch::default()
     }
 }
 
@@ -197,7 +170,7 @@ pub fn start(
         .name("live-capture".into())
         .spawn(move || {
             let writer = writer.map(|w| (w, written_to));
-            capture_loop(cap, writer, &tx, &their_stop, &their_dropped);
+            capture_loop(cap, link, writer, &tx, &their_stop, &their_dropped);
         })
         .context("live: starting the capture thread")?;
     Ok(Capture {
@@ -223,11 +196,10 @@ impl Sender {
     fn empty(&self) -> Batch {
         match self.recycled.try_recv() {
             Ok(mut b) => {
-                b.data.clear();
-                b.frames.clear();
+                b.clear();
                 b
             }
-            Err(_) => Batch::with_capacity(),
+            Err(_) => new_batch(),
         }
     }
 
@@ -240,6 +212,7 @@ impl Sender {
 
 fn capture_loop(
     mut cap: pcap::Capture<pcap::Active>,
+    link: LinkType,
     mut writer: Option<(CaptureWriter<BufWriter<File>>, PathBuf)>,
     tx: &Sender,
     stop: &AtomicBool,
@@ -278,13 +251,13 @@ fn capture_loop(
                         writer = None;
                     }
                 }
-                let at = batch.data.len();
-                batch.data.extend_from_slice(p.data);
-                batch.frames.push(Captured {
+                batch.push(&Frame {
                     number,
                     ts_ns: ts,
+                    link,
                     orig_len: p.header.len,
-                    bytes: at..batch.data.len(),
+                    data: p.data,
+                    icrc: None,
                 });
             }
             Err(pcap::Error::TimeoutExpired) => {

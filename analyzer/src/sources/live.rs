@@ -388,10 +388,9 @@ impl LiveInputs {
             drain_probes(set, dec, &mut self.stats, &mut self.progress, emit);
         }
         while let Some(c) = self.capture.as_ref() {
-            let link = c.link;
             match c.rx.try_recv() {
                 Ok(m) => {
-                    if self.on_capture(m, link, emit) {
+                    if self.on_capture(m, emit) {
                         self.capture_done = true;
                     }
                 }
@@ -424,23 +423,12 @@ impl LiveInputs {
     }
 
     /// True on `Done`.
-    fn on_capture(
-        &mut self,
-        m: FromCapture,
-        link: rdma_dissectors::link::LinkType,
-        emit: &mut dyn FnMut(Event<'_>) -> Flow,
-    ) -> bool {
+    fn on_capture(&mut self, m: FromCapture, emit: &mut dyn FnMut(Event<'_>) -> Flow) -> bool {
         match m {
             FromCapture::Frames(batch) => {
-                for (f, data) in batch.iter() {
+                for f in batch.iter() {
                     self.progress.frames += 1;
-                    let _ = emit(Event::Frame {
-                        number: f.number,
-                        ts_ns: f.ts_ns,
-                        link,
-                        orig_len: f.orig_len,
-                        data,
-                    });
+                    let _ = emit(Event::Frame(f));
                 }
                 if let Some(c) = self.capture.as_ref() {
                     let _ = c.recycle.send(batch);
@@ -500,7 +488,7 @@ impl LiveInputs {
         if let Some(mut c) = self.capture.take() {
             // Draining unblocks the capture thread if the channel was full.
             while let Ok(m) = c.rx.recv() {
-                let _ = self.on_capture(m, c.link, emit);
+                let _ = self.on_capture(m, emit);
             }
             if let Some(t) = c.thread.take() {
                 let _ = t.join();
