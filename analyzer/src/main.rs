@@ -21,7 +21,7 @@ use rdma_analyzer::output::lines::{Lines, Which};
 use rdma_analyzer::output::live::LiveSink;
 use rdma_analyzer::output::metrics::{self, Metrics, Process};
 use rdma_analyzer::output::Report;
-use rdma_analyzer::pipeline::{self, End, Sink, Stop, Tee};
+use rdma_analyzer::pipeline::{self, End, Fanout, Sink, Stop};
 use rdma_analyzer::sources::live::LiveInputs;
 use rdma_analyzer::sources::pcap::{input, FileSource};
 use rdma_analyzer::sources::sys;
@@ -156,25 +156,19 @@ fn report(r: &ReportArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(e.into()),
     };
     let mut rep = Report::new(a.filter()).within(tables);
-    let engine = Some(Engine::new(config));
     // The metrics count the whole capture; --filter narrows the report only.
-    let (outcome, metrics) = match &r.metrics_out {
-        Some(_) => {
-            let mut m = Metrics::new(r.metrics_caps.config());
-            let mut tee = Tee {
-                watch: &mut m,
-                main: &mut rep,
-            };
-            (
-                pipeline::run(&mut source, engine, &mut tee, &Stop::new()),
-                Some(m),
-            )
-        }
-        None => (
-            pipeline::run(&mut source, engine, &mut rep, &Stop::new()),
-            None,
-        ),
-    };
+    let mut metrics = r
+        .metrics_out
+        .as_ref()
+        .map(|_| Metrics::new(r.metrics_caps.config()));
+    let mut sinks: Vec<&mut dyn Sink> = metrics.iter_mut().map(|m| m as &mut dyn Sink).collect();
+    sinks.push(&mut rep);
+    let outcome = pipeline::run(
+        &mut source,
+        Some(Engine::new(config)),
+        &mut Fanout(sinks),
+        &Stop::new(),
+    );
     let Some(engine) = outcome.engine else {
         anyhow::bail!("the run lost its engine");
     };
@@ -249,8 +243,14 @@ fn open(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let stop = Stop::new();
     sys::stop_on_signals(&stop, true);
     die_if_stuck_after_a_signal();
-    let error =
-        rdma_analyzer::tui::show(Box::new(source), config, caps, stop, a.filter.clone(), None)?;
+    let error = rdma_analyzer::tui::show(
+        Box::new(source),
+        config,
+        caps,
+        stop,
+        a.filter.clone(),
+        Vec::new(),
+    )?;
     if let Some(sig) = sys::signal_seen() {
         if let Some(e) = &error {
             eprintln!("rdma-analyzer: {}", escaped(e));
@@ -316,11 +316,11 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
         config.memory_limit = engine_share(a.memory_limit, true);
         let caps = Caps::within(a.memory_limit - config.memory_limit);
         // The exporter serves until the screen is gone.
-        let (watch, _exporter) = match metrics {
-            Some((m, e)) => (Some(Box::new(m) as Box<dyn Sink + Send>), Some(e)),
-            None => (None, None),
+        let (beside, _exporter) = match metrics {
+            Some((m, e)) => (vec![Box::new(m) as Box<dyn Sink + Send>], Some(e)),
+            None => (Vec::new(), None),
         };
-        let error = rdma_analyzer::tui::show(Box::new(inputs), config, caps, stop, None, watch)?;
+        let error = rdma_analyzer::tui::show(Box::new(inputs), config, caps, stop, None, beside)?;
         return Ok(match error {
             Some(e) => {
                 eprintln!("rdma-analyzer: {}", escaped(e));
@@ -354,17 +354,17 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
             false,
         ),
     };
-    let engine = Some(Engine::new(a.config()));
-    let outcome = match metrics.as_mut() {
-        Some((m, _)) => {
-            let mut tee = Tee {
-                watch: m,
-                main: &mut sink,
-            };
-            pipeline::run(&mut inputs, engine, &mut tee, &stop)
-        }
-        None => pipeline::run(&mut inputs, engine, &mut sink, &stop),
-    };
+    let mut sinks: Vec<&mut dyn Sink> = metrics
+        .iter_mut()
+        .map(|(m, _)| m as &mut dyn Sink)
+        .collect();
+    sinks.push(&mut sink);
+    let outcome = pipeline::run(
+        &mut inputs,
+        Some(Engine::new(a.config())),
+        &mut Fanout(sinks),
+        &stop,
+    );
     output_error(sink.take_error())?;
     let mut stats = inputs.stats.clone();
     stats.transactions = sink.transactions;
@@ -472,7 +472,7 @@ fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
                 continue;
             }
         };
-        let (w, damage) = match export_one(a, dataset, f, source) {
+        let (w, damage) = match export_one(a, dataset, source) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!(
@@ -541,13 +541,12 @@ fn dataset_had(a: &ExportArgs, dataset: &Dataset) -> bool {
     a.replace && !dataset.existing().is_empty()
 }
 
-/// One capture into the dataset: the findings' run, then (with `--frames`)
-/// a run without an engine for the frames. Returns the rows written and
-/// where the capture is damaged, if it is.
+/// One capture into the dataset: the findings, and with `--frames` every
+/// frame, in one run over the capture. Returns the rows written and where
+/// the capture is damaged, if it is.
 fn export_one(
     a: &ExportArgs,
     dataset: &Dataset,
-    file: &std::path::Path,
     mut source: FileSource,
 ) -> anyhow::Result<(Written, Option<String>)> {
     let config = a.engine.config();
@@ -555,19 +554,19 @@ fn export_one(
         .claim(a.replace)
         .with_context(|| format!("writing into {}", dataset.root.display()))?;
     let mut sink = Export::new(dataset);
+    let mut frames = a.frames.then(|| ExportFrames::new(dataset, config.stack));
+    let mut sinks: Vec<&mut dyn Sink> = frames.iter_mut().map(|f| f as &mut dyn Sink).collect();
+    sinks.push(&mut sink);
     let outcome = pipeline::run(
         &mut source,
-        Some(Engine::new(config.clone())),
-        &mut sink,
+        Some(Engine::new(config)),
+        &mut Fanout(sinks),
         &Stop::new(),
     );
     let mut written = sink.written;
     sink.finish()
         .with_context(|| format!("writing into {}", dataset.root.display()))?;
-    if a.frames {
-        let mut source = FileSource::open(file, &config.stack)?;
-        let mut frames = ExportFrames::new(dataset, config.stack);
-        pipeline::run(&mut source, None, &mut frames, &Stop::new());
+    if let Some(frames) = frames {
         written.frames = frames.written;
         frames
             .finish()

@@ -60,7 +60,7 @@ use rdma_dissectors::view::{FrameView, IpView};
 use super::schema::{ConnectionView, SCHEMA_VERSION};
 use crate::diagnosis::{Cause, Diagnosis};
 use crate::engine::{
-    Anomaly, Carries, ChunkKind, ConnId, Engine, Event, Finding, NfsIo, QpKey, SegmentUse,
+    Anomaly, Carries, ChunkKind, ConnId, Engine, Finding, Frame, NfsIo, QpKey, SegmentUse,
     Transaction,
 };
 use crate::files::AtomicFile;
@@ -1877,8 +1877,8 @@ impl Sink for Export {
     }
 }
 
-/// `export --frames`'s sink for one capture: every frame, from a run
-/// without an engine (the engine's runs hand sinks findings, not frames).
+/// `export --frames`'s sink for one capture: every frame, beside the
+/// findings' sink in the same run.
 pub struct ExportFrames {
     frames: Table<FrameRows>,
     day: Day,
@@ -1900,7 +1900,7 @@ impl ExportFrames {
         }
     }
 
-    fn frame(&mut self, f: &crate::engine::Frame<'_>) -> io::Result<()> {
+    fn write(&mut self, f: &Frame<'_>) -> io::Result<()> {
         let mut d = Dissection::default();
         f.dissect_into(&self.config, &mut d);
         let date = self.day.of(f.ts_ns);
@@ -1928,14 +1928,19 @@ impl Sink for ExportFrames {
         Flow::Continue
     }
 
-    fn event(&mut self, e: &Event<'_>) -> Flow {
+    fn observe(&mut self, _: &Finding) -> Flow {
+        Flow::Continue
+    }
+
+    fn wants_frames(&self) -> bool {
+        true
+    }
+
+    fn frame(&mut self, f: &Frame<'_>) -> Flow {
         if self.error.is_some() {
             return Flow::Stop;
         }
-        let Some(f) = e.frame() else {
-            return Flow::Continue;
-        };
-        match self.frame(f) {
+        match self.write(f) {
             Ok(()) => Flow::Continue,
             Err(e) => {
                 self.error = Some(e);
@@ -1945,7 +1950,7 @@ impl Sink for ExportFrames {
     }
 
     fn notice(&mut self, _: Notice) {
-        // The findings' run said it already.
+        // The findings' sink says them.
     }
 
     fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {}

@@ -13,11 +13,11 @@ use rdma_dissectors::stack::{self, Dissection};
 use rdma_dissectors::view::{CmView, FrameView};
 
 use super::out::Out;
-use crate::engine::{Engine, Event, Finding};
+use crate::engine::{Engine, Finding, Frame};
 use crate::pipeline::{End, Flow, Notice, Progress, Sink};
 
 /// Writes every frame's dissection as it comes: one line of text or one
-/// JSON object per frame. The run has no engine: this sink sees the events.
+/// JSON object per frame (`frames` runs it without an engine).
 pub struct Frames<W: Write> {
     out: Out<W>,
     json: bool,
@@ -45,10 +45,15 @@ impl<W: Write> Sink for Frames<W> {
         Flow::Continue
     }
 
-    fn event(&mut self, e: &Event<'_>) -> Flow {
-        let Some(f) = e.frame() else {
-            return Flow::Continue;
-        };
+    fn observe(&mut self, _: &Finding) -> Flow {
+        Flow::Continue
+    }
+
+    fn wants_frames(&self) -> bool {
+        true
+    }
+
+    fn frame(&mut self, f: &Frame<'_>) -> Flow {
         let mut d = Dissection::default();
         f.dissect_into(&self.config, &mut d);
         if self.json {
