@@ -52,8 +52,8 @@ pub use model::{
     CallHeader, Carries, ChunkKind, CmEvent, CmMsg, CmState, Congestion, Connection, CreditPoint,
     LadderStep, Phases, Role, SegmentUse, StepWhat, Transaction, Transfer,
 };
-pub use rdma_dissectors::frame::Frame;
 pub use nfsio::{asks_for_retry, FileHandle, NfsIo, Stable, RECENT_ERRORS, RETRY_WINDOW_NS};
+pub use rdma_dissectors::frame::Frame;
 
 #[cold]
 fn t_cut(t: &mut Totals) {
