@@ -129,17 +129,6 @@ pub enum Event<'a> {
     End,
 }
 
-impl<'a> Event<'a> {
-    /// The frame this event carries, if it is one.
-    #[inline]
-    pub fn frame(&self) -> Option<&Frame<'a>> {
-        match self {
-            Event::Frame(f) => Some(f),
-            Event::Probe(_) | Event::Tick(_) | Event::End => None,
-        }
-    }
-}
-
 /// What the engine reports as it goes.
 #[derive(Debug, Clone)]
 pub enum Finding {
