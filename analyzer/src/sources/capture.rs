@@ -264,10 +264,51 @@ impl Sender {
     }
 }
 
+/// `--write`'s pcapng, while it can be written.
+struct Saving {
+    writer: Option<(CaptureWriter<BufWriter<File>>, PathBuf)>,
+    /// Why the file is incomplete, once it is.
+    error: Option<String>,
+}
+
+impl Saving {
+    /// Writes frame `number`; the first failure is said at once (and again
+    /// at the end) and writing stops there.
+    fn packet(&mut self, tx: &Sender, number: u64, ts: u64, orig_len: u32, data: &[u8]) {
+        let Some((w, path)) = self.writer.as_mut() else {
+            return;
+        };
+        if let Err(e) = w.packet(ts, orig_len, data) {
+            let msg = truncated(path, number, &e);
+            let _ = tx.send(FromCapture::WriteFailed(msg.clone()));
+            self.error = Some(msg);
+            self.writer = None;
+        }
+    }
+
+    /// Closes the file after frame `number`: why it is incomplete, if it is.
+    fn finish(self, number: u64) -> Option<String> {
+        match self.writer {
+            Some((w, path)) => match w.finish() {
+                Ok(_) => self.error,
+                Err(e) => Some(truncated(&path, number, &e)),
+            },
+            None => self.error,
+        }
+    }
+}
+
+fn truncated(path: &Path, number: u64, e: &dyn std::fmt::Display) -> String {
+    format!(
+        "writing {}: {e}: the capture file is truncated (it ends at or before frame {number}); the analysis went on over every frame",
+        path.display()
+    )
+}
+
 fn capture_loop(
     mut cap: pcap::Capture<pcap::Active>,
     link: LinkType,
-    mut writer: Option<(CaptureWriter<BufWriter<File>>, PathBuf)>,
+    writer: Option<(CaptureWriter<BufWriter<File>>, PathBuf)>,
     tx: &Sender,
     stop: &AtomicBool,
     dropped_so_far: &AtomicU64,
@@ -281,13 +322,9 @@ fn capture_loop(
     let mut last_drops = Instant::now();
     let mut number = 0u64;
     let mut error = None;
-    let mut write_error = None;
-    // Said once, when it happens, and again at the end.
-    let truncated = |path: &Path, number: u64, e: &dyn std::fmt::Display| {
-        format!(
-            "writing {}: {e}: the capture file is truncated (it ends at or before frame {number}); the analysis went on over every frame",
-            path.display()
-        )
+    let mut saving = Saving {
+        writer,
+        error: None,
     };
     let mut batch = tx.empty();
     let mut last_send = Instant::now();
@@ -297,14 +334,7 @@ fn capture_loop(
                 number += 1;
                 let ts =
                     p.header.ts.tv_sec as u64 * 1_000_000_000 + p.header.ts.tv_usec as u64 * 1_000;
-                if let Some((w, path)) = writer.as_mut() {
-                    if let Err(e) = w.packet(ts, p.header.len, p.data) {
-                        let msg = truncated(path, number, &e);
-                        let _ = tx.send(FromCapture::WriteFailed(msg.clone()));
-                        write_error = Some(msg);
-                        writer = None;
-                    }
-                }
+                saving.packet(tx, number, ts, p.header.len, p.data);
                 batch.push(&Frame {
                     number,
                     ts_ns: ts,
@@ -344,11 +374,7 @@ fn capture_loop(
     if !batch.frames.is_empty() {
         let _ = tx.frames(batch);
     }
-    if let Some((w, path)) = writer {
-        if let Err(e) = w.finish() {
-            write_error = Some(truncated(&path, number, &e));
-        }
-    }
+    let write_error = saving.finish(number);
     let dropped = drops(&mut cap);
     dropped_so_far.store(dropped, Ordering::Relaxed);
     let _ = tx.send(FromCapture::Done {
