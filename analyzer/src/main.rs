@@ -21,7 +21,7 @@ use rdma_analyzer::output::lines::{Lines, Which};
 use rdma_analyzer::output::live::LiveSink;
 use rdma_analyzer::output::metrics::{self, Metrics, Process};
 use rdma_analyzer::output::Report;
-use rdma_analyzer::pipeline::{self, End, Fanout, Sink, Stop};
+use rdma_analyzer::pipeline::{self, End, Fanout, Notice, Sink, Stop};
 use rdma_analyzer::sources::live::LiveInputs;
 use rdma_analyzer::sources::pcap::{input, FileSource};
 use rdma_analyzer::sources::sys;
@@ -103,6 +103,12 @@ fn finish(end: &End) -> ExitCode {
     }
 }
 
+/// Tells a notice of a run on stderr (the one reporter of every command
+/// but `live`, whose notices name themselves, and the screen).
+fn say(n: Notice) {
+    eprintln!("rdma-analyzer: {}", escape(&n.text));
+}
+
 /// A sink's write error: nothing for a closed pipe, an error otherwise.
 fn output_error(e: Option<io::Error>) -> anyhow::Result<()> {
     match e {
@@ -119,7 +125,7 @@ fn frames(a: &FramesArgs) -> anyhow::Result<ExitCode> {
     let config = rdma_dissectors::stack::Config::default().with_rocev2_port(a.rocev2_port);
     let mut source = FileSource::open_all(&a.files, &config)?;
     let mut sink = Frames::new(stdout(), a.json, config);
-    let outcome = pipeline::run(&mut source, None, &mut sink, &Stop::new());
+    let outcome = pipeline::run(&mut source, None, &mut sink, &mut say, &Stop::new());
     output_error(sink.take_error())?;
     Ok(finish(&outcome.end))
 }
@@ -167,6 +173,7 @@ fn report(r: &ReportArgs) -> anyhow::Result<ExitCode> {
         &mut source,
         Some(Engine::new(config)),
         &mut Fanout(sinks),
+        &mut say,
         &Stop::new(),
     );
     let Some(engine) = outcome.engine else {
@@ -216,6 +223,7 @@ fn lines(a: &AnalyzeArgs, which: Which) -> anyhow::Result<ExitCode> {
         &mut source,
         Some(Engine::new(config)),
         &mut sink,
+        &mut say,
         &Stop::new(),
     );
     output_error(sink.take_error())?;
@@ -363,6 +371,8 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
         &mut inputs,
         Some(Engine::new(a.config())),
         &mut Fanout(sinks),
+        // Live output's notices begin with what they are about (`live: ...`).
+        &mut |n| eprintln!("{}", escape(&n.text)),
         &stop,
     );
     output_error(sink.take_error())?;
@@ -561,6 +571,7 @@ fn export_one(
         &mut source,
         Some(Engine::new(config)),
         &mut Fanout(sinks),
+        &mut say,
         &Stop::new(),
     );
     let mut written = sink.written;

@@ -6,7 +6,8 @@
 //!   (file, live        (pure state                (report, JSON Lines,
 //!    capture, probes)   machine)                    live output, TUI feed)
 //!      │                                            ▲
-//!      └── after every pump: Sink::tick(engine, progress), notices ──┘
+//!      └── after every pump: Sink::tick(engine, progress) ───────────┘
+//!          and the source's notices to the run's one reporter
 //!   end: Event::End ──► last findings ──► Sink::end(engine, progress, End)
 //! ```
 //!
@@ -207,9 +208,6 @@ pub trait Sink {
         Flow::Continue
     }
 
-    /// Something the source said.
-    fn notice(&mut self, n: Notice);
-
     /// The run is over: the engine after [`Event::End`], and how the source ended.
     fn end(&mut self, engine: Option<&Engine>, progress: &Progress, end: &End);
 }
@@ -226,11 +224,14 @@ pub struct Outcome {
 
 /// Runs `source` to its end through `engine` into `sink` (and its frames
 /// straight to `sink` when it asks for them), until the source ends or
-/// `stop` is asked for.
+/// `stop` is asked for. What the source says goes to `report`, the one
+/// place a run's notices are told (stderr, the screen), whatever sinks it
+/// feeds.
 pub fn run(
     source: &mut dyn Source,
     mut engine: Option<Engine>,
     sink: &mut dyn Sink,
+    report: &mut dyn FnMut(Notice),
     stop: &Stop,
 ) -> Outcome {
     let mut notices = Vec::new();
@@ -273,9 +274,7 @@ pub fn run(
             }
         });
         source.notices(&mut notices);
-        for n in notices.drain(..) {
-            sink.notice(n);
-        }
+        notices.drain(..).for_each(&mut *report);
         if let Some(end) = ended {
             break end;
         }
@@ -300,7 +299,7 @@ pub fn run(
 }
 
 /// One run feeding several sinks. The last is the one the user reads: it
-/// takes each finding and is told the notices. Those before it look on:
+/// takes each finding. Those before it look on:
 /// each finding by reference ([`Sink::observe`]), every tick and the end,
 /// in order before it (metrics beside a report, a screen or JSON Lines; the
 /// frames table beside the export's findings). Frames go to the sinks that
@@ -342,12 +341,6 @@ impl<S: Sink> Sink for Fanout<S> {
         })
     }
 
-    fn notice(&mut self, n: Notice) {
-        if let Some(main) = self.0.last_mut() {
-            main.notice(n);
-        }
-    }
-
     fn end(&mut self, engine: Option<&Engine>, progress: &Progress, end: &End) {
         for s in &mut self.0 {
             s.end(engine, progress, end);
@@ -385,10 +378,6 @@ impl<S: Sink + ?Sized> Sink for &mut S {
         (**self).tick(engine, progress)
     }
 
-    fn notice(&mut self, n: Notice) {
-        (**self).notice(n);
-    }
-
     fn end(&mut self, engine: Option<&Engine>, progress: &Progress, end: &End) {
         (**self).end(engine, progress, end);
     }
@@ -415,32 +404,22 @@ impl<S: Sink + ?Sized> Sink for Box<S> {
         (**self).tick(engine, progress)
     }
 
-    fn notice(&mut self, n: Notice) {
-        (**self).notice(n);
-    }
-
     fn end(&mut self, engine: Option<&Engine>, progress: &Progress, end: &End) {
         (**self).end(engine, progress, end);
     }
 }
 
-/// A sink that keeps every finding and notice (tests, tools).
+/// A sink that keeps every finding (tests, tools).
 #[derive(Debug, Default)]
 pub struct Collect {
     /// The findings, in order.
     pub findings: Vec<Finding>,
-    /// What the source said.
-    pub notices: Vec<Notice>,
 }
 
 impl Sink for Collect {
     fn finding(&mut self, f: Finding) -> Flow {
         self.findings.push(f);
         Flow::Continue
-    }
-
-    fn notice(&mut self, n: Notice) {
-        self.notices.push(n);
     }
 
     fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {}
@@ -567,27 +546,27 @@ mod tests {
             self.saw(format!("frame {}", f.number))
         }
 
-        fn notice(&mut self, n: Notice) {
-            self.seen.push(format!("notice {}", n.text));
-        }
-
         fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {
             self.ended = true;
         }
     }
 
-    fn run_into(sinks: &mut [Log]) -> Outcome {
+    /// The run over [`TwoFrames`], and the notices it reported.
+    fn run_into(sinks: &mut [Log]) -> (Outcome, Vec<String>) {
         let mut fan = Fanout(sinks.iter_mut().collect());
         let engine = Some(Engine::new(Config::default()));
-        run(
+        let mut told = Vec::new();
+        let outcome = run(
             &mut TwoFrames {
                 pumped: false,
                 told: false,
             },
             engine,
             &mut fan,
+            &mut |n| told.push(n.text),
             &Stop::new(),
-        )
+        );
+        (outcome, told)
     }
 
     #[test]
@@ -596,18 +575,19 @@ mod tests {
             frames: true,
             ..Log::default()
         }];
-        let outcome = run_into(&mut sinks);
+        let (outcome, told) = run_into(&mut sinks);
         assert_eq!(outcome.end, End::Complete);
         let kind = Kind::IcrcMismatch.as_str();
         assert_eq!(
             sinks[0].seen,
-            ["frame 1", "frame 2", &format!("took {kind}"), "notice said"]
+            ["frame 1", "frame 2", &format!("took {kind}")]
         );
+        assert_eq!(told, ["said"], "the notice goes to the reporter, once");
         assert_eq!(outcome.engine.map(|e| e.state().totals.frames), Some(2));
     }
 
     #[test]
-    fn a_fanout_gives_the_findings_and_notices_to_the_last_and_frames_to_who_asks() {
+    fn a_fanout_gives_the_findings_to_the_last_and_frames_to_who_asks() {
         let mut sinks = [
             Log {
                 frames: true,
@@ -615,16 +595,14 @@ mod tests {
             },
             Log::default(),
         ];
-        run_into(&mut sinks);
+        let (_, told) = run_into(&mut sinks);
         let kind = Kind::IcrcMismatch.as_str();
         assert_eq!(
             sinks[0].seen,
             ["frame 1", "frame 2", &format!("looked at {kind}")]
         );
-        assert_eq!(
-            sinks[1].seen,
-            [format!("took {kind}"), "notice said".into()]
-        );
+        assert_eq!(sinks[1].seen, [format!("took {kind}")]);
+        assert_eq!(told, ["said"], "told once, not once per sink");
         assert!(sinks.iter().all(|s| s.ended), "every sink sees the end");
     }
 
@@ -638,10 +616,10 @@ mod tests {
             },
             Log::default(),
         ];
-        let outcome = run_into(&mut sinks);
+        let (outcome, _) = run_into(&mut sinks);
         // Frame 2 is dropped unread, by the engine too.
         assert_eq!(sinks[0].seen, ["frame 1"]);
         assert_eq!(outcome.engine.map(|e| e.state().totals.frames), Some(0));
-        assert!(sinks[1].seen.iter().all(|s| s.starts_with("notice")));
+        assert!(sinks[1].seen.is_empty());
     }
 }

@@ -64,7 +64,7 @@ use crate::engine::{
     Transaction,
 };
 use crate::files::AtomicFile;
-use crate::pipeline::{End, Flow, Notice, Progress, Sink};
+use crate::pipeline::{End, Flow, Progress, Sink};
 
 /// Rows gathered before they go to a file as one Arrow batch.
 pub const BATCH_ROWS: usize = 8192;
@@ -1863,10 +1863,6 @@ impl Sink for Export {
         self.keep(r)
     }
 
-    fn notice(&mut self, n: Notice) {
-        eprintln!("rdma-analyzer: {}", crate::output::escape::escape(&n.text));
-    }
-
     fn end(&mut self, engine: Option<&Engine>, _: &Progress, _: &End) {
         if let Some(engine) = engine {
             if self.error.is_none() {
@@ -1947,10 +1943,6 @@ impl Sink for ExportFrames {
                 Flow::Stop
             }
         }
-    }
-
-    fn notice(&mut self, _: Notice) {
-        // The findings' sink says them.
     }
 
     fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {}

@@ -14,7 +14,7 @@ use rdma_dissectors::view::{CmView, FrameView};
 
 use super::out::Out;
 use crate::engine::{Engine, Finding, Frame};
-use crate::pipeline::{End, Flow, Notice, Progress, Sink};
+use crate::pipeline::{End, Flow, Progress, Sink};
 
 /// Writes every frame's dissection as it comes: one line of text or one
 /// JSON object per frame (`frames` runs it without an engine).
@@ -63,10 +63,6 @@ impl<W: Write> Sink for Frames<W> {
             self.out
                 .text_line(frame_text(f.number, f.ts_ns, f.orig_len, &d))
         }
-    }
-
-    fn notice(&mut self, n: Notice) {
-        eprintln!("rdma-analyzer: {}", crate::output::escape::escape(&n.text));
     }
 
     fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {

@@ -204,10 +204,6 @@ impl Sink for TuiSink {
         }))
     }
 
-    fn notice(&mut self, n: Notice) {
-        let _ = self.send(Msg::Notice(n));
-    }
-
     fn end(&mut self, engine: Option<&Engine>, progress: &Progress, end: &End) {
         let fs = std::mem::take(&mut self.batch);
         if !fs.is_empty() {
@@ -259,11 +255,27 @@ pub fn spawn_beside(
     let h = std::thread::Builder::new()
         .name("pipeline".into())
         .spawn(move || {
-            // The screen last: it takes the findings and the notices.
+            // Notices go to the screen in turn with the findings, as
+            // the screen's sink sends those: live sources never wait.
+            let told = feed.clone();
+            let mut report = |n| {
+                let _ = if live {
+                    told.offer(Msg::Notice(n))
+                } else {
+                    told.send(Msg::Notice(n))
+                };
+            };
+            // The screen last: it takes the findings.
             let mut sinks = beside;
             sinks.push(Box::new(TuiSink::new(feed, live)));
             let engine = Some(Engine::new(config));
-            pipeline::run(source.as_mut(), engine, &mut Fanout(sinks), &stop);
+            pipeline::run(
+                source.as_mut(),
+                engine,
+                &mut Fanout(sinks),
+                &mut report,
+                &stop,
+            );
         })?;
     Ok((tap, h))
 }
