@@ -38,6 +38,7 @@ fn metrics_with_10k_series() -> (Metrics, String) {
         &mut source,
         Some(Engine::new(config)),
         &mut collect,
+        &mut |_| {},
         &Stop::new(),
     );
     let base = collect

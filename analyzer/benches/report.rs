@@ -37,6 +37,7 @@ fn report(capture: &Path, lean: bool) -> f64 {
         &mut source,
         Some(Engine::new(config)),
         &mut rep,
+        &mut |n| eprintln!("rdma-analyzer: {}", n.text),
         &Stop::new(),
     );
     let engine = outcome.engine.expect("the engine");

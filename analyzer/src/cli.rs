@@ -307,6 +307,7 @@ impl LiveArgs {
             capture_buffer: self.capture_buffer,
             extra_tracepoints: self.extra_tracepoints.clone(),
             no_kprobes: self.no_kprobes,
+            stack: self.config().stack,
             probe_events: if self.all_probe_events {
                 ProbeEvents::All
             } else {

@@ -20,7 +20,7 @@ use rdma_analyzer::output::lines::{Lines, Which};
 use rdma_analyzer::output::live::LiveSink;
 use rdma_analyzer::output::metrics::{self, Metrics, Process};
 use rdma_analyzer::output::Report;
-use rdma_analyzer::pipeline::{self, End, Sink, Stop, Tee};
+use rdma_analyzer::pipeline::{self, End, Fanout, Notice, Sink, Stop};
 use rdma_analyzer::sources::live::LiveInputs;
 use rdma_analyzer::sources::pcap::{input, FileSource};
 use rdma_analyzer::sources::sys;
@@ -104,6 +104,12 @@ fn finish(end: &End) -> ExitCode {
     }
 }
 
+/// Tells a notice of a run on stderr (the one reporter of every command
+/// but `live`, whose notices name themselves, and the screen).
+fn say(n: Notice) {
+    eprintln!("rdma-analyzer: {}", escape(&n.text));
+}
+
 /// A sink's write error: nothing for a closed pipe, an error otherwise.
 fn output_error(e: Option<io::Error>) -> anyhow::Result<()> {
     match e {
@@ -120,7 +126,7 @@ fn frames(a: &FramesArgs) -> anyhow::Result<ExitCode> {
     let config = rdma_dissectors::stack::Config::default().with_rocev2_port(a.rocev2_port);
     let mut source = FileSource::open_all(&a.files, &config)?;
     let mut sink = Frames::new(stdout(), a.json, config);
-    let outcome = pipeline::run(&mut source, None, &mut sink, &Stop::new());
+    let outcome = pipeline::run(&mut source, None, &mut sink, &mut say, &Stop::new());
     output_error(sink.take_error())?;
     Ok(finish(&outcome.end))
 }
@@ -207,25 +213,20 @@ fn report(r: &ReportArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(e.into()),
     };
     let mut rep = Report::new(a.filter()).within(tables);
-    let engine = Some(Engine::new(config));
     // The metrics count the whole capture; --filter narrows the report only.
-    let (outcome, metrics) = match &r.metrics_out {
-        Some(_) => {
-            let mut m = Metrics::new(r.metrics_caps.config(budget.metrics));
-            let mut tee = Tee {
-                watch: &mut m,
-                main: &mut rep,
-            };
-            (
-                pipeline::run(&mut source, engine, &mut tee, &Stop::new()),
-                Some(m),
-            )
-        }
-        None => (
-            pipeline::run(&mut source, engine, &mut rep, &Stop::new()),
-            None,
-        ),
-    };
+    let mut metrics = r
+        .metrics_out
+        .as_ref()
+        .map(|_| Metrics::new(r.metrics_caps.config(budget.metrics)));
+    let mut sinks: Vec<&mut dyn Sink> = metrics.iter_mut().map(|m| m as &mut dyn Sink).collect();
+    sinks.push(&mut rep);
+    let outcome = pipeline::run(
+        &mut source,
+        Some(Engine::new(config)),
+        &mut Fanout(sinks),
+        &mut say,
+        &Stop::new(),
+    );
     let Some(engine) = outcome.engine else {
         anyhow::bail!("the run lost its engine");
     };
@@ -273,6 +274,7 @@ fn lines(a: &AnalyzeArgs, which: Which) -> anyhow::Result<ExitCode> {
         &mut source,
         Some(Engine::new(config)),
         &mut sink,
+        &mut say,
         &Stop::new(),
     );
     output_error(sink.take_error())?;
@@ -307,8 +309,14 @@ fn open(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let stop = Stop::new();
     sys::stop_on_signals(&stop, true);
     die_if_stuck_after_a_signal();
-    let error =
-        rdma_analyzer::tui::show(Box::new(source), config, caps, stop, a.filter.clone(), None)?;
+    let error = rdma_analyzer::tui::show(
+        Box::new(source),
+        config,
+        caps,
+        stop,
+        a.filter.clone(),
+        Vec::new(),
+    )?;
     if let Some(sig) = sys::signal_seen() {
         if let Some(e) = &error {
             eprintln!("rdma-analyzer: {}", escaped(e));
@@ -383,11 +391,11 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
         die_if_stuck_after_a_signal();
         let caps = Caps::within(budget.screen);
         // The exporter serves until the screen is gone.
-        let (watch, _exporter) = match metrics {
-            Some((m, e)) => (Some(Box::new(m) as Box<dyn Sink + Send>), Some(e)),
-            None => (None, None),
+        let (beside, _exporter) = match metrics {
+            Some((m, e)) => (vec![Box::new(m) as Box<dyn Sink + Send>], Some(e)),
+            None => (Vec::new(), None),
         };
-        let error = rdma_analyzer::tui::show(Box::new(inputs), config, caps, stop, None, watch)?;
+        let error = rdma_analyzer::tui::show(Box::new(inputs), config, caps, stop, None, beside)?;
         return Ok(match error {
             Some(e) => {
                 eprintln!("rdma-analyzer: {}", escaped(e));
@@ -421,17 +429,19 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
             false,
         ),
     };
-    let engine = Some(Engine::new(config));
-    let outcome = match metrics.as_mut() {
-        Some((m, _)) => {
-            let mut tee = Tee {
-                watch: m,
-                main: &mut sink,
-            };
-            pipeline::run(&mut inputs, engine, &mut tee, &stop)
-        }
-        None => pipeline::run(&mut inputs, engine, &mut sink, &stop),
-    };
+    let mut sinks: Vec<&mut dyn Sink> = metrics
+        .iter_mut()
+        .map(|(m, _)| m as &mut dyn Sink)
+        .collect();
+    sinks.push(&mut sink);
+    let outcome = pipeline::run(
+        &mut inputs,
+        Some(Engine::new(config)),
+        &mut Fanout(sinks),
+        // Live output's notices begin with what they are about (`live: ...`).
+        &mut |n| eprintln!("{}", escape(&n.text)),
+        &stop,
+    );
     output_error(sink.take_error())?;
     let mut stats = inputs.stats.clone();
     stats.transactions = sink.transactions;
@@ -539,7 +549,7 @@ fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
                 continue;
             }
         };
-        let (w, damage) = match export_one(a, dataset, f, source) {
+        let (w, damage) = match export_one(a, dataset, source) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!(
@@ -608,13 +618,12 @@ fn dataset_had(a: &ExportArgs, dataset: &Dataset) -> bool {
     a.replace && !dataset.existing().is_empty()
 }
 
-/// One capture into the dataset: the findings' run, then (with `--frames`)
-/// a run without an engine for the frames. Returns the rows written and
-/// where the capture is damaged, if it is.
+/// One capture into the dataset: the findings, and with `--frames` every
+/// frame, in one run over the capture. Returns the rows written and where
+/// the capture is damaged, if it is.
 fn export_one(
     a: &ExportArgs,
     dataset: &Dataset,
-    file: &std::path::Path,
     mut source: FileSource,
 ) -> anyhow::Result<(Written, Option<String>)> {
     let config = a.engine.config();
@@ -622,19 +631,20 @@ fn export_one(
         .claim(a.replace)
         .with_context(|| format!("writing into {}", dataset.root.display()))?;
     let mut sink = Export::new(dataset);
+    let mut frames = a.frames.then(|| ExportFrames::new(dataset, config.stack));
+    let mut sinks: Vec<&mut dyn Sink> = frames.iter_mut().map(|f| f as &mut dyn Sink).collect();
+    sinks.push(&mut sink);
     let outcome = pipeline::run(
         &mut source,
-        Some(Engine::new(config.clone())),
-        &mut sink,
+        Some(Engine::new(config)),
+        &mut Fanout(sinks),
+        &mut say,
         &Stop::new(),
     );
     let mut written = sink.written;
     sink.finish()
         .with_context(|| format!("writing into {}", dataset.root.display()))?;
-    if a.frames {
-        let mut source = FileSource::open(file, &config.stack)?;
-        let mut frames = ExportFrames::new(dataset, config.stack);
-        pipeline::run(&mut source, None, &mut frames, &Stop::new());
+    if let Some(frames) = frames {
         written.frames = frames.written;
         frames
             .finish()

@@ -6,11 +6,14 @@
 //!   (file, live        (pure state                (report, JSON Lines,
 //!    capture, probes)   machine)                    live output, TUI feed)
 //!      │                                            ▲
-//!      └── after every pump: Sink::tick(engine, progress), notices ──┘
+//!      └── after every pump: Sink::tick(engine, progress) ───────────┘
+//!          and the source's notices to the run's one reporter
 //!   end: Event::End ──► last findings ──► Sink::end(engine, progress, End)
 //! ```
 //!
-//! `frames` runs the same loop without an engine: the sink sees each event.
+//! A sink that asks for frames ([`Sink::wants_frames`]) gets each one before
+//! the engine does, in the same run as the findings; `frames` runs the loop
+//! without an engine, for the frames alone.
 //!
 //! Stopping has one path whoever asks: a [`Stop`] handle (set by a signal
 //! handler, the TUI's quit key or a `--duration`) makes the loop call
@@ -27,7 +30,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::engine::{Engine, Event, Finding};
+use crate::engine::{Engine, Event, Finding, Frame};
 
 /// Asks a run to stop. Cloned into whatever may ask: a signal handler, the
 /// TUI, a timer.
@@ -178,13 +181,20 @@ pub trait Sink {
     /// A finding, as the engine reports it.
     fn finding(&mut self, f: Finding) -> Flow;
 
-    /// Every event, when the run has no engine (`frames`).
-    fn event(&mut self, e: &Event<'_>) -> Flow {
-        let _ = e;
+    /// Whether the sink takes every frame ([`Sink::frame`]), in a run with
+    /// an engine as in one without (`frames`, `export --frames`). Asked
+    /// once, before the run.
+    fn wants_frames(&self) -> bool {
+        false
+    }
+
+    /// A frame, before the engine sees it (for a sink that wants frames).
+    fn frame(&mut self, f: &Frame<'_>) -> Flow {
+        let _ = f;
         Flow::Continue
     }
 
-    /// A finding that another sink takes after this one (see [`Tee`]): a
+    /// A finding that another sink takes after this one (see [`Fanout`]): a
     /// sink that only counts looks at it and leaves it; by default it
     /// takes a copy.
     fn observe(&mut self, f: &Finding) -> Flow {
@@ -197,9 +207,6 @@ pub trait Sink {
         let _ = (engine, progress);
         Flow::Continue
     }
-
-    /// Something the source said.
-    fn notice(&mut self, n: Notice);
 
     /// The run is over: the engine after [`Event::End`], and how the source ended.
     fn end(&mut self, engine: Option<&Engine>, progress: &Progress, end: &End);
@@ -215,12 +222,16 @@ pub struct Outcome {
     pub end: End,
 }
 
-/// Runs `source` to its end through `engine` (or straight to the sink when
-/// there is none) into `sink`, until the source ends or `stop` is asked for.
+/// Runs `source` to its end through `engine` into `sink` (and its frames
+/// straight to `sink` when it asks for them), until the source ends or
+/// `stop` is asked for. What the source says goes to `report`, the one
+/// place a run's notices are told (stderr, the screen), whatever sinks it
+/// feeds.
 pub fn run(
     source: &mut dyn Source,
     mut engine: Option<Engine>,
     sink: &mut dyn Sink,
+    report: &mut dyn FnMut(Notice),
     stop: &Stop,
 ) -> Outcome {
     let mut notices = Vec::new();
@@ -228,46 +239,42 @@ pub fn run(
     let mut halted = false;
     let mut stopping = false;
     let mut findings = Vec::with_capacity(16);
+    let frames = sink.wants_frames();
     let end = loop {
         if !stopping && (halted || stop.requested()) {
             source.stop();
             stopping = true;
         }
-        let ended = match engine.as_mut() {
-            Some(engine) => source.pump(&mut |e| {
-                if halted {
+        let ended = source.pump(&mut |e| {
+            if halted {
+                return Flow::Stop;
+            }
+            if let (true, Event::Frame(f)) = (frames, &e) {
+                if sink.frame(f) == Flow::Stop {
+                    halted = true;
                     return Flow::Stop;
                 }
-                engine.handle(e, &mut findings);
-                // Most frames find nothing: skip building a drain for them.
-                if !findings.is_empty() {
-                    for f in findings.drain(..) {
-                        if sink.finding(f) == Flow::Stop {
-                            halted = true;
-                        }
+            }
+            let Some(engine) = engine.as_mut() else {
+                return Flow::Continue;
+            };
+            engine.handle(e, &mut findings);
+            // Most frames find nothing: skip building a drain for them.
+            if !findings.is_empty() {
+                for f in findings.drain(..) {
+                    if sink.finding(f) == Flow::Stop {
+                        halted = true;
                     }
                 }
-                if halted {
-                    Flow::Stop
-                } else {
-                    Flow::Continue
-                }
-            }),
-            None => source.pump(&mut |e| {
-                if !halted && sink.event(&e) == Flow::Stop {
-                    halted = true;
-                }
-                if halted {
-                    Flow::Stop
-                } else {
-                    Flow::Continue
-                }
-            }),
-        };
+            }
+            if halted {
+                Flow::Stop
+            } else {
+                Flow::Continue
+            }
+        });
         source.notices(&mut notices);
-        for n in notices.drain(..) {
-            sink.notice(n);
-        }
+        notices.drain(..).for_each(&mut *report);
         if let Some(end) = ended {
             break end;
         }
@@ -291,46 +298,58 @@ pub fn run(
     }
 }
 
-/// One run feeding two sinks: `watch` looks at every finding (by
-/// reference, see [`Sink::observe`]), tick and end beside `main`, which
-/// takes the findings and shows the notices (metrics beside a report, a
-/// screen or JSON Lines). The run stops when either asks.
-#[derive(Debug)]
-pub struct Tee<W, M> {
-    /// The sink that looks on (metrics).
-    pub watch: W,
-    /// The sink the user reads.
-    pub main: M,
-}
+/// One run feeding several sinks. The last is the one the user reads: it
+/// takes each finding. Those before it look on:
+/// each finding by reference ([`Sink::observe`]), every tick and the end,
+/// in order before it (metrics beside a report, a screen or JSON Lines; the
+/// frames table beside the export's findings). Frames go to the sinks that
+/// ask for them. The run stops when any sink asks.
+#[derive(Debug, Default)]
+pub struct Fanout<S>(pub Vec<S>);
 
-impl<W: Sink, M: Sink> Sink for Tee<W, M> {
+impl<S: Sink> Sink for Fanout<S> {
     fn finding(&mut self, f: Finding) -> Flow {
-        let watched = self.watch.observe(&f);
-        let taken = self.main.finding(f);
-        both(watched, taken)
+        let Some((main, watch)) = self.0.split_last_mut() else {
+            return Flow::Continue;
+        };
+        let watched = watch
+            .iter_mut()
+            .fold(Flow::Continue, |flow, s| either(flow, s.observe(&f)));
+        either(watched, main.finding(f))
     }
 
-    fn event(&mut self, e: &Event<'_>) -> Flow {
-        let watched = self.watch.event(e);
-        both(watched, self.main.event(e))
+    fn observe(&mut self, f: &Finding) -> Flow {
+        self.0
+            .iter_mut()
+            .fold(Flow::Continue, |flow, s| either(flow, s.observe(f)))
+    }
+
+    fn wants_frames(&self) -> bool {
+        self.0.iter().any(Sink::wants_frames)
+    }
+
+    fn frame(&mut self, f: &Frame<'_>) -> Flow {
+        self.0
+            .iter_mut()
+            .filter(|s| s.wants_frames())
+            .fold(Flow::Continue, |flow, s| either(flow, s.frame(f)))
     }
 
     fn tick(&mut self, engine: Option<&Engine>, progress: &Progress) -> Flow {
-        let watched = self.watch.tick(engine, progress);
-        both(watched, self.main.tick(engine, progress))
-    }
-
-    fn notice(&mut self, n: Notice) {
-        self.main.notice(n);
+        self.0.iter_mut().fold(Flow::Continue, |flow, s| {
+            either(flow, s.tick(engine, progress))
+        })
     }
 
     fn end(&mut self, engine: Option<&Engine>, progress: &Progress, end: &End) {
-        self.watch.end(engine, progress, end);
-        self.main.end(engine, progress, end);
+        for s in &mut self.0 {
+            s.end(engine, progress, end);
+        }
     }
 }
 
-fn both(a: Flow, b: Flow) -> Flow {
+/// Stop when either says stop (both have been called).
+fn either(a: Flow, b: Flow) -> Flow {
     if a == Flow::Stop || b == Flow::Stop {
         Flow::Stop
     } else {
@@ -347,16 +366,16 @@ impl<S: Sink + ?Sized> Sink for &mut S {
         (**self).observe(f)
     }
 
-    fn event(&mut self, e: &Event<'_>) -> Flow {
-        (**self).event(e)
+    fn wants_frames(&self) -> bool {
+        (**self).wants_frames()
+    }
+
+    fn frame(&mut self, f: &Frame<'_>) -> Flow {
+        (**self).frame(f)
     }
 
     fn tick(&mut self, engine: Option<&Engine>, progress: &Progress) -> Flow {
         (**self).tick(engine, progress)
-    }
-
-    fn notice(&mut self, n: Notice) {
-        (**self).notice(n);
     }
 
     fn end(&mut self, engine: Option<&Engine>, progress: &Progress, end: &End) {
@@ -373,16 +392,16 @@ impl<S: Sink + ?Sized> Sink for Box<S> {
         (**self).observe(f)
     }
 
-    fn event(&mut self, e: &Event<'_>) -> Flow {
-        (**self).event(e)
+    fn wants_frames(&self) -> bool {
+        (**self).wants_frames()
+    }
+
+    fn frame(&mut self, f: &Frame<'_>) -> Flow {
+        (**self).frame(f)
     }
 
     fn tick(&mut self, engine: Option<&Engine>, progress: &Progress) -> Flow {
         (**self).tick(engine, progress)
-    }
-
-    fn notice(&mut self, n: Notice) {
-        (**self).notice(n);
     }
 
     fn end(&mut self, engine: Option<&Engine>, progress: &Progress, end: &End) {
@@ -390,13 +409,11 @@ impl<S: Sink + ?Sized> Sink for Box<S> {
     }
 }
 
-/// A sink that keeps every finding and notice (tests, tools).
+/// A sink that keeps every finding (tests, tools).
 #[derive(Debug, Default)]
 pub struct Collect {
     /// The findings, in order.
     pub findings: Vec<Finding>,
-    /// What the source said.
-    pub notices: Vec<Notice>,
 }
 
 impl Sink for Collect {
@@ -405,9 +422,204 @@ impl Sink for Collect {
         Flow::Continue
     }
 
-    fn notice(&mut self, n: Notice) {
-        self.notices.push(n);
+    fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use rdma_dissectors::ib::icrc::IcrcStatus;
+    use rdma_dissectors::link::LinkType;
+
+    use super::*;
+    use crate::engine::{Config, Kind};
+
+    /// A RoCEv2 RC Acknowledge (frame 30 of captures/v3-inline.pcap).
+    const ACK: &[u8] = &[
+        0x52, 0x54, 0x00, 0x99, 0x00, 0x02, 0x52, 0x54, 0x00, 0x99, 0x00, 0x01, 0x08, 0x00, 0x45,
+        0x00, 0x00, 0x30, 0x23, 0xe8, 0x40, 0x00, 0x40, 0x11, 0x02, 0x0d, 0x0a, 0x63, 0x00, 0x01,
+        0x0a, 0x63, 0x00, 0x02, 0xd9, 0xf2, 0x12, 0xb7, 0x00, 0x1c, 0x00, 0x00, 0x11, 0x00, 0xff,
+        0xff, 0x00, 0x00, 0x00, 0x11, 0x00, 0x43, 0x0a, 0xc5, 0x1f, 0x00, 0x00, 0x01, 0xe0, 0xc4,
+        0x06, 0x51,
+    ];
+
+    /// Hands out frame 1 and frame 2 (whose ICRC the "reader" found bad,
+    /// so the engine reports an anomaly on it), and a notice.
+    struct TwoFrames {
+        pumped: bool,
+        told: bool,
     }
 
-    fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {}
+    impl Source for TwoFrames {
+        fn describe(&self) -> String {
+            "two frames".into()
+        }
+
+        fn pump(&mut self, emit: &mut dyn FnMut(Event<'_>) -> Flow) -> Option<End> {
+            if self.pumped {
+                return Some(End::Complete);
+            }
+            self.pumped = true;
+            for (number, icrc) in [
+                (1, None),
+                (
+                    2,
+                    Some(IcrcStatus::Invalid {
+                        found: 1,
+                        computed: 2,
+                    }),
+                ),
+            ] {
+                let f = Frame {
+                    number,
+                    ts_ns: number * 1000,
+                    link: LinkType::ETHERNET,
+                    orig_len: ACK.len() as u32,
+                    data: ACK,
+                    icrc,
+                };
+                if emit(Event::Frame(f)) == Flow::Stop {
+                    break;
+                }
+            }
+            None
+        }
+
+        fn stop(&mut self) {}
+
+        fn progress(&self) -> Progress {
+            Progress::default()
+        }
+
+        fn notices(&mut self, out: &mut Vec<Notice>) {
+            if self.pumped && !self.told {
+                self.told = true;
+                out.push(Notice {
+                    warning: false,
+                    text: "said".into(),
+                });
+            }
+        }
+    }
+
+    /// Writes down what it was handed, in order.
+    #[derive(Default)]
+    struct Log {
+        frames: bool,
+        /// Stop after this many calls of any kind.
+        stop_after: Option<usize>,
+        seen: Vec<String>,
+        ended: bool,
+    }
+
+    impl Log {
+        fn saw(&mut self, what: String) -> Flow {
+            self.seen.push(what);
+            match self.stop_after {
+                Some(n) if self.seen.len() >= n => Flow::Stop,
+                _ => Flow::Continue,
+            }
+        }
+    }
+
+    impl Sink for Log {
+        fn finding(&mut self, f: Finding) -> Flow {
+            let what = match f {
+                Finding::Anomaly(a) => format!("took {}", a.kind.as_str()),
+                Finding::Transaction(t) => format!("took xid {:#x}", t.xid),
+            };
+            self.saw(what)
+        }
+
+        fn observe(&mut self, f: &Finding) -> Flow {
+            let what = match f {
+                Finding::Anomaly(a) => format!("looked at {}", a.kind.as_str()),
+                Finding::Transaction(t) => format!("looked at xid {:#x}", t.xid),
+            };
+            self.saw(what)
+        }
+
+        fn wants_frames(&self) -> bool {
+            self.frames
+        }
+
+        fn frame(&mut self, f: &Frame<'_>) -> Flow {
+            self.saw(format!("frame {}", f.number))
+        }
+
+        fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {
+            self.ended = true;
+        }
+    }
+
+    /// The run over [`TwoFrames`], and the notices it reported.
+    fn run_into(sinks: &mut [Log]) -> (Outcome, Vec<String>) {
+        let mut fan = Fanout(sinks.iter_mut().collect());
+        let engine = Some(Engine::new(Config::default()));
+        let mut told = Vec::new();
+        let outcome = run(
+            &mut TwoFrames {
+                pumped: false,
+                told: false,
+            },
+            engine,
+            &mut fan,
+            &mut |n| told.push(n.text),
+            &Stop::new(),
+        );
+        (outcome, told)
+    }
+
+    #[test]
+    fn a_sink_that_asks_for_frames_gets_them_in_the_run_that_finds() {
+        let mut sinks = [Log {
+            frames: true,
+            ..Log::default()
+        }];
+        let (outcome, told) = run_into(&mut sinks);
+        assert_eq!(outcome.end, End::Complete);
+        let kind = Kind::IcrcMismatch.as_str();
+        assert_eq!(
+            sinks[0].seen,
+            ["frame 1", "frame 2", &format!("took {kind}")]
+        );
+        assert_eq!(told, ["said"], "the notice goes to the reporter, once");
+        assert_eq!(outcome.engine.map(|e| e.state().totals.frames), Some(2));
+    }
+
+    #[test]
+    fn a_fanout_gives_the_findings_to_the_last_and_frames_to_who_asks() {
+        let mut sinks = [
+            Log {
+                frames: true,
+                ..Log::default()
+            },
+            Log::default(),
+        ];
+        let (_, told) = run_into(&mut sinks);
+        let kind = Kind::IcrcMismatch.as_str();
+        assert_eq!(
+            sinks[0].seen,
+            ["frame 1", "frame 2", &format!("looked at {kind}")]
+        );
+        assert_eq!(sinks[1].seen, [format!("took {kind}")]);
+        assert_eq!(told, ["said"], "told once, not once per sink");
+        assert!(sinks.iter().all(|s| s.ended), "every sink sees the end");
+    }
+
+    #[test]
+    fn a_fanout_stops_the_run_when_any_of_its_sinks_asks() {
+        let mut sinks = [
+            Log {
+                frames: true,
+                stop_after: Some(1),
+                ..Log::default()
+            },
+            Log::default(),
+        ];
+        let (outcome, _) = run_into(&mut sinks);
+        // Frame 2 is dropped unread, by the engine too.
+        assert_eq!(sinks[0].seen, ["frame 1"]);
+        assert_eq!(outcome.engine.map(|e| e.state().totals.frames), Some(0));
+        assert!(sinks[1].seen.is_empty());
+    }
 }

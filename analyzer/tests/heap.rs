@@ -80,16 +80,7 @@ fn peak_over(capture: &[u8], limit: usize) -> (usize, usize, u64, u64) {
             .fill(&mut batch)
             .expect("the generated capture reads");
         for f in &batch.frames {
-            engine.handle(
-                Event::Frame {
-                    number: f.number,
-                    ts_ns: f.ts_ns,
-                    link: f.link,
-                    orig_len: f.orig_len,
-                    data: batch.bytes(f),
-                },
-                &mut out,
-            );
+            engine.handle(Event::Frame(batch.frame(f)), &mut out);
             out.clear();
             frames += 1;
         }

@@ -418,7 +418,7 @@ fn own_view(path: &Path) -> BTreeMap<u64, FrameView> {
     let cfg = stack::Config::default();
     let mut m = BTreeMap::new();
     while let Some(p) = r.next_packet().unwrap() {
-        let d = stack::dissect(p.link_type, p.data, &cfg);
+        let d = stack::dissect(p.link, p.data, &cfg);
         let b = d.bth().expect("every frame has a BTH");
         let op = b.opcode;
         let rpc = if d.mad().is_none()

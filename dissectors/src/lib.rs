@@ -11,6 +11,7 @@
 //! | [`oncrpc`] | ONC RPC call and reply | RFC 5531 |
 //! | [`nfs`] | NFSv3, NFSv4.x COMPOUND, NFSACL, MOUNT, NLM, NFSv4 callback names; file handle and byte range of READ/WRITE/COMMIT | RFC 1813, 7530, 8881, 7862 |
 //! | [`stack`] | one call that runs them all over a captured frame | |
+//! | [`frame`] | a captured frame with its number, time, link type and a reader's ICRC verdict | |
 //!
 //! Every parser takes bytes, returns a typed header and the rest of the input,
 //! and reports a problem as an [`Error`] naming the layer, the offset and what
@@ -65,6 +66,7 @@
 
 pub mod erf;
 pub mod error;
+pub mod frame;
 pub mod ib;
 pub mod ip;
 pub mod layer;

@@ -141,7 +141,7 @@ impl Capture {
                 p.number,
                 p.ts_ns,
                 p.orig_len,
-                p.link_type,
+                p.link,
                 p.data,
                 &self.config,
             )

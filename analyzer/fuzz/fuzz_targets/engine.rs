@@ -15,7 +15,7 @@ use std::sync::Mutex;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use rdma_analyzer::engine::{Config, Engine, Event, Finding};
+use rdma_analyzer::engine::{Config, Engine, Event, Finding, Frame};
 use rdma_analyzer::sources::pcap::PcapReader;
 use rdma_analyzer::synth::{generate, Inject, Mix, Options};
 use rdma_dissectors::link::LinkType;
@@ -156,13 +156,14 @@ fuzz_target!(|input: Input| {
     let mut out: Vec<Finding> = Vec::new();
     for (i, (ts, data)) in frames.iter().enumerate() {
         engine.handle(
-            Event::Frame {
+            Event::Frame(Frame {
                 number: i as u64 + 1,
                 ts_ns: *ts,
                 link: LinkType::ETHERNET,
                 orig_len: data.len() as u32,
                 data,
-            },
+                icrc: None,
+            }),
             &mut out,
         );
         out.clear();

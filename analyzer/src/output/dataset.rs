@@ -60,11 +60,11 @@ use rdma_dissectors::view::{FrameView, IpView};
 use super::schema::{ConnectionView, SCHEMA_VERSION};
 use crate::diagnosis::{Cause, Diagnosis};
 use crate::engine::{
-    Anomaly, Carries, ChunkKind, ConnId, Engine, Event, Finding, NfsIo, QpKey, SegmentUse,
+    Anomaly, Carries, ChunkKind, ConnId, Engine, Finding, Frame, NfsIo, QpKey, SegmentUse,
     Transaction,
 };
 use crate::files::AtomicFile;
-use crate::pipeline::{End, Flow, Notice, Progress, Sink};
+use crate::pipeline::{End, Flow, Progress, Sink};
 
 /// Rows gathered before they go to a file as one Arrow batch.
 pub const BATCH_ROWS: usize = 8192;
@@ -1863,10 +1863,6 @@ impl Sink for Export {
         self.keep(r)
     }
 
-    fn notice(&mut self, n: Notice) {
-        eprintln!("rdma-analyzer: {}", crate::output::escape::escape(&n.text));
-    }
-
     fn end(&mut self, engine: Option<&Engine>, _: &Progress, _: &End) {
         if let Some(engine) = engine {
             if self.error.is_none() {
@@ -1877,8 +1873,8 @@ impl Sink for Export {
     }
 }
 
-/// `export --frames`'s sink for one capture: every frame, from a run
-/// without an engine (the engine's runs hand sinks findings, not frames).
+/// `export --frames`'s sink for one capture: every frame, beside the
+/// findings' sink in the same run.
 pub struct ExportFrames {
     frames: Table<FrameRows>,
     day: Day,
@@ -1900,15 +1896,9 @@ impl ExportFrames {
         }
     }
 
-    fn frame(&mut self, f: crate::engine::FrameRef<'_>) -> io::Result<()> {
-        let config = self
-            .config
-            .with_verify_icrc(f.icrc.is_none() && self.config.verify_icrc);
+    fn write(&mut self, f: &Frame<'_>) -> io::Result<()> {
         let mut d = Dissection::default();
-        stack::dissect_into(f.link, f.data, &config, &mut d);
-        if f.icrc.is_some() {
-            d.icrc = f.icrc;
-        }
+        f.dissect_into(&self.config, &mut d);
         let date = self.day.of(f.ts_ns);
         self.frames.add(date, |rows| {
             rows.push(&FrameView::new(f.number, f.ts_ns, f.orig_len, &d));
@@ -1934,24 +1924,25 @@ impl Sink for ExportFrames {
         Flow::Continue
     }
 
-    fn event(&mut self, e: &Event<'_>) -> Flow {
+    fn observe(&mut self, _: &Finding) -> Flow {
+        Flow::Continue
+    }
+
+    fn wants_frames(&self) -> bool {
+        true
+    }
+
+    fn frame(&mut self, f: &Frame<'_>) -> Flow {
         if self.error.is_some() {
             return Flow::Stop;
         }
-        let Some(f) = e.frame() else {
-            return Flow::Continue;
-        };
-        match self.frame(f) {
+        match self.write(f) {
             Ok(()) => Flow::Continue,
             Err(e) => {
                 self.error = Some(e);
                 Flow::Stop
             }
         }
-    }
-
-    fn notice(&mut self, _: Notice) {
-        // The findings' run said it already.
     }
 
     fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {}

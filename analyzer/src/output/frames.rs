@@ -13,11 +13,11 @@ use rdma_dissectors::stack::{self, Dissection};
 use rdma_dissectors::view::{CmView, FrameView};
 
 use super::out::Out;
-use crate::engine::{Engine, Event, Finding};
-use crate::pipeline::{End, Flow, Notice, Progress, Sink};
+use crate::engine::{Engine, Finding, Frame};
+use crate::pipeline::{End, Flow, Progress, Sink};
 
 /// Writes every frame's dissection as it comes: one line of text or one
-/// JSON object per frame. The run has no engine: this sink sees the events.
+/// JSON object per frame (`frames` runs it without an engine).
 pub struct Frames<W: Write> {
     out: Out<W>,
     json: bool,
@@ -45,19 +45,17 @@ impl<W: Write> Sink for Frames<W> {
         Flow::Continue
     }
 
-    fn event(&mut self, e: &Event<'_>) -> Flow {
-        let Some(f) = e.frame() else {
-            return Flow::Continue;
-        };
-        // The reading thread may have checked the ICRC already: the same
-        // function's verdict, not computed twice.
-        let config = self
-            .config
-            .with_verify_icrc(f.icrc.is_none() && self.config.verify_icrc);
-        let mut d = stack::dissect(f.link, f.data, &config);
-        if f.icrc.is_some() {
-            d.icrc = f.icrc;
-        }
+    fn observe(&mut self, _: &Finding) -> Flow {
+        Flow::Continue
+    }
+
+    fn wants_frames(&self) -> bool {
+        true
+    }
+
+    fn frame(&mut self, f: &Frame<'_>) -> Flow {
+        let mut d = Dissection::default();
+        f.dissect_into(&self.config, &mut d);
         if self.json {
             self.out
                 .json_line(&FrameView::new(f.number, f.ts_ns, f.orig_len, &d))
@@ -65,10 +63,6 @@ impl<W: Write> Sink for Frames<W> {
             self.out
                 .text_line(frame_text(f.number, f.ts_ns, f.orig_len, &d))
         }
-    }
-
-    fn notice(&mut self, n: Notice) {
-        eprintln!("rdma-analyzer: {}", crate::output::escape::escape(&n.text));
     }
 
     fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {

@@ -7,7 +7,7 @@ use super::filter::Filter;
 use super::out::Out;
 use super::schema::{AnomalyLine, TransactionLine};
 use crate::engine::{Anomaly, Engine, Finding, Transaction};
-use crate::pipeline::{End, Flow, Notice, Progress, Sink};
+use crate::pipeline::{End, Flow, Progress, Sink};
 
 /// What a [`Lines`] sink writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,10 +75,6 @@ impl<W: Write> Sink for Lines<W> {
             (Finding::Anomaly(a), Which::Anomalies, false) => self.out.text_line(anomaly_line(a)),
             _ => Flow::Continue,
         }
-    }
-
-    fn notice(&mut self, n: Notice) {
-        eprintln!("rdma-analyzer: {}", crate::output::escape::escape(&n.text));
     }
 
     fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {

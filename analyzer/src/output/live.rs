@@ -11,7 +11,7 @@ use super::out::Out;
 use super::schema::{AnomalyLine, TransactionLine};
 use crate::diagnosis::Diagnosis;
 use crate::engine::{Anomaly, Engine, Finding, State, Transaction};
-use crate::pipeline::{End, Flow, Notice, Progress, Sink};
+use crate::pipeline::{End, Flow, Progress, Sink};
 
 /// Writes a live run's findings as they come, to a file or standard output
 /// (or only counts them, beside the metrics).
@@ -103,10 +103,6 @@ impl<W: Write> Sink for LiveSink<W> {
     /// Live lines reach a file or a pipe within a tick, not when a buffer fills.
     fn tick(&mut self, _: Option<&Engine>, _: &Progress) -> Flow {
         self.out.as_mut().map_or(Flow::Continue, Out::flush)
-    }
-
-    fn notice(&mut self, n: Notice) {
-        eprintln!("{}", crate::output::escape::escape(&n.text));
     }
 
     fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {

@@ -50,7 +50,7 @@ use prometheus_client::registry::Registry;
 
 use crate::diagnosis::{CauseName, Diagnosis, Peer};
 use crate::engine::{ChunkKind, Engine, Evictions, Finding, Kind, Totals, Transaction, Transfer};
-use crate::pipeline::{End, Flow, Notice, Progress, Sink};
+use crate::pipeline::{End, Flow, Progress, Sink};
 
 /// Power-of-two steps of the latency layout.
 const OCTAVES: usize = 23;
@@ -603,10 +603,6 @@ impl Sink for Metrics {
             self.publish(engine, progress);
         }
         Flow::Continue
-    }
-
-    fn notice(&mut self, n: Notice) {
-        eprintln!("{}", crate::output::escape::escape(&n.text));
     }
 
     fn end(&mut self, engine: Option<&Engine>, progress: &Progress, _: &End) {

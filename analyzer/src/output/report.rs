@@ -14,7 +14,7 @@ use super::stats::{Latency, Summary};
 use crate::diagnosis::timeline::timeline;
 use crate::diagnosis::{Cause, Diagnosis};
 use crate::engine::{Carries, ConnId, Engine, Finding, Kind, Origin, State, Transaction, Transfer};
-use crate::pipeline::{End, Flow, Notice, Progress, Sink};
+use crate::pipeline::{End, Flow, Progress, Sink};
 
 /// Frames listed per anomaly kind in the report; the rest are counted.
 const FRAMES_PER_KIND: usize = 20;
@@ -838,10 +838,6 @@ impl Sink for Report {
     fn finding(&mut self, f: Finding) -> Flow {
         self.add(&f);
         Flow::Continue
-    }
-
-    fn notice(&mut self, n: Notice) {
-        eprintln!("rdma-analyzer: {}", crate::output::escape::escape(&n.text));
     }
 
     fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {}

@@ -1,18 +1,24 @@
 //! Live packet capture with libpcap, on a thread of its own: frames go to
 //! the live source in batches (and to a pcapng file with `--write`).
+//!
+//! As a capture file's reader does, the thread checks a batch's RoCEv2
+//! ICRCs (the largest per-byte cost) before sending it when the engine
+//! already has batches queued: the engine is then the bottleneck, and a
+//! full channel would stall the capture until the kernel drops frames.
 
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use rdma_dissectors::link::LinkType;
+use rdma_dissectors::stack;
 
-use super::pcap::{CaptureWriter, Format, Resolution};
+use super::pcap::{Batch, CaptureWriter, Format, Frame, Resolution};
 use super::sys;
 
 /// Kernel capture buffer by default (memory is bounded by it).
@@ -23,46 +29,22 @@ const CHANNEL_DEPTH: usize = 16;
 /// A batch is sent when it holds this many bytes (or frames, or every 50 ms).
 const BATCH_BYTES: usize = 1 << 20;
 const BATCH_FRAMES: usize = 1024;
+/// The capture thread checks a batch's ICRCs itself when at least this many
+/// batches wait for the engine (the file reader's rule).
+const ICRC_BACKLOG: usize = 2;
 /// How often the thread asks libpcap for its drop counters while it runs
 /// (a system call; the metrics exporter reads the figure).
 const DROPS_EVERY: Duration = Duration::from_secs(1);
 
-/// One captured frame: where its bytes are in its [`Batch`].
-pub struct Captured {
-    /// 1-based frame number.
-    pub number: u64,
-    /// Capture time, ns since the epoch.
-    pub ts_ns: u64,
-    /// Length on the wire.
-    pub orig_len: u32,
-    /// Where the captured bytes are in [`Batch::data`].
-    pub bytes: std::ops::Range<usize>,
-}
-
-/// Captured frames, owned: they cross from the capture thread. Their
-/// bytes share one buffer (an allocation per batch, not per frame).
-#[derive(Default)]
-pub struct Batch {
-    /// The frames' bytes, one after another.
-    pub data: Vec<u8>,
-    /// The frames, in order.
-    pub frames: Vec<Captured>,
-}
-
-impl Batch {
-    fn with_capacity() -> Batch {
-        Batch {
-            // A frame more than BATCH_BYTES: no reallocation before it is sent.
-            data: Vec::with_capacity(BATCH_BYTES + 65536),
-            frames: Vec::with_capacity(BATCH_FRAMES),
-        }
-    }
-
-    /// Each frame with its bytes.
-    pub fn iter(&self) -> impl Iterator<Item = (&Captured, &[u8])> {
-        self.frames
-            .iter()
-            .map(|f| (f, self.data.get(f.bytes.clone()).unwrap_or_default()))
+/// An empty batch with room for a full one: no reallocation before it is
+/// sent, even for a frame past [`BATCH_BYTES`]. Captured frames share one
+/// buffer (an allocation per batch, not per frame), owned: they cross from
+/// the capture thread.
+fn new_batch() -> Batch {
+    Batch {
+        data: Vec::with_capacity(BATCH_BYTES + 65536),
+        frames: Vec::with_capacity(BATCH_FRAMES),
+        ..Batch::default()
     }
 }
 
@@ -88,8 +70,9 @@ pub enum FromCapture {
 
 /// A running capture.
 pub struct Capture {
-    /// Frames and the end.
-    pub rx: mpsc::Receiver<FromCapture>,
+    /// Frames and the end: taken through [`Capture::try_recv`] and
+    /// [`Capture::recv`], which keep the backlog's count.
+    rx: mpsc::Receiver<FromCapture>,
     /// The capture thread.
     pub thread: Option<JoinHandle<()>>,
     /// The interface's link type.
@@ -106,6 +89,32 @@ pub struct Capture {
     /// Batches the engine is done with go back to the capture thread, to
     /// be filled again (no allocation and first-touch faults per batch).
     pub recycle: mpsc::Sender<Batch>,
+    /// Batches sent and not yet taken: whether the engine is behind.
+    backlog: Arc<AtomicUsize>,
+}
+
+impl Capture {
+    /// The next message, if one is there.
+    ///
+    /// # Errors
+    /// None yet, or the thread is gone.
+    pub fn try_recv(&self) -> Result<FromCapture, mpsc::TryRecvError> {
+        self.rx.try_recv().inspect(|m| self.taken(m))
+    }
+
+    /// The next message, waiting for it.
+    ///
+    /// # Errors
+    /// The thread is gone.
+    pub fn recv(&self) -> Result<FromCapture, mpsc::RecvError> {
+        self.rx.recv().inspect(|m| self.taken(m))
+    }
+
+    fn taken(&self, m: &FromCapture) {
+        if let FromCapture::Frames(_) = m {
+            self.backlog.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// Whether `iface` exists and this process may capture on it.
@@ -137,7 +146,8 @@ pub fn preflight(iface: &str) -> anyhow::Result<()> {
 
 /// Starts capturing on `iface` with the BPF `filter`, saving to `write`
 /// (pcapng) when given, with a kernel ring of `buffer` bytes (default
-/// [`CAPTURE_BUFFER_BYTES`]; at most 2 GiB).
+/// [`CAPTURE_BUFFER_BYTES`]; at most 2 GiB); ICRCs are checked ahead with
+/// `config` (see the module's documentation).
 ///
 /// # Errors
 /// When libpcap cannot open the interface, the filter does not compile,
@@ -147,6 +157,7 @@ pub fn start(
     filter: &str,
     write: Option<&Path>,
     buffer: Option<usize>,
+    config: &stack::Config,
 ) -> anyhow::Result<Capture> {
     let buffer = i32::try_from(buffer.unwrap_or(CAPTURE_BUFFER_BYTES))
         .context("live: --capture-buffer: at most 2G")?;
@@ -188,16 +199,19 @@ pub fn start(
     let wake = Arc::new(sys::Wakeup::new().context("live: eventfd")?);
     let (their_stop, their_dropped) = (stop.clone(), dropped.clone());
     let (recycle, recycled) = mpsc::channel();
+    let backlog = Arc::new(AtomicUsize::new(0));
     let tx = Sender {
         tx,
         wake: wake.clone(),
         recycled,
+        backlog: backlog.clone(),
+        config: *config,
     };
     let thread = thread::Builder::new()
         .name("live-capture".into())
         .spawn(move || {
             let writer = writer.map(|w| (w, written_to));
-            capture_loop(cap, writer, &tx, &their_stop, &their_dropped);
+            capture_loop(cap, link, writer, &tx, &their_stop, &their_dropped);
         })
         .context("live: starting the capture thread")?;
     Ok(Capture {
@@ -208,6 +222,7 @@ pub fn start(
         dropped,
         wake,
         recycle,
+        backlog,
     })
 }
 
@@ -216,6 +231,8 @@ struct Sender {
     tx: mpsc::SyncSender<FromCapture>,
     wake: Arc<sys::Wakeup>,
     recycled: mpsc::Receiver<Batch>,
+    backlog: Arc<AtomicUsize>,
+    config: stack::Config,
 }
 
 impl Sender {
@@ -223,12 +240,21 @@ impl Sender {
     fn empty(&self) -> Batch {
         match self.recycled.try_recv() {
             Ok(mut b) => {
-                b.data.clear();
-                b.frames.clear();
+                b.clear();
                 b
             }
-            Err(_) => Batch::with_capacity(),
+            Err(_) => new_batch(),
         }
+    }
+
+    /// Sends `batch`, its ICRCs checked first when the engine is behind.
+    fn frames(&self, mut batch: Batch) -> Result<(), mpsc::SendError<FromCapture>> {
+        if self.config.verify_icrc && self.backlog.load(Ordering::Relaxed) >= ICRC_BACKLOG {
+            batch.check_icrcs(&self.config);
+        }
+        // Counted before it can be taken, so the count never goes below 0.
+        self.backlog.fetch_add(1, Ordering::Relaxed);
+        self.send(FromCapture::Frames(batch))
     }
 
     fn send(&self, m: FromCapture) -> Result<(), mpsc::SendError<FromCapture>> {
@@ -238,9 +264,51 @@ impl Sender {
     }
 }
 
+/// `--write`'s pcapng, while it can be written.
+struct Saving {
+    writer: Option<(CaptureWriter<BufWriter<File>>, PathBuf)>,
+    /// Why the file is incomplete, once it is.
+    error: Option<String>,
+}
+
+impl Saving {
+    /// Writes frame `number`; the first failure is said at once (and again
+    /// at the end) and writing stops there.
+    fn packet(&mut self, tx: &Sender, number: u64, ts: u64, orig_len: u32, data: &[u8]) {
+        let Some((w, path)) = self.writer.as_mut() else {
+            return;
+        };
+        if let Err(e) = w.packet(ts, orig_len, data) {
+            let msg = truncated(path, number, &e);
+            let _ = tx.send(FromCapture::WriteFailed(msg.clone()));
+            self.error = Some(msg);
+            self.writer = None;
+        }
+    }
+
+    /// Closes the file after frame `number`: why it is incomplete, if it is.
+    fn finish(self, number: u64) -> Option<String> {
+        match self.writer {
+            Some((w, path)) => match w.finish() {
+                Ok(_) => self.error,
+                Err(e) => Some(truncated(&path, number, &e)),
+            },
+            None => self.error,
+        }
+    }
+}
+
+fn truncated(path: &Path, number: u64, e: &dyn std::fmt::Display) -> String {
+    format!(
+        "writing {}: {e}: the capture file is truncated (it ends at or before frame {number}); the analysis went on over every frame",
+        path.display()
+    )
+}
+
 fn capture_loop(
     mut cap: pcap::Capture<pcap::Active>,
-    mut writer: Option<(CaptureWriter<BufWriter<File>>, PathBuf)>,
+    link: LinkType,
+    writer: Option<(CaptureWriter<BufWriter<File>>, PathBuf)>,
     tx: &Sender,
     stop: &AtomicBool,
     dropped_so_far: &AtomicU64,
@@ -254,13 +322,9 @@ fn capture_loop(
     let mut last_drops = Instant::now();
     let mut number = 0u64;
     let mut error = None;
-    let mut write_error = None;
-    // Said once, when it happens, and again at the end.
-    let truncated = |path: &Path, number: u64, e: &dyn std::fmt::Display| {
-        format!(
-            "writing {}: {e}: the capture file is truncated (it ends at or before frame {number}); the analysis went on over every frame",
-            path.display()
-        )
+    let mut saving = Saving {
+        writer,
+        error: None,
     };
     let mut batch = tx.empty();
     let mut last_send = Instant::now();
@@ -270,21 +334,14 @@ fn capture_loop(
                 number += 1;
                 let ts =
                     p.header.ts.tv_sec as u64 * 1_000_000_000 + p.header.ts.tv_usec as u64 * 1_000;
-                if let Some((w, path)) = writer.as_mut() {
-                    if let Err(e) = w.packet(ts, p.header.len, p.data) {
-                        let msg = truncated(path, number, &e);
-                        let _ = tx.send(FromCapture::WriteFailed(msg.clone()));
-                        write_error = Some(msg);
-                        writer = None;
-                    }
-                }
-                let at = batch.data.len();
-                batch.data.extend_from_slice(p.data);
-                batch.frames.push(Captured {
+                saving.packet(tx, number, ts, p.header.len, p.data);
+                batch.push(&Frame {
                     number,
                     ts_ns: ts,
+                    link,
                     orig_len: p.header.len,
-                    bytes: at..batch.data.len(),
+                    data: p.data,
+                    icrc: None,
                 });
             }
             Err(pcap::Error::TimeoutExpired) => {
@@ -309,19 +366,15 @@ fn capture_loop(
             // capture buffer absorbs the burst and counts what it drops).
             last_send = Instant::now();
             let full = std::mem::replace(&mut batch, tx.empty());
-            if tx.send(FromCapture::Frames(full)).is_err() {
+            if tx.frames(full).is_err() {
                 break;
             }
         }
     }
     if !batch.frames.is_empty() {
-        let _ = tx.send(FromCapture::Frames(batch));
+        let _ = tx.frames(batch);
     }
-    if let Some((w, path)) = writer {
-        if let Err(e) = w.finish() {
-            write_error = Some(truncated(&path, number, &e));
-        }
-    }
+    let write_error = saving.finish(number);
     let dropped = drops(&mut cap);
     dropped_so_far.store(dropped, Ordering::Relaxed);
     let _ = tx.send(FromCapture::Done {
@@ -330,4 +383,83 @@ fn capture_loop(
         error,
         write_error,
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use rdma_dissectors::ib::icrc::IcrcStatus;
+
+    use super::*;
+
+    /// A RoCEv2 RC Acknowledge whose ICRC is right (frame 30 of
+    /// captures/v3-inline.pcap).
+    const ACK: &[u8] = &[
+        0x52, 0x54, 0x00, 0x99, 0x00, 0x02, 0x52, 0x54, 0x00, 0x99, 0x00, 0x01, 0x08, 0x00, 0x45,
+        0x00, 0x00, 0x30, 0x23, 0xe8, 0x40, 0x00, 0x40, 0x11, 0x02, 0x0d, 0x0a, 0x63, 0x00, 0x01,
+        0x0a, 0x63, 0x00, 0x02, 0xd9, 0xf2, 0x12, 0xb7, 0x00, 0x1c, 0x00, 0x00, 0x11, 0x00, 0xff,
+        0xff, 0x00, 0x00, 0x00, 0x11, 0x00, 0x43, 0x0a, 0xc5, 0x1f, 0x00, 0x00, 0x01, 0xe0, 0xc4,
+        0x06, 0x51,
+    ];
+
+    fn one_ack() -> Batch {
+        let mut b = new_batch();
+        b.push(&Frame {
+            number: 1,
+            ts_ns: 1,
+            link: LinkType::ETHERNET,
+            orig_len: ACK.len() as u32,
+            data: ACK,
+            icrc: None,
+        });
+        b
+    }
+
+    /// The two ends of a capture's channel, without libpcap.
+    fn ends() -> (Sender, Capture) {
+        let (tx, rx) = mpsc::sync_channel(CHANNEL_DEPTH);
+        let (recycle, recycled) = mpsc::channel();
+        let wake = Arc::new(sys::Wakeup::new().expect("eventfd"));
+        let backlog = Arc::new(AtomicUsize::new(0));
+        let sender = Sender {
+            tx,
+            wake: wake.clone(),
+            recycled,
+            backlog: backlog.clone(),
+            config: stack::Config::default(),
+        };
+        let capture = Capture {
+            rx,
+            thread: None,
+            link: LinkType::ETHERNET,
+            stop: Arc::default(),
+            dropped: Arc::default(),
+            wake,
+            recycle,
+            backlog,
+        };
+        (sender, capture)
+    }
+
+    fn icrc_of_next(c: &Capture) -> Option<IcrcStatus> {
+        match c.try_recv() {
+            Ok(FromCapture::Frames(b)) => b.iter().next().and_then(|f| f.icrc),
+            _ => panic!("a batch was sent"),
+        }
+    }
+
+    #[test]
+    fn the_capture_thread_checks_icrcs_only_while_the_engine_is_behind() {
+        let (tx, c) = ends();
+        // Nothing queued: the engine checks (while dissecting).
+        tx.frames(one_ack()).unwrap();
+        tx.frames(one_ack()).unwrap();
+        // Two queued: the engine is behind, the capture thread checks.
+        tx.frames(one_ack()).unwrap();
+        assert_eq!(icrc_of_next(&c), None);
+        assert_eq!(icrc_of_next(&c), None);
+        assert_eq!(icrc_of_next(&c), Some(IcrcStatus::Valid));
+        // Every batch taken: the engine has caught up.
+        tx.frames(one_ack()).unwrap();
+        assert_eq!(icrc_of_next(&c), None);
+    }
 }

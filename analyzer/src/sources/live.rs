@@ -47,6 +47,9 @@ pub struct LiveOptions {
     pub no_kprobes: bool,
     /// Which tracepoints, and how much of each, the probes deliver.
     pub probe_events: ebpf::ProbeEvents,
+    /// The engine's dissector settings: the capture thread checks ICRCs
+    /// with them when the engine is behind.
+    pub stack: rdma_dissectors::stack::Config,
 }
 
 /// A probe that could not be attached, and why.
@@ -338,7 +341,13 @@ impl LiveInputs {
         }
         if let Some(iface) = &o.iface {
             capture::preflight(iface)?;
-            let c = capture::start(iface, &o.bpf, o.write.as_deref(), o.capture_buffer)?;
+            let c = capture::start(
+                iface,
+                &o.bpf,
+                o.write.as_deref(),
+                o.capture_buffer,
+                &o.stack,
+            )?;
             inputs.say(
                 false,
                 format!("live: capturing on {iface} (filter {:?})", o.bpf),
@@ -388,10 +397,9 @@ impl LiveInputs {
             drain_probes(set, dec, &mut self.stats, &mut self.progress, emit);
         }
         while let Some(c) = self.capture.as_ref() {
-            let link = c.link;
-            match c.rx.try_recv() {
+            match c.try_recv() {
                 Ok(m) => {
-                    if self.on_capture(m, link, emit) {
+                    if self.on_capture(m, emit) {
                         self.capture_done = true;
                     }
                 }
@@ -424,23 +432,12 @@ impl LiveInputs {
     }
 
     /// True on `Done`.
-    fn on_capture(
-        &mut self,
-        m: FromCapture,
-        link: rdma_dissectors::link::LinkType,
-        emit: &mut dyn FnMut(Event<'_>) -> Flow,
-    ) -> bool {
+    fn on_capture(&mut self, m: FromCapture, emit: &mut dyn FnMut(Event<'_>) -> Flow) -> bool {
         match m {
             FromCapture::Frames(batch) => {
-                for (f, data) in batch.iter() {
+                for f in batch.iter() {
                     self.progress.frames += 1;
-                    let _ = emit(Event::Frame {
-                        number: f.number,
-                        ts_ns: f.ts_ns,
-                        link,
-                        orig_len: f.orig_len,
-                        data,
-                    });
+                    let _ = emit(Event::Frame(f));
                 }
                 if let Some(c) = self.capture.as_ref() {
                     let _ = c.recycle.send(batch);
@@ -499,8 +496,8 @@ impl LiveInputs {
         }
         if let Some(mut c) = self.capture.take() {
             // Draining unblocks the capture thread if the channel was full.
-            while let Ok(m) = c.rx.recv() {
-                let _ = self.on_capture(m, c.link, emit);
+            while let Ok(m) = c.recv() {
+                let _ = self.on_capture(m, emit);
             }
             if let Some(t) = c.thread.take() {
                 let _ = t.join();

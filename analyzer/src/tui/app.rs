@@ -99,24 +99,24 @@ impl Session {
         caps: Caps,
         stop: Stop,
     ) -> io::Result<Session> {
-        Self::start_watched(source, config, caps, stop, None)
+        Self::start_beside(source, config, caps, stop, Vec::new())
     }
 
-    /// [`Session::start`], with `watch` looking at the run beside the
-    /// screen ([`feed::spawn_watched`]).
+    /// [`Session::start`], with the sinks of `beside` looking at the run
+    /// beside the screen ([`feed::spawn_beside`]).
     ///
     /// # Errors
     /// When the thread cannot be started.
-    pub fn start_watched(
+    pub fn start_beside(
         source: Box<dyn Source>,
         config: Config,
         caps: Caps,
         stop: Stop,
-        watch: Option<Box<dyn Sink + Send>>,
+        beside: Vec<Box<dyn Sink + Send>>,
     ) -> io::Result<Session> {
         let describe = source.describe();
         let live = source.is_live();
-        let (tap, worker) = feed::spawn_watched(source, config, stop, watch)?;
+        let (tap, worker) = feed::spawn_beside(source, config, stop, beside)?;
         Ok(Session {
             tap,
             worker: Some(worker),
@@ -130,7 +130,7 @@ impl Session {
 /// Shows `source` on the terminal until the user quits (or `stop` is set):
 /// sets the terminal up, runs, restores it. Returns the source's error, if
 /// it ended with one, for the caller to report once the screen is gone.
-/// `watch`, when given, looks at the run beside the screen (metrics).
+/// The sinks of `beside` look at the run beside the screen (metrics).
 ///
 /// # Errors
 /// When the terminal cannot be set up, or terminal I/O fails.
@@ -140,9 +140,9 @@ pub fn show(
     caps: Caps,
     stop: Stop,
     filter: Option<String>,
-    watch: Option<Box<dyn Sink + Send>>,
+    beside: Vec<Box<dyn Sink + Send>>,
 ) -> anyhow::Result<Option<String>> {
-    let session = Session::start_watched(source, config, caps, stop, watch)?;
+    let session = Session::start_beside(source, config, caps, stop, beside)?;
     // try_init, not init: a terminal that cannot be set up is an error
     // message, not a panic. A half set up terminal is put back either way.
     let mut terminal = match ratatui::try_init() {

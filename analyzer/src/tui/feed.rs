@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::engine::{Config, Engine, Finding, State};
-use crate::pipeline::{self, End, Flow, Notice, Progress, Sink, Source, Stop};
+use crate::pipeline::{self, End, Fanout, Flow, Notice, Progress, Sink, Source, Stop};
 
 /// What the pipeline thread sends.
 #[derive(Debug)]
@@ -204,10 +204,6 @@ impl Sink for TuiSink {
         }))
     }
 
-    fn notice(&mut self, n: Notice) {
-        let _ = self.send(Msg::Notice(n));
-    }
-
     fn end(&mut self, engine: Option<&Engine>, progress: &Progress, end: &End) {
         let fs = std::mem::take(&mut self.batch);
         if !fs.is_empty() {
@@ -239,38 +235,47 @@ pub fn spawn(
     config: Config,
     stop: Stop,
 ) -> std::io::Result<(Tap, std::thread::JoinHandle<()>)> {
-    spawn_watched(source, config, stop, None)
+    spawn_beside(source, config, stop, Vec::new())
 }
 
-/// [`spawn`], with `watch` looking at the run beside the screen (the
-/// metrics of `live --metrics`): it sees every finding, tick and the end
-/// on the pipeline thread.
+/// [`spawn`], with the sinks of `beside` looking at the run beside the
+/// screen (the metrics of `live --metrics`): each sees every finding, tick
+/// and the end on the pipeline thread ([`pipeline::Fanout`]).
 ///
 /// # Errors
 /// When the thread cannot be started.
-pub fn spawn_watched(
+pub fn spawn_beside(
     mut source: Box<dyn Source>,
     config: Config,
     stop: Stop,
-    watch: Option<Box<dyn Sink + Send>>,
+    beside: Vec<Box<dyn Sink + Send>>,
 ) -> std::io::Result<(Tap, std::thread::JoinHandle<()>)> {
     let (feed, tap) = channel(stop.clone());
     let live = source.is_live();
     let h = std::thread::Builder::new()
         .name("pipeline".into())
         .spawn(move || {
-            let sink = TuiSink::new(feed, live);
+            // Notices go to the screen in turn with the findings, as
+            // the screen's sink sends those: live sources never wait.
+            let told = feed.clone();
+            let mut report = |n| {
+                let _ = if live {
+                    told.offer(Msg::Notice(n))
+                } else {
+                    told.send(Msg::Notice(n))
+                };
+            };
+            // The screen last: it takes the findings.
+            let mut sinks = beside;
+            sinks.push(Box::new(TuiSink::new(feed, live)));
             let engine = Some(Engine::new(config));
-            match watch {
-                Some(watch) => {
-                    let mut tee = pipeline::Tee { watch, main: sink };
-                    pipeline::run(source.as_mut(), engine, &mut tee, &stop);
-                }
-                None => {
-                    let mut sink = sink;
-                    pipeline::run(source.as_mut(), engine, &mut sink, &stop);
-                }
-            }
+            pipeline::run(
+                source.as_mut(),
+                engine,
+                &mut Fanout(sinks),
+                &mut report,
+                &stop,
+            );
         })?;
     Ok((tap, h))
 }

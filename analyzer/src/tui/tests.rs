@@ -659,6 +659,7 @@ fn kernel_rows_say_whose_view_they_are() {
         source.as_mut(),
         Some(crate::engine::Engine::new(config)),
         &mut sink,
+        &mut |_| {},
         &Stop::new(),
     );
     let wire = sink

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use rdma_analyzer::engine::{Config, Engine, Finding};
-use rdma_analyzer::pipeline::{self, End, Flow, Notice, Progress, Sink, Stop};
+use rdma_analyzer::pipeline::{self, End, Flow, Progress, Sink, Stop};
 use rdma_analyzer::sources::pcap::{FileSource, ReadError};
 
 /// How a run ended.
@@ -33,10 +33,6 @@ impl<F: FnMut(Finding)> Sink for Each<F> {
         Flow::Continue
     }
 
-    fn notice(&mut self, n: Notice) {
-        eprintln!("{}", n.text);
-    }
-
     fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {}
 }
 
@@ -48,6 +44,7 @@ pub fn run_file(path: &Path, config: Config, f: impl FnMut(Finding)) -> Result<R
         &mut source,
         Some(Engine::new(config)),
         &mut sink,
+        &mut |n| eprintln!("{}", n.text),
         &Stop::new(),
     );
     Ok(Run {

@@ -26,13 +26,14 @@ pub struct Frame {
 impl Frame {
     /// The frame as the engine takes it.
     pub fn event(&self) -> Event<'_> {
-        Event::Frame {
+        Event::Frame(rdma_dissectors::frame::Frame {
             number: self.number,
             ts_ns: self.ts_ns,
             link: self.link,
             orig_len: self.orig_len,
             data: &self.data,
-        }
+            icrc: None,
+        })
     }
 }
 

@@ -15,7 +15,8 @@
 //! ```
 //!
 //! No frame is copied after the one read into a [`Batch`]: a [`FrameMeta`]
-//! says where its bytes lie.
+//! says where its bytes lie, and [`Batch::frame`] hands it out as the
+//! [`Frame`] the engine and every per-frame output take.
 
 #![cfg_attr(
     not(test),
@@ -36,5 +37,6 @@ pub mod read;
 pub mod write;
 
 pub use format::{Format, Problem, MAX_RECORD_LEN};
-pub use read::{Batch, BatchReader, FrameMeta, Packet, PcapReader, ReadError, ReadErrorKind};
+pub use rdma_dissectors::frame::Frame;
+pub use read::{Batch, BatchReader, FrameMeta, PcapReader, ReadError, ReadErrorKind};
 pub use write::{CaptureWriter, Resolution};

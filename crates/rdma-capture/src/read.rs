@@ -15,8 +15,10 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
+use rdma_dissectors::frame::Frame;
 use rdma_dissectors::ib::icrc::IcrcStatus;
 use rdma_dissectors::link::LinkType;
+use rdma_dissectors::stack;
 
 use super::erf;
 use super::format::{Format, Note, Parser, Problem, Record, Section};
@@ -36,22 +38,6 @@ const FIRST_CHUNK: usize = 16 << 10;
 /// counted, and the count is told at the end, so a capture of nothing but
 /// unreadable records cannot bury the output in lines.
 const MAX_FRAME_NOTES: u64 = 10;
-
-/// One captured frame.
-#[derive(Debug, Clone, Copy)]
-pub struct Packet<'a> {
-    /// 1-based frame number, as tshark counts them.
-    pub number: u64,
-    /// Capture time in nanoseconds since the Unix epoch.
-    pub ts_ns: u64,
-    /// The link type of the interface it was captured on.
-    pub link_type: LinkType,
-    /// Length of the frame on the wire (may exceed `data.len()` when the
-    /// capture's snaplen cut it).
-    pub orig_len: u32,
-    /// The captured bytes.
-    pub data: &'a [u8],
-}
 
 /// Where one frame of a [`Batch`] lies, and what is known of it.
 #[derive(Debug, Clone, Copy)]
@@ -114,6 +100,62 @@ impl Batch {
         self.data
             .get(f.start..f.start.saturating_add(f.len))
             .unwrap_or_default()
+    }
+
+    /// `f`, one of this batch's frames, with its bytes.
+    #[inline]
+    pub fn frame(&self, f: &FrameMeta) -> Frame<'_> {
+        Frame {
+            number: f.number,
+            ts_ns: f.ts_ns,
+            link: f.link,
+            orig_len: f.orig_len,
+            data: self.bytes(f),
+            icrc: f.icrc,
+        }
+    }
+
+    /// Each frame with its bytes, in order.
+    pub fn iter(&self) -> impl Iterator<Item = Frame<'_>> {
+        self.frames.iter().map(|f| self.frame(f))
+    }
+
+    /// Appends `f` (its bytes copied after the others): for a batch built
+    /// a frame at a time, as a live capture's is, rather than read whole.
+    pub fn push(&mut self, f: &Frame<'_>) {
+        let start = self.data.len();
+        self.data.extend_from_slice(f.data);
+        self.frames.push(FrameMeta {
+            number: f.number,
+            ts_ns: f.ts_ns,
+            link: f.link,
+            orig_len: f.orig_len,
+            start,
+            len: f.data.len(),
+            icrc: f.icrc,
+        });
+    }
+
+    /// Empties a batch built with [`Batch::push`] for another use, keeping
+    /// its allocations (a reader's batch keeps its buffer's length instead).
+    pub fn clear(&mut self) {
+        self.data.clear();
+        self.frames.clear();
+        self.end_offset = 0;
+        self.notes.clear();
+        self.info.clear();
+    }
+
+    /// Checks the RoCEv2 ICRC of every frame ([`Frame::check_icrc`]), for
+    /// a reading thread that has time while the engine is behind.
+    pub fn check_icrcs(&mut self, config: &stack::Config) {
+        let Batch { data, frames, .. } = self;
+        for f in frames.iter_mut() {
+            let bytes = data
+                .get(f.start..f.start.saturating_add(f.len))
+                .unwrap_or_default();
+            f.icrc = stack::rocev2_icrc_status(f.link, bytes, config);
+        }
     }
 }
 
@@ -722,17 +764,11 @@ impl<R: Read> PcapReader<R> {
     /// # Errors
     /// An I/O error, a stream that ends inside a record, or a corrupt record.
     /// Packets returned before the error are good.
-    pub fn next_packet(&mut self) -> Result<Option<Packet<'_>>, ReadError> {
+    pub fn next_packet(&mut self) -> Result<Option<Frame<'_>>, ReadError> {
         loop {
             if let Some(&m) = self.cur.frames.get(self.cur_next) {
                 self.cur_next += 1;
-                return Ok(Some(Packet {
-                    number: m.number,
-                    ts_ns: m.ts_ns,
-                    link_type: m.link,
-                    orig_len: m.orig_len,
-                    data: self.cur.bytes(&m),
-                }));
+                return Ok(Some(self.cur.frame(&m)));
             }
             if let Some(e) = self.failed.take() {
                 return Err(e);
@@ -757,6 +793,44 @@ impl<R: Read> PcapReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A RoCEv2 RC Acknowledge whose ICRC is right (frame 30 of
+    /// captures/v3-inline.pcap).
+    const ACK: &[u8] = &[
+        0x52, 0x54, 0x00, 0x99, 0x00, 0x02, 0x52, 0x54, 0x00, 0x99, 0x00, 0x01, 0x08, 0x00, 0x45,
+        0x00, 0x00, 0x30, 0x23, 0xe8, 0x40, 0x00, 0x40, 0x11, 0x02, 0x0d, 0x0a, 0x63, 0x00, 0x01,
+        0x0a, 0x63, 0x00, 0x02, 0xd9, 0xf2, 0x12, 0xb7, 0x00, 0x1c, 0x00, 0x00, 0x11, 0x00, 0xff,
+        0xff, 0x00, 0x00, 0x00, 0x11, 0x00, 0x43, 0x0a, 0xc5, 0x1f, 0x00, 0x00, 0x01, 0xe0, 0xc4,
+        0x06, 0x51,
+    ];
+
+    #[test]
+    fn a_batch_built_a_frame_at_a_time_hands_them_back_with_their_icrcs() {
+        let mut b = Batch::default();
+        for (number, data) in [(1, ACK), (2, &ACK[..20])] {
+            b.push(&Frame {
+                number,
+                ts_ns: number * 10,
+                link: LinkType::ETHERNET,
+                orig_len: 1500,
+                data,
+                icrc: None,
+            });
+        }
+        b.check_icrcs(&stack::Config::default());
+        let got: Vec<Frame<'_>> = b.iter().collect();
+        assert_eq!(got.len(), 2);
+        assert_eq!(
+            (got[0].number, got[0].ts_ns, got[0].orig_len),
+            (1, 10, 1500)
+        );
+        assert_eq!(got[0].data, ACK);
+        assert_eq!(got[0].icrc, Some(IcrcStatus::Valid));
+        assert_eq!(got[1].data, &ACK[..20]);
+        assert_eq!(got[1].icrc, None, "not RoCEv2: left to the dissection");
+        b.clear();
+        assert!(b.iter().next().is_none() && b.data.is_empty());
+    }
 
     fn pcap_file(records: &[(u32, u32, &[u8])]) -> Vec<u8> {
         let mut f = Vec::new();

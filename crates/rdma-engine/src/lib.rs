@@ -37,9 +37,7 @@ mod wire;
 use std::collections::BTreeMap;
 
 use rdma_dissectors::ib::bth::{Bth, Opcode};
-use rdma_dissectors::ib::icrc::IcrcStatus;
 use rdma_dissectors::ib::Qpn;
-use rdma_dissectors::link::LinkType;
 use rdma_dissectors::stack::{self, RpcRdmaDecode};
 use serde::Serialize;
 
@@ -55,6 +53,7 @@ pub use model::{
     LadderStep, Phases, Role, SegmentUse, StepWhat, Transaction, Transfer,
 };
 pub use nfsio::{asks_for_retry, FileHandle, NfsIo, Stable, RECENT_ERRORS, RETRY_WINDOW_NS};
+pub use rdma_dissectors::frame::Frame;
 
 #[cold]
 fn t_cut(t: &mut Totals) {
@@ -117,35 +116,9 @@ impl Default for Config {
 /// What the engine consumes.
 #[derive(Debug, Clone, Copy)]
 pub enum Event<'a> {
-    /// A captured frame.
-    Frame {
-        /// 1-based frame number.
-        number: u64,
-        /// Capture time, ns since the epoch.
-        ts_ns: u64,
-        /// Link type of the capture interface.
-        link: LinkType,
-        /// Length on the wire (more than `data.len()` when snaplen cut the frame).
-        orig_len: u32,
-        /// Captured bytes.
-        data: &'a [u8],
-    },
-    /// A captured frame whose RoCEv2 ICRC a source already checked (on
-    /// another thread): the engine does not verify it again.
-    CheckedFrame {
-        /// 1-based frame number.
-        number: u64,
-        /// Capture time, ns since the epoch.
-        ts_ns: u64,
-        /// Link type of the capture interface.
-        link: LinkType,
-        /// Length on the wire.
-        orig_len: u32,
-        /// Captured bytes.
-        data: &'a [u8],
-        /// The ICRC verdict (`rdma_dissectors::stack::rocev2_icrc_status`).
-        icrc: IcrcStatus,
-    },
+    /// A captured frame; its `icrc`, when a source already checked it (on
+    /// another thread), is not verified again.
+    Frame(Frame<'a>),
     /// A kernel probe record (live mode with `--probes`): correlated into
     /// transactions of the client's or the server's kernel
     /// ([`Origin`]), alongside those of the wire.
@@ -154,62 +127,6 @@ pub enum Event<'a> {
     Tick(u64),
     /// The source is exhausted: close out what is still open.
     End,
-}
-
-/// A frame event's fields, whichever of the two it is.
-#[derive(Debug, Clone, Copy)]
-pub struct FrameRef<'a> {
-    /// 1-based frame number.
-    pub number: u64,
-    /// Capture time, ns since the epoch.
-    pub ts_ns: u64,
-    /// Link type of the capture interface.
-    pub link: LinkType,
-    /// Length on the wire.
-    pub orig_len: u32,
-    /// Captured bytes.
-    pub data: &'a [u8],
-    /// The ICRC verdict, when a source checked it already.
-    pub icrc: Option<IcrcStatus>,
-}
-
-impl<'a> Event<'a> {
-    /// The frame this event carries, if it is one.
-    #[inline]
-    pub fn frame(&self) -> Option<FrameRef<'a>> {
-        match *self {
-            Event::Frame {
-                number,
-                ts_ns,
-                link,
-                orig_len,
-                data,
-            } => Some(FrameRef {
-                number,
-                ts_ns,
-                link,
-                orig_len,
-                data,
-                icrc: None,
-            }),
-            Event::CheckedFrame {
-                number,
-                ts_ns,
-                link,
-                orig_len,
-                data,
-                icrc,
-            } => Some(FrameRef {
-                number,
-                ts_ns,
-                link,
-                orig_len,
-                data,
-                icrc: Some(icrc),
-            }),
-            Event::Probe(_) | Event::Tick(_) | Event::End => None,
-        }
-    }
 }
 
 /// What the engine reports as it goes.
@@ -460,9 +377,7 @@ impl Engine {
     /// latest time seen).
     fn stamp_anomalies(&self, event: Event<'_>, from: usize, out: &mut [Finding]) {
         let ts = match event {
-            Event::Frame { ts_ns, .. } | Event::CheckedFrame { ts_ns, .. } | Event::Tick(ts_ns) => {
-                Some(ts_ns)
-            }
+            Event::Frame(Frame { ts_ns, .. }) | Event::Tick(ts_ns) => Some(ts_ns),
             Event::Probe(p) => Some(p.meta.ts_ns),
             Event::End => self.state.totals.last_ts_ns,
         };
@@ -493,7 +408,7 @@ impl Engine {
         match event {
             Event::End => m.drain(out),
             Event::Tick(_) => m.expire(out),
-            Event::Probe(_) | Event::Frame { .. } | Event::CheckedFrame { .. } => {}
+            Event::Probe(_) | Event::Frame(_) => {}
         }
     }
 
@@ -514,14 +429,11 @@ impl Engine {
     }
 
     fn correlate(&mut self, event: Event<'_>, out: &mut Vec<Finding>) {
-        if !matches!(event, Event::Frame { .. } | Event::CheckedFrame { .. }) {
+        if !matches!(event, Event::Frame(_)) {
             self.flush_deferred();
         }
-        if let Some(f) = event.frame() {
-            return self.frame(f.number, f.ts_ns, f.link, f.orig_len, f.data, f.icrc, out);
-        }
         match event {
-            Event::Frame { .. } | Event::CheckedFrame { .. } => {}
+            Event::Frame(f) => self.frame(&f, out),
             Event::Probe(p) => {
                 self.state.totals.probe_records += 1;
                 let from = out.len();
@@ -570,34 +482,17 @@ impl Engine {
         })));
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn frame(
-        &mut self,
-        number: u64,
-        ts: u64,
-        link: LinkType,
-        orig_len: u32,
-        data: &[u8],
-        checked: Option<IcrcStatus>,
-        out: &mut Vec<Finding>,
-    ) {
+    fn frame(&mut self, f: &Frame<'_>, out: &mut Vec<Finding>) {
+        let (number, ts) = (f.number, f.ts_ns);
         let t = &mut self.state.totals;
         t.frames += 1;
-        t.bytes += data.len() as u64;
+        t.bytes += f.data.len() as u64;
         t.first_ts_ns.get_or_insert(ts);
         t.saw(ts);
-        let _ = orig_len;
         // One dissection, built in place: it is large, and returning or
         // moving it would copy it for every frame.
-        let config = self
-            .config
-            .stack
-            .with_verify_icrc(checked.is_none() && self.config.stack.verify_icrc);
         let mut d = stack::Dissection::default();
-        stack::dissect_into(link, data, &config, &mut d);
-        if checked.is_some() {
-            d.icrc = checked;
-        }
+        f.dissect_into(&self.config.stack, &mut d);
         match d.icrc {
             Some(rdma_dissectors::ib::icrc::IcrcStatus::Valid) => t.icrc_valid += 1,
             Some(rdma_dissectors::ib::icrc::IcrcStatus::Invalid { found, computed }) => {

@@ -166,13 +166,13 @@ pub fn load(path: &std::path::Path, groups: usize, all: bool) -> anyhow::Result<
     let mut out = vec![Frames::default(); groups.max(1)];
     let mut pairs: Vec<Vec<u8>> = Vec::new();
     while let Some(p) = reader.next_packet()? {
-        if p.link_type != LinkType::ETHERNET {
+        if p.link != LinkType::ETHERNET {
             bail!(
                 "{}: frame {} has link type {} ({}); only Ethernet frames can be replayed",
                 path.display(),
                 p.number,
-                p.link_type.0,
-                p.link_type.name().unwrap_or("unknown")
+                p.link.0,
+                p.link.name().unwrap_or("unknown")
             );
         }
         let frame = p.data;

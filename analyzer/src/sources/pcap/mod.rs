@@ -17,6 +17,7 @@ pub use rdma_capture::{erf, format, input, merge, read, write};
 pub mod source;
 
 pub use format::{Format, Problem, MAX_RECORD_LEN};
-pub use read::{Batch, BatchReader, FrameMeta, Packet, PcapReader, ReadError, ReadErrorKind};
+pub use rdma_capture::Frame;
+pub use read::{Batch, BatchReader, FrameMeta, PcapReader, ReadError, ReadErrorKind};
 pub use source::FileSource;
 pub use write::{CaptureWriter, Resolution};

@@ -4,7 +4,7 @@
 //! ```text
 //!  reader thread: PcapReader::fill ─► (ICRC check if the engine is behind) ─► channel ─┐
 //!  pipeline thread: FileSource::pump ◄──────────────────────────────────────────────────┘
-//!                   └─► Event::Frame / Event::CheckedFrame per frame; batch recycled
+//!                   └─► Event::Frame per frame (with the ICRC verdict if checked); batch recycled
 //! ```
 //!
 //! The frames' RoCEv2 ICRC (the largest per-byte cost) goes to whichever
@@ -57,18 +57,6 @@ impl Backlog {
     }
 }
 
-/// Checks the ICRC of every frame of `batch` (RoCEv2 frames get a verdict,
-/// the others stay `None` and are left to the dissection).
-fn check_icrcs(batch: &mut Batch, config: &stack::Config) {
-    let Batch { data, frames, .. } = batch;
-    for f in frames.iter_mut() {
-        let bytes = data
-            .get(f.start..f.start.saturating_add(f.len))
-            .unwrap_or_default();
-        f.icrc = stack::rocev2_icrc_status(f.link, bytes, config);
-    }
-}
-
 enum Msg {
     Batch(Batch),
     End(End),
@@ -102,7 +90,7 @@ fn read_loop(
         let r = reader.fill(&mut batch);
         if !batch.frames.is_empty() || !batch.notes.is_empty() || !batch.info.is_empty() {
             if config.verify_icrc && backlog.reader_has_time() {
-                check_icrcs(&mut batch, config);
+                batch.check_icrcs(config);
             }
             backlog.sent();
             if tx.send(Msg::Batch(batch)).is_err() {
@@ -343,26 +331,8 @@ fn emit_batch(
             });
         }
         clock.0 = clock.0.max(f.ts_ns);
-        let data = batch.bytes(f);
-        let event = match f.icrc {
-            Some(icrc) => Event::CheckedFrame {
-                number: f.number,
-                ts_ns: f.ts_ns,
-                link: f.link,
-                orig_len: f.orig_len,
-                data,
-                icrc,
-            },
-            None => Event::Frame {
-                number: f.number,
-                ts_ns: f.ts_ns,
-                link: f.link,
-                orig_len: f.orig_len,
-                data,
-            },
-        };
         progress.frames = f.number;
-        if emit(event) == Flow::Stop {
+        if emit(Event::Frame(batch.frame(f))) == Flow::Stop {
             return false;
         }
     }

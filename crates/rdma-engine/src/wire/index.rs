@@ -245,16 +245,7 @@ mod tests {
         let mut e = Engine::new(config);
         let mut out = Vec::new();
         while let Some(p) = reader.next_packet().unwrap() {
-            e.handle(
-                Event::Frame {
-                    number: p.number,
-                    ts_ns: p.ts_ns,
-                    link: p.link_type,
-                    orig_len: p.orig_len,
-                    data: p.data,
-                },
-                &mut out,
-            );
+            e.handle(Event::Frame(p), &mut out);
             out.clear();
         }
         e
