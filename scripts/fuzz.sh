@@ -72,6 +72,9 @@ cat "$i" "$i" >analyzer/fuzz/corpus/capture_reader/joined.pcap
 { gzip -1 -c "$i"; gzip -1 -c "$i"; } >analyzer/fuzz/corpus/capture_input/joined.pcap.gz
 gzip -1 -c "$i" | head -c -8 >analyzer/fuzz/corpus/capture_input/no-trailer.pcap.gz
 zstd -q --long=31 -c <"$i" >analyzer/fuzz/corpus/capture_input/long-window.pcap.zst
+# mountstats: the committed sample (a 6.1 RDMA mount among others).
+mkdir -p analyzer/fuzz/corpus/mountstats
+cp analyzer/fuzz/seeds/mountstats/* analyzer/fuzz/corpus/mountstats/
 # The merge: a count byte, then the inputs end to end (cut in equal parts).
 { printf '\001'; cat captures/v3-inline.pcap captures/v3-inline.pcap; } >analyzer/fuzz/corpus/capture_merge/two-inline
 for t in $(cd analyzer/fuzz && AYA_BUILD_SKIP=1 cargo +"$NIGHTLY" fuzz list); do

@@ -5,5 +5,6 @@
 pub mod capture;
 pub mod ebpf;
 pub mod live;
+pub mod mountstats;
 pub mod pcap;
 pub mod sys;
