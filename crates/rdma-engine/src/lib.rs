@@ -25,6 +25,7 @@
 
 pub mod anomaly;
 pub mod budget;
+mod checks;
 mod cm;
 mod describe;
 pub mod kernel;
@@ -570,6 +571,19 @@ impl Engine {
         })));
     }
 
+    /// Raises what a check found, on the frames, connection and XID it
+    /// is about.
+    fn raise(
+        &mut self,
+        out: &mut Vec<Finding>,
+        v: checks::Violation,
+        frames: Vec<u64>,
+        conn: Option<ConnId>,
+        xid: Option<u32>,
+    ) {
+        self.anomaly(out, v.kind, frames, conn, xid, v.message);
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn frame(
         &mut self,
@@ -603,13 +617,12 @@ impl Engine {
             Some(rdma_dissectors::ib::icrc::IcrcStatus::Invalid { found, computed }) => {
                 t.icrc_invalid += 1;
                 let conn = d.bth().and_then(|b| self.conn_of_dest(&d, b.dest_qp));
-                self.anomaly(
+                self.raise(
                     out,
-                    Kind::IcrcMismatch,
+                    checks::iba::icrc(found, computed),
                     vec![number],
                     conn,
                     None,
-                    format!("ICRC is {found:#010x} but the frame's contents give {computed:#010x}: the frame was corrupted on the wire or by the capture"),
                 );
             }
             Some(_) => t.icrc_unchecked += 1,
@@ -716,14 +729,8 @@ impl Engine {
         let (src, dst) = d.ip.map_or((String::new(), String::new()), |ip| {
             (ip.source().to_string(), ip.destination().to_string())
         });
-        self.anomaly(
-            out,
-            Kind::IpFragment,
-            vec![number],
-            conn,
-            None,
-            format!("RoCEv2 packet from {src} to {dst} in IPv4 fragments: RoCEv2 packets are sent whole (Don't Fragment); the fragment is left out, and its packet with it"),
-        );
+        let v = checks::iba::ip_fragment(&src, &dst);
+        self.raise(out, v, vec![number], conn, None);
     }
 
     fn conn_of_dest(&self, d: &stack::Dissection<'_>, qpn: Qpn) -> Option<ConnId> {

@@ -6,10 +6,11 @@ use std::collections::HashMap;
 
 use rdma_dissectors::nfs;
 use rdma_dissectors::oncrpc::{AcceptStat, MsgBody, ReplyBody, RpcMsg};
-use rdma_dissectors::rpcrdma::{self, Body, Chunks, Proc, RdmaError, RpcRdmaHeader, Xid};
+use rdma_dissectors::rpcrdma::{Body, Chunks, Proc, RdmaError, RpcRdmaHeader, Xid};
 
 use super::index::Tag;
 use super::state::{Message, Parked, Reassembly, Txn, CLIENT_CONNS};
+use crate::checks::{self, rfc8166, rfc8797};
 use crate::describe::{fill_call, fill_nfs_status, reply_status};
 use crate::keys::{Addr, CallKey, ConnId, Origin};
 use crate::model::{
@@ -262,19 +263,12 @@ impl Engine {
             RpcRdmaHeader::parse_fixed(m.bytes).map(|f| f.proc),
             Ok(Proc::Error | Proc::Done)
         ) && RpcRdmaHeader::parse(m.bytes).is_ok();
-        if m.bytes.len() < rpcrdma::MIN_HEADER_LEN && !complete_short {
+        if let Some(v) = rfc8166::short_header(m.bytes.len(), complete_short) {
             if let (Some(c), false) = (known_conn, known_rpcrdma) {
                 self.carries(c, Carries::Other);
             }
             if known_rpcrdma {
-                self.anomaly(
-                    out,
-                    Kind::ShortHeader,
-                    vec![m.frame],
-                    known_conn,
-                    None,
-                    format!("a {}-byte Send is shorter than the 28-byte RPC-over-RDMA minimum; the receiver must discard it", m.bytes.len()),
-                );
+                self.raise(out, v, vec![m.frame], known_conn, None);
             }
             return;
         }
@@ -293,54 +287,20 @@ impl Engine {
         let dest_is_client = known_conn
             .and_then(|c| self.state.connections.get(&c))
             .map(|c| c.client == Some(m.dest));
-        if fixed.vers != 1 && fixed.proc != Proc::Error {
-            self.anomaly(
-                out,
-                Kind::VersionMismatch,
-                vec![m.frame],
-                known_conn,
-                Some(xid),
-                format!("RPC-over-RDMA version {} (only version 1 exists); the receiver should answer RDMA_ERROR/ERR_VERS", fixed.vers),
-            );
+        if let Some(v) = rfc8166::version(fixed.vers, fixed.proc) {
+            self.raise(out, v, vec![m.frame], known_conn, Some(xid));
             return;
         }
-        let hdr = match RpcRdmaHeader::parse(m.bytes) {
-            Ok((h, stream)) => (h, stream),
+        let (hdr, stream) = match RpcRdmaHeader::parse(m.bytes) {
+            Ok(h) => h,
             Err(e) => {
-                let kind = if matches!(fixed.proc, Proc::Unknown(_)) {
-                    Kind::BadProc
-                } else {
-                    Kind::Malformed
-                };
-                self.anomaly(
-                    out,
-                    kind,
-                    vec![m.frame],
-                    known_conn,
-                    Some(xid),
-                    format!("RPC-over-RDMA header could not be decoded: {e}"),
-                );
+                let v = rfc8166::undecodable(fixed.proc, &e);
+                self.raise(out, v, vec![m.frame], known_conn, Some(xid));
                 return;
             }
         };
-        let (hdr, stream) = hdr;
-        if fixed.proc.is_obsolete() {
-            let kind = if fixed.proc == Proc::Msgp {
-                Kind::MsgpUsed
-            } else {
-                Kind::DoneUsed
-            };
-            self.anomaly(
-                out,
-                kind,
-                vec![m.frame],
-                known_conn,
-                Some(xid),
-                format!(
-                    "{} is no longer part of RPC-over-RDMA version 1 (RFC 8166 4.6)",
-                    fixed.proc.name().unwrap_or("?")
-                ),
-            );
+        if let Some(v) = rfc8166::obsolete(fixed.proc) {
+            self.raise(out, v, vec![m.frame], known_conn, Some(xid));
             if fixed.proc == Proc::Done {
                 return;
             }
@@ -377,15 +337,8 @@ impl Engine {
             .map(|c| c.client == Some(m.dest))
             .unwrap_or(false);
         if let (Some(r), Body::Msg(_) | Body::Msgp { .. }) = (&rpc, hdr.body) {
-            if r.xid != xid {
-                self.anomaly(
-                    out,
-                    Kind::XidMismatch,
-                    vec![m.frame],
-                    Some(conn),
-                    Some(xid),
-                    format!("rdma_xid {xid:#010x} differs from the XID {:#010x} of the RPC message it carries", r.xid),
-                );
+            if let Some(v) = rfc8166::xid_mismatch(xid, r.xid) {
+                self.raise(out, v, vec![m.frame], Some(conn), Some(xid));
             }
         }
         if let Body::Error(err) = hdr.body {
@@ -395,33 +348,15 @@ impl Engine {
         let chunks = hdr.chunks().unwrap_or_default();
         // A backchannel call arrives at the client; a forward call at the server.
         let call = is_call.unwrap_or(!dest_is_client);
-        // RDMA_NOMSG leaves the Payload stream to a chunk: a call's goes in a
-        // position-zero read chunk (RFC 8166 3.5.3, a Long Call), a reply's in
-        // the reply chunk the call offered. A reply chunk cannot carry a call:
-        // it is for the responder to write the reply into (4.2.4).
-        let nowhere = match (hdr.proc == Proc::Nomsg, call) {
-            (false, _) => None,
-            (true, true) if !chunks.has_position_zero() => {
-                Some(if chunks.reply_chunk().is_some() {
-                    "RDMA_NOMSG call with only a reply chunk: a call's RPC message travels in a position-zero read chunk, and a reply chunk is for the reply"
-                } else {
-                    "RDMA_NOMSG call without a position-zero read chunk: its RPC message is nowhere"
-                })
+        if hdr.proc == Proc::Nomsg {
+            let v = rfc8166::nomsg_without_chunks(rfc8166::NomsgChunks {
+                call,
+                position_zero: chunks.has_position_zero(),
+                reply_chunk: chunks.reply_chunk().is_some(),
+            });
+            if let Some(v) = v {
+                self.raise(out, v, vec![m.frame], Some(conn), Some(xid));
             }
-            (true, false) if chunks.reply_chunk().is_none() => {
-                Some("RDMA_NOMSG reply without a reply chunk: its RPC message is nowhere")
-            }
-            (true, _) => None,
-        };
-        if let Some(why) = nowhere {
-            self.anomaly(
-                out,
-                Kind::NomsgWithoutChunks,
-                vec![m.frame],
-                Some(conn),
-                Some(xid),
-                why.to_string(),
-            );
         }
         let d = Decoded {
             m: &m,
@@ -451,38 +386,11 @@ impl Engine {
         dest_is_client: bool,
         out: &mut Vec<Finding>,
     ) {
-        let (kind, what) = match err {
-            RdmaError::Vers { low, high } => (
-                Kind::ErrVers,
-                format!("ERR_VERS (the sender supports versions {low} to {high})"),
-            ),
-            RdmaError::Chunk => (
-                Kind::ErrChunk,
-                "ERR_CHUNK (the peer could not decode the header or its chunks)".to_string(),
-            ),
-            RdmaError::Unknown(v) => (Kind::Malformed, format!("an unknown error code {v}")),
-            _ => (Kind::Malformed, "an unknown error".to_string()),
-        };
-        if !dest_is_client {
-            self.anomaly(
-                out,
-                Kind::ErrorFromRequester,
-                vec![m.frame],
-                Some(conn),
-                Some(xid),
-                format!(
-                    "the requester sent RDMA_ERROR ({what}); only a responder may (RFC 8166 4.5)"
-                ),
-            );
+        let (from_requester, error) = checks::on_rdma_error(err, xid, dest_is_client);
+        let kind = error.kind;
+        for v in from_requester.into_iter().chain([error]) {
+            self.raise(out, v, vec![m.frame], Some(conn), Some(xid));
         }
-        self.anomaly(
-            out,
-            kind,
-            vec![m.frame],
-            Some(conn),
-            Some(xid),
-            format!("RDMA_ERROR for xid {xid:#010x}: {what}"),
-        );
         // It answers the call: close the transaction.
         let key = CallKey {
             backchannel: false,
@@ -593,16 +501,10 @@ impl Engine {
             .get(&conn)
             .and_then(|c| c.outstanding.get(&key))
             .map(|t| t.rec.call_frame);
-        if let Some(before) = earlier {
-            rec.anomalies.push(Kind::XidReused);
-            self.anomaly(
-                out,
-                Kind::XidReused,
-                vec![before, m.frame],
-                Some(conn),
-                Some(xid),
-                format!("xid {xid:#010x} sent again (frame {}) while its call of frame {before} is still outstanding on {conn}: an XID is retired only by its reply (RFC 8166 3); replies are paired with these calls in the order they were sent", m.frame),
-            );
+        if let Some(v) = rfc8166::xid_reused(xid, earlier, m.frame, conn) {
+            rec.anomalies.push(v.kind);
+            let frames = vec![earlier.unwrap_or_default(), m.frame];
+            self.raise(out, v, frames, Some(conn), Some(xid));
         }
         if !backchannel {
             if !self.conns.parked_order.is_empty() {
@@ -639,22 +541,13 @@ impl Engine {
                 }
                 c.in_flight = in_flight;
                 c.peak_in_flight = c.peak_in_flight.max(in_flight);
-                if c.granted.is_some_and(|g| in_flight > g) {
-                    overrun = c.granted;
-                }
+                overrun = rfc8166::credit_overrun(in_flight, c.granted);
                 c.credit_update(m.ts, points);
             }
         }
-        if let Some(g) = overrun {
-            rec.anomalies.push(Kind::CreditOverrun);
-            self.anomaly(
-                out,
-                Kind::CreditOverrun,
-                vec![m.frame],
-                Some(conn),
-                Some(xid),
-                format!("{in_flight} calls outstanding but the responder granted only {g} credits"),
-            );
+        if let Some(v) = overrun {
+            rec.anomalies.push(v.kind);
+            self.raise(out, v, vec![m.frame], Some(conn), Some(xid));
         }
         self.insert_call(
             conn,
@@ -745,22 +638,20 @@ impl Engine {
             .clone_from(&first.earlier_connections);
         rec.earlier_connections.push(first.connection);
         rec.anomalies.push(Kind::CallRetransmitted);
-        let xid = rec.xid;
         let proc = rec.procedure_label();
-        let waited = m.ts.saturating_sub(first.first_call_ts_ns) as f64 / 1e9;
-        let msg = format!(
-            "call {proc} (xid {xid:#010x}) sent again on {} (frame {}) {waited:.3} s after its first transmission (frame {}) on {}, unanswered there ({}): one operation, {} transmissions",
-            rec.connection, m.frame, first.first_call_frame, first.connection, p.why, rec.transmissions
-        );
+        let v = rfc8166::call_retransmitted(&rfc8166::SentAgain {
+            proc: &proc,
+            xid: rec.xid,
+            conn: rec.connection,
+            frame: m.frame,
+            waited_s: m.ts.saturating_sub(first.first_call_ts_ns) as f64 / 1e9,
+            first_frame: first.first_call_frame,
+            first_conn: first.connection,
+            why: &p.why,
+            transmissions: rec.transmissions,
+        });
         let frames = vec![first.first_call_frame, m.frame];
-        self.anomaly(
-            out,
-            Kind::CallRetransmitted,
-            frames,
-            Some(rec.connection),
-            Some(xid),
-            msg,
-        );
+        self.raise(out, v, frames, Some(rec.connection), Some(rec.xid));
     }
 
     /// Checks a Send against the inline threshold the CM exchange negotiated
@@ -781,22 +672,10 @@ impl Engine {
                 c.reply_inline_threshold()
             }
         });
-        let Some(th) = threshold.filter(|&th| m.total > th as usize) else {
+        let Some(v) = rfc8797::inline_threshold(m.total, threshold, client_to_server) else {
             return false;
         };
-        let instead = if client_to_server {
-            "a Long Call (position-zero read chunk)"
-        } else {
-            "the reply chunk (Long Reply)"
-        };
-        self.anomaly(
-            out,
-            Kind::InlineThresholdExceeded,
-            vec![m.first_frame, m.frame],
-            Some(conn),
-            Some(xid),
-            format!("Send of {} bytes exceeds the {th}-byte inline threshold the peers negotiated for this direction; it should have used {instead}", m.total),
-        );
+        self.raise(out, v, vec![m.first_frame, m.frame], Some(conn), Some(xid));
         true
     }
 
@@ -814,31 +693,14 @@ impl Engine {
         } = *d;
         let chunks = seen.unwrap_or_default();
         let mut kinds = Vec::new();
-        if chunks.read_count() > 0 {
-            kinds.push(Kind::ReadListInReply);
-            self.anomaly(
-                out,
-                Kind::ReadListInReply,
-                vec![m.frame],
-                Some(conn),
-                Some(xid),
-                format!(
-                    "reply carries a read list of {} segments; replies must not (RFC 8166 4.3.1)",
-                    chunks.read_count()
-                ),
-            );
-        }
-        if !backchannel && credits == Some(0) {
-            kinds.push(Kind::ZeroCreditGrant);
-            self.anomaly(
-                out,
-                Kind::ZeroCreditGrant,
-                vec![m.frame],
-                Some(conn),
-                Some(xid),
-                "reply grants zero credits: the requester can never send again (deadlock)"
-                    .to_string(),
-            );
+        let header = checks::ReplyHeader {
+            read_segments: chunks.read_count(),
+            backchannel,
+            credits,
+        };
+        for v in checks::on_reply(header) {
+            kinds.push(v.kind);
+            self.raise(out, v, vec![m.frame], Some(conn), Some(xid));
         }
         if self.inline_exceeded(m, conn, xid, backchannel, out) {
             kinds.push(Kind::InlineThresholdExceeded);
@@ -855,14 +717,8 @@ impl Engine {
             xid: Xid(xid),
         };
         let Some(mut t) = self.take_call(conn, key) else {
-            self.anomaly(
-                out,
-                Kind::ReplyWithoutCall,
-                vec![m.frame],
-                Some(conn),
-                Some(xid),
-                format!("reply to xid {xid:#010x} whose call is not in the capture (sent before it started, or lost)"),
-            );
+            let v = rfc8166::reply_without_call(xid);
+            self.raise(out, v, vec![m.frame], Some(conn), Some(xid));
             return;
         };
         t.rec.anomalies.extend(kinds);
@@ -1027,18 +883,7 @@ impl Engine {
                 .and_then(|(a, b)| b.checked_sub(a)),
             reply_after_rdma_ns: last_op.and_then(|l| m.ts.checked_sub(l)),
         };
-        let mut inv_anoms = Vec::new();
-        if lat_ns.is_none() {
-            inv_anoms.push((
-                Kind::TimeWentBackwards,
-                format!(
-                    "the reply (frame {}) is stamped {:.1} µs before its call (frame {}): the capture's clock went backwards, so xid {xid:#010x}'s latency is unknown",
-                    m.frame,
-                    rec.call_ts_ns.saturating_sub(m.ts) as f64 / 1000.0,
-                    rec.call_frame
-                ),
-            ));
-        }
+        let mut invalidated = None;
         if let Some(rkey) = invalidate {
             rec.remote_invalidated_rkey = Some(rkey);
             let mut owned = false;
@@ -1047,13 +892,9 @@ impl Engine {
                 owned = true;
             }
             // A call whose chunk lists the capture cut may own it.
-            if !owned && !rec.cut {
-                inv_anoms.push((
-                    Kind::InvalidatedForeignStag,
-                    format!("Send With Invalidate names rkey {rkey:#x}, which is not one of xid {xid:#010x}'s chunks: the requester's other I/O may lose its memory registration"),
-                ));
-            }
+            invalidated = Some((rkey, (!rec.cut).then_some(owned)));
         }
+        let (call_frame, call_ts_ns) = (rec.call_frame, rec.call_ts_ns);
         let chunk_bytes: u64 = rec.chunks.iter().map(|s| s.bytes_moved).sum();
         let backchannel = rec.backchannel;
         let bucket = lat_ns.map(|l| (64 - (l / 1000).max(1).leading_zeros() - 1).min(31) as usize);
@@ -1079,21 +920,23 @@ impl Engine {
                 c.credit_update(m.ts, points);
             }
         }
-        if let Some((cr, sr)) = not_negotiated {
-            let yn = |b: bool| if b { "set" } else { "did not set" };
-            inv_anoms.push((
-                Kind::RemoteInvalidationNotNegotiated,
-                format!("Send With Invalidate although the peers did not both advertise remote invalidation (client {} R, server {} R)", yn(cr), yn(sr)),
-            ));
-        }
         self.state.totals.replies += 1;
         self.state.totals.chunk_bytes += chunk_bytes;
         if invalidate.is_some() {
             self.state.totals.remote_invalidations += 1;
         }
-        for (k, msg) in inv_anoms {
-            t.rec.anomalies.push(k);
-            self.anomaly(out, k, vec![m.frame], Some(conn), Some(xid), msg);
+        let sent = checks::ReplySent {
+            xid,
+            call_frame,
+            call_ts_ns,
+            reply_frame: m.frame,
+            reply_ts_ns: m.ts,
+            invalidated,
+            not_negotiated,
+        };
+        for v in checks::on_reply_sent(&sent) {
+            t.rec.anomalies.push(v.kind);
+            self.raise(out, v, vec![m.frame], Some(conn), Some(xid));
         }
         out.push(Finding::Transaction(Box::new(t.rec)));
     }

@@ -9,6 +9,7 @@ use rdma_dissectors::rpcrdma_cm;
 use rdma_dissectors::stack::Dissection;
 
 use super::state::{Corr, Txn};
+use crate::checks::{iba, rfc8166};
 use crate::cm;
 use crate::keys::{ConnId, QpKey};
 use crate::model::{v1, Carries, CmEvent, CmMsg, Connection, Role};
@@ -267,14 +268,8 @@ impl Engine {
         let xid = t.rec.xid;
         let frame = t.rec.call_frame;
         let proc = t.rec.procedure_label();
-        self.anomaly(
-            out,
-            Kind::CallWithoutReply,
-            vec![frame],
-            Some(id),
-            Some(xid),
-            format!("call {proc} (xid {xid:#010x}, frame {frame}) got no reply: {why}"),
-        );
+        let v = rfc8166::call_without_reply(&proc, xid, frame, why);
+        self.raise(out, v, vec![frame], Some(id), Some(xid));
         if let Some(Finding::Anomaly(a)) = out.last_mut() {
             a.ts_ns = a.ts_ns.or(at);
         }
@@ -418,18 +413,8 @@ impl Engine {
                 if let Some((id, receiver)) = to {
                     self.cm_transition(id, (number, ts), &cm, receiver.peer(), src, out);
                 }
-                self.anomaly(
-                    out,
-                    Kind::ConnectionRejected,
-                    vec![number],
-                    id,
-                    None,
-                    format!(
-                        "{src} rejected the connection request from {dst}: reason {} ({})",
-                        rej.reason.0,
-                        rej.reason.name()
-                    ),
-                );
+                let v = iba::connection_rejected(src, dst, rej.reason.0, rej.reason.name());
+                self.raise(out, v, vec![number], id, None);
             }
             CmMessage::Dreq(dreq) => {
                 if let Some((id, sender)) = self.conn_by_comm_id(src, dreq.local_comm_id) {
@@ -474,23 +459,8 @@ impl Engine {
             Ok(s) => c.cm_state = s,
             Err(e) => {
                 c.cm_state = e.then;
-                let side = match sender {
-                    Role::Client => "client",
-                    Role::Server => "server",
-                };
-                self.anomaly(
-                    out,
-                    Kind::CmBadTransition,
-                    vec![number],
-                    Some(id),
-                    None,
-                    format!(
-                        "CM {} from the {side} ({src}) while the connection was {}: the CM state machine does not allow it there; taken as {}",
-                        e.message,
-                        e.from.as_str(),
-                        e.then.as_str()
-                    ),
-                );
+                let v = iba::cm_bad_transition(&e, sender, src);
+                self.raise(out, v, vec![number], Some(id), None);
             }
         }
     }

@@ -13,10 +13,11 @@ use super::index::Tag;
 use super::state::{
     Message, QpState, ReadReq, ReplyHead, SegmentRef, Txn, WriteCtx, SEGMENT_FRAME_CAP,
 };
+use crate::checks::{self, iba, rfc8166};
 use crate::describe::fill_call;
 use crate::keys::{ConnId, QpKey};
 use crate::model::{ChunkKind, CmState, StepWhat};
-use crate::{Engine, Finding, Kind};
+use crate::{Engine, Finding};
 
 /// The Middle packets of one transfer (an RDMA Write, or the responses to
 /// one RDMA Read) into one chunk segment, added up before they are written
@@ -243,16 +244,8 @@ impl Engine {
         peer: Option<Addr>,
         out: &mut Vec<Finding>,
     ) {
-        let of = conn.map_or(String::new(), |c| format!(" of {c}"));
-        let peer = peer.map_or("?".to_string(), |p| p.to_string());
-        self.anomaly(
-            out,
-            Kind::WrongPeer,
-            vec![number],
-            conn,
-            None,
-            format!("frame from {src} to QP {dest}{of}, whose peer is {peer}: not part of the connection, left out"),
-        );
+        let v = iba::wrong_peer(src, dest, conn, peer);
+        self.raise(out, v, vec![number], conn, None);
     }
 
     /// The path MTU between `dest` and its peer: the connection's (from the
@@ -273,73 +266,54 @@ impl Engine {
         }
     }
 
-    /// An ACK to `dest` on `conn`: it must name a PSN that a request from
-    /// `dest` was sent with, between the first request's (the starting PSN
-    /// of the CM exchange, or a little before the first the capture shows)
-    /// and the last one's (the end of its span, for a READ).
-    fn check_ack(
+    /// The requests an ACK to `dest` on `conn` answers: those the other
+    /// side of the connection sent, as far as their QP's sequence knows.
+    fn sent_requests(&self, conn: Option<ConnId>, dest: QpKey) -> Option<checks::SentRequests> {
+        let c = self.state.connections.get(&conn?)?;
+        let requests = if c.client == Some(dest) {
+            c.server
+        } else if c.server == Some(dest) {
+            c.client
+        } else {
+            None
+        }?;
+        let q = self.qps.get(&requests)?;
+        Some(checks::SentRequests {
+            requests,
+            first: q.first_psn.and_then(Psn::try_new)?,
+            last: q.last_psn.and_then(Psn::try_new)?,
+            last_span: q.last_span,
+            first_from_cm: q.first_from_cm,
+            headers_cut: self.state.totals.headers_cut != 0,
+        })
+    }
+
+    /// An ACK or NAK from `src` to `dest` on `conn`.
+    fn ack(
         &mut self,
         number: u64,
-        conn: ConnId,
-        dest: QpKey,
-        psn: Psn,
+        (src, dest): (Addr, QpKey),
+        conn: Option<ConnId>,
+        ts: u64,
+        d: &Dissection<'_>,
         out: &mut Vec<Finding>,
     ) {
-        /// How far before the first request in the capture an ACK may
-        /// still name one the capture did not see (it started mid-flight).
-        const SLACK: u32 = 1 << 12;
-        /// Beyond half the PSN space, "before" and "after" mean nothing.
-        const HALF: u32 = 1 << 23;
-        let Some(requests) = self.state.connections.get(&conn).and_then(|c| {
-            if c.client == Some(dest) {
-                c.server
-            } else if c.server == Some(dest) {
-                c.client
-            } else {
-                None
-            }
-        }) else {
+        let (Some(bth), Some(aeth)) = (d.bth(), d.aeth()) else {
             return;
         };
-        let Some(q) = self.qps.get(&requests) else {
-            return;
-        };
-        let (Some(last), Some(first)) = (
-            q.last_psn.and_then(Psn::try_new),
-            q.first_psn.and_then(Psn::try_new),
-        ) else {
-            return;
-        };
-        let highest = q.last_span.map(|n| last.add(n.max(1) - 1));
-        let before_first = psn.is_before(first)
-            && psn.distance(first) <= HALF
-            && (q.first_from_cm || psn.distance(first) > SLACK);
-        // Requests whose headers a snap length cut were never placed in
-        // the sequence: past the last one seen proves nothing then.
-        let after_last = self.state.totals.headers_cut == 0
-            && highest.is_some_and(|h| h.is_before(psn) && h.distance(psn) <= HALF);
-        if !(before_first || after_last) {
-            return;
+        if matches!(aeth.kind(), AckKind::Nak(NakCode::PsnSequenceError)) {
+            self.note_loss(conn, ts);
         }
-        let (p, f, l) = (psn.get(), first.get(), highest.unwrap_or(last).get());
-        let from = if q.first_from_cm {
-            "its starting PSN from the CM exchange"
-        } else {
-            "the first request in the capture"
+        let a = checks::Ack {
+            src,
+            dest,
+            psn: bth.psn,
+            kind: aeth.kind(),
+            sent: self.sent_requests(conn, dest),
         };
-        let why = if before_first {
-            format!("before {f:#x}, {from}")
-        } else {
-            format!("after {l:#x}, the last PSN requests to {requests} have taken (or the capture missed the requests in between)")
-        };
-        self.anomaly(
-            out,
-            Kind::AckPsnNotSent,
-            vec![number],
-            Some(conn),
-            None,
-            format!("ACK to {dest} for PSN {p:#x}, which no request was sent with: it is {why}"),
-        );
+        for v in checks::on_ack(&a) {
+            self.raise(out, v, vec![number], conn, None);
+        }
     }
 
     /// A request numbered inside the span of the READ before it.
@@ -356,15 +330,8 @@ impl Engine {
         conn: Option<ConnId>,
         out: &mut Vec<Finding>,
     ) {
-        let (read, psn, next) = (read.get(), psn.get(), next.get());
-        self.anomaly(
-            out,
-            Kind::ReadSpanPsnReused,
-            vec![number],
-            conn,
-            None,
-            format!("{what} to {dest} has PSN {psn:#x}, which the RDMA READ of PSN {read:#x} holds: a READ takes one PSN per response packet, so the next request is {next:#x}; the responder may take this one for a duplicate"),
-        );
+        let v = iba::read_span_reused(what, psn, read, next, dest);
+        self.raise(out, v, vec![number], conn, None);
     }
 
     /// A request far from its QP's PSN sequence, held until the next one
@@ -379,21 +346,8 @@ impl Engine {
         conn: Option<ConnId>,
         out: &mut Vec<Finding>,
     ) {
-        let from = match (last, cm_start) {
-            (Some(l), _) => format!("far from its sequence (last {l:#x})"),
-            (None, Some(s)) => format!(
-                "the first request seen, far from the starting PSN the CM exchange announced ({s:#x})"
-            ),
-            (None, None) => "far from its sequence".to_string(),
-        };
-        self.anomaly(
-            out,
-            Kind::PsnOutOfSequence,
-            vec![number],
-            conn,
-            None,
-            format!("PSN {psn:#x} to {dest} is {from}: a stray frame or another incarnation of the QP; left out, and followed only if the next packets follow it"),
-        );
+        let v = iba::far_psn(psn, last, cm_start, dest);
+        self.raise(out, v, vec![number], conn, None);
     }
 
     /// A request well before the first one seen: that one was a stray.
@@ -407,19 +361,8 @@ impl Engine {
         conn: Option<ConnId>,
         out: &mut Vec<Finding>,
     ) {
-        self.anomaly(
-            out,
-            Kind::PsnOutOfSequence,
-            vec![number],
-            conn,
-            None,
-            format!(
-                "PSN {:#x} to {dest}, the request its sequence started from, was {} PSNs ahead of the sequence that follows it (from PSN {:#x}, frame {number}): a stray frame or another incarnation of the QP; the sequence starts here, and what that frame carried is kept as it was read",
-                stray.get(),
-                cur.distance(stray),
-                cur.get()
-            ),
-        );
+        let v = iba::reseated(stray, cur, dest, number);
+        self.raise(out, v, vec![number], conn, None);
     }
 
     /// Handles any RC/UC/UD packet that is not a CM MAD.
@@ -540,18 +483,8 @@ impl Engine {
                     .then(|| rdma_dissectors::rpcrdma::RpcRdmaHeader::parse_fixed(d.payload()).ok())
                     .flatten()
                     .map(|f| f.xid.0);
-                let carrying = xid.map_or(String::new(), |x| format!(" carrying xid {x:#010x}"));
-                self.anomaly(
-                    out,
-                    Kind::Retransmission,
-                    vec![number],
-                    conn,
-                    xid,
-                    format!(
-                        "{} PSN {psn:#x} to {dest}{carrying} was sent again (a retransmission); it is not counted twice",
-                        op.name()
-                    ),
-                );
+                let v = iba::retransmission(op.name(), psn, dest, xid);
+                self.raise(out, v, vec![number], conn, xid);
             }
             return;
         }
@@ -598,45 +531,7 @@ impl Engine {
             Operation::RdmaReadRequest => self.read_request(number, ts, dest, conn, d, out),
             Operation::RdmaReadResponse => self.read_response(number, ts, conn, d, out),
             Operation::Acknowledge | Operation::AtomicAcknowledge => {
-                let plain_ack = d
-                    .aeth()
-                    .is_some_and(|a| matches!(a.kind(), AckKind::Ack { .. }));
-                if let (true, Some(c)) = (plain_ack, conn) {
-                    self.check_ack(number, c, dest, bth.psn, out);
-                }
-                if let Some(aeth) = d.aeth() {
-                    let what = match aeth.kind() {
-                        AckKind::Nak(code) => Some(match code {
-                            NakCode::PsnSequenceError => {
-                                "PSN sequence error (a packet was lost; the requester must resend)"
-                            }
-                            NakCode::InvalidRequest => "invalid request",
-                            NakCode::RemoteAccessError => {
-                                "remote access error (an R_Key or address the peer did not allow)"
-                            }
-                            NakCode::RemoteOperationalError => "remote operational error",
-                            NakCode::InvalidRdRequest => "invalid RD request",
-                            _ => "unknown NAK code",
-                        }),
-                        AckKind::RnrNak { .. } => {
-                            Some("RNR (receiver not ready): it had no receive buffer posted")
-                        }
-                        _ => None,
-                    };
-                    if matches!(aeth.kind(), AckKind::Nak(NakCode::PsnSequenceError)) {
-                        self.note_loss(conn, ts);
-                    }
-                    if let Some(what) = what {
-                        self.anomaly(
-                            out,
-                            Kind::Nak,
-                            vec![number],
-                            conn,
-                            None,
-                            format!("NAK from {src} for PSN {psn:#x}: {what}"),
-                        );
-                    }
-                }
+                self.ack(number, (src, dest), conn, ts, d, out);
             }
             _ => {}
         }
@@ -692,7 +587,6 @@ impl Engine {
         what: &str,
         reth: rdma_dissectors::ib::Reth,
     ) {
-        let (rkey, va, len) = (reth.r_key, reth.va, reth.dma_length);
         let rpcrdma = self.conns.corr.get(&conn).is_some_and(|c| c.rpcrdma);
         let cm_seen = self
             .state
@@ -713,14 +607,8 @@ impl Engine {
         if unknown_chunks {
             return;
         }
-        self.anomaly(
-            out,
-            Kind::RdmaOutsideChunk,
-            vec![number],
-            Some(conn),
-            None,
-            format!("{what} to rkey {rkey:#x} va {va:#x} length {len}, which no outstanding call advertised: the peer touched memory it was not offered"),
-        );
+        let v = rfc8166::rdma_outside_chunk(what, reth);
+        self.raise(out, v, vec![number], Some(conn), None);
     }
 
     /// Adds a Middle packet's payload to its transfer's [`DeferredMiddle`].
@@ -1020,14 +908,8 @@ impl Engine {
             let _ = corr.reads.drain(..idx.min(corr.reads.len()));
         }
         if let Some((read, x)) = reused {
-            self.anomaly(
-                out,
-                Kind::ReadSpanPsnReused,
-                vec![number],
-                Some(conn),
-                None,
-                format!("the RDMA READ of PSN {:#x} on {conn} is answered with PSN {:#x}, which the request after it had taken ({:#x}): a READ takes one PSN per response packet, so that request reused one of the READ's", read.get(), psn.get(), x.get()),
-            );
+            let v = iba::read_answered_in_reused_span(read, psn, x, conn);
+            self.raise(out, v, vec![number], Some(conn), None);
         }
         let Some(tg) = target else { return };
         if !done && !first && bth.opcode.position() == Some(Position::Middle) {
