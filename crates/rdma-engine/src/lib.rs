@@ -28,6 +28,7 @@ pub mod budget;
 mod checks;
 mod cm;
 mod describe;
+mod findings;
 pub mod kernel;
 pub mod keys;
 mod merge;
@@ -340,6 +341,8 @@ pub struct Engine {
     deferred: Vec<wire::rdma::DeferredMiddle>,
     /// The views waiting to be joined (`Config::merge`).
     merger: Option<merge::Merger>,
+    /// Stamps and counts anomalies as they are made.
+    findings: findings::Collector,
 }
 
 impl Engine {
@@ -367,6 +370,7 @@ impl Engine {
             merger,
             kernel,
             deferred: Vec::with_capacity(wire::rdma::MAX_DEFERRED),
+            findings: findings::Collector::default(),
         }
     }
 
@@ -428,10 +432,8 @@ impl Engine {
     /// Consumes one event; findings are appended to `out`.
     pub fn handle(&mut self, event: Event<'_>, out: &mut Vec<Finding>) {
         let from = out.len();
+        self.findings.start(event, self.state.totals.last_ts_ns);
         self.correlate(event, out);
-        if out.len() > from {
-            self.stamp_anomalies(event, from, out);
-        }
         if self.merger.is_some() {
             self.merge(event, from, out);
         }
@@ -444,9 +446,10 @@ impl Engine {
     pub fn finish(&mut self, emit: &mut dyn FnMut(Finding)) {
         let mut out = Vec::new();
         self.flush_deferred();
+        self.findings
+            .start(Event::End, self.state.totals.last_ts_ns);
         for id in self.conns.ids() {
             self.close_out(id, CAPTURE_ENDED, false, &mut out);
-            self.stamp_anomalies(Event::End, 0, &mut out);
             if self.merger.is_some() {
                 self.merge_found(0, &mut out);
             }
@@ -454,26 +457,6 @@ impl Engine {
         }
         self.handle(Event::End, &mut out);
         out.into_iter().for_each(emit);
-    }
-
-    /// Dates the anomalies `event` revealed with its time, in one place
-    /// for the wire's and the kernels' (the end of the input has the
-    /// latest time seen).
-    fn stamp_anomalies(&self, event: Event<'_>, from: usize, out: &mut [Finding]) {
-        let ts = match event {
-            Event::Frame { ts_ns, .. } | Event::CheckedFrame { ts_ns, .. } | Event::Tick(ts_ns) => {
-                Some(ts_ns)
-            }
-            Event::Probe(p) => Some(p.meta.ts_ns),
-            Event::End => self.state.totals.last_ts_ns,
-        };
-        for f in out.iter_mut().skip(from) {
-            if let Finding::Anomaly(a) = f {
-                if a.ts_ns.is_none() {
-                    a.ts_ns = ts;
-                }
-            }
-        }
     }
 
     /// Live mode with probes: the transactions `event` completed wait for
@@ -527,19 +510,19 @@ impl Engine {
                 self.state.totals.probe_records += 1;
                 let from = out.len();
                 self.kernel.handle(&mut self.ids, p, out);
-                self.count_kernel_findings(from, out);
+                self.adopt_kernel_findings(from, out);
             }
             Event::Tick(ts) => {
                 self.state.totals.saw(ts);
                 let from = out.len();
                 self.kernel.tick(&mut self.ids, ts, out);
-                self.count_kernel_findings(from, out);
+                self.adopt_kernel_findings(from, out);
             }
             Event::End => {
                 self.end(out);
                 let from = out.len();
                 self.kernel.end(&mut self.ids, out);
-                self.count_kernel_findings(from, out);
+                self.adopt_kernel_findings(from, out);
             }
         }
     }
@@ -553,22 +536,16 @@ impl Engine {
         xid: Option<u32>,
         message: String,
     ) {
-        // A message that began and ended in one frame names it once.
-        let mut frames = frames;
-        frames.dedup();
-        *self.state.anomaly_counts.entry(kind).or_insert(0) += 1;
-        if let Some(c) = conn.and_then(|c| self.state.connections.get_mut(&c)) {
-            c.anomalies += 1;
-        }
-        out.push(Finding::Anomaly(Box::new(Anomaly {
-            kind,
-            origin: Origin::Wire,
-            ts_ns: None,
+        let about = findings::About {
             frames,
             connection: conn,
             xid,
-            message,
-        })));
+            at: None,
+        };
+        let f = self
+            .findings
+            .anomaly(&mut self.state, (kind, Origin::Wire), about, message);
+        out.push(f);
     }
 
     /// Raises what a check found, on the frames, connection and XID it
@@ -582,6 +559,19 @@ impl Engine {
         xid: Option<u32>,
     ) {
         self.anomaly(out, v.kind, frames, conn, xid, v.message);
+    }
+
+    /// Raises what a check found, with all it is about.
+    fn raise_about(
+        &mut self,
+        out: &mut Vec<Finding>,
+        v: checks::Violation,
+        about: findings::About,
+    ) {
+        let f = self
+            .findings
+            .anomaly(&mut self.state, (v.kind, Origin::Wire), about, v.message);
+        out.push(f);
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -784,15 +774,11 @@ impl Engine {
         }
     }
 
-    fn count_kernel_findings(&mut self, from: usize, out: &[Finding]) {
-        for f in out.get(from..).unwrap_or_default() {
-            match f {
-                Finding::Transaction(_) => self.state.totals.probe_transactions += 1,
-                Finding::Anomaly(a) => {
-                    *self.state.anomaly_counts.entry(a.kind).or_default() += 1;
-                }
-            }
-        }
+    /// The kernel correlator pushes its findings itself: the collector
+    /// stamps and counts them as it would have made them.
+    fn adopt_kernel_findings(&mut self, from: usize, out: &mut [Finding]) {
+        let found = out.get_mut(from..).unwrap_or_default();
+        self.findings.adopt(&mut self.state, found);
     }
 
     fn end(&mut self, out: &mut Vec<Finding>) {

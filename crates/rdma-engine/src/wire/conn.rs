@@ -269,10 +269,13 @@ impl Engine {
         let frame = t.rec.call_frame;
         let proc = t.rec.procedure_label();
         let v = rfc8166::call_without_reply(&proc, xid, frame, why);
-        self.raise(out, v, vec![frame], Some(id), Some(xid));
-        if let Some(Finding::Anomaly(a)) = out.last_mut() {
-            a.ts_ns = a.ts_ns.or(at);
-        }
+        let about = crate::findings::About {
+            frames: vec![frame],
+            connection: Some(id),
+            xid: Some(xid),
+            at,
+        };
+        self.raise_about(out, v, about);
         let mut rec = t.rec;
         rec.anomalies.push(Kind::CallWithoutReply);
         out.push(Finding::Transaction(Box::new(rec)));
