@@ -228,6 +228,32 @@ fn wire_payload(d: &Dissection<'_>) -> usize {
 
 /// The path MTU a full packet's payload says, if it is one: First and
 /// Middle packets carry exactly the path MTU (IBA 9.7.7).
+/// Whether a packet of `operation` is a request: one that takes PSNs of
+/// its sender's sequence (responses and ACKs echo the requester's).
+fn is_request(operation: Operation) -> bool {
+    matches!(
+        operation,
+        Operation::Send
+            | Operation::RdmaWrite
+            | Operation::RdmaReadRequest
+            | Operation::CompareSwap
+            | Operation::FetchAdd
+    )
+}
+
+/// What a packet's queue pair said of it ([`Engine::place`]).
+struct Placed {
+    conn: Option<ConnId>,
+    /// Where a request's PSN stands in its QP's sequence (`None`: not a request).
+    seq: Option<Sequence>,
+    /// The path MTU a full packet said, when its QP did not know it.
+    learnt_mtu: Option<u32>,
+    /// The READ before this request, when that READ's span was not known.
+    after_unknown_read: Option<u32>,
+    /// The Write this packet continues, when it has no RETH of its own.
+    write: Option<WriteCtx>,
+}
+
 fn full_packet_mtu(payload: usize) -> Option<u32> {
     matches!(payload, 256 | 512 | 1024 | 2048 | 4096).then_some(payload as u32)
 }
@@ -365,6 +391,75 @@ impl Engine {
         self.raise(out, v, vec![number], conn, None);
     }
 
+    /// Places a packet to `dest` in its queue pair's state, in one lookup so
+    /// that its key (address and QPN) is hashed once: the QP's peer and
+    /// PSN sequence, the path MTU a full packet says, the Write a RETH-less
+    /// packet continues. `None` for a packet left out (from a host that is
+    /// not the peer, or a request far from the sequence), reported here.
+    fn place(
+        &mut self,
+        number: u64,
+        ts: u64,
+        (src, dest): (Addr, QpKey),
+        d: &Dissection<'_>,
+        span: Option<u32>,
+        out: &mut Vec<Finding>,
+    ) -> Option<Placed> {
+        let bth = d.bth()?;
+        let op = bth.opcode;
+        let q = self.qp_mut(&dest, out);
+        let conn = q.conn;
+        if q.peer.is_some_and(|p| p != src) {
+            let peer = q.peer;
+            self.wrong_peer(number, src, dest, conn, peer, out);
+            return None;
+        }
+        q.last_ts_ns = ts;
+        q.referenced = true;
+        // A full packet says the path MTU, once per QP.
+        let mut learnt_mtu = None;
+        if q.mtu.is_none() && matches!(op.position(), Some(Position::First | Position::Middle)) {
+            learnt_mtu = full_packet_mtu(wire_payload(d));
+            q.mtu = learnt_mtu;
+        }
+        // The READ before this request, if its span was not known: its
+        // responses will say whether this request reused one of its PSNs.
+        let after_unknown_read = q.last_span.is_none().then_some(q.last_psn).flatten();
+        let seq = is_request(op.operation()).then(|| Sequence::of(q, bth.psn, span));
+        if seq == Some(Sequence::Far) {
+            let last = q.last_psn;
+            let cm_start = q.first_psn.filter(|_| q.first_from_cm);
+            self.far_psn(number, bth.psn.get(), (last, cm_start), dest, conn, out);
+            return None;
+        }
+        // A Write's later packets carry no RETH: its context says where they go.
+        let mut write = None;
+        let again = seq == Some(Sequence::Again);
+        if !again && op.operation() == Operation::RdmaWrite && d.reth().is_none() {
+            write = q.write;
+            if matches!(op.position(), Some(Position::Last)) {
+                q.write = None;
+            }
+        }
+        Some(Placed {
+            conn,
+            seq,
+            learnt_mtu,
+            after_unknown_read,
+            write,
+        })
+    }
+
+    /// The request of PSN `psn` came after the READ of PSN `read` on `conn`,
+    /// whose span was not known: its responses will tell whether it reused
+    /// one of the READ's PSNs.
+    fn followed_by(&mut self, conn: ConnId, read: u32, psn: u32) {
+        let corr = self.conns.corr.get_mut(&conn);
+        if let Some(r) = corr.and_then(|c| c.reads.iter_mut().rev().find(|r| r.psn == read)) {
+            r.followed_by = Some(psn);
+        }
+    }
+
     /// Handles any RC/UC/UD packet that is not a CM MAD.
     pub(crate) fn rc_frame(
         &mut self,
@@ -386,16 +481,7 @@ impl Engine {
             self.state.totals.unassociated_frames += 1;
             return;
         }
-        let psn = bth.psn.get();
         let operation = op.operation();
-        let is_request = matches!(
-            operation,
-            Operation::Send
-                | Operation::RdmaWrite
-                | Operation::RdmaReadRequest
-                | Operation::CompareSwap
-                | Operation::FetchAdd
-        );
         // The PSNs this request takes: one, or a READ's response count,
         // which needs the path MTU.
         let span = if operation == Operation::RdmaReadRequest {
@@ -406,112 +492,132 @@ impl Engine {
         } else {
             Some(1)
         };
-        // Everything this packet reads or changes in its QP's state, in one
-        // lookup, so that its key (address and QPN) is hashed once.
-        let q = self.qp_mut(&dest, out);
-        let conn = q.conn;
-        if q.peer.is_some_and(|p| p != src) {
-            let peer = q.peer;
-            return self.wrong_peer(number, src, dest, conn, peer, out);
-        }
-        q.last_ts_ns = ts;
-        q.referenced = true;
-        // A full packet says the path MTU, once per QP.
-        let mut learnt_mtu = None;
-        if q.mtu.is_none() && matches!(op.position(), Some(Position::First | Position::Middle)) {
-            learnt_mtu = full_packet_mtu(wire_payload(d));
-            q.mtu = learnt_mtu;
-        }
-        let (mut retransmitted, mut gap, mut stray) = (false, false, false);
-        let mut reseated = None;
-        let mut in_read = None;
-        // The READ before this request, if its span was not known: its
-        // responses will say whether this request reused one of its PSNs.
-        let after_unknown_read = q.last_span.is_none().then_some(q.last_psn).flatten();
-        if is_request {
-            match Sequence::of(q, bth.psn, span) {
-                Sequence::Again => retransmitted = true,
-                Sequence::Next { gap: g } => gap = g,
-                Sequence::InReadSpan { read, next } => in_read = Some((read, next)),
-                Sequence::Far => stray = true,
-                Sequence::Reseated { stray } => reseated = Some(stray),
-            }
-        }
-        if stray {
-            let last = q.last_psn;
-            let cm_start = q.first_psn.filter(|_| q.first_from_cm);
-            return self.far_psn(number, psn, (last, cm_start), dest, conn, out);
-        }
-        // A Write's later packets carry no RETH: its context says where they go.
-        let mut write = None;
-        if !retransmitted && operation == Operation::RdmaWrite && d.reth().is_none() {
-            write = q.write;
-            if matches!(op.position(), Some(Position::Last)) {
-                q.write = None;
-            }
-        }
-        if let Some(m) = learnt_mtu {
-            self.learnt_mtu(conn, m);
-        }
-        if let Some(ahead) = reseated {
-            self.reseated(number, ahead, bth.psn, dest, conn, out);
-        }
-        if let Some((read, next)) = in_read {
-            self.read_span_reused(number, op.name(), bth.psn, read, next, dest, conn, out);
-        } else if let (Some(read), true, Some(c)) = (after_unknown_read, is_request, conn) {
-            if !retransmitted {
-                if let Some(r) = self
-                    .conns
-                    .corr
-                    .get_mut(&c)
-                    .and_then(|corr| corr.reads.iter_mut().rev().find(|r| r.psn == read))
-                {
-                    r.followed_by = Some(psn);
-                }
-            }
-        }
-        if retransmitted {
-            self.state.totals.retransmissions += 1;
-            self.note_loss(conn, ts);
-            if op
-                .position()
-                .is_some_and(|p| matches!(p, Position::First | Position::Only))
-            {
-                // Name the RPC it carried, so a duplicated reply can be told
-                // from a new one (tshark counts it twice).
-                let xid = (operation == Operation::Send)
-                    .then(|| rdma_dissectors::rpcrdma::RpcRdmaHeader::parse_fixed(d.payload()).ok())
-                    .flatten()
-                    .map(|f| f.xid.0);
-                let v = iba::retransmission(op.name(), psn, dest, xid);
-                self.raise(out, v, vec![number], conn, xid);
-            }
+        let Some(placed) = self.place(number, ts, (src, dest), d, span, out) else {
             return;
-        }
-        if gap {
-            self.state.totals.psn_gaps += 1;
+        };
+        let conn = placed.conn;
+        self.sequence_findings(number, dest, d, &placed, out);
+        match placed.seq {
+            Some(Sequence::Again) => return self.retransmitted(number, ts, dest, conn, d, out),
+            Some(Sequence::Next { gap: true }) => self.state.totals.psn_gaps += 1,
+            _ => {}
         }
         let conn = match conn {
             Some(c) => Some(c),
-            None if is_request => {
-                self.await_response(src, dest, psn);
-                None
-            }
-            None if matches!(
-                operation,
-                Operation::Acknowledge | Operation::RdmaReadResponse | Operation::AtomicAcknowledge
-            ) =>
-            {
-                self.pair_by_response(src, dest, bth.psn, ts, out)
-            }
-            None => None,
+            None => self.owner_from_traffic((src, dest), ts, d, out),
         };
         if let Some(c) = conn.and_then(|c| self.state.connections.get_mut(&c)) {
             c.last_ts_ns = ts;
         }
-        match operation {
+        self.carried(number, ts, (src, dest), conn, placed.write, d, out);
+        // Whether a connection owns the QP now: the message or request this
+        // frame carried may have found (or made) one.
+        let owned = conn.is_some() || self.qps.get(&dest).is_some_and(|q| q.conn.is_some());
+        if !owned {
+            self.state.totals.unassociated_frames += 1;
+        }
+    }
+
+    /// What a packet's place in its QP's sequence shows: the path MTU it
+    /// taught, a sequence that started from a stray, a PSN a READ holds.
+    fn sequence_findings(
+        &mut self,
+        number: u64,
+        dest: QpKey,
+        d: &Dissection<'_>,
+        placed: &Placed,
+        out: &mut Vec<Finding>,
+    ) {
+        let (Some(bth), conn) = (d.bth(), placed.conn) else {
+            return;
+        };
+        if let Some(m) = placed.learnt_mtu {
+            self.learnt_mtu(conn, m);
+        }
+        match placed.seq {
+            Some(Sequence::Reseated { stray }) => {
+                self.reseated(number, stray, bth.psn, dest, conn, out);
+            }
+            Some(Sequence::InReadSpan { read, next }) => {
+                let what = bth.opcode.name();
+                self.read_span_reused(number, what, bth.psn, read, next, dest, conn, out);
+            }
+            _ => {}
+        }
+        if let (Some(read), Some(c), Some(seq)) = (placed.after_unknown_read, conn, &placed.seq) {
+            if !matches!(seq, Sequence::Again | Sequence::InReadSpan { .. }) {
+                self.followed_by(c, read, bth.psn.get());
+            }
+        }
+    }
+
+    /// A request sent again: counted, its connection's calls marked as
+    /// waiting on a loss, and reported once (on its first packet).
+    fn retransmitted(
+        &mut self,
+        number: u64,
+        ts: u64,
+        dest: QpKey,
+        conn: Option<ConnId>,
+        d: &Dissection<'_>,
+        out: &mut Vec<Finding>,
+    ) {
+        let Some(bth) = d.bth() else { return };
+        let op = bth.opcode;
+        self.state.totals.retransmissions += 1;
+        self.note_loss(conn, ts);
+        if !matches!(op.position(), Some(Position::First | Position::Only)) {
+            return;
+        }
+        // Name the RPC it carried, so a duplicated reply can be told
+        // from a new one (tshark counts it twice).
+        let xid = (op.operation() == Operation::Send)
+            .then(|| rdma_dissectors::rpcrdma::RpcRdmaHeader::parse_fixed(d.payload()).ok())
+            .flatten()
+            .map(|f| f.xid.0);
+        let v = iba::retransmission(op.name(), bth.psn.get(), dest, xid);
+        self.raise(out, v, vec![number], conn, xid);
+    }
+
+    /// The connection of a packet on a QP none owns yet: a request waits
+    /// for its response to pair the QPs; a response pairs them.
+    fn owner_from_traffic(
+        &mut self,
+        (src, dest): (Addr, QpKey),
+        ts: u64,
+        d: &Dissection<'_>,
+        out: &mut Vec<Finding>,
+    ) -> Option<ConnId> {
+        let bth = d.bth()?;
+        match bth.opcode.operation() {
+            o if is_request(o) => {
+                self.await_response(src, dest, bth.psn.get());
+                None
+            }
+            Operation::Acknowledge | Operation::RdmaReadResponse | Operation::AtomicAcknowledge => {
+                self.pair_by_response(src, dest, bth.psn, ts, out)
+            }
+            _ => None,
+        }
+    }
+
+    /// Hands the packet to what its operation carries: a Send's message, an
+    /// RDMA Write's or Read's chunk data, an ACK.
+    #[allow(clippy::too_many_arguments)]
+    fn carried(
+        &mut self,
+        number: u64,
+        ts: u64,
+        (src, dest): (Addr, QpKey),
+        conn: Option<ConnId>,
+        write: Option<WriteCtx>,
+        d: &Dissection<'_>,
+        out: &mut Vec<Finding>,
+    ) {
+        let Some(bth) = d.bth() else { return };
+        match bth.opcode.operation() {
             Operation::Send => {
-                let Some(position) = op.position() else {
+                let Some(position) = bth.opcode.position() else {
                     return;
                 };
                 let m = Message {
@@ -534,12 +640,6 @@ impl Engine {
                 self.ack(number, (src, dest), conn, ts, d, out);
             }
             _ => {}
-        }
-        // Whether a connection owns the QP now: the message or request this
-        // frame carried may have found (or made) one.
-        let owned = conn.is_some() || self.qps.get(&dest).is_some_and(|q| q.conn.is_some());
-        if !owned {
-            self.state.totals.unassociated_frames += 1;
         }
     }
 
