@@ -409,88 +409,18 @@ impl Engine {
             conn,
             backchannel,
             xid,
-            credits,
-            proc,
-            chunks: seen,
-            header_len,
-            rpc,
+            ..
         } = *d;
         let key = CallKey {
             backchannel,
             xid: Xid(xid),
         };
-        let chunks = seen.unwrap_or_default();
         let mut anomalies = Vec::new();
         // A forward call flows client to server; a backchannel call the other way.
         if self.inline_exceeded(m, conn, xid, !backchannel, out) {
             anomalies.push(Kind::InlineThresholdExceeded);
         }
-        let header_bytes = m.bytes.get(..header_len.unwrap_or(m.bytes.len()));
-        let header = CallHeader::Wire(header_bytes.unwrap_or_default().into());
-        let mut rec = Transaction {
-            backchannel,
-            call_transfer: match seen {
-                Some(c) if c.has_position_zero() => Transfer::LongCall,
-                Some(c) if c.read_count() > 0 => Transfer::ReadChunks,
-                Some(_) => Transfer::Inline,
-                // RDMA_NOMSG says where the call went even when its lists are cut.
-                None if proc == Some(Proc::Nomsg) => Transfer::LongCall,
-                None => Transfer::Unknown,
-            },
-            call_len: u32::try_from(m.total).unwrap_or(u32::MAX),
-            credits_requested: credits,
-            anomalies,
-            write_chunks: seen.map(|c| c.write_count() as u32),
-            empty_write_chunks: seen
-                .map(|c| c.write_list().filter(|w| w.is_empty()).count() as u32),
-            cut: seen.is_none(),
-            ..Transaction::new(Origin::Wire, conn, xid, m.frame, m.ts, header)
-        };
-        if let Some(
-            msg @ RpcMsg {
-                body: MsgBody::Call(c),
-                ..
-            },
-        ) = rpc
-        {
-            let ddp = nfs::Ddp::new(chunks, msg.header_len());
-            fill_call(&mut rec, c.prog, c.vers, c.proc, c.args, ddp);
-        }
-        for r in chunks.read_list() {
-            rec.chunks.push(SegmentUse::advertised(
-                ChunkKind::Read,
-                0,
-                Some(r.position),
-                r.segment,
-            ));
-        }
-        for (i, w) in chunks.write_list().enumerate() {
-            for seg in w.segments() {
-                rec.chunks.push(SegmentUse::advertised(
-                    ChunkKind::Write,
-                    i as u32,
-                    None,
-                    seg,
-                ));
-            }
-        }
-        if let Some(rc) = chunks.reply_chunk() {
-            for seg in rc.segments() {
-                rec.chunks
-                    .push(SegmentUse::advertised(ChunkKind::Reply, 0, None, seg));
-            }
-        }
-        let cap = self.config.max_ladder_steps;
-        rec.step(
-            cap,
-            m.frame,
-            m.ts,
-            !backchannel,
-            StepWhat::CallSend {
-                bytes: m.total,
-                invalidate: m.invalidate,
-            },
-        );
+        let mut rec = call_record(d, anomalies, self.config.max_ladder_steps);
         self.state.totals.calls += 1;
         // An XID sent again while its earlier call waits for a reply: RFC
         // 8166 section 3 (as RFC 5531 section 9) retires an XID only with
@@ -507,22 +437,60 @@ impl Engine {
             self.raise(out, v, frames, Some(conn), Some(xid));
         }
         if !backchannel {
-            if !self.conns.parked_order.is_empty() {
-                self.expire_parked(m.ts, out);
-            }
-            let earlier = match self.unpark(m.src, key) {
-                Some(p) => Some(p),
-                None => self.outstanding_elsewhere(m.src, conn, key),
-            };
-            if let Some(p) = earlier {
-                self.sent_again(p, &mut rec, m, out);
-            }
-            self.conns.retries.expire(m.ts);
-            self.conns.retries.sent(m.src, &mut rec);
+            self.forward_call_history(&mut rec, m, key, out);
         }
         self.make_room_for_call(conn, out);
-        // The calls outstanding in this call's direction: a backchannel
-        // call is not one of the forward calls the credits count.
+        self.credits_at_call(&mut rec, d, out);
+        self.insert_call(
+            conn,
+            key,
+            Txn {
+                rec,
+                seq: 0,
+                cost: 0,
+                first_read_ts: None,
+                last_read_ts: None,
+                first_write_ts: None,
+                last_write_ts: None,
+                reply_head: None,
+            },
+        );
+    }
+
+    /// What came before a forward call `rec` of the same client: the same
+    /// call left unanswered on a connection that went away (sent again),
+    /// and the NFS error it may be the retry of.
+    fn forward_call_history(
+        &mut self,
+        rec: &mut Transaction,
+        m: &Message<'_>,
+        key: CallKey,
+        out: &mut Vec<Finding>,
+    ) {
+        if !self.conns.parked_order.is_empty() {
+            self.expire_parked(m.ts, out);
+        }
+        let earlier = match self.unpark(m.src, key) {
+            Some(p) => Some(p),
+            None => self.outstanding_elsewhere(m.src, rec.connection, key),
+        };
+        if let Some(p) = earlier {
+            self.sent_again(p, rec, m, out);
+        }
+        self.conns.retries.expire(m.ts);
+        self.conns.retries.sent(m.src, rec);
+    }
+
+    /// The calls in flight with call `rec` and the credits they use: a
+    /// forward call past the responder's grant overruns it (RFC 8166
+    /// 3.3.1); a backchannel call is not one of the calls credits count.
+    fn credits_at_call(
+        &mut self,
+        rec: &mut Transaction,
+        d: &Decoded<'_, '_>,
+        out: &mut Vec<Finding>,
+    ) {
+        let (conn, backchannel, credits) = (d.conn, d.backchannel, d.credits);
         let in_flight = self
             .conns
             .corr
@@ -542,27 +510,13 @@ impl Engine {
                 c.in_flight = in_flight;
                 c.peak_in_flight = c.peak_in_flight.max(in_flight);
                 overrun = rfc8166::credit_overrun(in_flight, c.granted);
-                c.credit_update(m.ts, points);
+                c.credit_update(d.m.ts, points);
             }
         }
         if let Some(v) = overrun {
             rec.anomalies.push(v.kind);
-            self.raise(out, v, vec![m.frame], Some(conn), Some(xid));
+            self.raise(out, v, vec![d.m.frame], Some(conn), Some(d.xid));
         }
-        self.insert_call(
-            conn,
-            key,
-            Txn {
-                rec,
-                seq: 0,
-                cost: 0,
-                first_read_ts: None,
-                last_read_ts: None,
-                first_write_ts: None,
-                last_write_ts: None,
-                reply_head: None,
-            },
-        );
     }
 
     /// The call `key` still outstanding on another, older connection of
@@ -688,8 +642,7 @@ impl Engine {
             credits,
             proc,
             chunks: seen,
-            header_len: _,
-            rpc,
+            ..
         } = *d;
         let chunks = seen.unwrap_or_default();
         let mut kinds = Vec::new();
@@ -739,47 +692,23 @@ impl Engine {
             self.finish_txn(t, m, m.invalidate, out);
             return;
         }
-        // The responder returns the write list with the lengths it wrote
-        // (RFC 8166 3.4.6); line them up with the call's segments.
-        let reported: Vec<Vec<u32>> = chunks
-            .write_list()
-            .map(|w| w.segments().map(|s| s.length).collect())
-            .collect();
-        let mut index_in_chunk: HashMap<u32, usize> = HashMap::new();
-        for s in t
-            .rec
-            .chunks
-            .iter_mut()
-            .filter(|s| s.kind == ChunkKind::Write)
-        {
-            let j = index_in_chunk.entry(s.chunk).or_insert(0);
-            s.reported_length = reported
-                .get(s.chunk as usize)
-                .and_then(|c| c.get(*j))
-                .copied();
-            *j += 1;
-        }
-        let mut moved_by_chunk: HashMap<u32, u64> = HashMap::new();
-        for s in t.rec.chunks.iter().filter(|s| s.kind == ChunkKind::Write) {
-            *moved_by_chunk.entry(s.chunk).or_default() +=
-                s.bytes_moved + u64::from(s.reported_length.unwrap_or(0));
-        }
-        t.rec.unused_write_chunks = t
-            .rec
-            .write_chunks
-            .map(|_| moved_by_chunk.values().filter(|&&v| v == 0).count() as u32);
-        if let Some(rc) = chunks.reply_chunk() {
-            let lens: Vec<u32> = rc.segments().map(|s| s.length).collect();
-            for (s, len) in t
-                .rec
-                .chunks
-                .iter_mut()
-                .filter(|s| s.kind == ChunkKind::Reply)
-                .zip(lens)
-            {
-                s.reported_length = Some(len);
-            }
-        }
+        reported_lengths(&mut t.rec, chunks);
+        self.reply_results(&mut t, d);
+        self.finish_txn(t, m, m.invalidate, out);
+    }
+
+    /// What the reply's RPC message says (its status, the NFS results),
+    /// read from the message or, for RDMA_NOMSG, from its reply chunk.
+    fn reply_results(&mut self, t: &mut Txn, d: &Decoded<'_, '_>) {
+        let Decoded {
+            m,
+            backchannel,
+            xid,
+            proc,
+            rpc,
+            ..
+        } = *d;
+        let chunks = d.chunks.unwrap_or_default();
         // An RDMA_NOMSG reply's RPC message is in its reply chunk: its
         // header is read from the chunk's first RDMA Write, when the XID
         // there is the call's.
@@ -814,7 +743,6 @@ impl Engine {
                 }
             }
         }
-        self.finish_txn(t, m, m.invalidate, out);
     }
 
     /// Completes a transaction with its reply message.
@@ -939,5 +867,132 @@ impl Engine {
             self.raise(out, v, vec![m.frame], Some(conn), Some(xid));
         }
         out.push(Finding::Transaction(Box::new(t.rec)));
+    }
+}
+
+/// The lengths a reply's lists report, lined up with the segments its call
+/// advertised: the responder returns the write list with the lengths it
+/// wrote (RFC 8166 3.4.6), and the reply chunk with the reply's.
+fn reported_lengths(rec: &mut Transaction, chunks: Chunks<'_>) {
+    // The responder returns the write list with the lengths it wrote
+    // (RFC 8166 3.4.6); line them up with the call's segments.
+    let reported: Vec<Vec<u32>> = chunks
+        .write_list()
+        .map(|w| w.segments().map(|s| s.length).collect())
+        .collect();
+    let mut index_in_chunk: HashMap<u32, usize> = HashMap::new();
+    for s in rec.chunks.iter_mut().filter(|s| s.kind == ChunkKind::Write) {
+        let j = index_in_chunk.entry(s.chunk).or_insert(0);
+        s.reported_length = reported
+            .get(s.chunk as usize)
+            .and_then(|c| c.get(*j))
+            .copied();
+        *j += 1;
+    }
+    let mut moved_by_chunk: HashMap<u32, u64> = HashMap::new();
+    for s in rec.chunks.iter().filter(|s| s.kind == ChunkKind::Write) {
+        *moved_by_chunk.entry(s.chunk).or_default() +=
+            s.bytes_moved + u64::from(s.reported_length.unwrap_or(0));
+    }
+    rec.unused_write_chunks = rec
+        .write_chunks
+        .map(|_| moved_by_chunk.values().filter(|&&v| v == 0).count() as u32);
+    if let Some(rc) = chunks.reply_chunk() {
+        let lens: Vec<u32> = rc.segments().map(|s| s.length).collect();
+        for (s, len) in rec
+            .chunks
+            .iter_mut()
+            .filter(|s| s.kind == ChunkKind::Reply)
+            .zip(lens)
+        {
+            s.reported_length = Some(len);
+        }
+    }
+}
+
+/// The transaction a call message starts: how the call travelled, the
+/// chunks it advertised, its RPC and NFS fields, its first ladder step.
+fn call_record(d: &Decoded<'_, '_>, anomalies: Vec<Kind>, ladder_cap: usize) -> Transaction {
+    let Decoded {
+        m,
+        conn,
+        backchannel,
+        xid,
+        credits,
+        proc,
+        chunks: seen,
+        header_len,
+        rpc,
+    } = *d;
+    let chunks = seen.unwrap_or_default();
+    let header_bytes = m.bytes.get(..header_len.unwrap_or(m.bytes.len()));
+    let header = CallHeader::Wire(header_bytes.unwrap_or_default().into());
+    let mut rec = Transaction {
+        backchannel,
+        call_transfer: match seen {
+            Some(c) if c.has_position_zero() => Transfer::LongCall,
+            Some(c) if c.read_count() > 0 => Transfer::ReadChunks,
+            Some(_) => Transfer::Inline,
+            // RDMA_NOMSG says where the call went even when its lists are cut.
+            None if proc == Some(Proc::Nomsg) => Transfer::LongCall,
+            None => Transfer::Unknown,
+        },
+        call_len: u32::try_from(m.total).unwrap_or(u32::MAX),
+        credits_requested: credits,
+        anomalies,
+        write_chunks: seen.map(|c| c.write_count() as u32),
+        empty_write_chunks: seen.map(|c| c.write_list().filter(|w| w.is_empty()).count() as u32),
+        cut: seen.is_none(),
+        ..Transaction::new(Origin::Wire, conn, xid, m.frame, m.ts, header)
+    };
+    if let Some(
+        msg @ RpcMsg {
+            body: MsgBody::Call(c),
+            ..
+        },
+    ) = rpc
+    {
+        let ddp = nfs::Ddp::new(chunks, msg.header_len());
+        fill_call(&mut rec, c.prog, c.vers, c.proc, c.args, ddp);
+    }
+    advertise(&mut rec, chunks);
+    rec.step(
+        ladder_cap,
+        m.frame,
+        m.ts,
+        !backchannel,
+        StepWhat::CallSend {
+            bytes: m.total,
+            invalidate: m.invalidate,
+        },
+    );
+    rec
+}
+
+/// The chunk segments a call offers, in list order: read, write, reply.
+fn advertise(rec: &mut Transaction, chunks: Chunks<'_>) {
+    for r in chunks.read_list() {
+        rec.chunks.push(SegmentUse::advertised(
+            ChunkKind::Read,
+            0,
+            Some(r.position),
+            r.segment,
+        ));
+    }
+    for (i, w) in chunks.write_list().enumerate() {
+        for seg in w.segments() {
+            rec.chunks.push(SegmentUse::advertised(
+                ChunkKind::Write,
+                i as u32,
+                None,
+                seg,
+            ));
+        }
+    }
+    if let Some(rc) = chunks.reply_chunk() {
+        for seg in rc.segments() {
+            rec.chunks
+                .push(SegmentUse::advertised(ChunkKind::Reply, 0, None, seg));
+        }
     }
 }
