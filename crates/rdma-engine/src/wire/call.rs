@@ -240,20 +240,15 @@ impl Engine {
         }
     }
 
-    /// Handles one whole RPC-over-RDMA message.
-    pub(crate) fn message(&mut self, m: Message<'_>, out: &mut Vec<Finding>) {
-        let known_conn = self.qps.get(&m.dest).and_then(|q| q.conn);
-        let known_rpcrdma = known_conn
-            .and_then(|c| self.conns.corr.get(&c))
-            .is_some_and(|c| c.rpcrdma);
-        if m.cut
-            && matches!(
-                RpcRdmaHeader::parse(m.bytes),
-                Err(rdma_dissectors::Error::Truncated { .. })
-            )
-        {
-            return self.cut_message(&m, known_conn, known_rpcrdma, out);
-        }
+    /// The RPC-over-RDMA header of a whole message, judged (RFC 8166 4.5,
+    /// 4.6); `None` when it is not RPC-over-RDMA, or too broken to go on.
+    fn decode_header<'a>(
+        &mut self,
+        m: &Message<'a>,
+        known_conn: Option<ConnId>,
+        known_rpcrdma: bool,
+        out: &mut Vec<Finding>,
+    ) -> Option<(RpcRdmaHeader<'a>, &'a [u8])> {
         // RFC 8166 4.5: a message shorter than the minimal 28-byte header
         // must be discarded. That minimum is RDMA_MSG's with three empty
         // lists; RDMA_ERROR/ERR_CHUNK (20 bytes, what Linux sends) and
@@ -270,7 +265,7 @@ impl Engine {
             if known_rpcrdma {
                 self.raise(out, v, vec![m.frame], known_conn, None);
             }
-            return;
+            return None;
         }
         let fixed = RpcRdmaHeader::parse_fixed(m.bytes).ok();
         let Some(fixed) =
@@ -280,31 +275,52 @@ impl Engine {
             if let Some(c) = known_conn {
                 self.carries(c, Carries::Other);
             }
-            return;
+            return None;
         };
         let xid = fixed.xid.0;
         self.state.totals.rpcrdma_messages += 1;
-        let dest_is_client = known_conn
-            .and_then(|c| self.state.connections.get(&c))
-            .map(|c| c.client == Some(m.dest));
         if let Some(v) = rfc8166::version(fixed.vers, fixed.proc) {
             self.raise(out, v, vec![m.frame], known_conn, Some(xid));
-            return;
+            return None;
         }
         let (hdr, stream) = match RpcRdmaHeader::parse(m.bytes) {
             Ok(h) => h,
             Err(e) => {
                 let v = rfc8166::undecodable(fixed.proc, &e);
                 self.raise(out, v, vec![m.frame], known_conn, Some(xid));
-                return;
+                return None;
             }
         };
         if let Some(v) = rfc8166::obsolete(fixed.proc) {
             self.raise(out, v, vec![m.frame], known_conn, Some(xid));
             if fixed.proc == Proc::Done {
-                return;
+                return None;
             }
         }
+        Some((hdr, stream))
+    }
+
+    /// Handles one whole RPC-over-RDMA message.
+    pub(crate) fn message(&mut self, m: Message<'_>, out: &mut Vec<Finding>) {
+        let known_conn = self.qps.get(&m.dest).and_then(|q| q.conn);
+        let known_rpcrdma = known_conn
+            .and_then(|c| self.conns.corr.get(&c))
+            .is_some_and(|c| c.rpcrdma);
+        if m.cut
+            && matches!(
+                RpcRdmaHeader::parse(m.bytes),
+                Err(rdma_dissectors::Error::Truncated { .. })
+            )
+        {
+            return self.cut_message(&m, known_conn, known_rpcrdma, out);
+        }
+        let Some((hdr, stream)) = self.decode_header(&m, known_conn, known_rpcrdma, out) else {
+            return;
+        };
+        let xid = hdr.xid.0;
+        let dest_is_client = known_conn
+            .and_then(|c| self.state.connections.get(&c))
+            .map(|c| c.client == Some(m.dest));
         // Which way: an RPC message in the stream says so; otherwise the QP's role.
         let rpc = match hdr.body {
             Body::Msg(_) | Body::Msgp { .. } => RpcMsg::parse(stream).ok().map(|(r, _)| r),
@@ -745,6 +761,51 @@ impl Engine {
         }
     }
 
+    /// Counts a reply on its connection and in the totals: replies, chunk
+    /// bytes, latency, remote invalidations and credits. Returns, for a
+    /// remote invalidation the CM exchange did not negotiate, whether the
+    /// client and the server set R.
+    fn count_reply(
+        &mut self,
+        rec: &Transaction,
+        lat_ns: Option<u64>,
+        invalidate: Option<u32>,
+        ts: u64,
+    ) -> Option<(bool, bool)> {
+        let chunk_bytes: u64 = rec.chunks.iter().map(|s| s.bytes_moved).sum();
+        let conn = rec.connection;
+        let backchannel = rec.backchannel;
+        let bucket = lat_ns.map(|l| (64 - (l / 1000).max(1).leading_zeros() - 1).min(31) as usize);
+        let points = self.limits.credit_points;
+        let mut not_negotiated = None;
+        if let Some(c) = self.state.connections.get_mut(&conn) {
+            c.replies += 1;
+            c.chunk_bytes += chunk_bytes;
+            if let Some(slot) = bucket.and_then(|b| c.latency_log2_us.get_mut(b)) {
+                *slot += 1;
+            }
+            if invalidate.is_some() {
+                c.remote_invalidations += 1;
+                if let Some(n) = c.negotiated {
+                    if !n.remote_invalidation {
+                        let client_r = v1(c.client_private).is_some_and(|p| p.remote_invalidate);
+                        let server_r = v1(c.server_private).is_some_and(|p| p.remote_invalidate);
+                        not_negotiated = Some((client_r, server_r));
+                    }
+                }
+            }
+            if !backchannel {
+                c.credit_update(ts, points);
+            }
+        }
+        self.state.totals.replies += 1;
+        self.state.totals.chunk_bytes += chunk_bytes;
+        if invalidate.is_some() {
+            self.state.totals.remote_invalidations += 1;
+        }
+        not_negotiated
+    }
+
     /// Completes a transaction with its reply message.
     fn finish_txn(
         &mut self,
@@ -786,77 +847,13 @@ impl Engine {
                 invalidate,
             },
         );
-        // Round trips (draft-dnoveck-nfsv4-rpcrdma-rtissues section 2.2).
-        let read = t.first_read_ts.is_some() || rec.call_transfer != Transfer::Inline;
-        let wrote = t.first_write_ts.is_some() || rec.reply_transfer == Transfer::ReplyChunk;
-        rec.round_trips = 1 + u8::from(read) + u8::from(wrote);
-        rec.responder_interrupts = 1 + u8::from(read) + u8::from(wrote);
-        let first_op = [t.first_read_ts, t.first_write_ts]
-            .into_iter()
-            .flatten()
-            .min();
-        let last_op = [t.last_read_ts, t.last_write_ts]
-            .into_iter()
-            .flatten()
-            .max();
-        rec.phases = Phases {
-            until_first_rdma_ns: first_op.unwrap_or(m.ts).checked_sub(rec.call_ts_ns),
-            read_ns: t
-                .first_read_ts
-                .zip(t.last_read_ts)
-                .and_then(|(a, b)| b.checked_sub(a)),
-            write_ns: t
-                .first_write_ts
-                .zip(t.last_write_ts)
-                .and_then(|(a, b)| b.checked_sub(a)),
-            reply_after_rdma_ns: last_op.and_then(|l| m.ts.checked_sub(l)),
-        };
-        let mut invalidated = None;
-        if let Some(rkey) = invalidate {
-            rec.remote_invalidated_rkey = Some(rkey);
-            let mut owned = false;
-            for s in rec.chunks.iter_mut().filter(|s| s.handle == rkey) {
-                s.remotely_invalidated = true;
-                owned = true;
-            }
-            // A call whose chunk lists the capture cut may own it.
-            invalidated = Some((rkey, (!rec.cut).then_some(owned)));
-        }
-        let (call_frame, call_ts_ns) = (rec.call_frame, rec.call_ts_ns);
-        let chunk_bytes: u64 = rec.chunks.iter().map(|s| s.bytes_moved).sum();
-        let backchannel = rec.backchannel;
-        let bucket = lat_ns.map(|l| (64 - (l / 1000).max(1).leading_zeros() - 1).min(31) as usize);
-        let points = self.limits.credit_points;
-        let mut not_negotiated = None;
-        if let Some(c) = self.state.connections.get_mut(&conn) {
-            c.replies += 1;
-            c.chunk_bytes += chunk_bytes;
-            if let Some(slot) = bucket.and_then(|b| c.latency_log2_us.get_mut(b)) {
-                *slot += 1;
-            }
-            if invalidate.is_some() {
-                c.remote_invalidations += 1;
-                if let Some(n) = c.negotiated {
-                    if !n.remote_invalidation {
-                        let client_r = v1(c.client_private).is_some_and(|p| p.remote_invalidate);
-                        let server_r = v1(c.server_private).is_some_and(|p| p.remote_invalidate);
-                        not_negotiated = Some((client_r, server_r));
-                    }
-                }
-            }
-            if !backchannel {
-                c.credit_update(m.ts, points);
-            }
-        }
-        self.state.totals.replies += 1;
-        self.state.totals.chunk_bytes += chunk_bytes;
-        if invalidate.is_some() {
-            self.state.totals.remote_invalidations += 1;
-        }
+        round_trips_and_phases(&mut t, m.ts);
+        let invalidated = invalidate.map(|rkey| invalidated(&mut t.rec, rkey));
+        let not_negotiated = self.count_reply(&t.rec, lat_ns, invalidate, m.ts);
         let sent = checks::ReplySent {
             xid,
-            call_frame,
-            call_ts_ns,
+            call_frame: t.rec.call_frame,
+            call_ts_ns: t.rec.call_ts_ns,
             reply_frame: m.frame,
             reply_ts_ns: m.ts,
             invalidated,
@@ -868,6 +865,49 @@ impl Engine {
         }
         out.push(Finding::Transaction(Box::new(t.rec)));
     }
+}
+
+/// Round trips (draft-dnoveck-nfsv4-rpcrdma-rtissues section 2.2) and the
+/// phases of a transaction whose reply was sent at `reply_ts`.
+fn round_trips_and_phases(t: &mut Txn, reply_ts: u64) {
+    let rec = &mut t.rec;
+    let read = t.first_read_ts.is_some() || rec.call_transfer != Transfer::Inline;
+    let wrote = t.first_write_ts.is_some() || rec.reply_transfer == Transfer::ReplyChunk;
+    rec.round_trips = 1 + u8::from(read) + u8::from(wrote);
+    rec.responder_interrupts = 1 + u8::from(read) + u8::from(wrote);
+    let first_op = [t.first_read_ts, t.first_write_ts]
+        .into_iter()
+        .flatten()
+        .min();
+    let last_op = [t.last_read_ts, t.last_write_ts]
+        .into_iter()
+        .flatten()
+        .max();
+    rec.phases = Phases {
+        until_first_rdma_ns: first_op.unwrap_or(reply_ts).checked_sub(rec.call_ts_ns),
+        read_ns: t
+            .first_read_ts
+            .zip(t.last_read_ts)
+            .and_then(|(a, b)| b.checked_sub(a)),
+        write_ns: t
+            .first_write_ts
+            .zip(t.last_write_ts)
+            .and_then(|(a, b)| b.checked_sub(a)),
+        reply_after_rdma_ns: last_op.and_then(|l| reply_ts.checked_sub(l)),
+    };
+}
+
+/// Marks the segments of `rec` a Send With Invalidate of `rkey` released;
+/// says whether one of them is that key's (`None`: the call's lists were
+/// cut, and may hold it).
+fn invalidated(rec: &mut Transaction, rkey: u32) -> (u32, Option<bool>) {
+    rec.remote_invalidated_rkey = Some(rkey);
+    let mut owned = false;
+    for s in rec.chunks.iter_mut().filter(|s| s.handle == rkey) {
+        s.remotely_invalidated = true;
+        owned = true;
+    }
+    (rkey, (!rec.cut).then_some(owned))
 }
 
 /// The lengths a reply's lists report, lined up with the segments its call
