@@ -1,7 +1,7 @@
 //! RC packets other than Sends: RDMA Write and Read matched to the chunk
 //! segments that calls advertised, ACK/NAK, and PSN bookkeeping.
 
-use crate::keys::Addr;
+use std::collections::VecDeque;
 
 use rdma_dissectors::ib::aeth::{AckKind, NakCode};
 use rdma_dissectors::ib::bth::{Operation, Position, Transport};
@@ -15,7 +15,7 @@ use super::state::{
 };
 use crate::checks::{self, iba, rfc8166};
 use crate::describe::fill_call;
-use crate::keys::{ConnId, QpKey};
+use crate::keys::{Addr, ConnId, QpKey};
 use crate::model::{ChunkKind, CmState, StepWhat};
 use crate::{Engine, Finding};
 
@@ -228,6 +228,63 @@ fn wire_payload(d: &Dissection<'_>) -> usize {
 
 /// The path MTU a full packet's payload says, if it is one: First and
 /// Middle packets carry exactly the path MTU (IBA 9.7.7).
+/// What a read response said of the READ it answers ([`answer_read`]).
+struct Answered {
+    target: Option<SegmentRef>,
+    rkey: u32,
+    /// The READ's first response.
+    first: bool,
+    /// The READ's last response: it is done.
+    done: bool,
+    /// The READ's PSN and the one the request after it took, when that
+    /// request numbered itself inside the READ's span.
+    reused: Option<(Psn, Psn)>,
+}
+
+/// Finds the READ among `reads` that a response of `psn` carrying `bytes`
+/// (the READ's `last`, when its opcode says so) answers, and moves it on.
+/// Responses come in PSN order: the first request whose range reaches this
+/// PSN; a finished READ goes, and the older ones the responses skipped
+/// with it (they will get no more data).
+fn answer_read(
+    reads: &mut VecDeque<ReadReq>,
+    psn: Psn,
+    bytes: u32,
+    last: bool,
+) -> Option<Answered> {
+    let idx = reads.iter().position(|r| {
+        let start = Psn::try_new(r.psn).unwrap_or_default();
+        let next = Psn::try_new(r.next_psn).unwrap_or_default();
+        (psn == start || start.is_before(psn)) && (psn == next || psn.is_before(next.add(1)))
+    })?;
+    let r = reads.get_mut(idx)?;
+    // The READ's span was not known when the next request came: this
+    // response says whether that request took one of its PSNs.
+    let reused = r
+        .followed_by
+        .and_then(Psn::try_new)
+        .filter(|&x| psn == x || x.is_before(psn))
+        .map(|x| (Psn::try_new(r.psn).unwrap_or_default(), x));
+    if reused.is_some() {
+        r.followed_by = None;
+    }
+    r.received = r.received.saturating_add(bytes);
+    r.next_psn = psn.add(1).get();
+    let done = r.received >= r.len || last;
+    let answered = Answered {
+        target: r.target,
+        rkey: r.rkey,
+        first: r.received == bytes,
+        done,
+        reused,
+    };
+    if done {
+        reads.remove(idx);
+        let _ = reads.drain(..idx.min(reads.len()));
+    }
+    Some(answered)
+}
+
 /// Whether a packet of `operation` is a request: one that takes PSNs of
 /// its sender's sequence (responses and ACKs echo the requester's).
 fn is_request(operation: Operation) -> bool {
@@ -960,71 +1017,17 @@ impl Engine {
         }
     }
 
-    fn read_response(
+    /// Adds a read response's data to the segment of the READ it answers:
+    /// the READ completed, and a Long Call's RPC header in its first response.
+    fn read_data(
         &mut self,
         number: u64,
         ts: u64,
-        conn: Option<ConnId>,
+        conn: ConnId,
+        tg: SegmentRef,
+        (bytes, first, done, rkey): (u32, bool, bool, u32),
         d: &Dissection<'_>,
-        out: &mut Vec<Finding>,
     ) {
-        let Some(bth) = d.bth() else { return };
-        let Some(conn) = conn else { return };
-        let psn = bth.psn;
-        // What moved on the wire, whatever the capture kept of it.
-        let bytes = wire_payload(d) as u32;
-        let Some(corr) = self.conns.corr.get_mut(&conn) else {
-            return;
-        };
-        // Responses come in PSN order: the first request whose range reaches this PSN.
-        let Some(idx) = corr.reads.iter().position(|r| {
-            let start = Psn::try_new(r.psn).unwrap_or_default();
-            let next = Psn::try_new(r.next_psn).unwrap_or_default();
-            (psn == start || start.is_before(psn)) && (psn == next || psn.is_before(next.add(1)))
-        }) else {
-            return;
-        };
-        let Some(r) = corr.reads.get_mut(idx) else {
-            return;
-        };
-        // The READ's span was not known when the next request came: this
-        // response says whether that request took one of its PSNs.
-        let reused = r
-            .followed_by
-            .and_then(Psn::try_new)
-            .filter(|&x| psn == x || x.is_before(psn))
-            .map(|x| (Psn::try_new(r.psn).unwrap_or_default(), x));
-        if reused.is_some() {
-            r.followed_by = None;
-        }
-        r.received = r.received.saturating_add(bytes);
-        r.next_psn = psn.add(1).get();
-        let done = r.received >= r.len
-            || matches!(bth.opcode.position(), Some(Position::Last | Position::Only));
-        let (target, rkey, first) = (r.target, r.rkey, r.received == bytes);
-        if done {
-            corr.reads.remove(idx);
-            // Older requests the responses skipped will get no more data.
-            let _ = corr.reads.drain(..idx.min(corr.reads.len()));
-        }
-        if let Some((read, x)) = reused {
-            let v = iba::read_answered_in_reused_span(read, psn, x, conn);
-            self.raise(out, v, vec![number], Some(conn), None);
-        }
-        let Some(tg) = target else { return };
-        if !done && !first && bth.opcode.position() == Some(Position::Middle) {
-            self.defer_middle(
-                conn,
-                tg,
-                true,
-                Middle {
-                    bytes,
-                    frame: number,
-                    ts,
-                },
-            );
-            return;
-        }
         let payload = d.payload();
         let cap = self.config.max_ladder_steps;
         let Some(t) = self.add_to_segment(conn, tg, bytes, number, ts, true) else {
@@ -1065,13 +1068,103 @@ impl Engine {
                 );
             }
         }
-        let _ = out;
+    }
+
+    fn read_response(
+        &mut self,
+        number: u64,
+        ts: u64,
+        conn: Option<ConnId>,
+        d: &Dissection<'_>,
+        out: &mut Vec<Finding>,
+    ) {
+        let Some(bth) = d.bth() else { return };
+        let Some(conn) = conn else { return };
+        let psn = bth.psn;
+        // What moved on the wire, whatever the capture kept of it.
+        let bytes = wire_payload(d) as u32;
+        let last = matches!(bth.opcode.position(), Some(Position::Last | Position::Only));
+        let Some(corr) = self.conns.corr.get_mut(&conn) else {
+            return;
+        };
+        let Some(Answered {
+            target,
+            rkey,
+            first,
+            done,
+            reused,
+        }) = answer_read(&mut corr.reads, psn, bytes, last)
+        else {
+            return;
+        };
+        if let Some((read, x)) = reused {
+            let v = iba::read_answered_in_reused_span(read, psn, x, conn);
+            self.raise(out, v, vec![number], Some(conn), None);
+        }
+        let Some(tg) = target else { return };
+        if !done && !first && bth.opcode.position() == Some(Position::Middle) {
+            self.defer_middle(
+                conn,
+                tg,
+                true,
+                Middle {
+                    bytes,
+                    frame: number,
+                    ts,
+                },
+            );
+            return;
+        }
+        self.read_data(number, ts, conn, tg, (bytes, first, done, rkey), d);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn read(psn: u32, len: u32, rkey: u32) -> ReadReq {
+        ReadReq {
+            psn,
+            followed_by: None,
+            next_psn: psn,
+            rkey,
+            len,
+            received: 0,
+            target: None,
+        }
+    }
+
+    /// A READ's responses are found by PSN and counted; the last one ends
+    /// it, and the READs before it that got no response go with it.
+    #[test]
+    fn read_responses_answer_the_read_their_psn_reaches() {
+        let psn = |p: u32| Psn::try_new(p).unwrap();
+        let mut reads = VecDeque::from([read(0x10, 4096, 1), read(0x20, 2048, 2)]);
+        let a = answer_read(&mut reads, psn(0x20), 1024, false).unwrap();
+        assert_eq!((a.rkey, a.first, a.done), (2, true, false));
+        let a = answer_read(&mut reads, psn(0x21), 1024, false).unwrap();
+        assert_eq!((a.rkey, a.first, a.done), (2, false, true));
+        assert!(reads.is_empty(), "{reads:?}");
+        assert!(answer_read(&mut reads, psn(0x22), 1024, true).is_none());
+    }
+
+    /// A response at or past the PSN the request after a READ of unknown
+    /// span took says that request reused one of the READ's PSNs, once.
+    #[test]
+    fn a_response_past_the_next_request_says_it_reused_the_reads_psn() {
+        let psn = |p: u32| Psn::try_new(p).unwrap();
+        let mut reads = VecDeque::from([ReadReq {
+            followed_by: Some(0x11),
+            ..read(0x10, 3000, 7)
+        }]);
+        let a = answer_read(&mut reads, psn(0x10), 1024, false).unwrap();
+        assert_eq!(a.reused, None);
+        let a = answer_read(&mut reads, psn(0x11), 1024, false).unwrap();
+        assert_eq!(a.reused, Some((psn(0x10), psn(0x11))));
+        let a = answer_read(&mut reads, psn(0x12), 952, true).unwrap();
+        assert_eq!((a.reused, a.done), (None, true));
+    }
 
     fn step(q: &mut QpState, psn: u32) -> &'static str {
         name(Sequence::of(q, Psn::try_new(psn).unwrap(), Some(1)))
