@@ -300,6 +300,49 @@ impl Engine {
         Some((hdr, stream))
     }
 
+    /// Whether a message to `m.dest` is a call: its RPC message says so;
+    /// an RDMA_ERROR is a reply; otherwise the QP's role on a known
+    /// connection (`None` when neither tells).
+    fn is_call(
+        &self,
+        m: &Message<'_>,
+        known_conn: Option<ConnId>,
+        xid: u32,
+        (rpc, body): (Option<&RpcMsg<'_>>, Body<'_>),
+    ) -> Option<bool> {
+        let dest_is_client = known_conn
+            .and_then(|c| self.state.connections.get(&c))
+            .map(|c| c.client == Some(m.dest));
+        match (rpc, body) {
+            (Some(r), _) => Some(matches!(r.body, MsgBody::Call(_))),
+            (None, Body::Error(_)) => Some(false),
+            (None, _) if m.cut => known_conn
+                .zip(dest_is_client)
+                .map(|(c, to_client)| self.cut_is_call(c, to_client, xid)),
+            (None, _) => dest_is_client.map(|to_client| !to_client),
+        }
+    }
+
+    /// The connection an RPC-over-RDMA message belongs to (found or made
+    /// from traffic), noted as carrying RPC-over-RDMA and as active.
+    fn conn_of_message(
+        &mut self,
+        m: &Message<'_>,
+        is_call: Option<bool>,
+        xid: u32,
+        out: &mut Vec<Finding>,
+    ) -> Option<ConnId> {
+        let conn = match (is_call, m.cut) {
+            (None, true) => self.conn_for_cut_message(m, xid, out),
+            _ => self.conn_for_message(m, is_call, xid, out),
+        }?;
+        self.carries(conn, Carries::RpcRdma);
+        if let Some(c) = self.state.connections.get_mut(&conn) {
+            c.last_ts_ns = m.ts;
+        }
+        Some(conn)
+    }
+
     /// Handles one whole RPC-over-RDMA message.
     pub(crate) fn message(&mut self, m: Message<'_>, out: &mut Vec<Finding>) {
         let known_conn = self.qps.get(&m.dest).and_then(|q| q.conn);
@@ -318,34 +361,16 @@ impl Engine {
             return;
         };
         let xid = hdr.xid.0;
-        let dest_is_client = known_conn
-            .and_then(|c| self.state.connections.get(&c))
-            .map(|c| c.client == Some(m.dest));
         // Which way: an RPC message in the stream says so; otherwise the QP's role.
         let rpc = match hdr.body {
             Body::Msg(_) | Body::Msgp { .. } => RpcMsg::parse(stream).ok().map(|(r, _)| r),
             _ => None,
         };
-        let is_call = match (&rpc, hdr.body) {
-            (Some(r), _) => Some(matches!(r.body, MsgBody::Call(_))),
-            (None, Body::Error(_)) => Some(false),
-            (None, _) if m.cut => known_conn
-                .zip(dest_is_client)
-                .map(|(c, to_client)| self.cut_is_call(c, to_client, xid)),
-            (None, _) => dest_is_client.map(|to_client| !to_client),
-        };
-        let conn = match (is_call, m.cut) {
-            (None, true) => self.conn_for_cut_message(&m, xid, out),
-            _ => self.conn_for_message(&m, is_call, xid, out),
-        };
+        let is_call = self.is_call(&m, known_conn, xid, (rpc.as_ref(), hdr.body));
         // Its frame is counted unassociated by `rc_frame`, once.
-        let Some(conn) = conn else {
+        let Some(conn) = self.conn_of_message(&m, is_call, xid, out) else {
             return;
         };
-        self.carries(conn, Carries::RpcRdma);
-        if let Some(c) = self.state.connections.get_mut(&conn) {
-            c.last_ts_ns = m.ts;
-        }
         let dest_is_client = self
             .state
             .connections
