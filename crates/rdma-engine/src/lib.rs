@@ -602,22 +602,7 @@ impl Engine {
         if checked.is_some() {
             d.icrc = checked;
         }
-        match d.icrc {
-            Some(rdma_dissectors::ib::icrc::IcrcStatus::Valid) => t.icrc_valid += 1,
-            Some(rdma_dissectors::ib::icrc::IcrcStatus::Invalid { found, computed }) => {
-                t.icrc_invalid += 1;
-                let conn = d.bth().and_then(|b| self.conn_of_dest(&d, b.dest_qp));
-                self.raise(
-                    out,
-                    checks::iba::icrc(found, computed),
-                    vec![number],
-                    conn,
-                    None,
-                );
-            }
-            Some(_) => t.icrc_unchecked += 1,
-            None => {}
-        }
+        self.icrc_verdict(number, &d, out);
         if !self.deferred.is_empty() && !wire::rdma::continues_transfer(&d) {
             // Anything else may read or end the transactions they belong to.
             self.flush_deferred();
@@ -628,34 +613,10 @@ impl Engine {
         {
             return self.fragmented(number, &d, out);
         }
-        if d.cut {
-            t_cut(&mut self.state.totals);
-        }
-        // A layer that runs past a snap length is not there, not malformed.
-        let cut_short = d.cut && matches!(d.stop, Some(rdma_dissectors::Error::Truncated { .. }));
-        if cut_short
-            && d.transport.is_none()
-            && (d.udp.is_some() || d.grh.is_some() || d.lrh.is_some())
-        {
-            self.state.totals.headers_cut += 1;
-        }
+        let cut_short = self.count_cut(&d);
         let Some(bth) = d.bth() else {
             if let (Some(e), false) = (d.stop, cut_short) {
-                // A frame that got as far as UDP to the RoCEv2 port but no further.
-                if d.udp
-                    .is_some_and(|u| u.destination_port == self.config.stack.rocev2_port)
-                    || d.grh.is_some()
-                    || d.lrh.is_some()
-                {
-                    self.anomaly(
-                        out,
-                        Kind::Malformed,
-                        vec![number],
-                        None,
-                        None,
-                        format!("frame could not be dissected: {e}"),
-                    );
-                }
+                self.not_rdma(number, &d, e, out);
             }
             return;
         };
@@ -687,6 +648,64 @@ impl Engine {
             qpn: bth.dest_qp.get(),
         };
         self.rc_frame(number, ts, src, dest, &d, out);
+    }
+
+    /// Counts the frame's ICRC verdict; a mismatch is an anomaly.
+    fn icrc_verdict(&mut self, number: u64, d: &stack::Dissection<'_>, out: &mut Vec<Finding>) {
+        let t = &mut self.state.totals;
+        match d.icrc {
+            Some(IcrcStatus::Valid) => t.icrc_valid += 1,
+            Some(IcrcStatus::Invalid { found, computed }) => {
+                t.icrc_invalid += 1;
+                let conn = d.bth().and_then(|b| self.conn_of_dest(d, b.dest_qp));
+                let v = checks::iba::icrc(found, computed);
+                self.raise(out, v, vec![number], conn, None);
+            }
+            Some(_) => t.icrc_unchecked += 1,
+            None => {}
+        }
+    }
+
+    /// Counts a frame a snap length cut, and says whether a layer ran past
+    /// the cut: that layer is not there, not malformed.
+    fn count_cut(&mut self, d: &stack::Dissection<'_>) -> bool {
+        if d.cut {
+            t_cut(&mut self.state.totals);
+        }
+        let cut_short = d.cut && matches!(d.stop, Some(rdma_dissectors::Error::Truncated { .. }));
+        if cut_short
+            && d.transport.is_none()
+            && (d.udp.is_some() || d.grh.is_some() || d.lrh.is_some())
+        {
+            self.state.totals.headers_cut += 1;
+        }
+        cut_short
+    }
+
+    /// A frame without a BTH that the dissectors stopped in: malformed when
+    /// it got as far as UDP to the RoCEv2 port, a GRH or an LRH, but no further.
+    #[cold]
+    fn not_rdma(
+        &mut self,
+        number: u64,
+        d: &stack::Dissection<'_>,
+        e: rdma_dissectors::Error,
+        out: &mut Vec<Finding>,
+    ) {
+        if d.udp
+            .is_some_and(|u| u.destination_port == self.config.stack.rocev2_port)
+            || d.grh.is_some()
+            || d.lrh.is_some()
+        {
+            self.anomaly(
+                out,
+                Kind::Malformed,
+                vec![number],
+                None,
+                None,
+                format!("frame could not be dissected: {e}"),
+            );
+        }
     }
 
     /// Counts the fabric's congestion signals on a frame, on the connection
