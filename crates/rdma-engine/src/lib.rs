@@ -391,21 +391,9 @@ impl Engine {
 
     /// Bytes the engine's tables hold now, as the budget counts them.
     pub fn memory_used(&self) -> usize {
-        let conns = self.state.connections.len();
-        let points: usize = self
-            .state
-            .connections
-            .values()
-            .map(|c| c.credit_series.capacity())
-            .sum();
-        let reads: usize = self.conns.corr.values().map(|c| c.reads.len()).sum();
-        conns * budget::CONNECTION_BYTES
-            + points * std::mem::size_of::<CreditPoint>()
-            + self.qps.len() * budget::QP_BYTES
-            + self.conns.call_bytes
-            + self.conns.parked_bytes
-            + self.conns.prefix_bytes
-            + reads * std::mem::size_of::<wire::state::ReadReq>()
+        wire::cost::connections_bytes(&self.state.connections)
+            + self.qps.bytes()
+            + self.conns.bytes()
             + self.kernel.tracked() * budget::KERNEL_CALL_BYTES
             + self.kernel.names_held() * budget::KERNEL_NAME_BYTES
             + self

@@ -7,6 +7,7 @@
 pub(super) mod call;
 pub(super) mod calls;
 pub(super) mod conn;
+pub(super) mod cost;
 pub(super) mod index;
 pub(super) mod qp_table;
 pub(super) mod rdma;
