@@ -34,7 +34,6 @@
 use std::mem::size_of;
 
 use super::model::{CreditPoint, Transaction};
-
 use super::wire::cost::{CONNECTION_BYTES, QP_BYTES, READ_BYTES};
 use super::Config;
 
