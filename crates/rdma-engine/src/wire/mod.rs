@@ -9,6 +9,7 @@ pub(super) mod calls;
 pub(super) mod conn;
 pub(super) mod cost;
 pub(super) mod index;
+pub(super) mod qp;
 pub(super) mod qp_table;
 pub(super) mod rdma;
 pub(super) mod state;
