@@ -1061,3 +1061,79 @@ fn advertise(rec: &mut Transaction, chunks: Chunks<'_>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use rdma_dissectors::rpcrdma::Segment;
+
+    use super::*;
+
+    fn txn(call_transfer: Transfer, reply_transfer: Transfer) -> Txn {
+        let header = CallHeader::Wire(Vec::new().into());
+        Txn {
+            rec: Transaction {
+                call_transfer,
+                reply_transfer,
+                ..Transaction::new(Origin::Wire, ConnId(1), 7, 1, 1_000, header)
+            },
+            seq: 0,
+            cost: 0,
+            first_read_ts: None,
+            last_read_ts: None,
+            first_write_ts: None,
+            last_write_ts: None,
+            reply_head: None,
+        }
+    }
+
+    /// An inline call and reply take one round trip; a Long Call's read
+    /// and the reply's writes one each, and the phases split the latency
+    /// at the RDMA operations.
+    #[test]
+    fn round_trips_and_phases_count_the_rdma_operations() {
+        let mut t = txn(Transfer::Inline, Transfer::Inline);
+        round_trips_and_phases(&mut t, 5_000);
+        assert_eq!(
+            (t.rec.round_trips, t.rec.phases.until_first_rdma_ns),
+            (1, Some(4_000))
+        );
+        let mut t = txn(Transfer::LongCall, Transfer::WriteChunks);
+        t.first_read_ts = Some(1_500);
+        t.last_read_ts = Some(2_000);
+        t.first_write_ts = Some(3_000);
+        t.last_write_ts = Some(3_500);
+        round_trips_and_phases(&mut t, 4_000);
+        let p = t.rec.phases;
+        assert_eq!(t.rec.round_trips, 3);
+        assert_eq!(
+            (
+                p.until_first_rdma_ns,
+                p.read_ns,
+                p.write_ns,
+                p.reply_after_rdma_ns
+            ),
+            (Some(500), Some(500), Some(500), Some(500))
+        );
+    }
+
+    /// Send With Invalidate marks the segments of the key it names; a key
+    /// none of them has is foreign unless the call's lists were cut.
+    #[test]
+    fn invalidation_marks_the_segments_of_its_key() {
+        let mut t = txn(Transfer::Inline, Transfer::WriteChunks);
+        let seg = Segment {
+            handle: 0x42,
+            length: 4096,
+            offset: 0,
+        };
+        t.rec
+            .chunks
+            .push(SegmentUse::advertised(ChunkKind::Write, 0, None, seg));
+        assert_eq!(invalidated(&mut t.rec, 0x42), (0x42, Some(true)));
+        assert!(t.rec.chunks[0].remotely_invalidated);
+        assert_eq!(invalidated(&mut t.rec, 0x43), (0x43, Some(false)));
+        t.rec.cut = true;
+        assert_eq!(invalidated(&mut t.rec, 0x43), (0x43, None));
+        assert_eq!(t.rec.remote_invalidated_rkey, Some(0x43));
+    }
+}
