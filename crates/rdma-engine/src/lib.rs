@@ -15,7 +15,9 @@
 //!
 //! `keys`, `model`, `describe`, `anomaly`, `cm` and `kernel/event` are
 //! leaves that `wire/` and `kernel/` share; neither of those two imports
-//! the other, and inside `wire/` the files share only `wire/state`.
+//! the other, and inside `wire/` the files share only `wire/state` and the
+//! plain parts `wire/qp` and `wire/cost`. `checks/` judges (pure functions
+//! of the facts `wire/` gathers); `findings` stamps and counts what they find.
 //!
 //! Output comes two ways: [`Finding`]s (completed transactions and
 //! anomalies) pushed to the caller's vector as they happen, and aggregate
