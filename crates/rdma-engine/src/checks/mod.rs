@@ -148,3 +148,44 @@ pub(crate) fn on_ack(a: &Ack) -> impl Iterator<Item = Violation> {
     .into_iter()
     .flatten()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hooks raise their checks in the order the transactions' anomaly
+    /// lists and the output have always had them.
+    #[test]
+    fn hooks_raise_in_a_fixed_order() {
+        let header = ReplyHeader {
+            read_segments: 1,
+            backchannel: false,
+            credits: Some(0),
+        };
+        let kinds: Vec<Kind> = on_reply(header).map(|v| v.kind).collect();
+        assert_eq!(kinds, [Kind::ReadListInReply, Kind::ZeroCreditGrant]);
+        let sent = ReplySent {
+            xid: 1,
+            call_frame: 2,
+            call_ts_ns: 10,
+            reply_frame: 3,
+            reply_ts_ns: 5,
+            invalidated: Some((0x9, Some(false))),
+            not_negotiated: Some((false, false)),
+        };
+        let kinds: Vec<Kind> = on_reply_sent(&sent).map(|v| v.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                Kind::TimeWentBackwards,
+                Kind::InvalidatedForeignStag,
+                Kind::RemoteInvalidationNotNegotiated
+            ]
+        );
+        let (from_requester, error) = on_rdma_error(RdmaError::Chunk, 1, false);
+        assert_eq!(
+            (from_requester.map(|v| v.kind), error.kind),
+            (Some(Kind::ErrorFromRequester), Kind::ErrChunk)
+        );
+    }
+}
