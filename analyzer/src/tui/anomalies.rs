@@ -19,7 +19,7 @@ use ratatui::Frame;
 
 use super::model::{AnomRow, Model};
 use super::state::{Action, Screen, UiState};
-use super::widgets::{block, selected_style, severity_name, severity_style};
+use super::widgets::{block, selected_style, severity_style};
 use crate::engine::{Anomaly, Kind};
 
 fn frames(a: &Anomaly) -> String {
@@ -75,7 +75,7 @@ pub fn draw(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
                 format!("▸ {} ", k.as_str()),
                 severity_style(k.severity()).add_modifier(Modifier::BOLD),
             ),
-            Span::raw(format!("{n}  {}  {}", severity_name(k.severity()), k.rfc())),
+            Span::raw(format!("{n}  {}  {}", k.severity().as_str(), k.rfc())),
         ])),
         AnomRow::Item(ai) => {
             let a = &m.anomalies[ai as usize];
@@ -110,7 +110,7 @@ fn draw_info(f: &mut Frame<'_>, area: Rect, k: Kind, a: Option<&Anomaly>) {
             format!("{} ({}): ", k.as_str(), k.rfc()),
             severity_style(k.severity()),
         ),
-        Span::raw(super::widgets::explain(k)),
+        Span::raw(k.explanation()),
     ])];
     if let Some(a) = a {
         lines.push(Line::from(format!("frames {}: {}", frames(a), a.message)));

@@ -238,10 +238,7 @@ const _: () = assert!(
 
 /// A bit per anomaly kind.
 pub fn kind_bit(k: Kind) -> u64 {
-    Kind::ALL
-        .iter()
-        .position(|x| *x == k)
-        .map_or(0, |i| 1u64 << i)
+    1u64 << k.index()
 }
 
 impl Model {
@@ -620,9 +617,7 @@ impl Model {
         let mut by_kind: Vec<Vec<u32>> = vec![Vec::new(); Kind::ALL.len()];
         for (i, a) in self.anomalies.iter().enumerate() {
             if f.anomaly(a) {
-                if let Some(k) = Kind::ALL.iter().position(|k| *k == a.kind) {
-                    by_kind[k].push(i as u32);
-                }
+                by_kind[a.kind.index()].push(i as u32);
             }
         }
         for (k, items) in Kind::ALL.iter().zip(by_kind) {

@@ -33,42 +33,13 @@
 
 use std::mem::size_of;
 
-use super::keys::{Addr, CallKey, ConnId, QpKey};
-use super::model::{Connection, CreditPoint, LadderStep, SegmentUse, Transaction};
-use super::wire::index::Tag;
-use super::wire::state::{Corr, QpState, ReadReq, Txn, SEGMENT_FRAME_CAP};
+use super::model::{CreditPoint, Transaction};
+use super::wire::cost::{CONNECTION_BYTES, QP_BYTES, READ_BYTES};
 use super::Config;
 
 /// The default budget: 256 MiB for the engine and (when there is one) the
 /// screen's model together.
 pub const DEFAULT_MEMORY_LIMIT: usize = 256 << 20;
-
-/// Bytes a connection costs besides its credit history and its calls: its
-/// slots in the two tables (the public record, the correlation state),
-/// which run up to twice what their entries need; its eviction clock's
-/// entries; and the small tables it starts with (calls, STags, send order,
-/// RDMA Reads) and its names.
-pub(super) const CONNECTION_BYTES: usize = 2
-    * (size_of::<(ConnId, Connection)>() + size_of::<(ConnId, Corr)>() + 2)
-    + 4 * size_of::<(ConnId, u64)>()
-    + 2 * COMM_ID_ENTRY_BYTES
-    + 512;
-
-/// Bytes of one side's entry in the CM comm id index: a slot, at up to
-/// twice the room, and the list of connections it holds.
-const COMM_ID_ENTRY_BYTES: usize =
-    2 * (size_of::<((Addr, u32), Vec<ConnId>)>() + 1) + size_of::<ConnId>() + MALLOC_OVERHEAD;
-
-/// Bytes of one entry in the half-open connections' index (an STag or XID
-/// of a call on a connection whose client QP is not known yet): counted in
-/// the call's cost while it is outstanding.
-pub(super) const HALF_OPEN_ENTRY_BYTES: usize =
-    2 * (size_of::<((Addr, Addr, Tag), Vec<ConnId>)>() + 1) + size_of::<ConnId>() + MALLOC_OVERHEAD;
-
-/// Bytes a queue pair costs: its slot in the slab, its index entry, both
-/// up to twice what they need.
-pub(super) const QP_BYTES: usize =
-    2 * (size_of::<(QpKey, QpState)>() + size_of::<(QpKey, u32)>() + 1);
 
 /// Bytes of a call the kernel side follows (task state and the transaction
 /// it becomes).
@@ -131,11 +102,7 @@ impl Limits {
             call_bytes: share(36),
             parked_bytes: share(4),
             calls_per_connection: config.max_outstanding.max(1),
-            reads_per_connection: cap(
-                config.max_reads,
-                share(5) / connections,
-                size_of::<ReadReq>(),
-            ),
+            reads_per_connection: cap(config.max_reads, share(5) / connections, READ_BYTES),
             prefix_bytes: share(8).max(config.max_message_prefix),
             credit_points: cap(
                 config.max_credit_points,
@@ -150,46 +117,4 @@ impl Limits {
 
 /// What a heap block costs beyond what was asked for (the allocator's
 /// header and rounding).
-const MALLOC_OVERHEAD: usize = 16;
-
-/// What a call costs in the tables that find it, beyond its own record:
-/// its slot in its connection's outstanding table and its entries in the
-/// two send-order queues. Tables run up to twice the size their entries
-/// need (they double when full; a queue holds entries of calls already gone
-/// until a sweep), so each slot counts twice, queues' entries four times.
-const CALL_TABLE_BYTES: usize = 2 * (size_of::<(CallKey, Box<Txn>)>() + 1)
-    + 4 * size_of::<(CallKey, u64)>()
-    + 4 * size_of::<(ConnId, CallKey, u64)>();
-
-/// What a chunk segment costs in its connection's STag index: a slot and
-/// the list of calls naming the handle.
-const STAG_BYTES: usize =
-    2 * (size_of::<(u32, Vec<CallKey>)>() + 1) + 4 * size_of::<CallKey>() + MALLOC_OVERHEAD;
-
-/// What a call costs while it is outstanding: the record, its places in the
-/// tables, its chunk list, its header bytes, name and file handle, and room for the
-/// ladder it will grow to (the call and reply Sends, and about two steps
-/// per chunk segment: an RDMA operation's first packet and its completion).
-pub(super) fn call_bytes(t: &Txn, max_ladder_steps: usize) -> usize {
-    let r = &t.rec;
-    let steps = (2 + 2 * r.chunks.len()).min(max_ladder_steps);
-    let heap = |bytes: usize| {
-        if bytes == 0 {
-            0
-        } else {
-            bytes + MALLOC_OVERHEAD
-        }
-    };
-    size_of::<Txn>()
-        + MALLOC_OVERHEAD
-        + CALL_TABLE_BYTES
-        + heap(r.chunks.capacity() * size_of::<SegmentUse>())
-        + r.chunks.len() * (STAG_BYTES + heap(SEGMENT_FRAME_CAP * 8))
-        + heap(steps * size_of::<LadderStep>())
-        + heap(r.procedure.as_ref().map_or(0, String::capacity))
-        + heap(r.nfs_fh.as_ref().map_or(0, |fh| fh.bytes().len()))
-        + heap(match &r.call_header {
-            super::model::CallHeader::Wire(b) => b.len(),
-            super::model::CallHeader::Text(s) => s.capacity(),
-        })
-}
+pub(crate) const MALLOC_OVERHEAD: usize = 16;

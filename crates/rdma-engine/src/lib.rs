@@ -15,7 +15,9 @@
 //!
 //! `keys`, `model`, `describe`, `anomaly`, `cm` and `kernel/event` are
 //! leaves that `wire/` and `kernel/` share; neither of those two imports
-//! the other, and inside `wire/` the files share only `wire/state`.
+//! the other, and inside `wire/` the files share only `wire/state` and the
+//! plain parts `wire/qp` and `wire/cost`. `checks/` judges (pure functions
+//! of the facts `wire/` gathers); `findings` stamps and counts what they find.
 //!
 //! Output comes two ways: [`Finding`]s (completed transactions and
 //! anomalies) pushed to the caller's vector as they happen, and aggregate
@@ -25,8 +27,10 @@
 
 pub mod anomaly;
 pub mod budget;
+mod checks;
 mod cm;
 mod describe;
+mod findings;
 pub mod kernel;
 pub mod keys;
 mod merge;
@@ -37,6 +41,7 @@ mod wire;
 use std::collections::BTreeMap;
 
 use rdma_dissectors::ib::bth::{Bth, Opcode};
+use rdma_dissectors::ib::icrc::IcrcStatus;
 use rdma_dissectors::ib::Qpn;
 use rdma_dissectors::stack::{self, RpcRdmaDecode};
 use serde::Serialize;
@@ -256,6 +261,8 @@ pub struct Engine {
     deferred: Vec<wire::rdma::DeferredMiddle>,
     /// The views waiting to be joined (`Config::merge`).
     merger: Option<merge::Merger>,
+    /// Stamps and counts anomalies as they are made.
+    findings: findings::Collector,
 }
 
 impl Engine {
@@ -283,6 +290,7 @@ impl Engine {
             merger,
             kernel,
             deferred: Vec::with_capacity(wire::rdma::MAX_DEFERRED),
+            findings: findings::Collector::default(),
         }
     }
 
@@ -303,21 +311,9 @@ impl Engine {
 
     /// Bytes the engine's tables hold now, as the budget counts them.
     pub fn memory_used(&self) -> usize {
-        let conns = self.state.connections.len();
-        let points: usize = self
-            .state
-            .connections
-            .values()
-            .map(|c| c.credit_series.capacity())
-            .sum();
-        let reads: usize = self.conns.corr.values().map(|c| c.reads.len()).sum();
-        conns * budget::CONNECTION_BYTES
-            + points * std::mem::size_of::<CreditPoint>()
-            + self.qps.len() * budget::QP_BYTES
-            + self.conns.call_bytes
-            + self.conns.parked_bytes
-            + self.conns.prefix_bytes
-            + reads * std::mem::size_of::<wire::state::ReadReq>()
+        wire::cost::connections_bytes(&self.state.connections)
+            + self.qps.bytes()
+            + self.conns.bytes()
             + self.kernel.tracked() * budget::KERNEL_CALL_BYTES
             + self.kernel.names_held() * budget::KERNEL_NAME_BYTES
             + self
@@ -344,10 +340,8 @@ impl Engine {
     /// Consumes one event; findings are appended to `out`.
     pub fn handle(&mut self, event: Event<'_>, out: &mut Vec<Finding>) {
         let from = out.len();
+        self.findings.start(event, self.state.totals.last_ts_ns);
         self.correlate(event, out);
-        if out.len() > from {
-            self.stamp_anomalies(event, from, out);
-        }
         if self.merger.is_some() {
             self.merge(event, from, out);
         }
@@ -360,9 +354,10 @@ impl Engine {
     pub fn finish(&mut self, emit: &mut dyn FnMut(Finding)) {
         let mut out = Vec::new();
         self.flush_deferred();
+        self.findings
+            .start(Event::End, self.state.totals.last_ts_ns);
         for id in self.conns.ids() {
             self.close_out(id, CAPTURE_ENDED, false, &mut out);
-            self.stamp_anomalies(Event::End, 0, &mut out);
             if self.merger.is_some() {
                 self.merge_found(0, &mut out);
             }
@@ -370,24 +365,6 @@ impl Engine {
         }
         self.handle(Event::End, &mut out);
         out.into_iter().for_each(emit);
-    }
-
-    /// Dates the anomalies `event` revealed with its time, in one place
-    /// for the wire's and the kernels' (the end of the input has the
-    /// latest time seen).
-    fn stamp_anomalies(&self, event: Event<'_>, from: usize, out: &mut [Finding]) {
-        let ts = match event {
-            Event::Frame(Frame { ts_ns, .. }) | Event::Tick(ts_ns) => Some(ts_ns),
-            Event::Probe(p) => Some(p.meta.ts_ns),
-            Event::End => self.state.totals.last_ts_ns,
-        };
-        for f in out.iter_mut().skip(from) {
-            if let Finding::Anomaly(a) = f {
-                if a.ts_ns.is_none() {
-                    a.ts_ns = ts;
-                }
-            }
-        }
     }
 
     /// Live mode with probes: the transactions `event` completed wait for
@@ -438,19 +415,19 @@ impl Engine {
                 self.state.totals.probe_records += 1;
                 let from = out.len();
                 self.kernel.handle(&mut self.ids, p, out);
-                self.count_kernel_findings(from, out);
+                self.adopt_kernel_findings(from, out);
             }
             Event::Tick(ts) => {
                 self.state.totals.saw(ts);
                 let from = out.len();
                 self.kernel.tick(&mut self.ids, ts, out);
-                self.count_kernel_findings(from, out);
+                self.adopt_kernel_findings(from, out);
             }
             Event::End => {
                 self.end(out);
                 let from = out.len();
                 self.kernel.end(&mut self.ids, out);
-                self.count_kernel_findings(from, out);
+                self.adopt_kernel_findings(from, out);
             }
         }
     }
@@ -464,22 +441,42 @@ impl Engine {
         xid: Option<u32>,
         message: String,
     ) {
-        // A message that began and ended in one frame names it once.
-        let mut frames = frames;
-        frames.dedup();
-        *self.state.anomaly_counts.entry(kind).or_insert(0) += 1;
-        if let Some(c) = conn.and_then(|c| self.state.connections.get_mut(&c)) {
-            c.anomalies += 1;
-        }
-        out.push(Finding::Anomaly(Box::new(Anomaly {
-            kind,
-            origin: Origin::Wire,
-            ts_ns: None,
+        let about = findings::About {
             frames,
             connection: conn,
             xid,
-            message,
-        })));
+            at: None,
+        };
+        let f = self
+            .findings
+            .anomaly(&mut self.state, (kind, Origin::Wire), about, message);
+        out.push(f);
+    }
+
+    /// Raises what a check found, on the frames, connection and XID it
+    /// is about.
+    fn raise(
+        &mut self,
+        out: &mut Vec<Finding>,
+        v: checks::Violation,
+        frames: Vec<u64>,
+        conn: Option<ConnId>,
+        xid: Option<u32>,
+    ) {
+        self.anomaly(out, v.kind, frames, conn, xid, v.message);
+    }
+
+    /// Raises what a check found, with all it is about.
+    fn raise_about(
+        &mut self,
+        out: &mut Vec<Finding>,
+        v: checks::Violation,
+        about: findings::About,
+    ) {
+        let f = self
+            .findings
+            .anomaly(&mut self.state, (v.kind, Origin::Wire), about, v.message);
+        out.push(f);
     }
 
     fn frame(&mut self, f: &Frame<'_>, out: &mut Vec<Finding>) {
@@ -493,23 +490,7 @@ impl Engine {
         // moving it would copy it for every frame.
         let mut d = stack::Dissection::default();
         f.dissect_into(&self.config.stack, &mut d);
-        match d.icrc {
-            Some(rdma_dissectors::ib::icrc::IcrcStatus::Valid) => t.icrc_valid += 1,
-            Some(rdma_dissectors::ib::icrc::IcrcStatus::Invalid { found, computed }) => {
-                t.icrc_invalid += 1;
-                let conn = d.bth().and_then(|b| self.conn_of_dest(&d, b.dest_qp));
-                self.anomaly(
-                    out,
-                    Kind::IcrcMismatch,
-                    vec![number],
-                    conn,
-                    None,
-                    format!("ICRC is {found:#010x} but the frame's contents give {computed:#010x}: the frame was corrupted on the wire or by the capture"),
-                );
-            }
-            Some(_) => t.icrc_unchecked += 1,
-            None => {}
-        }
+        self.icrc_verdict(number, &d, out);
         if !self.deferred.is_empty() && !wire::rdma::continues_transfer(&d) {
             // Anything else may read or end the transactions they belong to.
             self.flush_deferred();
@@ -520,34 +501,10 @@ impl Engine {
         {
             return self.fragmented(number, &d, out);
         }
-        if d.cut {
-            t_cut(&mut self.state.totals);
-        }
-        // A layer that runs past a snap length is not there, not malformed.
-        let cut_short = d.cut && matches!(d.stop, Some(rdma_dissectors::Error::Truncated { .. }));
-        if cut_short
-            && d.transport.is_none()
-            && (d.udp.is_some() || d.grh.is_some() || d.lrh.is_some())
-        {
-            self.state.totals.headers_cut += 1;
-        }
+        let cut_short = self.count_cut(&d);
         let Some(bth) = d.bth() else {
             if let (Some(e), false) = (d.stop, cut_short) {
-                // A frame that got as far as UDP to the RoCEv2 port but no further.
-                if d.udp
-                    .is_some_and(|u| u.destination_port == self.config.stack.rocev2_port)
-                    || d.grh.is_some()
-                    || d.lrh.is_some()
-                {
-                    self.anomaly(
-                        out,
-                        Kind::Malformed,
-                        vec![number],
-                        None,
-                        None,
-                        format!("frame could not be dissected: {e}"),
-                    );
-                }
+                self.not_rdma(number, &d, e, out);
             }
             return;
         };
@@ -581,6 +538,64 @@ impl Engine {
         self.rc_frame(number, ts, src, dest, &d, out);
     }
 
+    /// Counts the frame's ICRC verdict; a mismatch is an anomaly.
+    fn icrc_verdict(&mut self, number: u64, d: &stack::Dissection<'_>, out: &mut Vec<Finding>) {
+        let t = &mut self.state.totals;
+        match d.icrc {
+            Some(IcrcStatus::Valid) => t.icrc_valid += 1,
+            Some(IcrcStatus::Invalid { found, computed }) => {
+                t.icrc_invalid += 1;
+                let conn = d.bth().and_then(|b| self.conn_of_dest(d, b.dest_qp));
+                let v = checks::iba::icrc(found, computed);
+                self.raise(out, v, vec![number], conn, None);
+            }
+            Some(_) => t.icrc_unchecked += 1,
+            None => {}
+        }
+    }
+
+    /// Counts a frame a snap length cut, and says whether a layer ran past
+    /// the cut: that layer is not there, not malformed.
+    fn count_cut(&mut self, d: &stack::Dissection<'_>) -> bool {
+        if d.cut {
+            t_cut(&mut self.state.totals);
+        }
+        let cut_short = d.cut && matches!(d.stop, Some(rdma_dissectors::Error::Truncated { .. }));
+        if cut_short
+            && d.transport.is_none()
+            && (d.udp.is_some() || d.grh.is_some() || d.lrh.is_some())
+        {
+            self.state.totals.headers_cut += 1;
+        }
+        cut_short
+    }
+
+    /// A frame without a BTH that the dissectors stopped in: malformed when
+    /// it got as far as UDP to the RoCEv2 port, a GRH or an LRH, but no further.
+    #[cold]
+    fn not_rdma(
+        &mut self,
+        number: u64,
+        d: &stack::Dissection<'_>,
+        e: rdma_dissectors::Error,
+        out: &mut Vec<Finding>,
+    ) {
+        if d.udp
+            .is_some_and(|u| u.destination_port == self.config.stack.rocev2_port)
+            || d.grh.is_some()
+            || d.lrh.is_some()
+        {
+            self.anomaly(
+                out,
+                Kind::Malformed,
+                vec![number],
+                None,
+                None,
+                format!("frame could not be dissected: {e}"),
+            );
+        }
+    }
+
     /// Counts the fabric's congestion signals on a frame, on the connection
     /// of its destination QP: for a CE-marked or FECN packet the QP it
     /// congested on its way to, for a CNP or BECN the QP whose sending
@@ -611,14 +626,8 @@ impl Engine {
         let (src, dst) = d.ip.map_or((String::new(), String::new()), |ip| {
             (ip.source().to_string(), ip.destination().to_string())
         });
-        self.anomaly(
-            out,
-            Kind::IpFragment,
-            vec![number],
-            conn,
-            None,
-            format!("RoCEv2 packet from {src} to {dst} in IPv4 fragments: RoCEv2 packets are sent whole (Don't Fragment); the fragment is left out, and its packet with it"),
-        );
+        let v = checks::iba::ip_fragment(&src, &dst);
+        self.raise(out, v, vec![number], conn, None);
     }
 
     fn conn_of_dest(&self, d: &stack::Dissection<'_>, qpn: Qpn) -> Option<ConnId> {
@@ -672,15 +681,11 @@ impl Engine {
         }
     }
 
-    fn count_kernel_findings(&mut self, from: usize, out: &[Finding]) {
-        for f in out.get(from..).unwrap_or_default() {
-            match f {
-                Finding::Transaction(_) => self.state.totals.probe_transactions += 1,
-                Finding::Anomaly(a) => {
-                    *self.state.anomaly_counts.entry(a.kind).or_default() += 1;
-                }
-            }
-        }
+    /// The kernel correlator pushes its findings itself: the collector
+    /// stamps and counts them as it would have made them.
+    fn adopt_kernel_findings(&mut self, from: usize, out: &mut [Finding]) {
+        let found = out.get_mut(from..).unwrap_or_default();
+        self.findings.adopt(&mut self.state, found);
     }
 
     fn end(&mut self, out: &mut Vec<Finding>) {

@@ -6,10 +6,11 @@ use std::collections::HashMap;
 
 use rdma_dissectors::nfs;
 use rdma_dissectors::oncrpc::{AcceptStat, MsgBody, ReplyBody, RpcMsg};
-use rdma_dissectors::rpcrdma::{self, Body, Chunks, Proc, RdmaError, RpcRdmaHeader, Xid};
+use rdma_dissectors::rpcrdma::{Body, Chunks, Proc, RdmaError, RpcRdmaHeader, Xid};
 
 use super::index::Tag;
 use super::state::{Message, Parked, Reassembly, Txn, CLIENT_CONNS};
+use crate::checks::{self, rfc8166, rfc8797};
 use crate::describe::{fill_call, fill_nfs_status, reply_status};
 use crate::keys::{Addr, CallKey, ConnId, Origin};
 use crate::model::{
@@ -239,6 +240,109 @@ impl Engine {
         }
     }
 
+    /// The RPC-over-RDMA header of a whole message, judged (RFC 8166 4.5,
+    /// 4.6); `None` when it is not RPC-over-RDMA, or too broken to go on.
+    fn decode_header<'a>(
+        &mut self,
+        m: &Message<'a>,
+        known_conn: Option<ConnId>,
+        known_rpcrdma: bool,
+        out: &mut Vec<Finding>,
+    ) -> Option<(RpcRdmaHeader<'a>, &'a [u8])> {
+        // RFC 8166 4.5: a message shorter than the minimal 28-byte header
+        // must be discarded. That minimum is RDMA_MSG's with three empty
+        // lists; RDMA_ERROR/ERR_CHUNK (20 bytes, what Linux sends) and
+        // RDMA_DONE (16) are complete in fewer by their own XDR (4.1.2), so
+        // they are judged by that instead of being called short.
+        let complete_short = matches!(
+            RpcRdmaHeader::parse_fixed(m.bytes).map(|f| f.proc),
+            Ok(Proc::Error | Proc::Done)
+        ) && RpcRdmaHeader::parse(m.bytes).is_ok();
+        if let Some(v) = rfc8166::short_header(m.bytes.len(), complete_short) {
+            if let (Some(c), false) = (known_conn, known_rpcrdma) {
+                self.carries(c, Carries::Other);
+            }
+            if known_rpcrdma {
+                self.raise(out, v, vec![m.frame], known_conn, None);
+            }
+            return None;
+        }
+        let fixed = RpcRdmaHeader::parse_fixed(m.bytes).ok();
+        let Some(fixed) =
+            fixed.filter(|f| known_rpcrdma || (f.vers == 1 && !matches!(f.proc, Proc::Unknown(_))))
+        else {
+            // Not RPC-over-RDMA as far as anyone can tell (another upper layer).
+            if let Some(c) = known_conn {
+                self.carries(c, Carries::Other);
+            }
+            return None;
+        };
+        let xid = fixed.xid.0;
+        self.state.totals.rpcrdma_messages += 1;
+        if let Some(v) = rfc8166::version(fixed.vers, fixed.proc) {
+            self.raise(out, v, vec![m.frame], known_conn, Some(xid));
+            return None;
+        }
+        let (hdr, stream) = match RpcRdmaHeader::parse(m.bytes) {
+            Ok(h) => h,
+            Err(e) => {
+                let v = rfc8166::undecodable(fixed.proc, &e);
+                self.raise(out, v, vec![m.frame], known_conn, Some(xid));
+                return None;
+            }
+        };
+        if let Some(v) = rfc8166::obsolete(fixed.proc) {
+            self.raise(out, v, vec![m.frame], known_conn, Some(xid));
+            if fixed.proc == Proc::Done {
+                return None;
+            }
+        }
+        Some((hdr, stream))
+    }
+
+    /// Whether a message to `m.dest` is a call: its RPC message says so;
+    /// an RDMA_ERROR is a reply; otherwise the QP's role on a known
+    /// connection (`None` when neither tells).
+    fn is_call(
+        &self,
+        m: &Message<'_>,
+        known_conn: Option<ConnId>,
+        xid: u32,
+        (rpc, body): (Option<&RpcMsg<'_>>, Body<'_>),
+    ) -> Option<bool> {
+        let dest_is_client = known_conn
+            .and_then(|c| self.state.connections.get(&c))
+            .map(|c| c.client == Some(m.dest));
+        match (rpc, body) {
+            (Some(r), _) => Some(matches!(r.body, MsgBody::Call(_))),
+            (None, Body::Error(_)) => Some(false),
+            (None, _) if m.cut => known_conn
+                .zip(dest_is_client)
+                .map(|(c, to_client)| self.cut_is_call(c, to_client, xid)),
+            (None, _) => dest_is_client.map(|to_client| !to_client),
+        }
+    }
+
+    /// The connection an RPC-over-RDMA message belongs to (found or made
+    /// from traffic), noted as carrying RPC-over-RDMA and as active.
+    fn conn_of_message(
+        &mut self,
+        m: &Message<'_>,
+        is_call: Option<bool>,
+        xid: u32,
+        out: &mut Vec<Finding>,
+    ) -> Option<ConnId> {
+        let conn = match (is_call, m.cut) {
+            (None, true) => self.conn_for_cut_message(m, xid, out),
+            _ => self.conn_for_message(m, is_call, xid, out),
+        }?;
+        self.carries(conn, Carries::RpcRdma);
+        if let Some(c) = self.state.connections.get_mut(&conn) {
+            c.last_ts_ns = m.ts;
+        }
+        Some(conn)
+    }
+
     /// Handles one whole RPC-over-RDMA message.
     pub(crate) fn message(&mut self, m: Message<'_>, out: &mut Vec<Finding>) {
         let known_conn = self.qps.get(&m.dest).and_then(|q| q.conn);
@@ -253,123 +357,20 @@ impl Engine {
         {
             return self.cut_message(&m, known_conn, known_rpcrdma, out);
         }
-        // RFC 8166 4.5: a message shorter than the minimal 28-byte header
-        // must be discarded. That minimum is RDMA_MSG's with three empty
-        // lists; RDMA_ERROR/ERR_CHUNK (20 bytes, what Linux sends) and
-        // RDMA_DONE (16) are complete in fewer by their own XDR (4.1.2), so
-        // they are judged by that instead of being called short.
-        let complete_short = matches!(
-            RpcRdmaHeader::parse_fixed(m.bytes).map(|f| f.proc),
-            Ok(Proc::Error | Proc::Done)
-        ) && RpcRdmaHeader::parse(m.bytes).is_ok();
-        if m.bytes.len() < rpcrdma::MIN_HEADER_LEN && !complete_short {
-            if let (Some(c), false) = (known_conn, known_rpcrdma) {
-                self.carries(c, Carries::Other);
-            }
-            if known_rpcrdma {
-                self.anomaly(
-                    out,
-                    Kind::ShortHeader,
-                    vec![m.frame],
-                    known_conn,
-                    None,
-                    format!("a {}-byte Send is shorter than the 28-byte RPC-over-RDMA minimum; the receiver must discard it", m.bytes.len()),
-                );
-            }
-            return;
-        }
-        let fixed = RpcRdmaHeader::parse_fixed(m.bytes).ok();
-        let Some(fixed) =
-            fixed.filter(|f| known_rpcrdma || (f.vers == 1 && !matches!(f.proc, Proc::Unknown(_))))
-        else {
-            // Not RPC-over-RDMA as far as anyone can tell (another upper layer).
-            if let Some(c) = known_conn {
-                self.carries(c, Carries::Other);
-            }
+        let Some((hdr, stream)) = self.decode_header(&m, known_conn, known_rpcrdma, out) else {
             return;
         };
-        let xid = fixed.xid.0;
-        self.state.totals.rpcrdma_messages += 1;
-        let dest_is_client = known_conn
-            .and_then(|c| self.state.connections.get(&c))
-            .map(|c| c.client == Some(m.dest));
-        if fixed.vers != 1 && fixed.proc != Proc::Error {
-            self.anomaly(
-                out,
-                Kind::VersionMismatch,
-                vec![m.frame],
-                known_conn,
-                Some(xid),
-                format!("RPC-over-RDMA version {} (only version 1 exists); the receiver should answer RDMA_ERROR/ERR_VERS", fixed.vers),
-            );
-            return;
-        }
-        let hdr = match RpcRdmaHeader::parse(m.bytes) {
-            Ok((h, stream)) => (h, stream),
-            Err(e) => {
-                let kind = if matches!(fixed.proc, Proc::Unknown(_)) {
-                    Kind::BadProc
-                } else {
-                    Kind::Malformed
-                };
-                self.anomaly(
-                    out,
-                    kind,
-                    vec![m.frame],
-                    known_conn,
-                    Some(xid),
-                    format!("RPC-over-RDMA header could not be decoded: {e}"),
-                );
-                return;
-            }
-        };
-        let (hdr, stream) = hdr;
-        if fixed.proc.is_obsolete() {
-            let kind = if fixed.proc == Proc::Msgp {
-                Kind::MsgpUsed
-            } else {
-                Kind::DoneUsed
-            };
-            self.anomaly(
-                out,
-                kind,
-                vec![m.frame],
-                known_conn,
-                Some(xid),
-                format!(
-                    "{} is no longer part of RPC-over-RDMA version 1 (RFC 8166 4.6)",
-                    fixed.proc.name().unwrap_or("?")
-                ),
-            );
-            if fixed.proc == Proc::Done {
-                return;
-            }
-        }
+        let xid = hdr.xid.0;
         // Which way: an RPC message in the stream says so; otherwise the QP's role.
         let rpc = match hdr.body {
             Body::Msg(_) | Body::Msgp { .. } => RpcMsg::parse(stream).ok().map(|(r, _)| r),
             _ => None,
         };
-        let is_call = match (&rpc, hdr.body) {
-            (Some(r), _) => Some(matches!(r.body, MsgBody::Call(_))),
-            (None, Body::Error(_)) => Some(false),
-            (None, _) if m.cut => known_conn
-                .zip(dest_is_client)
-                .map(|(c, to_client)| self.cut_is_call(c, to_client, xid)),
-            (None, _) => dest_is_client.map(|to_client| !to_client),
-        };
-        let conn = match (is_call, m.cut) {
-            (None, true) => self.conn_for_cut_message(&m, xid, out),
-            _ => self.conn_for_message(&m, is_call, xid, out),
-        };
+        let is_call = self.is_call(&m, known_conn, xid, (rpc.as_ref(), hdr.body));
         // Its frame is counted unassociated by `rc_frame`, once.
-        let Some(conn) = conn else {
+        let Some(conn) = self.conn_of_message(&m, is_call, xid, out) else {
             return;
         };
-        self.carries(conn, Carries::RpcRdma);
-        if let Some(c) = self.state.connections.get_mut(&conn) {
-            c.last_ts_ns = m.ts;
-        }
         let dest_is_client = self
             .state
             .connections
@@ -377,15 +378,8 @@ impl Engine {
             .map(|c| c.client == Some(m.dest))
             .unwrap_or(false);
         if let (Some(r), Body::Msg(_) | Body::Msgp { .. }) = (&rpc, hdr.body) {
-            if r.xid != xid {
-                self.anomaly(
-                    out,
-                    Kind::XidMismatch,
-                    vec![m.frame],
-                    Some(conn),
-                    Some(xid),
-                    format!("rdma_xid {xid:#010x} differs from the XID {:#010x} of the RPC message it carries", r.xid),
-                );
+            if let Some(v) = rfc8166::xid_mismatch(xid, r.xid) {
+                self.raise(out, v, vec![m.frame], Some(conn), Some(xid));
             }
         }
         if let Body::Error(err) = hdr.body {
@@ -395,33 +389,15 @@ impl Engine {
         let chunks = hdr.chunks().unwrap_or_default();
         // A backchannel call arrives at the client; a forward call at the server.
         let call = is_call.unwrap_or(!dest_is_client);
-        // RDMA_NOMSG leaves the Payload stream to a chunk: a call's goes in a
-        // position-zero read chunk (RFC 8166 3.5.3, a Long Call), a reply's in
-        // the reply chunk the call offered. A reply chunk cannot carry a call:
-        // it is for the responder to write the reply into (4.2.4).
-        let nowhere = match (hdr.proc == Proc::Nomsg, call) {
-            (false, _) => None,
-            (true, true) if !chunks.has_position_zero() => {
-                Some(if chunks.reply_chunk().is_some() {
-                    "RDMA_NOMSG call with only a reply chunk: a call's RPC message travels in a position-zero read chunk, and a reply chunk is for the reply"
-                } else {
-                    "RDMA_NOMSG call without a position-zero read chunk: its RPC message is nowhere"
-                })
+        if hdr.proc == Proc::Nomsg {
+            let v = rfc8166::nomsg_without_chunks(rfc8166::NomsgChunks {
+                call,
+                position_zero: chunks.has_position_zero(),
+                reply_chunk: chunks.reply_chunk().is_some(),
+            });
+            if let Some(v) = v {
+                self.raise(out, v, vec![m.frame], Some(conn), Some(xid));
             }
-            (true, false) if chunks.reply_chunk().is_none() => {
-                Some("RDMA_NOMSG reply without a reply chunk: its RPC message is nowhere")
-            }
-            (true, _) => None,
-        };
-        if let Some(why) = nowhere {
-            self.anomaly(
-                out,
-                Kind::NomsgWithoutChunks,
-                vec![m.frame],
-                Some(conn),
-                Some(xid),
-                why.to_string(),
-            );
         }
         let d = Decoded {
             m: &m,
@@ -451,38 +427,11 @@ impl Engine {
         dest_is_client: bool,
         out: &mut Vec<Finding>,
     ) {
-        let (kind, what) = match err {
-            RdmaError::Vers { low, high } => (
-                Kind::ErrVers,
-                format!("ERR_VERS (the sender supports versions {low} to {high})"),
-            ),
-            RdmaError::Chunk => (
-                Kind::ErrChunk,
-                "ERR_CHUNK (the peer could not decode the header or its chunks)".to_string(),
-            ),
-            RdmaError::Unknown(v) => (Kind::Malformed, format!("an unknown error code {v}")),
-            _ => (Kind::Malformed, "an unknown error".to_string()),
-        };
-        if !dest_is_client {
-            self.anomaly(
-                out,
-                Kind::ErrorFromRequester,
-                vec![m.frame],
-                Some(conn),
-                Some(xid),
-                format!(
-                    "the requester sent RDMA_ERROR ({what}); only a responder may (RFC 8166 4.5)"
-                ),
-            );
+        let (from_requester, error) = checks::on_rdma_error(err, xid, dest_is_client);
+        let kind = error.kind;
+        for v in from_requester.into_iter().chain([error]) {
+            self.raise(out, v, vec![m.frame], Some(conn), Some(xid));
         }
-        self.anomaly(
-            out,
-            kind,
-            vec![m.frame],
-            Some(conn),
-            Some(xid),
-            format!("RDMA_ERROR for xid {xid:#010x}: {what}"),
-        );
         // It answers the call: close the transaction.
         let key = CallKey {
             backchannel: false,
@@ -501,88 +450,18 @@ impl Engine {
             conn,
             backchannel,
             xid,
-            credits,
-            proc,
-            chunks: seen,
-            header_len,
-            rpc,
+            ..
         } = *d;
         let key = CallKey {
             backchannel,
             xid: Xid(xid),
         };
-        let chunks = seen.unwrap_or_default();
         let mut anomalies = Vec::new();
         // A forward call flows client to server; a backchannel call the other way.
         if self.inline_exceeded(m, conn, xid, !backchannel, out) {
             anomalies.push(Kind::InlineThresholdExceeded);
         }
-        let header_bytes = m.bytes.get(..header_len.unwrap_or(m.bytes.len()));
-        let header = CallHeader::Wire(header_bytes.unwrap_or_default().into());
-        let mut rec = Transaction {
-            backchannel,
-            call_transfer: match seen {
-                Some(c) if c.has_position_zero() => Transfer::LongCall,
-                Some(c) if c.read_count() > 0 => Transfer::ReadChunks,
-                Some(_) => Transfer::Inline,
-                // RDMA_NOMSG says where the call went even when its lists are cut.
-                None if proc == Some(Proc::Nomsg) => Transfer::LongCall,
-                None => Transfer::Unknown,
-            },
-            call_len: u32::try_from(m.total).unwrap_or(u32::MAX),
-            credits_requested: credits,
-            anomalies,
-            write_chunks: seen.map(|c| c.write_count() as u32),
-            empty_write_chunks: seen
-                .map(|c| c.write_list().filter(|w| w.is_empty()).count() as u32),
-            cut: seen.is_none(),
-            ..Transaction::new(Origin::Wire, conn, xid, m.frame, m.ts, header)
-        };
-        if let Some(
-            msg @ RpcMsg {
-                body: MsgBody::Call(c),
-                ..
-            },
-        ) = rpc
-        {
-            let ddp = nfs::Ddp::new(chunks, msg.header_len());
-            fill_call(&mut rec, c.prog, c.vers, c.proc, c.args, ddp);
-        }
-        for r in chunks.read_list() {
-            rec.chunks.push(SegmentUse::advertised(
-                ChunkKind::Read,
-                0,
-                Some(r.position),
-                r.segment,
-            ));
-        }
-        for (i, w) in chunks.write_list().enumerate() {
-            for seg in w.segments() {
-                rec.chunks.push(SegmentUse::advertised(
-                    ChunkKind::Write,
-                    i as u32,
-                    None,
-                    seg,
-                ));
-            }
-        }
-        if let Some(rc) = chunks.reply_chunk() {
-            for seg in rc.segments() {
-                rec.chunks
-                    .push(SegmentUse::advertised(ChunkKind::Reply, 0, None, seg));
-            }
-        }
-        let cap = self.config.max_ladder_steps;
-        rec.step(
-            cap,
-            m.frame,
-            m.ts,
-            !backchannel,
-            StepWhat::CallSend {
-                bytes: m.total,
-                invalidate: m.invalidate,
-            },
-        );
+        let mut rec = call_record(d, anomalies, self.config.max_ladder_steps);
         self.state.totals.calls += 1;
         // An XID sent again while its earlier call waits for a reply: RFC
         // 8166 section 3 (as RFC 5531 section 9) retires an XID only with
@@ -593,34 +472,66 @@ impl Engine {
             .get(&conn)
             .and_then(|c| c.outstanding.get(&key))
             .map(|t| t.rec.call_frame);
-        if let Some(before) = earlier {
-            rec.anomalies.push(Kind::XidReused);
-            self.anomaly(
-                out,
-                Kind::XidReused,
-                vec![before, m.frame],
-                Some(conn),
-                Some(xid),
-                format!("xid {xid:#010x} sent again (frame {}) while its call of frame {before} is still outstanding on {conn}: an XID is retired only by its reply (RFC 8166 3); replies are paired with these calls in the order they were sent", m.frame),
-            );
+        if let Some(v) = rfc8166::xid_reused(xid, earlier, m.frame, conn) {
+            rec.anomalies.push(v.kind);
+            let frames = vec![earlier.unwrap_or_default(), m.frame];
+            self.raise(out, v, frames, Some(conn), Some(xid));
         }
         if !backchannel {
-            if !self.conns.parked_order.is_empty() {
-                self.expire_parked(m.ts, out);
-            }
-            let earlier = match self.unpark(m.src, key) {
-                Some(p) => Some(p),
-                None => self.outstanding_elsewhere(m.src, conn, key),
-            };
-            if let Some(p) = earlier {
-                self.sent_again(p, &mut rec, m, out);
-            }
-            self.conns.retries.expire(m.ts);
-            self.conns.retries.sent(m.src, &mut rec);
+            self.forward_call_history(&mut rec, m, key, out);
         }
         self.make_room_for_call(conn, out);
-        // The calls outstanding in this call's direction: a backchannel
-        // call is not one of the forward calls the credits count.
+        self.credits_at_call(&mut rec, d, out);
+        self.insert_call(
+            conn,
+            key,
+            Txn {
+                rec,
+                seq: 0,
+                cost: 0,
+                first_read_ts: None,
+                last_read_ts: None,
+                first_write_ts: None,
+                last_write_ts: None,
+                reply_head: None,
+            },
+        );
+    }
+
+    /// What came before a forward call `rec` of the same client: the same
+    /// call left unanswered on a connection that went away (sent again),
+    /// and the NFS error it may be the retry of.
+    fn forward_call_history(
+        &mut self,
+        rec: &mut Transaction,
+        m: &Message<'_>,
+        key: CallKey,
+        out: &mut Vec<Finding>,
+    ) {
+        if !self.conns.parked_order.is_empty() {
+            self.expire_parked(m.ts, out);
+        }
+        let earlier = match self.unpark(m.src, key) {
+            Some(p) => Some(p),
+            None => self.outstanding_elsewhere(m.src, rec.connection, key),
+        };
+        if let Some(p) = earlier {
+            self.sent_again(p, rec, m, out);
+        }
+        self.conns.retries.expire(m.ts);
+        self.conns.retries.sent(m.src, rec);
+    }
+
+    /// The calls in flight with call `rec` and the credits they use: a
+    /// forward call past the responder's grant overruns it (RFC 8166
+    /// 3.3.1); a backchannel call is not one of the calls credits count.
+    fn credits_at_call(
+        &mut self,
+        rec: &mut Transaction,
+        d: &Decoded<'_, '_>,
+        out: &mut Vec<Finding>,
+    ) {
+        let (conn, backchannel, credits) = (d.conn, d.backchannel, d.credits);
         let in_flight = self
             .conns
             .corr
@@ -639,37 +550,14 @@ impl Engine {
                 }
                 c.in_flight = in_flight;
                 c.peak_in_flight = c.peak_in_flight.max(in_flight);
-                if c.granted.is_some_and(|g| in_flight > g) {
-                    overrun = c.granted;
-                }
-                c.credit_update(m.ts, points);
+                overrun = rfc8166::credit_overrun(in_flight, c.granted);
+                c.credit_update(d.m.ts, points);
             }
         }
-        if let Some(g) = overrun {
-            rec.anomalies.push(Kind::CreditOverrun);
-            self.anomaly(
-                out,
-                Kind::CreditOverrun,
-                vec![m.frame],
-                Some(conn),
-                Some(xid),
-                format!("{in_flight} calls outstanding but the responder granted only {g} credits"),
-            );
+        if let Some(v) = overrun {
+            rec.anomalies.push(v.kind);
+            self.raise(out, v, vec![d.m.frame], Some(conn), Some(d.xid));
         }
-        self.insert_call(
-            conn,
-            key,
-            Txn {
-                rec,
-                seq: 0,
-                cost: 0,
-                first_read_ts: None,
-                last_read_ts: None,
-                first_write_ts: None,
-                last_write_ts: None,
-                reply_head: None,
-            },
-        );
     }
 
     /// The call `key` still outstanding on another, older connection of
@@ -745,22 +633,20 @@ impl Engine {
             .clone_from(&first.earlier_connections);
         rec.earlier_connections.push(first.connection);
         rec.anomalies.push(Kind::CallRetransmitted);
-        let xid = rec.xid;
         let proc = rec.procedure_label();
-        let waited = m.ts.saturating_sub(first.first_call_ts_ns) as f64 / 1e9;
-        let msg = format!(
-            "call {proc} (xid {xid:#010x}) sent again on {} (frame {}) {waited:.3} s after its first transmission (frame {}) on {}, unanswered there ({}): one operation, {} transmissions",
-            rec.connection, m.frame, first.first_call_frame, first.connection, p.why, rec.transmissions
-        );
+        let v = rfc8166::call_retransmitted(&rfc8166::SentAgain {
+            proc: &proc,
+            xid: rec.xid,
+            conn: rec.connection,
+            frame: m.frame,
+            waited_s: m.ts.saturating_sub(first.first_call_ts_ns) as f64 / 1e9,
+            first_frame: first.first_call_frame,
+            first_conn: first.connection,
+            why: &p.why,
+            transmissions: rec.transmissions,
+        });
         let frames = vec![first.first_call_frame, m.frame];
-        self.anomaly(
-            out,
-            Kind::CallRetransmitted,
-            frames,
-            Some(rec.connection),
-            Some(xid),
-            msg,
-        );
+        self.raise(out, v, frames, Some(rec.connection), Some(rec.xid));
     }
 
     /// Checks a Send against the inline threshold the CM exchange negotiated
@@ -781,22 +667,10 @@ impl Engine {
                 c.reply_inline_threshold()
             }
         });
-        let Some(th) = threshold.filter(|&th| m.total > th as usize) else {
+        let Some(v) = rfc8797::inline_threshold(m.total, threshold, client_to_server) else {
             return false;
         };
-        let instead = if client_to_server {
-            "a Long Call (position-zero read chunk)"
-        } else {
-            "the reply chunk (Long Reply)"
-        };
-        self.anomaly(
-            out,
-            Kind::InlineThresholdExceeded,
-            vec![m.first_frame, m.frame],
-            Some(conn),
-            Some(xid),
-            format!("Send of {} bytes exceeds the {th}-byte inline threshold the peers negotiated for this direction; it should have used {instead}", m.total),
-        );
+        self.raise(out, v, vec![m.first_frame, m.frame], Some(conn), Some(xid));
         true
     }
 
@@ -809,36 +683,18 @@ impl Engine {
             credits,
             proc,
             chunks: seen,
-            header_len: _,
-            rpc,
+            ..
         } = *d;
         let chunks = seen.unwrap_or_default();
         let mut kinds = Vec::new();
-        if chunks.read_count() > 0 {
-            kinds.push(Kind::ReadListInReply);
-            self.anomaly(
-                out,
-                Kind::ReadListInReply,
-                vec![m.frame],
-                Some(conn),
-                Some(xid),
-                format!(
-                    "reply carries a read list of {} segments; replies must not (RFC 8166 4.3.1)",
-                    chunks.read_count()
-                ),
-            );
-        }
-        if !backchannel && credits == Some(0) {
-            kinds.push(Kind::ZeroCreditGrant);
-            self.anomaly(
-                out,
-                Kind::ZeroCreditGrant,
-                vec![m.frame],
-                Some(conn),
-                Some(xid),
-                "reply grants zero credits: the requester can never send again (deadlock)"
-                    .to_string(),
-            );
+        let header = checks::ReplyHeader {
+            read_segments: chunks.read_count(),
+            backchannel,
+            credits,
+        };
+        for v in checks::on_reply(header) {
+            kinds.push(v.kind);
+            self.raise(out, v, vec![m.frame], Some(conn), Some(xid));
         }
         if self.inline_exceeded(m, conn, xid, backchannel, out) {
             kinds.push(Kind::InlineThresholdExceeded);
@@ -855,14 +711,8 @@ impl Engine {
             xid: Xid(xid),
         };
         let Some(mut t) = self.take_call(conn, key) else {
-            self.anomaly(
-                out,
-                Kind::ReplyWithoutCall,
-                vec![m.frame],
-                Some(conn),
-                Some(xid),
-                format!("reply to xid {xid:#010x} whose call is not in the capture (sent before it started, or lost)"),
-            );
+            let v = rfc8166::reply_without_call(xid);
+            self.raise(out, v, vec![m.frame], Some(conn), Some(xid));
             return;
         };
         t.rec.anomalies.extend(kinds);
@@ -883,47 +733,23 @@ impl Engine {
             self.finish_txn(t, m, m.invalidate, out);
             return;
         }
-        // The responder returns the write list with the lengths it wrote
-        // (RFC 8166 3.4.6); line them up with the call's segments.
-        let reported: Vec<Vec<u32>> = chunks
-            .write_list()
-            .map(|w| w.segments().map(|s| s.length).collect())
-            .collect();
-        let mut index_in_chunk: HashMap<u32, usize> = HashMap::new();
-        for s in t
-            .rec
-            .chunks
-            .iter_mut()
-            .filter(|s| s.kind == ChunkKind::Write)
-        {
-            let j = index_in_chunk.entry(s.chunk).or_insert(0);
-            s.reported_length = reported
-                .get(s.chunk as usize)
-                .and_then(|c| c.get(*j))
-                .copied();
-            *j += 1;
-        }
-        let mut moved_by_chunk: HashMap<u32, u64> = HashMap::new();
-        for s in t.rec.chunks.iter().filter(|s| s.kind == ChunkKind::Write) {
-            *moved_by_chunk.entry(s.chunk).or_default() +=
-                s.bytes_moved + u64::from(s.reported_length.unwrap_or(0));
-        }
-        t.rec.unused_write_chunks = t
-            .rec
-            .write_chunks
-            .map(|_| moved_by_chunk.values().filter(|&&v| v == 0).count() as u32);
-        if let Some(rc) = chunks.reply_chunk() {
-            let lens: Vec<u32> = rc.segments().map(|s| s.length).collect();
-            for (s, len) in t
-                .rec
-                .chunks
-                .iter_mut()
-                .filter(|s| s.kind == ChunkKind::Reply)
-                .zip(lens)
-            {
-                s.reported_length = Some(len);
-            }
-        }
+        reported_lengths(&mut t.rec, chunks);
+        self.reply_results(&mut t, d);
+        self.finish_txn(t, m, m.invalidate, out);
+    }
+
+    /// What the reply's RPC message says (its status, the NFS results),
+    /// read from the message or, for RDMA_NOMSG, from its reply chunk.
+    fn reply_results(&mut self, t: &mut Txn, d: &Decoded<'_, '_>) {
+        let Decoded {
+            m,
+            backchannel,
+            xid,
+            proc,
+            rpc,
+            ..
+        } = *d;
+        let chunks = d.chunks.unwrap_or_default();
         // An RDMA_NOMSG reply's RPC message is in its reply chunk: its
         // header is read from the chunk's first RDMA Write, when the XID
         // there is the call's.
@@ -958,7 +784,51 @@ impl Engine {
                 }
             }
         }
-        self.finish_txn(t, m, m.invalidate, out);
+    }
+
+    /// Counts a reply on its connection and in the totals: replies, chunk
+    /// bytes, latency, remote invalidations and credits. Returns, for a
+    /// remote invalidation the CM exchange did not negotiate, whether the
+    /// client and the server set R.
+    fn count_reply(
+        &mut self,
+        rec: &Transaction,
+        lat_ns: Option<u64>,
+        invalidate: Option<u32>,
+        ts: u64,
+    ) -> Option<(bool, bool)> {
+        let chunk_bytes: u64 = rec.chunks.iter().map(|s| s.bytes_moved).sum();
+        let conn = rec.connection;
+        let backchannel = rec.backchannel;
+        let bucket = lat_ns.map(|l| (64 - (l / 1000).max(1).leading_zeros() - 1).min(31) as usize);
+        let points = self.limits.credit_points;
+        let mut not_negotiated = None;
+        if let Some(c) = self.state.connections.get_mut(&conn) {
+            c.replies += 1;
+            c.chunk_bytes += chunk_bytes;
+            if let Some(slot) = bucket.and_then(|b| c.latency_log2_us.get_mut(b)) {
+                *slot += 1;
+            }
+            if invalidate.is_some() {
+                c.remote_invalidations += 1;
+                if let Some(n) = c.negotiated {
+                    if !n.remote_invalidation {
+                        let client_r = v1(c.client_private).is_some_and(|p| p.remote_invalidate);
+                        let server_r = v1(c.server_private).is_some_and(|p| p.remote_invalidate);
+                        not_negotiated = Some((client_r, server_r));
+                    }
+                }
+            }
+            if !backchannel {
+                c.credit_update(ts, points);
+            }
+        }
+        self.state.totals.replies += 1;
+        self.state.totals.chunk_bytes += chunk_bytes;
+        if invalidate.is_some() {
+            self.state.totals.remote_invalidations += 1;
+        }
+        not_negotiated
     }
 
     /// Completes a transaction with its reply message.
@@ -1002,99 +872,268 @@ impl Engine {
                 invalidate,
             },
         );
-        // Round trips (draft-dnoveck-nfsv4-rpcrdma-rtissues section 2.2).
-        let read = t.first_read_ts.is_some() || rec.call_transfer != Transfer::Inline;
-        let wrote = t.first_write_ts.is_some() || rec.reply_transfer == Transfer::ReplyChunk;
-        rec.round_trips = 1 + u8::from(read) + u8::from(wrote);
-        rec.responder_interrupts = 1 + u8::from(read) + u8::from(wrote);
-        let first_op = [t.first_read_ts, t.first_write_ts]
-            .into_iter()
-            .flatten()
-            .min();
-        let last_op = [t.last_read_ts, t.last_write_ts]
-            .into_iter()
-            .flatten()
-            .max();
-        rec.phases = Phases {
-            until_first_rdma_ns: first_op.unwrap_or(m.ts).checked_sub(rec.call_ts_ns),
-            read_ns: t
-                .first_read_ts
-                .zip(t.last_read_ts)
-                .and_then(|(a, b)| b.checked_sub(a)),
-            write_ns: t
-                .first_write_ts
-                .zip(t.last_write_ts)
-                .and_then(|(a, b)| b.checked_sub(a)),
-            reply_after_rdma_ns: last_op.and_then(|l| m.ts.checked_sub(l)),
+        round_trips_and_phases(&mut t, m.ts);
+        let invalidated = invalidate.map(|rkey| invalidated(&mut t.rec, rkey));
+        let not_negotiated = self.count_reply(&t.rec, lat_ns, invalidate, m.ts);
+        let sent = checks::ReplySent {
+            xid,
+            call_frame: t.rec.call_frame,
+            call_ts_ns: t.rec.call_ts_ns,
+            reply_frame: m.frame,
+            reply_ts_ns: m.ts,
+            invalidated,
+            not_negotiated,
         };
-        let mut inv_anoms = Vec::new();
-        if lat_ns.is_none() {
-            inv_anoms.push((
-                Kind::TimeWentBackwards,
-                format!(
-                    "the reply (frame {}) is stamped {:.1} µs before its call (frame {}): the capture's clock went backwards, so xid {xid:#010x}'s latency is unknown",
-                    m.frame,
-                    rec.call_ts_ns.saturating_sub(m.ts) as f64 / 1000.0,
-                    rec.call_frame
-                ),
-            ));
-        }
-        if let Some(rkey) = invalidate {
-            rec.remote_invalidated_rkey = Some(rkey);
-            let mut owned = false;
-            for s in rec.chunks.iter_mut().filter(|s| s.handle == rkey) {
-                s.remotely_invalidated = true;
-                owned = true;
-            }
-            // A call whose chunk lists the capture cut may own it.
-            if !owned && !rec.cut {
-                inv_anoms.push((
-                    Kind::InvalidatedForeignStag,
-                    format!("Send With Invalidate names rkey {rkey:#x}, which is not one of xid {xid:#010x}'s chunks: the requester's other I/O may lose its memory registration"),
-                ));
-            }
-        }
-        let chunk_bytes: u64 = rec.chunks.iter().map(|s| s.bytes_moved).sum();
-        let backchannel = rec.backchannel;
-        let bucket = lat_ns.map(|l| (64 - (l / 1000).max(1).leading_zeros() - 1).min(31) as usize);
-        let points = self.limits.credit_points;
-        let mut not_negotiated = None;
-        if let Some(c) = self.state.connections.get_mut(&conn) {
-            c.replies += 1;
-            c.chunk_bytes += chunk_bytes;
-            if let Some(slot) = bucket.and_then(|b| c.latency_log2_us.get_mut(b)) {
-                *slot += 1;
-            }
-            if invalidate.is_some() {
-                c.remote_invalidations += 1;
-                if let Some(n) = c.negotiated {
-                    if !n.remote_invalidation {
-                        let client_r = v1(c.client_private).is_some_and(|p| p.remote_invalidate);
-                        let server_r = v1(c.server_private).is_some_and(|p| p.remote_invalidate);
-                        not_negotiated = Some((client_r, server_r));
-                    }
-                }
-            }
-            if !backchannel {
-                c.credit_update(m.ts, points);
-            }
-        }
-        if let Some((cr, sr)) = not_negotiated {
-            let yn = |b: bool| if b { "set" } else { "did not set" };
-            inv_anoms.push((
-                Kind::RemoteInvalidationNotNegotiated,
-                format!("Send With Invalidate although the peers did not both advertise remote invalidation (client {} R, server {} R)", yn(cr), yn(sr)),
-            ));
-        }
-        self.state.totals.replies += 1;
-        self.state.totals.chunk_bytes += chunk_bytes;
-        if invalidate.is_some() {
-            self.state.totals.remote_invalidations += 1;
-        }
-        for (k, msg) in inv_anoms {
-            t.rec.anomalies.push(k);
-            self.anomaly(out, k, vec![m.frame], Some(conn), Some(xid), msg);
+        for v in checks::on_reply_sent(&sent) {
+            t.rec.anomalies.push(v.kind);
+            self.raise(out, v, vec![m.frame], Some(conn), Some(xid));
         }
         out.push(Finding::Transaction(Box::new(t.rec)));
+    }
+}
+
+/// Round trips (draft-dnoveck-nfsv4-rpcrdma-rtissues section 2.2) and the
+/// phases of a transaction whose reply was sent at `reply_ts`.
+fn round_trips_and_phases(t: &mut Txn, reply_ts: u64) {
+    let rec = &mut t.rec;
+    let read = t.first_read_ts.is_some() || rec.call_transfer != Transfer::Inline;
+    let wrote = t.first_write_ts.is_some() || rec.reply_transfer == Transfer::ReplyChunk;
+    rec.round_trips = 1 + u8::from(read) + u8::from(wrote);
+    rec.responder_interrupts = 1 + u8::from(read) + u8::from(wrote);
+    let first_op = [t.first_read_ts, t.first_write_ts]
+        .into_iter()
+        .flatten()
+        .min();
+    let last_op = [t.last_read_ts, t.last_write_ts]
+        .into_iter()
+        .flatten()
+        .max();
+    rec.phases = Phases {
+        until_first_rdma_ns: first_op.unwrap_or(reply_ts).checked_sub(rec.call_ts_ns),
+        read_ns: t
+            .first_read_ts
+            .zip(t.last_read_ts)
+            .and_then(|(a, b)| b.checked_sub(a)),
+        write_ns: t
+            .first_write_ts
+            .zip(t.last_write_ts)
+            .and_then(|(a, b)| b.checked_sub(a)),
+        reply_after_rdma_ns: last_op.and_then(|l| reply_ts.checked_sub(l)),
+    };
+}
+
+/// Marks the segments of `rec` a Send With Invalidate of `rkey` released;
+/// says whether one of them is that key's (`None`: the call's lists were
+/// cut, and may hold it).
+fn invalidated(rec: &mut Transaction, rkey: u32) -> (u32, Option<bool>) {
+    rec.remote_invalidated_rkey = Some(rkey);
+    let mut owned = false;
+    for s in rec.chunks.iter_mut().filter(|s| s.handle == rkey) {
+        s.remotely_invalidated = true;
+        owned = true;
+    }
+    (rkey, (!rec.cut).then_some(owned))
+}
+
+/// The lengths a reply's lists report, lined up with the segments its call
+/// advertised: the responder returns the write list with the lengths it
+/// wrote (RFC 8166 3.4.6), and the reply chunk with the reply's.
+fn reported_lengths(rec: &mut Transaction, chunks: Chunks<'_>) {
+    // The responder returns the write list with the lengths it wrote
+    // (RFC 8166 3.4.6); line them up with the call's segments.
+    let reported: Vec<Vec<u32>> = chunks
+        .write_list()
+        .map(|w| w.segments().map(|s| s.length).collect())
+        .collect();
+    let mut index_in_chunk: HashMap<u32, usize> = HashMap::new();
+    for s in rec.chunks.iter_mut().filter(|s| s.kind == ChunkKind::Write) {
+        let j = index_in_chunk.entry(s.chunk).or_insert(0);
+        s.reported_length = reported
+            .get(s.chunk as usize)
+            .and_then(|c| c.get(*j))
+            .copied();
+        *j += 1;
+    }
+    let mut moved_by_chunk: HashMap<u32, u64> = HashMap::new();
+    for s in rec.chunks.iter().filter(|s| s.kind == ChunkKind::Write) {
+        *moved_by_chunk.entry(s.chunk).or_default() +=
+            s.bytes_moved + u64::from(s.reported_length.unwrap_or(0));
+    }
+    rec.unused_write_chunks = rec
+        .write_chunks
+        .map(|_| moved_by_chunk.values().filter(|&&v| v == 0).count() as u32);
+    if let Some(rc) = chunks.reply_chunk() {
+        let lens: Vec<u32> = rc.segments().map(|s| s.length).collect();
+        for (s, len) in rec
+            .chunks
+            .iter_mut()
+            .filter(|s| s.kind == ChunkKind::Reply)
+            .zip(lens)
+        {
+            s.reported_length = Some(len);
+        }
+    }
+}
+
+/// The transaction a call message starts: how the call travelled, the
+/// chunks it advertised, its RPC and NFS fields, its first ladder step.
+fn call_record(d: &Decoded<'_, '_>, anomalies: Vec<Kind>, ladder_cap: usize) -> Transaction {
+    let Decoded {
+        m,
+        conn,
+        backchannel,
+        xid,
+        credits,
+        proc,
+        chunks: seen,
+        header_len,
+        rpc,
+    } = *d;
+    let chunks = seen.unwrap_or_default();
+    let header_bytes = m.bytes.get(..header_len.unwrap_or(m.bytes.len()));
+    let header = CallHeader::Wire(header_bytes.unwrap_or_default().into());
+    let mut rec = Transaction {
+        backchannel,
+        call_transfer: match seen {
+            Some(c) if c.has_position_zero() => Transfer::LongCall,
+            Some(c) if c.read_count() > 0 => Transfer::ReadChunks,
+            Some(_) => Transfer::Inline,
+            // RDMA_NOMSG says where the call went even when its lists are cut.
+            None if proc == Some(Proc::Nomsg) => Transfer::LongCall,
+            None => Transfer::Unknown,
+        },
+        call_len: u32::try_from(m.total).unwrap_or(u32::MAX),
+        credits_requested: credits,
+        anomalies,
+        write_chunks: seen.map(|c| c.write_count() as u32),
+        empty_write_chunks: seen.map(|c| c.write_list().filter(|w| w.is_empty()).count() as u32),
+        cut: seen.is_none(),
+        ..Transaction::new(Origin::Wire, conn, xid, m.frame, m.ts, header)
+    };
+    if let Some(
+        msg @ RpcMsg {
+            body: MsgBody::Call(c),
+            ..
+        },
+    ) = rpc
+    {
+        let ddp = nfs::Ddp::new(chunks, msg.header_len());
+        fill_call(&mut rec, c.prog, c.vers, c.proc, c.args, ddp);
+    }
+    advertise(&mut rec, chunks);
+    rec.step(
+        ladder_cap,
+        m.frame,
+        m.ts,
+        !backchannel,
+        StepWhat::CallSend {
+            bytes: m.total,
+            invalidate: m.invalidate,
+        },
+    );
+    rec
+}
+
+/// The chunk segments a call offers, in list order: read, write, reply.
+fn advertise(rec: &mut Transaction, chunks: Chunks<'_>) {
+    for r in chunks.read_list() {
+        rec.chunks.push(SegmentUse::advertised(
+            ChunkKind::Read,
+            0,
+            Some(r.position),
+            r.segment,
+        ));
+    }
+    for (i, w) in chunks.write_list().enumerate() {
+        for seg in w.segments() {
+            rec.chunks.push(SegmentUse::advertised(
+                ChunkKind::Write,
+                i as u32,
+                None,
+                seg,
+            ));
+        }
+    }
+    if let Some(rc) = chunks.reply_chunk() {
+        for seg in rc.segments() {
+            rec.chunks
+                .push(SegmentUse::advertised(ChunkKind::Reply, 0, None, seg));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rdma_dissectors::rpcrdma::Segment;
+
+    use super::*;
+
+    fn txn(call_transfer: Transfer, reply_transfer: Transfer) -> Txn {
+        let header = CallHeader::Wire(Vec::new().into());
+        Txn {
+            rec: Transaction {
+                call_transfer,
+                reply_transfer,
+                ..Transaction::new(Origin::Wire, ConnId(1), 7, 1, 1_000, header)
+            },
+            seq: 0,
+            cost: 0,
+            first_read_ts: None,
+            last_read_ts: None,
+            first_write_ts: None,
+            last_write_ts: None,
+            reply_head: None,
+        }
+    }
+
+    /// An inline call and reply take one round trip; a Long Call's read
+    /// and the reply's writes one each, and the phases split the latency
+    /// at the RDMA operations.
+    #[test]
+    fn round_trips_and_phases_count_the_rdma_operations() {
+        let mut t = txn(Transfer::Inline, Transfer::Inline);
+        round_trips_and_phases(&mut t, 5_000);
+        assert_eq!(
+            (t.rec.round_trips, t.rec.phases.until_first_rdma_ns),
+            (1, Some(4_000))
+        );
+        let mut t = txn(Transfer::LongCall, Transfer::WriteChunks);
+        t.first_read_ts = Some(1_500);
+        t.last_read_ts = Some(2_000);
+        t.first_write_ts = Some(3_000);
+        t.last_write_ts = Some(3_500);
+        round_trips_and_phases(&mut t, 4_000);
+        let p = t.rec.phases;
+        assert_eq!(t.rec.round_trips, 3);
+        assert_eq!(
+            (
+                p.until_first_rdma_ns,
+                p.read_ns,
+                p.write_ns,
+                p.reply_after_rdma_ns
+            ),
+            (Some(500), Some(500), Some(500), Some(500))
+        );
+    }
+
+    /// Send With Invalidate marks the segments of the key it names; a key
+    /// none of them has is foreign unless the call's lists were cut.
+    #[test]
+    fn invalidation_marks_the_segments_of_its_key() {
+        let mut t = txn(Transfer::Inline, Transfer::WriteChunks);
+        let seg = Segment {
+            handle: 0x42,
+            length: 4096,
+            offset: 0,
+        };
+        t.rec
+            .chunks
+            .push(SegmentUse::advertised(ChunkKind::Write, 0, None, seg));
+        assert_eq!(invalidated(&mut t.rec, 0x42), (0x42, Some(true)));
+        assert!(t.rec.chunks[0].remotely_invalidated);
+        assert_eq!(invalidated(&mut t.rec, 0x43), (0x43, Some(false)));
+        t.rec.cut = true;
+        assert_eq!(invalidated(&mut t.rec, 0x43), (0x43, None));
+        assert_eq!(t.rec.remote_invalidated_rkey, Some(0x43));
     }
 }

@@ -17,8 +17,8 @@
 
 use rdma_dissectors::rpcrdma::Xid;
 
+use super::cost::call_bytes;
 use super::state::{held, Corr, Parked, Table, Txn, PARK_NS};
-use crate::budget::call_bytes;
 use crate::keys::{Addr, CallKey, ConnId};
 use crate::{Engine, Finding, Kind};
 

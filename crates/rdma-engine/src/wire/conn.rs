@@ -9,10 +9,38 @@ use rdma_dissectors::rpcrdma_cm;
 use rdma_dissectors::stack::Dissection;
 
 use super::state::{Corr, Txn};
+use crate::checks::{iba, rfc8166};
 use crate::cm;
 use crate::keys::{ConnId, QpKey};
 use crate::model::{v1, Carries, CmEvent, CmMsg, Connection, Role};
 use crate::{Engine, Finding, Kind};
+
+/// A CM message's frame, as far as the capture kept it.
+struct CmFrame {
+    /// Frame number and time.
+    at: (u64, u64),
+    src: Addr,
+    dst: Addr,
+    /// RFC 8797 private data (`None`: absent or cut).
+    private: Option<rdma_dissectors::rpcrdma_cm::CmPrivateData>,
+    /// Bytes of the CM message captured.
+    cm_len: usize,
+}
+
+impl CmFrame {
+    /// Whether the field at `offset` of `len` bytes was captured: a snap
+    /// length may have cut the message, and fields past the cut read as
+    /// zero and are not known (without the private data, nothing
+    /// negotiated is known: its absence would mean the defaults).
+    fn kept(&self, offset: usize, len: usize) -> bool {
+        self.cm_len >= offset + len
+    }
+
+    /// Whether a snap length cut the message.
+    fn cut(&self) -> bool {
+        self.cm_len < ibcm::MESSAGE_LEN
+    }
+}
 
 impl Engine {
     /// Creates a connection; at the cap, one goes: the eviction clock's
@@ -267,17 +295,14 @@ impl Engine {
         let xid = t.rec.xid;
         let frame = t.rec.call_frame;
         let proc = t.rec.procedure_label();
-        self.anomaly(
-            out,
-            Kind::CallWithoutReply,
-            vec![frame],
-            Some(id),
-            Some(xid),
-            format!("call {proc} (xid {xid:#010x}, frame {frame}) got no reply: {why}"),
-        );
-        if let Some(Finding::Anomaly(a)) = out.last_mut() {
-            a.ts_ns = a.ts_ns.or(at);
-        }
+        let v = rfc8166::call_without_reply(&proc, xid, frame, why);
+        let about = crate::findings::About {
+            frames: vec![frame],
+            connection: Some(id),
+            xid: Some(xid),
+            at,
+        };
+        self.raise_about(out, v, about);
         let mut rec = t.rec;
         rec.anomalies.push(Kind::CallWithoutReply);
         out.push(Finding::Transaction(Box::new(rec)));
@@ -294,117 +319,22 @@ impl Engine {
         let Some((src, dst)) = Addr::of_frame(d) else {
             return;
         };
-        let private = d.rpcrdma_cm_private().map(|(_, p)| p);
-        // A snap length may have cut the message: fields past the cut read
-        // as zero and are not known. Without the QP numbers there is no
-        // connection to make; without the private data, nothing negotiated
-        // is known (its absence would mean the defaults).
-        let cm_len = d.mad_layers().map_or(ibcm::MESSAGE_LEN, |m| m.cm_len);
-        let kept = |offset: usize, len: usize| cm_len >= offset + len;
-        let cm_cut = cm_len < ibcm::MESSAGE_LEN;
+        let f = CmFrame {
+            at: (number, ts),
+            src,
+            dst,
+            private: d.rpcrdma_cm_private().map(|(_, p)| p),
+            cm_len: d.mad_layers().map_or(ibcm::MESSAGE_LEN, |m| m.cm_len),
+        };
         match cm {
-            CmMessage::Req(req) if !kept(ibcm::req::LOCAL_QPN, 3) => {
-                let _ = req;
-            }
-            CmMessage::Rep(rep) if !kept(ibcm::rep::LOCAL_QPN, 3) => {
-                let _ = rep;
-            }
-            CmMessage::Req(req) => {
-                let key = (src, req.local_comm_id);
-                if let Some(&id) = self.conns.pending.get(&key) {
-                    // A retransmitted REQ (the CM retries MADs).
-                    self.cm_transition(id, (number, ts), &cm, Role::Client, src, out);
-                    return;
-                }
-                if self.conns.pending.len() >= self.limits.connections {
-                    self.conns.pending.clear();
-                }
-                let id = self.new_conn(ts, out);
-                self.conns.pending.insert(key, id);
-                self.cm_transition(id, (number, ts), &cm, Role::Client, src, out);
-                let client = QpKey {
-                    addr: src,
-                    qpn: req.local_qpn.get(),
-                };
-                let rdma_cm = req.service_id.rdma_cm();
-                if let Some(c) = self.state.connections.get_mut(&id) {
-                    c.client = Some(client);
-                    c.service_id = Some(req.service_id.0);
-                    c.port = rdma_cm.map(|(_, port)| port);
-                    c.client_comm_id = Some(req.local_comm_id);
-                    c.client_start_psn =
-                        kept(ibcm::req::STARTING_PSN, 3).then(|| req.starting_psn.get());
-                    c.client_private = private;
-                    c.cm_cut |= cm_cut;
-                    c.path_mtu = kept(ibcm::req::MTU_RDC_RNR, 1)
-                        .then(|| ibcm::mtu_bytes(req.path_packet_payload_mtu))
-                        .flatten();
-                }
-                self.index_comm_id(id, src, req.local_comm_id);
-                // The port says, when RDMA-CM made the connection: NFS
-                // listens on 20049, and RFC 8797 private data is only
-                // RPC-over-RDMA's. Another port may yet carry it: a
-                // message that decodes as one says so.
-                if rdma_cm.is_some_and(|(_, p)| p == 20049) || private.is_some() {
-                    self.carries(id, Carries::RpcRdma);
-                } else if rdma_cm.is_some() {
-                    self.carries(id, Carries::Other);
-                }
-                self.bind_qp(client, id, dst, out);
-            }
-            CmMessage::Rep(rep) => {
-                let Some(&id) = self.conns.pending.get(&(dst, rep.remote_comm_id)) else {
-                    return;
-                };
-                let server = QpKey {
-                    addr: src,
-                    qpn: rep.local_qpn.get(),
-                };
-                self.cm_transition(id, (number, ts), &cm, Role::Server, src, out);
-                if let Some(c) = self.state.connections.get_mut(&id) {
-                    if c.server.is_some() {
-                        return;
-                    }
-                    c.server = Some(server);
-                    c.server_comm_id = Some(rep.local_comm_id);
-                    c.server_start_psn =
-                        kept(ibcm::rep::STARTING_PSN, 3).then(|| rep.starting_psn.get());
-                    c.server_private = private;
-                    c.cm_cut |= cm_cut;
-                    c.negotiated = (!c.cm_cut)
-                        .then(|| rpcrdma_cm::negotiate(v1(c.client_private), v1(c.server_private)));
-                    // RFC 8166 3.3.3: one credit until the first reply says otherwise.
-                    c.granted = Some(1);
-                }
-                self.index_comm_id(id, src, rep.local_comm_id);
-                if private.is_some() {
-                    self.carries(id, Carries::RpcRdma);
-                }
-                self.bind_qp(server, id, dst, out);
-                // A side's Starting PSN is where its receive queue starts:
-                // the REQ's is the PSN of the server's first request (to
-                // the client's QP), the REP's that of the client's first
-                // (to the server's). So Linux's CM sets the QPs up, and so
-                // every capture here shows it.
-                let (client, client_start) = self
-                    .state
-                    .connections
-                    .get(&id)
-                    .map_or((None, None), |c| (c.client, c.client_start_psn));
-                let server_start = kept(ibcm::rep::STARTING_PSN, 3).then(|| rep.starting_psn.get());
-                let starts = [(Some(server), server_start), (client, client_start)];
-                for (key, start) in starts {
-                    if let (Some(key), Some(start)) = (key, start) {
-                        if let Some(q) = self.qps.get_mut(&key) {
-                            q.first_psn = Some(start);
-                            q.first_from_cm = true;
-                        }
-                    }
-                }
-            }
+            // Without the QP numbers there is no connection to make.
+            CmMessage::Req(_) if !f.kept(ibcm::req::LOCAL_QPN, 3) => {}
+            CmMessage::Rep(_) if !f.kept(ibcm::rep::LOCAL_QPN, 3) => {}
+            CmMessage::Req(req) => self.cm_req(&f, &cm, &req, out),
+            CmMessage::Rep(rep) => self.cm_rep(&f, &cm, &rep, out),
             CmMessage::Rtu(rtu) => {
                 if let Some((id, sender)) = self.conn_by_comm_id(src, rtu.local_comm_id) {
-                    self.cm_transition(id, (number, ts), &cm, sender, src, out);
+                    self.cm_transition(id, f.at, &cm, sender, src, out);
                 }
             }
             CmMessage::Rej(rej) => {
@@ -416,33 +346,137 @@ impl Engine {
                 };
                 let id = to.map(|(id, _)| id);
                 if let Some((id, receiver)) = to {
-                    self.cm_transition(id, (number, ts), &cm, receiver.peer(), src, out);
+                    self.cm_transition(id, f.at, &cm, receiver.peer(), src, out);
                 }
-                self.anomaly(
-                    out,
-                    Kind::ConnectionRejected,
-                    vec![number],
-                    id,
-                    None,
-                    format!(
-                        "{src} rejected the connection request from {dst}: reason {} ({})",
-                        rej.reason.0,
-                        rej.reason.name()
-                    ),
-                );
+                let v = iba::connection_rejected(src, dst, rej.reason.0, rej.reason.name());
+                self.raise(out, v, vec![number], id, None);
             }
             CmMessage::Dreq(dreq) => {
                 if let Some((id, sender)) = self.conn_by_comm_id(src, dreq.local_comm_id) {
-                    self.cm_transition(id, (number, ts), &cm, sender, src, out);
+                    self.cm_transition(id, f.at, &cm, sender, src, out);
                 }
             }
             CmMessage::Drep(drep) => {
                 if let Some((id, sender)) = self.conn_by_comm_id(src, drep.local_comm_id) {
-                    self.cm_transition(id, (number, ts), &cm, sender, src, out);
+                    self.cm_transition(id, f.at, &cm, sender, src, out);
                     self.close_out(id, "the connection was closed (DREQ/DREP) first", true, out);
                 }
             }
             _ => {}
+        }
+    }
+
+    /// A REQ: a new connection from its client's QP (or the retry of one).
+    fn cm_req(
+        &mut self,
+        f: &CmFrame,
+        cm: &CmMessage<'_>,
+        req: &ibcm::CmReq<'_>,
+        out: &mut Vec<Finding>,
+    ) {
+        let (src, ts) = (f.src, f.at.1);
+        let key = (src, req.local_comm_id);
+        if let Some(&id) = self.conns.pending.get(&key) {
+            // A retransmitted REQ (the CM retries MADs).
+            self.cm_transition(id, f.at, cm, Role::Client, src, out);
+            return;
+        }
+        if self.conns.pending.len() >= self.limits.connections {
+            self.conns.pending.clear();
+        }
+        let id = self.new_conn(ts, out);
+        self.conns.pending.insert(key, id);
+        self.cm_transition(id, f.at, cm, Role::Client, src, out);
+        let client = QpKey {
+            addr: src,
+            qpn: req.local_qpn.get(),
+        };
+        let rdma_cm = req.service_id.rdma_cm();
+        if let Some(c) = self.state.connections.get_mut(&id) {
+            c.client = Some(client);
+            c.service_id = Some(req.service_id.0);
+            c.port = rdma_cm.map(|(_, port)| port);
+            c.client_comm_id = Some(req.local_comm_id);
+            c.client_start_psn = f
+                .kept(ibcm::req::STARTING_PSN, 3)
+                .then(|| req.starting_psn.get());
+            c.client_private = f.private;
+            c.cm_cut |= f.cut();
+            c.path_mtu = f
+                .kept(ibcm::req::MTU_RDC_RNR, 1)
+                .then(|| ibcm::mtu_bytes(req.path_packet_payload_mtu))
+                .flatten();
+        }
+        self.index_comm_id(id, src, req.local_comm_id);
+        // The port says, when RDMA-CM made the connection: NFS
+        // listens on 20049, and RFC 8797 private data is only
+        // RPC-over-RDMA's. Another port may yet carry it: a
+        // message that decodes as one says so.
+        if rdma_cm.is_some_and(|(_, p)| p == 20049) || f.private.is_some() {
+            self.carries(id, Carries::RpcRdma);
+        } else if rdma_cm.is_some() {
+            self.carries(id, Carries::Other);
+        }
+        self.bind_qp(client, id, f.dst, out);
+    }
+
+    /// A REP: the server's QP and what the peers negotiated.
+    fn cm_rep(
+        &mut self,
+        f: &CmFrame,
+        cm: &CmMessage<'_>,
+        rep: &ibcm::CmRep<'_>,
+        out: &mut Vec<Finding>,
+    ) {
+        let (src, dst) = (f.src, f.dst);
+        let Some(&id) = self.conns.pending.get(&(dst, rep.remote_comm_id)) else {
+            return;
+        };
+        let server = QpKey {
+            addr: src,
+            qpn: rep.local_qpn.get(),
+        };
+        self.cm_transition(id, f.at, cm, Role::Server, src, out);
+        let server_start = f
+            .kept(ibcm::rep::STARTING_PSN, 3)
+            .then(|| rep.starting_psn.get());
+        if let Some(c) = self.state.connections.get_mut(&id) {
+            if c.server.is_some() {
+                return;
+            }
+            c.server = Some(server);
+            c.server_comm_id = Some(rep.local_comm_id);
+            c.server_start_psn = server_start;
+            c.server_private = f.private;
+            c.cm_cut |= f.cut();
+            c.negotiated = (!c.cm_cut)
+                .then(|| rpcrdma_cm::negotiate(v1(c.client_private), v1(c.server_private)));
+            // RFC 8166 3.3.3: one credit until the first reply says otherwise.
+            c.granted = Some(1);
+        }
+        self.index_comm_id(id, src, rep.local_comm_id);
+        if f.private.is_some() {
+            self.carries(id, Carries::RpcRdma);
+        }
+        self.bind_qp(server, id, dst, out);
+        // A side's Starting PSN is where its receive queue starts:
+        // the REQ's is the PSN of the server's first request (to
+        // the client's QP), the REP's that of the client's first
+        // (to the server's). So Linux's CM sets the QPs up, and so
+        // every capture here shows it.
+        let (client, client_start) = self
+            .state
+            .connections
+            .get(&id)
+            .map_or((None, None), |c| (c.client, c.client_start_psn));
+        let starts = [(Some(server), server_start), (client, client_start)];
+        for (key, start) in starts {
+            if let (Some(key), Some(start)) = (key, start) {
+                if let Some(q) = self.qps.get_mut(&key) {
+                    q.first_psn = Some(start);
+                    q.first_from_cm = true;
+                }
+            }
         }
     }
 
@@ -474,23 +508,8 @@ impl Engine {
             Ok(s) => c.cm_state = s,
             Err(e) => {
                 c.cm_state = e.then;
-                let side = match sender {
-                    Role::Client => "client",
-                    Role::Server => "server",
-                };
-                self.anomaly(
-                    out,
-                    Kind::CmBadTransition,
-                    vec![number],
-                    Some(id),
-                    None,
-                    format!(
-                        "CM {} from the {side} ({src}) while the connection was {}: the CM state machine does not allow it there; taken as {}",
-                        e.message,
-                        e.from.as_str(),
-                        e.then.as_str()
-                    ),
-                );
+                let v = iba::cm_bad_transition(&e, sender, src);
+                self.raise(out, v, vec![number], Some(id), None);
             }
         }
     }

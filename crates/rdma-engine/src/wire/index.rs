@@ -21,7 +21,7 @@
 //! Entries that no longer answer are dropped when met, so a lookup is
 //! constant time amortised whatever went wrong in keeping them in step.
 
-use crate::budget::HALF_OPEN_ENTRY_BYTES;
+use super::cost::HALF_OPEN_ENTRY_BYTES;
 use crate::keys::{Addr, CallKey, ConnId, Map, QpKey};
 use crate::model::Role;
 use crate::Engine;

@@ -1,7 +1,7 @@
 //! RC packets other than Sends: RDMA Write and Read matched to the chunk
 //! segments that calls advertised, ACK/NAK, and PSN bookkeeping.
 
-use crate::keys::Addr;
+use std::collections::VecDeque;
 
 use rdma_dissectors::ib::aeth::{AckKind, NakCode};
 use rdma_dissectors::ib::bth::{Operation, Position, Transport};
@@ -10,13 +10,13 @@ use rdma_dissectors::oncrpc::{MsgBody, RpcMsg};
 use rdma_dissectors::stack::Dissection;
 
 use super::index::Tag;
-use super::state::{
-    Message, QpState, ReadReq, ReplyHead, SegmentRef, Txn, WriteCtx, SEGMENT_FRAME_CAP,
-};
+use super::qp::{is_request, read_span, Packet, Placed, Refused, Sequence};
+use super::state::{Message, ReadReq, ReplyHead, SegmentRef, Txn, WriteCtx, SEGMENT_FRAME_CAP};
+use crate::checks::{self, iba, rfc8166};
 use crate::describe::fill_call;
-use crate::keys::{ConnId, QpKey};
+use crate::keys::{Addr, ConnId, QpKey};
 use crate::model::{ChunkKind, CmState, StepWhat};
-use crate::{Engine, Finding, Kind};
+use crate::{Engine, Finding};
 
 /// The Middle packets of one transfer (an RDMA Write, or the responses to
 /// one RDMA Read) into one chunk segment, added up before they are written
@@ -96,112 +96,6 @@ pub(crate) fn continues_transfer(d: &Dissection<'_>) -> bool {
     })
 }
 
-/// Requests further than this from the expected PSN, either way, are not
-/// taken as the sequence without a second packet that follows them. An RDMA
-/// READ of 4 MiB at a 256-byte MTU spans 16384 PSNs; losing more than this
-/// many packets of one QP in a capture is itself worth a line.
-const FAR: u32 = 1 << 16;
-
-/// How far ahead of the starting PSN the CM exchange announced a QP's first
-/// request seen may be and still start its sequence: the packets a capture
-/// missed between the exchange and it. A first request further off is held
-/// as a far packet (a stray frame there would make every request after it
-/// look sent again), and the sequence starts with the next if it follows.
-const START_SLACK: u32 = 64;
-
-/// Where a request's PSN stands in its queue pair's sequence.
-#[derive(Debug, PartialEq, Eq)]
-enum Sequence {
-    /// Seen before: the requester sent it again (after a NAK or a timeout).
-    Again,
-    /// The sequence goes on (with packets the capture missed when `gap`).
-    Next { gap: bool },
-    /// A PSN the RDMA READ before it holds (one PSN per response packet,
-    /// IBA 9.7.1): the requester numbered this request as if the READ
-    /// took fewer. Taken as the sequence from here on.
-    InReadSpan { read: Psn, next: Psn },
-    /// Far from the sequence, and not following a far packet before it:
-    /// held as a candidate, not followed yet.
-    Far,
-    /// Well before the one request the sequence rested on (the first seen,
-    /// with no CM exchange to say where it starts): that one was a stray
-    /// frame ahead of the sequence, which starts here instead.
-    Reseated { stray: Psn },
-}
-
-impl Sequence {
-    /// Places `cur`, a request taking `span` PSNs (`None`: a READ whose
-    /// response count is not known), in `q`'s sequence and moves the
-    /// sequence on; a far packet becomes the sequence only when the next
-    /// one follows it.
-    fn of(q: &mut QpState, cur: Psn, span: Option<u32>) -> Sequence {
-        let follows_far = q
-            .far_psn
-            .and_then(Psn::try_new)
-            .is_some_and(|f| f.distance(cur) >= 1 && f.distance(cur) <= FAR);
-        let cm_start = q
-            .first_psn
-            .filter(|_| q.first_from_cm)
-            .and_then(Psn::try_new);
-        let Some(last) = q.last_psn.and_then(Psn::try_new) else {
-            if let Some(start) = cm_start {
-                let ahead = start.distance(cur);
-                if ahead > START_SLACK && !follows_far {
-                    q.far_psn = Some(cur.get());
-                    return Sequence::Far;
-                }
-                q.far_psn = None;
-                q.last_psn = Some(cur.get());
-                q.last_span = span;
-                return Sequence::Next {
-                    gap: ahead != 0 && !follows_far,
-                };
-            }
-            q.last_psn = Some(cur.get());
-            q.last_span = span;
-            q.unconfirmed = true;
-            if q.first_psn.is_none() {
-                q.first_psn = Some(cur.get());
-            }
-            return Sequence::Next { gap: false };
-        };
-        let ahead = last.distance(cur);
-        let behind = cur.distance(last);
-        let near = ahead <= FAR || behind <= FAR;
-        if !near && !follows_far {
-            q.far_psn = Some(cur.get());
-            return Sequence::Far;
-        }
-        q.far_psn = None;
-        if q.unconfirmed && near && cur.is_before(last) && cur.distance(last) > START_SLACK {
-            q.unconfirmed = false;
-            q.last_psn = Some(cur.get());
-            q.last_span = span;
-            return Sequence::Reseated { stray: last };
-        }
-        if near && (cur == last || cur.is_before(last)) {
-            return Sequence::Again;
-        }
-        q.unconfirmed = false;
-        let next = q.last_span.map(|n| last.add(n.max(1)));
-        q.last_psn = Some(cur.get());
-        q.last_span = span;
-        match next {
-            Some(next) if near && cur.is_before(next) => Sequence::InReadSpan { read: last, next },
-            Some(next) => Sequence::Next {
-                gap: near && next != cur,
-            },
-            None => Sequence::Next { gap: false },
-        }
-    }
-}
-
-/// PSNs an RDMA READ of `len` bytes takes at path MTU `mtu`: one per
-/// response packet, at least one (IBA 9.7.1).
-pub(crate) fn read_span(len: u32, mtu: u32) -> u32 {
-    len.div_ceil(mtu.max(1)).max(1)
-}
-
 /// Keeps the start of the reply chunk when this Write is to its first
 /// byte (the first segment of the reply chunk, at its offset).
 fn keep_reply_head(t: &mut Txn, target: SegmentRef, va: u64, payload: &[u8]) {
@@ -225,10 +119,61 @@ fn wire_payload(d: &Dissection<'_>) -> usize {
         .map_or(0, rdma_dissectors::ib::Transport::payload_len_on_wire)
 }
 
-/// The path MTU a full packet's payload says, if it is one: First and
-/// Middle packets carry exactly the path MTU (IBA 9.7.7).
-fn full_packet_mtu(payload: usize) -> Option<u32> {
-    matches!(payload, 256 | 512 | 1024 | 2048 | 4096).then_some(payload as u32)
+/// What a read response said of the READ it answers ([`answer_read`]).
+struct Answered {
+    target: Option<SegmentRef>,
+    rkey: u32,
+    /// The READ's first response.
+    first: bool,
+    /// The READ's last response: it is done.
+    done: bool,
+    /// The READ's PSN and the one the request after it took, when that
+    /// request numbered itself inside the READ's span.
+    reused: Option<(Psn, Psn)>,
+}
+
+/// Finds the READ among `reads` that a response of `psn` carrying `bytes`
+/// (the READ's `last`, when its opcode says so) answers, and moves it on.
+/// Responses come in PSN order: the first request whose range reaches this
+/// PSN; a finished READ goes, and the older ones the responses skipped
+/// with it (they will get no more data).
+fn answer_read(
+    reads: &mut VecDeque<ReadReq>,
+    psn: Psn,
+    bytes: u32,
+    last: bool,
+) -> Option<Answered> {
+    let idx = reads.iter().position(|r| {
+        let start = Psn::try_new(r.psn).unwrap_or_default();
+        let next = Psn::try_new(r.next_psn).unwrap_or_default();
+        (psn == start || start.is_before(psn)) && (psn == next || psn.is_before(next.add(1)))
+    })?;
+    let r = reads.get_mut(idx)?;
+    // The READ's span was not known when the next request came: this
+    // response says whether that request took one of its PSNs.
+    let reused = r
+        .followed_by
+        .and_then(Psn::try_new)
+        .filter(|&x| psn == x || x.is_before(psn))
+        .map(|x| (Psn::try_new(r.psn).unwrap_or_default(), x));
+    if reused.is_some() {
+        r.followed_by = None;
+    }
+    r.received = r.received.saturating_add(bytes);
+    r.next_psn = psn.add(1).get();
+    let done = r.received >= r.len || last;
+    let answered = Answered {
+        target: r.target,
+        rkey: r.rkey,
+        first: r.received == bytes,
+        done,
+        reused,
+    };
+    if done {
+        reads.remove(idx);
+        let _ = reads.drain(..idx.min(reads.len()));
+    }
+    Some(answered)
 }
 
 impl Engine {
@@ -243,16 +188,8 @@ impl Engine {
         peer: Option<Addr>,
         out: &mut Vec<Finding>,
     ) {
-        let of = conn.map_or(String::new(), |c| format!(" of {c}"));
-        let peer = peer.map_or("?".to_string(), |p| p.to_string());
-        self.anomaly(
-            out,
-            Kind::WrongPeer,
-            vec![number],
-            conn,
-            None,
-            format!("frame from {src} to QP {dest}{of}, whose peer is {peer}: not part of the connection, left out"),
-        );
+        let v = iba::wrong_peer(src, dest, conn, peer);
+        self.raise(out, v, vec![number], conn, None);
     }
 
     /// The path MTU between `dest` and its peer: the connection's (from the
@@ -273,73 +210,54 @@ impl Engine {
         }
     }
 
-    /// An ACK to `dest` on `conn`: it must name a PSN that a request from
-    /// `dest` was sent with, between the first request's (the starting PSN
-    /// of the CM exchange, or a little before the first the capture shows)
-    /// and the last one's (the end of its span, for a READ).
-    fn check_ack(
+    /// The requests an ACK to `dest` on `conn` answers: those the other
+    /// side of the connection sent, as far as their QP's sequence knows.
+    fn sent_requests(&self, conn: Option<ConnId>, dest: QpKey) -> Option<checks::SentRequests> {
+        let c = self.state.connections.get(&conn?)?;
+        let requests = if c.client == Some(dest) {
+            c.server
+        } else if c.server == Some(dest) {
+            c.client
+        } else {
+            None
+        }?;
+        let q = self.qps.get(&requests)?;
+        Some(checks::SentRequests {
+            requests,
+            first: q.first_psn.and_then(Psn::try_new)?,
+            last: q.last_psn.and_then(Psn::try_new)?,
+            last_span: q.last_span,
+            first_from_cm: q.first_from_cm,
+            headers_cut: self.state.totals.headers_cut != 0,
+        })
+    }
+
+    /// An ACK or NAK from `src` to `dest` on `conn`.
+    fn ack(
         &mut self,
         number: u64,
-        conn: ConnId,
-        dest: QpKey,
-        psn: Psn,
+        (src, dest): (Addr, QpKey),
+        conn: Option<ConnId>,
+        ts: u64,
+        d: &Dissection<'_>,
         out: &mut Vec<Finding>,
     ) {
-        /// How far before the first request in the capture an ACK may
-        /// still name one the capture did not see (it started mid-flight).
-        const SLACK: u32 = 1 << 12;
-        /// Beyond half the PSN space, "before" and "after" mean nothing.
-        const HALF: u32 = 1 << 23;
-        let Some(requests) = self.state.connections.get(&conn).and_then(|c| {
-            if c.client == Some(dest) {
-                c.server
-            } else if c.server == Some(dest) {
-                c.client
-            } else {
-                None
-            }
-        }) else {
+        let (Some(bth), Some(aeth)) = (d.bth(), d.aeth()) else {
             return;
         };
-        let Some(q) = self.qps.get(&requests) else {
-            return;
-        };
-        let (Some(last), Some(first)) = (
-            q.last_psn.and_then(Psn::try_new),
-            q.first_psn.and_then(Psn::try_new),
-        ) else {
-            return;
-        };
-        let highest = q.last_span.map(|n| last.add(n.max(1) - 1));
-        let before_first = psn.is_before(first)
-            && psn.distance(first) <= HALF
-            && (q.first_from_cm || psn.distance(first) > SLACK);
-        // Requests whose headers a snap length cut were never placed in
-        // the sequence: past the last one seen proves nothing then.
-        let after_last = self.state.totals.headers_cut == 0
-            && highest.is_some_and(|h| h.is_before(psn) && h.distance(psn) <= HALF);
-        if !(before_first || after_last) {
-            return;
+        if matches!(aeth.kind(), AckKind::Nak(NakCode::PsnSequenceError)) {
+            self.note_loss(conn, ts);
         }
-        let (p, f, l) = (psn.get(), first.get(), highest.unwrap_or(last).get());
-        let from = if q.first_from_cm {
-            "its starting PSN from the CM exchange"
-        } else {
-            "the first request in the capture"
+        let a = checks::Ack {
+            src,
+            dest,
+            psn: bth.psn,
+            kind: aeth.kind(),
+            sent: self.sent_requests(conn, dest),
         };
-        let why = if before_first {
-            format!("before {f:#x}, {from}")
-        } else {
-            format!("after {l:#x}, the last PSN requests to {requests} have taken (or the capture missed the requests in between)")
-        };
-        self.anomaly(
-            out,
-            Kind::AckPsnNotSent,
-            vec![number],
-            Some(conn),
-            None,
-            format!("ACK to {dest} for PSN {p:#x}, which no request was sent with: it is {why}"),
-        );
+        for v in checks::on_ack(&a) {
+            self.raise(out, v, vec![number], conn, None);
+        }
     }
 
     /// A request numbered inside the span of the READ before it.
@@ -356,15 +274,8 @@ impl Engine {
         conn: Option<ConnId>,
         out: &mut Vec<Finding>,
     ) {
-        let (read, psn, next) = (read.get(), psn.get(), next.get());
-        self.anomaly(
-            out,
-            Kind::ReadSpanPsnReused,
-            vec![number],
-            conn,
-            None,
-            format!("{what} to {dest} has PSN {psn:#x}, which the RDMA READ of PSN {read:#x} holds: a READ takes one PSN per response packet, so the next request is {next:#x}; the responder may take this one for a duplicate"),
-        );
+        let v = iba::read_span_reused(what, psn, read, next, dest);
+        self.raise(out, v, vec![number], conn, None);
     }
 
     /// A request far from its QP's PSN sequence, held until the next one
@@ -379,21 +290,8 @@ impl Engine {
         conn: Option<ConnId>,
         out: &mut Vec<Finding>,
     ) {
-        let from = match (last, cm_start) {
-            (Some(l), _) => format!("far from its sequence (last {l:#x})"),
-            (None, Some(s)) => format!(
-                "the first request seen, far from the starting PSN the CM exchange announced ({s:#x})"
-            ),
-            (None, None) => "far from its sequence".to_string(),
-        };
-        self.anomaly(
-            out,
-            Kind::PsnOutOfSequence,
-            vec![number],
-            conn,
-            None,
-            format!("PSN {psn:#x} to {dest} is {from}: a stray frame or another incarnation of the QP; left out, and followed only if the next packets follow it"),
-        );
+        let v = iba::far_psn(psn, last, cm_start, dest);
+        self.raise(out, v, vec![number], conn, None);
     }
 
     /// A request well before the first one seen: that one was a stray.
@@ -407,19 +305,57 @@ impl Engine {
         conn: Option<ConnId>,
         out: &mut Vec<Finding>,
     ) {
-        self.anomaly(
-            out,
-            Kind::PsnOutOfSequence,
-            vec![number],
-            conn,
-            None,
-            format!(
-                "PSN {:#x} to {dest}, the request its sequence started from, was {} PSNs ahead of the sequence that follows it (from PSN {:#x}, frame {number}): a stray frame or another incarnation of the QP; the sequence starts here, and what that frame carried is kept as it was read",
-                stray.get(),
-                cur.distance(stray),
-                cur.get()
-            ),
-        );
+        let v = iba::reseated(stray, cur, dest, number);
+        self.raise(out, v, vec![number], conn, None);
+    }
+
+    /// Places a packet to `dest` in its queue pair's state, in one lookup so
+    /// that its key (address and QPN) is hashed once: the QP's peer and
+    /// PSN sequence, the path MTU a full packet says, the Write a RETH-less
+    /// packet continues. `None` for a packet left out (from a host that is
+    /// not the peer, or a request far from the sequence), reported here.
+    fn place(
+        &mut self,
+        number: u64,
+        ts: u64,
+        (src, dest): (Addr, QpKey),
+        d: &Dissection<'_>,
+        span: Option<u32>,
+        out: &mut Vec<Finding>,
+    ) -> Option<Placed> {
+        let bth = d.bth()?;
+        let packet = Packet {
+            src,
+            ts,
+            opcode: bth.opcode,
+            psn: bth.psn,
+            span,
+            payload: wire_payload(d),
+            has_reth: d.reth().is_some(),
+        };
+        let q = self.qp_mut(&dest, out);
+        let conn = q.conn;
+        match q.place(&packet) {
+            Ok(placed) => Some(placed),
+            Err(Refused::WrongPeer { peer }) => {
+                self.wrong_peer(number, src, dest, conn, peer, out);
+                None
+            }
+            Err(Refused::Far { last, cm_start }) => {
+                self.far_psn(number, bth.psn.get(), (last, cm_start), dest, conn, out);
+                None
+            }
+        }
+    }
+
+    /// The request of PSN `psn` came after the READ of PSN `read` on `conn`,
+    /// whose span was not known: its responses will tell whether it reused
+    /// one of the READ's PSNs.
+    fn followed_by(&mut self, conn: ConnId, read: u32, psn: u32) {
+        let corr = self.conns.corr.get_mut(&conn);
+        if let Some(r) = corr.and_then(|c| c.reads.iter_mut().rev().find(|r| r.psn == read)) {
+            r.followed_by = Some(psn);
+        }
     }
 
     /// Handles any RC/UC/UD packet that is not a CM MAD.
@@ -443,16 +379,7 @@ impl Engine {
             self.state.totals.unassociated_frames += 1;
             return;
         }
-        let psn = bth.psn.get();
         let operation = op.operation();
-        let is_request = matches!(
-            operation,
-            Operation::Send
-                | Operation::RdmaWrite
-                | Operation::RdmaReadRequest
-                | Operation::CompareSwap
-                | Operation::FetchAdd
-        );
         // The PSNs this request takes: one, or a READ's response count,
         // which needs the path MTU.
         let span = if operation == Operation::RdmaReadRequest {
@@ -463,122 +390,132 @@ impl Engine {
         } else {
             Some(1)
         };
-        // Everything this packet reads or changes in its QP's state, in one
-        // lookup, so that its key (address and QPN) is hashed once.
-        let q = self.qp_mut(&dest, out);
-        let conn = q.conn;
-        if q.peer.is_some_and(|p| p != src) {
-            let peer = q.peer;
-            return self.wrong_peer(number, src, dest, conn, peer, out);
-        }
-        q.last_ts_ns = ts;
-        q.referenced = true;
-        // A full packet says the path MTU, once per QP.
-        let mut learnt_mtu = None;
-        if q.mtu.is_none() && matches!(op.position(), Some(Position::First | Position::Middle)) {
-            learnt_mtu = full_packet_mtu(wire_payload(d));
-            q.mtu = learnt_mtu;
-        }
-        let (mut retransmitted, mut gap, mut stray) = (false, false, false);
-        let mut reseated = None;
-        let mut in_read = None;
-        // The READ before this request, if its span was not known: its
-        // responses will say whether this request reused one of its PSNs.
-        let after_unknown_read = q.last_span.is_none().then_some(q.last_psn).flatten();
-        if is_request {
-            match Sequence::of(q, bth.psn, span) {
-                Sequence::Again => retransmitted = true,
-                Sequence::Next { gap: g } => gap = g,
-                Sequence::InReadSpan { read, next } => in_read = Some((read, next)),
-                Sequence::Far => stray = true,
-                Sequence::Reseated { stray } => reseated = Some(stray),
-            }
-        }
-        if stray {
-            let last = q.last_psn;
-            let cm_start = q.first_psn.filter(|_| q.first_from_cm);
-            return self.far_psn(number, psn, (last, cm_start), dest, conn, out);
-        }
-        // A Write's later packets carry no RETH: its context says where they go.
-        let mut write = None;
-        if !retransmitted && operation == Operation::RdmaWrite && d.reth().is_none() {
-            write = q.write;
-            if matches!(op.position(), Some(Position::Last)) {
-                q.write = None;
-            }
-        }
-        if let Some(m) = learnt_mtu {
-            self.learnt_mtu(conn, m);
-        }
-        if let Some(ahead) = reseated {
-            self.reseated(number, ahead, bth.psn, dest, conn, out);
-        }
-        if let Some((read, next)) = in_read {
-            self.read_span_reused(number, op.name(), bth.psn, read, next, dest, conn, out);
-        } else if let (Some(read), true, Some(c)) = (after_unknown_read, is_request, conn) {
-            if !retransmitted {
-                if let Some(r) = self
-                    .conns
-                    .corr
-                    .get_mut(&c)
-                    .and_then(|corr| corr.reads.iter_mut().rev().find(|r| r.psn == read))
-                {
-                    r.followed_by = Some(psn);
-                }
-            }
-        }
-        if retransmitted {
-            self.state.totals.retransmissions += 1;
-            self.note_loss(conn, ts);
-            if op
-                .position()
-                .is_some_and(|p| matches!(p, Position::First | Position::Only))
-            {
-                // Name the RPC it carried, so a duplicated reply can be told
-                // from a new one (tshark counts it twice).
-                let xid = (operation == Operation::Send)
-                    .then(|| rdma_dissectors::rpcrdma::RpcRdmaHeader::parse_fixed(d.payload()).ok())
-                    .flatten()
-                    .map(|f| f.xid.0);
-                let carrying = xid.map_or(String::new(), |x| format!(" carrying xid {x:#010x}"));
-                self.anomaly(
-                    out,
-                    Kind::Retransmission,
-                    vec![number],
-                    conn,
-                    xid,
-                    format!(
-                        "{} PSN {psn:#x} to {dest}{carrying} was sent again (a retransmission); it is not counted twice",
-                        op.name()
-                    ),
-                );
-            }
+        let Some(placed) = self.place(number, ts, (src, dest), d, span, out) else {
             return;
-        }
-        if gap {
-            self.state.totals.psn_gaps += 1;
+        };
+        let conn = placed.conn;
+        self.sequence_findings(number, dest, d, &placed, out);
+        match placed.seq {
+            Some(Sequence::Again) => return self.retransmitted(number, ts, dest, conn, d, out),
+            Some(Sequence::Next { gap: true }) => self.state.totals.psn_gaps += 1,
+            _ => {}
         }
         let conn = match conn {
             Some(c) => Some(c),
-            None if is_request => {
-                self.await_response(src, dest, psn);
-                None
-            }
-            None if matches!(
-                operation,
-                Operation::Acknowledge | Operation::RdmaReadResponse | Operation::AtomicAcknowledge
-            ) =>
-            {
-                self.pair_by_response(src, dest, bth.psn, ts, out)
-            }
-            None => None,
+            None => self.owner_from_traffic((src, dest), ts, d, out),
         };
         if let Some(c) = conn.and_then(|c| self.state.connections.get_mut(&c)) {
             c.last_ts_ns = ts;
         }
-        match operation {
+        self.carried(number, ts, (src, dest), conn, placed.write, d, out);
+        // Whether a connection owns the QP now: the message or request this
+        // frame carried may have found (or made) one.
+        let owned = conn.is_some() || self.qps.get(&dest).is_some_and(|q| q.conn.is_some());
+        if !owned {
+            self.state.totals.unassociated_frames += 1;
+        }
+    }
+
+    /// What a packet's place in its QP's sequence shows: the path MTU it
+    /// taught, a sequence that started from a stray, a PSN a READ holds.
+    fn sequence_findings(
+        &mut self,
+        number: u64,
+        dest: QpKey,
+        d: &Dissection<'_>,
+        placed: &Placed,
+        out: &mut Vec<Finding>,
+    ) {
+        let (Some(bth), conn) = (d.bth(), placed.conn) else {
+            return;
+        };
+        if let Some(m) = placed.learnt_mtu {
+            self.learnt_mtu(conn, m);
+        }
+        match placed.seq {
+            Some(Sequence::Reseated { stray }) => {
+                self.reseated(number, stray, bth.psn, dest, conn, out);
+            }
+            Some(Sequence::InReadSpan { read, next }) => {
+                let what = bth.opcode.name();
+                self.read_span_reused(number, what, bth.psn, read, next, dest, conn, out);
+            }
+            _ => {}
+        }
+        if let (Some(read), Some(c), Some(seq)) = (placed.after_unknown_read, conn, &placed.seq) {
+            if !matches!(seq, Sequence::Again | Sequence::InReadSpan { .. }) {
+                self.followed_by(c, read, bth.psn.get());
+            }
+        }
+    }
+
+    /// A request sent again: counted, its connection's calls marked as
+    /// waiting on a loss, and reported once (on its first packet).
+    fn retransmitted(
+        &mut self,
+        number: u64,
+        ts: u64,
+        dest: QpKey,
+        conn: Option<ConnId>,
+        d: &Dissection<'_>,
+        out: &mut Vec<Finding>,
+    ) {
+        let Some(bth) = d.bth() else { return };
+        let op = bth.opcode;
+        self.state.totals.retransmissions += 1;
+        self.note_loss(conn, ts);
+        if !matches!(op.position(), Some(Position::First | Position::Only)) {
+            return;
+        }
+        // Name the RPC it carried, so a duplicated reply can be told
+        // from a new one (tshark counts it twice).
+        let xid = (op.operation() == Operation::Send)
+            .then(|| rdma_dissectors::rpcrdma::RpcRdmaHeader::parse_fixed(d.payload()).ok())
+            .flatten()
+            .map(|f| f.xid.0);
+        let v = iba::retransmission(op.name(), bth.psn.get(), dest, xid);
+        self.raise(out, v, vec![number], conn, xid);
+    }
+
+    /// The connection of a packet on a QP none owns yet: a request waits
+    /// for its response to pair the QPs; a response pairs them.
+    fn owner_from_traffic(
+        &mut self,
+        (src, dest): (Addr, QpKey),
+        ts: u64,
+        d: &Dissection<'_>,
+        out: &mut Vec<Finding>,
+    ) -> Option<ConnId> {
+        let bth = d.bth()?;
+        match bth.opcode.operation() {
+            o if is_request(o) => {
+                self.await_response(src, dest, bth.psn.get());
+                None
+            }
+            Operation::Acknowledge | Operation::RdmaReadResponse | Operation::AtomicAcknowledge => {
+                self.pair_by_response(src, dest, bth.psn, ts, out)
+            }
+            _ => None,
+        }
+    }
+
+    /// Hands the packet to what its operation carries: a Send's message, an
+    /// RDMA Write's or Read's chunk data, an ACK.
+    #[allow(clippy::too_many_arguments)]
+    fn carried(
+        &mut self,
+        number: u64,
+        ts: u64,
+        (src, dest): (Addr, QpKey),
+        conn: Option<ConnId>,
+        write: Option<WriteCtx>,
+        d: &Dissection<'_>,
+        out: &mut Vec<Finding>,
+    ) {
+        let Some(bth) = d.bth() else { return };
+        match bth.opcode.operation() {
             Operation::Send => {
-                let Some(position) = op.position() else {
+                let Some(position) = bth.opcode.position() else {
                     return;
                 };
                 let m = Message {
@@ -598,53 +535,9 @@ impl Engine {
             Operation::RdmaReadRequest => self.read_request(number, ts, dest, conn, d, out),
             Operation::RdmaReadResponse => self.read_response(number, ts, conn, d, out),
             Operation::Acknowledge | Operation::AtomicAcknowledge => {
-                let plain_ack = d
-                    .aeth()
-                    .is_some_and(|a| matches!(a.kind(), AckKind::Ack { .. }));
-                if let (true, Some(c)) = (plain_ack, conn) {
-                    self.check_ack(number, c, dest, bth.psn, out);
-                }
-                if let Some(aeth) = d.aeth() {
-                    let what = match aeth.kind() {
-                        AckKind::Nak(code) => Some(match code {
-                            NakCode::PsnSequenceError => {
-                                "PSN sequence error (a packet was lost; the requester must resend)"
-                            }
-                            NakCode::InvalidRequest => "invalid request",
-                            NakCode::RemoteAccessError => {
-                                "remote access error (an R_Key or address the peer did not allow)"
-                            }
-                            NakCode::RemoteOperationalError => "remote operational error",
-                            NakCode::InvalidRdRequest => "invalid RD request",
-                            _ => "unknown NAK code",
-                        }),
-                        AckKind::RnrNak { .. } => {
-                            Some("RNR (receiver not ready): it had no receive buffer posted")
-                        }
-                        _ => None,
-                    };
-                    if matches!(aeth.kind(), AckKind::Nak(NakCode::PsnSequenceError)) {
-                        self.note_loss(conn, ts);
-                    }
-                    if let Some(what) = what {
-                        self.anomaly(
-                            out,
-                            Kind::Nak,
-                            vec![number],
-                            conn,
-                            None,
-                            format!("NAK from {src} for PSN {psn:#x}: {what}"),
-                        );
-                    }
-                }
+                self.ack(number, (src, dest), conn, ts, d, out);
             }
             _ => {}
-        }
-        // Whether a connection owns the QP now: the message or request this
-        // frame carried may have found (or made) one.
-        let owned = conn.is_some() || self.qps.get(&dest).is_some_and(|q| q.conn.is_some());
-        if !owned {
-            self.state.totals.unassociated_frames += 1;
         }
     }
 
@@ -692,7 +585,6 @@ impl Engine {
         what: &str,
         reth: rdma_dissectors::ib::Reth,
     ) {
-        let (rkey, va, len) = (reth.r_key, reth.va, reth.dma_length);
         let rpcrdma = self.conns.corr.get(&conn).is_some_and(|c| c.rpcrdma);
         let cm_seen = self
             .state
@@ -713,14 +605,8 @@ impl Engine {
         if unknown_chunks {
             return;
         }
-        self.anomaly(
-            out,
-            Kind::RdmaOutsideChunk,
-            vec![number],
-            Some(conn),
-            None,
-            format!("{what} to rkey {rkey:#x} va {va:#x} length {len}, which no outstanding call advertised: the peer touched memory it was not offered"),
-        );
+        let v = rfc8166::rdma_outside_chunk(what, reth);
+        self.raise(out, v, vec![number], Some(conn), None);
     }
 
     /// Adds a Middle packet's payload to its transfer's [`DeferredMiddle`].
@@ -972,77 +858,17 @@ impl Engine {
         }
     }
 
-    fn read_response(
+    /// Adds a read response's data to the segment of the READ it answers:
+    /// the READ completed, and a Long Call's RPC header in its first response.
+    fn read_data(
         &mut self,
         number: u64,
         ts: u64,
-        conn: Option<ConnId>,
+        conn: ConnId,
+        tg: SegmentRef,
+        (bytes, first, done, rkey): (u32, bool, bool, u32),
         d: &Dissection<'_>,
-        out: &mut Vec<Finding>,
     ) {
-        let Some(bth) = d.bth() else { return };
-        let Some(conn) = conn else { return };
-        let psn = bth.psn;
-        // What moved on the wire, whatever the capture kept of it.
-        let bytes = wire_payload(d) as u32;
-        let Some(corr) = self.conns.corr.get_mut(&conn) else {
-            return;
-        };
-        // Responses come in PSN order: the first request whose range reaches this PSN.
-        let Some(idx) = corr.reads.iter().position(|r| {
-            let start = Psn::try_new(r.psn).unwrap_or_default();
-            let next = Psn::try_new(r.next_psn).unwrap_or_default();
-            (psn == start || start.is_before(psn)) && (psn == next || psn.is_before(next.add(1)))
-        }) else {
-            return;
-        };
-        let Some(r) = corr.reads.get_mut(idx) else {
-            return;
-        };
-        // The READ's span was not known when the next request came: this
-        // response says whether that request took one of its PSNs.
-        let reused = r
-            .followed_by
-            .and_then(Psn::try_new)
-            .filter(|&x| psn == x || x.is_before(psn))
-            .map(|x| (Psn::try_new(r.psn).unwrap_or_default(), x));
-        if reused.is_some() {
-            r.followed_by = None;
-        }
-        r.received = r.received.saturating_add(bytes);
-        r.next_psn = psn.add(1).get();
-        let done = r.received >= r.len
-            || matches!(bth.opcode.position(), Some(Position::Last | Position::Only));
-        let (target, rkey, first) = (r.target, r.rkey, r.received == bytes);
-        if done {
-            corr.reads.remove(idx);
-            // Older requests the responses skipped will get no more data.
-            let _ = corr.reads.drain(..idx.min(corr.reads.len()));
-        }
-        if let Some((read, x)) = reused {
-            self.anomaly(
-                out,
-                Kind::ReadSpanPsnReused,
-                vec![number],
-                Some(conn),
-                None,
-                format!("the RDMA READ of PSN {:#x} on {conn} is answered with PSN {:#x}, which the request after it had taken ({:#x}): a READ takes one PSN per response packet, so that request reused one of the READ's", read.get(), psn.get(), x.get()),
-            );
-        }
-        let Some(tg) = target else { return };
-        if !done && !first && bth.opcode.position() == Some(Position::Middle) {
-            self.defer_middle(
-                conn,
-                tg,
-                true,
-                Middle {
-                    bytes,
-                    frame: number,
-                    ts,
-                },
-            );
-            return;
-        }
         let payload = d.payload();
         let cap = self.config.max_ladder_steps;
         let Some(t) = self.add_to_segment(conn, tg, bytes, number, ts, true) else {
@@ -1083,7 +909,54 @@ impl Engine {
                 );
             }
         }
-        let _ = out;
+    }
+
+    fn read_response(
+        &mut self,
+        number: u64,
+        ts: u64,
+        conn: Option<ConnId>,
+        d: &Dissection<'_>,
+        out: &mut Vec<Finding>,
+    ) {
+        let Some(bth) = d.bth() else { return };
+        let Some(conn) = conn else { return };
+        let psn = bth.psn;
+        // What moved on the wire, whatever the capture kept of it.
+        let bytes = wire_payload(d) as u32;
+        let last = matches!(bth.opcode.position(), Some(Position::Last | Position::Only));
+        let Some(corr) = self.conns.corr.get_mut(&conn) else {
+            return;
+        };
+        let Some(Answered {
+            target,
+            rkey,
+            first,
+            done,
+            reused,
+        }) = answer_read(&mut corr.reads, psn, bytes, last)
+        else {
+            return;
+        };
+        if let Some((read, x)) = reused {
+            let v = iba::read_answered_in_reused_span(read, psn, x, conn);
+            self.raise(out, v, vec![number], Some(conn), None);
+        }
+        let Some(tg) = target else { return };
+        if !done && !first && bth.opcode.position() == Some(Position::Middle) {
+            self.defer_middle(
+                conn,
+                tg,
+                true,
+                Middle {
+                    bytes,
+                    frame: number,
+                    ts,
+                },
+            );
+            return;
+        }
+        self.read_data(number, ts, conn, tg, (bytes, first, done, rkey), d);
     }
 }
 
@@ -1091,127 +964,46 @@ impl Engine {
 mod tests {
     use super::*;
 
-    fn step(q: &mut QpState, psn: u32) -> &'static str {
-        name(Sequence::of(q, Psn::try_new(psn).unwrap(), Some(1)))
-    }
-
-    fn name(s: Sequence) -> &'static str {
-        match s {
-            Sequence::Again => "again",
-            Sequence::Next { gap: false } => "next",
-            Sequence::Next { gap: true } => "gap",
-            Sequence::InReadSpan { .. } => "in-read",
-            Sequence::Far => "far",
-            Sequence::Reseated { .. } => "reseated",
+    fn read(psn: u32, len: u32, rkey: u32) -> ReadReq {
+        ReadReq {
+            psn,
+            followed_by: None,
+            next_psn: psn,
+            rkey,
+            len,
+            received: 0,
+            target: None,
         }
     }
 
-    /// A READ of 2400 bytes at a 1024-byte MTU takes three PSNs: the next
-    /// request follows the third, one on the third reused it (what the
-    /// emulator of `Roce_PacketSize_2400_stall.pcapng` does), and a READ
-    /// whose span is not known lets the next request be anything after it.
+    /// A READ's responses are found by PSN and counted; the last one ends
+    /// it, and the READs before it that got no response go with it.
     #[test]
-    fn a_read_takes_one_psn_per_response() {
+    fn read_responses_answer_the_read_their_psn_reaches() {
         let psn = |p: u32| Psn::try_new(p).unwrap();
-        let mut q = QpState::default();
-        let span = Some(read_span(2400, 1024));
-        assert_eq!(span, Some(3));
-        assert_eq!(name(Sequence::of(&mut q, psn(0x7243ff), span)), "next");
-        assert_eq!(name(Sequence::of(&mut q, psn(0x724402), Some(1))), "next");
-        let mut q = QpState::default();
-        Sequence::of(&mut q, psn(0x7243ff), span);
-        assert_eq!(
-            Sequence::of(&mut q, psn(0x724401), Some(1)),
-            Sequence::InReadSpan {
-                read: psn(0x7243ff),
-                next: psn(0x724402)
-            }
-        );
-        let mut q = QpState::default();
-        Sequence::of(&mut q, psn(0xff_fffe), span);
-        assert_eq!(name(Sequence::of(&mut q, psn(1), Some(1))), "next");
-        let mut q = QpState::default();
-        Sequence::of(&mut q, psn(10), None);
-        assert_eq!(name(Sequence::of(&mut q, psn(11), Some(1))), "next");
-        assert_eq!(name(Sequence::of(&mut q, psn(13), Some(1))), "gap");
-        assert_eq!(
-            (
-                read_span(0, 1024),
-                read_span(1024, 1024),
-                read_span(1025, 256)
-            ),
-            (1, 1, 5)
-        );
+        let mut reads = VecDeque::from([read(0x10, 4096, 1), read(0x20, 2048, 2)]);
+        let a = answer_read(&mut reads, psn(0x20), 1024, false).unwrap();
+        assert_eq!((a.rkey, a.first, a.done), (2, true, false));
+        let a = answer_read(&mut reads, psn(0x21), 1024, false).unwrap();
+        assert_eq!((a.rkey, a.first, a.done), (2, false, true));
+        assert!(reads.is_empty(), "{reads:?}");
+        assert!(answer_read(&mut reads, psn(0x22), 1024, true).is_none());
     }
 
-    /// A lone far packet is held out and the sequence goes on where it was;
-    /// a far packet the next one follows is where the sequence went (another
-    /// incarnation of the QP); retransmissions and gaps keep their meaning;
-    /// and it all holds across the 24-bit wrap.
+    /// A response at or past the PSN the request after a READ of unknown
+    /// span took says that request reused one of the READ's PSNs, once.
     #[test]
-    fn the_psn_sequence_follows_what_the_next_packets_agree_on() {
-        let mut q = QpState::default();
-        let seq: Vec<&str> = [
-            100, 101, 3_000_000, 102, 103, 101, 110, 0x60_0000, 0x60_0001, 0x60_0002,
-        ]
-        .into_iter()
-        .map(|p| step(&mut q, p))
-        .collect();
-        assert_eq!(
-            seq,
-            ["next", "next", "far", "next", "next", "again", "gap", "far", "next", "next"]
-        );
-        let mut q = QpState::default();
-        let wrap: Vec<&str> = [0xff_fffe, 0xff_ffff, 0, 1]
-            .into_iter()
-            .map(|p| step(&mut q, p))
-            .collect();
-        assert_eq!(wrap, ["next", "next", "next", "next"]);
-    }
-
-    /// With the CM's starting PSN, the first request must start near it: a
-    /// lone frame far ahead of it (or behind) is held out; a few missed
-    /// packets are a gap; a far one the next follows is where the sequence
-    /// went (another incarnation).
-    #[test]
-    fn the_cm_start_decides_where_the_sequence_starts() {
-        let from_cm = |start: u32| QpState {
-            first_psn: Some(start),
-            first_from_cm: true,
-            ..QpState::default()
-        };
-        let run = |start: u32, psns: &[u32]| -> Vec<&'static str> {
-            let mut q = from_cm(start);
-            psns.iter().map(|&p| step(&mut q, p)).collect()
-        };
-        assert_eq!(run(100, &[1100, 100, 101]), ["far", "next", "next"]);
-        assert_eq!(run(100, &[50, 100]), ["far", "next"]);
-        assert_eq!(run(100, &[105, 106]), ["gap", "next"]);
-        assert_eq!(run(100, &[5000, 5001, 5002]), ["far", "next", "next"]);
-        assert_eq!(run(0xff_fff0, &[0xff_fff0, 0]), ["next", "gap"]);
-        // Without the CM's word, the first request starts the sequence; a
-        // request well before it says it was a stray, and the sequence
-        // starts there instead.
-        let mut q = QpState::default();
-        let seq: Vec<&str> = [1100, 100, 101, 1100, 102]
-            .into_iter()
-            .map(|p| step(&mut q, p))
-            .collect();
-        assert_eq!(seq, ["next", "reseated", "next", "gap", "again"]);
-        // Once two requests agree, one before them is sent again.
-        let mut q = QpState::default();
-        let seq: Vec<&str> = [1100, 1101, 100]
-            .into_iter()
-            .map(|p| step(&mut q, p))
-            .collect();
-        assert_eq!(seq, ["next", "next", "again"]);
-        // A first request sent again, or a go-back-N a few PSNs back, is
-        // no stray.
-        let mut q = QpState::default();
-        let seq: Vec<&str> = [1100, 1100, 1090, 1091]
-            .into_iter()
-            .map(|p| step(&mut q, p))
-            .collect();
-        assert_eq!(seq, ["next", "again", "again", "again"]);
+    fn a_response_past_the_next_request_says_it_reused_the_reads_psn() {
+        let psn = |p: u32| Psn::try_new(p).unwrap();
+        let mut reads = VecDeque::from([ReadReq {
+            followed_by: Some(0x11),
+            ..read(0x10, 3000, 7)
+        }]);
+        let a = answer_read(&mut reads, psn(0x10), 1024, false).unwrap();
+        assert_eq!(a.reused, None);
+        let a = answer_read(&mut reads, psn(0x11), 1024, false).unwrap();
+        assert_eq!(a.reused, Some((psn(0x10), psn(0x11))));
+        let a = answer_read(&mut reads, psn(0x12), 952, true).unwrap();
+        assert_eq!((a.reused, a.done), (None, true));
     }
 }

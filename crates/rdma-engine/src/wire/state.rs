@@ -128,7 +128,7 @@ pub(crate) struct Table {
     pub calls: VecDeque<(ConnId, CallKey, u64)>,
     /// Calls outstanding, all connections together.
     pub call_count: usize,
-    /// Bytes the outstanding calls cost (`budget::call_bytes`).
+    /// Bytes the outstanding calls cost (`cost::call_bytes`).
     pub call_bytes: usize,
     /// The next call's sequence number.
     pub next_seq: u64,
@@ -151,7 +151,7 @@ pub(crate) struct Table {
     /// `parked` in the order its calls came in (oldest goes first); entries
     /// of calls already taken are skipped when met.
     pub parked_order: VecDeque<((Addr, CallKey), u64)>,
-    /// Bytes the parked calls cost (`budget::call_bytes` each).
+    /// Bytes the parked calls cost (`cost::call_bytes` each).
     pub parked_bytes: usize,
     /// The connections each client address sent calls on, latest last (at
     /// most [`CLIENT_CONNS`]; entries of connections gone are skipped): where
