@@ -178,3 +178,45 @@ fn matrix_kernels_replay_through_decoder_and_engine() {
         insta::assert_snapshot!(format!("{kernel}-findings"), findings);
     }
 }
+
+/// The decoder's cost per record, for measuring: `cargo nextest run -p
+/// rdma-analyzer --test probe_replay --run-ignored only`, or the test
+/// binary under `valgrind --tool=callgrind --toggle-collect='*Decoder*decode*'`
+/// for instructions (divide by the records it prints).
+#[test]
+#[ignore = "a measurement, not a check"]
+fn decode_cost() {
+    let mut records = Vec::new();
+    for kernel in KERNELS {
+        let set = formats_of(kernel);
+        let plan = Plan::all_of(&set, &SYSTEMS, &[], ProbeEvents::Used);
+        let mut rng = Rng(7);
+        for i in 0..1200 {
+            let (sys, ev, copy) =
+                &plan.tracepoints[rng.below(plan.tracepoints.len() as u64) as usize];
+            let f = set.by_name(sys, ev).unwrap();
+            let data = record(f, &mut rng);
+            records.push((kernel, framed(f, *copy, &data, 1, i)));
+        }
+    }
+    let decoders: Vec<Decoder> = KERNELS
+        .iter()
+        .map(|k| Decoder::new(formats_of(k), 0))
+        .collect();
+    let mut decoders = decoders;
+    let rounds: u64 = 20;
+    let start = std::time::Instant::now();
+    let mut ok = 0u64;
+    for _ in 0..rounds {
+        for (kernel, raw) in &records {
+            let i = KERNELS.iter().position(|k| k == kernel).unwrap();
+            ok += u64::from(decoders[i].decode(raw).is_ok());
+        }
+    }
+    let n = rounds * records.len() as u64;
+    assert_eq!(ok, n);
+    eprintln!(
+        "{n} records, {:.0} ns each",
+        start.elapsed().as_nanos() as f64 / n as f64
+    );
+}
