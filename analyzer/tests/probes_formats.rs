@@ -6,7 +6,9 @@
 
 use std::path::PathBuf;
 
-use rdma_analyzer::engine::kernel::event::{ChunkType, Cid, ProbeEvent, SegKind, TaskKey};
+use rdma_analyzer::engine::kernel::event::{
+    ChunkType, Cid, Completion, ProbeEvent, SegKind, TaskKey,
+};
 use rdma_analyzer::sources::ebpf::{Decoder, FormatSet, SYSTEMS};
 
 fn formats() -> FormatSet {
@@ -234,10 +236,10 @@ fn decode_client_and_server_events_by_the_guest_layout() {
     assert!(
         matches!(
             p.event,
-            ProbeEvent::Completion {
+            ProbeEvent::ReadCompleted(Completion {
                 bytes: Some(262144),
                 ..
-            }
+            })
         ),
         "{:?}",
         p.event
@@ -376,7 +378,10 @@ fn linux_5_10_events_decode_without_the_fields_it_lacks() {
     );
     assert!(matches!(
         dec("svcrdma_wc_receive", &[("cq_id", 4), ("completion_id", 7)]),
-        ProbeEvent::Completion { event, cid: Cid { cq_id: 4, cid: 7 }, .. } if event == "svcrdma_wc_receive"
+        ProbeEvent::RecvCompleted(Completion {
+            cid: Cid { cq_id: 4, cid: 7 },
+            ..
+        })
     ));
 }
 

@@ -10,7 +10,7 @@ use super::format::{Field, Format, FormatSet};
 // The decoded events are the engine's input types (`Event::Probe`); they
 // live there so the engine stays free of any kernel or I/O code.
 use crate::engine::kernel::event::{
-    ChunkType, Cid, Probe, ProbeEvent, ProbeMeta, SegKind, TaskKey,
+    ChunkType, Cid, Completion, ConnectStep, Probe, ProbeEvent, ProbeMeta, SegKind, TaskKey,
 };
 
 /// A raw record paired with its format: typed field access by name.
@@ -291,16 +291,9 @@ fn cid(r: &RawRecord<'_>) -> Option<Cid> {
     })
 }
 
-fn other(r: &RawRecord<'_>) -> ProbeEvent {
-    ProbeEvent::Other {
-        system: r.format.system.clone(),
-        event: r.format.name.clone(),
-    }
-}
-
 /// The typed meaning of one tracepoint record, by event name and field names.
 pub fn decode_tracepoint(r: RawRecord<'_>) -> ProbeEvent {
-    decode_known(&r).unwrap_or_else(|| other(&r))
+    decode_known(&r).unwrap_or(ProbeEvent::Other)
 }
 
 fn decode_known(r: &RawRecord<'_>) -> Option<ProbeEvent> {
@@ -381,7 +374,12 @@ fn decode_known(r: &RawRecord<'_>) -> Option<ProbeEvent> {
                 _ => None,
             };
             ProbeEvent::ClientConnect {
-                event: name.to_string(),
+                step: match name {
+                    "xprtrdma_op_connect" => ConnectStep::Requested,
+                    "xprtrdma_connect" => ConnectStep::Connected,
+                    "xprtrdma_disconnect" => ConnectStep::Disconnected,
+                    _ => ConnectStep::Closed,
+                },
                 peer,
                 rc: r.i64("rc"),
             }
@@ -460,31 +458,31 @@ fn decode_known(r: &RawRecord<'_>) -> Option<ProbeEvent> {
             || n.contains("qp_error") =>
         {
             ProbeEvent::Error {
-                event: n.to_string(),
                 status: r.i64("status").or_else(|| r.i64("rc")),
             }
         }
         n if n.starts_with("svcrdma_wc_") || n.starts_with("xprtrdma_wc_") => {
             let status = r.i64("status");
             if status.is_some_and(|s| s != 0) {
-                ProbeEvent::Error {
-                    event: n.to_string(),
-                    status,
-                }
+                ProbeEvent::Error { status }
             } else {
-                ProbeEvent::Completion {
-                    event: n.to_string(),
+                let c = Completion {
                     cid: cid(r)?,
                     status,
                     bytes: r
                         .u64("totalbytes")
                         .or_else(|| r.u64("received"))
                         .or_else(|| r.u64("byte_len")),
+                };
+                match n {
+                    "svcrdma_wc_recv" | "svcrdma_wc_receive" => ProbeEvent::RecvCompleted(c),
+                    "svcrdma_wc_read" => ProbeEvent::ReadCompleted(c),
+                    "svcrdma_wc_write" => ProbeEvent::WriteCompleted(c),
+                    _ => ProbeEvent::Completed(c),
                 }
             }
         }
-        n if r.format.system == "rdma_cma" => ProbeEvent::Cm {
-            event: n.to_string(),
+        _ if r.format.system == "rdma_cma" => ProbeEvent::Cm {
             cm_id: r.u32("cm_id"),
             src: r.sockaddr("srcaddr"),
             dst: r.sockaddr("dstaddr"),
@@ -492,8 +490,7 @@ fn decode_known(r: &RawRecord<'_>) -> Option<ProbeEvent> {
             status: r.i64("status"),
             qpn: r.u32("qp_num"),
         },
-        n if r.format.system == "ib_cma" => ProbeEvent::IbCm {
-            event: n.to_string(),
+        _ if r.format.system == "ib_cma" => ProbeEvent::IbCm {
             local_id: r.u32("local_id"),
             remote_id: r.u32("remote_id"),
             local_qpn: r.u32("local_qpn"),

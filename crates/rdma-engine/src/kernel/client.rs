@@ -1,8 +1,8 @@
 //! The client's kernel (`xprtrdma_*` tracepoints), keyed by RPC task:
 //!
 //! ```text
-//!  rpc_request(names) ─► chunk_read/write/reply ─► marshal(xid) ─► post_send ─► reply(xid, credits)
-//!    ─► mr_reminv(handle) ─► decode_seg(len) ─► Transaction (after a grace period)
+//!  RpcRequest(names) ─► ClientChunk ─► Marshal(xid) ─► ClientPostSend ─► Reply(xid, credits)
+//!    ─► RemoteInv(handle) ─► DecodeSeg(len) ─► Transaction (after a grace period)
 //! ```
 
 use super::event::{ChunkType, ProbeEvent, ProbeMeta, SegKind, TaskKey};

@@ -2,11 +2,12 @@
 //! completion, then by nfsd thread:
 //!
 //! ```text
-//!  wc_recv(cid) ─► decode_rseg/wseg(cid) ─► decode_rqst(cid, xid, credits)
-//!    ─► svc_process(xid, names) ─► post_read_chunk ─► wc_read ─► encode_wseg ─► post_write_chunk ─► post_send(inv_rkey) ─► Transaction
+//!  RecvCompleted(cid) ─► ServerDecodeSeg(cid) ─► DecodeRqst(cid, xid, credits)
+//!    ─► SvcProcess(xid, names) ─► PostChunk(Read) ─► ReadCompleted ─► EncodeWseg
+//!    ─► PostChunk(Write) ─► WriteCompleted ─► ServerPostSend(inv_rkey) ─► Transaction
 //! ```
 
-use super::event::{Cid, ProbeEvent, ProbeMeta, SegKind};
+use super::event::{Cid, Completion, ProbeEvent, ProbeMeta, SegKind};
 use super::names::RpcName;
 use super::{advertised, Correlator};
 use crate::keys::{ConnIds, KernelConnKey};
@@ -56,39 +57,18 @@ impl Correlator {
     ) {
         let (seq, ts, tid) = (meta.seq, meta.ts_ns, meta.tid);
         match event {
-            ProbeEvent::Completion {
-                event, cid, bytes, ..
-            } => match event.as_str() {
-                "svcrdma_wc_recv" | "svcrdma_wc_receive" => {
-                    if self.recv_order.len() >= self.cfg.max_outstanding {
-                        if let Some(old) = self.recv_order.pop_front() {
-                            self.recv_ts.remove(&old);
-                            self.recv_segs.remove(&old);
-                        }
-                    }
-                    self.recv_ts.insert(*cid, ts);
-                    self.recv_order.push_back(*cid);
-                }
-                "svcrdma_wc_read" | "svcrdma_wc_write" => {
-                    if let Some(xid) = self.chunk_ctx.get(cid).copied() {
-                        let cap = self.cfg.max_ladder_steps;
-                        if let Some(s) = self.server_call_mut(xid) {
-                            let read = event == "svcrdma_wc_read";
-                            if read {
-                                s.last_read = Some(ts);
-                            } else {
-                                s.last_write = Some(ts);
-                            }
-                            let what = StepWhat::ChunkDone {
-                                read,
-                                bytes: *bytes,
-                            };
-                            s.ladder.step(cap, s.ts, seq, ts, read, what);
-                        }
+            ProbeEvent::RecvCompleted(c) => {
+                if self.recv_order.len() >= self.cfg.max_outstanding {
+                    if let Some(old) = self.recv_order.pop_front() {
+                        self.recv_ts.remove(&old);
+                        self.recv_segs.remove(&old);
                     }
                 }
-                _ => {}
-            },
+                self.recv_ts.insert(c.cid, ts);
+                self.recv_order.push_back(c.cid);
+            }
+            ProbeEvent::ReadCompleted(c) => self.chunk_done(c, true, seq, ts),
+            ProbeEvent::WriteCompleted(c) => self.chunk_done(c, false, seq, ts),
             ProbeEvent::ServerDecodeSeg {
                 cid,
                 kind,
@@ -239,6 +219,27 @@ impl Correlator {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// A chunk context's RDMA Reads (`read`) or Writes completed: a step
+    /// of the call the context serves.
+    fn chunk_done(&mut self, c: &Completion, read: bool, seq: u64, ts: u64) {
+        let Some(xid) = self.chunk_ctx.get(&c.cid).copied() else {
+            return;
+        };
+        let cap = self.cfg.max_ladder_steps;
+        if let Some(s) = self.server_call_mut(xid) {
+            if read {
+                s.last_read = Some(ts);
+            } else {
+                s.last_write = Some(ts);
+            }
+            let what = StepWhat::ChunkDone {
+                read,
+                bytes: c.bytes,
+            };
+            s.ladder.step(cap, s.ts, seq, ts, read, what);
         }
     }
 
