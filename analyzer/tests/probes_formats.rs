@@ -513,7 +513,7 @@ fn frame(id: u16, base: usize, data: &[u8]) -> Vec<u8> {
 /// (a misspelt name would attach a per-RPC event whole, silently costly).
 #[test]
 fn events_left_in_the_kernel_exist() {
-    use rdma_analyzer::sources::ebpf::PER_RPC_UNUSED;
+    use rdma_analyzer::sources::ebpf::per_rpc_unused;
     let sets: Vec<FormatSet> = [
         "linux-5.10.0-32-amd64",
         "linux-6.1.0-50-amd64",
@@ -522,10 +522,54 @@ fn events_left_in_the_kernel_exist() {
     .iter()
     .map(|k| formats_of(k))
     .collect();
-    for name in PER_RPC_UNUSED {
+    for name in per_rpc_unused() {
         assert!(
             sets.iter().any(|s| s.by_name("rpcrdma", name).is_some()),
             "{name} is on no matrix kernel"
         );
+    }
+}
+
+/// Each row of the tracepoint table says what the engine uses its event
+/// for: on every matrix kernel, a record of each event the table names
+/// decodes to an event the engine takes that way, and every event the
+/// kernel view relies on is on some matrix kernel (a misspelt name would
+/// make a blind spot out of nothing).
+#[test]
+fn the_table_says_what_its_events_decode_to() {
+    use rdma_analyzer::sources::ebpf::{relied_on, row_of, Compiled};
+    let sets: Vec<FormatSet> = [
+        "linux-5.10.0-32-amd64",
+        "linux-6.1.0-50-amd64",
+        "linux-6.12.117+deb13-amd64",
+    ]
+    .iter()
+    .map(|k| formats_of(k))
+    .collect();
+    let mut checked = 0;
+    for set in &sets {
+        for f in set.sorted() {
+            let c = Compiled::new(f);
+            assert!(std::ptr::eq(c.row, row_of(&f.system, &f.name)));
+            let blank = vec![0u8; f.fixed_len()];
+            let event = c.decode(&blank, 0, None);
+            assert_eq!(
+                event.use_(),
+                c.row.use_,
+                "{}:{}: {event:?}",
+                f.system,
+                f.name
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 800, "{checked}");
+    for (sys, names, _) in relied_on() {
+        for name in names {
+            assert!(
+                sets.iter().any(|s| s.by_name(sys, name).is_some()),
+                "{sys}:{name} is on no matrix kernel"
+            );
+        }
     }
 }

@@ -1,23 +1,157 @@
 //! Ring records into [`ProbeEvent`]s, by the running kernel's formats.
+//!
+//! Each format is compiled once, when the decoder is made: the event id
+//! leads to its row of [`TRACEPOINTS`](super::events::TRACEPOINTS) (the
+//! decode fn) and each field the decoders read ([`F`]) to its place in the
+//! record. Decoding a record is then an index and a few reads: no name is
+//! compared and nothing is allocated but the event's own strings.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use ebpf_common::{KprobeId, RecordHeader, RecordKind, HEADER_LEN, RECORD_VERSION};
 
+use super::events::{row_of, Tracepoint};
 use super::format::{Field, Format, FormatSet};
 // The decoded events are the engine's input types (`Event::Probe`); they
 // live there so the engine stays free of any kernel or I/O code.
-use crate::engine::kernel::event::{
-    ChunkType, Cid, Completion, ConnectStep, Probe, ProbeEvent, ProbeMeta, SegKind, TaskKey,
-};
+use crate::engine::kernel::event::{Cid, Probe, ProbeEvent, ProbeMeta, TaskKey};
 
-/// A raw record paired with its format: typed field access by name.
+/// Declares [`F`], the fields the decoders read, with their names in the
+/// kernel's format files, in one list.
+macro_rules! fields {
+    ($($(#[$doc:meta])* $v:ident = $name:literal,)*) => {
+        /// A tracepoint field the decoders read, by its name in the format
+        /// files. A kernel whose event lacks it reads it as `None`.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum F {
+            $(#[doc = concat!("`", $name, "`.")] $(#[$doc])* $v,)*
+        }
+
+        impl F {
+            /// Every field, in declaration order (`F as usize` indexes it).
+            pub const ALL: &'static [F] = &[$(F::$v,)*];
+
+            /// The field's name in the format files.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(F::$v => $name,)*
+                }
+            }
+        }
+    };
+}
+
+fields! {
+    TaskId = "task_id",
+    ClientId = "client_id",
+    Xid = "xid",
+    Rtype = "rtype",
+    Wtype = "wtype",
+    Hdrlen = "hdrlen",
+    Headlen = "headlen",
+    Pagelen = "pagelen",
+    Taillen = "taillen",
+    Ret = "ret",
+    Handle = "handle",
+    Length = "length",
+    Offset = "offset",
+    /// The client's Read chunk position.
+    Pos = "pos",
+    /// The server's Read chunk position.
+    Position = "position",
+    CqId = "cq_id",
+    CompletionId = "completion_id",
+    Credits = "credits",
+    Addr = "addr",
+    Port = "port",
+    Rc = "rc",
+    Version = "version",
+    Progname = "progname",
+    Procname = "procname",
+    Vers = "vers",
+    Proc = "proc",
+    Service = "service",
+    Procedure = "procedure",
+    InlineSend = "inline_send",
+    InlineRecv = "inline_recv",
+    InvRkey = "inv_rkey",
+    Sqecount = "sqecount",
+    Status = "status",
+    /// Bytes of a completion (Linux 6.x).
+    TotalBytes = "totalbytes",
+    /// Bytes of a receive completion.
+    Received = "received",
+    /// Bytes of a completion (Linux 5.10).
+    ByteLen = "byte_len",
+    CmId = "cm_id",
+    SrcAddr = "srcaddr",
+    DstAddr = "dstaddr",
+    Event = "event",
+    QpNum = "qp_num",
+    LocalId = "local_id",
+    RemoteId = "remote_id",
+    LocalQpn = "local_qpn",
+    RemoteQpn = "remote_qpn",
+}
+
+/// Where each [`F`] is in one format's fields (`NONE`: not in this kernel's event).
+type Slots = [u16; F::ALL.len()];
+const NONE: u16 = u16::MAX;
+
+/// A format, compiled: its row of the table and where its fields are.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    /// The format.
+    pub format: Format,
+    /// Its row of [`TRACEPOINTS`](super::events::TRACEPOINTS).
+    pub row: &'static Tracepoint,
+    slots: Slots,
+}
+
+impl Compiled {
+    /// Finds `format`'s row and its fields, once.
+    pub fn new(format: &Format) -> Compiled {
+        let mut slots = [NONE; F::ALL.len()];
+        for (slot, f) in slots.iter_mut().zip(F::ALL) {
+            if let Some(i) = format.fields.iter().position(|x| x.name == f.name()) {
+                *slot = u16::try_from(i).unwrap_or(NONE);
+            }
+        }
+        Compiled {
+            format: format.clone(),
+            row: row_of(&format.system, &format.name),
+            slots,
+        }
+    }
+
+    /// The event a record of this format (`data`, from record offset
+    /// `base`) says; fields read are noted in `touched` when given.
+    pub fn decode(
+        &self,
+        data: &[u8],
+        base: usize,
+        touched: Option<&RefCell<Vec<usize>>>,
+    ) -> ProbeEvent {
+        let r = RawRecord {
+            format: &self.format,
+            slots: &self.slots,
+            data,
+            base,
+            touched,
+        };
+        (self.row.decode)(&r).unwrap_or(ProbeEvent::Other)
+    }
+}
+
+/// A raw record paired with its compiled format: typed field access.
 #[derive(Debug, Clone, Copy)]
 pub struct RawRecord<'a> {
     /// The event's format.
     pub format: &'a Format,
+    slots: &'a Slots,
     /// The bytes the probe copied: a span of the record.
     pub data: &'a [u8],
     /// Offset in the record of `data[0]`.
@@ -25,26 +159,17 @@ pub struct RawRecord<'a> {
     /// When set, every field read is noted here (by index in
     /// `format.fields`): how the copy plans learn which fields the decoder
     /// reads, so that the two cannot drift apart.
-    pub touched: Option<&'a std::cell::RefCell<Vec<usize>>>,
+    pub touched: Option<&'a RefCell<Vec<usize>>>,
 }
 
 impl<'a> RawRecord<'a> {
-    /// A whole record, from offset 0.
-    pub fn new(format: &'a Format, data: &'a [u8]) -> RawRecord<'a> {
-        RawRecord {
-            format,
-            data,
-            base: 0,
-            touched: None,
-        }
-    }
-
-    fn field(&self, name: &str) -> Option<&'a Field> {
-        let i = self.format.fields.iter().position(|f| f.name == name)?;
+    fn field(&self, f: F) -> Option<&'a Field> {
+        let i = usize::from(self.slots[f as usize]);
+        let field = self.format.fields.get(i)?;
         if let Some(t) = self.touched {
             t.borrow_mut().push(i);
         }
-        self.format.fields.get(i)
+        Some(field)
     }
 
     /// `len` bytes at record offset `off`: `None` outside the copied span,
@@ -56,8 +181,8 @@ impl<'a> RawRecord<'a> {
 
     /// An integer field (1, 2, 4 or 8 bytes; sign-extended when signed).
     /// `None` when the kernel has no such field or the copy was cut short.
-    pub fn int(&self, name: &str) -> Option<i128> {
-        let f = self.field(name)?;
+    pub fn int(&self, f: F) -> Option<i128> {
+        let f = self.field(f)?;
         if f.array || f.data_loc {
             return None;
         }
@@ -101,23 +226,23 @@ impl<'a> RawRecord<'a> {
     }
 
     /// An unsigned field as u32 (values that do not fit give `None`).
-    pub fn u32(&self, name: &str) -> Option<u32> {
-        self.int(name).and_then(|v| u32::try_from(v).ok())
+    pub fn u32(&self, f: F) -> Option<u32> {
+        self.int(f).and_then(|v| u32::try_from(v).ok())
     }
 
     /// An unsigned field as u64.
-    pub fn u64(&self, name: &str) -> Option<u64> {
-        self.int(name).and_then(|v| u64::try_from(v).ok())
+    pub fn u64(&self, f: F) -> Option<u64> {
+        self.int(f).and_then(|v| u64::try_from(v).ok())
     }
 
     /// A signed field as i64.
-    pub fn i64(&self, name: &str) -> Option<i64> {
-        self.int(name).and_then(|v| i64::try_from(v).ok())
+    pub fn i64(&self, f: F) -> Option<i64> {
+        self.int(f).and_then(|v| i64::try_from(v).ok())
     }
 
     /// The bytes of a fixed array or a `__data_loc` array.
-    pub fn bytes(&self, name: &str) -> Option<&'a [u8]> {
-        let f = self.field(name)?;
+    pub fn bytes(&self, f: F) -> Option<&'a [u8]> {
+        let f = self.field(f)?;
         if f.data_loc {
             let b = self.at(f.offset, 4)?;
             let loc = u32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
@@ -135,15 +260,40 @@ impl<'a> RawRecord<'a> {
     }
 
     /// A string field (fixed `char[]` or `__data_loc char[]`), up to its NUL.
-    pub fn string(&self, name: &str) -> Option<String> {
-        let b = self.bytes(name)?;
+    pub fn string(&self, f: F) -> Option<String> {
+        let b = self.bytes(f)?;
         let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
         Some(String::from_utf8_lossy(&b[..end]).into_owned())
     }
 
     /// A `struct sockaddr_storage`-style byte array (AF_INET or AF_INET6).
-    pub fn sockaddr(&self, name: &str) -> Option<SocketAddr> {
-        parse_sockaddr(self.bytes(name)?)
+    pub fn sockaddr(&self, f: F) -> Option<SocketAddr> {
+        parse_sockaddr(self.bytes(f)?)
+    }
+
+    /// The RPC task a client event names.
+    pub fn task(&self) -> Option<TaskKey> {
+        Some(TaskKey {
+            task_id: self.u32(F::TaskId)?,
+            client_id: self.u32(F::ClientId)?,
+        })
+    }
+
+    /// The completion a server event names.
+    pub fn cid(&self) -> Option<Cid> {
+        Some(Cid {
+            cq_id: self.u32(F::CqId)?,
+            cid: i32::try_from(self.int(F::CompletionId)?).ok()?,
+        })
+    }
+
+    /// A chunk segment: handle, length, offset.
+    pub fn seg(&self) -> Option<(u32, u32, u64)> {
+        Some((
+            self.u32(F::Handle)?,
+            self.u32(F::Length)?,
+            self.u64(F::Offset)?,
+        ))
     }
 }
 
@@ -204,27 +354,55 @@ impl std::error::Error for DecodeError {}
 #[derive(Debug, Clone)]
 pub struct Decoder {
     formats: FormatSet,
+    compiled: Vec<Compiled>,
+    /// Event id → index in `compiled` (`u32::MAX`: no format).
+    by_id: Vec<u32>,
     /// CLOCK_REALTIME − CLOCK_MONOTONIC, ns.
     clock_offset_ns: i64,
     seq: u64,
-    /// Records per event name (for the status line and tests).
-    pub counts: BTreeMap<String, u64>,
+    /// Records per compiled format, then the kprobes' (the last entry).
+    counts: Vec<u64>,
 }
 
 impl Decoder {
-    /// A decoder over `formats`, with the realtime − monotonic offset.
+    /// A decoder over `formats`, with the realtime − monotonic offset:
+    /// each format compiled here, once.
     pub fn new(formats: FormatSet, clock_offset_ns: i64) -> Decoder {
+        let compiled: Vec<Compiled> = formats.sorted().into_iter().map(Compiled::new).collect();
+        let top = compiled.iter().map(|c| usize::from(c.format.id)).max();
+        let mut by_id = vec![u32::MAX; top.map_or(0, |t| t + 1)];
+        for (i, c) in compiled.iter().enumerate() {
+            by_id[usize::from(c.format.id)] = i as u32;
+        }
+        let counts = vec![0; compiled.len() + 1];
         Decoder {
             formats,
+            compiled,
+            by_id,
             clock_offset_ns,
             seq: 0,
-            counts: BTreeMap::new(),
+            counts,
         }
     }
 
     /// The formats.
     pub fn formats(&self) -> &FormatSet {
         &self.formats
+    }
+
+    /// Records decoded per event name (for the status line and tests);
+    /// the kprobes' as `kprobe_private_data`.
+    pub fn counts(&self) -> BTreeMap<String, u64> {
+        let mut by_name = BTreeMap::new();
+        for (c, n) in self.compiled.iter().zip(&self.counts) {
+            if *n > 0 {
+                *by_name.entry(c.format.name.clone()).or_default() += n;
+            }
+        }
+        if let Some(&n) = self.counts.last().filter(|n| **n > 0) {
+            by_name.insert("kprobe_private_data".to_string(), n);
+        }
+        by_name
     }
 
     /// Decodes one record as the ring buffer delivered it.
@@ -248,16 +426,14 @@ impl Decoder {
         };
         let event = match RecordKind::from_u8(h.kind) {
             Some(RecordKind::Tracepoint) => {
-                let format = self
-                    .formats
-                    .get(h.event_id)
+                let i = self
+                    .by_id
+                    .get(usize::from(h.event_id))
+                    .map(|&i| i as usize)
+                    .filter(|&i| i < self.compiled.len())
                     .ok_or(DecodeError::UnknownEvent(h.event_id))?;
-                let ev = decode_tracepoint(RawRecord {
-                    base: usize::from(h.base),
-                    ..RawRecord::new(format, data)
-                });
-                *self.counts.entry(format.name.clone()).or_default() += 1;
-                ev
+                self.counts[i] += 1;
+                self.compiled[i].decode(data, usize::from(h.base), None)
             }
             Some(RecordKind::Kprobe) => {
                 let which = if h.event_id == KprobeId::Accept as u16 {
@@ -265,7 +441,9 @@ impl Decoder {
                 } else {
                     KprobeId::Connect
                 };
-                *self.counts.entry("kprobe_private_data".into()).or_default() += 1;
+                if let Some(n) = self.counts.last_mut() {
+                    *n += 1;
+                }
                 ProbeEvent::PrivateData {
                     which,
                     bytes: data.to_vec(),
@@ -275,227 +453,4 @@ impl Decoder {
         };
         Ok(Probe { meta, event })
     }
-}
-
-fn task(r: &RawRecord<'_>) -> Option<TaskKey> {
-    Some(TaskKey {
-        task_id: r.u32("task_id")?,
-        client_id: r.u32("client_id")?,
-    })
-}
-
-fn cid(r: &RawRecord<'_>) -> Option<Cid> {
-    Some(Cid {
-        cq_id: r.u32("cq_id")?,
-        cid: i32::try_from(r.int("completion_id")?).ok()?,
-    })
-}
-
-/// The typed meaning of one tracepoint record, by event name and field names.
-pub fn decode_tracepoint(r: RawRecord<'_>) -> ProbeEvent {
-    decode_known(&r).unwrap_or(ProbeEvent::Other)
-}
-
-fn decode_known(r: &RawRecord<'_>) -> Option<ProbeEvent> {
-    let name = r.format.name.as_str();
-    let seg = |r: &RawRecord<'_>| -> Option<(u32, u32, u64)> {
-        Some((r.u32("handle")?, r.u32("length")?, r.u64("offset")?))
-    };
-    Some(match name {
-        "xprtrdma_marshal" => ProbeEvent::Marshal {
-            task: task(r)?,
-            xid: r.u32("xid")?,
-            rtype: ChunkType::from_kernel(r.i64("rtype")?),
-            wtype: ChunkType::from_kernel(r.i64("wtype")?),
-            hdrlen: r.u32("hdrlen"),
-            xdrlen: match (r.u32("headlen"), r.u32("pagelen"), r.u32("taillen")) {
-                // Sizes that overflow are not sizes: unknown.
-                (Some(a), Some(b), Some(c)) => a.checked_add(b).and_then(|ab| ab.checked_add(c)),
-                _ => None,
-            },
-        },
-        "xprtrdma_marshal_failed" => ProbeEvent::MarshalFailed {
-            task: task(r)?,
-            xid: r.u32("xid"),
-            ret: r.i64("ret"),
-        },
-        "xprtrdma_chunk_read"
-        | "xprtrdma_chunk_write"
-        | "xprtrdma_chunk_reply"
-        | "xprtrdma_chunk_wp" => {
-            let (handle, length, offset) = seg(r)?;
-            let kind = match name {
-                "xprtrdma_chunk_read" => SegKind::Read {
-                    position: r.u32("pos").unwrap_or(0),
-                },
-                "xprtrdma_chunk_reply" => SegKind::Reply,
-                _ => SegKind::Write,
-            };
-            ProbeEvent::ClientChunk {
-                task: task(r)?,
-                kind,
-                handle,
-                length,
-                offset,
-            }
-        }
-        "xprtrdma_post_send" => ProbeEvent::ClientPostSend {
-            task: task(r),
-            cid: cid(r),
-        },
-        "xprtrdma_reply" => ProbeEvent::Reply {
-            task: task(r)?,
-            xid: r.u32("xid")?,
-            credits: r.u32("credits")?,
-        },
-        "xprtrdma_decode_seg" => {
-            let (handle, length, offset) = seg(r)?;
-            ProbeEvent::DecodeSeg {
-                handle,
-                length,
-                offset,
-            }
-        }
-        "xprtrdma_mr_reminv" => ProbeEvent::RemoteInv {
-            task: task(r),
-            handle: r.u32("handle")?,
-        },
-        "xprtrdma_mr_localinv" => ProbeEvent::LocalInv {
-            task: task(r),
-            handle: r.u32("handle")?,
-        },
-        "xprtrdma_connect"
-        | "xprtrdma_disconnect"
-        | "xprtrdma_op_connect"
-        | "xprtrdma_op_close" => {
-            let peer = match (r.string("addr"), r.string("port")) {
-                (Some(a), Some(p)) => Some(format!("{a}:{p}")),
-                (Some(a), None) => Some(a),
-                _ => None,
-            };
-            ProbeEvent::ClientConnect {
-                step: match name {
-                    "xprtrdma_op_connect" => ConnectStep::Requested,
-                    "xprtrdma_connect" => ConnectStep::Connected,
-                    "xprtrdma_disconnect" => ConnectStep::Disconnected,
-                    _ => ConnectStep::Closed,
-                },
-                peer,
-                rc: r.i64("rc"),
-            }
-        }
-        "rpc_request" if r.format.system == "sunrpc" => ProbeEvent::RpcRequest {
-            task: task(r)?,
-            version: r.u32("version"),
-            program: r.string("progname"),
-            procedure: r.string("procname"),
-        },
-        "svc_process" if r.format.system == "sunrpc" => ProbeEvent::SvcProcess {
-            xid: r.u32("xid")?,
-            version: r.u32("vers"),
-            proc: r.u32("proc"),
-            service: r.string("service"),
-            procedure: r.string("procedure"),
-        },
-        "xprtrdma_inline_thresh" => ProbeEvent::InlineThresh {
-            send: r.u32("inline_send"),
-            recv: r.u32("inline_recv"),
-        },
-        "svcrdma_decode_rqst" => ProbeEvent::DecodeRqst {
-            cid: cid(r)?,
-            xid: r.u32("xid")?,
-            vers: r.u32("vers")?,
-            proc: r.u32("proc")?,
-            credits: r.u32("credits")?,
-            hdrlen: r.u32("hdrlen"),
-        },
-        "svcrdma_decode_rseg" | "svcrdma_decode_wseg" => {
-            let (handle, length, offset) = seg(r)?;
-            let kind = if name == "svcrdma_decode_rseg" {
-                SegKind::Read {
-                    position: r.u32("position").unwrap_or(0),
-                }
-            } else {
-                SegKind::Write
-            };
-            ProbeEvent::ServerDecodeSeg {
-                cid: cid(r),
-                kind,
-                handle,
-                length,
-                offset,
-            }
-        }
-        "svcrdma_encode_wseg" => {
-            let (handle, length, offset) = seg(r)?;
-            ProbeEvent::EncodeWseg {
-                cid: cid(r),
-                handle,
-                length,
-                offset,
-            }
-        }
-        "svcrdma_post_send" => ProbeEvent::ServerPostSend {
-            cid: cid(r)?,
-            inv_rkey: r.u32("inv_rkey").filter(|&k| k != 0),
-        },
-        "svcrdma_post_read_chunk"
-        | "svcrdma_post_write_chunk"
-        | "svcrdma_post_reply_chunk"
-        | "svcrdma_post_chunk" => ProbeEvent::PostChunk {
-            kind: match name {
-                "svcrdma_post_read_chunk" => Some(SegKind::Read { position: 0 }),
-                "svcrdma_post_write_chunk" => Some(SegKind::Write),
-                "svcrdma_post_reply_chunk" => Some(SegKind::Reply),
-                _ => None,
-            },
-            cid: cid(r)?,
-            sqecount: r.u32("sqecount"),
-        },
-        n if n.contains("_err")
-            || n.contains("flush")
-            || n.ends_with("_error")
-            || n.contains("qp_error") =>
-        {
-            ProbeEvent::Error {
-                status: r.i64("status").or_else(|| r.i64("rc")),
-            }
-        }
-        n if n.starts_with("svcrdma_wc_") || n.starts_with("xprtrdma_wc_") => {
-            let status = r.i64("status");
-            if status.is_some_and(|s| s != 0) {
-                ProbeEvent::Error { status }
-            } else {
-                let c = Completion {
-                    cid: cid(r)?,
-                    status,
-                    bytes: r
-                        .u64("totalbytes")
-                        .or_else(|| r.u64("received"))
-                        .or_else(|| r.u64("byte_len")),
-                };
-                match n {
-                    "svcrdma_wc_recv" | "svcrdma_wc_receive" => ProbeEvent::RecvCompleted(c),
-                    "svcrdma_wc_read" => ProbeEvent::ReadCompleted(c),
-                    "svcrdma_wc_write" => ProbeEvent::WriteCompleted(c),
-                    _ => ProbeEvent::Completed(c),
-                }
-            }
-        }
-        _ if r.format.system == "rdma_cma" => ProbeEvent::Cm {
-            cm_id: r.u32("cm_id"),
-            src: r.sockaddr("srcaddr"),
-            dst: r.sockaddr("dstaddr"),
-            cm_event: r.u32("event"),
-            status: r.i64("status"),
-            qpn: r.u32("qp_num"),
-        },
-        _ if r.format.system == "ib_cma" => ProbeEvent::IbCm {
-            local_id: r.u32("local_id"),
-            remote_id: r.u32("remote_id"),
-            local_qpn: r.u32("local_qpn"),
-            remote_qpn: r.u32("remote_qpn"),
-        },
-        _ => return None,
-    })
 }

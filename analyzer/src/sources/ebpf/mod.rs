@@ -33,8 +33,10 @@ pub mod load;
 pub mod plan;
 pub mod sys;
 
-pub use decode::{decode_tracepoint, parse_sockaddr, DecodeError, Decoder, RawRecord};
-pub use events::{blind_spots, wanted, PER_RPC_UNUSED, RELIED_ON, SUNRPC_EVENTS, SYSTEMS};
+pub use decode::{parse_sockaddr, Compiled, DecodeError, Decoder, RawRecord, F};
+pub use events::{
+    blind_spots, per_rpc_unused, relied_on, row_of, wanted, Names, Tracepoint, SYSTEMS, TRACEPOINTS,
+};
 pub use format::{Field, Format, FormatError, FormatSet};
 pub use load::{
     chain, find_tracefs, why_absent, Missing, ProbeSet, StartError, PROBES_BUILD_STATUS,

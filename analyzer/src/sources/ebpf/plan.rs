@@ -1,9 +1,11 @@
 //! What each probe copies: the span of a record the decoder reads.
 
+use std::cell::RefCell;
+
 use ebpf_common::CopyPlan;
 
-use super::decode::{decode_tracepoint, RawRecord};
-use super::events::{wanted, PER_RPC_UNUSED};
+use super::decode::Compiled;
+use super::events::wanted;
 use super::format::{Field, Format, FormatSet};
 use crate::engine::kernel::event::Use;
 
@@ -51,7 +53,8 @@ fn loc_of(f: &Field) -> u16 {
 
 /// What the analyzer needs of `f`'s records: the span from the first to the
 /// last field the decoder reads (and, for a string, to the string's end),
-/// `None` for a per-RPC event it has no use for ([`PER_RPC_UNUSED`]), the
+/// `None` for a per-RPC event it has no use for
+/// ([`Tracepoint::per_rpc_unused`](super::events::Tracepoint::per_rpc_unused)), the
 /// whole record for any other.
 ///
 /// The fields come from running the decoder itself over a blank record and
@@ -59,13 +62,11 @@ fn loc_of(f: &Field) -> u16 {
 /// it.
 pub fn needed(f: &Format) -> Option<CopyPlan> {
     let blank = vec![0u8; f.fixed_len().max(COMMON_LEN)];
-    let touched = std::cell::RefCell::new(Vec::new());
-    let event = decode_tracepoint(RawRecord {
-        touched: Some(&touched),
-        ..RawRecord::new(f, &blank)
-    });
+    let touched = RefCell::new(Vec::new());
+    let compiled = Compiled::new(f);
+    let event = compiled.decode(&blank, 0, Some(&touched));
     match event.use_() {
-        Use::Counted if PER_RPC_UNUSED.contains(&f.name.as_str()) => None,
+        Use::Counted if compiled.row.per_rpc_unused => None,
         Use::Counted => Some(whole_record(f)),
         Use::Client | Use::Server => {
             let read: Vec<&Field> = touched
