@@ -107,13 +107,18 @@ pub fn why_absent(system: &str) -> String {
     }
 }
 
+/// The ring the probes send their records through.
+type Ring = aya::maps::RingBuf<aya::maps::MapData>;
+/// Records the probes could not put in the ring, per CPU.
+type Lost = aya::maps::PerCpuArray<aya::maps::MapData, u64>;
+
 /// Loaded probes: the object, its attachments and its maps.
 pub struct ProbeSet {
     // Declared before `ebpf` so the links close before the program.
     links: Vec<CookieLink>,
     ebpf: aya::Ebpf,
-    ring: aya::maps::RingBuf<aya::maps::MapData>,
-    lost: aya::maps::PerCpuArray<aya::maps::MapData, u64>,
+    ring: Ring,
+    lost: Lost,
     /// What got attached (`system:event`).
     pub attached: Vec<String>,
     /// What did not, and why.
@@ -224,6 +229,52 @@ fn attach_slots(
     Ok(())
 }
 
+/// The kprobes that read the CM private data (RFC 8797) of
+/// `rdma_connect_locked` and `rdma_accept`; what cannot attach is missing,
+/// with a hint.
+fn attach_kprobes(ebpf: &mut aya::Ebpf, attached: &mut Vec<String>, missing: &mut Vec<Missing>) {
+    for (prog_name, func) in [
+        (ebpf_common::PROG_KPROBE_CONNECT, ebpf_common::FN_CONNECT),
+        (ebpf_common::PROG_KPROBE_ACCEPT, ebpf_common::FN_ACCEPT),
+    ] {
+        let r = (|| -> Result<(), String> {
+            let p: &mut aya::programs::KProbe = ebpf
+                .program_mut(prog_name)
+                .ok_or("program not in the object")?
+                .try_into()
+                .map_err(|e: aya::programs::ProgramError| chain(&e))?;
+            p.load().map_err(|e| chain(&e))?;
+            p.attach(func, 0).map_err(|e| chain(&e))?;
+            Ok(())
+        })();
+        match r {
+            Ok(()) => attached.push(format!("kprobe:{func}")),
+            Err(why) => missing.push(Missing {
+                what: format!("kprobe:{func} (CM private data, RFC 8797)"),
+                why: kprobe_hint(&why),
+            }),
+        }
+    }
+}
+
+/// The ring the probes write records to, and their per-CPU count of records lost.
+///
+/// # Errors
+/// The object lacks either map.
+fn take_maps(ebpf: &mut aya::Ebpf) -> Result<(Ring, Lost), StartError> {
+    let ring = ebpf
+        .take_map(ebpf_common::MAP_EVENTS)
+        .ok_or_else(|| StartError::Load(format!("no map {}", ebpf_common::MAP_EVENTS)))
+        .and_then(|m| aya::maps::RingBuf::try_from(m).map_err(|e| StartError::Load(chain(&e))))?;
+    let lost = ebpf
+        .take_map(ebpf_common::MAP_LOST)
+        .ok_or_else(|| StartError::Load(format!("no map {}", ebpf_common::MAP_LOST)))
+        .and_then(|m| {
+            aya::maps::PerCpuArray::try_from(m).map_err(|e| StartError::Load(chain(&e)))
+        })?;
+    Ok((ring, lost))
+}
+
 /// Why the probes could not start at all.
 #[derive(Debug)]
 pub enum StartError {
@@ -301,44 +352,12 @@ impl ProbeSet {
             }
         }
         if kprobes {
-            for (prog_name, func) in [
-                (ebpf_common::PROG_KPROBE_CONNECT, ebpf_common::FN_CONNECT),
-                (ebpf_common::PROG_KPROBE_ACCEPT, ebpf_common::FN_ACCEPT),
-            ] {
-                let r = (|| -> Result<(), String> {
-                    let p: &mut aya::programs::KProbe = ebpf
-                        .program_mut(prog_name)
-                        .ok_or("program not in the object")?
-                        .try_into()
-                        .map_err(|e: aya::programs::ProgramError| chain(&e))?;
-                    p.load().map_err(|e| chain(&e))?;
-                    p.attach(func, 0).map_err(|e| chain(&e))?;
-                    Ok(())
-                })();
-                match r {
-                    Ok(()) => attached.push(format!("kprobe:{func}")),
-                    Err(why) => missing.push(Missing {
-                        what: format!("kprobe:{func} (CM private data, RFC 8797)"),
-                        why: kprobe_hint(&why),
-                    }),
-                }
-            }
+            attach_kprobes(&mut ebpf, &mut attached, &mut missing);
         }
         if attached.is_empty() {
             return Err(StartError::NothingAttached(missing));
         }
-        let ring = ebpf
-            .take_map(ebpf_common::MAP_EVENTS)
-            .ok_or_else(|| StartError::Load(format!("no map {}", ebpf_common::MAP_EVENTS)))
-            .and_then(|m| {
-                aya::maps::RingBuf::try_from(m).map_err(|e| StartError::Load(chain(&e)))
-            })?;
-        let lost = ebpf
-            .take_map(ebpf_common::MAP_LOST)
-            .ok_or_else(|| StartError::Load(format!("no map {}", ebpf_common::MAP_LOST)))
-            .and_then(|m| {
-                aya::maps::PerCpuArray::try_from(m).map_err(|e| StartError::Load(chain(&e)))
-            })?;
+        let (ring, lost) = take_maps(&mut ebpf)?;
         Ok(ProbeSet {
             links,
             ebpf,
