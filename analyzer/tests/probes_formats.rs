@@ -573,3 +573,29 @@ fn the_table_says_what_its_events_decode_to() {
         }
     }
 }
+
+/// A kernel that renames an event the engine follows: the decoder, not the
+/// engine, is where it shows. The renamed event falls to the table's
+/// families (a completion the engine does not follow, counted), and the
+/// blind spots name what the kernel view loses, until the new name joins
+/// its row.
+#[test]
+fn a_renamed_event_shows_at_the_decoder() {
+    use rdma_analyzer::engine::kernel::event::Use;
+    use rdma_analyzer::sources::ebpf::{blind_spots, Compiled};
+    let mut set = FormatSet::default();
+    for f in formats_of("linux-6.12.117+deb13-amd64").sorted() {
+        let mut f = f.clone();
+        if f.name == "svcrdma_wc_recv" {
+            f.name = "svcrdma_wc_recv_done".into();
+        }
+        set.insert(f);
+    }
+    let renamed = set.by_name("rpcrdma", "svcrdma_wc_recv_done").unwrap();
+    let c = Compiled::new(renamed);
+    assert_eq!(c.row.use_, Use::Counted);
+    let event = c.decode(&vec![0u8; renamed.fixed_len()], 0, None);
+    assert!(matches!(event, ProbeEvent::Completed(_)), "{event:?}");
+    let lost: Vec<String> = blind_spots(&set, &[]).into_iter().map(|m| m.what).collect();
+    assert_eq!(lost, ["rpcrdma:svcrdma_wc_recv|svcrdma_wc_receive"]);
+}
