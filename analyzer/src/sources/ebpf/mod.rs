@@ -1,5 +1,6 @@
 //! The eBPF source: tracepoint `format` files, the records the probes send,
-//! and their decoding into typed [`ProbeEvent`]s.
+//! and their decoding into typed
+//! [`ProbeEvent`](crate::engine::kernel::event::ProbeEvent)s.
 //!
 //! ```text
 //!  kernel: tracepoint ─► rdma_tracepoint (BPF) ─► EVENTS ring ─┐  LOST (per-CPU)
@@ -10,7 +11,8 @@
 //! The probes copy spans of raw records; the layout of each record is read
 //! at run time from `/sys/kernel/tracing/events/<system>/<event>/format`, so
 //! the same binary decodes Linux 5.10's rpcrdma events and 6.12's, as long
-//! as the field *names* keep their meaning. A field a kernel lacks, or the
+//! as the field *names* keep their meaning; the names of the events
+//! themselves, across versions, are the rows of [`TRACEPOINTS`]. A field a kernel lacks, or the
 //! span left out, decodes as `None`, never as a wrong number.
 //!
 //! What each probe copies is worked out here at load time ([`needed`]):
@@ -19,10 +21,11 @@
 //! no use for are not attached at all ([`ProbeEvents::Used`]).
 //!
 //! [`ProbeSet`] loads the object embedded at build time, attaches what
+//! exists, and reports what does not, by name and why.
 //!
-//! The parts: [`format`] parses tracefs `format` files (pure); [`events`]
-//! names the tracepoints the analyzer relies on; [`decode`] turns ring
-//! records into events; [`plan`] works out what each probe copies;
+//! The parts: [`format`](self::format) parses tracefs `format` files (pure); [`events`]
+//! is the table of tracepoints; [`decode`] compiles each format once and
+//! turns ring records into events; [`plan`] works out what each probe copies;
 //! [`load`] loads and attaches the probes with aya; [`sys`] holds the raw
 //! system calls aya does not make.
 
