@@ -23,7 +23,7 @@
 //! [`ProbeSet`] loads the object embedded at build time, attaches what
 //! exists, and reports what does not, by name and why.
 //!
-//! The parts: [`format`](self::format) parses tracefs `format` files (pure); [`events`]
+//! The parts: [`mod@format`] parses tracefs `format` files (pure); [`events`]
 //! is the table of tracepoints; [`decode`] compiles each format once and
 //! turns ring records into events; [`plan`] works out what each probe copies;
 //! [`load`] loads and attaches the probes with aya; [`sys`] holds the raw
