@@ -34,6 +34,20 @@ pub(super) struct ClientCall {
 }
 
 impl ClientCall {
+    /// The line that stands for the call's header in the transaction.
+    fn header(&self, task: TaskKey) -> CallHeader {
+        CallHeader::Text(format!(
+            "client probes: task {}@{} {}rtype {} wtype {}",
+            task.task_id,
+            task.client_id,
+            self.name
+                .as_ref()
+                .map_or(String::new(), |n| format!("{} ", n.words())),
+            self.rtype.unwrap_or(ChunkType::Inline).name(),
+            self.wtype.unwrap_or(ChunkType::Inline).name()
+        ))
+    }
+
     /// How the call and its reply travelled.
     fn transfers(&self) -> (Transfer, Transfer) {
         let call = match self.rtype {
@@ -441,16 +455,7 @@ impl Correlator {
             .reply
             .and_then(|r| r.1.checked_sub(c.sent_ts.unwrap_or(call_ts)))
             .map(|ns| ns as f64 / 1e3);
-        let header = CallHeader::Text(format!(
-            "client probes: task {}@{} {}rtype {} wtype {}",
-            task.task_id,
-            task.client_id,
-            c.name
-                .as_ref()
-                .map_or(String::new(), |n| format!("{} ", n.words())),
-            c.rtype.unwrap_or(ChunkType::Inline).name(),
-            c.wtype.unwrap_or(ChunkType::Inline).name()
-        ));
+        let header = c.header(task);
         let mut t = Transaction {
             reply_frame: c.reply.map(|r| r.0),
             reply_ts_ns: c.reply.map(|r| r.1),
