@@ -6,7 +6,9 @@
 
 use std::path::PathBuf;
 
-use rdma_analyzer::engine::kernel::event::{ChunkType, Cid, ProbeEvent, SegKind, TaskKey};
+use rdma_analyzer::engine::kernel::event::{
+    ChunkType, Cid, Completion, ProbeEvent, SegKind, TaskKey,
+};
 use rdma_analyzer::sources::ebpf::{Decoder, FormatSet, SYSTEMS};
 
 fn formats() -> FormatSet {
@@ -234,10 +236,10 @@ fn decode_client_and_server_events_by_the_guest_layout() {
     assert!(
         matches!(
             p.event,
-            ProbeEvent::Completion {
+            ProbeEvent::ReadCompleted(Completion {
                 bytes: Some(262144),
                 ..
-            }
+            })
         ),
         "{:?}",
         p.event
@@ -376,7 +378,10 @@ fn linux_5_10_events_decode_without_the_fields_it_lacks() {
     );
     assert!(matches!(
         dec("svcrdma_wc_receive", &[("cq_id", 4), ("completion_id", 7)]),
-        ProbeEvent::Completion { event, cid: Cid { cq_id: 4, cid: 7 }, .. } if event == "svcrdma_wc_receive"
+        ProbeEvent::RecvCompleted(Completion {
+            cid: Cid { cq_id: 4, cid: 7 },
+            ..
+        })
     ));
 }
 
@@ -508,7 +513,7 @@ fn frame(id: u16, base: usize, data: &[u8]) -> Vec<u8> {
 /// (a misspelt name would attach a per-RPC event whole, silently costly).
 #[test]
 fn events_left_in_the_kernel_exist() {
-    use rdma_analyzer::sources::ebpf::PER_RPC_UNUSED;
+    use rdma_analyzer::sources::ebpf::per_rpc_unused;
     let sets: Vec<FormatSet> = [
         "linux-5.10.0-32-amd64",
         "linux-6.1.0-50-amd64",
@@ -517,10 +522,80 @@ fn events_left_in_the_kernel_exist() {
     .iter()
     .map(|k| formats_of(k))
     .collect();
-    for name in PER_RPC_UNUSED {
+    for name in per_rpc_unused() {
         assert!(
             sets.iter().any(|s| s.by_name("rpcrdma", name).is_some()),
             "{name} is on no matrix kernel"
         );
     }
+}
+
+/// Each row of the tracepoint table says what the engine uses its event
+/// for: on every matrix kernel, a record of each event the table names
+/// decodes to an event the engine takes that way, and every event the
+/// kernel view relies on is on some matrix kernel (a misspelt name would
+/// make a blind spot out of nothing).
+#[test]
+fn the_table_says_what_its_events_decode_to() {
+    use rdma_analyzer::sources::ebpf::{relied_on, row_of, Compiled};
+    let sets: Vec<FormatSet> = [
+        "linux-5.10.0-32-amd64",
+        "linux-6.1.0-50-amd64",
+        "linux-6.12.117+deb13-amd64",
+    ]
+    .iter()
+    .map(|k| formats_of(k))
+    .collect();
+    let mut checked = 0;
+    for set in &sets {
+        for f in set.sorted() {
+            let c = Compiled::new(f);
+            assert!(std::ptr::eq(c.row, row_of(&f.system, &f.name)));
+            let blank = vec![0u8; f.fixed_len()];
+            let event = c.decode(&blank, 0, None);
+            assert_eq!(
+                event.use_(),
+                c.row.use_,
+                "{}:{}: {event:?}",
+                f.system,
+                f.name
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 800, "{checked}");
+    for (sys, names, _) in relied_on() {
+        for name in names {
+            assert!(
+                sets.iter().any(|s| s.by_name(sys, name).is_some()),
+                "{sys}:{name} is on no matrix kernel"
+            );
+        }
+    }
+}
+
+/// A kernel that renames an event the engine follows: the decoder, not the
+/// engine, is where it shows. The renamed event falls to the table's
+/// families (a completion the engine does not follow, counted), and the
+/// blind spots name what the kernel view loses, until the new name joins
+/// its row.
+#[test]
+fn a_renamed_event_shows_at_the_decoder() {
+    use rdma_analyzer::engine::kernel::event::Use;
+    use rdma_analyzer::sources::ebpf::{blind_spots, Compiled};
+    let mut set = FormatSet::default();
+    for f in formats_of("linux-6.12.117+deb13-amd64").sorted() {
+        let mut f = f.clone();
+        if f.name == "svcrdma_wc_recv" {
+            f.name = "svcrdma_wc_recv_done".into();
+        }
+        set.insert(f);
+    }
+    let renamed = set.by_name("rpcrdma", "svcrdma_wc_recv_done").unwrap();
+    let c = Compiled::new(renamed);
+    assert_eq!(c.row.use_, Use::Counted);
+    let event = c.decode(&vec![0u8; renamed.fixed_len()], 0, None);
+    assert!(matches!(event, ProbeEvent::Completed(_)), "{event:?}");
+    let lost: Vec<String> = blind_spots(&set, &[]).into_iter().map(|m| m.what).collect();
+    assert_eq!(lost, ["rpcrdma:svcrdma_wc_recv|svcrdma_wc_receive"]);
 }

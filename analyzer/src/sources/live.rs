@@ -491,7 +491,7 @@ impl LiveInputs {
             self.stats.lost_in_kernel = set.lost();
             self.progress.probe_lost = Some(self.stats.lost_in_kernel);
             self.progress.probe_undecodable = Some(self.stats.decode_errors);
-            self.stats.per_event.clone_from(&dec.counts);
+            self.stats.per_event = dec.counts();
             set.detach();
         }
         if let Some(mut c) = self.capture.take() {

@@ -1,5 +1,5 @@
 //! Records and names shared by the eBPF probes (`ebpf-probes/probes`, BPF
-//! target, `no_std`) and the analyzer (`analyzer/src/sources/ebpf.rs`).
+//! target, `no_std`) and the analyzer (`analyzer/src/sources/ebpf/`).
 //!
 //! The probes do not decode anything: a tracepoint program copies one span
 //! of the raw tracepoint record behind a small [`RecordHeader`] into the

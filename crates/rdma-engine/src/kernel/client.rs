@@ -1,8 +1,8 @@
 //! The client's kernel (`xprtrdma_*` tracepoints), keyed by RPC task:
 //!
 //! ```text
-//!  rpc_request(names) ─► chunk_read/write/reply ─► marshal(xid) ─► post_send ─► reply(xid, credits)
-//!    ─► mr_reminv(handle) ─► decode_seg(len) ─► Transaction (after a grace period)
+//!  RpcRequest(names) ─► ClientChunk ─► Marshal(xid) ─► ClientPostSend ─► Reply(xid, credits)
+//!    ─► RemoteInv(handle) ─► DecodeSeg(len) ─► Transaction (after a grace period)
 //! ```
 
 use super::event::{ChunkType, ProbeEvent, ProbeMeta, SegKind, TaskKey};
@@ -31,6 +31,92 @@ pub(super) struct ClientCall {
     remote_inv: Option<u32>,
     name: Option<RpcName>,
     ladder: Ladder,
+}
+
+impl ClientCall {
+    /// The line that stands for the call's header in the transaction.
+    fn header(&self, task: TaskKey) -> CallHeader {
+        CallHeader::Text(format!(
+            "client probes: task {}@{} {}rtype {} wtype {}",
+            task.task_id,
+            task.client_id,
+            self.name
+                .as_ref()
+                .map_or(String::new(), |n| format!("{} ", n.words())),
+            self.rtype.unwrap_or(ChunkType::Inline).name(),
+            self.wtype.unwrap_or(ChunkType::Inline).name()
+        ))
+    }
+
+    /// How the call and its reply travelled.
+    fn transfers(&self) -> (Transfer, Transfer) {
+        let call = match self.rtype {
+            Some(ChunkType::ReadList) => Transfer::ReadChunks,
+            Some(ChunkType::LongCall) => Transfer::LongCall,
+            _ => Transfer::Inline,
+        };
+        let reply = match (self.reply, self.wtype) {
+            (None, _) => Transfer::None,
+            (Some(_), Some(ChunkType::WriteList)) => Transfer::WriteChunks,
+            (Some(_), Some(ChunkType::ReplyChunk)) => {
+                // The server may answer inline when the reply fits.
+                if self
+                    .segs
+                    .iter()
+                    .any(|s| s.kind == ChunkKind::Reply && s.reported_length.unwrap_or(0) > 0)
+                {
+                    Transfer::ReplyChunk
+                } else {
+                    Transfer::Inline
+                }
+            }
+            (Some(_), _) => Transfer::Inline,
+        };
+        (call, reply)
+    }
+
+    /// What the client's kernel shows wrong with the call, in the order
+    /// reported: an R_Key invalidated that is not the call's, no reply.
+    fn anomalies(&self) -> Vec<(Kind, String)> {
+        let xid = self.xid;
+        let mut found = Vec::new();
+        if let Some(k) = self
+            .remote_inv
+            .filter(|k| !self.segs.iter().any(|s| s.handle == *k))
+        {
+            found.push((
+                Kind::InvalidatedForeignStag,
+                format!("client probes: reply to xid {xid:#010x} invalidated rkey {k:#x}, not one of its segments"),
+            ));
+        }
+        if self.reply.is_none() {
+            found.push((
+                Kind::CallWithoutReply,
+                format!("client probes: call xid {xid:#010x} got no reply"),
+            ));
+        }
+        found
+    }
+
+    /// The task advertised a segment; chunks after a marshal mean the task
+    /// is being marshalled again, from scratch.
+    fn advertise(&mut self, kind: SegKind, handle: u32, length: u32, offset: u64) {
+        if self.marshal.is_some() {
+            self.segs.clear();
+            self.marshal = None;
+            self.ladder = Ladder::default();
+        }
+        let chunk = if matches!(kind, SegKind::Write) {
+            self.segs
+                .iter()
+                .filter(|s| s.kind == ChunkKind::Write)
+                .count() as u32
+        } else {
+            0
+        };
+        self.segs
+            .push(advertised(kind, handle, length, offset, chunk));
+    }
 }
 
 impl Correlator {
@@ -77,20 +163,7 @@ impl Correlator {
                 offset,
             } => {
                 let c = self.task_entry(ids, *task, seq, out);
-                if c.marshal.is_some() {
-                    // Chunks after a marshal: the task is being marshalled again.
-                    c.segs.clear();
-                    c.marshal = None;
-                    c.ladder = Ladder::default();
-                }
-                let chunk = c.segs.iter().filter(|s| s.kind == ChunkKind::Write).count() as u32;
-                let chunk = if matches!(kind, SegKind::Write) {
-                    chunk
-                } else {
-                    0
-                };
-                c.segs
-                    .push(advertised(*kind, *handle, *length, *offset, chunk));
+                c.advertise(*kind, *handle, *length, *offset);
             }
             ProbeEvent::MarshalFailed { task, .. } => {
                 // The attempt's MRs were unmapped (Linux 6.12 under MR
@@ -110,38 +183,8 @@ impl Correlator {
                 hdrlen,
                 xdrlen,
             } => {
-                let in_flight = self
-                    .tasks
-                    .iter()
-                    .filter(|(k, c)| {
-                        k.client_id == task.client_id && c.marshal.is_some() && c.reply.is_none()
-                    })
-                    .count() as u32
-                    + 1;
-                let cap = self.cfg.max_ladder_steps;
-                let remarshal = self.tasks.get(task).is_some_and(|c| c.marshal.is_some());
-                if remarshal {
-                    self.stats.remarshals += 1;
-                }
-                let held = self.task_names.remove(task);
-                let c = self.task_entry(ids, *task, seq, out);
-                // A re-marshal (retransmission) keeps the name it had.
-                if held.is_some() {
-                    c.name = held;
-                }
-                c.marshal = Some((seq, ts));
-                c.xid = *xid;
-                c.rtype = Some(*rtype);
-                c.wtype = Some(*wtype);
-                c.call_len = hdrlen.unwrap_or(0) + xdrlen.unwrap_or(0);
-                c.in_flight = in_flight;
-                let what = StepWhat::Marshal {
-                    xid: *xid,
-                    rtype: *rtype,
-                    wtype: *wtype,
-                    segments: c.segs.len(),
-                };
-                c.ladder.step(cap, ts, seq, ts, true, what);
+                let call_len = hdrlen.unwrap_or(0) + xdrlen.unwrap_or(0);
+                self.marshalled(ids, meta, *task, *xid, (*rtype, *wtype, call_len), out);
             }
             ProbeEvent::ClientPostSend {
                 task: Some(task), ..
@@ -157,77 +200,141 @@ impl Correlator {
                 }
             }
             ProbeEvent::Reply { task, xid, credits } => {
-                let cap = self.cfg.max_ladder_steps;
-                let grace = self.cfg.close_grace_ns;
-                match self.tasks.get_mut(task) {
-                    Some(c) if c.marshal.is_some() && c.xid == *xid => {
-                        c.reply = Some((seq, ts, *credits));
-                        c.deadline = ts.saturating_add(grace);
-                        let base = c.marshal.map_or(ts, |m| m.1);
-                        let what = StepWhat::Reply { credits: *credits };
-                        c.ladder.step(cap, base, seq, ts, false, what);
-                    }
-                    _ => {
-                        let connection = Some(self.conn(
-                            ids,
-                            KernelConnKey::Client {
-                                client_id: task.client_id,
-                            },
-                        ));
-                        out.push(Finding::Anomaly(Box::new(Anomaly {
-                            kind: Kind::ReplyWithoutCall,
-                            origin: Origin::ClientProbes,
-                            ts_ns: None,
-                            frames: vec![seq],
-                            connection,
-                            xid: Some(*xid),
-                            message: format!(
-                                "client probes: reply to xid {xid:#010x} (task {}@{}) whose marshal was not seen",
-                                task.task_id, task.client_id
-                            ),
-                        })));
-                    }
-                }
+                self.replied(ids, meta, *task, (*xid, *credits), out);
             }
-            ProbeEvent::RemoteInv { task, handle } => {
-                let cap = self.cfg.max_ladder_steps;
-                let task = task.or_else(|| self.task_of_handle(*handle));
-                if let Some(c) = task.and_then(|t| self.tasks.get_mut(&t)) {
-                    c.remote_inv = Some(*handle);
-                    for s in c.segs.iter_mut().filter(|s| s.handle == *handle) {
-                        s.remotely_invalidated = true;
-                    }
-                    let base = c.marshal.map_or(ts, |m| m.1);
-                    let what = StepWhat::RemoteInvalidation { rkey: *handle };
-                    c.ladder.step(cap, base, seq, ts, false, what);
-                }
-            }
-            ProbeEvent::LocalInv { task, handle } => {
-                let cap = self.cfg.max_ladder_steps;
-                let task = task.or_else(|| self.task_of_handle(*handle));
-                if let Some(c) = task.and_then(|t| self.tasks.get_mut(&t)) {
-                    let base = c.marshal.map_or(ts, |m| m.1);
-                    let what = StepWhat::LocalInvalidation { rkey: *handle };
-                    c.ladder.step(cap, base, seq, ts, true, what);
-                }
-            }
-            ProbeEvent::DecodeSeg { handle, length, .. } => {
-                if let Some(s) = self
-                    .tasks
-                    .values_mut()
-                    .filter(|c| c.reply.is_some())
-                    .flat_map(|c| c.segs.iter_mut())
-                    .find(|s| {
-                        s.handle == *handle
-                            && s.kind != ChunkKind::Read
-                            && s.reported_length.is_none()
-                    })
-                {
-                    s.reported_length = Some(*length);
-                    s.bytes_moved = u64::from(*length);
-                }
-            }
+            ProbeEvent::RemoteInv { task, handle } => self.invalidated(meta, *task, *handle, true),
+            ProbeEvent::LocalInv { task, handle } => self.invalidated(meta, *task, *handle, false),
+            ProbeEvent::DecodeSeg { handle, length, .. } => self.reply_wrote(*handle, *length),
             _ => {}
+        }
+    }
+
+    /// The reply says the server wrote `length` bytes into the segment
+    /// `handle` of an answered call's write list or reply chunk.
+    fn reply_wrote(&mut self, handle: u32, length: u32) {
+        if let Some(s) = self
+            .tasks
+            .values_mut()
+            .filter(|c| c.reply.is_some())
+            .flat_map(|c| c.segs.iter_mut())
+            .find(|s| {
+                s.handle == handle && s.kind != ChunkKind::Read && s.reported_length.is_none()
+            })
+        {
+            s.reported_length = Some(length);
+            s.bytes_moved = u64::from(length);
+        }
+    }
+
+    /// `task` marshalled the call `xid` (again, when retransmitted), sent
+    /// as `how`: (rtype, wtype, header and message bytes).
+    fn marshalled(
+        &mut self,
+        ids: &mut ConnIds,
+        meta: ProbeMeta,
+        task: TaskKey,
+        xid: u32,
+        (rtype, wtype, call_len): (ChunkType, ChunkType, u32),
+        out: &mut Vec<Finding>,
+    ) {
+        let (seq, ts) = (meta.seq, meta.ts_ns);
+        let in_flight = self
+            .tasks
+            .iter()
+            .filter(|(k, c)| {
+                k.client_id == task.client_id && c.marshal.is_some() && c.reply.is_none()
+            })
+            .count() as u32
+            + 1;
+        let cap = self.cfg.max_ladder_steps;
+        let remarshal = self.tasks.get(&task).is_some_and(|c| c.marshal.is_some());
+        if remarshal {
+            self.stats.remarshals += 1;
+        }
+        let held = self.task_names.remove(&task);
+        let c = self.task_entry(ids, task, seq, out);
+        // A re-marshal (retransmission) keeps the name it had.
+        if held.is_some() {
+            c.name = held;
+        }
+        c.marshal = Some((seq, ts));
+        c.xid = xid;
+        c.rtype = Some(rtype);
+        c.wtype = Some(wtype);
+        c.call_len = call_len;
+        c.in_flight = in_flight;
+        let what = StepWhat::Marshal {
+            xid,
+            rtype,
+            wtype,
+            segments: c.segs.len(),
+        };
+        c.ladder.step(cap, ts, seq, ts, true, what);
+    }
+
+    /// The reply to `task`'s call (`xid`, with the credits it grants).
+    fn replied(
+        &mut self,
+        ids: &mut ConnIds,
+        meta: ProbeMeta,
+        task: TaskKey,
+        (xid, credits): (u32, u32),
+        out: &mut Vec<Finding>,
+    ) {
+        let (seq, ts) = (meta.seq, meta.ts_ns);
+        let cap = self.cfg.max_ladder_steps;
+        let grace = self.cfg.close_grace_ns;
+        match self.tasks.get_mut(&task) {
+            Some(c) if c.marshal.is_some() && c.xid == xid => {
+                c.reply = Some((seq, ts, credits));
+                c.deadline = ts.saturating_add(grace);
+                let base = c.marshal.map_or(ts, |m| m.1);
+                let what = StepWhat::Reply { credits };
+                c.ladder.step(cap, base, seq, ts, false, what);
+            }
+            _ => {
+                let connection = Some(self.conn(
+                    ids,
+                    KernelConnKey::Client {
+                        client_id: task.client_id,
+                    },
+                ));
+                out.push(Finding::Anomaly(Box::new(Anomaly {
+                    kind: Kind::ReplyWithoutCall,
+                    origin: Origin::ClientProbes,
+                    ts_ns: None,
+                    frames: vec![seq],
+                    connection,
+                    xid: Some(xid),
+                    message: format!(
+                        "client probes: reply to xid {xid:#010x} (task {}@{}) whose marshal was not seen",
+                        task.task_id, task.client_id
+                    ),
+                })));
+            }
+        }
+    }
+
+    /// The MR `handle` was invalidated, by the server's Send With
+    /// Invalidate (`remote`) or by the client itself.
+    fn invalidated(&mut self, meta: ProbeMeta, task: Option<TaskKey>, handle: u32, remote: bool) {
+        let (seq, ts) = (meta.seq, meta.ts_ns);
+        let cap = self.cfg.max_ladder_steps;
+        let task = task.or_else(|| self.task_of_handle(handle));
+        let Some(c) = task.and_then(|t| self.tasks.get_mut(&t)) else {
+            return;
+        };
+        let base = c.marshal.map_or(ts, |m| m.1);
+        if remote {
+            c.remote_inv = Some(handle);
+            for s in c.segs.iter_mut().filter(|s| s.handle == handle) {
+                s.remotely_invalidated = true;
+            }
+            let what = StepWhat::RemoteInvalidation { rkey: handle };
+            c.ladder.step(cap, base, seq, ts, false, what);
+        } else {
+            let what = StepWhat::LocalInvalidation { rkey: handle };
+            c.ladder.step(cap, base, seq, ts, true, what);
         }
     }
 
@@ -325,52 +432,18 @@ impl Correlator {
             },
         );
         self.stats.client_transactions += 1;
-        let call_transfer = match c.rtype {
-            Some(ChunkType::ReadList) => Transfer::ReadChunks,
-            Some(ChunkType::LongCall) => Transfer::LongCall,
-            _ => Transfer::Inline,
-        };
-        let reply_transfer = match (c.reply, c.wtype) {
-            (None, _) => Transfer::None,
-            (Some(_), Some(ChunkType::WriteList)) => Transfer::WriteChunks,
-            (Some(_), Some(ChunkType::ReplyChunk)) => {
-                // The server may answer inline when the reply fits.
-                if c.segs
-                    .iter()
-                    .any(|s| s.kind == ChunkKind::Reply && s.reported_length.unwrap_or(0) > 0)
-                {
-                    Transfer::ReplyChunk
-                } else {
-                    Transfer::Inline
-                }
-            }
-            (Some(_), _) => Transfer::Inline,
-        };
+        let (call_transfer, reply_transfer) = c.transfers();
         let mut anomalies = Vec::new();
-        if let Some(k) = c.remote_inv {
-            if !c.segs.iter().any(|s| s.handle == k) {
-                anomalies.push(Kind::InvalidatedForeignStag);
-                out.push(Finding::Anomaly(Box::new(Anomaly {
-                    kind: Kind::InvalidatedForeignStag,
-                    origin: Origin::ClientProbes,
-                    ts_ns: None,
-                    frames: vec![call_seq],
-                    connection: Some(connection),
-                    xid: Some(c.xid),
-                    message: format!("client probes: reply to xid {:#010x} invalidated rkey {k:#x}, not one of its segments", c.xid),
-                })));
-            }
-        }
-        if c.reply.is_none() {
-            anomalies.push(Kind::CallWithoutReply);
+        for (kind, message) in c.anomalies() {
+            anomalies.push(kind);
             out.push(Finding::Anomaly(Box::new(Anomaly {
-                kind: Kind::CallWithoutReply,
+                kind,
                 origin: Origin::ClientProbes,
                 ts_ns: None,
                 frames: vec![call_seq],
                 connection: Some(connection),
                 xid: Some(c.xid),
-                message: format!("client probes: call xid {:#010x} got no reply", c.xid),
+                message,
             })));
         }
         let reads = c.segs.iter().any(|s| s.kind == ChunkKind::Read);
@@ -382,16 +455,7 @@ impl Correlator {
             .reply
             .and_then(|r| r.1.checked_sub(c.sent_ts.unwrap_or(call_ts)))
             .map(|ns| ns as f64 / 1e3);
-        let header = CallHeader::Text(format!(
-            "client probes: task {}@{} {}rtype {} wtype {}",
-            task.task_id,
-            task.client_id,
-            c.name
-                .as_ref()
-                .map_or(String::new(), |n| format!("{} ", n.words())),
-            c.rtype.unwrap_or(ChunkType::Inline).name(),
-            c.wtype.unwrap_or(ChunkType::Inline).name()
-        ));
+        let header = c.header(task);
         let mut t = Transaction {
             reply_frame: c.reply.map(|r| r.0),
             reply_ts_ns: c.reply.map(|r| r.1),

@@ -1,7 +1,9 @@
 //! Kernel probe events, decoded: what `sources::ebpf` turns ring-buffer
 //! records into and the engine consumes as [`Event::Probe`](crate::Event::Probe).
-//! Plain data, independent of kernel version (the decoder maps each kernel's
-//! tracepoint layout onto these).
+//! Plain data, independent of kernel version: the decoder maps each kernel's
+//! tracepoint names and layouts onto these, so no kernel event name reaches
+//! the engine (the doc comments name the tracepoints only to say where
+//! each event comes from).
 
 use std::net::SocketAddr;
 
@@ -90,6 +92,30 @@ pub struct Cid {
     pub cid: i32,
 }
 
+/// A work completion, as the completion tracepoints report it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completion {
+    /// Completion.
+    pub cid: Cid,
+    /// `ib_wc_status` (0 success), when traced.
+    pub status: Option<i64>,
+    /// Bytes, when traced.
+    pub bytes: Option<u64>,
+}
+
+/// A step of the client transport's connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectStep {
+    /// The RPC layer asked for a connection (`xprtrdma_op_connect`).
+    Requested,
+    /// A connection attempt ended, with its return code (`xprtrdma_connect`).
+    Connected,
+    /// The connection went down (`xprtrdma_disconnect`).
+    Disconnected,
+    /// The RPC layer closed the transport (`xprtrdma_op_close`).
+    Closed,
+}
+
 /// What a probe saw, typed. Fields are `Option` where a kernel may lack them.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ProbeEvent {
@@ -171,10 +197,11 @@ pub enum ProbeEvent {
         /// R_Key.
         handle: u32,
     },
-    /// Client `xprtrdma_connect` / `xprtrdma_disconnect` / `xprtrdma_op_connect`.
+    /// Client `xprtrdma_op_connect`, `xprtrdma_connect`, `xprtrdma_disconnect`,
+    /// `xprtrdma_op_close`: the transport's connection.
     ClientConnect {
-        /// Event name.
-        event: String,
+        /// Which step of the connection.
+        step: ConnectStep,
         /// Peer (`addr` and `port` strings).
         peer: Option<String>,
         /// Return code.
@@ -244,21 +271,18 @@ pub enum ProbeEvent {
         /// Work requests posted.
         sqecount: Option<u32>,
     },
-    /// A completion (`svcrdma_wc_*`, `xprtrdma_wc_*`), with status when traced.
-    Completion {
-        /// Event name (`svcrdma_wc_read`).
-        event: String,
-        /// Completion.
-        cid: Cid,
-        /// `ib_wc_status` (0 success), when traced.
-        status: Option<i64>,
-        /// Bytes, when traced (`totalbytes`, `received`).
-        bytes: Option<u64>,
-    },
+    /// Server `svcrdma_wc_recv` (Linux 5.10: `svcrdma_wc_receive`): a call
+    /// arrived.
+    RecvCompleted(Completion),
+    /// Server `svcrdma_wc_read`: the RDMA Reads pulling a Read chunk completed.
+    ReadCompleted(Completion),
+    /// Server `svcrdma_wc_write`: the RDMA Writes of a reply's chunks completed.
+    WriteCompleted(Completion),
+    /// Any other successful work completion (a Send, the client's
+    /// Receives, memory registration): counted, not followed.
+    Completed(Completion),
     /// `rdma_cma` events with addresses (`cm_event_handler`, `cm_send_req`, ...).
     Cm {
-        /// Event name.
-        event: String,
         /// `cm.id`.
         cm_id: Option<u32>,
         /// Source address.
@@ -274,8 +298,6 @@ pub enum ProbeEvent {
     },
     /// `ib_cma` events (`icm_send_req`, ...): CM communication ids.
     IbCm {
-        /// Event name.
-        event: String,
         /// Local comm id.
         local_id: Option<u32>,
         /// Remote comm id.
@@ -322,18 +344,12 @@ pub enum ProbeEvent {
     },
     /// An error event (`*_err`, `*flush*`, failed completions, ...).
     Error {
-        /// Event name.
-        event: String,
         /// Status or rc, when carried.
         status: Option<i64>,
     },
-    /// Any other event of the attached systems: counted, not interpreted.
-    Other {
-        /// System.
-        system: String,
-        /// Event name.
-        event: String,
-    },
+    /// Any other event of the attached systems: counted (by the decoder,
+    /// under its kernel name), not interpreted.
+    Other,
 }
 
 /// Which side of the correlation consumes an event.
@@ -361,12 +377,10 @@ impl ProbeEvent {
             | ProbeEvent::LocalInv { .. }
             | ProbeEvent::DecodeSeg { .. }
             | ProbeEvent::RpcRequest { .. } => Use::Client,
-            ProbeEvent::Completion { event, .. } => match event.as_str() {
-                "svcrdma_wc_recv" | "svcrdma_wc_receive" | "svcrdma_wc_read"
-                | "svcrdma_wc_write" => Use::Server,
-                _ => Use::Counted,
-            },
-            ProbeEvent::ServerDecodeSeg { .. }
+            ProbeEvent::RecvCompleted(_)
+            | ProbeEvent::ReadCompleted(_)
+            | ProbeEvent::WriteCompleted(_)
+            | ProbeEvent::ServerDecodeSeg { .. }
             | ProbeEvent::DecodeRqst { .. }
             | ProbeEvent::PostChunk { .. }
             | ProbeEvent::EncodeWseg { .. }
@@ -375,10 +389,11 @@ impl ProbeEvent {
             ProbeEvent::PrivateData { .. }
             | ProbeEvent::ClientConnect { .. }
             | ProbeEvent::InlineThresh { .. }
+            | ProbeEvent::Completed(_)
             | ProbeEvent::Error { .. }
             | ProbeEvent::Cm { .. }
             | ProbeEvent::IbCm { .. }
-            | ProbeEvent::Other { .. } => Use::Counted,
+            | ProbeEvent::Other => Use::Counted,
         }
     }
 

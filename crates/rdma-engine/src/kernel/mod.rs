@@ -3,9 +3,9 @@
 //! from events).
 //!
 //! ```text
-//!  Event::Probe ──► Correlator::handle ──┬─ xprtrdma_*, rpc_request ──► client.rs (by RPC task)
-//!                                        ├─ svcrdma_*, svc_process ──► server.rs (by receive completion, then nfsd thread)
-//!                                        └─ kprobe: CM private data ──► Correlator::private_data
+//!  Event::Probe ──► Correlator::handle ──┬─ Use::Client ──► client.rs (by RPC task)
+//!                                        ├─ Use::Server ──► server.rs (by receive completion, then nfsd thread)
+//!                                        └─ PrivateData (kprobe: CM private data) ──► Correlator::private_data
 //! ```
 //!
 //! It emits the engine's own [`Finding`] types, so the reports, the JSON

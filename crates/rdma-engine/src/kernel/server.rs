@@ -2,17 +2,19 @@
 //! completion, then by nfsd thread:
 //!
 //! ```text
-//!  wc_recv(cid) ─► decode_rseg/wseg(cid) ─► decode_rqst(cid, xid, credits)
-//!    ─► svc_process(xid, names) ─► post_read_chunk ─► wc_read ─► encode_wseg ─► post_write_chunk ─► post_send(inv_rkey) ─► Transaction
+//!  RecvCompleted(cid) ─► ServerDecodeSeg(cid) ─► DecodeRqst(cid, xid, credits)
+//!    ─► SvcProcess(xid, names) ─► PostChunk(Read) ─► ReadCompleted ─► EncodeWseg
+//!    ─► PostChunk(Write) ─► WriteCompleted ─► ServerPostSend(inv_rkey) ─► Transaction
 //! ```
 
-use super::event::{Cid, ProbeEvent, ProbeMeta, SegKind};
+use super::event::{Cid, Completion, ProbeEvent, ProbeMeta, SegKind};
 use super::names::RpcName;
 use super::{advertised, Correlator};
 use crate::keys::{ConnIds, KernelConnKey};
 use crate::model::{Ladder, Phases, StepWhat};
 use crate::{
-    Anomaly, CallHeader, ChunkKind, Finding, Kind, Origin, SegmentUse, Transaction, Transfer,
+    Anomaly, CallHeader, ChunkKind, ConnId, Finding, Kind, Origin, SegmentUse, Transaction,
+    Transfer,
 };
 
 /// Where the segments an nfsd thread decodes wait for their call when the
@@ -56,39 +58,9 @@ impl Correlator {
     ) {
         let (seq, ts, tid) = (meta.seq, meta.ts_ns, meta.tid);
         match event {
-            ProbeEvent::Completion {
-                event, cid, bytes, ..
-            } => match event.as_str() {
-                "svcrdma_wc_recv" | "svcrdma_wc_receive" => {
-                    if self.recv_order.len() >= self.cfg.max_outstanding {
-                        if let Some(old) = self.recv_order.pop_front() {
-                            self.recv_ts.remove(&old);
-                            self.recv_segs.remove(&old);
-                        }
-                    }
-                    self.recv_ts.insert(*cid, ts);
-                    self.recv_order.push_back(*cid);
-                }
-                "svcrdma_wc_read" | "svcrdma_wc_write" => {
-                    if let Some(xid) = self.chunk_ctx.get(cid).copied() {
-                        let cap = self.cfg.max_ladder_steps;
-                        if let Some(s) = self.server_call_mut(xid) {
-                            let read = event == "svcrdma_wc_read";
-                            if read {
-                                s.last_read = Some(ts);
-                            } else {
-                                s.last_write = Some(ts);
-                            }
-                            let what = StepWhat::ChunkDone {
-                                read,
-                                bytes: *bytes,
-                            };
-                            s.ladder.step(cap, s.ts, seq, ts, read, what);
-                        }
-                    }
-                }
-                _ => {}
-            },
+            ProbeEvent::RecvCompleted(c) => self.call_arrived(c.cid, ts),
+            ProbeEvent::ReadCompleted(c) => self.chunk_done(c, true, seq, ts),
+            ProbeEvent::WriteCompleted(c) => self.chunk_done(c, false, seq, ts),
             ProbeEvent::ServerDecodeSeg {
                 cid,
                 kind,
@@ -97,15 +69,7 @@ impl Correlator {
                 offset,
             } => {
                 let key = cid.unwrap_or_else(|| by_thread(tid));
-                let v = self.recv_segs.entry(key).or_default();
-                let chunk = if matches!(kind, SegKind::Write) {
-                    v.iter().filter(|s| s.kind == ChunkKind::Write).count() as u32
-                } else {
-                    0
-                };
-                if v.len() < 256 {
-                    v.push(advertised(*kind, *handle, *length, *offset, chunk));
-                }
+                self.call_segment(key, *kind, (*handle, *length, *offset));
             }
             ProbeEvent::DecodeRqst {
                 cid,
@@ -115,95 +79,26 @@ impl Correlator {
                 credits,
                 hdrlen,
             } => {
-                if let Some(prev) = self.threads.remove(&tid) {
-                    self.set_aside(ids, prev, out);
-                }
-                // The same XID decoded again is the client sending the call
-                // again (after a reconnect): an earlier attempt still
-                // waiting for its Reads will not be answered.
-                if let Some(stale) = self.take_server_call(*xid) {
-                    self.finish_server(ids, stale, None, out);
-                }
-                let call_ts = self.recv_ts.get(cid).copied().unwrap_or(ts);
-                let mut segs = self.recv_segs.remove(cid).unwrap_or_default();
-                // Linux 5.10 decodes the segments on the nfsd thread with
-                // no completion id: they are the thread's.
-                if let Some(more) = self.recv_segs.remove(&by_thread(tid)) {
-                    segs.extend(more);
-                }
-                let mut s = ServerCall {
+                let call = ServerCall {
                     seq,
-                    ts: call_ts,
                     xid: *xid,
                     cq_id: cid.cq_id,
                     vers: *vers,
                     proc: *proc,
                     credits: *credits,
                     hdrlen: hdrlen.unwrap_or(0),
-                    segs,
                     ..ServerCall::default()
                 };
-                let cap = self.cfg.max_ladder_steps;
-                let what = StepWhat::DecodeRqst {
-                    xid: *xid,
-                    vers: *vers,
-                    proc: *proc,
-                    credits: *credits,
-                };
-                s.ladder.step(cap, call_ts, seq, ts, true, what);
-                if self.threads.len() >= self.cfg.max_outstanding {
-                    self.stats.evicted += 1;
-                } else {
-                    self.threads.insert(tid, s);
-                }
+                self.call_decoded(ids, meta, *cid, call, out);
             }
             ProbeEvent::PostChunk {
                 kind,
                 cid,
                 sqecount,
-            } => {
-                let cap = self.cfg.max_ladder_steps;
-                if let Some(s) = self.threads.get_mut(&tid) {
-                    // Linux 5.10 does not say which: Reads are pulled before
-                    // the call is dispatched, Writes after.
-                    let kind = kind.unwrap_or(if s.name.is_none() {
-                        SegKind::Read { position: 0 }
-                    } else {
-                        SegKind::Write
-                    });
-                    match kind {
-                        SegKind::Read { .. } => {
-                            s.first_read.get_or_insert(ts);
-                        }
-                        _ => {
-                            s.first_write.get_or_insert(ts);
-                        }
-                    }
-                    let what = StepWhat::PostChunk {
-                        kind,
-                        work_requests: *sqecount,
-                    };
-                    s.ladder.step(cap, s.ts, seq, ts, false, what);
-                    if self.chunk_order.len() >= self.cfg.max_outstanding {
-                        if let Some(old) = self.chunk_order.pop_front() {
-                            self.chunk_ctx.remove(&old);
-                        }
-                    }
-                    let xid = s.xid;
-                    self.chunk_ctx.insert(*cid, xid);
-                    self.chunk_order.push_back(*cid);
-                }
-            }
+            } => self.chunk_posted(meta, *kind, *cid, *sqecount),
             ProbeEvent::EncodeWseg { handle, length, .. } => {
                 if let Some(s) = self.threads.get_mut(&tid) {
-                    if let Some(seg) = s.segs.iter_mut().find(|g| {
-                        g.handle == *handle
-                            && g.kind != ChunkKind::Read
-                            && g.reported_length.is_none()
-                    }) {
-                        seg.reported_length = Some(*length);
-                        seg.bytes_moved = u64::from(*length);
-                    }
+                    s.segment_filled(*handle, *length);
                 }
             }
             ProbeEvent::SvcProcess {
@@ -213,25 +108,13 @@ impl Correlator {
                 service,
                 procedure,
             } => {
-                // The nfsd thread that decoded the call dispatches it, or
-                // (6.12, a call that pulled a Read chunk) whichever thread
-                // resumes it: the call moves to that thread. An XID found
-                // nowhere is a call over another transport.
-                if self.threads.get(&tid).is_none_or(|s| s.xid != *xid) {
-                    if let Some(call) = self.take_server_call(*xid) {
-                        if let Some(other) = self.threads.insert(tid, call) {
-                            self.set_aside(ids, other, out);
-                        }
-                    }
-                }
-                if let Some(s) = self.threads.get_mut(&tid).filter(|s| s.xid == *xid) {
-                    s.name = Some(RpcName {
-                        program: service.clone(),
-                        version: *version,
-                        proc: *proc,
-                        procedure: procedure.clone(),
-                    });
-                }
+                let name = RpcName {
+                    program: service.clone(),
+                    version: *version,
+                    proc: *proc,
+                    procedure: procedure.clone(),
+                };
+                self.dispatched(ids, tid, *xid, name, out);
             }
             ProbeEvent::ServerPostSend { inv_rkey, .. } => {
                 if let Some(s) = self.threads.remove(&tid) {
@@ -239,6 +122,163 @@ impl Correlator {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// A call arrived in the receive `cid`; its segments and its decoding follow.
+    fn call_arrived(&mut self, cid: Cid, ts: u64) {
+        if self.recv_order.len() >= self.cfg.max_outstanding {
+            if let Some(old) = self.recv_order.pop_front() {
+                self.recv_ts.remove(&old);
+                self.recv_segs.remove(&old);
+            }
+        }
+        self.recv_ts.insert(cid, ts);
+        self.recv_order.push_back(cid);
+    }
+
+    /// A segment of the call in the receive `key` (or on the thread
+    /// decoding it), as the call advertised it.
+    fn call_segment(&mut self, key: Cid, kind: SegKind, (handle, length, offset): (u32, u32, u64)) {
+        let v = self.recv_segs.entry(key).or_default();
+        let chunk = if matches!(kind, SegKind::Write) {
+            v.iter().filter(|s| s.kind == ChunkKind::Write).count() as u32
+        } else {
+            0
+        };
+        if v.len() < 256 {
+            v.push(advertised(kind, handle, length, offset, chunk));
+        }
+    }
+
+    /// The nfsd thread `meta.tid` decoded `call`'s transport header (from
+    /// the receive `cid`): the thread serves it from now on.
+    fn call_decoded(
+        &mut self,
+        ids: &mut ConnIds,
+        meta: ProbeMeta,
+        cid: Cid,
+        mut call: ServerCall,
+        out: &mut Vec<Finding>,
+    ) {
+        let (seq, ts, tid) = (meta.seq, meta.ts_ns, meta.tid);
+        if let Some(prev) = self.threads.remove(&tid) {
+            self.set_aside(ids, prev, out);
+        }
+        // The same XID decoded again is the client sending the call
+        // again (after a reconnect): an earlier attempt still
+        // waiting for its Reads will not be answered.
+        if let Some(stale) = self.take_server_call(call.xid) {
+            self.finish_server(ids, stale, None, out);
+        }
+        call.ts = self.recv_ts.get(&cid).copied().unwrap_or(ts);
+        call.segs = self.recv_segs.remove(&cid).unwrap_or_default();
+        // Linux 5.10 decodes the segments on the nfsd thread with
+        // no completion id: they are the thread's.
+        if let Some(more) = self.recv_segs.remove(&by_thread(tid)) {
+            call.segs.extend(more);
+        }
+        let what = StepWhat::DecodeRqst {
+            xid: call.xid,
+            vers: call.vers,
+            proc: call.proc,
+            credits: call.credits,
+        };
+        call.ladder
+            .step(self.cfg.max_ladder_steps, call.ts, seq, ts, true, what);
+        if self.threads.len() >= self.cfg.max_outstanding {
+            self.stats.evicted += 1;
+        } else {
+            self.threads.insert(tid, call);
+        }
+    }
+
+    /// The thread's call posted RDMA Reads or Writes, in the chunk context `cid`.
+    fn chunk_posted(
+        &mut self,
+        meta: ProbeMeta,
+        kind: Option<SegKind>,
+        cid: Cid,
+        sqecount: Option<u32>,
+    ) {
+        let (seq, ts) = (meta.seq, meta.ts_ns);
+        let cap = self.cfg.max_ladder_steps;
+        let Some(s) = self.threads.get_mut(&meta.tid) else {
+            return;
+        };
+        // Linux 5.10 does not say which: Reads are pulled before
+        // the call is dispatched, Writes after.
+        let kind = kind.unwrap_or(if s.name.is_none() {
+            SegKind::Read { position: 0 }
+        } else {
+            SegKind::Write
+        });
+        match kind {
+            SegKind::Read { .. } => {
+                s.first_read.get_or_insert(ts);
+            }
+            _ => {
+                s.first_write.get_or_insert(ts);
+            }
+        }
+        let what = StepWhat::PostChunk {
+            kind,
+            work_requests: sqecount,
+        };
+        s.ladder.step(cap, s.ts, seq, ts, false, what);
+        let xid = s.xid;
+        if self.chunk_order.len() >= self.cfg.max_outstanding {
+            if let Some(old) = self.chunk_order.pop_front() {
+                self.chunk_ctx.remove(&old);
+            }
+        }
+        self.chunk_ctx.insert(cid, xid);
+        self.chunk_order.push_back(cid);
+    }
+
+    /// The server dispatches the call `xid` on thread `tid`, which names it.
+    fn dispatched(
+        &mut self,
+        ids: &mut ConnIds,
+        tid: u32,
+        xid: u32,
+        name: RpcName,
+        out: &mut Vec<Finding>,
+    ) {
+        // The nfsd thread that decoded the call dispatches it, or
+        // (6.12, a call that pulled a Read chunk) whichever thread
+        // resumes it: the call moves to that thread. An XID found
+        // nowhere is a call over another transport.
+        if self.threads.get(&tid).is_none_or(|s| s.xid != xid) {
+            if let Some(call) = self.take_server_call(xid) {
+                if let Some(other) = self.threads.insert(tid, call) {
+                    self.set_aside(ids, other, out);
+                }
+            }
+        }
+        if let Some(s) = self.threads.get_mut(&tid).filter(|s| s.xid == xid) {
+            s.name = Some(name);
+        }
+    }
+
+    /// A chunk context's RDMA Reads (`read`) or Writes completed: a step
+    /// of the call the context serves.
+    fn chunk_done(&mut self, c: &Completion, read: bool, seq: u64, ts: u64) {
+        let Some(xid) = self.chunk_ctx.get(&c.cid).copied() else {
+            return;
+        };
+        let cap = self.cfg.max_ladder_steps;
+        if let Some(s) = self.server_call_mut(xid) {
+            if read {
+                s.last_read = Some(ts);
+            } else {
+                s.last_write = Some(ts);
+            }
+            let what = StepWhat::ChunkDone {
+                read,
+                bytes: c.bytes,
+            };
+            s.ladder.step(cap, s.ts, seq, ts, read, what);
         }
     }
 
@@ -291,6 +331,8 @@ impl Correlator {
         }
     }
 
+    /// `s` ends, answered by `reply` (`(seq, ts, R_Key invalidated)`) or
+    /// not: its anomalies, then its transaction.
     pub(super) fn finish_server(
         &mut self,
         ids: &mut ConnIds,
@@ -300,8 +342,14 @@ impl Correlator {
     ) {
         let connection = self.conn(ids, KernelConnKey::Server { cq_id: s.cq_id });
         self.stats.server_transactions += 1;
+        let inv = reply.and_then(|r| r.2);
+        if let Some(k) = inv {
+            for g in s.segs.iter_mut().filter(|g| g.handle == k) {
+                g.remotely_invalidated = true;
+            }
+        }
         let mut anomalies = Vec::new();
-        let mut push = |kind: Kind, message: String, out: &mut Vec<Finding>| {
+        for (kind, message) in s.anomalies(inv, reply.is_some()) {
             anomalies.push(kind);
             out.push(Finding::Anomaly(Box::new(Anomaly {
                 kind,
@@ -312,115 +360,138 @@ impl Correlator {
                 xid: Some(s.xid),
                 message,
             })));
-        };
-        if s.vers != 1 {
-            push(
-                Kind::VersionMismatch,
-                format!(
-                    "server probes: call xid {:#010x} has rdma_vers {}",
-                    s.xid, s.vers
-                ),
-                out,
-            );
-        }
-        match s.proc {
-            2 => push(
-                Kind::MsgpUsed,
-                format!("server probes: call xid {:#010x} is RDMA_MSGP", s.xid),
-                out,
-            ),
-            3 => push(
-                Kind::DoneUsed,
-                format!("server probes: call xid {:#010x} is RDMA_DONE", s.xid),
-                out,
-            ),
-            4 => push(
-                Kind::ErrorFromRequester,
-                format!(
-                    "server probes: RDMA_ERROR from the client, xid {:#010x}",
-                    s.xid
-                ),
-                out,
-            ),
-            p if p > 4 => push(
-                Kind::BadProc,
-                format!("server probes: call xid {:#010x} has rdma_proc {p}", s.xid),
-                out,
-            ),
-            _ => {}
-        }
-        let inv = reply.and_then(|r| r.2);
-        if let Some(k) = inv {
-            for g in s.segs.iter_mut().filter(|g| g.handle == k) {
-                g.remotely_invalidated = true;
-            }
-            if !s.segs.iter().any(|g| g.handle == k) {
-                push(
-                    Kind::InvalidatedForeignStag,
-                    format!("server probes: reply to xid {:#010x} invalidates rkey {k:#x}, not one of its segments", s.xid),
-                    out,
-                );
-            }
-        }
-        if reply.is_none() {
-            push(
-                Kind::CallWithoutReply,
-                format!("server probes: call xid {:#010x} was never answered", s.xid),
-                out,
-            );
         }
         for g in s.segs.iter_mut().filter(|g| g.kind == ChunkKind::Read) {
             if s.last_read.is_some() {
                 g.bytes_moved = u64::from(g.length);
             }
         }
-        let reply_ts = reply.map(|r| r.1);
         if let Some((seq, ts, inv)) = reply {
             let what = StepWhat::PostSend { invalidate: inv };
             s.ladder
                 .step(self.cfg.max_ladder_steps, s.ts, seq, ts, false, what);
         }
-        let reads = s.first_read.is_some();
-        let writes = s.first_write.is_some();
-        let first_rdma = s.first_read.or(s.first_write);
-        let last_rdma = s.last_write.or(s.last_read);
-        let phases = Phases {
-            until_first_rdma_ns: first_rdma.or(reply_ts).map(|t| t.saturating_sub(s.ts)),
-            read_ns: s
+        let t = s.into_transaction(connection, reply, anomalies);
+        out.push(Finding::Transaction(Box::new(t)));
+    }
+}
+
+impl ServerCall {
+    /// The reply filled `length` bytes of the write or reply segment `handle`.
+    fn segment_filled(&mut self, handle: u32, length: u32) {
+        if let Some(seg) = self.segs.iter_mut().find(|g| {
+            g.handle == handle && g.kind != ChunkKind::Read && g.reported_length.is_none()
+        }) {
+            seg.reported_length = Some(length);
+            seg.bytes_moved = u64::from(length);
+        }
+    }
+
+    /// What the server's kernel shows wrong with the call, in the order
+    /// reported: its version, its procedure, the R_Key its reply
+    /// invalidates (`inv`), and no reply at all.
+    fn anomalies(&self, inv: Option<u32>, replied: bool) -> Vec<(Kind, String)> {
+        let xid = self.xid;
+        let mut found = Vec::new();
+        if self.vers != 1 {
+            found.push((
+                Kind::VersionMismatch,
+                format!(
+                    "server probes: call xid {xid:#010x} has rdma_vers {}",
+                    self.vers
+                ),
+            ));
+        }
+        match self.proc {
+            2 => found.push((
+                Kind::MsgpUsed,
+                format!("server probes: call xid {xid:#010x} is RDMA_MSGP"),
+            )),
+            3 => found.push((
+                Kind::DoneUsed,
+                format!("server probes: call xid {xid:#010x} is RDMA_DONE"),
+            )),
+            4 => found.push((
+                Kind::ErrorFromRequester,
+                format!("server probes: RDMA_ERROR from the client, xid {xid:#010x}"),
+            )),
+            p if p > 4 => found.push((
+                Kind::BadProc,
+                format!("server probes: call xid {xid:#010x} has rdma_proc {p}"),
+            )),
+            _ => {}
+        }
+        if let Some(k) = inv.filter(|k| !self.segs.iter().any(|g| g.handle == *k)) {
+            found.push((
+                Kind::InvalidatedForeignStag,
+                format!("server probes: reply to xid {xid:#010x} invalidates rkey {k:#x}, not one of its segments"),
+            ));
+        }
+        if !replied {
+            found.push((
+                Kind::CallWithoutReply,
+                format!("server probes: call xid {xid:#010x} was never answered"),
+            ));
+        }
+        found
+    }
+
+    /// How long each part of the call took, up to the reply at `reply_ts`.
+    fn phases(&self, reply_ts: Option<u64>) -> Phases {
+        let first_rdma = self.first_read.or(self.first_write);
+        let last_rdma = self.last_write.or(self.last_read);
+        Phases {
+            until_first_rdma_ns: first_rdma.or(reply_ts).map(|t| t.saturating_sub(self.ts)),
+            read_ns: self
                 .first_read
-                .zip(s.last_read)
+                .zip(self.last_read)
                 .map(|(a, b)| b.saturating_sub(a)),
-            write_ns: s
+            write_ns: self
                 .first_write
-                .zip(s.last_write)
+                .zip(self.last_write)
                 .map(|(a, b)| b.saturating_sub(a)),
             reply_after_rdma_ns: last_rdma.zip(reply_ts).map(|(a, b)| b.saturating_sub(a)),
+        }
+    }
+
+    /// The transaction the server's kernel saw.
+    fn into_transaction(
+        mut self,
+        connection: ConnId,
+        reply: Option<(u64, u64, Option<u32>)>,
+        anomalies: Vec<Kind>,
+    ) -> Transaction {
+        let reply_ts = reply.map(|r| r.1);
+        let reads = self.first_read.is_some();
+        let writes = self.first_write.is_some();
+        let phases = self.phases(reply_ts);
+        let written = |kind| {
+            self.segs
+                .iter()
+                .any(|g| g.kind == kind && g.reported_length.unwrap_or(0) > 0)
         };
-        let has_write_list = s
-            .segs
-            .iter()
-            .any(|g| g.kind == ChunkKind::Write && g.reported_length.unwrap_or(0) > 0);
-        let has_reply_chunk = s
-            .segs
-            .iter()
-            .any(|g| g.kind == ChunkKind::Reply && g.reported_length.unwrap_or(0) > 0);
+        let (has_write_list, has_reply_chunk) =
+            (written(ChunkKind::Write), written(ChunkKind::Reply));
         let header = CallHeader::Text(format!(
             "server probes: {}rdma_vers {} rdma_proc {} rdma_credit {} hdrlen {}",
-            s.name
+            self.name
                 .as_ref()
                 .map_or(String::new(), |n| format!("{} ", n.words())),
-            s.vers,
-            s.proc,
-            s.credits,
-            s.hdrlen
+            self.vers,
+            self.proc,
+            self.credits,
+            self.hdrlen
         ));
-        let name = s.name.take();
+        let name = self.name.take();
+        let latency_us = reply_ts
+            .and_then(|r| r.checked_sub(self.ts))
+            .map(|ns| ns as f64 / 1e3);
         let mut t = Transaction {
             reply_frame: reply.map(|r| r.0),
             reply_ts_ns: reply_ts,
-            call_transfer: if s.proc == 1 && s.segs.iter().any(|g| g.position == Some(0)) {
+            call_transfer: if self.proc == 1 && self.segs.iter().any(|g| g.position == Some(0)) {
                 Transfer::LongCall
-            } else if s.segs.iter().any(|g| g.kind == ChunkKind::Read) {
+            } else if self.segs.iter().any(|g| g.kind == ChunkKind::Read) {
                 Transfer::ReadChunks
             } else {
                 Transfer::Inline
@@ -431,27 +502,30 @@ impl Correlator {
                 Some(_) if has_write_list => Transfer::WriteChunks,
                 Some(_) => Transfer::Inline,
             },
-            call_len: s.hdrlen,
-            latency_us: reply_ts
-                .and_then(|r| r.checked_sub(s.ts))
-                .map(|ns| ns as f64 / 1e3),
-            app_latency_us: reply_ts
-                .and_then(|r| r.checked_sub(s.ts))
-                .map(|ns| ns as f64 / 1e3),
-            credits_requested: Some(s.credits),
-            chunks: s.segs,
-            remote_invalidated_rkey: inv,
+            call_len: self.hdrlen,
+            latency_us,
+            app_latency_us: latency_us,
+            credits_requested: Some(self.credits),
+            chunks: self.segs,
+            remote_invalidated_rkey: reply.and_then(|r| r.2),
             round_trips: 1 + u8::from(reads) + u8::from(writes),
             responder_interrupts: 1 + u8::from(reads),
             phases,
             anomalies,
-            ladder: s.ladder.steps,
-            ladder_omitted: s.ladder.omitted,
-            ..Transaction::new(Origin::ServerProbes, connection, s.xid, s.seq, s.ts, header)
+            ladder: self.ladder.steps,
+            ladder_omitted: self.ladder.omitted,
+            ..Transaction::new(
+                Origin::ServerProbes,
+                connection,
+                self.xid,
+                self.seq,
+                self.ts,
+                header,
+            )
         };
         if let Some(n) = &name {
             n.fill(&mut t);
         }
-        out.push(Finding::Transaction(Box::new(t)));
+        t
     }
 }

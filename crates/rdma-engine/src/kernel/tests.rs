@@ -1,6 +1,6 @@
 //! The correlator on abridged event sequences from the lab's tracepoints.
 
-use super::event::{ChunkType, Cid, Probe, ProbeEvent, ProbeMeta, SegKind, TaskKey};
+use super::event::{ChunkType, Cid, Completion, Probe, ProbeEvent, ProbeMeta, SegKind, TaskKey};
 use super::{CorrelateConfig, Correlator};
 use crate::keys::ConnIds;
 use crate::{Finding, Kind, Origin, Transaction, Transfer};
@@ -247,12 +247,11 @@ fn server_write_with_read_chunk() {
     let evs = [
         (
             0,
-            ProbeEvent::Completion {
-                event: "svcrdma_wc_recv".into(),
+            ProbeEvent::RecvCompleted(Completion {
                 cid: rc,
                 status: None,
                 bytes: Some(200),
-            },
+            }),
         ),
         (
             nfsd,
@@ -285,12 +284,11 @@ fn server_write_with_read_chunk() {
         ),
         (
             0,
-            ProbeEvent::Completion {
-                event: "svcrdma_wc_read".into(),
+            ProbeEvent::ReadCompleted(Completion {
                 cid: sc,
                 status: None,
                 bytes: Some(131072),
-            },
+            }),
         ),
         (
             nfsd,
@@ -623,12 +621,11 @@ fn a_call_resumed_by_another_thread_keeps_its_own_reply() {
         (a, decode(2, 0x3463f769)),
         (
             0,
-            ProbeEvent::Completion {
-                event: "svcrdma_wc_read".into(),
+            ProbeEvent::ReadCompleted(Completion {
                 cid: sc,
                 status: None,
                 bytes: Some(8192),
-            },
+            }),
         ),
         // Thread b resumes the first call and answers it.
         (b, process(0x3663f769, "WRITE")),
@@ -687,12 +684,11 @@ fn server_call_from_linux_5_10_events() {
     let evs = [
         (
             0,
-            ProbeEvent::Completion {
-                event: "svcrdma_wc_receive".into(),
+            ProbeEvent::RecvCompleted(Completion {
                 cid: rc,
                 status: None,
                 bytes: Some(200),
-            },
+            }),
         ),
         (nfsd, seg(SegKind::Read { position: 132 }, 0x2d09)),
         (nfsd, seg(SegKind::Reply, 0x2c05)),
@@ -717,12 +713,11 @@ fn server_call_from_linux_5_10_events() {
         ),
         (
             0,
-            ProbeEvent::Completion {
-                event: "svcrdma_wc_read".into(),
+            ProbeEvent::ReadCompleted(Completion {
                 cid: Cid { cq_id: 3, cid: 9 },
                 status: None,
                 bytes: Some(8192),
-            },
+            }),
         ),
         (
             nfsd,
