@@ -58,13 +58,16 @@ use rdma_dissectors::stack::{self, Dissection};
 use rdma_dissectors::view::{FrameView, IpView};
 
 use super::schema::{ConnectionView, SCHEMA_VERSION};
-use crate::diagnosis::{Cause, Diagnosis};
+use crate::diagnosis::Diagnosis;
 use crate::engine::{
     Anomaly, Carries, ChunkKind, ConnId, Engine, Event, Finding, NfsIo, QpKey, SegmentUse,
     Transaction,
 };
 use crate::files::AtomicFile;
 use crate::pipeline::{End, Flow, Notice, Progress, Sink};
+use rows::{Anomalies, AnomalyRow, CauseRow, Causes, View, ViewRows};
+
+mod rows;
 
 /// Rows gathered before they go to a file as one Arrow batch.
 pub const BATCH_ROWS: usize = 8192;
@@ -147,11 +150,16 @@ trait Rows {
     /// dictionary).
     const UNIQUE: &'static [&'static str];
     /// The columns.
-    fn schema() -> SchemaRef;
+    fn schema() -> io::Result<SchemaRef>;
     /// Rows held.
     fn len(&self) -> usize;
-    /// The rows held as columns in schema order; empties the builder.
-    fn finish(&mut self) -> Vec<ArrayRef>;
+    /// The rows held as a batch; empties the builder.
+    fn finish(&mut self) -> io::Result<RecordBatch>;
+}
+
+/// A batch of hand-built columns in `R`'s schema order.
+fn batch_of<R: Rows>(columns: Vec<ArrayRef>) -> io::Result<RecordBatch> {
+    RecordBatch::try_new(R::schema()?, columns).map_err(io::Error::other)
 }
 
 /// One table of one capture: its open files, one per date, at most
@@ -168,7 +176,7 @@ struct Table<R: Rows> {
     done: Vec<PathBuf>,
     /// Ticks for least-recently-used order.
     clock: u64,
-    new_rows: fn() -> R,
+    new_rows: fn() -> io::Result<R>,
 }
 
 /// A date's file being written, its rows not yet written, and when it was
@@ -192,7 +200,7 @@ struct PartFile {
 }
 
 impl<R: Rows> Table<R> {
-    fn new(d: &Dataset, new_rows: fn() -> R) -> Self {
+    fn new(d: &Dataset, new_rows: fn() -> io::Result<R>) -> Self {
         Table {
             dir: d.capture_dir(R::TABLE),
             row_group_rows: d.row_group_rows.max(1),
@@ -214,7 +222,7 @@ impl<R: Rows> Table<R> {
             }
             let file = self.open_file(date)?;
             let open = Open {
-                rows: (self.new_rows)(),
+                rows: (self.new_rows)()?,
                 file,
                 used: self.clock,
             };
@@ -267,9 +275,12 @@ impl<R: Rows> Table<R> {
         for col in R::UNIQUE {
             props = props.set_column_dictionary_enabled(ColumnPath::from(col.to_string()), false);
         }
-        let writer =
-            ArrowWriter::try_new(AtomicFile::create(&path)?, R::schema(), Some(props.build()))
-                .map_err(io::Error::other)?;
+        let writer = ArrowWriter::try_new(
+            AtomicFile::create(&path)?,
+            R::schema()?,
+            Some(props.build()),
+        )
+        .map_err(io::Error::other)?;
         Ok(PartFile { writer })
     }
 
@@ -305,7 +316,7 @@ fn write_batch<R: Rows>(rows: &mut R, file: &mut PartFile) -> io::Result<()> {
     if rows.len() == 0 {
         return Ok(());
     }
-    let batch = RecordBatch::try_new(R::schema(), rows.finish()).map_err(io::Error::other)?;
+    let batch = rows.finish()?;
     file.writer.write(&batch).map_err(io::Error::other)
 }
 
@@ -697,9 +708,9 @@ impl Rows for TxnRows {
         "latency_us",
     ];
 
-    fn schema() -> SchemaRef {
+    fn schema() -> io::Result<SchemaRef> {
         let u32n = |n| field(n, DataType::UInt32, true);
-        Arc::new(Schema::new(vec![
+        Ok(Arc::new(Schema::new(vec![
             field("schema_version", DataType::UInt32, false),
             field("connection", DataType::Utf8, false),
             field("xid", DataType::UInt32, false),
@@ -750,16 +761,16 @@ impl Rows for TxnRows {
             field("retry_of_connection", DataType::Utf8, true),
             field("retry_wait_us", DataType::Float64, true),
             field("congested", DataType::Boolean, false),
-        ]))
+        ])))
     }
 
     fn len(&self) -> usize {
         self.xid.len()
     }
 
-    fn finish(&mut self) -> Vec<ArrayRef> {
+    fn finish(&mut self) -> io::Result<RecordBatch> {
         let phases = self.phases.iter_mut().map(|b| finish(b)).collect();
-        vec![
+        batch_of::<Self>(vec![
             finish(&mut self.schema_version),
             finish(&mut self.connection),
             finish(&mut self.xid),
@@ -806,96 +817,7 @@ impl Rows for TxnRows {
             finish(&mut self.retry_of_connection),
             finish(&mut self.retry_wait_us),
             finish(&mut self.congested),
-        ]
-    }
-}
-
-/// The `anomalies` table.
-struct AnomalyRows {
-    schema_version: UInt32Builder,
-    kind: StringBuilder,
-    origin: StringBuilder,
-    ts_ns: TimestampNanosecondBuilder,
-    frames_offsets: Offsets,
-    frames: Int64Builder,
-    connection: StringBuilder,
-    xid: UInt32Builder,
-    message: StringBuilder,
-    severity: StringBuilder,
-    rfc: StringBuilder,
-}
-
-impl AnomalyRows {
-    fn new() -> Self {
-        AnomalyRows {
-            schema_version: UInt32Builder::new(),
-            kind: StringBuilder::new(),
-            origin: StringBuilder::new(),
-            ts_ns: ts_builder(),
-            frames_offsets: Offsets::new(),
-            frames: Int64Builder::new(),
-            connection: StringBuilder::new(),
-            xid: UInt32Builder::new(),
-            message: StringBuilder::new(),
-            severity: StringBuilder::new(),
-            rfc: StringBuilder::new(),
-        }
-    }
-
-    fn push(&mut self, a: &Anomaly) {
-        self.schema_version.append_value(SCHEMA_VERSION);
-        self.kind.append_value(a.kind.as_str());
-        self.origin.append_value(a.origin.as_str());
-        ts_value(&mut self.ts_ns, a.ts_ns);
-        for f in &a.frames {
-            self.frames.append_value(i64_of(*f));
-        }
-        self.frames_offsets.push(a.frames.len());
-        conn_str(a.connection, &mut self.connection);
-        self.xid.append_option(a.xid);
-        self.message.append_value(&a.message);
-        self.severity.append_value(a.kind.severity().as_str());
-        self.rfc.append_value(a.kind.rfc());
-    }
-}
-
-impl Rows for AnomalyRows {
-    const TABLE: &'static str = "anomalies";
-    const UNIQUE: &'static [&'static str] = &["ts_ns", "xid", "message"];
-
-    fn schema() -> SchemaRef {
-        Arc::new(Schema::new(vec![
-            field("schema_version", DataType::UInt32, false),
-            field("kind", DataType::Utf8, false),
-            field("origin", DataType::Utf8, false),
-            field("ts_ns", ts_type(), true),
-            field("frames", list_of(DataType::Int64), false),
-            field("connection", DataType::Utf8, true),
-            field("xid", DataType::UInt32, true),
-            field("message", DataType::Utf8, false),
-            field("severity", DataType::Utf8, false),
-            field("rfc", DataType::Utf8, false),
-        ]))
-    }
-
-    fn len(&self) -> usize {
-        self.kind.len()
-    }
-
-    fn finish(&mut self) -> Vec<ArrayRef> {
-        let frames = finish(&mut self.frames);
-        vec![
-            finish(&mut self.schema_version),
-            finish(&mut self.kind),
-            finish(&mut self.origin),
-            finish(&mut self.ts_ns),
-            list(&mut self.frames_offsets, DataType::Int64, frames),
-            finish(&mut self.connection),
-            finish(&mut self.xid),
-            finish(&mut self.message),
-            finish(&mut self.severity),
-            finish(&mut self.rfc),
-        ]
+        ])
     }
 }
 
@@ -1203,9 +1125,9 @@ impl Rows for ConnRows {
     const TABLE: &'static str = "connections";
     const UNIQUE: &'static [&'static str] = &["id", "first_ts_ns", "last_ts_ns"];
 
-    fn schema() -> SchemaRef {
+    fn schema() -> io::Result<SchemaRef> {
         let u32n = |n| field(n, DataType::UInt32, true);
-        Arc::new(Schema::new(vec![
+        Ok(Arc::new(Schema::new(vec![
             field("schema_version", DataType::UInt32, false),
             field("id", DataType::Utf8, false),
             field("client", DataType::Struct(QpColumn::fields()), true),
@@ -1237,19 +1159,19 @@ impl Rows for ConnRows {
             field("credits", DataType::Struct(credits_fields()), true),
             field("anomalies", DataType::Int64, false),
             field("congestion", DataType::Struct(congestion_fields()), false),
-        ]))
+        ])))
     }
 
     fn len(&self) -> usize {
         self.id.len()
     }
 
-    fn finish(&mut self) -> Vec<ArrayRef> {
+    fn finish(&mut self) -> io::Result<RecordBatch> {
         let mut credits: Vec<ArrayRef> = self.credits.iter_mut().map(|b| finish(b)).collect();
         credits.push(finish(&mut self.at_limit_ms));
         let mut congestion: Vec<ArrayRef> = self.congestion.iter_mut().map(|b| finish(b)).collect();
         congestion.extend(self.congestion_ts.iter_mut().map(|b| finish(b)));
-        vec![
+        batch_of::<Self>(vec![
             finish(&mut self.schema_version),
             finish(&mut self.id),
             self.client.finish(),
@@ -1273,7 +1195,7 @@ impl Rows for ConnRows {
             struct_array(credits_fields(), credits, self.credits_present.take()),
             finish(&mut self.anomalies),
             struct_array(congestion_fields(), congestion, None),
-        ]
+        ])
     }
 }
 
@@ -1481,9 +1403,9 @@ impl Rows for FrameRows {
     const TABLE: &'static str = "frames";
     const UNIQUE: &'static [&'static str] = &["frame", "ts_ns"];
 
-    fn schema() -> SchemaRef {
+    fn schema() -> io::Result<SchemaRef> {
         let s = |name, f: Fields| field(name, DataType::Struct(f), true);
-        Arc::new(Schema::new(vec![
+        Ok(Arc::new(Schema::new(vec![
             field("schema_version", DataType::UInt32, false),
             field("frame", DataType::Int64, false),
             field("ts_ns", ts_type(), false),
@@ -1497,14 +1419,14 @@ impl Rows for FrameRows {
             s("aeth", aeth_fields()),
             s("rpcrdma", rpcrdma_fields()),
             s("error", error_fields()),
-        ]))
+        ])))
     }
 
     fn len(&self) -> usize {
         self.frame.len()
     }
 
-    fn finish(&mut self) -> Vec<ArrayRef> {
+    fn finish(&mut self) -> io::Result<RecordBatch> {
         let (p, a, b, c, d) = &mut self.ip;
         let ip = struct_array(
             ip_fields(),
@@ -1555,7 +1477,7 @@ impl Rows for FrameRows {
             vec![finish(a), finish(b), finish(c)],
             p.take(),
         );
-        vec![
+        batch_of::<Self>(vec![
             finish(&mut self.schema_version),
             finish(&mut self.frame),
             finish(&mut self.ts_ns),
@@ -1569,149 +1491,7 @@ impl Rows for FrameRows {
             aeth,
             rpcrdma,
             error,
-        ]
-    }
-}
-
-/// The `diagnosis` table: a capture's causes (`report --json`'s
-/// `diagnosis`, one row per cause; `impact.score` orders them).
-struct CauseRows {
-    schema_version: UInt32Builder,
-    cause: StringBuilder,
-    peer: StringBuilder,
-    score: Float64Builder,
-    measured: StringBuilder,
-    time_ms: Float64Builder,
-    share_of_time: Float64Builder,
-    rpcs_affected: Int64Builder,
-    rpcs_total: Int64Builder,
-    connections: StringList,
-    xids: StringList,
-    frames_offsets: Offsets,
-    frames: Int64Builder,
-    from_s: Float64Builder,
-    to_s: Float64Builder,
-    examples: StringList,
-    advice: StringBuilder,
-}
-
-impl CauseRows {
-    fn new() -> Self {
-        CauseRows {
-            schema_version: UInt32Builder::new(),
-            cause: StringBuilder::new(),
-            peer: StringBuilder::new(),
-            score: Float64Builder::new(),
-            measured: StringBuilder::new(),
-            time_ms: Float64Builder::new(),
-            share_of_time: Float64Builder::new(),
-            rpcs_affected: Int64Builder::new(),
-            rpcs_total: Int64Builder::new(),
-            connections: StringList::new(),
-            xids: StringList::new(),
-            frames_offsets: Offsets::new(),
-            frames: Int64Builder::new(),
-            from_s: Float64Builder::new(),
-            to_s: Float64Builder::new(),
-            examples: StringList::new(),
-            advice: StringBuilder::new(),
-        }
-    }
-
-    fn push(&mut self, c: &Cause) {
-        self.schema_version.append_value(SCHEMA_VERSION);
-        self.cause.append_value(c.cause.as_str());
-        self.peer.append_value(c.peer.as_str());
-        let i = &c.impact;
-        self.score.append_value(i.score);
-        self.measured.append_value(&i.measured);
-        self.time_ms.append_option(i.time_ms);
-        self.share_of_time.append_option(i.share_of_time);
-        self.rpcs_affected
-            .append_option(i.rpcs_affected.map(i64_of));
-        self.rpcs_total.append_value(i64_of(i.rpcs_total));
-        let e = &c.evidence;
-        self.connections
-            .push(e.connections.iter().map(String::as_str));
-        self.xids.push(e.xids.iter().map(String::as_str));
-        for f in &e.frames {
-            self.frames.append_value(i64_of(*f));
-        }
-        self.frames_offsets.push(e.frames.len());
-        self.from_s.append_option(e.from_s);
-        self.to_s.append_option(e.to_s);
-        self.examples.push(e.examples.iter().map(String::as_str));
-        self.advice.append_value(&c.advice);
-    }
-}
-
-fn impact_fields() -> Fields {
-    Fields::from(vec![
-        field("measured", DataType::Utf8, false),
-        field("time_ms", DataType::Float64, true),
-        field("share_of_time", DataType::Float64, true),
-        field("rpcs_affected", DataType::Int64, true),
-        field("rpcs_total", DataType::Int64, false),
-        field("score", DataType::Float64, false),
-    ])
-}
-
-fn evidence_fields() -> Fields {
-    Fields::from(vec![
-        field("connections", list_of(DataType::Utf8), false),
-        field("xids", list_of(DataType::Utf8), false),
-        field("frames", list_of(DataType::Int64), false),
-        field("from_s", DataType::Float64, true),
-        field("to_s", DataType::Float64, true),
-        field("examples", list_of(DataType::Utf8), false),
-    ])
-}
-
-impl Rows for CauseRows {
-    const TABLE: &'static str = "diagnosis";
-    const UNIQUE: &'static [&'static str] = &["impact"];
-
-    fn schema() -> SchemaRef {
-        Arc::new(Schema::new(vec![
-            field("schema_version", DataType::UInt32, false),
-            field("cause", DataType::Utf8, false),
-            field("impact", DataType::Struct(impact_fields()), false),
-            field("peer", DataType::Utf8, false),
-            field("evidence", DataType::Struct(evidence_fields()), false),
-            field("advice", DataType::Utf8, false),
-        ]))
-    }
-
-    fn len(&self) -> usize {
-        self.schema_version.len()
-    }
-
-    fn finish(&mut self) -> Vec<ArrayRef> {
-        let frames = finish(&mut self.frames);
-        let impact = vec![
-            finish(&mut self.measured),
-            finish(&mut self.time_ms),
-            finish(&mut self.share_of_time),
-            finish(&mut self.rpcs_affected),
-            finish(&mut self.rpcs_total),
-            finish(&mut self.score),
-        ];
-        let evidence = vec![
-            self.connections.finish(),
-            self.xids.finish(),
-            list(&mut self.frames_offsets, DataType::Int64, frames),
-            finish(&mut self.from_s),
-            finish(&mut self.to_s),
-            self.examples.finish(),
-        ];
-        vec![
-            finish(&mut self.schema_version),
-            finish(&mut self.cause),
-            struct_array(impact_fields(), impact, None),
-            finish(&mut self.peer),
-            struct_array(evidence_fields(), evidence, None),
-            finish(&mut self.advice),
-        ]
+        ])
     }
 }
 
@@ -1734,9 +1514,9 @@ pub struct Written {
 /// they come, its connections at the end.
 pub struct Export {
     transactions: Table<TxnRows>,
-    anomalies: Table<AnomalyRows>,
+    anomalies: Table<ViewRows<Anomalies>>,
     connections: Table<ConnRows>,
-    causes: Table<CauseRows>,
+    causes: Table<ViewRows<Causes>>,
     /// The capture's causes, from its findings as they come.
     diagnosis: Diagnosis,
     error: Option<io::Error>,
@@ -1774,10 +1554,10 @@ impl Export {
     /// A sink writing into `dataset`.
     pub fn new(dataset: &Dataset) -> Self {
         Export {
-            transactions: Table::new(dataset, TxnRows::new),
-            anomalies: Table::new(dataset, AnomalyRows::new),
-            connections: Table::new(dataset, ConnRows::new),
-            causes: Table::new(dataset, CauseRows::new),
+            transactions: Table::new(dataset, || Ok(TxnRows::new())),
+            anomalies: Table::new(dataset, ViewRows::new),
+            connections: Table::new(dataset, || Ok(ConnRows::new())),
+            causes: Table::new(dataset, ViewRows::new),
             diagnosis: Diagnosis::default(),
             error: None,
             written: Written::default(),
@@ -1804,7 +1584,8 @@ impl Export {
 
     fn anomaly(&mut self, a: &Anomaly) -> io::Result<()> {
         let date = a.ts_ns.map_or(NO_DATE, |ts| self.day.of(ts));
-        self.anomalies.add(date, |rows| rows.push(a))?;
+        self.anomalies
+            .add(date, |rows| rows.push(AnomalyRow::from(a)))?;
         self.written.anomalies += 1;
         Ok(())
     }
@@ -1823,7 +1604,8 @@ impl Export {
             .first_ts_ns
             .map_or(NO_DATE.to_string(), |ts| self.day.of(ts).to_string());
         for c in &self.diagnosis.causes(state) {
-            self.causes.add(&date, |rows| rows.push(c))?;
+            self.causes
+                .add(&date, |rows| rows.push(CauseRow::from(c)))?;
             self.written.causes += 1;
         }
         Ok(())
@@ -1892,7 +1674,7 @@ impl ExportFrames {
     /// A sink writing into `dataset`, dissecting with `config`.
     pub fn new(dataset: &Dataset, config: stack::Config) -> Self {
         ExportFrames {
-            frames: Table::new(dataset, FrameRows::new),
+            frames: Table::new(dataset, || Ok(FrameRows::new())),
             day: Day::new(),
             config,
             error: None,
@@ -1959,14 +1741,17 @@ impl Sink for ExportFrames {
 
 /// The columns of every table, as (table, schema): for the tests that
 /// check the names against the JSON Schema.
-pub fn schemas() -> Vec<(&'static str, SchemaRef)> {
-    vec![
-        (TxnRows::TABLE, TxnRows::schema()),
-        (AnomalyRows::TABLE, AnomalyRows::schema()),
-        (ConnRows::TABLE, ConnRows::schema()),
-        (CauseRows::TABLE, CauseRows::schema()),
-        (FrameRows::TABLE, FrameRows::schema()),
-    ]
+///
+/// # Errors
+/// A row type the schema cannot be traced from.
+pub fn schemas() -> io::Result<Vec<(&'static str, SchemaRef)>> {
+    Ok(vec![
+        (TxnRows::TABLE, TxnRows::schema()?),
+        (Anomalies::TABLE, ViewRows::<Anomalies>::schema()?),
+        (ConnRows::TABLE, ConnRows::schema()?),
+        (Causes::TABLE, ViewRows::<Causes>::schema()?),
+        (FrameRows::TABLE, FrameRows::schema()?),
+    ])
 }
 
 /// A capture's partition value: its file name without the extension.
@@ -1981,7 +1766,7 @@ pub fn capture_name(path: &Path) -> String {
 /// Every table a capture may have rows in.
 pub const TABLES: [&str; 4] = [
     TxnRows::TABLE,
-    AnomalyRows::TABLE,
+    Anomalies::TABLE,
     ConnRows::TABLE,
     FrameRows::TABLE,
 ];
