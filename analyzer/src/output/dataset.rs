@@ -60,12 +60,11 @@ use rdma_dissectors::view::{FrameView, IpView};
 use super::schema::{ConnectionView, SCHEMA_VERSION};
 use crate::diagnosis::Diagnosis;
 use crate::engine::{
-    Anomaly, Carries, ChunkKind, ConnId, Engine, Event, Finding, NfsIo, QpKey, SegmentUse,
-    Transaction,
+    Anomaly, ChunkKind, ConnId, Engine, Event, Finding, NfsIo, SegmentUse, Transaction,
 };
 use crate::files::AtomicFile;
 use crate::pipeline::{End, Flow, Notice, Progress, Sink};
-use rows::{Anomalies, AnomalyRow, CauseRow, Causes, View, ViewRows};
+use rows::{Anomalies, AnomalyRow, CauseRow, Causes, ConnRow, Connections, View, ViewRows};
 
 mod rows;
 
@@ -821,44 +820,6 @@ impl Rows for TxnRows {
     }
 }
 
-/// A queue pair column (`{addr, qpn}`), null when unknown.
-struct QpColumn {
-    present: Present,
-    addr: StringBuilder,
-    qpn: UInt32Builder,
-}
-
-impl QpColumn {
-    fn fields() -> Fields {
-        Fields::from(vec![
-            field("addr", DataType::Utf8, true),
-            field("qpn", DataType::UInt32, true),
-        ])
-    }
-
-    fn new() -> Self {
-        QpColumn {
-            present: Present::default(),
-            addr: StringBuilder::new(),
-            qpn: UInt32Builder::new(),
-        }
-    }
-
-    fn push(&mut self, q: Option<QpKey>) {
-        self.present.push(q.is_some());
-        self.addr.append_option(q.map(|q| q.addr.to_string()));
-        self.qpn.append_option(q.map(|q| q.qpn));
-    }
-
-    fn finish(&mut self) -> ArrayRef {
-        struct_array(
-            Self::fields(),
-            vec![finish(&mut self.addr), finish(&mut self.qpn)],
-            self.present.take(),
-        )
-    }
-}
-
 /// An NFS READ/WRITE/COMMIT's range and reply (`nfs_io`), null for other calls.
 struct NfsIoColumn {
     present: Present,
@@ -925,277 +886,6 @@ impl NfsIoColumn {
             ],
             self.present.take(),
         )
-    }
-}
-
-/// RFC 8797 private data (`{version, remote_invalidate, send_size,
-/// recv_size}`), null when absent.
-struct PrivateColumn {
-    present: Present,
-    version: UInt8Builder,
-    remote_invalidate: BooleanBuilder,
-    send_size: UInt32Builder,
-    recv_size: UInt32Builder,
-}
-
-impl PrivateColumn {
-    fn fields() -> Fields {
-        Fields::from(vec![
-            field("version", DataType::UInt8, true),
-            field("remote_invalidate", DataType::Boolean, true),
-            field("send_size", DataType::UInt32, true),
-            field("recv_size", DataType::UInt32, true),
-        ])
-    }
-
-    fn new() -> Self {
-        PrivateColumn {
-            present: Present::default(),
-            version: UInt8Builder::new(),
-            remote_invalidate: BooleanBuilder::new(),
-            send_size: UInt32Builder::new(),
-            recv_size: UInt32Builder::new(),
-        }
-    }
-
-    fn push(&mut self, p: Option<&super::schema::PrivateData>) {
-        self.present.push(p.is_some());
-        self.version.append_option(p.and_then(|p| p.version));
-        self.remote_invalidate
-            .append_option(p.and_then(|p| p.remote_invalidate));
-        self.send_size.append_option(p.and_then(|p| p.send_size));
-        self.recv_size.append_option(p.and_then(|p| p.recv_size));
-    }
-
-    fn finish(&mut self) -> ArrayRef {
-        struct_array(
-            Self::fields(),
-            vec![
-                finish(&mut self.version),
-                finish(&mut self.remote_invalidate),
-                finish(&mut self.send_size),
-                finish(&mut self.recv_size),
-            ],
-            self.present.take(),
-        )
-    }
-}
-
-fn credits_fields() -> Fields {
-    Fields::from(vec![
-        field("granted_min", DataType::UInt32, true),
-        field("granted_max", DataType::UInt32, true),
-        field("last_granted", DataType::UInt32, true),
-        field("last_requested", DataType::UInt32, true),
-        field("peak_in_flight", DataType::UInt32, true),
-        field("at_limit_ms", DataType::Float64, true),
-    ])
-}
-
-/// A connection's congestion marks, as the report's JSON has them (less
-/// the example frames).
-fn congestion_fields() -> Fields {
-    Fields::from(vec![
-        field("ecn_ce", DataType::Int64, false),
-        field("cnps", DataType::Int64, false),
-        field("fecn", DataType::Int64, false),
-        field("becn", DataType::Int64, false),
-        field("first_ts_ns", ts_type(), true),
-        field("last_ts_ns", ts_type(), true),
-    ])
-}
-
-/// The `connections` table: each connection as the report's JSON has it.
-struct ConnRows {
-    schema_version: UInt32Builder,
-    id: StringBuilder,
-    client: QpColumn,
-    server: QpColumn,
-    fabric: StringBuilder,
-    carries: StringBuilder,
-    cm_state: StringBuilder,
-    port: UInt16Builder,
-    path_mtu: UInt32Builder,
-    first_ts_ns: TimestampNanosecondBuilder,
-    last_ts_ns: TimestampNanosecondBuilder,
-    client_private: PrivateColumn,
-    server_private: PrivateColumn,
-    remote_invalidation: BooleanBuilder,
-    call_inline_threshold: UInt32Builder,
-    reply_inline_threshold: UInt32Builder,
-    calls: Int64Builder,
-    replies: Int64Builder,
-    chunk_bytes: Int64Builder,
-    remote_invalidations: Int64Builder,
-    credits: [UInt32Builder; 5],
-    credits_present: Present,
-    at_limit_ms: Float64Builder,
-    anomalies: Int64Builder,
-    /// ECN CE, CNPs, FECN, BECN: the connection's congestion marks...
-    congestion: [Int64Builder; 4],
-    /// ... and the time of the first and the last.
-    congestion_ts: [TimestampNanosecondBuilder; 2],
-}
-
-impl ConnRows {
-    fn new() -> Self {
-        ConnRows {
-            schema_version: UInt32Builder::new(),
-            id: StringBuilder::new(),
-            client: QpColumn::new(),
-            server: QpColumn::new(),
-            fabric: StringBuilder::new(),
-            carries: StringBuilder::new(),
-            cm_state: StringBuilder::new(),
-            port: UInt16Builder::new(),
-            path_mtu: UInt32Builder::new(),
-            first_ts_ns: ts_builder(),
-            last_ts_ns: ts_builder(),
-            client_private: PrivateColumn::new(),
-            server_private: PrivateColumn::new(),
-            remote_invalidation: BooleanBuilder::new(),
-            call_inline_threshold: UInt32Builder::new(),
-            reply_inline_threshold: UInt32Builder::new(),
-            calls: Int64Builder::new(),
-            replies: Int64Builder::new(),
-            chunk_bytes: Int64Builder::new(),
-            remote_invalidations: Int64Builder::new(),
-            credits: std::array::from_fn(|_| UInt32Builder::new()),
-            credits_present: Present::default(),
-            at_limit_ms: Float64Builder::new(),
-            anomalies: Int64Builder::new(),
-            congestion: std::array::from_fn(|_| Int64Builder::new()),
-            congestion_ts: std::array::from_fn(|_| ts_builder()),
-        }
-    }
-
-    fn push(&mut self, c: &ConnectionView) {
-        self.schema_version.append_value(SCHEMA_VERSION);
-        self.id.append_value(c.id.to_string());
-        self.client.push(c.client);
-        self.server.push(c.server);
-        self.cm_state.append_value(c.cm_state.as_str());
-        self.port.append_option(c.port);
-        ts_value(&mut self.first_ts_ns, Some(c.first_ts_ns));
-        ts_value(&mut self.last_ts_ns, Some(c.last_ts_ns));
-        self.client_private.push(c.client_private.as_ref());
-        self.server_private.push(c.server_private.as_ref());
-        self.remote_invalidation
-            .append_option(c.remote_invalidation);
-        self.call_inline_threshold
-            .append_option(c.call_inline_threshold);
-        self.reply_inline_threshold
-            .append_option(c.reply_inline_threshold);
-        self.calls.append_value(i64_of(c.calls));
-        self.replies.append_value(i64_of(c.replies));
-        self.chunk_bytes.append_value(i64_of(c.chunk_bytes));
-        self.remote_invalidations
-            .append_value(i64_of(c.remote_invalidations));
-        self.fabric.append_option(c.fabric);
-        self.carries.append_option(c.carries.map(Carries::as_str));
-        self.path_mtu.append_option(c.path_mtu);
-        let k = c.credits.as_ref();
-        self.credits_present.push(k.is_some());
-        for (b, v) in self.credits.iter_mut().zip([
-            k.and_then(|k| k.granted_min),
-            k.and_then(|k| k.granted_max),
-            k.and_then(|k| k.last_granted),
-            k.and_then(|k| k.last_requested),
-            k.map(|k| k.peak_in_flight),
-        ]) {
-            b.append_option(v);
-        }
-        self.at_limit_ms.append_option(k.map(|k| k.at_limit_ms));
-        self.anomalies.append_value(i64_of(c.anomalies));
-        let g = &c.congestion;
-        for (b, v) in self
-            .congestion
-            .iter_mut()
-            .zip([g.ecn_ce, g.cnps, g.fecn, g.becn])
-        {
-            b.append_value(i64_of(v));
-        }
-        let [first, last] = &mut self.congestion_ts;
-        ts_value(first, g.first_ts_ns);
-        ts_value(last, g.last_ts_ns);
-    }
-}
-
-impl Rows for ConnRows {
-    const TABLE: &'static str = "connections";
-    const UNIQUE: &'static [&'static str] = &["id", "first_ts_ns", "last_ts_ns"];
-
-    fn schema() -> io::Result<SchemaRef> {
-        let u32n = |n| field(n, DataType::UInt32, true);
-        Ok(Arc::new(Schema::new(vec![
-            field("schema_version", DataType::UInt32, false),
-            field("id", DataType::Utf8, false),
-            field("client", DataType::Struct(QpColumn::fields()), true),
-            field("server", DataType::Struct(QpColumn::fields()), true),
-            field("fabric", DataType::Utf8, true),
-            field("carries", DataType::Utf8, true),
-            field("cm_state", DataType::Utf8, false),
-            field("port", DataType::UInt16, true),
-            u32n("path_mtu"),
-            field("first_ts_ns", ts_type(), false),
-            field("last_ts_ns", ts_type(), false),
-            field(
-                "client_private",
-                DataType::Struct(PrivateColumn::fields()),
-                true,
-            ),
-            field(
-                "server_private",
-                DataType::Struct(PrivateColumn::fields()),
-                true,
-            ),
-            field("remote_invalidation", DataType::Boolean, true),
-            u32n("call_inline_threshold"),
-            u32n("reply_inline_threshold"),
-            field("calls", DataType::Int64, false),
-            field("replies", DataType::Int64, false),
-            field("chunk_bytes", DataType::Int64, false),
-            field("remote_invalidations", DataType::Int64, false),
-            field("credits", DataType::Struct(credits_fields()), true),
-            field("anomalies", DataType::Int64, false),
-            field("congestion", DataType::Struct(congestion_fields()), false),
-        ])))
-    }
-
-    fn len(&self) -> usize {
-        self.id.len()
-    }
-
-    fn finish(&mut self) -> io::Result<RecordBatch> {
-        let mut credits: Vec<ArrayRef> = self.credits.iter_mut().map(|b| finish(b)).collect();
-        credits.push(finish(&mut self.at_limit_ms));
-        let mut congestion: Vec<ArrayRef> = self.congestion.iter_mut().map(|b| finish(b)).collect();
-        congestion.extend(self.congestion_ts.iter_mut().map(|b| finish(b)));
-        batch_of::<Self>(vec![
-            finish(&mut self.schema_version),
-            finish(&mut self.id),
-            self.client.finish(),
-            self.server.finish(),
-            finish(&mut self.fabric),
-            finish(&mut self.carries),
-            finish(&mut self.cm_state),
-            finish(&mut self.port),
-            finish(&mut self.path_mtu),
-            finish(&mut self.first_ts_ns),
-            finish(&mut self.last_ts_ns),
-            self.client_private.finish(),
-            self.server_private.finish(),
-            finish(&mut self.remote_invalidation),
-            finish(&mut self.call_inline_threshold),
-            finish(&mut self.reply_inline_threshold),
-            finish(&mut self.calls),
-            finish(&mut self.replies),
-            finish(&mut self.chunk_bytes),
-            finish(&mut self.remote_invalidations),
-            struct_array(credits_fields(), credits, self.credits_present.take()),
-            finish(&mut self.anomalies),
-            struct_array(congestion_fields(), congestion, None),
-        ])
     }
 }
 
@@ -1515,7 +1205,7 @@ pub struct Written {
 pub struct Export {
     transactions: Table<TxnRows>,
     anomalies: Table<ViewRows<Anomalies>>,
-    connections: Table<ConnRows>,
+    connections: Table<ViewRows<Connections>>,
     causes: Table<ViewRows<Causes>>,
     /// The capture's causes, from its findings as they come.
     diagnosis: Diagnosis,
@@ -1556,7 +1246,7 @@ impl Export {
         Export {
             transactions: Table::new(dataset, || Ok(TxnRows::new())),
             anomalies: Table::new(dataset, ViewRows::new),
-            connections: Table::new(dataset, || Ok(ConnRows::new())),
+            connections: Table::new(dataset, ViewRows::new),
             causes: Table::new(dataset, ViewRows::new),
             diagnosis: Diagnosis::default(),
             error: None,
@@ -1593,8 +1283,9 @@ impl Export {
     fn connections_of(&mut self, engine: &Engine) -> io::Result<()> {
         for c in engine.state().connections.values() {
             let date = self.day.of(c.first_ts_ns);
-            self.connections
-                .add(date, |rows| rows.push(&ConnectionView::from(c)))?;
+            self.connections.add(date, |rows| {
+                rows.push(ConnRow::from(&ConnectionView::from(c)))
+            })?;
             self.written.connections += 1;
         }
         // The causes, dated by the capture's first frame.
@@ -1748,7 +1439,7 @@ pub fn schemas() -> io::Result<Vec<(&'static str, SchemaRef)>> {
     Ok(vec![
         (TxnRows::TABLE, TxnRows::schema()?),
         (Anomalies::TABLE, ViewRows::<Anomalies>::schema()?),
-        (ConnRows::TABLE, ConnRows::schema()?),
+        (Connections::TABLE, ViewRows::<Connections>::schema()?),
         (Causes::TABLE, ViewRows::<Causes>::schema()?),
         (FrameRows::TABLE, FrameRows::schema()?),
     ])
@@ -1767,7 +1458,7 @@ pub fn capture_name(path: &Path) -> String {
 pub const TABLES: [&str; 4] = [
     TxnRows::TABLE,
     Anomalies::TABLE,
-    ConnRows::TABLE,
+    Connections::TABLE,
     FrameRows::TABLE,
 ];
 

@@ -21,7 +21,8 @@ use serde_arrow::schema::{SchemaLike, TracingOptions};
 
 use super::Rows;
 use crate::diagnosis::Cause;
-use crate::engine::Anomaly;
+use crate::engine::{Anomaly, Carries, QpKey};
+use crate::output::schema::{ConnectionView, PrivateData};
 
 /// A table whose rows are a view type.
 pub(super) trait View {
@@ -290,6 +291,151 @@ impl<'a> From<&'a Cause> for CauseRow<'a> {
                 examples: Seq(&e.examples),
             },
             advice: &c.advice,
+        }
+    }
+}
+
+/// The `connections` table: each connection as the report's JSON has it.
+pub(super) struct Connections;
+
+impl View for Connections {
+    const TABLE: &'static str = "connections";
+    const UNIQUE: &'static [&'static str] = &["id", "first_ts_ns", "last_ts_ns"];
+    type Row = ConnRow<'static>;
+}
+
+/// A row of `connections`. The fields of its structs are nullable, even
+/// those always present with their struct, as the dataset has had them.
+#[derive(Serialize, Deserialize)]
+pub(super) struct ConnRow<'a> {
+    schema_version: u32,
+    #[serde(borrow)]
+    id: Shown<'a>,
+    #[serde(borrow)]
+    client: Option<QpRow<'a>>,
+    #[serde(borrow)]
+    server: Option<QpRow<'a>>,
+    fabric: Option<&'a str>,
+    carries: Option<&'a str>,
+    cm_state: &'a str,
+    port: Option<u16>,
+    path_mtu: Option<u32>,
+    first_ts_ns: i64,
+    last_ts_ns: i64,
+    client_private: Option<PrivateRow>,
+    server_private: Option<PrivateRow>,
+    remote_invalidation: Option<bool>,
+    call_inline_threshold: Option<u32>,
+    reply_inline_threshold: Option<u32>,
+    calls: i64,
+    replies: i64,
+    chunk_bytes: i64,
+    remote_invalidations: i64,
+    credits: Option<CreditsRow>,
+    anomalies: i64,
+    congestion: CongestionRow,
+}
+
+/// A queue pair (`{addr, qpn}`).
+#[derive(Serialize, Deserialize)]
+struct QpRow<'a> {
+    #[serde(borrow)]
+    addr: Option<Shown<'a>>,
+    qpn: Option<u32>,
+}
+
+impl<'a> QpRow<'a> {
+    fn of(q: &'a Option<QpKey>) -> Option<Self> {
+        q.as_ref().map(|q| QpRow {
+            addr: Some(Shown(&q.addr)),
+            qpn: Some(q.qpn),
+        })
+    }
+}
+
+/// RFC 8797 private data.
+#[derive(Serialize, Deserialize)]
+struct PrivateRow {
+    version: Option<u8>,
+    remote_invalidate: Option<bool>,
+    send_size: Option<u32>,
+    recv_size: Option<u32>,
+}
+
+impl From<&PrivateData> for PrivateRow {
+    fn from(p: &PrivateData) -> Self {
+        PrivateRow {
+            version: p.version,
+            remote_invalidate: p.remote_invalidate,
+            send_size: p.send_size,
+            recv_size: p.recv_size,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct CreditsRow {
+    granted_min: Option<u32>,
+    granted_max: Option<u32>,
+    last_granted: Option<u32>,
+    last_requested: Option<u32>,
+    peak_in_flight: Option<u32>,
+    at_limit_ms: Option<f64>,
+}
+
+/// A connection's congestion marks, as the report's JSON has them (less
+/// the example frames).
+#[derive(Serialize, Deserialize)]
+struct CongestionRow {
+    ecn_ce: i64,
+    cnps: i64,
+    fecn: i64,
+    becn: i64,
+    first_ts_ns: Option<i64>,
+    last_ts_ns: Option<i64>,
+}
+
+impl<'a> From<&'a ConnectionView> for ConnRow<'a> {
+    fn from(c: &'a ConnectionView) -> Self {
+        let g = &c.congestion;
+        ConnRow {
+            schema_version: super::SCHEMA_VERSION,
+            id: Shown(&c.id),
+            client: QpRow::of(&c.client),
+            server: QpRow::of(&c.server),
+            fabric: c.fabric,
+            carries: c.carries.map(Carries::as_str),
+            cm_state: c.cm_state.as_str(),
+            port: c.port,
+            path_mtu: c.path_mtu,
+            first_ts_ns: i64_of(c.first_ts_ns),
+            last_ts_ns: i64_of(c.last_ts_ns),
+            client_private: c.client_private.as_ref().map(PrivateRow::from),
+            server_private: c.server_private.as_ref().map(PrivateRow::from),
+            remote_invalidation: c.remote_invalidation,
+            call_inline_threshold: c.call_inline_threshold,
+            reply_inline_threshold: c.reply_inline_threshold,
+            calls: i64_of(c.calls),
+            replies: i64_of(c.replies),
+            chunk_bytes: i64_of(c.chunk_bytes),
+            remote_invalidations: i64_of(c.remote_invalidations),
+            credits: c.credits.as_ref().map(|k| CreditsRow {
+                granted_min: k.granted_min,
+                granted_max: k.granted_max,
+                last_granted: k.last_granted,
+                last_requested: k.last_requested,
+                peak_in_flight: Some(k.peak_in_flight),
+                at_limit_ms: Some(k.at_limit_ms),
+            }),
+            anomalies: i64_of(c.anomalies),
+            congestion: CongestionRow {
+                ecn_ce: i64_of(g.ecn_ce),
+                cnps: i64_of(g.cnps),
+                fecn: i64_of(g.fecn),
+                becn: i64_of(g.becn),
+                first_ts_ns: g.first_ts_ns.map(i64_of),
+                last_ts_ns: g.last_ts_ns.map(i64_of),
+            },
         }
     }
 }
