@@ -8,9 +8,11 @@
 //!  DIR/diagnosis/...    (the causes `report` leads with, one row each)
 //! ```
 //!
-//! Columns are named as the JSON keys of the same records (`schema/`,
-//! [`schema`](super::schema)), so a query reads as the JSON does; nested
-//! objects are structs, arrays are lists. Times since the epoch (`*_ts_ns`)
+//! Each table is a row type in `rows.rs`, the only place its columns are
+//! written: the Arrow schema is traced from it and `serde_arrow` fills the
+//! columns. Columns are named as the JSON keys of the same records
+//! (`schema/`, [`schema`](super::schema)), so a query reads as the JSON
+//! does; nested objects are structs, arrays are lists. Times since the epoch (`*_ts_ns`)
 //! are Parquet timestamps (nanoseconds, UTC); other 64-bit unsigned JSON
 //! integers are INT64 (Spark reads UINT64 as a decimal), except addresses
 //! (`va`, `offset`), which can exceed INT64 and stay UINT64. Unknown is
