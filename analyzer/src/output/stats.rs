@@ -1,6 +1,7 @@
 //! Bounded-memory latency statistics: exact count, min, max and mean, and
-//! percentiles from a log-linear histogram (within 1/64 relative error),
-//! so a days-long live run costs the same memory as a short capture.
+//! percentiles from a log-linear histogram ([`LogLinear<64>`], within 1/64
+//! relative error), so a days-long live run costs the same memory as a
+//! short capture.
 
 use serde::Serialize;
 
