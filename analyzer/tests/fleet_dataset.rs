@@ -78,7 +78,7 @@ fn not_in_schema(root: &Value, node: &Value, fields: &[&Field], path: &str, out:
 
 #[test]
 fn columns_are_the_json_schemas_keys_and_times_are_timestamps() {
-    for (table, schema) in dataset::schemas() {
+    for (table, schema) in dataset::schemas().unwrap() {
         let (doc, node) = match table {
             "transactions" => (json_schema("transaction"), None),
             "anomalies" => (json_schema("anomaly"), None),
@@ -167,7 +167,7 @@ fn row_groups_stream_and_files_match_the_declared_schema() {
     assert!(files
         .iter()
         .all(|f| f.extension().is_some_and(|e| e == "parquet")));
-    let declared: BTreeMap<_, _> = dataset::schemas().into_iter().collect();
+    let declared: BTreeMap<_, _> = dataset::schemas().unwrap().into_iter().collect();
     for table in ["transactions", "anomalies", "connections", "frames"] {
         let f = dir
             .join(table)

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::engine::{Anomaly, ConnId, Finding, Kind, State, Transaction, Transfer};
+use crate::engine::{Anomaly, ConnId, Finding, Kind, LogLinear, State, Transaction, Transfer};
 
 /// Examples kept per cause (XIDs, frames, sentences): enough to go and
 /// look, bounded whatever the capture's size.
@@ -165,27 +165,26 @@ pub struct Cause {
 /// two is all a threshold needs, in 32 counters (the last holds 1 s and up).
 #[derive(Debug, Clone, Default)]
 struct Log2 {
-    buckets: [u64; 32],
+    buckets: LogLinear<1>,
     count: u64,
 }
 
 impl Log2 {
+    /// Samples from 2^30 ns (1.07 s) up share the last of the 32 buckets.
+    const LARGEST: u64 = (1 << 31) - 1;
+
     fn record(&mut self, ns: u64) {
-        self.buckets[((64 - ns.leading_zeros()) as usize).min(31)] += 1;
+        self.buckets.record(ns.min(Self::LARGEST));
         self.count += 1;
     }
 
     /// The lower bound of the bucket holding the median (`None`: no sample).
     fn median_low_ns(&self) -> Option<u64> {
-        let rank = self.count.div_ceil(2);
-        let mut seen = 0;
-        for (i, n) in self.buckets.iter().enumerate() {
-            seen += n;
-            if seen >= rank && *n > 0 {
-                return Some(if i == 0 { 0 } else { 1u64 << (i - 1) });
-            }
+        if self.count == 0 {
+            return None;
         }
-        None
+        let b = self.buckets.bucket_of_rank(self.count.div_ceil(2))?;
+        Some(LogLinear::<1>::low(b))
     }
 }
 

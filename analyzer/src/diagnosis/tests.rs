@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use super::{CauseName, Diagnosis, Peer};
+use super::{CauseName, Diagnosis, Log2, Peer};
 use crate::engine::{Config, Engine, Finding, State};
 use crate::pipeline::Flow;
 use crate::test_support::capture_source;
@@ -379,4 +379,46 @@ fn retries_after_jukebox_count_their_wait() {
         .examples
         .iter()
         .any(|e| e.contains("retried xid 0x12340000 after 5.000 s")));
+}
+
+/// The median bucket's low bound, as the 32 power-of-two counters gave it
+/// before `Log2` was a `LogLinear<1>`.
+fn median_low_as_before(samples: &[u64]) -> Option<u64> {
+    let mut buckets = [0u64; 32];
+    for &ns in samples {
+        buckets[((64 - ns.leading_zeros()) as usize).min(31)] += 1;
+    }
+    let rank = (samples.len() as u64).div_ceil(2);
+    let mut seen = 0;
+    for (i, n) in buckets.iter().enumerate() {
+        seen += n;
+        if seen >= rank && *n > 0 {
+            return Some(if i == 0 { 0 } else { 1u64 << (i - 1) });
+        }
+    }
+    None
+}
+
+#[test]
+fn server_median_buckets_are_as_before() {
+    let cases: [&[u64]; 7] = [
+        &[],
+        &[0],
+        &[0, 1, 2],
+        &[999, 1_000, 1_001, 70_000],
+        &[1 << 29, 1 << 30, (1 << 30) + 5],
+        &[u64::MAX, 1 << 40, 3 << 31],
+        &[5, 5, 5, 9_000_000_000, 9_000_000_000, 9_000_000_000],
+    ];
+    for samples in cases {
+        let mut h = Log2::default();
+        for &ns in samples {
+            h.record(ns);
+        }
+        assert_eq!(
+            h.median_low_ns(),
+            median_low_as_before(samples),
+            "{samples:?}"
+        );
+    }
 }

@@ -27,8 +27,9 @@
 //! four buckets per power of two, upper bounds (4, 5, 6, 7) × 2^k µs for
 //! k = 0..22, from 4 µs to 29.36 s, then +Inf. A bucket's upper bound is at
 //! most 1.25 times its lower one, so `histogram_quantile` is off by less
-//! than 25% of the value (the stats module's idea, with 4 sub-buckets per
-//! power of two instead of 64, to keep 93 series per procedure).
+//! than 25% of the value (the report's [`LogLinear`] histogram, with 4
+//! sub-buckets per power of two instead of 64, to keep 93 series per
+//! procedure).
 //!
 //! Unknown values are absent, never 0: a connection with no credit grant
 //! yet has no `rdma_connection_credits_granted` sample; an unknown program
@@ -49,7 +50,9 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
 use crate::diagnosis::{CauseName, Diagnosis, Peer};
-use crate::engine::{ChunkKind, Engine, Evictions, Finding, Kind, Totals, Transaction, Transfer};
+use crate::engine::{
+    ChunkKind, Engine, Evictions, Finding, Kind, LogLinear, Totals, Transaction, Transfer,
+};
 use crate::pipeline::{End, Flow, Progress, Sink};
 
 /// Power-of-two steps of the latency layout.
@@ -59,6 +62,16 @@ const SUB: usize = 4;
 /// Finite latency buckets.
 pub const LATENCY_BUCKETS: usize = OCTAVES * SUB;
 
+/// The latency histogram, over whole µs rounded down after taking 1 ns
+/// off: a sample of `ns` is under the `le = B` µs bucket iff `ns <= B`
+/// µs, iff `(ns - 1) / 1000 < B` ([`micros_le`]), and `B` is the `high` of
+/// a [`LogLinear`] bucket, so `le` counts are sums of whole buckets.
+type Buckets = LogLinear<{ SUB as u64 }>;
+
+/// The `LogLinear<4>` bucket whose `high` is the first `le` bound, 4 µs:
+/// the samples up to 4 µs share Prometheus' first bucket.
+const FIRST: usize = 3;
+
 /// Upper bounds of the latency buckets, ns: (4 + j) × 2^k µs for k = 0..22,
 /// j = 0..3 (4 µs, 5, 6, 7, 8, 10, 12, 14, 16, 20, ... 29.36 s), then +Inf.
 pub const LATENCY_BOUNDS_NS: [u64; LATENCY_BUCKETS] = latency_bounds();
@@ -67,18 +80,32 @@ const fn latency_bounds() -> [u64; LATENCY_BUCKETS] {
     let mut b = [0u64; LATENCY_BUCKETS];
     let mut i = 0;
     while i < LATENCY_BUCKETS {
-        let k = (i / SUB) as u32;
-        let j = (i % SUB) as u64;
-        b[i] = ((SUB as u64 + j) << k) * 1000;
+        b[i] = Buckets::high(FIRST + i) * 1000;
         i += 1;
     }
     b
 }
 
+/// The value a latency of `ns` is recorded as (see [`Buckets`]).
+fn micros_le(ns: u64) -> u64 {
+    ns.saturating_sub(1) / 1000
+}
+
 /// The bucket a latency of `ns` falls in (`LATENCY_BUCKETS` is +Inf):
 /// the first whose upper bound is at least `ns`.
 pub fn latency_bucket(ns: u64) -> usize {
-    LATENCY_BOUNDS_NS.partition_point(|&b| b < ns)
+    Buckets::bucket(micros_le(ns))
+        .saturating_sub(FIRST)
+        .min(LATENCY_BUCKETS)
+}
+
+/// Non-cumulative counts by `le` bucket, +Inf last.
+fn le_counts(h: &Buckets) -> [u64; LATENCY_BUCKETS + 1] {
+    let mut out = [0; LATENCY_BUCKETS + 1];
+    for (b, &n) in h.counts().iter().enumerate() {
+        out[b.saturating_sub(FIRST).min(LATENCY_BUCKETS)] += n;
+    }
+    out
 }
 
 /// Every transfer mode, in the order the counters keep them.
@@ -179,8 +206,8 @@ struct ProcRow {
     calls: [u64; TRANSFERS.len()],
     /// Replies by reply transfer mode.
     replies: [u64; TRANSFERS.len()],
-    /// Latency buckets (the last one is +Inf), not cumulative.
-    latency: [u64; LATENCY_BUCKETS + 1],
+    /// Latency, as [`latency_bucket`] places it.
+    latency: Buckets,
     latency_sum_ns: u128,
 }
 
@@ -192,7 +219,7 @@ impl ProcRow {
             procedure,
             calls: [0; TRANSFERS.len()],
             replies: [0; TRANSFERS.len()],
-            latency: [0; LATENCY_BUCKETS + 1],
+            latency: Buckets::default(),
             latency_sum_ns: 0,
         }
     }
@@ -518,9 +545,7 @@ impl Metrics {
         if let Some(r) = t.reply_ts_ns {
             row.replies[transfer_index(t.reply_transfer)] += 1;
             if let Some(ns) = r.checked_sub(t.call_ts_ns) {
-                if let Some(b) = row.latency.get_mut(latency_bucket(ns)) {
-                    *b += 1;
-                }
+                row.latency.record(micros_le(ns));
                 row.latency_sum_ns += u128::from(ns);
             }
         }
@@ -737,11 +762,11 @@ impl Collector for Scrape {
                 .chain(std::iter::once((f64::INFINITY, 0)))
                 .collect();
             for p in &c.procs {
-                let count: u64 = p.latency.iter().sum();
+                let count: u64 = p.latency.counts().iter().sum();
                 if count == 0 {
                     continue;
                 }
-                for (b, &n) in buckets.iter_mut().zip(&p.latency) {
+                for (b, n) in buckets.iter_mut().zip(le_counts(&p.latency)) {
                     b.1 = n;
                 }
                 let labels = proc_labels(p);
@@ -1099,5 +1124,17 @@ mod tests {
         assert_eq!(latency_bucket(4_000), 0);
         assert_eq!(latency_bucket(4_001), 1);
         assert_eq!(latency_bucket(u64::MAX), LATENCY_BUCKETS);
+        for (i, &b) in LATENCY_BOUNDS_NS.iter().enumerate() {
+            assert_eq!(latency_bucket(b), i, "{b}");
+            assert_eq!(latency_bucket(b + 1), i + 1, "{b}");
+            assert_eq!(latency_bucket(b - 999), i, "{b}");
+        }
+        let mut h = Buckets::default();
+        for ns in [0, 4_000, 4_001, 29_360_128_000, 29_360_128_001, u64::MAX] {
+            h.record(micros_le(ns));
+        }
+        let le = le_counts(&h);
+        assert_eq!((le[0], le[1], le[LATENCY_BUCKETS - 1]), (2, 1, 1));
+        assert_eq!(le[LATENCY_BUCKETS], 2);
     }
 }

@@ -1,12 +1,14 @@
 //! Bounded-memory latency statistics: exact count, min, max and mean, and
-//! percentiles from a log-linear histogram (within 1/64 relative error),
-//! so a days-long live run costs the same memory as a short capture.
+//! percentiles from a log-linear histogram ([`LogLinear<64>`], within 1/64
+//! relative error), so a days-long live run costs the same memory as a
+//! short capture.
 
 use serde::Serialize;
 
+use crate::engine::LogLinear;
+
 /// Sub-buckets per power of two: percentiles are within 1/64 (1.6%).
-const SUB: u64 = 64;
-const SUB_BITS: u32 = 6;
+type Buckets = LogLinear<64>;
 
 /// Latency summary in microseconds.
 #[derive(Debug, Clone, Default)]
@@ -15,7 +17,7 @@ pub struct Latency {
     sum_ns: u128,
     min_ns: u64,
     max_ns: u64,
-    buckets: Vec<u64>,
+    buckets: Buckets,
 }
 
 /// A printable summary of [`Latency`] (percentiles within 1.6%).
@@ -38,32 +40,9 @@ pub struct Summary {
     pub max_us: f64,
 }
 
-/// The last bucket, `bucket_of(u64::MAX)`: shift 57, sub-bucket 63.
-const MAX_BUCKET: usize = (64 - SUB_BITS as usize) * SUB as usize + (SUB as usize - 1);
-
-fn bucket_of(ns: u64) -> usize {
-    if ns < SUB {
-        return ns as usize;
-    }
-    let msb = 63 - ns.leading_zeros();
-    let shift = msb - SUB_BITS;
-    let sub = (ns >> shift) - SUB;
-    (((shift + 1) as u64) * SUB + sub) as usize
-}
-
-fn bucket_low(b: usize) -> u64 {
-    let b = b as u64;
-    if b < SUB {
-        return b;
-    }
-    let shift = b / SUB - 1;
-    let sub = b % SUB;
-    (SUB + sub) << shift
-}
-
 impl Latency {
     /// Bytes a histogram takes at its largest (a sample near 2^64 ns).
-    pub const MAX_BYTES: usize = std::mem::size_of::<Latency>() + (MAX_BUCKET + 1) * 8;
+    pub const MAX_BYTES: usize = std::mem::size_of::<Latency>() + Buckets::MAX_BYTES;
 
     /// Records one sample in nanoseconds.
     pub fn record(&mut self, ns: u64) {
@@ -73,11 +52,7 @@ impl Latency {
         self.max_ns = self.max_ns.max(ns);
         self.count += 1;
         self.sum_ns += u128::from(ns);
-        let b = bucket_of(ns);
-        if self.buckets.len() <= b {
-            self.buckets.resize(b + 1, 0);
-        }
-        self.buckets[b] += 1;
+        self.buckets.record(ns);
     }
 
     /// Number of samples.
@@ -91,16 +66,13 @@ impl Latency {
             return 0;
         }
         let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
-        let mut seen = 0;
-        for (i, &n) in self.buckets.iter().enumerate() {
-            seen += n;
-            if seen >= rank {
-                let lo = bucket_low(i);
-                let hi = bucket_low(i + 1);
-                return (lo + (hi - lo) / 2).clamp(self.min_ns, self.max_ns);
+        match self.buckets.bucket_of_rank(rank) {
+            Some(b) => {
+                let (lo, hi) = (Buckets::low(b), Buckets::high(b));
+                (lo + (hi - lo) / 2).clamp(self.min_ns, self.max_ns)
             }
+            None => self.max_ns,
         }
-        self.max_ns
     }
 
     /// The summary in µs.
@@ -125,18 +97,6 @@ impl Latency {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn buckets_are_monotonic_and_tight() {
-        let mut last = 0;
-        for ns in [0u64, 1, 63, 64, 65, 127, 128, 1000, 123_456, 9_999_999_999] {
-            let b = bucket_of(ns);
-            assert!(b >= last);
-            last = b;
-            assert!(bucket_low(b) <= ns && ns < bucket_low(b + 1), "{ns}");
-            assert!((bucket_low(b + 1) - bucket_low(b)) as f64 <= (ns as f64 / 64.0).max(1.0));
-        }
-    }
 
     #[test]
     fn percentiles_within_two_percent() {

@@ -13,7 +13,7 @@
 //!  Event::End ──► unanswered calls
 //! ```
 //!
-//! `keys`, `model`, `describe`, `anomaly`, `cm` and `kernel/event` are
+//! `keys`, `model`, `describe`, `histogram`, `anomaly`, `cm` and `kernel/event` are
 //! leaves that `wire/` and `kernel/` share; neither of those two imports
 //! the other, and inside `wire/` the files share only `wire/state` and the
 //! plain parts `wire/qp` and `wire/cost`. `checks/` judges (pure functions
@@ -31,6 +31,7 @@ mod checks;
 mod cm;
 mod describe;
 mod findings;
+pub mod histogram;
 pub mod kernel;
 pub mod keys;
 mod merge;
@@ -50,6 +51,7 @@ use wire::state::QpState;
 
 pub use anomaly::{Anomaly, Kind, Severity};
 pub use budget::{Limits, DEFAULT_MEMORY_LIMIT};
+pub use histogram::LogLinear;
 use keys::ConnIds;
 pub use keys::{Addr, ConnId, Origin, QpKey};
 pub use merge::MergeConfig;

@@ -824,7 +824,8 @@ pub struct Connection {
     credit_skip: u32,
     /// Anomalies on this connection.
     pub anomalies: u64,
-    /// Latency histogram: bucket `i` counts replies with latency in [2^i, 2^(i+1)) µs.
+    /// Latency histogram: bucket `i` counts replies with latency in [2^i, 2^(i+1)) µs
+    /// ([`log2_us_slot`](crate::histogram::log2_us_slot), a `LogLinear<1>` layout).
     pub latency_log2_us: [u64; 32],
     /// Congestion marks on its frames (ECN CE, CNPs, FECN/BECN).
     pub congestion: Congestion,

@@ -800,7 +800,7 @@ impl Engine {
         let chunk_bytes: u64 = rec.chunks.iter().map(|s| s.bytes_moved).sum();
         let conn = rec.connection;
         let backchannel = rec.backchannel;
-        let bucket = lat_ns.map(|l| (64 - (l / 1000).max(1).leading_zeros() - 1).min(31) as usize);
+        let bucket = lat_ns.map(crate::histogram::log2_us_slot);
         let points = self.limits.credit_points;
         let mut not_negotiated = None;
         if let Some(c) = self.state.connections.get_mut(&conn) {
