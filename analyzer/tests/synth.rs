@@ -323,6 +323,7 @@ injection_tests! {
     inject_error_from_requester => Inject::ErrorFromRequester;
     inject_reply_without_call => Inject::ReplyWithoutCall;
     inject_call_without_reply => Inject::CallWithoutReply;
+    inject_unaligned_read_position => Inject::UnalignedReadPosition;
 }
 
 #[test]

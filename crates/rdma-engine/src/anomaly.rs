@@ -291,6 +291,12 @@ kinds! {
         severity: Warning,
         explanation: "A call sent again on a new connection after the one it waited on was torn down: one operation, the application waited across the outage.",
     },
+    /// A read chunk whose XDR position is not a multiple of four (RFC 8166 §3.4.5).
+    UnalignedReadPosition = "unaligned_read_position" {
+        section: "RFC 8166 3.4.5",
+        severity: Error,
+        explanation: "A read chunk's Position is not a multiple of four: XDR items start on four-byte boundaries, so the responder cannot put the chunk's data where it belongs in the Payload stream.",
+    },
 }
 
 impl Kind {

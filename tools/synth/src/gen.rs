@@ -121,6 +121,8 @@ enum CallHdr {
     Msgp,
     Vers2,
     BadProc,
+    /// Its read chunk two bytes past where the RPC message ends.
+    UnalignedRead,
 }
 
 /// How a reply's transport header is (mis)built.
@@ -792,9 +794,10 @@ impl<W: Write> Gen<W> {
                 ChunkUse::Write => (&[], &one_chunk, None),
                 ChunkUse::Reply => (&[], &[], Some(segs)),
                 ChunkUse::Read => {
+                    let skew = if how == CallHdr::UnalignedRead { 2 } else { 0 };
                     for (r, s) in reads.iter_mut().zip(segs) {
                         *r = ReadSegment {
-                            position: rpc_len as u32,
+                            position: rpc_len as u32 + skew,
                             segment: *s,
                         };
                     }
@@ -1235,7 +1238,10 @@ impl<W: Write> Gen<W> {
     ) -> Result<(u64, u64), Error> {
         let spec = self.new_call(ci, Some(proc))?;
         let (f, _) = self.client_call(ci, &spec, call)?;
-        if matches!(call, CallHdr::Normal | CallHdr::XidMismatch | CallHdr::Msgp) {
+        if matches!(
+            call,
+            CallHdr::Normal | CallHdr::XidMismatch | CallHdr::Msgp | CallHdr::UnalignedRead
+        ) {
             self.sum.calls += 1;
         }
         self.wire.advance(2_000);
@@ -1482,6 +1488,15 @@ impl<W: Write> Gen<W> {
                 self.serve(0, &spec, ReplyHdr::Normal, g, inv)?;
                 self.wire.ce_next = 0;
                 self.cnp(0)?;
+            }
+            Inject::UnalignedReadPosition => {
+                let write = Proc3::Write {
+                    offset: 0,
+                    count: io,
+                    inline: false,
+                };
+                let (c, _) = self.simple(0, write, CallHdr::UnalignedRead, ReplyHdr::Normal)?;
+                self.expect("unaligned_read_position", vec![c], k);
             }
             Inject::ReplyWithoutCall => {
                 let spec = CallSpec {

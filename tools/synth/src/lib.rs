@@ -98,6 +98,9 @@ pub enum Inject {
     /// Congestion marks on a READ's data (ECN CE, FECN) and the CNP that
     /// answers them (not a protocol violation: the `congestion` cause).
     Congestion,
+    /// A WRITE whose read chunk sits at an XDR position that is not a
+    /// multiple of four.
+    UnalignedReadPosition,
 }
 
 impl Inject {
@@ -107,7 +110,7 @@ impl Inject {
     pub const NOT_ANOMALIES: [Inject; 3] = [Inject::PsnWrap, Inject::NfsError, Inject::Congestion];
 
     /// Every kind, in the order they are injected.
-    pub const ALL: [Inject; 23] = [
+    pub const ALL: [Inject; 24] = [
         Inject::CreditOverrun,
         Inject::ZeroCreditGrant,
         Inject::RemoteInvalidationNotNegotiated,
@@ -131,6 +134,7 @@ impl Inject {
         Inject::CallWithoutReply,
         Inject::NfsError,
         Inject::Congestion,
+        Inject::UnalignedReadPosition,
     ];
 
     /// The name on the command line and in the sidecar.
@@ -159,6 +163,7 @@ impl Inject {
             Inject::CallWithoutReply => "call_without_reply",
             Inject::NfsError => "nfs_error",
             Inject::Congestion => "congestion",
+            Inject::UnalignedReadPosition => "unaligned_read_position",
         }
     }
 }

@@ -16,7 +16,7 @@
 //! | on_rdma | `wire/rdma.rs` | [`rfc8166::rdma_outside_chunk`], [`iba::read_answered_in_reused_span`] |
 //! | on_message | `wire/call.rs` `message` | [`rfc8166::short_header`], [`rfc8166::version`], [`rfc8166::undecodable`], [`rfc8166::obsolete`], [`rfc8166::xid_mismatch`], [`rfc8166::nomsg_without_chunks`] |
 //! | [`on_rdma_error`] | `wire/call.rs` `rdma_error` | [`rfc8166::error_from_requester`], [`rfc8166::rdma_error`] |
-//! | on_call | `wire/call.rs` `call` | [`rfc8797::inline_threshold`], [`rfc8166::xid_reused`], [`rfc8166::call_retransmitted`], [`rfc8166::credit_overrun`] |
+//! | on_call | `wire/call.rs` `call` | [`rfc8797::inline_threshold`], [`rfc8166::unaligned_read_position`], [`rfc8166::xid_reused`], [`rfc8166::call_retransmitted`], [`rfc8166::credit_overrun`] |
 //! | [`on_reply`] | `wire/call.rs` `reply` | [`rfc8166::read_list_in_reply`], [`rfc8166::zero_credit_grant`], then [`rfc8797::inline_threshold`], [`rfc8166::reply_without_call`] |
 //! | [`on_reply_sent`] | `wire/call.rs` `finish_txn` | [`rfc8166::time_went_backwards`], [`rfc8797::invalidated_foreign_stag`], [`rfc8797::remote_invalidation_not_negotiated`] |
 //! | on_cm | `wire/conn.rs` | [`iba::cm_bad_transition`], [`iba::connection_rejected`] |

@@ -61,6 +61,18 @@ pub(crate) fn obsolete(proc: Proc) -> Option<Violation> {
     })
 }
 
+/// A read chunk placed at an XDR position that is not a multiple of four
+/// (3.4.5): the first such position of the call's read list.
+pub(crate) fn unaligned_read_position(
+    positions: impl IntoIterator<Item = u32>,
+) -> Option<Violation> {
+    let p = positions.into_iter().find(|p| p % 4 != 0)?;
+    Some(Violation::new(
+        Kind::UnalignedReadPosition,
+        format!("a read chunk at XDR position {p}, not a multiple of four: the responder cannot place its data in the Payload stream"),
+    ))
+}
+
 /// The header's XID differs from the RPC message's it carries (4.5.2).
 pub(crate) fn xid_mismatch(rdma_xid: u32, rpc_xid: u32) -> Option<Violation> {
     (rdma_xid != rpc_xid).then(|| {
@@ -311,6 +323,17 @@ mod tests {
             "RDMA_DONE is no longer part of RPC-over-RDMA version 1 (RFC 8166 4.6)",
         );
         assert_eq!(obsolete(Proc::Nomsg), None);
+    }
+
+    #[test]
+    fn a_read_chunk_position_must_be_a_multiple_of_four() {
+        assert_eq!(unaligned_read_position([0, 132, 132]), None);
+        assert_eq!(unaligned_read_position([]), None);
+        is(
+            unaligned_read_position([132, 134, 135]),
+            Kind::UnalignedReadPosition,
+            "a read chunk at XDR position 134, not a multiple of four: the responder cannot place its data in the Payload stream",
+        );
     }
 
     #[test]

@@ -463,6 +463,11 @@ impl Engine {
         }
         let mut rec = call_record(d, anomalies, self.config.max_ladder_steps);
         self.state.totals.calls += 1;
+        let positions = d.chunks.into_iter().flat_map(|c| c.read_list());
+        if let Some(v) = rfc8166::unaligned_read_position(positions.map(|r| r.position)) {
+            rec.anomalies.push(v.kind);
+            self.raise(out, v, vec![m.frame], Some(conn), Some(xid));
+        }
         // An XID sent again while its earlier call waits for a reply: RFC
         // 8166 section 3 (as RFC 5531 section 9) retires an XID only with
         // its reply. Both calls are kept and counted; replies pair in order.
