@@ -41,6 +41,8 @@ pub enum Command {
     Live(LiveArgs),
     /// Write captures as one Parquet dataset (transactions, anomalies, connections) for Spark, DuckDB, Trino.
     Export(ExportArgs),
+    /// The NFS client's own counters (a copy of /proc/self/mountstats) beside a capture of the same window: every field both count, agree or differ (exit 1 when any differs).
+    Mountstats(MountstatsArgs),
     /// Print the shell completion script for SHELL (bash: `rdma-analyzer completions bash > /etc/bash_completion.d/rdma-analyzer`).
     Completions {
         /// The shell.
@@ -133,6 +135,19 @@ pub fn inputs_name(files: &[PathBuf]) -> String {
         .join(" ")
 }
 
+/// Seconds since the epoch, with a fraction (`date +%s.%N`), as ns.
+fn parse_epoch(s: &str) -> Result<u64, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not seconds since the epoch (date +%s.%N gives one)"))?;
+    if !(0.0..1.0e11).contains(&secs) {
+        return Err(format!("{s:?} is not a time this capture can have"));
+    }
+    // A double keeps a present-day time to about 0.2 µs: finer than any
+    // snapshot's moment is known.
+    Ok((secs * 1e9).round() as u64)
+}
+
 fn parse_memory(s: &str) -> Result<usize, String> {
     let n = crate::synth::parse_size(s)?;
     let n =
@@ -210,6 +225,37 @@ impl MetricsArgs {
         }
         .within(bytes)
     }
+}
+
+/// `rdma-analyzer mountstats`.
+#[derive(Args)]
+pub struct MountstatsArgs {
+    /// mountstats at the end of the window (`cat /proc/self/mountstats > after`).
+    #[arg(value_name = "AFTER")]
+    pub after: PathBuf,
+    /// mountstats at the start of the window; without it every counter is
+    /// taken from the mount's start, so the capture must hold the mount's
+    /// whole life.
+    #[arg(long, value_name = "BEFORE")]
+    pub before: Option<PathBuf>,
+    /// The capture of the window (pcap or pcapng; several are merged by time).
+    #[arg(long = "capture", required = true, value_name = "CAPTURE")]
+    pub captures: Vec<PathBuf>,
+    /// When BEFORE was taken, seconds since the epoch (`date +%s.%N`): the
+    /// capture counts from then. Default: from its start.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_epoch)]
+    pub since: Option<u64>,
+    /// When AFTER was taken, seconds since the epoch: the capture counts
+    /// until then (an unmount's RPCs come after its last snapshot).
+    /// Default: to its end.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_epoch)]
+    pub until: Option<u64>,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+    /// The engine's port and caps.
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 /// `rdma-analyzer export`.

@@ -9,13 +9,16 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{CommandFactory, Parser};
 use rdma_analyzer::budget::{Budget, Holders};
-use rdma_analyzer::cli::{AnalyzeArgs, Cli, Command, ExportArgs, FramesArgs, LiveArgs, ReportArgs};
-use rdma_analyzer::engine::Engine;
+use rdma_analyzer::cli::{
+    AnalyzeArgs, Cli, Command, ExportArgs, FramesArgs, LiveArgs, MountstatsArgs, ReportArgs,
+};
+use rdma_analyzer::engine::{mountstats, Engine};
 use rdma_analyzer::files as safe_file;
 use rdma_analyzer::output::dataset::{Dataset, Export, ExportFrames, Written};
 use rdma_analyzer::output::escape::{escape, escaped};
 use rdma_analyzer::output::exporter::Exporter;
 use rdma_analyzer::output::frames::Frames;
+use rdma_analyzer::output::kernel_counters;
 use rdma_analyzer::output::lines::{Lines, Which};
 use rdma_analyzer::output::live::LiveSink;
 use rdma_analyzer::output::metrics::{self, Metrics, Process};
@@ -61,6 +64,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Some(a.engine.memory.limit)
         }
         Command::Export(a) => Some(a.engine.memory.limit),
+        Command::Mountstats(a) => Some(a.engine.memory.limit),
         Command::Live(a) => Some(a.memory.limit),
         Command::Frames(a) => Some(a.memory.limit),
         Command::Synth(_) | Command::Completions { .. } | Command::Man { .. } => None,
@@ -75,6 +79,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Anomalies(a) => lines(&a, Which::Anomalies),
         Command::Open(a) => open(&a),
         Command::Completions { shell } => completions(shell),
+        Command::Mountstats(a) => mountstats(&a),
         Command::Man { command } => man(command.as_deref()),
         Command::Synth(a) => {
             rdma_analyzer::synth::cli::run(&a)?;
@@ -129,6 +134,59 @@ fn frames(a: &FramesArgs) -> anyhow::Result<ExitCode> {
     let outcome = pipeline::run(&mut source, None, &mut sink, &mut say, &Stop::new());
     output_error(sink.take_error())?;
     Ok(finish(&outcome.end))
+}
+
+/// Reads a mountstats copy, saying which file could not be read or parsed.
+fn read_mountstats(path: &std::path::Path) -> anyhow::Result<Vec<mountstats::Mount>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("mountstats: reading {}", path.display()))?;
+    mountstats::parse(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "mountstats: {}: {e}; give a copy of /proc/self/mountstats",
+            path.display()
+        )
+    })
+}
+
+/// The kernel's counters against a capture of the same window.
+fn mountstats(a: &MountstatsArgs) -> anyhow::Result<ExitCode> {
+    let after = read_mountstats(&a.after)?;
+    let before = match &a.before {
+        Some(p) => read_mountstats(p)?,
+        None => Vec::new(),
+    };
+    let config = a.engine.config();
+    let mut source = FileSource::open_all(&a.captures, &config.stack)?;
+    let mut wire = kernel_counters::WireCounts::within(a.since, a.until);
+    let outcome = pipeline::run(
+        &mut source,
+        Some(Engine::new(config)),
+        &mut wire,
+        &mut say,
+        &Stop::new(),
+    );
+    let mounts = kernel_counters::compare(&after, &before, &wire);
+    let mut out = stdout();
+    if a.json {
+        serde_json::to_writer_pretty(&mut out, &mounts)?;
+        writeln!(out)?;
+    } else {
+        write!(out, "{}", kernel_counters::text(&mounts))?;
+    }
+    out.flush()?;
+    if let Some(e) = outcome.end.error() {
+        eprintln!(
+            "rdma-analyzer mountstats: the capture could not be read whole: {}",
+            escape(e)
+        );
+        return Ok(ExitCode::from(EXIT_INCOMPLETE));
+    }
+    let differ = mounts.iter().map(|m| m.disagreements()).sum::<usize>();
+    Ok(if differ > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// The completion script for `shell`.

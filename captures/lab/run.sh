@@ -255,6 +255,9 @@ for sc in "${scenarios[@]}"; do
     [ -f "$d/client.pcap" ] && cp "$d/client.pcap" "$out/$sc.pcap"
     [ -f "$d/client.trace" ] && cp "$d/client.trace" "$out/$sc.client.trace.txt"
     [ -f "$d/server.trace" ] && cp "$d/server.trace" "$out/$sc.server.trace.txt"
+    # The mount's block of /proc/self/mountstats just before the unmount:
+    # the kernel's own counters for the same window as the capture.
+    [ -f "$d/mountstats.txt" ] && cp "$d/mountstats.txt" "$out/$sc.mountstats.txt"
     mkdir -p "$out/details/$sc"
     find "$d" -maxdepth 1 -type f ! -name client.pcap ! -name '*.trace' -exec cp {} "$out/details/$sc/" \;
     [ -d "$d/hook-client" ] && cp -r "$d/hook-client" "$out/details/$sc/"

@@ -274,7 +274,8 @@ def summarize_scenario(sc, args):
     meta = read_env(os.path.join(d, "meta.env"))
     files = {}
     for key, name in (("pcap", f"{sc}.pcap"), ("client_trace", f"{sc}.client.trace.txt"),
-                      ("server_trace", f"{sc}.server.trace.txt")):
+                      ("server_trace", f"{sc}.server.trace.txt"),
+                      ("mountstats", f"{sc}.mountstats.txt")):
         p = os.path.join(args.out, name)
         if os.path.exists(p):
             files[key] = {"name": name, "bytes": os.path.getsize(p), "sha256": sha256(p)}

@@ -3,7 +3,7 @@
 //! has as many values as its layout has names.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use rdma_analyzer::sources::mountstats::{parse, Transport};
+use rdma_analyzer::engine::mountstats::{parse, Transport};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

@@ -7,6 +7,7 @@ pub mod escape;
 pub mod exporter;
 pub mod filter;
 pub mod frames;
+pub mod kernel_counters;
 pub mod lines;
 pub mod live;
 pub mod metrics;

@@ -5,6 +5,5 @@
 pub mod capture;
 pub mod ebpf;
 pub mod live;
-pub mod mountstats;
 pub mod pcap;
 pub mod sys;

@@ -10,7 +10,7 @@
 # share) and $MNT (mount point); the export is mounted by the workload itself
 # so the CM exchange and the NFS mount traffic are part of the capture.
 
-ALL_SCENARIOS="v3-inline v41-inline v42-inline v3-ddp v42-ddp v42-reminv parallel inline-thresholds reconnect"
+ALL_SCENARIOS="v3-inline v41-inline v42-inline v3-ddp v42-ddp v42-reminv parallel inline-thresholds reconnect nconnect"
 # Scenarios that induce one cause of the diagnosis each (docs/diagnosis.md):
 # the cause is written down here, before the run, in each info_ line, and
 # analyzer/tests/diagnosis_lab.rs checks that the diagnosis names it first.
@@ -130,6 +130,26 @@ client_v3_ddp() { lab_mount vers=3 && ddp_workload; lab_umount; }
 info_v42_ddp() { echo "NFSv4.2, rsize=wsize=256 KiB: dd bs=1M direct WRITEs (read chunks), direct READs (2-segment write chunks), READDIR of 300 long names and READLINK of a 1.5 KB target (reply chunks)"; }
 server_prep_v42_ddp() { prep_dir; prep_bigdir_and_link; }
 client_v42_ddp() { lab_mount vers=4.2 && ddp_workload; lab_umount; }
+
+info_nconnect() { echo "NFSv3 with nconnect=4: one mount, four RDMA transports (four connections, four xprt: lines in mountstats); ${NCONNECT_JOBS:-16} concurrent direct dd WRITEs then READs (bs=64k) spread over them"; }
+server_prep_nconnect() { prep_dir; }
+client_nconnect() {
+    local d=$MNT/$SC i n=${NCONNECT_JOBS:-16} pids=()
+    lab_mount vers=3,nconnect=4 || { lab_umount; return 1; }
+    for i in $(seq 1 "$n"); do
+        dd if=/dev/zero of="$d/n$i" bs=64k count=4 oflag=direct 2>/dev/null &
+        pids+=($!)
+    done
+    wait "${pids[@]}"
+    pids=()
+    for i in $(seq 1 "$n"); do
+        dd if="$d/n$i" of=/dev/null bs=64k iflag=direct 2>/dev/null &
+        pids+=($!)
+    done
+    wait "${pids[@]}"
+    echo "$(date -u +%H:%M:%S.%3N)	-	client	-	$n jobs: dd of=$d/nN bs=64k count=4 oflag=direct, then read back" >> "$SCO/commands.txt"
+    lab_umount
+}
 
 info_v42_reminv() { echo "NFSv4.2 with rsize=wsize=131072: one-segment write chunks, so the server answers READs with Send With Invalidate (remote invalidation)"; }
 server_prep_v42_reminv() { prep_dir; }

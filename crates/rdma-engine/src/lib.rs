@@ -36,6 +36,7 @@ pub mod kernel;
 pub mod keys;
 mod merge;
 pub mod model;
+pub mod mountstats;
 mod nfsio;
 mod wire;
 

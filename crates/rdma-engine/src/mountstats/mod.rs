@@ -1,6 +1,6 @@
 //! `/proc/self/mountstats`, the NFS client's own counters: per mount, one
 //! `xprt:` line per transport (several with `nconnect`) and the per-operation
-//! statistics. Pure: the caller reads the file.
+//! statistics. Pure, like the rest of the engine: the caller reads the file.
 //!
 //! The `xprt: rdma` line is printed by `xprt_rdma_print_stats`
 //! (`net/sunrpc/xprtrdma/transport.c`) as ten generic fields, then the RDMA

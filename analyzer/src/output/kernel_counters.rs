@@ -1,0 +1,494 @@
+//! The NFS client's own counters (`/proc/self/mountstats`) beside what a
+//! capture of the same window shows: every field both can count, each
+//! marked agree or differ, so a disagreement points at the capture (frames
+//! it missed) or at one of the two counting wrong.
+//!
+//! What is compared, per RDMA mount, with the capture's connections to the
+//! mount's server (`addr=`):
+//! - transport fields summed over its transports (`nconnect` gives several):
+//!   `connect_count` against connections established, `sends` and `recvs`
+//!   against calls and replies transmitted, `bad_xids` against replies
+//!   without a call, the read, write and reply chunk segment counts, the
+//!   bytes offered in Write and Reply chunks (`total_rdma_request`) and
+//!   written into them (`total_rdma_reply`), Long Calls (`nomsg_call_count`);
+//! - per transport, when the transports and connections pair one to one
+//!   in order of their first use (the kernel prints them in that order);
+//! - per NFSv3 operation, the kernel's transmissions (`ntrans`) against the
+//!   capture's calls of that procedure.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::engine::mountstats::{Mount, Transport};
+use crate::engine::{ChunkKind, CmMsg, ConnId, Engine, Finding, Kind, Transaction, Transfer};
+use crate::pipeline::{End, Flow, Progress, Sink};
+
+/// What the capture counted on one connection, in the kernel's terms.
+#[derive(Debug, Clone, Default)]
+struct ConnCounts {
+    server: Option<String>,
+    first_ts_ns: u64,
+    established: bool,
+    sends: u64,
+    recvs: u64,
+    bad_xids: u64,
+    read_chunk_count: u64,
+    write_chunk_count: u64,
+    reply_chunk_count: u64,
+    total_rdma_request: u64,
+    total_rdma_reply: u64,
+    nomsg_call_count: u64,
+    /// Packets the capture saw sent again or missed (RC retransmissions,
+    /// PSN gaps): bytes moved may be short where these are.
+    lost_or_resent: u64,
+    /// NFSv3 procedure name → calls.
+    ops: BTreeMap<String, u64>,
+}
+
+/// A sink that counts, per connection, what the kernel's counters count,
+/// within a window of capture time (the moments the two snapshots were
+/// taken; open-ended by default).
+#[derive(Debug, Default)]
+pub struct WireCounts {
+    conns: BTreeMap<ConnId, ConnCounts>,
+    since_ns: Option<u64>,
+    until_ns: Option<u64>,
+    /// The capture's first and last frame times.
+    capture: Option<(u64, u64)>,
+}
+
+impl WireCounts {
+    /// Counts only what happened from `since_ns` until `until_ns` (ns since
+    /// the epoch, capture time).
+    pub fn within(since_ns: Option<u64>, until_ns: Option<u64>) -> Self {
+        WireCounts {
+            since_ns,
+            until_ns,
+            ..WireCounts::default()
+        }
+    }
+
+    fn inside(&self, ts: u64) -> bool {
+        self.since_ns.is_none_or(|s| ts >= s) && self.until_ns.is_none_or(|u| ts < u)
+    }
+
+    fn transaction(&mut self, t: &Transaction) {
+        if t.backchannel {
+            return;
+        }
+        let (first, last) = (self.inside(t.first_call_ts_ns), self.inside(t.call_ts_ns));
+        let replied = t.reply_ts_ns.is_some_and(|r| self.inside(r));
+        let c = self.conns.entry(t.connection).or_default();
+        // Every transmission is a send: the first, and the later ones at
+        // the last's time (a call sent again after a reconnect is one
+        // transaction of two transmissions).
+        c.sends +=
+            u64::from(first) + u64::from(last) * u64::from(t.transmissions.saturating_sub(1));
+        c.recvs += u64::from(replied);
+        if !last {
+            return;
+        }
+        for s in &t.chunks {
+            match s.kind {
+                ChunkKind::Read => c.read_chunk_count += 1,
+                ChunkKind::Write => c.write_chunk_count += 1,
+                ChunkKind::Reply => c.reply_chunk_count += 1,
+            }
+            if s.kind != ChunkKind::Read {
+                c.total_rdma_request += u64::from(s.length);
+                c.total_rdma_reply += s.bytes_moved;
+            }
+        }
+        if t.call_transfer == Transfer::LongCall {
+            c.nomsg_call_count += 1;
+        }
+        if t.program == Some(100_003) && t.version == Some(3) {
+            if let Some(p) = &t.procedure {
+                *c.ops.entry(p.clone()).or_default() += u64::from(t.transmissions.max(1));
+            }
+        }
+    }
+
+    /// Fills in what the engine's connections know: who the server is,
+    /// whether the connection was established, calls and replies sent.
+    fn connections(&mut self, engine: &Engine) {
+        let (since, until) = (self.since_ns, self.until_ns);
+        let t = &engine.state().totals;
+        self.capture = t.first_ts_ns.zip(t.last_ts_ns);
+        for (id, conn) in &engine.state().connections {
+            let c = self.conns.entry(*id).or_default();
+            c.server = conn.server.map(|s| s.addr.to_string());
+            c.first_ts_ns = conn.first_ts_ns;
+            // Established: a REP or RTU seen; or no CM message in the
+            // capture at all but traffic, so it was established before.
+            c.established = conn
+                .cm_events
+                .iter()
+                .find(|e| matches!(e.message, CmMsg::Rep | CmMsg::Rtu))
+                .map_or(
+                    conn.cm_events.is_empty() && conn.calls > 0 && since.is_none(),
+                    |e| since.is_none_or(|s| e.ts_ns >= s) && until.is_none_or(|u| e.ts_ns < u),
+                );
+        }
+    }
+}
+
+impl Sink for WireCounts {
+    fn finding(&mut self, f: Finding) -> Flow {
+        match &f {
+            Finding::Transaction(t) => self.transaction(t),
+            Finding::Anomaly(a)
+                if matches!(a.kind, Kind::Retransmission | Kind::PsnOutOfSequence) =>
+            {
+                if let Some(c) = a.connection {
+                    self.conns.entry(c).or_default().lost_or_resent += 1;
+                }
+            }
+            Finding::Anomaly(a) if a.kind == Kind::ReplyWithoutCall => {
+                let inside = a.ts_ns.is_none_or(|ts| self.inside(ts));
+                if let (Some(c), true) = (a.connection, inside) {
+                    self.conns.entry(c).or_default().bad_xids += 1;
+                }
+            }
+            Finding::Anomaly(_) => {}
+        }
+        Flow::Continue
+    }
+
+    fn end(&mut self, engine: Option<&Engine>, _: &Progress, _: &End) {
+        if let Some(e) = engine {
+            self.connections(e);
+        }
+    }
+}
+
+/// One field: the kernel's count, the capture's, and whether they agree.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// The kernel's name for it (`sends`, `READ ntrans`).
+    pub field: String,
+    /// What the kernel counted; `None` when this kernel does not print it.
+    pub kernel: Option<u64>,
+    /// What the capture shows.
+    pub capture: u64,
+    /// `agree`, `differ`, or `not printed by this kernel`.
+    pub verdict: &'static str,
+}
+
+/// One mount against the capture.
+#[derive(Debug, Clone, Serialize)]
+pub struct MountComparison {
+    /// `server:/export`.
+    pub device: String,
+    /// Where it is mounted.
+    pub mountpoint: String,
+    /// The server the mount talks to (`addr=`).
+    pub server: Option<String>,
+    /// The mount's transports (`xprt:` lines).
+    pub transports: usize,
+    /// The capture's connections to that server.
+    pub connections: usize,
+    /// The transports' fields summed, and the NFSv3 operations.
+    pub rows: Vec<Row>,
+    /// Per transport, when transports and connections pair one to one.
+    pub per_transport: Vec<Vec<Row>>,
+    /// Why the transports were not compared one by one, when they were not.
+    pub per_transport_skipped: Option<String>,
+    /// What explains the differences, where the capture shows it.
+    pub notes: Vec<String>,
+}
+
+impl MountComparison {
+    /// Rows that differ, over the sums, the operations and each transport.
+    pub fn disagreements(&self) -> usize {
+        self.rows
+            .iter()
+            .chain(self.per_transport.iter().flatten())
+            .filter(|r| r.verdict == "differ")
+            .count()
+    }
+}
+
+const TRANSPORT_FIELDS: [&str; 10] = [
+    "sends",
+    "recvs",
+    "bad_xids",
+    "read_chunk_count",
+    "write_chunk_count",
+    "reply_chunk_count",
+    "total_rdma_request",
+    "total_rdma_reply",
+    "nomsg_call_count",
+    "connect_count",
+];
+
+fn capture_field(c: &ConnCounts, field: &str) -> u64 {
+    match field {
+        "sends" => c.sends,
+        "recvs" => c.recvs,
+        "bad_xids" => c.bad_xids,
+        "read_chunk_count" => c.read_chunk_count,
+        "write_chunk_count" => c.write_chunk_count,
+        "reply_chunk_count" => c.reply_chunk_count,
+        "total_rdma_request" => c.total_rdma_request,
+        "total_rdma_reply" => c.total_rdma_reply,
+        "nomsg_call_count" => c.nomsg_call_count,
+        "connect_count" => u64::from(c.established),
+        _ => 0,
+    }
+}
+
+fn row(field: String, kernel: Option<u64>, capture: u64) -> Row {
+    let verdict = match kernel {
+        None => "not printed by this kernel",
+        Some(k) if k == capture => "agree",
+        Some(_) => "differ",
+    };
+    Row {
+        field,
+        kernel,
+        capture,
+        verdict,
+    }
+}
+
+/// The kernel's value of `field` over `transports`, less `before`'s; `None`
+/// when a transport does not print it.
+fn kernel_field(after: &[&Transport], before: &[&Transport], field: &str) -> Option<u64> {
+    let sum = |ts: &[&Transport]| -> Option<u64> { ts.iter().map(|t| t.rdma(field)).sum() };
+    let a = sum(after)?;
+    let b = if before.is_empty() { 0 } else { sum(before)? };
+    Some(a.saturating_sub(b))
+}
+
+fn transport_rows(after: &[&Transport], before: &[&Transport], conns: &[&ConnCounts]) -> Vec<Row> {
+    TRANSPORT_FIELDS
+        .iter()
+        .map(|f| {
+            let capture = conns.iter().map(|c| capture_field(c, f)).sum();
+            row((*f).to_string(), kernel_field(after, before, f), capture)
+        })
+        .collect()
+}
+
+fn rdma_transports(m: &Mount) -> Vec<&Transport> {
+    m.transports
+        .iter()
+        .filter(|t| matches!(t, Transport::Rdma { .. }))
+        .collect()
+}
+
+/// The NFSv3 operations either side saw, kernel `ntrans` against calls.
+fn op_rows(after: &Mount, before: Option<&Mount>, conns: &[&ConnCounts]) -> Vec<Row> {
+    // NFSv4's per-op counters count the client's operations, each one
+    // COMPOUND of several; only NFSv3's map one to one onto procedures. A
+    // copy without the per-op section has nothing to compare.
+    if after.program != Some((100_003, 3)) || after.ops.is_empty() {
+        return Vec::new();
+    }
+    let mut names: Vec<&str> = after
+        .ops
+        .iter()
+        .filter(|o| o.ntrans > 0)
+        .map(|o| o.name.as_str())
+        .collect();
+    for c in conns {
+        names.extend(c.ops.keys().map(String::as_str));
+    }
+    names.sort_unstable();
+    names.dedup();
+    names
+        .into_iter()
+        .map(|name| {
+            let k = after.op(name).map_or(0, |o| o.ntrans);
+            let b = before.and_then(|m| m.op(name)).map_or(0, |o| o.ntrans);
+            let capture = conns
+                .iter()
+                .map(|c| c.ops.get(name).copied().unwrap_or(0))
+                .sum();
+            row(format!("{name} ntrans"), Some(k.saturating_sub(b)), capture)
+        })
+        .collect()
+}
+
+/// The server's address: `addr=` where the options say it (/proc/mounts
+/// does, mountstats' `opts:` line does not), else the device's host part
+/// (`10.0.0.1:/export`, `[fe80::1]:/export`).
+fn server_of(m: &Mount) -> Option<String> {
+    if let Some(a) = m.opt("addr") {
+        return Some(a.to_string());
+    }
+    let host = m.device.rsplit_once(":/").map(|(h, _)| h)?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.parse::<std::net::IpAddr>()
+        .ok()
+        .map(|ip| ip.to_string())
+}
+
+/// Each RDMA mount of `after` (less `before`, the same mount in an earlier
+/// snapshot) against the capture's connections to its server.
+pub fn compare(after: &[Mount], before: &[Mount], wire: &WireCounts) -> Vec<MountComparison> {
+    after
+        .iter()
+        .filter(|m| m.is_rdma())
+        .map(|m| {
+            let earlier = before
+                .iter()
+                .find(|b| b.device == m.device && b.mountpoint == m.mountpoint);
+            let server = server_of(m);
+            let mut conns: Vec<&ConnCounts> = wire
+                .conns
+                .values()
+                .filter(|c| c.server.is_some() && c.server == server)
+                .collect();
+            conns.sort_by_key(|c| c.first_ts_ns);
+            let after_t = rdma_transports(m);
+            let before_t = earlier.map(rdma_transports).unwrap_or_default();
+            let mut rows = transport_rows(&after_t, &before_t, &conns);
+            rows.extend(op_rows(m, earlier, &conns));
+            let (per_transport, per_transport_skipped) = per_transport(&after_t, &before_t, &conns);
+            let notes = notes(&rows, &conns, wire);
+            MountComparison {
+                notes,
+                device: m.device.clone(),
+                mountpoint: m.mountpoint.clone(),
+                server,
+                transports: after_t.len(),
+                connections: conns.len(),
+                rows,
+                per_transport,
+                per_transport_skipped,
+            }
+        })
+        .collect()
+}
+
+fn differs(rows: &[Row], field: &str) -> Option<(u64, u64)> {
+    rows.iter()
+        .find(|r| r.field == field && r.verdict == "differ")
+        .and_then(|r| Some((r.kernel?, r.capture)))
+}
+
+/// What the capture itself says about the differences in `rows`.
+fn notes(rows: &[Row], conns: &[&ConnCounts], wire: &WireCounts) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let (Some((first, last)), Some(until)) = (wire.capture, wire.until_ns) {
+        if last < until.saturating_sub(1_000_000_000) {
+            notes.push(format!(
+                "the capture ends {:.3} s before AFTER was taken (--until): what happened in between is in the kernel's counters only",
+                (until - last) as f64 / 1e9
+            ));
+        }
+        if let Some(since) = wire.since_ns.filter(|s| first > s + 1_000_000_000) {
+            notes.push(format!(
+                "the capture starts {:.3} s after BEFORE was taken (--since): what happened in between is in the kernel's counters only",
+                (first - since) as f64 / 1e9
+            ));
+        }
+    }
+    if wire.until_ns.is_none() && differs(rows, "sends").is_some_and(|(k, c)| c > k) {
+        notes.push("the capture holds calls the kernel had not sent when AFTER was taken: give --until (an unmount's RPCs, NFSv4's DESTROY_SESSION and DESTROY_CLIENTID, come after its last snapshot)".into());
+    }
+    let resent: u64 = conns.iter().map(|c| c.lost_or_resent).sum();
+    if resent > 0 && differs(rows, "total_rdma_reply").is_some() {
+        notes.push(format!(
+            "{resent} packet(s) on these connections were sent again or missed by the capture: the bytes written are counted from the packets the capture holds, the kernel's from the replies' write lists"
+        ));
+    }
+    let reconnected = conns.len() > 1 || conns.iter().any(|c| !c.established);
+    let remarshaled = ["reply_chunk_count", "read_chunk_count", "write_chunk_count"]
+        .iter()
+        .any(|f| differs(rows, f).is_some_and(|(k, c)| k > c));
+    if reconnected && remarshaled && differs(rows, "sends").is_none() {
+        notes.push("the kernel counts more chunk segments than the capture with the same sends, on a connection that reconnected: it counts a call's segments each time it marshals the call, and a call it marshals but does not send (a retransmission on the same connection, which it refuses after marshaling and drops the connection instead; a Send that fails to post) counts without a Send".into());
+    }
+    notes
+}
+
+/// Transport by transport, when there is one connection per transport; a
+/// reconnect gives a transport several connections, so then only the sums
+/// are compared.
+fn per_transport(
+    after: &[&Transport],
+    before: &[&Transport],
+    conns: &[&ConnCounts],
+) -> (Vec<Vec<Row>>, Option<String>) {
+    if after.len() < 2 {
+        return (Vec::new(), None);
+    }
+    if after.len() != conns.len() || (!before.is_empty() && before.len() != after.len()) {
+        return (
+            Vec::new(),
+            Some(format!(
+                "{} transports and {} connections in the capture: reconnects or connections outside the capture window, so only the sums are compared",
+                after.len(),
+                conns.len()
+            )),
+        );
+    }
+    let rows = after
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let b: Vec<&Transport> = before.get(i).copied().into_iter().collect();
+            transport_rows(&[*t], &b, &[conns[i]])
+        })
+        .collect();
+    (rows, None)
+}
+
+/// The comparison as text.
+pub fn text(mounts: &[MountComparison]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    if mounts.is_empty() {
+        s.push_str(
+            "no RDMA mount in the mountstats given (no proto=rdma mount, no xprt: rdma line)\n",
+        );
+    }
+    for m in mounts {
+        let _ = writeln!(
+            s,
+            "mount {} on {} (server {}): {} transport(s); {} connection(s) to it in the capture; {} disagreement(s)",
+            m.device,
+            m.mountpoint,
+            m.server.as_deref().unwrap_or("unknown"),
+            m.transports,
+            m.connections,
+            m.disagreements()
+        );
+        table(&mut s, &m.rows, "  ");
+        for (i, rows) in m.per_transport.iter().enumerate() {
+            let _ = writeln!(s, "  transport {} (xprt line {})", i + 1, i + 1);
+            table(&mut s, rows, "    ");
+        }
+        if let Some(why) = &m.per_transport_skipped {
+            let _ = writeln!(s, "  per transport: not compared: {why}");
+        }
+        for n in &m.notes {
+            let _ = writeln!(s, "  note: {n}");
+        }
+    }
+    s
+}
+
+fn table(s: &mut String, rows: &[Row], indent: &str) {
+    use std::fmt::Write as _;
+    let _ = writeln!(
+        s,
+        "{indent}{:<22} {:>12} {:>12}  verdict",
+        "field", "kernel", "capture"
+    );
+    for r in rows {
+        let kernel = r.kernel.map_or("-".to_string(), |k| k.to_string());
+        let _ = writeln!(
+            s,
+            "{indent}{:<22} {:>12} {:>12}  {}",
+            r.field, kernel, r.capture, r.verdict
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests;

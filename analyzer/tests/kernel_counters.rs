@@ -1,0 +1,235 @@
+//! The kernel as judge: the NFS client's own counters (mountstats) against
+//! what the analyzer counts in a capture of the same window, through the
+//! real binary, on every bundled lab run.
+//!
+//! `nconnect` has the mount's whole mountstats block (four transports, the
+//! per-op counts). The earlier runs kept only the `xprt: rdma` lines in
+//! their `SC.json`; their mountstats is rebuilt from those lines and the
+//! mount as /proc/mounts gave it. The window ends where the lab took the
+//! snapshot: just before the umount, whose time `SC.json` logs.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_rdma-analyzer");
+
+fn captures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../captures")
+}
+
+fn json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The umount's start, seconds since the epoch, from the run's command log
+/// (`HH:MM:SS.mmm` on the day the run started).
+fn umount_time(summary: &Value) -> String {
+    let day = &summary["started_utc"].as_str().unwrap()[..10];
+    let at = summary["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .rfind(|c| c.rsplit('\t').next().unwrap().starts_with("umount"))
+        .and_then(|c| c.split('\t').next())
+        .expect("the run logs its umount");
+    let out = Command::new("date")
+        .args(["-u", "-d", &format!("{day} {at}"), "+%s.%3N"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// A mountstats block rebuilt from a run's summary: the mount line as the
+/// kernel reported it and the `xprt: rdma` lines it recorded.
+fn rebuilt_mountstats(summary: &Value, dir: &Path) -> Option<PathBuf> {
+    let mount = summary["mounts_as_kernel_reports"]
+        .as_array()?
+        .first()?
+        .as_str()?;
+    let xprts = summary["xprt_rdma_mountstats"].as_array()?;
+    let w: Vec<&str> = mount.split_whitespace().collect();
+    let mut text = format!(
+        "device {} mounted on {} with fstype {} statvers=1.1\n\topts:\t{}\n",
+        w[0], w[1], w[2], w[3]
+    );
+    for x in xprts {
+        text.push_str(&format!("\txprt:\t{}\n", x.as_str()?));
+    }
+    let path = dir.join("mountstats.txt");
+    std::fs::write(&path, text).unwrap();
+    Some(path)
+}
+
+/// `mountstats AFTER --capture PCAP [--until T] --json`: exit code, document.
+fn compare(after: &Path, pcap: &Path, until: Option<&str>) -> (i32, Value) {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("mountstats")
+        .arg(after)
+        .arg("--capture")
+        .arg(pcap)
+        .arg("--json");
+    if let Some(u) = until {
+        cmd.args(["--until", u]);
+    }
+    let out = cmd.output().unwrap();
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}: {}",
+            pcap.display(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap(), doc)
+}
+
+fn differing(mount: &Value) -> Vec<String> {
+    mount["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["verdict"] == "differ")
+        .map(|r| r["field"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn nconnect_every_counter_agrees_transport_by_transport() {
+    let c = captures();
+    let summary = json(&c.join("nconnect.json"));
+    let until = umount_time(&summary);
+    let (code, doc) = compare(
+        &c.join("nconnect.mountstats.txt"),
+        &c.join("nconnect.pcap"),
+        Some(&until),
+    );
+    let m = &doc[0];
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(m["transports"], 4);
+    assert_eq!(m["connections"], 4);
+    assert_eq!(m["per_transport"].as_array().unwrap().len(), 4);
+    let rows = m["rows"].as_array().unwrap();
+    let field = |f: &str| rows.iter().find(|r| r["field"] == f).unwrap().clone();
+    assert_eq!(field("sends")["kernel"], 225);
+    assert_eq!(field("connect_count")["capture"], 4);
+    assert_eq!(field("READ ntrans")["capture"], 80);
+    assert!(
+        rows.iter()
+            .filter(|r| r["field"].as_str().unwrap().ends_with("ntrans"))
+            .count()
+            >= 9
+    );
+    assert!(rows.iter().all(|r| r["verdict"] == "agree"), "{rows:#?}");
+}
+
+/// Every lab run whose summary kept the transport counters: they agree with
+/// the capture, field for field, or differ where the capture says why.
+#[test]
+fn every_lab_run_agrees_with_the_kernel_or_says_why() {
+    let c = captures();
+    let tmp = tempfile::tempdir().unwrap();
+    // Differences with their reasons, seen on these runs.
+    let known: &[(&str, &[&str], &str)] = &[
+        // A reconnect loop: calls marshaled and not sent.
+        (
+            "diag-acl",
+            &["reply_chunk_count", "total_rdma_request"],
+            "marshals",
+        ),
+        // Loss: the capture holds fewer RDMA Write bytes than were written.
+        ("diag-loss", &["total_rdma_reply"], "sent again or missed"),
+        // The capture was stopped before the snapshot.
+        ("diag-unresponsive", &["recvs"], "the capture ends"),
+    ];
+    let mut checked = 0;
+    let summaries = std::fs::read_dir(&c)
+        .unwrap()
+        .chain(std::fs::read_dir(c.join("diag")).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"));
+    for path in summaries {
+        let summary = json(&path);
+        let pcap = path.with_extension("pcap");
+        let Some(after) = rebuilt_mountstats(&summary, tmp.path()) else {
+            continue;
+        };
+        let name = summary["scenario"].as_str().unwrap().to_string();
+        let (code, doc) = compare(&after, &pcap, Some(&umount_time(&summary)));
+        let m = &doc[0];
+        let differ = differing(m);
+        match known.iter().find(|(n, ..)| *n == name) {
+            None => {
+                assert_eq!(code, 0, "{name}: {differ:?}");
+                assert!(differ.is_empty(), "{name}: {differ:?}");
+            }
+            Some((_, fields, why)) => {
+                assert_eq!(code, 1, "{name}");
+                assert_eq!(differ, *fields, "{name}");
+                let notes = m["notes"].to_string();
+                assert!(notes.contains(why), "{name}: no note says {why:?}: {notes}");
+            }
+        }
+        checked += 1;
+    }
+    assert!(checked >= 16, "only {checked} lab runs compared");
+}
+
+/// Without the snapshot's time the capture's last RPCs (NFSv4's
+/// DESTROY_SESSION and DESTROY_CLIENTID at the unmount) are more sends than
+/// the kernel had counted, and the output says to give --until.
+#[test]
+fn without_the_snapshot_time_the_unmounts_rpcs_show_and_are_named() {
+    let c = captures();
+    let tmp = tempfile::tempdir().unwrap();
+    let summary = json(&c.join("v42-reminv.json"));
+    let after = rebuilt_mountstats(&summary, tmp.path()).unwrap();
+    let (code, doc) = compare(&after, &c.join("v42-reminv.pcap"), None);
+    assert_eq!(code, 1);
+    let m = &doc[0];
+    assert_eq!(differing(m), ["sends", "recvs"]);
+    let sends = m["rows"][0].clone();
+    assert_eq!(
+        (sends["kernel"].clone(), sends["capture"].clone()),
+        (62.into(), 64.into())
+    );
+    assert!(m["notes"].to_string().contains("DESTROY_SESSION"), "{m:#}");
+}
+
+#[test]
+fn a_mountstats_that_is_not_one_is_refused_by_file_and_line() {
+    let c = captures();
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("ms");
+    std::fs::write(
+        &bad,
+        "device s:/e mounted on /m with fstype nfs\n\txprt:\trdma 0 1 x\n",
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .arg("mountstats")
+        .arg(&bad)
+        .arg("--capture")
+        .arg(c.join("v3-inline.pcap"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("line 2") && err.contains("\"x\" is not a counter"),
+        "{err}"
+    );
+    assert!(err.contains(&bad.display().to_string()), "{err}");
+    let none = tmp.path().join("none");
+    std::fs::write(&none, "device proc mounted on /proc with fstype proc\n").unwrap();
+    let out = Command::new(BIN)
+        .arg("mountstats")
+        .arg(&none)
+        .arg("--capture")
+        .arg(c.join("v3-inline.pcap"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("no RDMA mount"));
+}
