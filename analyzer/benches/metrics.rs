@@ -97,6 +97,7 @@ fn bench(c: &mut Criterion) {
     let process = Process {
         cpu_seconds: rdma_analyzer::sources::sys::cpu_seconds,
         resident_bytes: rdma_analyzer::sources::sys::resident_bytes,
+        mountstats: rdma_analyzer::sources::sys::mountstats,
     };
     let exposition = m.exposition(Some(process));
     c.bench_function("encode_10k_series", |b| {

@@ -95,6 +95,7 @@ fn process() -> Process {
     Process {
         cpu_seconds: sys::cpu_seconds,
         resident_bytes: sys::resident_bytes,
+        mountstats: sys::mountstats,
     }
 }
 

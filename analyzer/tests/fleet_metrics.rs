@@ -372,6 +372,102 @@ fn label_caps_bound_the_series_and_count_what_they_leave_out() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The lab's nconnect=4 client's mountstats (captures/nconnect.*).
+fn nconnect_mountstats() -> Option<String> {
+    Some(include_str!("../../captures/nconnect.mountstats.txt").to_string())
+}
+
+/// The NFS client's own counters, as a live exporter on that client serves
+/// them: every transport field by its print-order name, per transport, and
+/// the per-op statistics; promtool accepts the exposition.
+#[test]
+fn the_nfs_clients_counters_are_series_named_in_print_order() {
+    let m = Metrics::new(MetricsConfig::default());
+    let exposition = |mountstats| {
+        let process = Process {
+            cpu_seconds: || 1.0,
+            resident_bytes: || None,
+            mountstats,
+        };
+        m.exposition(Some(process)).encode(Format::PrometheusText)
+    };
+    let text = exposition(nconnect_mountstats);
+    let s = samples(&text);
+    let one = |name: &str, labels: &[(&str, &str)]| -> f64 {
+        let hits: Vec<&Sample> = s
+            .iter()
+            .filter(|x| {
+                x.name == name
+                    && labels
+                        .iter()
+                        .all(|(k, v)| x.labels.get(*k).map(String::as_str) == Some(*v))
+            })
+            .collect();
+        assert_eq!(hits.len(), 1, "{name} {labels:?}:\n{text}");
+        hits[0].value
+    };
+    let t = |n: &'static str| {
+        [
+            ("mount", "/mnt/lab"),
+            ("export", "10.99.0.1:/srv/export"),
+            ("transport", n),
+        ]
+    };
+    assert_eq!(one("rdma_nfs_mountstats_readable", &[]), 1.0);
+    assert_eq!(one("rdma_nfs_xprt_sends_total", &t("0")), 59.0);
+    assert_eq!(one("rdma_nfs_xprt_sends_total", &t("2")), 60.0);
+    // Slot 24 in print order; a struct-order reading names another field.
+    assert_eq!(one("rdma_nfs_xprt_local_inv_needed_total", &t("2")), 3.0);
+    assert_eq!(one("rdma_nfs_xprt_reply_chunk_count_total", &t("2")), 3.0);
+    assert_eq!(
+        one("rdma_nfs_xprt_total_rdma_request_total", &t("1")),
+        1_441_792.0
+    );
+    assert_eq!(one("rdma_nfs_xprt_idle_time", &t("3")), 0.0);
+    let op = |o: &'static str| [("mount", "/mnt/lab"), ("op", o)];
+    assert_eq!(one("rdma_nfs_op_transmissions_total", &op("READ")), 80.0);
+    assert_eq!(one("rdma_nfs_op_errors_total", &op("LOOKUP")), 16.0);
+    assert_eq!(one("rdma_nfs_op_rtt_seconds_total", &op("WRITE")), 3.961);
+    assert!(
+        !s.iter()
+            .any(|x| x.labels.get("op").map(String::as_str) == Some("SETATTR")),
+        "an operation never used gives no series"
+    );
+    assert_eq!(
+        s.iter()
+            .filter(|x| x.name == "rdma_nfs_xprt_sends_total")
+            .count(),
+        4
+    );
+    if promtool() {
+        let mut child = Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let lint = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "promtool: {lint}");
+    }
+    // A host that is no NFS client, or a text this analyzer cannot read.
+    for absent in [(|| None) as fn() -> Option<String>, || {
+        Some("device s:/e mounted on /m with fstype nfs\n\txprt:\trdma x\n".into())
+    }] {
+        let text = exposition(absent);
+        assert!(text.contains("rdma_nfs_mountstats_readable 0"), "{text}");
+        assert!(!text.contains("rdma_nfs_xprt_"));
+    }
+}
+
 /// Every metric name the exporter can serve, as queries name them
 /// (`x_total` for counters; `x_bucket`, `x_sum`, `x_count` for histograms),
 /// with the live-only families (capture drops, probe losses, the process)
@@ -388,6 +484,7 @@ fn served_names() -> BTreeSet<String> {
     let process = Process {
         cpu_seconds: || 1.0,
         resident_bytes: || Some(1),
+        mountstats: nconnect_mountstats,
     };
     let text = m.exposition(Some(process)).encode(Format::PrometheusText);
     let mut names = BTreeSet::new();

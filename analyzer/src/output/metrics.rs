@@ -310,6 +310,9 @@ pub struct Process {
     pub cpu_seconds: fn() -> f64,
     /// Resident memory, bytes, when known.
     pub resident_bytes: fn() -> Option<u64>,
+    /// This host's /proc/self/mountstats, when it can be read: its RDMA
+    /// mounts' counters become series (`mountstats_metrics`).
+    pub mountstats: fn() -> Option<String>,
 }
 
 /// The latest snapshot, shared between the pipeline (which swaps new ones
@@ -977,6 +980,7 @@ impl Collector for Scrape {
                     rss as i64,
                 )?;
             }
+            super::mountstats_metrics::encode(f.enc, (proc.mountstats)().as_deref())?;
         }
         Ok(())
     }

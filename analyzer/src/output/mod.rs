@@ -11,6 +11,7 @@ pub mod kernel_counters;
 pub mod lines;
 pub mod live;
 pub mod metrics;
+pub mod mountstats_metrics;
 pub mod out;
 pub mod report;
 pub mod schema;

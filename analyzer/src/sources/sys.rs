@@ -169,6 +169,23 @@ pub fn cpu_seconds() -> f64 {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
+/// This host's /proc/self/mountstats (its NFS mounts' counters), bounded:
+/// a host with thousands of mounts gives at most the first 4 MiB.
+pub fn mountstats() -> Option<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open("/proc/self/mountstats")
+        .ok()?
+        .take(4 << 20)
+        .read_to_string(&mut text)
+        .ok()?;
+    if text.len() == 4 << 20 {
+        // Cut at the last whole line: a half line would not parse.
+        text.truncate(text.rfind('\n').map_or(0, |i| i + 1));
+    }
+    Some(text)
+}
+
 /// Resident memory of this process, bytes (`VmRSS` of /proc/self/status);
 /// `None` where there is no such file.
 pub fn resident_bytes() -> Option<u64> {
