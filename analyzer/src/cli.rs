@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::engine::{Config, MergeConfig};
+use crate::output::clock::TimeFormat;
 use crate::output::metrics::MetricsConfig;
 use crate::output::Filter;
 use crate::sources::ebpf::ProbeEvents;
@@ -87,6 +88,9 @@ pub struct AnalyzeArgs {
     /// Only a connection (c3), an XID (0x1234abcd), a procedure (READ) or an anomaly kind (credit_overrun); several separated by | select what any of them does (c1|c2).
     #[arg(long)]
     pub filter: Option<String>,
+    /// How text lines give times: seconds since the capture's first frame, or UTC (to line up with dmesg, mountstats snapshots, application logs).
+    #[arg(short = 't', long = "time", value_enum, default_value = "relative")]
+    pub time: TimeFormat,
     /// The engine's port and caps.
     #[command(flatten)]
     pub engine: EngineArgs,

@@ -271,7 +271,7 @@ fn report(r: &ReportArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => return Err(e.into()),
     };
-    let mut rep = Report::new(a.filter()).within(tables);
+    let mut rep = Report::new(a.filter()).within(tables).with_time(a.time);
     // The metrics count the whole capture; --filter narrows the report only.
     let mut metrics = r
         .metrics_out
@@ -328,7 +328,7 @@ fn say_if_filtered_out(a: &AnalyzeArgs, matched: u64) {
 fn lines(a: &AnalyzeArgs, which: Which) -> anyhow::Result<ExitCode> {
     let config = a.config();
     let mut source = FileSource::open_all(&a.files, &config.stack)?;
-    let mut sink = Lines::new(stdout(), which, a.json, a.filter());
+    let mut sink = Lines::new(stdout(), which, a.json, a.filter(), a.time);
     let outcome = pipeline::run(
         &mut source,
         Some(Engine::new(config)),

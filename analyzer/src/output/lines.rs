@@ -3,10 +3,11 @@
 
 use std::io::{self, Write};
 
+use super::clock::{Clock, TimeFormat};
 use super::filter::Filter;
 use super::out::Out;
 use super::schema::{AnomalyLine, TransactionLine};
-use crate::engine::{Anomaly, Engine, Finding, Transaction};
+use crate::engine::{Anomaly, Engine, Finding, Frame, Transaction};
 use crate::pipeline::{End, Flow, Progress, Sink};
 
 /// What a [`Lines`] sink writes.
@@ -25,17 +26,20 @@ pub struct Lines<W: Write> {
     json: bool,
     filter: Filter,
     matched: u64,
+    clock: Clock,
 }
 
 impl<W: Write> Lines<W> {
-    /// A sink writing `which` to `out`.
-    pub fn new(out: W, which: Which, json: bool, filter: Filter) -> Self {
+    /// A sink writing `which` to `out`, text lines starting with their
+    /// time in `time`'s format.
+    pub fn new(out: W, which: Which, json: bool, filter: Filter, time: TimeFormat) -> Self {
         Lines {
             out: Out::new(out),
             which,
             json,
             filter,
             matched: 0,
+            clock: Clock::new(time),
         }
     }
 
@@ -66,15 +70,31 @@ impl<W: Write> Sink for Lines<W> {
                 self.out.json_line(&TransactionLine::new(t))
             }
             (Finding::Transaction(t), Which::Transactions, false) => {
-                self.out.text_line(transaction_line(t))
+                let at = self.clock.at(Some(t.call_ts_ns));
+                self.out
+                    .text_line(format_args!("{at} {}", transaction_line(t)))
             }
             (Finding::Anomaly(a), Which::Anomalies, _) if !self.filter.anomaly(a) => Flow::Continue,
             (Finding::Anomaly(a), Which::Anomalies, true) => {
                 self.out.json_line(&AnomalyLine::new(a))
             }
-            (Finding::Anomaly(a), Which::Anomalies, false) => self.out.text_line(anomaly_line(a)),
+            (Finding::Anomaly(a), Which::Anomalies, false) => {
+                let at = self.clock.at(a.ts_ns);
+                self.out.text_line(format_args!("{at} {}", anomaly_line(a)))
+            }
             _ => Flow::Continue,
         }
+    }
+
+    /// Text lines count their time from the first frame, so the sink
+    /// sees the frames (JSON lines carry absolute times of their own).
+    fn wants_frames(&self) -> bool {
+        !self.json && self.clock.format == TimeFormat::Relative
+    }
+
+    fn frame(&mut self, f: &Frame<'_>) -> Flow {
+        self.clock.saw(f.ts_ns);
+        Flow::Continue
     }
 
     fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {

@@ -6,6 +6,7 @@
 
 use std::io::{self, Write};
 
+use super::clock::{Clock, TimeFormat};
 use super::lines::{anomaly_line, transaction_line};
 use super::out::Out;
 use super::schema::{AnomalyLine, TransactionLine};
@@ -72,8 +73,11 @@ impl<W: Write> LiveSink<W> {
             return out.json_line(&TransactionLine::live(t));
         }
         let sources: Vec<&str> = t.sources().map(|o| o.as_str()).collect();
+        // Live lines carry wall-clock UTC: what lines up with the host's
+        // logs while it runs.
         out.text_line(format_args!(
-            "[{}] {}",
+            "{} [{}] {}",
+            Clock::new(TimeFormat::Utc).at(Some(t.call_ts_ns)),
             sources.join("+"),
             transaction_line(t)
         ))
@@ -87,7 +91,11 @@ impl<W: Write> LiveSink<W> {
         if self.json_lines {
             return out.json_line(&AnomalyLine::live(a));
         }
-        out.text_line(anomaly_line(a))
+        out.text_line(format_args!(
+            "{} {}",
+            Clock::new(TimeFormat::Utc).at(a.ts_ns),
+            anomaly_line(a)
+        ))
     }
 }
 

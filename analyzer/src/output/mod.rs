@@ -2,6 +2,7 @@
 //! frame dissections, Prometheus metrics (and their HTTP exporter), Parquet
 //! datasets. Each is a pipeline [`Sink`](crate::pipeline::Sink).
 
+pub mod clock;
 pub mod dataset;
 pub mod escape;
 pub mod exporter;

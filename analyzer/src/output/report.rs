@@ -77,6 +77,8 @@ pub struct Report {
     over_cap: u64,
     /// No diagnosis, phase tables or slowest list ([`Report::without_diagnosis`]).
     lean: bool,
+    /// How the text gives a connection's first and last frame.
+    time: super::clock::TimeFormat,
 }
 
 impl Report {
@@ -94,6 +96,13 @@ impl Report {
     #[must_use]
     pub fn within(mut self, bytes: usize) -> Self {
         self.max_rows = (bytes / PROC_ROW_BYTES).max(MIN_PROC_ROWS);
+        self
+    }
+
+    /// The same report with its connections' times in `time`'s format.
+    #[must_use]
+    pub fn with_time(mut self, time: super::clock::TimeFormat) -> Self {
+        self.time = time;
         self
     }
 
@@ -460,6 +469,24 @@ impl Report {
                 (None, _) => "not known (no Send decoded)".to_string(),
             };
             let _ = writeln!(s, "      carries: {carries}");
+            let clock = super::clock::Clock {
+                format: self.time,
+                start_ns: state.totals.first_ts_ns,
+            };
+            // The engine moves a connection's latest time with its
+            // messages, not with its retransmissions or CM frames (the
+            // timeline below has those).
+            let unit = if self.time == super::clock::TimeFormat::Relative {
+                " s"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                s,
+                "      first frame {}{unit}, last message {}{unit}",
+                clock.at(Some(c.first_ts_ns)).to_string().trim_start(),
+                clock.at(Some(c.last_ts_ns)).to_string().trim_start()
+            );
             // Only when marked: a clean connection's report stays as it was.
             let g = &c.congestion;
             if g.marks() > 0 {

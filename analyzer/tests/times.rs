@@ -1,0 +1,168 @@
+//! Times in text output, through the real binary, against tshark's own
+//! `frame.time_relative` and `frame.time_epoch` for the same frames: each
+//! `transactions` line starts with its call frame's time, each `anomalies`
+//! line with its finding's, relative by default and UTC with `-t utc`; the
+//! report says when each connection was first and last seen.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[path = "common/prereq.rs"]
+mod prereq;
+
+const BIN: &str = env!("CARGO_BIN_EXE_rdma-analyzer");
+
+fn capture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../captures")
+        .join(name)
+}
+
+fn run(args: &[&str]) -> String {
+    let out = Command::new(BIN).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// tshark's relative and epoch time of every frame, by frame number.
+fn tshark_times(pcap: &Path) -> Option<BTreeMap<u64, (String, String)>> {
+    if !prereq::require(
+        "tshark",
+        prereq::have_command("tshark", "--version"),
+        "scripts/setup.sh installs it",
+    ) {
+        return None;
+    }
+    let out = Command::new("tshark")
+        .arg("-r")
+        .arg(pcap)
+        .args([
+            "-T",
+            "fields",
+            "-e",
+            "frame.number",
+            "-e",
+            "frame.time_relative",
+            "-e",
+            "frame.time_epoch",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    Some(
+        text.lines()
+            .map(|l| {
+                let f: Vec<&str> = l.split('\t').collect();
+                (f[0].parse().unwrap(), (f[1].to_string(), f[2].to_string()))
+            })
+            .collect(),
+    )
+}
+
+/// The first frame a line names (`frames 26->28`, `frames 99`).
+fn first_frame(line: &str) -> u64 {
+    let after = line.split("frames ").nth(1).expect("a frame number");
+    after
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// `0.224823000` to microseconds, as the analyzer prints them.
+fn micros(tshark: &str) -> String {
+    let (s, frac) = tshark.split_once('.').unwrap();
+    format!("{s}.{}", &frac[..6])
+}
+
+#[test]
+fn every_transaction_line_starts_with_its_call_frames_time() {
+    let pcap = capture("reconnect.pcap");
+    let Some(times) = tshark_times(&pcap) else {
+        return;
+    };
+    let text = run(&["transactions", pcap.to_str().unwrap()]);
+    let mut lines = 0;
+    for line in text.lines() {
+        let (at, rest) = line.trim_start().split_once(' ').unwrap();
+        let frame = first_frame(rest);
+        assert_eq!(at, micros(&times[&frame].0), "{line}");
+        lines += 1;
+    }
+    // 37 calls sent, one of them twice (across the reconnect): 36 lines.
+    assert_eq!(lines, 36, "{text}");
+}
+
+#[test]
+fn utc_times_are_the_frames_epoch_times() {
+    let pcap = capture("reconnect.pcap");
+    let Some(times) = tshark_times(&pcap) else {
+        return;
+    };
+    let text = run(&["anomalies", "-t", "utc", pcap.to_str().unwrap()]);
+    let mut checked = 0;
+    for line in text
+        .lines()
+        .filter(|l| l.starts_with("remote_invalidation") || l.contains(" remote_invalidation"))
+    {
+        let (at, rest) = line.split_once(' ').unwrap();
+        let frame = first_frame(rest);
+        let epoch = &times[&frame].1;
+        let out = Command::new("date")
+            .args(["-u", "-d", &format!("@{epoch}"), "+%Y-%m-%dT%H:%M:%S.%6NZ"])
+            .output()
+            .unwrap();
+        assert_eq!(at, String::from_utf8(out.stdout).unwrap().trim(), "{line}");
+        checked += 1;
+    }
+    assert!(checked >= 5, "{text}");
+}
+
+#[test]
+fn an_anomaly_line_has_a_relative_time_too() {
+    let pcap = capture("reconnect.pcap");
+    let text = run(&["anomalies", pcap.to_str().unwrap()]);
+    let first = text.lines().next().unwrap();
+    assert!(
+        first
+            .trim_start()
+            .starts_with("1.592642 remote_invalidation_not_negotiated"),
+        "{first}"
+    );
+}
+
+#[test]
+fn the_report_says_when_each_connection_was_first_and_last_seen() {
+    let pcap = capture("reconnect.pcap");
+    let text = run(&["report", pcap.to_str().unwrap()]);
+    let seen: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("      first frame "))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            "      first frame 0.206178 s, last message 5.312567 s",
+            "      first frame 20.862979 s, last message 29.853948 s"
+        ]
+    );
+    let utc = run(&["report", "-t", "utc", pcap.to_str().unwrap()]);
+    assert!(
+        utc.contains("first frame 2026-11-20T23:35:37.339496Z"),
+        "{utc}"
+    );
+}
+
+#[test]
+fn json_lines_keep_their_absolute_nanoseconds() {
+    let pcap = capture("reconnect.pcap");
+    let text = run(&["transactions", "--json", pcap.to_str().unwrap()]);
+    let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(first["call_ts_ns"], 1_795_217_737_358_141_000u64);
+}
