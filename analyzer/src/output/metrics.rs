@@ -720,10 +720,26 @@ fn proc_labels(p: &ProcRow) -> [(&'static str, &str); 3] {
 
 impl Collector for Scrape {
     fn encode(&self, mut enc: DescriptorEncoder) -> fmt::Result {
+        let mut f = Families { enc: &mut enc };
+        self.rpcs(&mut f)?;
+        self.chunks(&mut f)?;
+        self.anomalies(&mut f)?;
+        self.wire(&mut f)?;
+        self.sources(&mut f)?;
+        self.tables(&mut f)?;
+        // Connections (capped).
+        self.connections(&mut f)?;
+
+        self.diagnosis(&mut f)?;
+        self.process(&mut f)
+    }
+}
+
+impl Scrape {
+    /// RPCs by procedure and transfer mode.
+    fn rpcs(&self, f: &mut Families<'_, '_>) -> fmt::Result {
         let s = &*self.snap;
         let c = &s.counts;
-        let mut f = Families { enc: &mut enc };
-
         // RPCs, by procedure and transfer mode.
         for (name, help, by) in [
             (
@@ -797,6 +813,13 @@ impl Collector for Scrape {
             c.procs_over_cap,
         )?;
 
+        Ok(())
+    }
+
+    /// Chunks and invalidation.
+    fn chunks(&self, f: &mut Families<'_, '_>) -> fmt::Result {
+        let s = &*self.snap;
+        let c = &s.counts;
         // Chunks and invalidation.
         for (name, help, get) in [
             (
@@ -829,6 +852,13 @@ impl Collector for Scrape {
             t.remote_invalidations,
         )?;
 
+        Ok(())
+    }
+
+    /// Anomalies: every kind, so rates start at 0.
+    fn anomalies(&self, f: &mut Families<'_, '_>) -> fmt::Result {
+        let s = &*self.snap;
+        let c = &s.counts;
         // Anomalies: every kind, so rates start at 0.
         {
             let mut m = f.enc.encode_descriptor(
@@ -850,6 +880,13 @@ impl Collector for Scrape {
             .unwrap_or(0);
         f.counter("rdma_naks", "NAKs in AETHs (IBA 9.7.5.2)", naks)?;
 
+        Ok(())
+    }
+
+    /// The wire.
+    fn wire(&self, f: &mut Families<'_, '_>) -> fmt::Result {
+        let s = &*self.snap;
+        let t = &s.totals;
         // The wire.
         f.counter("rdma_frames", "Frames the engine handled", t.frames)?;
         f.counter("rdma_frame_bytes", "Bytes of the frames handled", t.bytes)?;
@@ -890,6 +927,13 @@ impl Collector for Scrape {
             ],
         )?;
 
+        Ok(())
+    }
+
+    /// What the sources lost.
+    fn sources(&self, f: &mut Families<'_, '_>) -> fmt::Result {
+        let s = &*self.snap;
+        let t = &s.totals;
         // The sources.
         let p = &s.progress;
         f.counter(
@@ -924,6 +968,12 @@ impl Collector for Scrape {
             )?;
         }
 
+        Ok(())
+    }
+
+    /// The engine's tables.
+    fn tables(&self, f: &mut Families<'_, '_>) -> fmt::Result {
+        let s = &*self.snap;
         // The engine's tables.
         let e = &s.evictions;
         f.counters(
@@ -950,9 +1000,12 @@ impl Collector for Scrape {
             ],
         )?;
 
-        // Connections (capped).
-        self.connections(&mut f)?;
+        Ok(())
+    }
 
+    /// The causes the diagnosis names.
+    fn diagnosis(&self, f: &mut Families<'_, '_>) -> fmt::Result {
+        let s = &*self.snap;
         // The diagnosis: a closed set of causes, each present only while named.
         {
             let mut m = f.enc.encode_descriptor(
@@ -967,6 +1020,11 @@ impl Collector for Scrape {
             }
         }
 
+        Ok(())
+    }
+
+    /// The process itself and this host's NFS mounts.
+    fn process(&self, f: &mut Families<'_, '_>) -> fmt::Result {
         if let Some(proc) = self.process {
             f.counter_f64(
                 "process_cpu_seconds",
@@ -984,9 +1042,7 @@ impl Collector for Scrape {
         }
         Ok(())
     }
-}
 
-impl Scrape {
     fn connections(&self, f: &mut Families<'_, '_>) -> fmt::Result {
         let s = &*self.snap;
         f.gauge(
