@@ -98,6 +98,7 @@ fn bench(c: &mut Criterion) {
         cpu_seconds: rdma_analyzer::sources::sys::cpu_seconds,
         resident_bytes: rdma_analyzer::sources::sys::resident_bytes,
         mountstats: rdma_analyzer::sources::sys::mountstats,
+        device_counters: rdma_analyzer::sources::sys::device_counters,
     };
     let exposition = m.exposition(Some(process));
     c.bench_function("encode_10k_series", |b| {

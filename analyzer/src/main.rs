@@ -96,6 +96,7 @@ fn process() -> Process {
         cpu_seconds: sys::cpu_seconds,
         resident_bytes: sys::resident_bytes,
         mountstats: sys::mountstats,
+        device_counters: sys::device_counters,
     }
 }
 

@@ -11,6 +11,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use rdma_analyzer::engine::device_counters::{parse_dump, DeviceCounter};
 use rdma_analyzer::output::metrics::{Format, Metrics, MetricsConfig, Process};
 use rdma_analyzer::pipeline::{End, Progress, Sink};
 use serde_json::Value;
@@ -388,6 +389,7 @@ fn the_nfs_clients_counters_are_series_named_in_print_order() {
             cpu_seconds: || 1.0,
             resident_bytes: || None,
             mountstats,
+            device_counters: Vec::new,
         };
         m.exposition(Some(process)).encode(Format::PrometheusText)
     };
@@ -468,6 +470,84 @@ fn the_nfs_clients_counters_are_series_named_in_print_order() {
     }
 }
 
+/// The lab client's rxe counters just before the umount of a reconnect run
+/// (analyzer/testdata/device-counters).
+fn rxe_counters() -> Vec<DeviceCounter> {
+    let dump = include_str!("../testdata/device-counters/rxe-6.1-reconnect.txt");
+    let last = dump.rfind("# before-umount").expect("the umount's section");
+    parse_dump(&dump[last..])
+}
+
+/// The RDMA devices' own counters, read from a sysfs tree laid out as the
+/// kernel's (built from the lab's real dump), served as series; promtool
+/// accepts them. The reconnect run's rxe counted the 6 retransmissions the
+/// capture shows and the one QP that gave up.
+#[test]
+fn the_rdma_devices_counters_are_series_read_from_sysfs() {
+    let want = rxe_counters();
+    let root = tempfile::tempdir().unwrap();
+    for c in &want {
+        let dir = root
+            .path()
+            .join(&c.device)
+            .join("ports")
+            .join(c.port.to_string())
+            .join(&c.group);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(&c.name), format!("{}\n", c.value)).unwrap();
+    }
+    let mut read = rdma_analyzer::sources::sys::device_counters_in(root.path());
+    let mut sorted = want.clone();
+    sorted.sort_by(|a, b| a.name.cmp(&b.name));
+    read.sort_by(|a, b| a.name.cmp(&b.name));
+    assert_eq!(read, sorted);
+    let m = Metrics::new(MetricsConfig::default());
+    let process = Process {
+        cpu_seconds: || 1.0,
+        resident_bytes: || None,
+        mountstats: || None,
+        device_counters: rxe_counters,
+    };
+    let text = m.exposition(Some(process)).encode(Format::PrometheusText);
+    let s = samples(&text);
+    let value = |counter: &str| {
+        s.iter()
+            .find(|x| {
+                x.name == "rdma_device_stat_total"
+                    && x.labels.get("counter").map(String::as_str) == Some(counter)
+                    && x.labels.get("device").map(String::as_str) == Some("rxe0")
+                    && x.labels.get("port").map(String::as_str) == Some("1")
+                    && x.labels.get("group").map(String::as_str) == Some("hw_counters")
+            })
+            .map(|x| x.value)
+    };
+    assert_eq!(value("completer_retry_err"), Some(6.0), "{text}");
+    assert_eq!(value("retry_exceeded_err"), Some(1.0));
+    assert_eq!(value("sent_pkts"), Some(283.0));
+    assert_eq!(value("lifespan"), None, "a setting, not a count");
+    if promtool() {
+        let mut child = Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "promtool: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 /// Every metric name the exporter can serve, as queries name them
 /// (`x_total` for counters; `x_bucket`, `x_sum`, `x_count` for histograms),
 /// with the live-only families (capture drops, probe losses, the process)
@@ -485,6 +565,7 @@ fn served_names() -> BTreeSet<String> {
         cpu_seconds: || 1.0,
         resident_bytes: || Some(1),
         mountstats: nconnect_mountstats,
+        device_counters: Vec::new,
     };
     let text = m.exposition(Some(process)).encode(Format::PrometheusText);
     let mut names = BTreeSet::new();

@@ -50,6 +50,7 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
 use crate::diagnosis::{CauseName, Diagnosis, Peer};
+use crate::engine::device_counters::DeviceCounter;
 use crate::engine::{
     ChunkKind, Engine, Evictions, Finding, Kind, LogLinear, Totals, Transaction, Transfer,
 };
@@ -313,6 +314,8 @@ pub struct Process {
     /// This host's /proc/self/mountstats, when it can be read: its RDMA
     /// mounts' counters become series (`mountstats_metrics`).
     pub mountstats: fn() -> Option<String>,
+    /// This host's RDMA devices' counters (sysfs).
+    pub device_counters: fn() -> Vec<DeviceCounter>,
 }
 
 /// The latest snapshot, shared between the pipeline (which swaps new ones
@@ -709,6 +712,27 @@ impl Families<'_, '_> {
     }
 }
 
+/// The RDMA devices' counters, one family, labelled as sysfs names them.
+fn device_counters(f: &mut Families<'_, '_>, all: &[DeviceCounter]) -> fmt::Result {
+    let mut m = f.enc.encode_descriptor(
+        "rdma_device_stat",
+        "The RDMA devices' own counters (sysfs hw_counters: the driver's, e.g. rxe's rcvd_seq_err, duplicate_request, retry_exceeded_err; counters: the port's), by device, port, group and counter name",
+        None,
+        MetricType::Counter,
+    )?;
+    for d in all.iter().filter(|d| d.is_counter()) {
+        let port = d.port.to_string();
+        let labels = [
+            ("device", d.device.as_str()),
+            ("port", port.as_str()),
+            ("group", d.group.as_str()),
+            ("counter", d.name.as_str()),
+        ];
+        ConstCounter::new(d.value).encode(m.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
 /// The label set of one procedure row.
 fn proc_labels(p: &ProcRow) -> [(&'static str, &str); 3] {
     [
@@ -1039,6 +1063,7 @@ impl Scrape {
                 )?;
             }
             super::mountstats_metrics::encode(f.enc, (proc.mountstats)().as_deref())?;
+            device_counters(f, &(proc.device_counters)())?;
         }
         Ok(())
     }

@@ -169,6 +169,61 @@ pub fn cpu_seconds() -> f64 {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
+/// Most device counters read at once (a host with many RNICs and ports
+/// has hundreds; this bounds a scrape whatever sysfs holds).
+pub const MAX_DEVICE_COUNTERS: usize = 4096;
+
+/// This host's RDMA devices' counters, from sysfs.
+pub fn device_counters() -> Vec<rdma_engine::device_counters::DeviceCounter> {
+    device_counters_in(std::path::Path::new("/sys/class/infiniband"))
+}
+
+/// The counters under `root` laid out as /sys/class/infiniband is
+/// (`DEV/ports/N/{hw_counters,counters}/NAME`); unreadable files are left out.
+pub fn device_counters_in(
+    root: &std::path::Path,
+) -> Vec<rdma_engine::device_counters::DeviceCounter> {
+    use rdma_engine::device_counters::DeviceCounter;
+    let mut out = Vec::new();
+    let dirs = |p: &std::path::Path| -> Vec<std::fs::DirEntry> {
+        let mut v: Vec<_> = std::fs::read_dir(p)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .collect();
+        v.sort_by_key(std::fs::DirEntry::file_name);
+        v
+    };
+    for dev in dirs(root) {
+        for port in dirs(&dev.path().join("ports")) {
+            let Ok(n) = port.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            for group in ["hw_counters", "counters"] {
+                for f in dirs(&port.path().join(group)) {
+                    if out.len() >= MAX_DEVICE_COUNTERS {
+                        return out;
+                    }
+                    let Some(value) = std::fs::read_to_string(f.path())
+                        .ok()
+                        .and_then(|v| v.trim().parse().ok())
+                    else {
+                        continue;
+                    };
+                    out.push(DeviceCounter {
+                        device: dev.file_name().to_string_lossy().into_owned(),
+                        port: n,
+                        group: group.to_string(),
+                        name: f.file_name().to_string_lossy().into_owned(),
+                        value,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
 /// This host's /proc/self/mountstats (its NFS mounts' counters), bounded:
 /// a host with thousands of mounts gives at most the first 4 MiB.
 pub fn mountstats() -> Option<String> {

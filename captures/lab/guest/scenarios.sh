@@ -40,7 +40,22 @@ run() {
 
 # lab_mount OPTIONS [EXPORT]: mount the export over RDMA and record the mount
 # options the kernel actually uses.
+# device_counters WHEN: the RDMA devices' own counters (rxe's hw_counters,
+# the port's counters), one "device port group counter value" line each,
+# appended to $SCO/device-counters.txt under a "# WHEN epoch" line.
+device_counters() {
+    local f rest
+    echo "# $1 $(date +%s.%N)" >> "$SCO/device-counters.txt"
+    for f in /sys/class/infiniband/*/ports/*/hw_counters/* /sys/class/infiniband/*/ports/*/counters/*; do
+        [ -f "$f" ] || continue
+        rest=${f#/sys/class/infiniband/}
+        # rxe0/ports/1/hw_counters/NAME -> rxe0 1 hw_counters NAME
+        echo "$(echo "$rest" | awk -F/ '{print $1, $3, $4, $5}') $(cat "$f" 2>/dev/null || echo '?')"
+    done >> "$SCO/device-counters.txt"
+}
+
 lab_mount() {
+    device_counters before-mount
     mkdir -p "$MNT"
     run "mount -t nfs -o $1,proto=rdma,port=20049 $SERVER_IP:${2:-$EXPORT} $MNT" || return 1
     grep " $MNT " /proc/mounts >> "$SCO/mounts.txt"
@@ -50,6 +65,7 @@ lab_mount() {
 # lab_umount: keep the transport statistics ("xprt: rdma ..." counts read,
 # write and reply chunks) before unmounting.
 lab_umount() {
+    device_counters before-umount
     awk -v m="$MNT" '$0 ~ "mounted on " m " " {p=1} p && /^device / && $0 !~ "mounted on " m " " {p=0} p' \
         /proc/self/mountstats >> "$SCO/mountstats.txt"
     CMD_TIMEOUT=${UMOUNT_TIMEOUT:-90} run "umount $MNT" || run "umount -f -l $MNT"

@@ -30,6 +30,7 @@ pub mod budget;
 mod checks;
 mod cm;
 mod describe;
+pub mod device_counters;
 mod findings;
 pub mod histogram;
 pub mod kernel;
