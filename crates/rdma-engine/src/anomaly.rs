@@ -92,7 +92,7 @@ kinds! {
     RemoteInvalidationNotNegotiated = "remote_invalidation_not_negotiated" {
         section: "RFC 8797 4.1",
         severity: Error,
-        explanation: "Send With Invalidate on a connection where the peers did not both set R in their CM private data.",
+        explanation: "Send With Invalidate on a connection where the peers did not both set R in their CM private data. The responder (server) is at fault. Linux's NFS server does this as shipped (it clears R, then invalidates remotely anyway); a client that set R, as Linux's does, accepts the invalidation, so between Linux peers it costs nothing.",
     },
     /// Send With Invalidate naming an STag that is not one of that XID's (RFC 8797 §4.1).
     InvalidatedForeignStag = "invalidated_foreign_stag" {
