@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
 use rdma_analyzer::engine::{
-    Anomaly, ChunkKind, CmState, Config, ConnId, Engine, Event, Finding, Kind, Origin, Transaction,
-    Transfer,
+    Anomaly, ChunkKind, CmState, Config, ConnId, Engine, Event, Finding, Kind, Origin, StepWhat,
+    Transaction, Transfer,
 };
 use rdma_analyzer::synth::prng::SplitMix64;
 use rdma_analyzer::synth::wire::{Node, Wire};
@@ -119,7 +119,7 @@ fn real_ddp_capture_round_trips_and_phases() {
         assert!(w
             .ladder
             .iter()
-            .any(|s| s.what.to_string().starts_with("RDMA READ request")));
+            .any(|s| matches!(s.what, StepWhat::RdmaReadRequest { .. })));
     }
     let reads: Vec<_> = txns
         .iter()

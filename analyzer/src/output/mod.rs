@@ -3,6 +3,7 @@
 //! datasets. Each is a pipeline [`Sink`](crate::pipeline::Sink).
 
 pub mod dataset;
+pub mod describe;
 pub mod escape;
 pub mod exporter;
 pub mod filter;
@@ -14,6 +15,7 @@ pub mod out;
 pub mod report;
 pub mod schema;
 pub mod stats;
+pub mod view;
 
 pub use filter::Filter;
 pub use report::Report;

@@ -19,6 +19,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::stats::Summary;
+use super::view::TransactionView;
 pub use crate::diagnosis::timeline::{ClientTimeline, Outage, TimelineEntry};
 use crate::diagnosis::Cause;
 use crate::engine::{
@@ -41,14 +42,14 @@ pub struct TransactionLine<'a> {
     pub line_type: Option<&'static str>,
     /// The transaction.
     #[serde(flatten)]
-    pub transaction: &'a Transaction,
+    pub transaction: TransactionView<'a>,
     /// `live` only: who saw it (the wire, each kernel).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sources: Option<Vec<Origin>>,
     /// `live` only: what each kernel saw (the line's own fields are the
     /// wire's view when the wire saw it, else the first kernel's).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub probes: Option<BTreeMap<Origin, &'a Transaction>>,
+    pub probes: Option<BTreeMap<Origin, TransactionView<'a>>>,
 }
 
 impl<'a> TransactionLine<'a> {
@@ -57,7 +58,7 @@ impl<'a> TransactionLine<'a> {
         TransactionLine {
             schema_version: SCHEMA_VERSION,
             line_type: None,
-            transaction: t,
+            transaction: TransactionView::from(t),
             sources: None,
             probes: None,
         }
@@ -73,7 +74,7 @@ impl<'a> TransactionLine<'a> {
                 std::iter::once(t)
                     .chain(&t.views)
                     .filter(|v| v.origin != Origin::Wire)
-                    .map(|v| (v.origin, v))
+                    .map(|v| (v.origin, TransactionView::from(v)))
                     .collect(),
             ),
             ..TransactionLine::new(t)

@@ -13,7 +13,7 @@
 //!  Event::End ──► unanswered calls
 //! ```
 //!
-//! `keys`, `model`, `describe`, `fill`, `histogram`, `anomaly`, `cm` and `kernel/event` are
+//! `keys`, `model`, `fill`, `histogram`, `anomaly`, `cm` and `kernel/event` are
 //! leaves that `wire/` and `kernel/` share; neither of those two imports
 //! the other, and inside `wire/` the files share only `wire/state` and the
 //! plain parts `wire/qp` and `wire/cost`. `checks/` judges (pure functions
@@ -29,7 +29,6 @@ pub mod anomaly;
 pub mod budget;
 mod checks;
 mod cm;
-mod describe;
 mod fill;
 mod findings;
 pub mod histogram;

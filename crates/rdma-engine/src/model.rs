@@ -1,7 +1,7 @@
 //! The engine's output model: what a front end reads of a connection and
 //! of a transaction. Plain data, with the few rules that keep it consistent
 //! (a capped ladder, a thinned credit series); the words it is shown in are
-//! in `describe`.
+//! the output layer's (`analyzer/src/output/describe.rs`).
 
 use rdma_dissectors::rpcrdma::Segment;
 use rdma_dissectors::rpcrdma_cm::{CmPrivateData, Negotiated, RpcRdmaCmPrivate};
@@ -115,8 +115,7 @@ impl SegmentUse {
 }
 
 /// One step of the ladder diagram.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LadderStep {
     /// Frame number.
     pub frame: u64,
@@ -130,8 +129,9 @@ pub struct LadderStep {
 
 /// What a ladder step was. Kept as numbers and put into words only when
 /// shown (TUI, JSON), so that following a transaction formats nothing.
+/// Exhaustive on purpose: the output layer words every variant, and a new
+/// one should fail to build there rather than fall into a wildcard.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum StepWhat {
     /// The call's Send (its last packet).
     CallSend {
@@ -233,8 +233,9 @@ pub enum StepWhat {
 /// The call's RPC-over-RDMA header, shown in words. A wire call keeps the
 /// header's bytes and decodes them again when shown, so that following a
 /// call writes out none of its chunk lists.
+///
+/// Exhaustive for the same reason as [`StepWhat`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum CallHeader {
     /// The transport header as it came off the wire (fixed part and chunk lists).
     Wire(Box<[u8]>),
@@ -257,11 +258,10 @@ pub struct Phases {
 }
 
 /// A completed (or abandoned) RPC transaction.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Transaction {
     /// Who saw it. Probe transactions number their "frames" by probe record.
     /// (In JSON, `live` says who saw a line in `sources`.)
-    #[serde(skip)]
     pub origin: Origin,
     /// Connection.
     pub connection: ConnId,
@@ -388,7 +388,6 @@ pub struct Transaction {
     /// The other views of this XID joined into this one (live mode with
     /// probes): each kernel's, when this is the wire's (see `Config::merge`).
     /// (In JSON, `live` writes them under `probes`.)
-    #[serde(skip)]
     pub views: Vec<Transaction>,
 }
 

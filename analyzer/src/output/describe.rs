@@ -1,15 +1,27 @@
-//! Presentation: ladder steps and call headers put into words. The engine keeps numbers and bytes; these run only when a front
-//! end shows a transaction.
+//! Presentation: ladder steps and call headers put into words. The engine
+//! keeps numbers and bytes; these run only when a front end shows a
+//! transaction (the TUI's detail screen, the JSON views).
+
+use std::borrow::Cow;
 
 use rdma_dissectors::rpcrdma::{self, RpcRdmaHeader};
-use serde::Serialize;
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::{Serialize, Serializer};
 
-use super::kernel::event::SegKind;
-use super::model::{CallHeader, StepWhat};
+use crate::engine::kernel::event::SegKind;
+use crate::engine::{CallHeader, StepWhat};
 
-impl std::fmt::Display for StepWhat {
+/// A ladder step in words (`RDMA READ request rkey 0x1234 va 0x... len 4096`).
+#[derive(Debug, Clone, Copy)]
+pub struct StepWords<'a>(pub &'a StepWhat);
+
+/// The call's RPC-over-RDMA header in words: procedure, credits, chunk lists.
+#[derive(Debug, Clone, Copy)]
+pub struct HeaderWords<'a>(pub &'a CallHeader);
+
+impl std::fmt::Display for StepWords<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
+        match self.0 {
             StepWhat::CallSend { bytes, invalidate } => {
                 write!(f, "call Send {bytes} bytes")?;
                 if let Some(k) = invalidate {
@@ -96,28 +108,28 @@ impl std::fmt::Display for StepWhat {
     }
 }
 
-impl Serialize for StepWhat {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+impl Serialize for StepWords<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
     }
 }
 
-impl schemars::JsonSchema for StepWhat {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
+impl JsonSchema for StepWords<'_> {
+    fn schema_name() -> Cow<'static, str> {
         "StepWhat".into()
     }
 
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
             "description": "What a ladder step was, in words (`RDMA READ request rkey 0x1234 va 0x... len 4096`).",
             "type": "string"
         })
     }
 }
 
-impl std::fmt::Display for CallHeader {
+impl std::fmt::Display for HeaderWords<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
+        match self.0 {
             CallHeader::Wire(b) => match RpcRdmaHeader::parse(b) {
                 Ok((h, _)) => describe_header(&h, f),
                 // Kept only after it parsed once; say so rather than guess.
@@ -128,19 +140,19 @@ impl std::fmt::Display for CallHeader {
     }
 }
 
-impl Serialize for CallHeader {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+impl Serialize for HeaderWords<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
     }
 }
 
-impl schemars::JsonSchema for CallHeader {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
+impl JsonSchema for HeaderWords<'_> {
+    fn schema_name() -> Cow<'static, str> {
         "CallHeader".into()
     }
 
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
             "description": "The call's RPC-over-RDMA header in words: procedure, credits, chunk lists.",
             "type": "string"
         })
@@ -188,7 +200,7 @@ fn write_segment(f: &mut std::fmt::Formatter<'_>, s: &rpcrdma::Segment) -> std::
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::event::ChunkType;
+    use crate::engine::kernel::event::ChunkType;
 
     /// The kernel side's steps read as they did when they were formatted
     /// as they happened (live JSON and the TUI show these words).
@@ -266,7 +278,7 @@ mod tests {
             ),
         ];
         for (step, words) in cases {
-            assert_eq!(step.to_string(), words, "{step:?}");
+            assert_eq!(StepWords(&step).to_string(), words, "{step:?}");
         }
     }
 }

@@ -1,0 +1,8 @@
+//! The records as the JSON and its JSON Schema show them: views that
+//! borrow the engine's plain data and say how each field is written. The
+//! engine's types carry no serde or schemars derives of their own for
+//! what is moved here; the documents in [`super::schema`] wrap these.
+
+pub mod transaction;
+
+pub use transaction::{LadderStepView, TransactionView};
