@@ -19,7 +19,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::stats::Summary;
-use super::view::TransactionView;
+use super::view::{AnomalyView, TransactionView};
 pub use crate::diagnosis::timeline::{ClientTimeline, Outage, TimelineEntry};
 use crate::diagnosis::Cause;
 use crate::engine::{
@@ -93,7 +93,7 @@ pub struct AnomalyLine<'a> {
     pub line_type: Option<&'static str>,
     /// The anomaly.
     #[serde(flatten)]
-    pub anomaly: &'a Anomaly,
+    pub anomaly: AnomalyView<'a>,
     /// How much it matters.
     pub severity: Severity,
     /// The RFC (or IBA) section it breaks or concerns.
@@ -109,7 +109,7 @@ impl<'a> AnomalyLine<'a> {
         AnomalyLine {
             schema_version: SCHEMA_VERSION,
             line_type: None,
-            anomaly: a,
+            anomaly: AnomalyView::from(a),
             severity: a.kind.severity(),
             rfc: a.kind.rfc(),
             sources: None,

@@ -331,7 +331,7 @@ impl Severity {
 }
 
 /// One finding, with everything needed to locate it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Anomaly {
     /// Stable kind.
     pub kind: Kind,

@@ -65,8 +65,7 @@ pub enum ChunkKind {
 }
 
 /// One advertised segment and what happened to it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SegmentUse {
     /// Which list.
     pub kind: ChunkKind,
@@ -244,8 +243,7 @@ pub enum CallHeader {
 }
 
 /// Time spent in each phase of a transaction (see the round-trips draft).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Phases {
     /// Call received to the responder's first RDMA operation (or to the reply).
     pub until_first_rdma_ns: Option<u64>,

@@ -110,8 +110,7 @@ impl schemars::JsonSchema for Stable {
 /// an NFSv4 COMPOUND): the byte range and what the reply said of the data.
 /// Each field is `None` when the bytes that carry it were not seen (a snap
 /// length, a Long Call or Reply, no reply) or the reply failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NfsIo {
     /// `READ`, `READ_PLUS`, `WRITE` or `COMMIT`.
     pub op: &'static str,

@@ -3,6 +3,8 @@
 //! engine's types carry no serde or schemars derives of their own for
 //! what is moved here; the documents in [`super::schema`] wrap these.
 
+pub mod anomaly;
 pub mod transaction;
 
-pub use transaction::{LadderStepView, TransactionView};
+pub use anomaly::AnomalyView;
+pub use transaction::{LadderStepView, NfsIoView, PhasesView, SegmentUseView, TransactionView};

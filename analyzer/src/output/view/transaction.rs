@@ -7,7 +7,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::engine::{
-    ConnId, FileHandle, Kind, LadderStep, NfsIo, Phases, SegmentUse, Transaction, Transfer,
+    ChunkKind, ConnId, FileHandle, Kind, LadderStep, NfsIo, Phases, SegmentUse, Stable,
+    Transaction, Transfer,
 };
 use crate::output::describe::{HeaderWords, StepWords};
 
@@ -71,7 +72,7 @@ pub struct TransactionView<'a> {
     /// Calls outstanding on the connection when this one was sent (itself included).
     pub in_flight_at_call: &'a u32,
     /// Advertised segments and their use.
-    pub chunks: &'a Vec<SegmentUse>,
+    pub chunks: Vec<SegmentUseView<'a>>,
     /// R_Key the reply invalidated (Send With Invalidate).
     pub remote_invalidated_rkey: &'a Option<u32>,
     /// Internode round trips (1 inline; +1 for RDMA Read; +1 for RDMA Write).
@@ -79,7 +80,7 @@ pub struct TransactionView<'a> {
     /// Responder interrupts (1, +1 per RDMA phase it waited for).
     pub responder_interrupts: &'a u8,
     /// Measured phases.
-    pub phases: &'a Phases,
+    pub phases: PhasesView<'a>,
     /// RPC reply status (accept_stat, or denied).
     pub reply_status: &'a Option<String>,
     /// NFS status of the reply, by name (`NFS3_OK`, `NFS3ERR_JUKEBOX`,
@@ -102,7 +103,7 @@ pub struct TransactionView<'a> {
     pub nfs_fh_hash: &'a Option<u32>,
     /// The byte range of an NFS READ, WRITE or COMMIT and what the reply
     /// said of the data; `None` for other calls.
-    pub nfs_io: &'a Option<NfsIo>,
+    pub nfs_io: Option<NfsIoView<'a>>,
     /// This call retries one the server answered NFS3ERR_JUKEBOX or
     /// NFS4ERR_DELAY: that call's XID (same client, procedure, file handle
     /// and byte range, sent within 30 s of the error reply).
@@ -167,17 +168,17 @@ impl<'a> From<&'a Transaction> for TransactionView<'a> {
             credits_requested: &t.credits_requested,
             credits_granted: &t.credits_granted,
             in_flight_at_call: &t.in_flight_at_call,
-            chunks: &t.chunks,
+            chunks: t.chunks.iter().map(SegmentUseView::from).collect(),
             remote_invalidated_rkey: &t.remote_invalidated_rkey,
             round_trips: &t.round_trips,
             responder_interrupts: &t.responder_interrupts,
-            phases: &t.phases,
+            phases: PhasesView::from(&t.phases),
             reply_status: &t.reply_status,
             nfs_status: &t.nfs_status,
             nfs_failed_op: &t.nfs_failed_op,
             nfs_fh: &t.nfs_fh,
             nfs_fh_hash: &t.nfs_fh_hash,
-            nfs_io: &t.nfs_io,
+            nfs_io: t.nfs_io.as_ref().map(NfsIoView::from),
             retry_of_xid: &t.retry_of_xid,
             retry_of_connection: &t.retry_of_connection,
             retry_wait_us: &t.retry_wait_us,
@@ -217,6 +218,115 @@ impl<'a> From<&'a LadderStep> for LadderStepView<'a> {
             offset_ns: s.offset_ns,
             from_client: s.from_client,
             what: StepWords(&s.what),
+        }
+    }
+}
+
+/// One advertised segment and what happened to it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename = "SegmentUse")]
+#[schemars(deny_unknown_fields)]
+pub struct SegmentUseView<'a> {
+    /// Which list.
+    pub kind: &'a ChunkKind,
+    /// Chunk index within its list (write list); 0 otherwise.
+    pub chunk: &'a u32,
+    /// Read chunk position (read list only).
+    pub position: &'a Option<u32>,
+    /// STag / R_Key.
+    pub handle: &'a u32,
+    /// Advertised length.
+    pub length: &'a u32,
+    /// Advertised offset (VA).
+    pub offset: &'a u64,
+    /// Bytes moved by RDMA Read or Write into or out of it.
+    pub bytes_moved: &'a u64,
+    /// Length the responder reported in its reply's write list or reply chunk.
+    pub reported_length: &'a Option<u32>,
+    /// Frames of the RDMA operations that moved it (first ones, capped).
+    pub frames: &'a Vec<u64>,
+    /// Whether the reply's Send With Invalidate named this handle.
+    pub remotely_invalidated: &'a bool,
+}
+
+impl<'a> From<&'a SegmentUse> for SegmentUseView<'a> {
+    fn from(x: &'a SegmentUse) -> Self {
+        SegmentUseView {
+            kind: &x.kind,
+            chunk: &x.chunk,
+            position: &x.position,
+            handle: &x.handle,
+            length: &x.length,
+            offset: &x.offset,
+            bytes_moved: &x.bytes_moved,
+            reported_length: &x.reported_length,
+            frames: &x.frames,
+            remotely_invalidated: &x.remotely_invalidated,
+        }
+    }
+}
+
+/// Time spent in each phase of a transaction (see the round-trips draft).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename = "Phases")]
+#[schemars(deny_unknown_fields)]
+pub struct PhasesView<'a> {
+    /// Call received to the responder's first RDMA operation (or to the reply).
+    pub until_first_rdma_ns: &'a Option<u64>,
+    /// First RDMA Read request to last Read response.
+    pub read_ns: &'a Option<u64>,
+    /// First to last RDMA Write.
+    pub write_ns: &'a Option<u64>,
+    /// Last RDMA operation to the reply.
+    pub reply_after_rdma_ns: &'a Option<u64>,
+}
+
+impl<'a> From<&'a Phases> for PhasesView<'a> {
+    fn from(x: &'a Phases) -> Self {
+        PhasesView {
+            until_first_rdma_ns: &x.until_first_rdma_ns,
+            read_ns: &x.read_ns,
+            write_ns: &x.write_ns,
+            reply_after_rdma_ns: &x.reply_after_rdma_ns,
+        }
+    }
+}
+
+/// An NFS READ, WRITE or COMMIT (NFSv3 procedure, or the first such op of
+/// an NFSv4 COMPOUND): the byte range and what the reply said of the data.
+/// Each field is `None` when the bytes that carry it were not seen (a snap
+/// length, a Long Call or Reply, no reply) or the reply failed.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename = "NfsIo")]
+#[schemars(deny_unknown_fields)]
+pub struct NfsIoView<'a> {
+    /// `READ`, `READ_PLUS`, `WRITE` or `COMMIT`.
+    pub op: &'a &'static str,
+    /// The first byte of the range.
+    pub offset: &'a Option<u64>,
+    /// Bytes asked for (READ), sent (WRITE: the data's length, inline or
+    /// in a Read chunk), or to commit (COMMIT: 0 is to the end of the file).
+    pub count: &'a Option<u32>,
+    /// WRITE: how stable the client asked the data to be made.
+    pub stable: &'a Option<Stable>,
+    /// READ, WRITE: bytes the reply says were read or written.
+    pub reply_count: &'a Option<u32>,
+    /// READ: the reply says the end of the file was reached.
+    pub eof: &'a Option<bool>,
+    /// WRITE: how stable the server says it made the data.
+    pub committed: &'a Option<Stable>,
+}
+
+impl<'a> From<&'a NfsIo> for NfsIoView<'a> {
+    fn from(x: &'a NfsIo) -> Self {
+        NfsIoView {
+            op: &x.op,
+            offset: &x.offset,
+            count: &x.count,
+            stable: &x.stable,
+            reply_count: &x.reply_count,
+            eof: &x.eof,
+            committed: &x.committed,
         }
     }
 }
