@@ -13,6 +13,7 @@ use rdma_analyzer::engine::{
     Anomaly, ChunkKind, CmState, Config, ConnId, Engine, Event, Finding, Kind, Origin, StepWhat,
     Transaction, Transfer,
 };
+use rdma_analyzer::output::view::{EvictionsView, TotalsView};
 use rdma_analyzer::synth::prng::SplitMix64;
 use rdma_analyzer::synth::wire::{Node, Wire};
 use rdma_dissectors::ib::bth::{Bth, Opcode, Operation, Position};
@@ -501,13 +502,14 @@ struct CreditSummary {
     points: usize,
 }
 
-/// A compact, deterministic account of `engine.state()`.
+/// A compact, deterministic account of `engine.state()`, its counters as
+/// `report --json` writes them.
 #[derive(serde::Serialize)]
 struct StateSummary<'a> {
-    totals: &'a rdma_analyzer::engine::Totals,
+    totals: TotalsView,
     connections: Vec<ConnectionSummary>,
     anomaly_counts: &'a BTreeMap<Kind, u64>,
-    evictions: &'a rdma_analyzer::engine::Evictions,
+    evictions: EvictionsView,
 }
 
 fn summary(engine: &Engine) -> StateSummary<'_> {
@@ -552,10 +554,10 @@ fn summary(engine: &Engine) -> StateSummary<'_> {
         })
         .collect();
     StateSummary {
-        totals: &s.totals,
+        totals: TotalsView::from(&s.totals),
         connections,
         anomaly_counts: &s.anomaly_counts,
-        evictions: &s.evictions,
+        evictions: EvictionsView::from(&s.evictions),
     }
 }
 

@@ -11,6 +11,7 @@ use super::schema::{
     ProceduresOverCap, ReportDoc, ResponseTimes, SlowOperation, WriteChunks, SCHEMA_VERSION,
 };
 use super::stats::{Latency, Summary};
+use super::view::{EvictionsView, TotalsView};
 use crate::diagnosis::timeline::timeline;
 use crate::diagnosis::{Cause, Diagnosis};
 use crate::engine::{Carries, ConnId, Engine, Finding, Kind, Origin, State, Transaction, Transfer};
@@ -330,8 +331,8 @@ impl Report {
             slowest: self.slowest.clone(),
             timeline: timeline(state, |c| filter.connection(c)),
             operations: self.operation_rows(),
-            totals: state.totals.clone(),
-            evictions: state.evictions,
+            totals: TotalsView::from(&state.totals),
+            evictions: EvictionsView::from(&state.evictions),
             connections: state
                 .connections
                 .values()

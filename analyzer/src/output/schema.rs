@@ -19,12 +19,12 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::stats::Summary;
-use super::view::{AnomalyView, TransactionView};
+use super::view::{AnomalyView, CongestionView, EvictionsView, TotalsView, TransactionView};
 pub use crate::diagnosis::timeline::{ClientTimeline, Outage, TimelineEntry};
 use crate::diagnosis::Cause;
 use crate::engine::{
-    Anomaly, Carries, CmState, Congestion, ConnId, Connection, Evictions, Kind, Origin, QpKey,
-    Severity, Totals, Transaction, Transfer,
+    Anomaly, Carries, CmState, ConnId, Connection, Kind, Origin, QpKey, Severity, Transaction,
+    Transfer,
 };
 
 /// Version of every document and line described here. It grows when a key
@@ -219,7 +219,7 @@ pub struct ConnectionView {
     pub anomalies: u64,
     /// The fabric's congestion signals on its frames (ECN CE, CNPs,
     /// FECN/BECN): counts, time range (ns since the epoch), first frames.
-    pub congestion: Congestion,
+    pub congestion: CongestionView,
 }
 
 /// A connection's credit flow.
@@ -274,7 +274,7 @@ impl From<&Connection> for ConnectionView {
                 at_limit_ms: c.at_limit_ns as f64 / 1e6,
             }),
             anomalies: c.anomalies,
-            congestion: c.congestion.clone(),
+            congestion: CongestionView::from(&c.congestion),
         }
     }
 }
@@ -441,9 +441,9 @@ pub struct ReportDoc {
     /// Operations and transmissions by procedure.
     pub operations: Vec<Operations>,
     /// Counters over the whole capture.
-    pub totals: Totals,
+    pub totals: TotalsView,
     /// What the caps pushed out.
-    pub evictions: Evictions,
+    pub evictions: EvictionsView,
     /// Connections.
     pub connections: Vec<ConnectionView>,
     /// Latency by procedure and transfer mode.

@@ -45,7 +45,6 @@ use rdma_dissectors::ib::bth::{Bth, Opcode};
 use rdma_dissectors::ib::icrc::IcrcStatus;
 use rdma_dissectors::ib::Qpn;
 use rdma_dissectors::stack::{self, RpcRdmaDecode};
-use serde::Serialize;
 
 use wire::state::QpState;
 
@@ -146,8 +145,7 @@ pub enum Finding {
 }
 
 /// What the caps pushed out.
-#[derive(Debug, Clone, Copy, Default, Serialize, schemars::JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Evictions {
     /// Connections dropped to stay under `max_connections`.
     pub connections: u64,
@@ -166,8 +164,7 @@ pub struct Evictions {
 }
 
 /// Capture-wide counters.
-#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(Debug, Clone, Default)]
 pub struct Totals {
     /// Frames seen.
     pub frames: u64,

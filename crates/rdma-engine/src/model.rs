@@ -658,7 +658,7 @@ impl CmState {
 }
 
 /// One point of a connection's credit history.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CreditPoint {
     /// When (ns since the epoch).
     pub ts_ns: u64,
@@ -696,8 +696,7 @@ pub const CONGESTION_FRAMES: usize = 5;
 /// The fabric's congestion signals on one connection's frames: counters,
 /// the time range and the first few frames; a fixed size, whatever the
 /// number of marks.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Congestion {
     /// Frames whose IP ECN field is CE (RFC 3168 5): a switch marked them
     /// instead of dropping them.

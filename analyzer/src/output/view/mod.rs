@@ -4,7 +4,9 @@
 //! what is moved here; the documents in [`super::schema`] wrap these.
 
 pub mod anomaly;
+pub mod state;
 pub mod transaction;
 
 pub use anomaly::AnomalyView;
+pub use state::{CongestionView, EvictionsView, TotalsView};
 pub use transaction::{LadderStepView, NfsIoView, PhasesView, SegmentUseView, TransactionView};
