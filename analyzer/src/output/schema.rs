@@ -1,8 +1,8 @@
 //! The JSON the tool writes, as types: one definition per document and
-//! line, shared by every front end, with a [`SCHEMA_VERSION`]. The engine's
-//! model types (transactions, segments, anomalies, totals) are written as
-//! they are; the documents here add the version and what belongs to one
-//! output only. The JSON Schema in `schema/` is generated from these types
+//! line, shared by every front end, with a [`SCHEMA_VERSION`]. Records
+//! (transactions, segments, anomalies, totals) are written through their
+//! views in [`super::view`]; the documents here add the version and what
+//! belongs to one output only. The JSON Schema in `schema/` is generated from these types
 //! (`analyzer/tests/schema.rs` keeps it current and checks every output
 //! against it).
 //!
