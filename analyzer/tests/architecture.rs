@@ -209,6 +209,11 @@ fn the_engines_records_have_no_output_format() {
         "Evictions",
         "Congestion",
         "CreditPoint",
+        "Transfer",
+        "ChunkKind",
+        "Carries",
+        "Severity",
+        "Origin",
     ];
     let mut fs = Vec::new();
     rs_files_under(crate_src("rdma-engine"), &mut fs);

@@ -289,8 +289,8 @@ impl Report {
             .iter()
             .map(|((p, c, r), a)| PhaseTimes {
                 procedure: p.clone(),
-                call_transfer: *c,
-                reply_transfer: *r,
+                call_transfer: (*c).into(),
+                reply_transfer: (*r).into(),
                 server_before_data: some(&a.before),
                 data_movement: some(&a.data),
                 server_after_data: some(&a.after),
@@ -344,8 +344,8 @@ impl Report {
                 .into_iter()
                 .map(|(procedure, c, r, s)| ResponseTimes {
                     procedure,
-                    call_transfer: c,
-                    reply_transfer: r,
+                    call_transfer: c.into(),
+                    reply_transfer: r.into(),
                     latency: s,
                 })
                 .collect(),
@@ -378,7 +378,7 @@ impl Report {
                 .map(|(k, a)| KindSummary {
                     kind: *k,
                     rfc: k.rfc(),
-                    severity: k.severity(),
+                    severity: k.severity().into(),
                     count: a.count,
                     frames: a.frames.clone(),
                     example: a.example.clone(),
@@ -653,8 +653,8 @@ impl Report {
                 s,
                 "  {:<30} {:<12} {:<12} {:>7} {:>21} {:>21} {:>21} {:>21}",
                 name,
-                p.call_transfer.as_str(),
-                p.reply_transfer.as_str(),
+                Transfer::from(p.call_transfer).as_str(),
+                Transfer::from(p.reply_transfer).as_str(),
                 p.total.count,
                 ms(p.server_before_data),
                 ms(p.data_movement),

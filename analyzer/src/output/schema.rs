@@ -19,13 +19,13 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::stats::Summary;
-use super::view::{AnomalyView, CongestionView, EvictionsView, TotalsView, TransactionView};
+use super::view::{
+    AnomalyView, CarriesView, CongestionView, EvictionsView, OriginView, SeverityView, TotalsView,
+    TransactionView, TransferView,
+};
 pub use crate::diagnosis::timeline::{ClientTimeline, Outage, TimelineEntry};
 use crate::diagnosis::Cause;
-use crate::engine::{
-    Anomaly, Carries, CmState, ConnId, Connection, Kind, Origin, QpKey, Severity, Transaction,
-    Transfer,
-};
+use crate::engine::{Anomaly, CmState, ConnId, Connection, Kind, Origin, QpKey, Transaction};
 
 /// Version of every document and line described here. It grows when a key
 /// changes meaning or goes away; new keys may appear within a version.
@@ -45,11 +45,11 @@ pub struct TransactionLine<'a> {
     pub transaction: TransactionView<'a>,
     /// `live` only: who saw it (the wire, each kernel).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sources: Option<Vec<Origin>>,
+    pub sources: Option<Vec<OriginView>>,
     /// `live` only: what each kernel saw (the line's own fields are the
     /// wire's view when the wire saw it, else the first kernel's).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub probes: Option<BTreeMap<Origin, TransactionView<'a>>>,
+    pub probes: Option<BTreeMap<OriginView, TransactionView<'a>>>,
 }
 
 impl<'a> TransactionLine<'a> {
@@ -68,13 +68,13 @@ impl<'a> TransactionLine<'a> {
     pub fn live(t: &'a Transaction) -> Self {
         TransactionLine {
             line_type: Some("transaction"),
-            sources: Some(t.sources().collect()),
+            sources: Some(t.sources().map(OriginView::from).collect()),
             // Every kernel's view, the line's own when no wire saw it.
             probes: Some(
                 std::iter::once(t)
                     .chain(&t.views)
                     .filter(|v| v.origin != Origin::Wire)
-                    .map(|v| (v.origin, TransactionView::from(v)))
+                    .map(|v| (v.origin.into(), TransactionView::from(v)))
                     .collect(),
             ),
             ..TransactionLine::new(t)
@@ -95,12 +95,12 @@ pub struct AnomalyLine<'a> {
     #[serde(flatten)]
     pub anomaly: AnomalyView<'a>,
     /// How much it matters.
-    pub severity: Severity,
+    pub severity: SeverityView,
     /// The RFC (or IBA) section it breaks or concerns.
     pub rfc: &'static str,
     /// `live` only: `[origin]`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sources: Option<Vec<Origin>>,
+    pub sources: Option<Vec<OriginView>>,
 }
 
 impl<'a> AnomalyLine<'a> {
@@ -110,7 +110,7 @@ impl<'a> AnomalyLine<'a> {
             schema_version: SCHEMA_VERSION,
             line_type: None,
             anomaly: AnomalyView::from(a),
-            severity: a.kind.severity(),
+            severity: a.kind.severity().into(),
             rfc: a.kind.rfc(),
             sources: None,
         }
@@ -120,7 +120,7 @@ impl<'a> AnomalyLine<'a> {
     pub fn live(a: &'a Anomaly) -> Self {
         AnomalyLine {
             line_type: Some("anomaly"),
-            sources: Some(vec![a.origin]),
+            sources: Some(vec![a.origin.into()]),
             ..AnomalyLine::new(a)
         }
     }
@@ -177,7 +177,7 @@ pub struct ConnectionView {
     /// The fabric its addresses name: `RoCEv2`, `InfiniBand` or `RoCEv1`.
     pub fabric: Option<&'static str>,
     /// What it carries (null until the CM exchange or a Send says).
-    pub carries: Option<Carries>,
+    pub carries: Option<CarriesView>,
     /// The requester's QP, when known.
     pub client: Option<QpKey>,
     /// The responder's QP, when known.
@@ -245,7 +245,7 @@ impl From<&Connection> for ConnectionView {
         ConnectionView {
             id: c.id,
             fabric: c.fabric(),
-            carries: c.carries,
+            carries: c.carries.map(CarriesView::from),
             client: c.client,
             server: c.server,
             cm_state: c.cm_state,
@@ -286,9 +286,9 @@ pub struct ResponseTimes {
     /// `NFSv3 READ`, `nfs4 COMPOUND(...)`.
     pub procedure: String,
     /// How the calls travelled.
-    pub call_transfer: Transfer,
+    pub call_transfer: TransferView,
     /// How the replies travelled.
-    pub reply_transfer: Transfer,
+    pub reply_transfer: TransferView,
     /// The latency summary.
     pub latency: Summary,
 }
@@ -343,7 +343,7 @@ pub struct KindSummary {
     /// The RFC (or IBA) section.
     pub rfc: &'static str,
     /// How much it matters.
-    pub severity: Severity,
+    pub severity: SeverityView,
     /// How many.
     pub count: u64,
     /// The first frames.
@@ -373,9 +373,9 @@ pub struct PhaseTimes {
     /// The procedure.
     pub procedure: String,
     /// How the calls travelled.
-    pub call_transfer: Transfer,
+    pub call_transfer: TransferView,
     /// How the replies travelled.
-    pub reply_transfer: Transfer,
+    pub reply_transfer: TransferView,
     /// The server before the data moves: the call's arrival to its first
     /// RDMA Read or Write (to the reply when no data moved by RDMA).
     pub server_before_data: Option<Summary>,

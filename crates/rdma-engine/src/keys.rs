@@ -197,20 +197,7 @@ pub(crate) enum KernelConnKey {
 
 /// Who saw a transaction or an anomaly: the wire, or one side's kernel
 /// through the probes.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    Default,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    schemars::JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Origin {
     /// Packet capture.
     #[default]

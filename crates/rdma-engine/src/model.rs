@@ -13,10 +13,7 @@ use super::nfsio::{FileHandle, NfsIo};
 use super::Kind;
 
 /// How a call or a reply travelled.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Transfer {
     /// The whole message in one Send.
     Inline,
@@ -53,8 +50,7 @@ impl Transfer {
 }
 
 /// Which list a segment was advertised in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ChunkKind {
     /// Read list (the responder RDMA Reads it).
     Read,
@@ -669,8 +665,7 @@ pub struct CreditPoint {
 }
 
 /// What a connection carries, as far as the capture tells.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Carries {
     /// RPC-over-RDMA: said by the CM exchange (RDMA-CM port 20049, RFC 8797
     /// private data) or by a message that decoded as one.

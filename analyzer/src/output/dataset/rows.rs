@@ -407,7 +407,7 @@ impl<'a> From<&'a ConnectionView> for ConnRow<'a> {
             client: QpRow::of(&c.client),
             server: QpRow::of(&c.server),
             fabric: c.fabric,
-            carries: c.carries.map(Carries::as_str),
+            carries: c.carries.map(|k| Carries::from(k).as_str()),
             cm_state: c.cm_state.as_str(),
             port: c.port,
             path_mtu: c.path_mtu,

@@ -5,7 +5,8 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::engine::{Anomaly, ConnId, Kind, Origin};
+use crate::engine::{Anomaly, ConnId, Kind};
+use crate::output::view::OriginView;
 
 /// One finding, with everything needed to locate it.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -15,7 +16,7 @@ pub struct AnomalyView<'a> {
     pub kind: &'a Kind,
     /// Who saw it: the wire, or one side's kernel (whose "frames" are
     /// probe record numbers).
-    pub origin: &'a Origin,
+    pub origin: OriginView,
     /// When it was found: the time of the frame, probe record or tick that
     /// revealed it (ns since the epoch); `None` when the engine had seen no
     /// time yet.
@@ -34,7 +35,7 @@ impl<'a> From<&'a Anomaly> for AnomalyView<'a> {
     fn from(x: &'a Anomaly) -> Self {
         AnomalyView {
             kind: &x.kind,
-            origin: &x.origin,
+            origin: x.origin.into(),
             ts_ns: &x.ts_ns,
             frames: &x.frames,
             connection: &x.connection,

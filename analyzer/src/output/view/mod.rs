@@ -4,9 +4,11 @@
 //! what is moved here; the documents in [`super::schema`] wrap these.
 
 pub mod anomaly;
+pub mod names;
 pub mod state;
 pub mod transaction;
 
 pub use anomaly::AnomalyView;
+pub use names::{CarriesView, ChunkKindView, OriginView, SeverityView, TransferView};
 pub use state::{CongestionView, EvictionsView, TotalsView};
 pub use transaction::{LadderStepView, NfsIoView, PhasesView, SegmentUseView, TransactionView};

@@ -7,10 +7,10 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::engine::{
-    ChunkKind, ConnId, FileHandle, Kind, LadderStep, NfsIo, Phases, SegmentUse, Stable,
-    Transaction, Transfer,
+    ConnId, FileHandle, Kind, LadderStep, NfsIo, Phases, SegmentUse, Stable, Transaction,
 };
 use crate::output::describe::{HeaderWords, StepWords};
+use crate::output::view::{ChunkKindView, TransferView};
 
 /// A completed (or abandoned) RPC transaction.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -41,9 +41,9 @@ pub struct TransactionView<'a> {
     /// Procedure number.
     pub proc: &'a Option<u32>,
     /// How the call travelled.
-    pub call_transfer: &'a Transfer,
+    pub call_transfer: TransferView,
     /// How the reply travelled.
-    pub reply_transfer: &'a Transfer,
+    pub reply_transfer: TransferView,
     /// Bytes of the call Send.
     pub call_len: &'a u32,
     /// Bytes of the reply Send.
@@ -155,8 +155,8 @@ impl<'a> From<&'a Transaction> for TransactionView<'a> {
             version: &t.version,
             procedure: &t.procedure,
             proc: &t.proc,
-            call_transfer: &t.call_transfer,
-            reply_transfer: &t.reply_transfer,
+            call_transfer: t.call_transfer.into(),
+            reply_transfer: t.reply_transfer.into(),
             call_len: &t.call_len,
             reply_len: &t.reply_len,
             latency_us: &t.latency_us,
@@ -228,7 +228,7 @@ impl<'a> From<&'a LadderStep> for LadderStepView<'a> {
 #[schemars(deny_unknown_fields)]
 pub struct SegmentUseView<'a> {
     /// Which list.
-    pub kind: &'a ChunkKind,
+    pub kind: ChunkKindView,
     /// Chunk index within its list (write list); 0 otherwise.
     pub chunk: &'a u32,
     /// Read chunk position (read list only).
@@ -252,7 +252,7 @@ pub struct SegmentUseView<'a> {
 impl<'a> From<&'a SegmentUse> for SegmentUseView<'a> {
     fn from(x: &'a SegmentUse) -> Self {
         SegmentUseView {
-            kind: &x.kind,
+            kind: x.kind.into(),
             chunk: &x.chunk,
             position: &x.position,
             handle: &x.handle,
