@@ -214,6 +214,7 @@ fn the_engines_records_have_no_output_format() {
         "Carries",
         "Severity",
         "Origin",
+        "Kind",
     ];
     let mut fs = Vec::new();
     rs_files_under(crate_src("rdma-engine"), &mut fs);
@@ -226,7 +227,8 @@ fn the_engines_records_have_no_output_format() {
             for t in plain {
                 let defines = [format!("pub struct {t} "), format!("pub enum {t} ")]
                     .iter()
-                    .any(|d| line.starts_with(d.as_str()));
+                    // `Kind` is written inside the macro that reads its table.
+                    .any(|d| line.trim_start().starts_with(d.as_str()));
                 // The attributes right above the definition.
                 let derives = defines.then(|| {
                     lines[..n]

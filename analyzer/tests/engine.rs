@@ -13,7 +13,7 @@ use rdma_analyzer::engine::{
     Anomaly, ChunkKind, CmState, Config, ConnId, Engine, Event, Finding, Kind, Origin, StepWhat,
     Transaction, Transfer,
 };
-use rdma_analyzer::output::view::{EvictionsView, TotalsView};
+use rdma_analyzer::output::view::{EvictionsView, KindView, TotalsView};
 use rdma_analyzer::synth::prng::SplitMix64;
 use rdma_analyzer::synth::wire::{Node, Wire};
 use rdma_dissectors::ib::bth::{Bth, Opcode, Operation, Position};
@@ -505,14 +505,14 @@ struct CreditSummary {
 /// A compact, deterministic account of `engine.state()`, its counters as
 /// `report --json` writes them.
 #[derive(serde::Serialize)]
-struct StateSummary<'a> {
+struct StateSummary {
     totals: TotalsView,
     connections: Vec<ConnectionSummary>,
-    anomaly_counts: &'a BTreeMap<Kind, u64>,
+    anomaly_counts: BTreeMap<KindView, u64>,
     evictions: EvictionsView,
 }
 
-fn summary(engine: &Engine) -> StateSummary<'_> {
+fn summary(engine: &Engine) -> StateSummary {
     let s = engine.state();
     let connections = s
         .connections
@@ -556,7 +556,11 @@ fn summary(engine: &Engine) -> StateSummary<'_> {
     StateSummary {
         totals: TotalsView::from(&s.totals),
         connections,
-        anomaly_counts: &s.anomaly_counts,
+        anomaly_counts: s
+            .anomaly_counts
+            .iter()
+            .map(|(k, n)| (KindView::from(*k), *n))
+            .collect(),
         evictions: EvictionsView::from(&s.evictions),
     }
 }

@@ -376,7 +376,7 @@ impl Report {
                 .kinds
                 .iter()
                 .map(|(k, a)| KindSummary {
-                    kind: *k,
+                    kind: (*k).into(),
                     rfc: k.rfc(),
                     severity: k.severity().into(),
                     count: a.count,

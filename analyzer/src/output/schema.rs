@@ -20,12 +20,12 @@ use serde::Serialize;
 
 use super::stats::Summary;
 use super::view::{
-    AnomalyView, CarriesView, CongestionView, EvictionsView, OriginView, SeverityView, TotalsView,
-    TransactionView, TransferView,
+    AnomalyView, CarriesView, CongestionView, EvictionsView, KindView, OriginView, SeverityView,
+    TotalsView, TransactionView, TransferView,
 };
 pub use crate::diagnosis::timeline::{ClientTimeline, Outage, TimelineEntry};
 use crate::diagnosis::Cause;
-use crate::engine::{Anomaly, CmState, ConnId, Connection, Kind, Origin, QpKey, Transaction};
+use crate::engine::{Anomaly, CmState, ConnId, Connection, Origin, QpKey, Transaction};
 
 /// Version of every document and line described here. It grows when a key
 /// changes meaning or goes away; new keys may appear within a version.
@@ -339,7 +339,7 @@ pub struct WriteChunks {
 #[schemars(deny_unknown_fields)]
 pub struct KindSummary {
     /// The kind.
-    pub kind: Kind,
+    pub kind: KindView,
     /// The RFC (or IBA) section.
     pub rfc: &'static str,
     /// How much it matters.

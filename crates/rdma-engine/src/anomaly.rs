@@ -4,8 +4,6 @@
 //! Kinds are stable strings (scripts match on them): add new ones, never
 //! rename existing ones.
 
-use serde::Serialize;
-
 use super::keys::{ConnId, Origin};
 
 /// Writes `Kind` and everything known about each kind from one table, so a
@@ -21,15 +19,12 @@ macro_rules! kinds {
         }
     ),* $(,)?) => {
         /// What was found. The `as_str` names are a stable interface.
-        #[derive(
-            Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
-        )]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         // Not `non_exhaustive`: the front ends match kinds, and a new kind
         // should stop their build until it is handled.
         pub enum Kind {
             $(
                 $(#[doc = $doc])*
-                #[serde(rename = $name)]
                 $kind,
             )*
         }
@@ -69,7 +64,13 @@ macro_rules! kinds {
     };
 }
 
-kinds! {
+/// The table of kinds, handed to a macro: `kinds!` writes [`Kind`] from it
+/// here, and the output layer its JSON names and schema, so that a new kind
+/// is still one row.
+#[macro_export]
+macro_rules! with_kind_table {
+    ($m:ident) => {
+        $m! {
     /// More calls outstanding than the responder granted (RFC 8166 §3.3.1).
     CreditOverrun = "credit_overrun" {
         section: "RFC 8166 3.3.1",
@@ -291,7 +292,11 @@ kinds! {
         severity: Warning,
         explanation: "A call sent again on a new connection after the one it waited on was torn down: one operation, the application waited across the outage.",
     },
+        }
+    };
 }
+
+with_kind_table!(kinds);
 
 impl Kind {
     /// The kind's position in `ALL`: a bit or a slot per kind.

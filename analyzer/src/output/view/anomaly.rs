@@ -5,15 +5,15 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::engine::{Anomaly, ConnId, Kind};
-use crate::output::view::OriginView;
+use crate::engine::{Anomaly, ConnId};
+use crate::output::view::{KindView, OriginView};
 
 /// One finding, with everything needed to locate it.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename = "Anomaly")]
 pub struct AnomalyView<'a> {
     /// Stable kind.
-    pub kind: &'a Kind,
+    pub kind: KindView,
     /// Who saw it: the wire, or one side's kernel (whose "frames" are
     /// probe record numbers).
     pub origin: OriginView,
@@ -34,7 +34,7 @@ pub struct AnomalyView<'a> {
 impl<'a> From<&'a Anomaly> for AnomalyView<'a> {
     fn from(x: &'a Anomaly) -> Self {
         AnomalyView {
-            kind: &x.kind,
+            kind: x.kind.into(),
             origin: x.origin.into(),
             ts_ns: &x.ts_ns,
             frames: &x.frames,

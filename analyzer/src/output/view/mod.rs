@@ -9,6 +9,6 @@ pub mod state;
 pub mod transaction;
 
 pub use anomaly::AnomalyView;
-pub use names::{CarriesView, ChunkKindView, OriginView, SeverityView, TransferView};
+pub use names::{CarriesView, ChunkKindView, KindView, OriginView, SeverityView, TransferView};
 pub use state::{CongestionView, EvictionsView, TotalsView};
 pub use transaction::{LadderStepView, NfsIoView, PhasesView, SegmentUseView, TransactionView};

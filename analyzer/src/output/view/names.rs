@@ -6,7 +6,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::engine::{Carries, ChunkKind, Origin, Severity, Transfer};
+use crate::engine::{Carries, ChunkKind, Kind, Origin, Severity, Transfer};
 
 /// How a call or a reply travelled.
 #[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
@@ -197,6 +197,36 @@ impl From<OriginView> for Origin {
     }
 }
 
+/// Writes [`KindView`] from the engine's table of kinds: the JSON name of
+/// each kind is its stable name, its schema description its doc comment.
+macro_rules! kind_view {
+    ($(
+        $(#[doc = $doc:literal])*
+        $kind:ident = $name:literal { $($row:tt)* }
+    ),* $(,)?) => {
+        /// What was found. The `as_str` names are a stable interface.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, JsonSchema)]
+        #[serde(rename = "Kind")]
+        pub enum KindView {
+            $(
+                $(#[doc = $doc])*
+                #[serde(rename = $name)]
+                $kind,
+            )*
+        }
+
+        impl From<Kind> for KindView {
+            fn from(k: Kind) -> Self {
+                match k {
+                    $(Kind::$kind => KindView::$kind,)*
+                }
+            }
+        }
+    };
+}
+
+crate::engine::with_kind_table!(kind_view);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,6 +263,9 @@ mod tests {
         }
         for s in [Severity::Info, Severity::Warning, Severity::Error] {
             assert_eq!(json(SeverityView::from(s)), s.as_str());
+        }
+        for k in Kind::ALL {
+            assert_eq!(json(KindView::from(k)), k.as_str());
         }
         for c in [Carries::RpcRdma, Carries::Other] {
             assert_eq!(json(CarriesView::from(c)), c.as_str());

@@ -7,10 +7,10 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::engine::{
-    ConnId, FileHandle, Kind, LadderStep, NfsIo, Phases, SegmentUse, Stable, Transaction,
+    ConnId, FileHandle, LadderStep, NfsIo, Phases, SegmentUse, Stable, Transaction,
 };
 use crate::output::describe::{HeaderWords, StepWords};
-use crate::output::view::{ChunkKindView, TransferView};
+use crate::output::view::{ChunkKindView, KindView, TransferView};
 
 /// A completed (or abandoned) RPC transaction.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -120,7 +120,7 @@ pub struct TransactionView<'a> {
     /// order, so everything behind the lost packet on the QP waited for it.
     pub loss_delayed: &'a bool,
     /// Anomalies that concern this transaction.
-    pub anomalies: &'a Vec<Kind>,
+    pub anomalies: Vec<KindView>,
     /// The ladder diagram, in time order (capped at the first steps).
     pub ladder: Vec<LadderStepView<'a>>,
     /// Ladder steps left out by the cap.
@@ -184,7 +184,7 @@ impl<'a> From<&'a Transaction> for TransactionView<'a> {
             retry_wait_us: &t.retry_wait_us,
             congested: &t.congested,
             loss_delayed: &t.loss_delayed,
-            anomalies: &t.anomalies,
+            anomalies: t.anomalies.iter().copied().map(KindView::from).collect(),
             ladder: t.ladder.iter().map(LadderStepView::from).collect(),
             ladder_omitted: &t.ladder_omitted,
             call_header: HeaderWords(&t.call_header),
