@@ -215,6 +215,10 @@ fn the_engines_records_have_no_output_format() {
         "Severity",
         "Origin",
         "Kind",
+        "Addr",
+        "QpKey",
+        "FileHandle",
+        "Stable",
     ];
     let mut fs = Vec::new();
     rs_files_under(crate_src("rdma-engine"), &mut fs);
@@ -225,10 +229,14 @@ fn the_engines_records_have_no_output_format() {
         let lines: Vec<&str> = code.lines().collect();
         for (n, line) in lines.iter().enumerate() {
             for t in plain {
-                let defines = [format!("pub struct {t} "), format!("pub enum {t} ")]
-                    .iter()
-                    // `Kind` is written inside the macro that reads its table.
-                    .any(|d| line.trim_start().starts_with(d.as_str()));
+                let defines = [
+                    format!("pub struct {t} "),
+                    format!("pub struct {t}("),
+                    format!("pub enum {t} "),
+                ]
+                .iter()
+                // `Kind` is written inside the macro that reads its table.
+                .any(|d| line.trim_start().starts_with(d.as_str()));
                 // The attributes right above the definition.
                 let derives = defines.then(|| {
                     lines[..n]
@@ -239,8 +247,13 @@ fn the_engines_records_have_no_output_format() {
                         .any(|l| l.contains("Serialize") || l.contains("JsonSchema"))
                 });
                 found += usize::from(defines);
+                // Ids keep their `Display` (the engine's messages and the
+                // text output write them); ladder steps and headers are
+                // put into words by the output layer only.
+                let worded = ["StepWhat", "CallHeader"].contains(&t);
                 let implements = [" Serialize for ", "JsonSchema for ", "Display for "]
                     .iter()
+                    .filter(|i| worded || !i.starts_with("Display"))
                     .any(|i| line.contains(&format!("{i}{t} ")));
                 if derives == Some(true) || implements {
                     wrong.push(format!("{}:{}: {t}", f.display(), n + 1));

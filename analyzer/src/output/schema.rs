@@ -20,12 +20,12 @@ use serde::Serialize;
 
 use super::stats::Summary;
 use super::view::{
-    AnomalyView, CarriesView, CongestionView, EvictionsView, KindView, OriginView, SeverityView,
-    TotalsView, TransactionView, TransferView,
+    AnomalyView, CarriesView, CongestionView, EvictionsView, KindView, OriginView, QpKeyView,
+    SeverityView, TotalsView, TransactionView, TransferView,
 };
 pub use crate::diagnosis::timeline::{ClientTimeline, Outage, TimelineEntry};
 use crate::diagnosis::Cause;
-use crate::engine::{Anomaly, CmState, ConnId, Connection, Origin, QpKey, Transaction};
+use crate::engine::{Anomaly, CmState, ConnId, Connection, Origin, Transaction};
 
 /// Version of every document and line described here. It grows when a key
 /// changes meaning or goes away; new keys may appear within a version.
@@ -179,9 +179,9 @@ pub struct ConnectionView {
     /// What it carries (null until the CM exchange or a Send says).
     pub carries: Option<CarriesView>,
     /// The requester's QP, when known.
-    pub client: Option<QpKey>,
+    pub client: Option<QpKeyView>,
     /// The responder's QP, when known.
-    pub server: Option<QpKey>,
+    pub server: Option<QpKeyView>,
     /// Where the CM exchange stands (`not_seen`: the connection was found
     /// from its traffic; no CM exchange is in the capture).
     pub cm_state: CmState,
@@ -246,8 +246,8 @@ impl From<&Connection> for ConnectionView {
             id: c.id,
             fabric: c.fabric(),
             carries: c.carries.map(CarriesView::from),
-            client: c.client,
-            server: c.server,
+            client: c.client.map(QpKeyView::from),
+            server: c.server.map(QpKeyView::from),
             cm_state: c.cm_state,
             port: c.port,
             path_mtu: c.path_mtu,

@@ -93,28 +93,8 @@ impl std::fmt::Display for Addr {
     }
 }
 
-impl Serialize for Addr {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl schemars::JsonSchema for Addr {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Addr".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "description": "A port as the wire names it: an IP address (RoCEv2), `lid:` and the decimal LID (native InfiniBand), or `gid:` and the GID in IPv6 notation within brackets (RoCEv1).",
-            "type": "string"
-        })
-    }
-}
-
 /// A queue pair as the wire names it: the port's address and its QP number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct QpKey {
     /// The port that owns the QP.
     pub addr: Addr,

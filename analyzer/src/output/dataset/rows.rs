@@ -21,10 +21,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_arrow::schema::{SchemaLike, TracingOptions};
 
 use crate::diagnosis::Cause;
-use crate::engine::{
-    Anomaly, Carries, ChunkKind, ConnId, Kind, NfsIo, QpKey, SegmentUse, Transaction,
-};
+use crate::engine::{Anomaly, Carries, ChunkKind, ConnId, Kind, NfsIo, SegmentUse, Transaction};
 use crate::output::schema::{ConnectionView, PrivateData};
+use crate::output::view::QpKeyView;
 
 /// A table whose rows are a view type.
 pub(super) trait View {
@@ -348,9 +347,9 @@ struct QpRow<'a> {
 }
 
 impl<'a> QpRow<'a> {
-    fn of(q: &'a Option<QpKey>) -> Option<Self> {
+    fn of(q: &'a Option<QpKeyView>) -> Option<Self> {
         q.as_ref().map(|q| QpRow {
-            addr: Some(Shown(&q.addr)),
+            addr: Some(Shown(&q.addr.0)),
             qpn: Some(q.qpn),
         })
     }

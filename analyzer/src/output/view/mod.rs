@@ -4,11 +4,13 @@
 //! what is moved here; the documents in [`super::schema`] wrap these.
 
 pub mod anomaly;
+pub mod ids;
 pub mod names;
 pub mod state;
 pub mod transaction;
 
 pub use anomaly::AnomalyView;
+pub use ids::{AddrView, FileHandleView, QpKeyView, StableView};
 pub use names::{CarriesView, ChunkKindView, KindView, OriginView, SeverityView, TransferView};
 pub use state::{CongestionView, EvictionsView, TotalsView};
 pub use transaction::{LadderStepView, NfsIoView, PhasesView, SegmentUseView, TransactionView};

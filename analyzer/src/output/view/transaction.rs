@@ -6,11 +6,9 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::engine::{
-    ConnId, FileHandle, LadderStep, NfsIo, Phases, SegmentUse, Stable, Transaction,
-};
+use crate::engine::{ConnId, LadderStep, NfsIo, Phases, SegmentUse, Transaction};
 use crate::output::describe::{HeaderWords, StepWords};
-use crate::output::view::{ChunkKindView, KindView, TransferView};
+use crate::output::view::{ChunkKindView, FileHandleView, KindView, StableView, TransferView};
 
 /// A completed (or abandoned) RPC transaction.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -97,7 +95,7 @@ pub struct TransactionView<'a> {
     /// for an NFSv4 COMPOUND the current filehandle (set by PUTFH) when its
     /// READ/WRITE/COMMIT is evaluated, or, with no such op, its first
     /// PUTFH's. `None` when the call carries none or it was not seen.
-    pub nfs_fh: &'a Option<FileHandle>,
+    pub nfs_fh: Option<FileHandleView<'a>>,
     /// The CRC-32 of `nfs_fh`: the hash Wireshark shows for the handle
     /// (`nfs.fh.hash`), its short name in the text output.
     pub nfs_fh_hash: &'a Option<u32>,
@@ -176,7 +174,7 @@ impl<'a> From<&'a Transaction> for TransactionView<'a> {
             reply_status: &t.reply_status,
             nfs_status: &t.nfs_status,
             nfs_failed_op: &t.nfs_failed_op,
-            nfs_fh: &t.nfs_fh,
+            nfs_fh: t.nfs_fh.as_ref().map(FileHandleView),
             nfs_fh_hash: &t.nfs_fh_hash,
             nfs_io: t.nfs_io.as_ref().map(NfsIoView::from),
             retry_of_xid: &t.retry_of_xid,
@@ -308,13 +306,13 @@ pub struct NfsIoView<'a> {
     /// in a Read chunk), or to commit (COMMIT: 0 is to the end of the file).
     pub count: &'a Option<u32>,
     /// WRITE: how stable the client asked the data to be made.
-    pub stable: &'a Option<Stable>,
+    pub stable: Option<StableView>,
     /// READ, WRITE: bytes the reply says were read or written.
     pub reply_count: &'a Option<u32>,
     /// READ: the reply says the end of the file was reached.
     pub eof: &'a Option<bool>,
     /// WRITE: how stable the server says it made the data.
-    pub committed: &'a Option<Stable>,
+    pub committed: Option<StableView>,
 }
 
 impl<'a> From<&'a NfsIo> for NfsIoView<'a> {
@@ -323,10 +321,10 @@ impl<'a> From<&'a NfsIo> for NfsIoView<'a> {
             op: &x.op,
             offset: &x.offset,
             count: &x.count,
-            stable: &x.stable,
+            stable: x.stable.map(StableView),
             reply_count: &x.reply_count,
             eof: &x.eof,
-            committed: &x.committed,
+            committed: x.committed.map(StableView),
         }
     }
 }
