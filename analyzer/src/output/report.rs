@@ -11,7 +11,7 @@ use super::schema::{
     ProceduresOverCap, ReportDoc, ResponseTimes, SlowOperation, WriteChunks, SCHEMA_VERSION,
 };
 use super::stats::{Latency, Summary};
-use super::view::{EvictionsView, TotalsView};
+use super::view::{ClientTimelineView, ConnIdView, EvictionsView, TotalsView};
 use crate::diagnosis::timeline::timeline;
 use crate::diagnosis::{Cause, Diagnosis};
 use crate::engine::{Carries, ConnId, Engine, Finding, Kind, Origin, State, Transaction, Transfer};
@@ -261,8 +261,13 @@ impl Report {
             SlowOperation {
                 procedure: t.procedure_label(),
                 xid: t.xid,
-                connection: t.connection,
-                earlier_connections: t.earlier_connections.clone(),
+                connection: ConnIdView(t.connection),
+                earlier_connections: t
+                    .earlier_connections
+                    .iter()
+                    .copied()
+                    .map(ConnIdView)
+                    .collect(),
                 transmissions: t.transmissions,
                 first_call_frame: t.first_call_frame,
                 call_frame: t.call_frame,
@@ -329,7 +334,10 @@ impl Report {
             diagnosis: self.causes(state),
             phases: self.phase_rows(),
             slowest: self.slowest.clone(),
-            timeline: timeline(state, |c| filter.connection(c)),
+            timeline: timeline(state, |c| filter.connection(c))
+                .iter()
+                .map(ClientTimelineView::from)
+                .collect(),
             operations: self.operation_rows(),
             totals: TotalsView::from(&state.totals),
             evictions: EvictionsView::from(&state.evictions),

@@ -20,12 +20,13 @@ use serde::Serialize;
 
 use super::stats::Summary;
 use super::view::{
-    AnomalyView, CarriesView, CongestionView, EvictionsView, KindView, OriginView, QpKeyView,
-    SeverityView, TotalsView, TransactionView, TransferView,
+    AnomalyView, CarriesView, ClientTimelineView, CmStateView, CongestionView, ConnIdView,
+    EvictionsView, KindView, OriginView, QpKeyView, SeverityView, TotalsView, TransactionView,
+    TransferView,
 };
 pub use crate::diagnosis::timeline::{ClientTimeline, Outage, TimelineEntry};
 use crate::diagnosis::Cause;
-use crate::engine::{Anomaly, CmState, ConnId, Connection, Origin, Transaction};
+use crate::engine::{Anomaly, Connection, Origin, Transaction};
 
 /// Version of every document and line described here. It grows when a key
 /// changes meaning or goes away; new keys may appear within a version.
@@ -173,7 +174,7 @@ impl From<CmPrivateData> for PrivateData {
 #[schemars(deny_unknown_fields)]
 pub struct ConnectionView {
     /// The connection.
-    pub id: ConnId,
+    pub id: ConnIdView,
     /// The fabric its addresses name: `RoCEv2`, `InfiniBand` or `RoCEv1`.
     pub fabric: Option<&'static str>,
     /// What it carries (null until the CM exchange or a Send says).
@@ -184,7 +185,7 @@ pub struct ConnectionView {
     pub server: Option<QpKeyView>,
     /// Where the CM exchange stands (`not_seen`: the connection was found
     /// from its traffic; no CM exchange is in the capture).
-    pub cm_state: CmState,
+    pub cm_state: CmStateView,
     /// RDMA-CM port (20049 for NFS).
     pub port: Option<u16>,
     /// Path MTU, bytes: from the CM REQ, or learnt from a full packet.
@@ -243,12 +244,12 @@ pub struct CreditsView {
 impl From<&Connection> for ConnectionView {
     fn from(c: &Connection) -> Self {
         ConnectionView {
-            id: c.id,
+            id: ConnIdView(c.id),
             fabric: c.fabric(),
             carries: c.carries.map(CarriesView::from),
             client: c.client.map(QpKeyView::from),
             server: c.server.map(QpKeyView::from),
-            cm_state: c.cm_state,
+            cm_state: c.cm_state.into(),
             port: c.port,
             path_mtu: c.path_mtu,
             first_ts_ns: c.first_ts_ns,
@@ -396,9 +397,9 @@ pub struct SlowOperation {
     /// RPC XID.
     pub xid: u32,
     /// The connection of the last transmission.
-    pub connection: ConnId,
+    pub connection: ConnIdView,
     /// The connections of the earlier transmissions.
-    pub earlier_connections: Vec<ConnId>,
+    pub earlier_connections: Vec<ConnIdView>,
     /// Transmissions.
     pub transmissions: u32,
     /// Frame of the first transmission.
@@ -437,7 +438,7 @@ pub struct ReportDoc {
     /// The slowest operations, slowest first.
     pub slowest: Vec<SlowOperation>,
     /// Each client's connections in time order.
-    pub timeline: Vec<ClientTimeline>,
+    pub timeline: Vec<ClientTimelineView>,
     /// Operations and transmissions by procedure.
     pub operations: Vec<Operations>,
     /// Counters over the whole capture.

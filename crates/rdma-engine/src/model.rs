@@ -5,7 +5,6 @@
 
 use rdma_dissectors::rpcrdma::Segment;
 use rdma_dissectors::rpcrdma_cm::{CmPrivateData, Negotiated, RpcRdmaCmPrivate};
-use serde::Serialize;
 
 use super::kernel::event::{ChunkType, SegKind};
 use super::keys::{ConnId, Origin, QpKey};
@@ -544,8 +543,7 @@ impl Ladder {
 }
 
 /// Which end of an RPC-over-RDMA connection a queue pair is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Role {
     /// The requester (NFS client): sent the CM REQ, sends calls.
     Client,
@@ -564,25 +562,19 @@ impl Role {
 }
 
 /// A CM message the connection's state follows (IBA 12.6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CmMsg {
     /// ConnectRequest.
-    #[serde(rename = "REQ")]
     Req,
     /// ConnectReply.
-    #[serde(rename = "REP")]
     Rep,
     /// ReadyToUse.
-    #[serde(rename = "RTU")]
     Rtu,
     /// ConnectReject.
-    #[serde(rename = "REJ")]
     Rej,
     /// DisconnectRequest.
-    #[serde(rename = "DREQ")]
     Dreq,
     /// DisconnectReply.
-    #[serde(rename = "DREP")]
     Drep,
 }
 
@@ -601,7 +593,7 @@ impl CmMsg {
 }
 
 /// One CM message of a connection: which, when, in which frame, from whom.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CmEvent {
     /// Frame number.
     pub frame: u64,
@@ -619,8 +611,7 @@ pub struct CmEvent {
 pub const CM_EVENTS: usize = 32;
 
 /// Where the CM exchange of a connection stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CmState {
     /// The capture started after the CM exchange: parameters are unknown.
     NotSeen,

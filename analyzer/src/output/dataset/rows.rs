@@ -21,7 +21,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_arrow::schema::{SchemaLike, TracingOptions};
 
 use crate::diagnosis::Cause;
-use crate::engine::{Anomaly, Carries, ChunkKind, ConnId, Kind, NfsIo, SegmentUse, Transaction};
+use crate::engine::{
+    Anomaly, Carries, ChunkKind, CmState, ConnId, Kind, NfsIo, SegmentUse, Transaction,
+};
 use crate::output::schema::{ConnectionView, PrivateData};
 use crate::output::view::QpKeyView;
 
@@ -407,7 +409,7 @@ impl<'a> From<&'a ConnectionView> for ConnRow<'a> {
             server: QpRow::of(&c.server),
             fabric: c.fabric,
             carries: c.carries.map(|k| Carries::from(k).as_str()),
-            cm_state: c.cm_state.as_str(),
+            cm_state: CmState::from(c.cm_state).as_str(),
             port: c.port,
             path_mtu: c.path_mtu,
             first_ts_ns: i64_of(c.first_ts_ns),

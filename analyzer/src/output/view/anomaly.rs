@@ -5,8 +5,8 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::engine::{Anomaly, ConnId};
-use crate::output::view::{KindView, OriginView};
+use crate::engine::Anomaly;
+use crate::output::view::{ConnIdView, KindView, OriginView};
 
 /// One finding, with everything needed to locate it.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -24,7 +24,7 @@ pub struct AnomalyView<'a> {
     /// Frame numbers involved (1-based, as tshark counts).
     pub frames: &'a Vec<u64>,
     /// Connection, when known.
-    pub connection: &'a Option<ConnId>,
+    pub connection: Option<ConnIdView>,
     /// RPC XID, when the anomaly belongs to one transaction.
     pub xid: &'a Option<u32>,
     /// A sentence a user understands.
@@ -38,7 +38,7 @@ impl<'a> From<&'a Anomaly> for AnomalyView<'a> {
             origin: x.origin.into(),
             ts_ns: &x.ts_ns,
             frames: &x.frames,
-            connection: &x.connection,
+            connection: x.connection.map(ConnIdView),
             xid: &x.xid,
             message: &x.message,
         }

@@ -1,13 +1,13 @@
 //! Ids and small values the JSON writes as strings in the engine's own
-//! notation (`Display`): a port's address, a QP, an NFS file handle, a
-//! `stable_how`. The schema's descriptions and patterns are here.
+//! notation (`Display`): a connection, a port's address, a QP, an NFS file
+//! handle, a `stable_how`. The schema's descriptions and patterns are here.
 
 use std::borrow::Cow;
 
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Serialize, Serializer};
 
-use crate::engine::{Addr, FileHandle, QpKey, Stable};
+use crate::engine::{Addr, ConnId, FileHandle, QpKey, Stable};
 
 /// Writes a value as its `Display` text.
 macro_rules! as_text {
@@ -95,5 +95,32 @@ impl JsonSchema for StableView {
             "description": "`stable_how` (RFC 1813 3.3.7, RFC 7530 16.36): `UNSTABLE`, `DATA_SYNC`, `FILE_SYNC`, or `stable_how N` for a value no RFC defines.",
             "type": "string"
         })
+    }
+}
+
+/// A connection, `c` and its number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ConnIdView(pub ConnId);
+
+as_text!(ConnIdView);
+
+impl JsonSchema for ConnIdView {
+    fn schema_name() -> Cow<'static, str> {
+        "ConnId".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "A connection, `c` and its number in order of discovery.",
+            "type": "string",
+            "pattern": "^c[0-9]+$"
+        })
+    }
+}
+
+/// The text output writes the same name as the JSON.
+impl std::fmt::Display for ConnIdView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
     }
 }

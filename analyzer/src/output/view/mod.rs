@@ -7,10 +7,15 @@ pub mod anomaly;
 pub mod ids;
 pub mod names;
 pub mod state;
+pub mod timeline;
 pub mod transaction;
 
 pub use anomaly::AnomalyView;
-pub use ids::{AddrView, FileHandleView, QpKeyView, StableView};
-pub use names::{CarriesView, ChunkKindView, KindView, OriginView, SeverityView, TransferView};
+pub use ids::{AddrView, ConnIdView, FileHandleView, QpKeyView, StableView};
+pub use names::{
+    CarriesView, ChunkKindView, CmMsgView, CmStateView, KindView, OriginView, RoleView,
+    SeverityView, TransferView,
+};
 pub use state::{CongestionView, EvictionsView, TotalsView};
+pub use timeline::{ClientTimelineView, CmEventView, OutageView, TimelineEntryView};
 pub use transaction::{LadderStepView, NfsIoView, PhasesView, SegmentUseView, TransactionView};

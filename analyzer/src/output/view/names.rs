@@ -6,7 +6,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::engine::{Carries, ChunkKind, Kind, Origin, Severity, Transfer};
+use crate::engine::{Carries, ChunkKind, CmMsg, CmState, Kind, Origin, Role, Severity, Transfer};
 
 /// How a call or a reply travelled.
 #[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
@@ -197,6 +197,138 @@ impl From<OriginView> for Origin {
     }
 }
 
+/// Which end of an RPC-over-RDMA connection a queue pair is.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename = "Role", rename_all = "snake_case")]
+pub enum RoleView {
+    /// The requester (NFS client): sent the CM REQ, sends calls.
+    Client,
+    /// The responder (NFS server).
+    Server,
+}
+
+impl From<Role> for RoleView {
+    fn from(x: Role) -> Self {
+        match x {
+            Role::Client => RoleView::Client,
+            Role::Server => RoleView::Server,
+        }
+    }
+}
+
+/// Back to the engine's enum, whose `as_str` the text output and the
+/// dataset use.
+impl From<RoleView> for Role {
+    fn from(x: RoleView) -> Self {
+        match x {
+            RoleView::Client => Role::Client,
+            RoleView::Server => Role::Server,
+        }
+    }
+}
+
+/// A CM message the connection's state follows (IBA 12.6).
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename = "CmMsg")]
+pub enum CmMsgView {
+    /// ConnectRequest.
+    #[serde(rename = "REQ")]
+    Req,
+    /// ConnectReply.
+    #[serde(rename = "REP")]
+    Rep,
+    /// ReadyToUse.
+    #[serde(rename = "RTU")]
+    Rtu,
+    /// ConnectReject.
+    #[serde(rename = "REJ")]
+    Rej,
+    /// DisconnectRequest.
+    #[serde(rename = "DREQ")]
+    Dreq,
+    /// DisconnectReply.
+    #[serde(rename = "DREP")]
+    Drep,
+}
+
+impl From<CmMsg> for CmMsgView {
+    fn from(x: CmMsg) -> Self {
+        match x {
+            CmMsg::Req => CmMsgView::Req,
+            CmMsg::Rep => CmMsgView::Rep,
+            CmMsg::Rtu => CmMsgView::Rtu,
+            CmMsg::Rej => CmMsgView::Rej,
+            CmMsg::Dreq => CmMsgView::Dreq,
+            CmMsg::Drep => CmMsgView::Drep,
+        }
+    }
+}
+
+/// Back to the engine's enum, whose `as_str` the text output and the
+/// dataset use.
+impl From<CmMsgView> for CmMsg {
+    fn from(x: CmMsgView) -> Self {
+        match x {
+            CmMsgView::Req => CmMsg::Req,
+            CmMsgView::Rep => CmMsg::Rep,
+            CmMsgView::Rtu => CmMsg::Rtu,
+            CmMsgView::Rej => CmMsg::Rej,
+            CmMsgView::Dreq => CmMsg::Dreq,
+            CmMsgView::Drep => CmMsg::Drep,
+        }
+    }
+}
+
+/// Where the CM exchange of a connection stands.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename = "CmState", rename_all = "snake_case")]
+pub enum CmStateView {
+    /// The capture started after the CM exchange: parameters are unknown.
+    NotSeen,
+    /// REQ seen.
+    Requested,
+    /// REP seen.
+    Replied,
+    /// RTU seen.
+    Established,
+    /// REJ seen.
+    Rejected,
+    /// DREQ seen.
+    Disconnecting,
+    /// DREP seen.
+    Closed,
+}
+
+impl From<CmState> for CmStateView {
+    fn from(x: CmState) -> Self {
+        match x {
+            CmState::NotSeen => CmStateView::NotSeen,
+            CmState::Requested => CmStateView::Requested,
+            CmState::Replied => CmStateView::Replied,
+            CmState::Established => CmStateView::Established,
+            CmState::Rejected => CmStateView::Rejected,
+            CmState::Disconnecting => CmStateView::Disconnecting,
+            CmState::Closed => CmStateView::Closed,
+        }
+    }
+}
+
+/// Back to the engine's enum, whose `as_str` the text output and the
+/// dataset use.
+impl From<CmStateView> for CmState {
+    fn from(x: CmStateView) -> Self {
+        match x {
+            CmStateView::NotSeen => CmState::NotSeen,
+            CmStateView::Requested => CmState::Requested,
+            CmStateView::Replied => CmState::Replied,
+            CmStateView::Established => CmState::Established,
+            CmStateView::Rejected => CmState::Rejected,
+            CmStateView::Disconnecting => CmState::Disconnecting,
+            CmStateView::Closed => CmState::Closed,
+        }
+    }
+}
+
 /// Writes [`KindView`] from the engine's table of kinds: the JSON name of
 /// each kind is its stable name, its schema description its doc comment.
 macro_rules! kind_view {
@@ -270,6 +402,25 @@ mod tests {
         for c in [Carries::RpcRdma, Carries::Other] {
             assert_eq!(json(CarriesView::from(c)), c.as_str());
         }
+        use CmState::*;
+        let states = [
+            NotSeen,
+            Requested,
+            Replied,
+            Established,
+            Rejected,
+            Disconnecting,
+            Closed,
+        ];
+        for c in states {
+            assert_eq!(json(CmStateView::from(c)), c.as_str());
+        }
+        use CmMsg::*;
+        for m in [Req, Rep, Rtu, Rej, Dreq, Drep] {
+            assert_eq!(json(CmMsgView::from(m)), m.as_str());
+        }
+        assert_eq!(json(RoleView::from(Role::Client)), "client");
+        assert_eq!(json(RoleView::from(Role::Server)), "server");
         let chunks = [
             (ChunkKind::Read, "read"),
             (ChunkKind::Write, "write"),

@@ -6,16 +6,18 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::engine::{ConnId, LadderStep, NfsIo, Phases, SegmentUse, Transaction};
+use crate::engine::{LadderStep, NfsIo, Phases, SegmentUse, Transaction};
 use crate::output::describe::{HeaderWords, StepWords};
-use crate::output::view::{ChunkKindView, FileHandleView, KindView, StableView, TransferView};
+use crate::output::view::{
+    ChunkKindView, ConnIdView, FileHandleView, KindView, StableView, TransferView,
+};
 
 /// A completed (or abandoned) RPC transaction.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename = "Transaction")]
 pub struct TransactionView<'a> {
     /// Connection.
-    pub connection: &'a ConnId,
+    pub connection: ConnIdView,
     /// RPC XID.
     pub xid: &'a u32,
     /// Whether the call went server to client (NFSv4.1 backchannel).
@@ -58,7 +60,7 @@ pub struct TransactionView<'a> {
     pub first_call_ts_ns: &'a u64,
     /// Connections the earlier transmissions were sent on, oldest first
     /// (empty when it was sent once).
-    pub earlier_connections: &'a Vec<ConnId>,
+    pub earlier_connections: Vec<ConnIdView>,
     /// First transmission to the reply that completed the operation, µs:
     /// the latency the application saw (equal to `latency_us` when it was sent once).
     pub app_latency_us: &'a Option<f64>,
@@ -107,7 +109,7 @@ pub struct TransactionView<'a> {
     /// and byte range, sent within 30 s of the error reply).
     pub retry_of_xid: &'a Option<u32>,
     /// The connection the retried call was answered on.
-    pub retry_of_connection: &'a Option<ConnId>,
+    pub retry_of_connection: Option<ConnIdView>,
     /// The error reply to this retry's call, µs: the time the client waited.
     pub retry_wait_us: &'a Option<f64>,
     /// A congestion mark (ECN CE, CNP, FECN, BECN) was seen on its
@@ -141,7 +143,7 @@ pub struct TransactionView<'a> {
 impl<'a> From<&'a Transaction> for TransactionView<'a> {
     fn from(t: &'a Transaction) -> Self {
         TransactionView {
-            connection: &t.connection,
+            connection: ConnIdView(t.connection),
             xid: &t.xid,
             backchannel: &t.backchannel,
             call_frame: &t.call_frame,
@@ -161,7 +163,12 @@ impl<'a> From<&'a Transaction> for TransactionView<'a> {
             transmissions: &t.transmissions,
             first_call_frame: &t.first_call_frame,
             first_call_ts_ns: &t.first_call_ts_ns,
-            earlier_connections: &t.earlier_connections,
+            earlier_connections: t
+                .earlier_connections
+                .iter()
+                .copied()
+                .map(ConnIdView)
+                .collect(),
             app_latency_us: &t.app_latency_us,
             credits_requested: &t.credits_requested,
             credits_granted: &t.credits_granted,
@@ -178,7 +185,7 @@ impl<'a> From<&'a Transaction> for TransactionView<'a> {
             nfs_fh_hash: &t.nfs_fh_hash,
             nfs_io: t.nfs_io.as_ref().map(NfsIoView::from),
             retry_of_xid: &t.retry_of_xid,
-            retry_of_connection: &t.retry_of_connection,
+            retry_of_connection: t.retry_of_connection.map(ConnIdView),
             retry_wait_us: &t.retry_wait_us,
             congested: &t.congested,
             loss_delayed: &t.loss_delayed,
