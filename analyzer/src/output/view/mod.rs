@@ -1,7 +1,9 @@
 //! The records as the JSON and its JSON Schema show them: views that
-//! borrow the engine's plain data and say how each field is written. The
-//! engine's types carry no serde or schemars derives of their own for
-//! what is moved here; the documents in [`super::schema`] wrap these.
+//! borrow or copy the engine's plain data (and the diagnosis's timeline)
+//! and say how each field is written. Their doc comments are the schema's
+//! descriptions. The engine has no serde or schemars, so a field's JSON
+//! key, name and schema are decided here alone; the documents in
+//! [`super::schema`] wrap these.
 
 pub mod anomaly;
 pub mod ids;
