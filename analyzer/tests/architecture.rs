@@ -189,10 +189,95 @@ fn the_engine_uses_no_io_crates() {
     );
 }
 
+/// The engine's records are plain data: their JSON keys, JSON Schema and
+/// wording come from the output layer's views (`output/view/`,
+/// `output/describe.rs`), so that renaming an engine field is not a schema
+/// change.
+#[test]
+fn the_engines_records_have_no_output_format() {
+    let plain = [
+        "Transaction",
+        "LadderStep",
+        "StepWhat",
+        "CallHeader",
+        "SegmentUse",
+        "Phases",
+        "NfsIo",
+        "Anomaly",
+        "Totals",
+        "Evictions",
+        "Congestion",
+        "CreditPoint",
+        "Transfer",
+        "ChunkKind",
+        "Carries",
+        "Severity",
+        "Origin",
+        "Kind",
+        "Addr",
+        "QpKey",
+        "FileHandle",
+        "Stable",
+        "ConnId",
+        "CmEvent",
+        "CmMsg",
+        "CmState",
+        "Role",
+    ];
+    let mut fs = Vec::new();
+    rs_files_under(crate_src("rdma-engine"), &mut fs);
+    let mut wrong = Vec::new();
+    let mut found = 0;
+    for f in fs {
+        let code = production_code(&f);
+        let lines: Vec<&str> = code.lines().collect();
+        for (n, line) in lines.iter().enumerate() {
+            for t in plain {
+                let defines = [
+                    format!("pub struct {t} "),
+                    format!("pub struct {t}("),
+                    format!("pub enum {t} "),
+                ]
+                .iter()
+                // `Kind` is written inside the macro that reads its table.
+                .any(|d| line.trim_start().starts_with(d.as_str()));
+                // The attributes right above the definition.
+                let derives = defines.then(|| {
+                    lines[..n]
+                        .iter()
+                        .rev()
+                        // A derive list may span lines: `#[derive(`, indented names, `)]`.
+                        .take_while(|l| ["#[", "///", ")]", " "].iter().any(|p| l.starts_with(p)))
+                        .any(|l| l.contains("Serialize") || l.contains("JsonSchema"))
+                });
+                found += usize::from(defines);
+                // Ids keep their `Display` (the engine's messages and the
+                // text output write them); ladder steps and headers are
+                // put into words by the output layer only.
+                let worded = ["StepWhat", "CallHeader"].contains(&t);
+                let implements = [" Serialize for ", "JsonSchema for ", "Display for "]
+                    .iter()
+                    .filter(|i| worded || !i.starts_with("Display"))
+                    .any(|i| line.contains(&format!("{i}{t} ")));
+                if derives == Some(true) || implements {
+                    wrong.push(format!("{}:{}: {t}", f.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert_eq!(found, plain.len(), "every listed record is defined once");
+    assert!(
+        wrong.is_empty(),
+        "engine records with an output format of their own:\n{}",
+        wrong.join("\n")
+    );
+}
+
 /// What each crate below the application may be built from, transitively:
 /// the engine and the capture reader must build without the front ends'
 /// and the live sources' crates (Arrow, Parquet, ratatui, aya, libpcap, the
-/// HTTP server), so they test fast and can be used on their own.
+/// HTTP server), so they test fast and can be used on their own; and
+/// without serde or schemars, whose JSON and schema are the output layer's.
 #[test]
 fn the_crates_below_the_application_hold_no_front_end_or_io_crate() {
     let banned = [
@@ -208,6 +293,8 @@ fn the_crates_below_the_application_hold_no_front_end_or_io_crate() {
         "clap",
         "tokio",
         "hyper",
+        "serde",
+        "schemars",
     ];
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut wrong = Vec::new();

@@ -10,9 +10,10 @@ use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
 use rdma_analyzer::engine::{
-    Anomaly, ChunkKind, CmState, Config, ConnId, Engine, Event, Finding, Kind, Origin, Transaction,
-    Transfer,
+    Anomaly, ChunkKind, CmState, Config, ConnId, Engine, Event, Finding, Kind, Origin, StepWhat,
+    Transaction, Transfer,
 };
+use rdma_analyzer::output::view::{EvictionsView, KindView, TotalsView};
 use rdma_analyzer::synth::prng::SplitMix64;
 use rdma_analyzer::synth::wire::{Node, Wire};
 use rdma_dissectors::ib::bth::{Bth, Opcode, Operation, Position};
@@ -119,7 +120,7 @@ fn real_ddp_capture_round_trips_and_phases() {
         assert!(w
             .ladder
             .iter()
-            .any(|s| s.what.to_string().starts_with("RDMA READ request")));
+            .any(|s| matches!(s.what, StepWhat::RdmaReadRequest { .. })));
     }
     let reads: Vec<_> = txns
         .iter()
@@ -501,16 +502,17 @@ struct CreditSummary {
     points: usize,
 }
 
-/// A compact, deterministic account of `engine.state()`.
+/// A compact, deterministic account of `engine.state()`, its counters as
+/// `report --json` writes them.
 #[derive(serde::Serialize)]
-struct StateSummary<'a> {
-    totals: &'a rdma_analyzer::engine::Totals,
+struct StateSummary {
+    totals: TotalsView,
     connections: Vec<ConnectionSummary>,
-    anomaly_counts: &'a BTreeMap<Kind, u64>,
-    evictions: &'a rdma_analyzer::engine::Evictions,
+    anomaly_counts: BTreeMap<KindView, u64>,
+    evictions: EvictionsView,
 }
 
-fn summary(engine: &Engine) -> StateSummary<'_> {
+fn summary(engine: &Engine) -> StateSummary {
     let s = engine.state();
     let connections = s
         .connections
@@ -552,10 +554,14 @@ fn summary(engine: &Engine) -> StateSummary<'_> {
         })
         .collect();
     StateSummary {
-        totals: &s.totals,
+        totals: TotalsView::from(&s.totals),
         connections,
-        anomaly_counts: &s.anomaly_counts,
-        evictions: &s.evictions,
+        anomaly_counts: s
+            .anomaly_counts
+            .iter()
+            .map(|(k, n)| (KindView::from(*k), *n))
+            .collect(),
+        evictions: EvictionsView::from(&s.evictions),
     }
 }
 

@@ -14,15 +14,11 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use schemars::JsonSchema;
-use serde::Serialize;
-
 use super::rules::UNRESPONSIVE_NS;
 use crate::engine::{CmEvent, CmMsg, CmState, ConnId, Connection, Role, State};
 
 /// One connection on a client's timeline.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TimelineEntry {
     /// The connection.
     pub connection: ConnId,
@@ -60,8 +56,7 @@ pub struct TimelineEntry {
 
 /// A time a client's RPCs could not move: a connection left with calls
 /// unanswered, until the next one was established.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Outage {
     /// The connection that stopped answering.
     pub connection: ConnId,
@@ -84,8 +79,7 @@ pub struct Outage {
 }
 
 /// A client's connections in time order.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ClientTimeline {
     /// The client's address (IP, GID or LID), `unknown` when not seen.
     pub client: String,

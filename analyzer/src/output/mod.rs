@@ -4,6 +4,7 @@
 
 pub mod clock;
 pub mod dataset;
+pub mod describe;
 pub mod escape;
 pub mod exporter;
 pub mod filter;
@@ -17,6 +18,7 @@ pub mod out;
 pub mod report;
 pub mod schema;
 pub mod stats;
+pub mod view;
 
 pub use filter::Filter;
 pub use report::Report;

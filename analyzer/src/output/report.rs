@@ -11,6 +11,7 @@ use super::schema::{
     ProceduresOverCap, ReportDoc, ResponseTimes, SlowOperation, WriteChunks, SCHEMA_VERSION,
 };
 use super::stats::{Latency, Summary};
+use super::view::{ClientTimelineView, ConnIdView, EvictionsView, TotalsView};
 use crate::diagnosis::timeline::timeline;
 use crate::diagnosis::{Cause, Diagnosis};
 use crate::engine::{Carries, ConnId, Engine, Finding, Kind, Origin, State, Transaction, Transfer};
@@ -269,8 +270,13 @@ impl Report {
             SlowOperation {
                 procedure: t.procedure_label(),
                 xid: t.xid,
-                connection: t.connection,
-                earlier_connections: t.earlier_connections.clone(),
+                connection: ConnIdView(t.connection),
+                earlier_connections: t
+                    .earlier_connections
+                    .iter()
+                    .copied()
+                    .map(ConnIdView)
+                    .collect(),
                 transmissions: t.transmissions,
                 first_call_frame: t.first_call_frame,
                 call_frame: t.call_frame,
@@ -297,8 +303,8 @@ impl Report {
             .iter()
             .map(|((p, c, r), a)| PhaseTimes {
                 procedure: p.clone(),
-                call_transfer: *c,
-                reply_transfer: *r,
+                call_transfer: (*c).into(),
+                reply_transfer: (*r).into(),
                 server_before_data: some(&a.before),
                 data_movement: some(&a.data),
                 server_after_data: some(&a.after),
@@ -337,10 +343,13 @@ impl Report {
             diagnosis: self.causes(state),
             phases: self.phase_rows(),
             slowest: self.slowest.clone(),
-            timeline: timeline(state, |c| filter.connection(c)),
+            timeline: timeline(state, |c| filter.connection(c))
+                .iter()
+                .map(ClientTimelineView::from)
+                .collect(),
             operations: self.operation_rows(),
-            totals: state.totals.clone(),
-            evictions: state.evictions,
+            totals: TotalsView::from(&state.totals),
+            evictions: EvictionsView::from(&state.evictions),
             connections: state
                 .connections
                 .values()
@@ -352,8 +361,8 @@ impl Report {
                 .into_iter()
                 .map(|(procedure, c, r, s)| ResponseTimes {
                     procedure,
-                    call_transfer: c,
-                    reply_transfer: r,
+                    call_transfer: c.into(),
+                    reply_transfer: r.into(),
                     latency: s,
                 })
                 .collect(),
@@ -384,9 +393,9 @@ impl Report {
                 .kinds
                 .iter()
                 .map(|(k, a)| KindSummary {
-                    kind: *k,
+                    kind: (*k).into(),
                     rfc: k.rfc(),
-                    severity: k.severity(),
+                    severity: k.severity().into(),
                     count: a.count,
                     frames: a.frames.clone(),
                     example: a.example.clone(),
@@ -679,8 +688,8 @@ impl Report {
                 s,
                 "  {:<30} {:<12} {:<12} {:>7} {:>21} {:>21} {:>21} {:>21}",
                 name,
-                p.call_transfer.as_str(),
-                p.reply_transfer.as_str(),
+                Transfer::from(p.call_transfer).as_str(),
+                Transfer::from(p.reply_transfer).as_str(),
                 p.total.count,
                 ms(p.server_before_data),
                 ms(p.data_movement),

@@ -1,8 +1,8 @@
 //! The JSON the tool writes, as types: one definition per document and
-//! line, shared by every front end, with a [`SCHEMA_VERSION`]. The engine's
-//! model types (transactions, segments, anomalies, totals) are written as
-//! they are; the documents here add the version and what belongs to one
-//! output only. The JSON Schema in `schema/` is generated from these types
+//! line, shared by every front end, with a [`SCHEMA_VERSION`]. Records
+//! (transactions, segments, anomalies, totals) are written through their
+//! views in [`super::view`]; the documents here add the version and what
+//! belongs to one output only. The JSON Schema in `schema/` is generated from these types
 //! (`analyzer/tests/schema.rs` keeps it current and checks every output
 //! against it).
 //!
@@ -19,12 +19,14 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::stats::Summary;
+use super::view::{
+    AnomalyView, CarriesView, ClientTimelineView, CmStateView, CongestionView, ConnIdView,
+    EvictionsView, KindView, OriginView, QpKeyView, SeverityView, TotalsView, TransactionView,
+    TransferView,
+};
 pub use crate::diagnosis::timeline::{ClientTimeline, Outage, TimelineEntry};
 use crate::diagnosis::Cause;
-use crate::engine::{
-    Anomaly, Carries, CmState, Congestion, ConnId, Connection, Evictions, Kind, Origin, QpKey,
-    Severity, Totals, Transaction, Transfer,
-};
+use crate::engine::{Anomaly, Connection, Origin, Transaction};
 
 /// Version of every document and line described here. It grows when a key
 /// changes meaning or goes away; new keys may appear within a version.
@@ -41,14 +43,14 @@ pub struct TransactionLine<'a> {
     pub line_type: Option<&'static str>,
     /// The transaction.
     #[serde(flatten)]
-    pub transaction: &'a Transaction,
+    pub transaction: TransactionView<'a>,
     /// `live` only: who saw it (the wire, each kernel).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sources: Option<Vec<Origin>>,
+    pub sources: Option<Vec<OriginView>>,
     /// `live` only: what each kernel saw (the line's own fields are the
     /// wire's view when the wire saw it, else the first kernel's).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub probes: Option<BTreeMap<Origin, &'a Transaction>>,
+    pub probes: Option<BTreeMap<OriginView, TransactionView<'a>>>,
 }
 
 impl<'a> TransactionLine<'a> {
@@ -57,7 +59,7 @@ impl<'a> TransactionLine<'a> {
         TransactionLine {
             schema_version: SCHEMA_VERSION,
             line_type: None,
-            transaction: t,
+            transaction: TransactionView::from(t),
             sources: None,
             probes: None,
         }
@@ -67,13 +69,13 @@ impl<'a> TransactionLine<'a> {
     pub fn live(t: &'a Transaction) -> Self {
         TransactionLine {
             line_type: Some("transaction"),
-            sources: Some(t.sources().collect()),
+            sources: Some(t.sources().map(OriginView::from).collect()),
             // Every kernel's view, the line's own when no wire saw it.
             probes: Some(
                 std::iter::once(t)
                     .chain(&t.views)
                     .filter(|v| v.origin != Origin::Wire)
-                    .map(|v| (v.origin, v))
+                    .map(|v| (v.origin.into(), TransactionView::from(v)))
                     .collect(),
             ),
             ..TransactionLine::new(t)
@@ -92,14 +94,14 @@ pub struct AnomalyLine<'a> {
     pub line_type: Option<&'static str>,
     /// The anomaly.
     #[serde(flatten)]
-    pub anomaly: &'a Anomaly,
+    pub anomaly: AnomalyView<'a>,
     /// How much it matters.
-    pub severity: Severity,
+    pub severity: SeverityView,
     /// The RFC (or IBA) section it breaks or concerns.
     pub rfc: &'static str,
     /// `live` only: `[origin]`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sources: Option<Vec<Origin>>,
+    pub sources: Option<Vec<OriginView>>,
 }
 
 impl<'a> AnomalyLine<'a> {
@@ -108,8 +110,8 @@ impl<'a> AnomalyLine<'a> {
         AnomalyLine {
             schema_version: SCHEMA_VERSION,
             line_type: None,
-            anomaly: a,
-            severity: a.kind.severity(),
+            anomaly: AnomalyView::from(a),
+            severity: a.kind.severity().into(),
             rfc: a.kind.rfc(),
             sources: None,
         }
@@ -119,7 +121,7 @@ impl<'a> AnomalyLine<'a> {
     pub fn live(a: &'a Anomaly) -> Self {
         AnomalyLine {
             line_type: Some("anomaly"),
-            sources: Some(vec![a.origin]),
+            sources: Some(vec![a.origin.into()]),
             ..AnomalyLine::new(a)
         }
     }
@@ -172,18 +174,18 @@ impl From<CmPrivateData> for PrivateData {
 #[schemars(deny_unknown_fields)]
 pub struct ConnectionView {
     /// The connection.
-    pub id: ConnId,
+    pub id: ConnIdView,
     /// The fabric its addresses name: `RoCEv2`, `InfiniBand` or `RoCEv1`.
     pub fabric: Option<&'static str>,
     /// What it carries (null until the CM exchange or a Send says).
-    pub carries: Option<Carries>,
+    pub carries: Option<CarriesView>,
     /// The requester's QP, when known.
-    pub client: Option<QpKey>,
+    pub client: Option<QpKeyView>,
     /// The responder's QP, when known.
-    pub server: Option<QpKey>,
+    pub server: Option<QpKeyView>,
     /// Where the CM exchange stands (`not_seen`: the connection was found
     /// from its traffic; no CM exchange is in the capture).
-    pub cm_state: CmState,
+    pub cm_state: CmStateView,
     /// RDMA-CM port (20049 for NFS).
     pub port: Option<u16>,
     /// Path MTU, bytes: from the CM REQ, or learnt from a full packet.
@@ -218,7 +220,7 @@ pub struct ConnectionView {
     pub anomalies: u64,
     /// The fabric's congestion signals on its frames (ECN CE, CNPs,
     /// FECN/BECN): counts, time range (ns since the epoch), first frames.
-    pub congestion: Congestion,
+    pub congestion: CongestionView,
 }
 
 /// A connection's credit flow.
@@ -242,12 +244,12 @@ pub struct CreditsView {
 impl From<&Connection> for ConnectionView {
     fn from(c: &Connection) -> Self {
         ConnectionView {
-            id: c.id,
+            id: ConnIdView(c.id),
             fabric: c.fabric(),
-            carries: c.carries,
-            client: c.client,
-            server: c.server,
-            cm_state: c.cm_state,
+            carries: c.carries.map(CarriesView::from),
+            client: c.client.map(QpKeyView::from),
+            server: c.server.map(QpKeyView::from),
+            cm_state: c.cm_state.into(),
             port: c.port,
             path_mtu: c.path_mtu,
             first_ts_ns: c.first_ts_ns,
@@ -273,7 +275,7 @@ impl From<&Connection> for ConnectionView {
                 at_limit_ms: c.at_limit_ns as f64 / 1e6,
             }),
             anomalies: c.anomalies,
-            congestion: c.congestion.clone(),
+            congestion: CongestionView::from(&c.congestion),
         }
     }
 }
@@ -285,9 +287,9 @@ pub struct ResponseTimes {
     /// `NFSv3 READ`, `nfs4 COMPOUND(...)`.
     pub procedure: String,
     /// How the calls travelled.
-    pub call_transfer: Transfer,
+    pub call_transfer: TransferView,
     /// How the replies travelled.
-    pub reply_transfer: Transfer,
+    pub reply_transfer: TransferView,
     /// The latency summary.
     pub latency: Summary,
 }
@@ -338,11 +340,11 @@ pub struct WriteChunks {
 #[schemars(deny_unknown_fields)]
 pub struct KindSummary {
     /// The kind.
-    pub kind: Kind,
+    pub kind: KindView,
     /// The RFC (or IBA) section.
     pub rfc: &'static str,
     /// How much it matters.
-    pub severity: Severity,
+    pub severity: SeverityView,
     /// How many.
     pub count: u64,
     /// The first frames.
@@ -372,9 +374,9 @@ pub struct PhaseTimes {
     /// The procedure.
     pub procedure: String,
     /// How the calls travelled.
-    pub call_transfer: Transfer,
+    pub call_transfer: TransferView,
     /// How the replies travelled.
-    pub reply_transfer: Transfer,
+    pub reply_transfer: TransferView,
     /// The server before the data moves: the call's arrival to its first
     /// RDMA Read or Write (to the reply when no data moved by RDMA).
     pub server_before_data: Option<Summary>,
@@ -395,9 +397,9 @@ pub struct SlowOperation {
     /// RPC XID.
     pub xid: u32,
     /// The connection of the last transmission.
-    pub connection: ConnId,
+    pub connection: ConnIdView,
     /// The connections of the earlier transmissions.
-    pub earlier_connections: Vec<ConnId>,
+    pub earlier_connections: Vec<ConnIdView>,
     /// Transmissions.
     pub transmissions: u32,
     /// Frame of the first transmission.
@@ -436,13 +438,13 @@ pub struct ReportDoc {
     /// The slowest operations, slowest first.
     pub slowest: Vec<SlowOperation>,
     /// Each client's connections in time order.
-    pub timeline: Vec<ClientTimeline>,
+    pub timeline: Vec<ClientTimelineView>,
     /// Operations and transmissions by procedure.
     pub operations: Vec<Operations>,
     /// Counters over the whole capture.
-    pub totals: Totals,
+    pub totals: TotalsView,
     /// What the caps pushed out.
-    pub evictions: Evictions,
+    pub evictions: EvictionsView,
     /// Connections.
     pub connections: Vec<ConnectionView>,
     /// Latency by procedure and transfer mode.

@@ -23,6 +23,7 @@ use super::model::Model;
 use super::state::{Screen, UiState};
 use super::widgets::{block, bytes, chunk_kind, dur, header_style, selected_style};
 use crate::engine::{LadderStep, Origin, Transaction};
+use crate::output::describe::{HeaderWords, StepWords};
 
 /// Draws the detail of the transaction chosen on another screen.
 pub fn draw(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
@@ -142,7 +143,7 @@ fn draw_ladder(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState, t: &Trans
     let sel = ui.selected[i].min(t.ladder.len().saturating_sub(1));
     let top = super::widgets::window(ui.top[i], sel, page);
     let rows = t.ladder.iter().skip(top).take(page).map(|s: &LadderStep| {
-        let what = s.what.to_string();
+        let what = StepWords(&s.what).to_string();
         let style = if what.contains("Invalidate") {
             Style::new().fg(Color::Magenta)
         } else if s.from_client {
@@ -217,7 +218,7 @@ fn draw_info(f: &mut Frame<'_>, area: Rect, t: &Transaction) {
     let mut lines = vec![
         Line::from(vec![
             key("RPC-over-RDMA  "),
-            Span::raw(t.call_header.to_string()),
+            Span::raw(HeaderWords(&t.call_header).to_string()),
         ]),
         Line::from(vec![
             key("RPC call       "),

@@ -4,8 +4,6 @@
 //! Kinds are stable strings (scripts match on them): add new ones, never
 //! rename existing ones.
 
-use serde::Serialize;
-
 use super::keys::{ConnId, Origin};
 
 /// Writes `Kind` and everything known about each kind from one table, so a
@@ -21,15 +19,12 @@ macro_rules! kinds {
         }
     ),* $(,)?) => {
         /// What was found. The `as_str` names are a stable interface.
-        #[derive(
-            Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
-        )]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         // Not `non_exhaustive`: the front ends match kinds, and a new kind
         // should stop their build until it is handled.
         pub enum Kind {
             $(
                 $(#[doc = $doc])*
-                #[serde(rename = $name)]
                 $kind,
             )*
         }
@@ -69,7 +64,13 @@ macro_rules! kinds {
     };
 }
 
-kinds! {
+/// The table of kinds, handed to a macro: `kinds!` writes [`Kind`] from it
+/// here, and the output layer its JSON names and schema, so that a new kind
+/// is still one row.
+#[macro_export]
+macro_rules! with_kind_table {
+    ($m:ident) => {
+        $m! {
     /// More calls outstanding than the responder granted (RFC 8166 §3.3.1).
     CreditOverrun = "credit_overrun" {
         section: "RFC 8166 3.3.1",
@@ -297,7 +298,11 @@ kinds! {
         severity: Error,
         explanation: "A read chunk's Position is not a multiple of four: XDR items start on four-byte boundaries, so the responder cannot put the chunk's data where it belongs in the Payload stream.",
     },
+        }
+    };
 }
+
+with_kind_table!(kinds);
 
 impl Kind {
     /// The kind's position in `ALL`: a bit or a slot per kind.
@@ -312,10 +317,7 @@ impl Kind {
 }
 
 /// How much an anomaly matters.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Severity {
     /// Worth knowing; often a capture artefact.
     Info,
@@ -337,7 +339,7 @@ impl Severity {
 }
 
 /// One finding, with everything needed to locate it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Anomaly {
     /// Stable kind.
     pub kind: Kind,

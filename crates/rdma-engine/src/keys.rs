@@ -4,7 +4,6 @@ use std::net::{IpAddr, Ipv6Addr};
 
 use rdma_dissectors::rpcrdma::Xid;
 use rdma_dissectors::stack::Dissection;
-use serde::Serialize;
 
 /// The engine's hash tables. Keys come off the wire, so the hash is keyed
 /// per process (foldhash's quality variant): cheaper than SipHash for the
@@ -15,26 +14,6 @@ pub(crate) type Map<K, V> = std::collections::HashMap<K, V, foldhash::quality::R
 /// discovery. Written `c1` everywhere (text, JSON, `--filter`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ConnId(pub u32);
-
-impl Serialize for ConnId {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl schemars::JsonSchema for ConnId {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "ConnId".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "description": "A connection, `c` and its number in order of discovery.",
-            "type": "string",
-            "pattern": "^c[0-9]+$"
-        })
-    }
-}
 
 impl std::fmt::Display for ConnId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -93,28 +72,8 @@ impl std::fmt::Display for Addr {
     }
 }
 
-impl Serialize for Addr {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl schemars::JsonSchema for Addr {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Addr".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "description": "A port as the wire names it: an IP address (RoCEv2), `lid:` and the decimal LID (native InfiniBand), or `gid:` and the GID in IPv6 notation within brackets (RoCEv1).",
-            "type": "string"
-        })
-    }
-}
-
 /// A queue pair as the wire names it: the port's address and its QP number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct QpKey {
     /// The port that owns the QP.
     pub addr: Addr,
@@ -197,20 +156,7 @@ pub(crate) enum KernelConnKey {
 
 /// Who saw a transaction or an anomaly: the wire, or one side's kernel
 /// through the probes.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    Default,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    schemars::JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Origin {
     /// Packet capture.
     #[default]

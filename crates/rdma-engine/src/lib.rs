@@ -13,7 +13,7 @@
 //!  Event::End ──► unanswered calls
 //! ```
 //!
-//! `keys`, `model`, `describe`, `histogram`, `anomaly`, `cm` and `kernel/event` are
+//! `keys`, `model`, `fill`, `histogram`, `anomaly`, `cm` and `kernel/event` are
 //! leaves that `wire/` and `kernel/` share; neither of those two imports
 //! the other, and inside `wire/` the files share only `wire/state` and the
 //! plain parts `wire/qp` and `wire/cost`. `checks/` judges (pure functions
@@ -29,8 +29,8 @@ pub mod anomaly;
 pub mod budget;
 mod checks;
 mod cm;
-mod describe;
 pub mod device_counters;
+mod fill;
 mod findings;
 pub mod histogram;
 pub mod kernel;
@@ -47,7 +47,6 @@ use rdma_dissectors::ib::bth::{Bth, Opcode};
 use rdma_dissectors::ib::icrc::IcrcStatus;
 use rdma_dissectors::ib::Qpn;
 use rdma_dissectors::stack::{self, RpcRdmaDecode};
-use serde::Serialize;
 
 use wire::state::QpState;
 
@@ -148,8 +147,7 @@ pub enum Finding {
 }
 
 /// What the caps pushed out.
-#[derive(Debug, Clone, Copy, Default, Serialize, schemars::JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Evictions {
     /// Connections dropped to stay under `max_connections`.
     pub connections: u64,
@@ -168,8 +166,7 @@ pub struct Evictions {
 }
 
 /// Capture-wide counters.
-#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(Debug, Clone, Default)]
 pub struct Totals {
     /// Frames seen.
     pub frames: u64,

@@ -1,11 +1,10 @@
 //! The engine's output model: what a front end reads of a connection and
 //! of a transaction. Plain data, with the few rules that keep it consistent
 //! (a capped ladder, a thinned credit series); the words it is shown in are
-//! in `describe`.
+//! the output layer's (`analyzer/src/output/describe.rs`).
 
 use rdma_dissectors::rpcrdma::Segment;
 use rdma_dissectors::rpcrdma_cm::{CmPrivateData, Negotiated, RpcRdmaCmPrivate};
-use serde::Serialize;
 
 use super::kernel::event::{ChunkType, SegKind};
 use super::keys::{ConnId, Origin, QpKey};
@@ -13,10 +12,7 @@ use super::nfsio::{FileHandle, NfsIo};
 use super::Kind;
 
 /// How a call or a reply travelled.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Transfer {
     /// The whole message in one Send.
     Inline,
@@ -53,8 +49,7 @@ impl Transfer {
 }
 
 /// Which list a segment was advertised in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ChunkKind {
     /// Read list (the responder RDMA Reads it).
     Read,
@@ -65,8 +60,7 @@ pub enum ChunkKind {
 }
 
 /// One advertised segment and what happened to it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SegmentUse {
     /// Which list.
     pub kind: ChunkKind,
@@ -115,8 +109,7 @@ impl SegmentUse {
 }
 
 /// One step of the ladder diagram.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LadderStep {
     /// Frame number.
     pub frame: u64,
@@ -130,8 +123,9 @@ pub struct LadderStep {
 
 /// What a ladder step was. Kept as numbers and put into words only when
 /// shown (TUI, JSON), so that following a transaction formats nothing.
+/// Exhaustive on purpose: the output layer words every variant, and a new
+/// one should fail to build there rather than fall into a wildcard.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum StepWhat {
     /// The call's Send (its last packet).
     CallSend {
@@ -233,8 +227,9 @@ pub enum StepWhat {
 /// The call's RPC-over-RDMA header, shown in words. A wire call keeps the
 /// header's bytes and decodes them again when shown, so that following a
 /// call writes out none of its chunk lists.
+///
+/// Exhaustive for the same reason as [`StepWhat`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum CallHeader {
     /// The transport header as it came off the wire (fixed part and chunk lists).
     Wire(Box<[u8]>),
@@ -243,8 +238,7 @@ pub enum CallHeader {
 }
 
 /// Time spent in each phase of a transaction (see the round-trips draft).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Phases {
     /// Call received to the responder's first RDMA operation (or to the reply).
     pub until_first_rdma_ns: Option<u64>,
@@ -257,11 +251,10 @@ pub struct Phases {
 }
 
 /// A completed (or abandoned) RPC transaction.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Transaction {
     /// Who saw it. Probe transactions number their "frames" by probe record.
     /// (In JSON, `live` says who saw a line in `sources`.)
-    #[serde(skip)]
     pub origin: Origin,
     /// Connection.
     pub connection: ConnId,
@@ -388,7 +381,6 @@ pub struct Transaction {
     /// The other views of this XID joined into this one (live mode with
     /// probes): each kernel's, when this is the wire's (see `Config::merge`).
     /// (In JSON, `live` writes them under `probes`.)
-    #[serde(skip)]
     pub views: Vec<Transaction>,
 }
 
@@ -551,8 +543,7 @@ impl Ladder {
 }
 
 /// Which end of an RPC-over-RDMA connection a queue pair is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Role {
     /// The requester (NFS client): sent the CM REQ, sends calls.
     Client,
@@ -571,25 +562,19 @@ impl Role {
 }
 
 /// A CM message the connection's state follows (IBA 12.6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CmMsg {
     /// ConnectRequest.
-    #[serde(rename = "REQ")]
     Req,
     /// ConnectReply.
-    #[serde(rename = "REP")]
     Rep,
     /// ReadyToUse.
-    #[serde(rename = "RTU")]
     Rtu,
     /// ConnectReject.
-    #[serde(rename = "REJ")]
     Rej,
     /// DisconnectRequest.
-    #[serde(rename = "DREQ")]
     Dreq,
     /// DisconnectReply.
-    #[serde(rename = "DREP")]
     Drep,
 }
 
@@ -608,7 +593,7 @@ impl CmMsg {
 }
 
 /// One CM message of a connection: which, when, in which frame, from whom.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CmEvent {
     /// Frame number.
     pub frame: u64,
@@ -626,8 +611,7 @@ pub struct CmEvent {
 pub const CM_EVENTS: usize = 32;
 
 /// Where the CM exchange of a connection stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CmState {
     /// The capture started after the CM exchange: parameters are unknown.
     NotSeen,
@@ -661,7 +645,7 @@ impl CmState {
 }
 
 /// One point of a connection's credit history.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CreditPoint {
     /// When (ns since the epoch).
     pub ts_ns: u64,
@@ -672,8 +656,7 @@ pub struct CreditPoint {
 }
 
 /// What a connection carries, as far as the capture tells.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Carries {
     /// RPC-over-RDMA: said by the CM exchange (RDMA-CM port 20049, RFC 8797
     /// private data) or by a message that decoded as one.
@@ -699,8 +682,7 @@ pub const CONGESTION_FRAMES: usize = 5;
 /// The fabric's congestion signals on one connection's frames: counters,
 /// the time range and the first few frames; a fixed size, whatever the
 /// number of marks.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Congestion {
     /// Frames whose IP ECN field is CE (RFC 3168 5): a switch marked them
     /// instead of dropping them.

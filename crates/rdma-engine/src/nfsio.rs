@@ -13,7 +13,6 @@
 use std::collections::VecDeque;
 
 use rdma_dissectors::nfs::{self, CallIo, ReplyIo};
-use serde::Serialize;
 
 use super::keys::{Addr, ConnId};
 use super::model::Transaction;
@@ -53,26 +52,6 @@ impl std::fmt::Display for FileHandle {
     }
 }
 
-impl Serialize for FileHandle {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl schemars::JsonSchema for FileHandle {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "FileHandle".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "description": "An NFS file handle in lowercase hex (at most 128 bytes: NFSv3's are at most 64).",
-            "type": "string",
-            "pattern": "^([0-9a-f]{2}){0,128}$"
-        })
-    }
-}
-
 /// A `stable_how` (`UNSTABLE`, `DATA_SYNC`, `FILE_SYNC`; `stable_how N`
 /// for a value no RFC defines).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,31 +66,11 @@ impl std::fmt::Display for Stable {
     }
 }
 
-impl Serialize for Stable {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl schemars::JsonSchema for Stable {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "StableHow".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "description": "`stable_how` (RFC 1813 3.3.7, RFC 7530 16.36): `UNSTABLE`, `DATA_SYNC`, `FILE_SYNC`, or `stable_how N` for a value no RFC defines.",
-            "type": "string"
-        })
-    }
-}
-
 /// An NFS READ, WRITE or COMMIT (NFSv3 procedure, or the first such op of
 /// an NFSv4 COMPOUND): the byte range and what the reply said of the data.
 /// Each field is `None` when the bytes that carry it were not seen (a snap
 /// length, a Long Call or Reply, no reply) or the reply failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NfsIo {
     /// `READ`, `READ_PLUS`, `WRITE` or `COMMIT`.
     pub op: &'static str,

@@ -22,9 +22,10 @@ use serde_arrow::schema::{SchemaLike, TracingOptions};
 
 use crate::diagnosis::Cause;
 use crate::engine::{
-    Anomaly, Carries, ChunkKind, ConnId, Kind, NfsIo, QpKey, SegmentUse, Transaction,
+    Anomaly, Carries, ChunkKind, CmState, ConnId, Kind, NfsIo, SegmentUse, Transaction,
 };
 use crate::output::schema::{ConnectionView, PrivateData};
+use crate::output::view::QpKeyView;
 
 /// A table whose rows are a view type.
 pub(super) trait View {
@@ -348,9 +349,9 @@ struct QpRow<'a> {
 }
 
 impl<'a> QpRow<'a> {
-    fn of(q: &'a Option<QpKey>) -> Option<Self> {
+    fn of(q: &'a Option<QpKeyView>) -> Option<Self> {
         q.as_ref().map(|q| QpRow {
-            addr: Some(Shown(&q.addr)),
+            addr: Some(Shown(&q.addr.0)),
             qpn: Some(q.qpn),
         })
     }
@@ -407,8 +408,8 @@ impl<'a> From<&'a ConnectionView> for ConnRow<'a> {
             client: QpRow::of(&c.client),
             server: QpRow::of(&c.server),
             fabric: c.fabric,
-            carries: c.carries.map(Carries::as_str),
-            cm_state: c.cm_state.as_str(),
+            carries: c.carries.map(|k| Carries::from(k).as_str()),
+            cm_state: CmState::from(c.cm_state).as_str(),
             port: c.port,
             path_mtu: c.path_mtu,
             first_ts_ns: i64_of(c.first_ts_ns),

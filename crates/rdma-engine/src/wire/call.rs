@@ -11,7 +11,7 @@ use rdma_dissectors::rpcrdma::{Body, Chunks, Proc, RdmaError, RpcRdmaHeader, Xid
 use super::index::Tag;
 use super::state::{Message, Parked, Reassembly, Txn, CLIENT_CONNS};
 use crate::checks::{self, rfc8166, rfc8797};
-use crate::describe::{fill_call, fill_nfs_status, reply_status};
+use crate::fill::{fill_call, fill_nfs_status, reply_status};
 use crate::keys::{Addr, CallKey, ConnId, Origin};
 use crate::model::{
     v1, CallHeader, Carries, ChunkKind, Phases, SegmentUse, StepWhat, Transaction, Transfer,

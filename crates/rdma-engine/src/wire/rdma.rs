@@ -13,7 +13,7 @@ use super::index::Tag;
 use super::qp::{is_request, read_span, Packet, Placed, Refused, Sequence};
 use super::state::{Message, ReadReq, ReplyHead, SegmentRef, Txn, WriteCtx, SEGMENT_FRAME_CAP};
 use crate::checks::{self, iba, rfc8166};
-use crate::describe::fill_call;
+use crate::fill::fill_call;
 use crate::keys::{Addr, ConnId, QpKey};
 use crate::model::{ChunkKind, CmState, StepWhat};
 use crate::{Engine, Finding};

@@ -1,17 +1,27 @@
-//! Presentation: ladder steps, call headers and reply statuses put into
-//! words. The engine keeps numbers and bytes; these run only when a front
-//! end shows a transaction.
+//! Presentation: ladder steps and call headers put into words. The engine
+//! keeps numbers and bytes; these run only when a front end shows a
+//! transaction (the TUI's detail screen, the JSON views).
 
-use rdma_dissectors::nfs;
+use std::borrow::Cow;
+
 use rdma_dissectors::rpcrdma::{self, RpcRdmaHeader};
-use serde::Serialize;
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::{Serialize, Serializer};
 
-use super::kernel::event::SegKind;
-use super::model::{CallHeader, StepWhat, Transaction};
+use crate::engine::kernel::event::SegKind;
+use crate::engine::{CallHeader, StepWhat};
 
-impl std::fmt::Display for StepWhat {
+/// A ladder step in words (`RDMA READ request rkey 0x1234 va 0x... len 4096`).
+#[derive(Debug, Clone, Copy)]
+pub struct StepWords<'a>(pub &'a StepWhat);
+
+/// The call's RPC-over-RDMA header in words: procedure, credits, chunk lists.
+#[derive(Debug, Clone, Copy)]
+pub struct HeaderWords<'a>(pub &'a CallHeader);
+
+impl std::fmt::Display for StepWords<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
+        match self.0 {
             StepWhat::CallSend { bytes, invalidate } => {
                 write!(f, "call Send {bytes} bytes")?;
                 if let Some(k) = invalidate {
@@ -98,28 +108,28 @@ impl std::fmt::Display for StepWhat {
     }
 }
 
-impl Serialize for StepWhat {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+impl Serialize for StepWords<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
     }
 }
 
-impl schemars::JsonSchema for StepWhat {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
+impl JsonSchema for StepWords<'_> {
+    fn schema_name() -> Cow<'static, str> {
         "StepWhat".into()
     }
 
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
             "description": "What a ladder step was, in words (`RDMA READ request rkey 0x1234 va 0x... len 4096`).",
             "type": "string"
         })
     }
 }
 
-impl std::fmt::Display for CallHeader {
+impl std::fmt::Display for HeaderWords<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
+        match self.0 {
             CallHeader::Wire(b) => match RpcRdmaHeader::parse(b) {
                 Ok((h, _)) => describe_header(&h, f),
                 // Kept only after it parsed once; say so rather than guess.
@@ -130,89 +140,22 @@ impl std::fmt::Display for CallHeader {
     }
 }
 
-impl Serialize for CallHeader {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+impl Serialize for HeaderWords<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
     }
 }
 
-impl schemars::JsonSchema for CallHeader {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
+impl JsonSchema for HeaderWords<'_> {
+    fn schema_name() -> Cow<'static, str> {
         "CallHeader".into()
     }
 
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
             "description": "The call's RPC-over-RDMA header in words: procedure, credits, chunk lists.",
             "type": "string"
         })
-    }
-}
-
-/// Fills program, version and procedure of a call from its RPC header.
-pub(super) fn fill_call(
-    rec: &mut Transaction,
-    prog: u32,
-    vers: u32,
-    proc: u32,
-    args: &[u8],
-    ddp: nfs::Ddp<'_>,
-) {
-    rec.program = Some(prog);
-    rec.version = Some(vers);
-    rec.proc = Some(proc);
-    rec.program_name = nfs::program_name(prog);
-    let summary = nfs::describe_call_with(prog, vers, proc, args, ddp);
-    let mut name = summary.procedure.map(str::to_string);
-    let ops: Vec<&str> = summary
-        .ops()
-        .iter()
-        .filter_map(|&op| summary.op_name(op))
-        .collect();
-    if !ops.is_empty() {
-        let mut s = format!(
-            "{}({}",
-            name.as_deref().unwrap_or("COMPOUND"),
-            ops.join(",")
-        );
-        if !summary.ops_complete {
-            s.push_str(",...");
-        }
-        s.push(')');
-        name = Some(s);
-    }
-    rec.procedure = name.or_else(|| Some(format!("proc {proc}")));
-    if prog == nfs::NFS_PROGRAM {
-        super::nfsio::fill_call(rec, vers, proc, args, ddp);
-    }
-}
-
-/// Fills the NFS status of a reply to an NFSv3 or NFSv4 call (the call's
-/// program, version and procedure are already in `rec`): its symbolic name
-/// and, for a failed COMPOUND, the op that failed. Left `None` when the
-/// reply carries no status or the capture cut it before the status.
-pub(super) fn fill_nfs_status(rec: &mut Transaction, results: &[u8], ddp: nfs::Ddp<'_>) {
-    let (Some(nfs::NFS_PROGRAM), Some(vers), Some(proc)) = (rec.program, rec.version, rec.proc)
-    else {
-        return;
-    };
-    super::nfsio::fill_reply(rec, vers, proc, results, ddp);
-    let Ok(Some(status)) = nfs::reply_status(vers, proc, results, ddp) else {
-        return;
-    };
-    rec.nfs_status = Some(status.name().map_or_else(
-        || match status {
-            nfs::NfsStatus::V3 { .. } => format!("nfsstat3 {}", status.code()),
-            _ => format!("nfsstat4 {}", status.code()),
-        },
-        str::to_string,
-    ));
-    if let nfs::NfsStatus::V4 {
-        failed: Some(op), ..
-    } = status
-    {
-        rec.nfs_failed_op =
-            Some(nfs::op_name(op.op).map_or_else(|| format!("op {}", op.op), str::to_string));
     }
 }
 
@@ -254,55 +197,10 @@ fn write_segment(f: &mut std::fmt::Formatter<'_>, s: &rpcrdma::Segment) -> std::
     write!(f, "{:#x}:{}@{:#x}", s.handle, s.length, s.offset)
 }
 
-/// The RPC reply status in words: `SUCCESS`, `PROG_MISMATCH`, `AUTH_ERROR`, ...
-pub(super) fn reply_status(r: &rdma_dissectors::oncrpc::ReplyBody<'_>) -> String {
-    use rdma_dissectors::oncrpc::{AcceptStat, RejectedReply, ReplyBody};
-    match r {
-        ReplyBody::Accepted { stat, .. } => match stat {
-            AcceptStat::Success => "SUCCESS".into(),
-            AcceptStat::ProgUnavail => "PROG_UNAVAIL".into(),
-            AcceptStat::ProgMismatch { .. } => "PROG_MISMATCH".into(),
-            AcceptStat::ProcUnavail => "PROC_UNAVAIL".into(),
-            AcceptStat::GarbageArgs => "GARBAGE_ARGS".into(),
-            AcceptStat::SystemErr => "SYSTEM_ERR".into(),
-            other => format!("accept_stat {}", u32::from(other.code())),
-        },
-        ReplyBody::Denied(RejectedReply::RpcMismatch { .. }) => "RPC_MISMATCH".into(),
-        ReplyBody::Denied(RejectedReply::AuthError(a)) => {
-            format!("AUTH_ERROR({})", auth_stat(*a))
-        }
-        _ => "a reply of a kind this build does not know".into(),
-    }
-}
-
-/// RFC 5531 (and RFC 2203) `auth_stat` names.
-fn auth_stat(a: rdma_dissectors::oncrpc::AuthStat) -> String {
-    use rdma_dissectors::oncrpc::AuthStat;
-    let name = match a {
-        AuthStat::Ok => "AUTH_OK",
-        AuthStat::BadCred => "AUTH_BADCRED",
-        AuthStat::RejectedCred => "AUTH_REJECTEDCRED",
-        AuthStat::BadVerf => "AUTH_BADVERF",
-        AuthStat::RejectedVerf => "AUTH_REJECTEDVERF",
-        AuthStat::TooWeak => "AUTH_TOOWEAK",
-        AuthStat::InvalidResp => "AUTH_INVALIDRESP",
-        AuthStat::Failed => "AUTH_FAILED",
-        AuthStat::KerbGeneric => "AUTH_KERB_GENERIC",
-        AuthStat::TimeExpire => "AUTH_TIMEEXPIRE",
-        AuthStat::TktFile => "AUTH_TKT_FILE",
-        AuthStat::Decode => "AUTH_DECODE",
-        AuthStat::NetAddr => "AUTH_NET_ADDR",
-        AuthStat::RpcsecGssCredProblem => "RPCSEC_GSS_CREDPROBLEM",
-        AuthStat::RpcsecGssCtxProblem => "RPCSEC_GSS_CTXPROBLEM",
-        other => return format!("auth_stat {}", u32::from(other)),
-    };
-    name.into()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::event::ChunkType;
+    use crate::engine::kernel::event::ChunkType;
 
     /// The kernel side's steps read as they did when they were formatted
     /// as they happened (live JSON and the TUI show these words).
@@ -380,7 +278,7 @@ mod tests {
             ),
         ];
         for (step, words) in cases {
-            assert_eq!(step.to_string(), words, "{step:?}");
+            assert_eq!(StepWords(&step).to_string(), words, "{step:?}");
         }
     }
 }

@@ -1,0 +1,46 @@
+//! An anomaly as `anomalies --json`, `live` and the JSON Schema see it:
+//! the engine's [`Anomaly`] borrowed field by field. The doc comments are
+//! the schema's descriptions.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::engine::Anomaly;
+use crate::output::view::{ConnIdView, KindView, OriginView};
+
+/// One finding, with everything needed to locate it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename = "Anomaly")]
+pub struct AnomalyView<'a> {
+    /// Stable kind.
+    pub kind: KindView,
+    /// Who saw it: the wire, or one side's kernel (whose "frames" are
+    /// probe record numbers).
+    pub origin: OriginView,
+    /// When it was found: the time of the frame, probe record or tick that
+    /// revealed it (ns since the epoch); `None` when the engine had seen no
+    /// time yet.
+    pub ts_ns: &'a Option<u64>,
+    /// Frame numbers involved (1-based, as tshark counts).
+    pub frames: &'a Vec<u64>,
+    /// Connection, when known.
+    pub connection: Option<ConnIdView>,
+    /// RPC XID, when the anomaly belongs to one transaction.
+    pub xid: &'a Option<u32>,
+    /// A sentence a user understands.
+    pub message: &'a String,
+}
+
+impl<'a> From<&'a Anomaly> for AnomalyView<'a> {
+    fn from(x: &'a Anomaly) -> Self {
+        AnomalyView {
+            kind: x.kind.into(),
+            origin: x.origin.into(),
+            ts_ns: &x.ts_ns,
+            frames: &x.frames,
+            connection: x.connection.map(ConnIdView),
+            xid: &x.xid,
+            message: &x.message,
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! The engine's aggregate state as `report --json` and the JSON Schema see
+//! it: counters, evictions and a connection's congestion marks, copied out
+//! of [`State`](crate::engine::State) when the report is written. The doc
+//! comments are the schema's descriptions.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::engine::{Congestion, Evictions, Totals};
+
+/// Capture-wide counters.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename = "Totals")]
+#[schemars(deny_unknown_fields)]
+pub struct TotalsView {
+    /// Frames seen.
+    pub frames: u64,
+    /// Bytes seen (captured).
+    pub bytes: u64,
+    /// Frames with a BTH (RoCE or InfiniBand).
+    pub rdma_frames: u64,
+    /// CM MADs seen.
+    pub cm_messages: u64,
+    /// RPC-over-RDMA messages decoded.
+    pub rpcrdma_messages: u64,
+    /// Calls seen.
+    pub calls: u64,
+    /// Replies matched to calls.
+    pub replies: u64,
+    /// Frames on queue pairs no connection could be found for.
+    pub unassociated_frames: u64,
+    /// Retransmitted request packets (PSN seen again).
+    pub retransmissions: u64,
+    /// PSN gaps (packets the capture missed).
+    pub psn_gaps: u64,
+    /// ICRC: frames verified good.
+    pub icrc_valid: u64,
+    /// ICRC: frames verified bad.
+    pub icrc_invalid: u64,
+    /// ICRC: frames that could not be checked (cut by snaplen).
+    pub icrc_unchecked: u64,
+    /// Frames the capture's snap length cut: their ICRC is not checked, and
+    /// what they carried past the cut (chunk lists, RPC and NFS, the rest
+    /// of a CM message) is not known.
+    pub cut_frames: u64,
+    /// Of those, frames cut inside their transport headers (BTH and its
+    /// extension headers): they are in no queue pair's PSN sequence, so
+    /// the PSN gaps they leave are counted and ACK checks past them skipped.
+    pub headers_cut: u64,
+    /// Bytes moved by RDMA Read and Write that matched a chunk segment.
+    pub chunk_bytes: u64,
+    /// Replies sent with Send With Invalidate.
+    pub remote_invalidations: u64,
+    /// Frames carrying a congestion signal (IP ECN CE, a CNP, BTH FECN or
+    /// BECN), whether or not their connection is known (each connection
+    /// counts its own in `Connection::congestion`).
+    pub congestion_frames: u64,
+    /// Kernel probe records handled.
+    pub probe_records: u64,
+    /// Transactions the probes completed (both sides).
+    pub probe_transactions: u64,
+    /// Time of the first frame (ns since the epoch); `None` before it.
+    pub first_ts_ns: Option<u64>,
+    /// The latest time seen (frames, live ticks); `None` before any.
+    pub last_ts_ns: Option<u64>,
+}
+
+impl From<&Totals> for TotalsView {
+    fn from(x: &Totals) -> Self {
+        TotalsView {
+            frames: x.frames,
+            bytes: x.bytes,
+            rdma_frames: x.rdma_frames,
+            cm_messages: x.cm_messages,
+            rpcrdma_messages: x.rpcrdma_messages,
+            calls: x.calls,
+            replies: x.replies,
+            unassociated_frames: x.unassociated_frames,
+            retransmissions: x.retransmissions,
+            psn_gaps: x.psn_gaps,
+            icrc_valid: x.icrc_valid,
+            icrc_invalid: x.icrc_invalid,
+            icrc_unchecked: x.icrc_unchecked,
+            cut_frames: x.cut_frames,
+            headers_cut: x.headers_cut,
+            chunk_bytes: x.chunk_bytes,
+            remote_invalidations: x.remote_invalidations,
+            congestion_frames: x.congestion_frames,
+            probe_records: x.probe_records,
+            probe_transactions: x.probe_transactions,
+            first_ts_ns: x.first_ts_ns,
+            last_ts_ns: x.last_ts_ns,
+        }
+    }
+}
+
+/// What the caps pushed out.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename = "Evictions")]
+#[schemars(deny_unknown_fields)]
+pub struct EvictionsView {
+    /// Connections dropped to stay under `max_connections`.
+    pub connections: u64,
+    /// Queue pairs forgotten to stay under `max_qps`.
+    pub qps: u64,
+    /// Outstanding calls dropped to stay under `max_outstanding`.
+    pub calls: u64,
+    /// RDMA Read requests dropped to stay under `max_reads`.
+    pub reads: u64,
+    /// Bytes of long Sends not kept beyond `max_message_prefix`.
+    pub truncated_messages: u64,
+    /// Calls answered NFS3ERR_JUKEBOX / NFS4ERR_DELAY forgotten (the
+    /// oldest, beyond the 256 remembered at once) before a retry was seen:
+    /// a retry of one of them is not linked (`retry_of_xid`).
+    pub nfs_errors_unlinked: u64,
+}
+
+impl From<&Evictions> for EvictionsView {
+    fn from(x: &Evictions) -> Self {
+        EvictionsView {
+            connections: x.connections,
+            qps: x.qps,
+            calls: x.calls,
+            reads: x.reads,
+            truncated_messages: x.truncated_messages,
+            nfs_errors_unlinked: x.nfs_errors_unlinked,
+        }
+    }
+}
+
+/// The fabric's congestion signals on one connection's frames: counters,
+/// the time range and the first few frames; a fixed size, whatever the
+/// number of marks.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename = "Congestion")]
+#[schemars(deny_unknown_fields)]
+pub struct CongestionView {
+    /// Frames whose IP ECN field is CE (RFC 3168 5): a switch marked them
+    /// instead of dropping them.
+    pub ecn_ce: u64,
+    /// RoCEv2 Congestion Notification Packets (BTH opcode 0x81, IBA annex
+    /// A17.9.2) to one of its QPs: its peer saw CE marks and asks it to slow down.
+    pub cnps: u64,
+    /// Frames with the BTH FECN bit (IBA 9.2.7, InfiniBand congestion control).
+    pub fecn: u64,
+    /// Frames with the BTH BECN bit: the responder echoing a FECN back.
+    pub becn: u64,
+    /// Time of the first marked frame (ns since the epoch; `null`: none).
+    pub first_ts_ns: Option<u64>,
+    /// Time of the last marked frame (`null`: none).
+    pub last_ts_ns: Option<u64>,
+    /// The first marked frames (at most 5).
+    pub frames: Vec<u64>,
+}
+
+impl From<&Congestion> for CongestionView {
+    fn from(x: &Congestion) -> Self {
+        CongestionView {
+            ecn_ce: x.ecn_ce,
+            cnps: x.cnps,
+            fecn: x.fecn,
+            becn: x.becn,
+            first_ts_ns: x.first_ts_ns,
+            last_ts_ns: x.last_ts_ns,
+            frames: x.frames.clone(),
+        }
+    }
+}
