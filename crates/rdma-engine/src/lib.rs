@@ -415,23 +415,38 @@ impl Engine {
             Event::Frame(f) => self.frame(&f, out),
             Event::Probe(p) => {
                 self.state.totals.probe_records += 1;
-                let from = out.len();
-                self.kernel.handle(&mut self.ids, p, out);
-                self.adopt_kernel_findings(from, out);
+                let (kernel, ids, mut sink) = self.kernel_sink(out);
+                kernel.handle(ids, p, &mut sink);
             }
             Event::Tick(ts) => {
                 self.state.totals.saw(ts);
-                let from = out.len();
-                self.kernel.tick(&mut self.ids, ts, out);
-                self.adopt_kernel_findings(from, out);
+                let (kernel, ids, mut sink) = self.kernel_sink(out);
+                kernel.tick(ids, ts, &mut sink);
             }
             Event::End => {
                 self.end(out);
-                let from = out.len();
-                self.kernel.end(&mut self.ids, out);
-                self.adopt_kernel_findings(from, out);
+                let (kernel, ids, mut sink) = self.kernel_sink(out);
+                kernel.end(ids, &mut sink);
             }
         }
+    }
+
+    /// The kernel correlator, the ids it labels connections with, and where
+    /// its findings go: out, stamped and counted as they are made.
+    fn kernel_sink<'a>(
+        &'a mut self,
+        out: &'a mut Vec<Finding>,
+    ) -> (
+        &'a mut kernel::Correlator,
+        &'a mut ConnIds,
+        findings::Sink<'a>,
+    ) {
+        let sink = findings::Sink {
+            out,
+            state: &mut self.state,
+            collector: self.findings,
+        };
+        (&mut self.kernel, &mut self.ids, sink)
     }
 
     fn anomaly(
@@ -681,13 +696,6 @@ impl Engine {
                 ),
             );
         }
-    }
-
-    /// The kernel correlator pushes its findings itself: the collector
-    /// stamps and counts them as it would have made them.
-    fn adopt_kernel_findings(&mut self, from: usize, out: &mut [Finding]) {
-        let found = out.get_mut(from..).unwrap_or_default();
-        self.findings.adopt(&mut self.state, found);
     }
 
     fn end(&mut self, out: &mut Vec<Finding>) {
