@@ -447,7 +447,7 @@ impl Engine {
             self.close_out(id, CAPTURE_ENDED, false, out);
         }
         // Calls of torn-down connections that were never sent again.
-        while let Some(p) = self.unpark_oldest() {
+        while let Some(p) = self.conns.parked.oldest() {
             self.unanswered(p.txn, &p.why, p.at, out);
         }
     }

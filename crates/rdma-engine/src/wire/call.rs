@@ -508,10 +508,10 @@ impl Engine {
         key: CallKey,
         out: &mut Vec<Finding>,
     ) {
-        if !self.conns.parked_order.is_empty() {
+        if !self.conns.parked.is_empty() {
             self.expire_parked(m.ts, out);
         }
-        let earlier = match self.unpark(m.src, key) {
+        let earlier = match self.conns.parked.take(m.src, key) {
             Some(p) => Some(p),
             None => self.outstanding_elsewhere(m.src, rec.connection, key),
         };

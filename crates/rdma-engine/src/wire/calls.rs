@@ -15,11 +15,13 @@
 //! such entries outnumber the live ones, so every operation is constant
 //! time amortised, whatever the number of calls.
 
+use std::collections::VecDeque;
+
 use rdma_dissectors::rpcrdma::Xid;
 
 use super::cost::call_bytes;
-use super::state::{held, Corr, Parked, Table, Txn, PARK_NS};
-use crate::keys::{Addr, CallKey, ConnId};
+use super::state::{held, Corr, Parked, Txn, PARK_NS};
+use crate::keys::{Addr, CallKey, ConnId, Map};
 use crate::{Engine, Finding, Kind};
 
 /// How a call left the table early.
@@ -230,61 +232,83 @@ impl Engine {
     }
 }
 
-impl Engine {
-    /// Keeps call `t` of a torn-down connection, whose client is at
-    /// `client`, until the client sends it again; past the table's share of
-    /// the budget the oldest goes out unanswered, as it would have without
-    /// the table.
-    pub(crate) fn park(&mut self, client: Addr, t: Txn, why: &str, out: &mut Vec<Finding>) {
+/// Calls a torn-down connection left unanswered, by the client's address
+/// and the call's key: a client sends them again on its next connection
+/// (RFC 8166 4.5.5), and the one operation is then followed across the
+/// reconnect. Those never sent again go out unanswered at the end, after
+/// [`PARK_NS`], or when the table's share of the budget is spent.
+#[derive(Debug, Default)]
+pub(crate) struct ParkedCalls {
+    calls: Map<(Addr, CallKey), Parked>,
+    /// `calls` in the order they came in (oldest goes first); entries of
+    /// calls already taken are skipped when met.
+    order: VecDeque<((Addr, CallKey), u64)>,
+    /// Bytes the parked calls cost (`cost::call_bytes` each).
+    bytes: usize,
+}
+
+impl ParkedCalls {
+    /// Bytes the parked calls cost, as the budget counts them.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
+    /// Parks `p`, a call of the client at `client`; gives back the call it
+    /// displaced: two torn-down connections left the same client's XID
+    /// unanswered, and the older is not the one the client will send again.
+    pub fn put(&mut self, client: Addr, p: Parked) -> Option<Parked> {
         let key = (
             client,
             CallKey {
                 backchannel: false,
-                xid: Xid(t.rec.xid),
+                xid: Xid(p.txn.rec.xid),
             },
         );
-        let seq = t.seq;
-        self.conns.parked_bytes += t.cost;
-        let parked = Parked {
-            txn: Box::new(t),
-            why: why.into(),
-            at: self.state.totals.last_ts_ns,
-        };
-        // Two torn-down connections left the same client's XID unanswered:
-        // the older is not the one the client will send again.
-        if let Some(old) = self.conns.parked.insert(key, parked) {
-            self.conns.parked_bytes -= old.txn.cost;
-            self.unanswered(old.txn, &old.why, old.at, out);
+        let seq = p.txn.seq;
+        self.bytes += p.txn.cost;
+        let old = self.calls.insert(key, p);
+        if let Some(o) = &old {
+            self.bytes -= o.txn.cost;
         }
-        self.conns.parked_order.push_back((key, seq));
-        while self.conns.parked_bytes > self.limits.parked_bytes {
-            let Some(p) = self.unpark_oldest() else {
-                break;
-            };
-            self.unanswered(p.txn, &p.why, p.at, out);
-        }
-        let Table {
-            parked,
-            parked_order,
-            ..
-        } = &mut self.conns;
-        if parked_order.len() > 2 * parked.len() + 64 {
-            parked_order.retain(|(k, s)| parked.get(k).is_some_and(|p| p.txn.seq == *s));
+        self.order.push_back((key, seq));
+        old
+    }
+
+    /// Drops the order's entries of calls already taken once they
+    /// outnumber the parked ones.
+    pub fn sweep(&mut self) {
+        let Self { calls, order, .. } = self;
+        if order.len() > 2 * calls.len() + 64 {
+            order.retain(|(k, s)| calls.get(k).is_some_and(|p| p.txn.seq == *s));
         }
     }
 
     /// The parked call `key` of the client at `client`, out of the table.
-    pub(crate) fn unpark(&mut self, client: Addr, key: CallKey) -> Option<Parked> {
-        let p = self.conns.parked.remove(&(client, key))?;
-        self.conns.parked_bytes -= p.txn.cost;
+    pub fn take(&mut self, client: Addr, key: CallKey) -> Option<Parked> {
+        let p = self.calls.remove(&(client, key))?;
+        self.bytes -= p.txn.cost;
         Some(p)
     }
 
-    /// Hands out unanswered the parked calls that have waited longer than
-    /// [`PARK_NS`] at `now` to be sent again.
-    pub(crate) fn expire_parked(&mut self, now: u64, out: &mut Vec<Finding>) {
-        while let Some(&(k, s)) = self.conns.parked_order.front() {
-            let stale = match self.conns.parked.get(&k) {
+    /// The oldest parked call, out of the table.
+    pub fn oldest(&mut self) -> Option<Parked> {
+        while let Some((k, s)) = self.order.pop_front() {
+            if self.holds(&k, s) {
+                return self.take(k.0, k.1);
+            }
+        }
+        None
+    }
+
+    /// The oldest parked call if it has waited longer than [`PARK_NS`] at
+    /// `now` to be sent again, out of the table.
+    pub fn expired(&mut self, now: u64) -> Option<Parked> {
+        while let Some(&(k, s)) = self.order.front() {
+            let stale = match self.calls.get(&k) {
                 Some(p) if p.txn.seq == s => {
                     p.at.is_some_and(|at| now.saturating_sub(at) > PARK_NS)
                 }
@@ -292,25 +316,50 @@ impl Engine {
                 _ => true,
             };
             if !stale {
-                break;
+                return None;
             }
-            self.conns.parked_order.pop_front();
-            if self.conns.parked.get(&k).is_some_and(|p| p.txn.seq == s) {
-                if let Some(p) = self.unpark(k.0, k.1) {
-                    self.unanswered(p.txn, &p.why, p.at, out);
-                }
-            }
-        }
-    }
-
-    /// The oldest parked call, out of the table.
-    pub(crate) fn unpark_oldest(&mut self) -> Option<Parked> {
-        while let Some((k, s)) = self.conns.parked_order.pop_front() {
-            if self.conns.parked.get(&k).is_some_and(|p| p.txn.seq == s) {
-                return self.unpark(k.0, k.1);
+            self.order.pop_front();
+            if self.holds(&k, s) {
+                return self.take(k.0, k.1);
             }
         }
         None
+    }
+
+    fn holds(&self, k: &(Addr, CallKey), seq: u64) -> bool {
+        self.calls.get(k).is_some_and(|p| p.txn.seq == seq)
+    }
+}
+
+impl Engine {
+    /// Keeps call `t` of a torn-down connection, whose client is at
+    /// `client`, until the client sends it again; past the table's share of
+    /// the budget the oldest goes out unanswered, as it would have without
+    /// the table.
+    pub(crate) fn park(&mut self, client: Addr, t: Txn, why: &str, out: &mut Vec<Finding>) {
+        let parked = Parked {
+            txn: Box::new(t),
+            why: why.into(),
+            at: self.state.totals.last_ts_ns,
+        };
+        if let Some(old) = self.conns.parked.put(client, parked) {
+            self.unanswered(old.txn, &old.why, old.at, out);
+        }
+        while self.conns.parked.bytes() > self.limits.parked_bytes {
+            let Some(p) = self.conns.parked.oldest() else {
+                break;
+            };
+            self.unanswered(p.txn, &p.why, p.at, out);
+        }
+        self.conns.parked.sweep();
+    }
+
+    /// Hands out unanswered the parked calls that have waited longer than
+    /// [`PARK_NS`] at `now` to be sent again.
+    pub(crate) fn expire_parked(&mut self, now: u64, out: &mut Vec<Finding>) {
+        while let Some(p) = self.conns.parked.expired(now) {
+            self.unanswered(p.txn, &p.why, p.at, out);
+        }
     }
 }
 
@@ -364,5 +413,85 @@ fn shrink(corr: &mut Corr) {
     }
     if sparse(corr.order.len(), corr.order.capacity()) {
         corr.order.shrink_to(corr.order.len() * 2);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ParkedCalls, PARK_NS};
+    use crate::keys::{Addr, CallKey, ConnId, Origin};
+    use crate::wire::state::{Parked, Txn};
+    use crate::{CallHeader, Transaction};
+    use rdma_dissectors::rpcrdma::Xid;
+
+    const CLIENT: Addr = Addr::Lid(1);
+
+    /// Call `xid`, sent as the `seq`th, costing `cost`, given up at `at`.
+    fn parked(xid: u32, seq: u64, cost: usize, at: u64) -> Parked {
+        let header = CallHeader::Wire(Vec::new().into());
+        let txn = Txn {
+            rec: Transaction::new(Origin::Wire, ConnId(1), xid, seq, at, header),
+            seq,
+            cost,
+            first_read_ts: None,
+            last_read_ts: None,
+            first_write_ts: None,
+            last_write_ts: None,
+            reply_head: None,
+        };
+        Parked {
+            txn: Box::new(txn),
+            why: "torn down".into(),
+            at: Some(at),
+        }
+    }
+
+    fn key(xid: u32) -> CallKey {
+        CallKey {
+            backchannel: false,
+            xid: Xid(xid),
+        }
+    }
+
+    fn xid(p: Option<Parked>) -> Option<u32> {
+        p.map(|p| p.txn.rec.xid)
+    }
+
+    #[test]
+    fn a_call_parked_again_gives_back_the_older_and_its_bytes() {
+        let mut t = ParkedCalls::default();
+        assert!(t.put(CLIENT, parked(7, 1, 100, 0)).is_none());
+        let old = t.put(CLIENT, parked(7, 2, 30, 0));
+        assert_eq!(old.map(|p| p.txn.seq), Some(1));
+        assert_eq!(t.bytes(), 30);
+        assert_eq!(t.take(CLIENT, key(7)).map(|p| p.txn.seq), Some(2));
+        assert_eq!(t.bytes(), 0);
+        // The displaced call's entry in the order is skipped, not handed out.
+        assert!(t.oldest().is_none());
+    }
+
+    #[test]
+    fn the_oldest_goes_first_and_those_taken_are_skipped() {
+        let mut t = ParkedCalls::default();
+        for (i, x) in [1, 2, 3].into_iter().enumerate() {
+            t.put(CLIENT, parked(x, i as u64, 10, 0));
+        }
+        assert_eq!(xid(t.take(CLIENT, key(2))), Some(2));
+        assert_eq!(xid(t.oldest()), Some(1));
+        assert_eq!(xid(t.oldest()), Some(3));
+        assert_eq!(xid(t.oldest()), None);
+        assert_eq!(t.bytes(), 0);
+    }
+
+    #[test]
+    fn a_call_expires_once_it_has_waited_longer_than_park_ns() {
+        let mut t = ParkedCalls::default();
+        t.put(CLIENT, parked(1, 1, 10, 0));
+        t.put(CLIENT, parked(2, 2, 10, PARK_NS));
+        assert_eq!(xid(t.expired(PARK_NS)), None, "waited exactly PARK_NS");
+        assert_eq!(xid(t.expired(PARK_NS + 1)), Some(1));
+        assert_eq!(xid(t.expired(PARK_NS + 1)), None);
+        assert_eq!(xid(t.expired(2 * PARK_NS + 1)), Some(2));
+        assert!(t.is_empty());
     }
 }

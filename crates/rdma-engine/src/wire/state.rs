@@ -142,17 +142,8 @@ pub(crate) struct Table {
     /// What finds a half-open connection or a CM comm id's connection
     /// without a walk of them all (see `index`).
     pub index: super::index::Index,
-    /// Calls a torn-down connection left unanswered, by the client's
-    /// address and the call's key: a client sends them again on its next
-    /// connection (RFC 8166 4.5.5), and the one operation is then followed
-    /// across the reconnect. Those never sent again go out unanswered at
-    /// the end, or when the table's share of the budget is spent.
-    pub parked: Map<(Addr, CallKey), Parked>,
-    /// `parked` in the order its calls came in (oldest goes first); entries
-    /// of calls already taken are skipped when met.
-    pub parked_order: VecDeque<((Addr, CallKey), u64)>,
-    /// Bytes the parked calls cost (`cost::call_bytes` each).
-    pub parked_bytes: usize,
+    /// Calls of torn-down connections waiting to be sent again.
+    pub parked: super::calls::ParkedCalls,
     /// The connections each client address sent calls on, latest last (at
     /// most [`CLIENT_CONNS`]; entries of connections gone are skipped): where
     /// to look for a call sent again on a new connection while the old one
