@@ -155,7 +155,7 @@ impl Engine {
             .conns
             .corr
             .get(&conn)
-            .is_some_and(|c| c.outstanding.contains_key(&answers))
+            .is_some_and(|c| c.calls.contains(&answers))
     }
 
     /// The connection of a cut message on a QP no connection owns: the one
@@ -470,7 +470,7 @@ impl Engine {
             .conns
             .corr
             .get(&conn)
-            .and_then(|c| c.outstanding.get(&key))
+            .and_then(|c| c.calls.latest(&key))
             .map(|t| t.rec.call_frame);
         if let Some(v) = rfc8166::xid_reused(xid, earlier, m.frame, conn) {
             rec.anomalies.push(v.kind);
@@ -536,7 +536,7 @@ impl Engine {
             .conns
             .corr
             .get(&conn)
-            .map_or(0, |c| c.in_flight_on(backchannel) as u32 + 1);
+            .map_or(0, |c| c.calls.in_flight_on(backchannel) as u32 + 1);
         rec.in_flight_at_call = in_flight;
         let points = self.limits.credit_points;
         let mut overrun = None;
@@ -595,7 +595,7 @@ impl Engine {
                         .conns
                         .corr
                         .get(c)
-                        .is_some_and(|x| x.outstanding.contains_key(&key))
+                        .is_some_and(|x| x.calls.contains(&key))
             })?;
         let txn = self.take_call(older, key)?;
         Some(Parked {

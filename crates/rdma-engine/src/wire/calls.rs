@@ -2,9 +2,9 @@
 //! costs in the memory budget, and who goes when room is needed.
 //!
 //! ```text
-//!  call ──► insert_call ──► Corr.outstanding[key]      (the latest call of an XID)
-//!                           Corr.earlier[key]           (the XID's earlier calls, oldest first)
-//!                           Corr.order, Table.calls     (send order: per connection, global)
+//!  call ──► insert_call ──► ConnCalls (per connection): the latest call of
+//!                           an XID, the XID's earlier calls (oldest first),
+//!                           the send order; Table.calls: the global order
 //!  reply ─► take_call ────► the oldest call of the XID (replies pair in order)
 //!  room ──► the connection's oldest at --max-outstanding; the oldest of all
 //!           when the calls' share of the budget is spent
@@ -20,9 +20,195 @@ use std::collections::VecDeque;
 use rdma_dissectors::rpcrdma::Xid;
 
 use super::cost::call_bytes;
-use super::state::{held, Corr, Parked, Txn, PARK_NS};
+use super::state::{Corr, Parked, Txn, PARK_NS};
 use crate::keys::{Addr, CallKey, ConnId, Map};
 use crate::{Engine, Finding, Kind};
+
+/// One connection's outstanding calls, by XID: where a call waits for its
+/// reply. A reply answers the XID's calls in the order they were sent, so
+/// a call sent again while outstanding moves behind the latest.
+#[derive(Debug, Default)]
+pub(crate) struct ConnCalls {
+    /// The latest call of each XID.
+    /// Boxed: a table's slots outlive its entries (it does not shrink by
+    /// itself), and an empty slot should cost a pointer, not a call.
+    latest: Map<CallKey, Box<Txn>>,
+    /// Earlier calls of an XID sent again while they were outstanding,
+    /// oldest first.
+    earlier: Map<CallKey, VecDeque<Box<Txn>>>,
+    /// Calls in `earlier`.
+    earlier_count: usize,
+    /// Of all the calls, those on the backchannel (server to client).
+    backchannel: usize,
+    /// The order the calls were sent (key, sequence number), for evicting
+    /// the oldest at the per-connection cap; entries of calls already gone
+    /// are skipped when met.
+    order: VecDeque<(CallKey, u64)>,
+}
+
+impl ConnCalls {
+    /// Calls outstanding, reused XIDs' earlier calls included.
+    pub fn in_flight(&self) -> usize {
+        self.latest.len() + self.earlier_count
+    }
+
+    /// Calls outstanding in one direction: the forward channel's (which the
+    /// credits govern) or the backchannel's.
+    pub fn in_flight_on(&self, backchannel: bool) -> usize {
+        if backchannel {
+            self.backchannel
+        } else {
+            self.in_flight() - self.backchannel
+        }
+    }
+
+    /// Whether the call `seq` of `key` is still outstanding here.
+    pub fn holds(&self, key: &CallKey, seq: u64) -> bool {
+        held(&self.latest, &self.earlier, key, seq)
+    }
+
+    /// Whether a call of `key` is outstanding.
+    pub fn contains(&self, key: &CallKey) -> bool {
+        self.latest.contains_key(key)
+    }
+
+    /// The latest call of `key`.
+    pub fn latest(&self, key: &CallKey) -> Option<&Txn> {
+        self.latest.get(key).map(|t| &**t)
+    }
+
+    /// The latest call of `key`, to add what the wire shows of it.
+    pub fn latest_mut(&mut self, key: &CallKey) -> Option<&mut Txn> {
+        self.latest.get_mut(key).map(|t| &mut **t)
+    }
+
+    /// The keys of the calls outstanding.
+    pub fn keys(&self) -> impl Iterator<Item = &CallKey> {
+        self.latest.keys()
+    }
+
+    /// Every call outstanding, reused XIDs' earlier calls included.
+    pub fn all(&self) -> impl Iterator<Item = &Txn> {
+        let earlier = self.earlier.values().flatten();
+        self.latest.values().chain(earlier).map(|t| &**t)
+    }
+
+    /// The calls of `key` still outstanding.
+    pub fn of_xid(&self, key: CallKey) -> impl Iterator<Item = &Txn> {
+        let earlier = self.earlier.get(&key).into_iter().flatten();
+        self.latest
+            .get(&key)
+            .into_iter()
+            .chain(earlier)
+            .map(|t| &**t)
+    }
+
+    /// Puts `t` under `key`; an earlier call of the same XID still
+    /// outstanding moves behind it.
+    pub fn insert(&mut self, key: CallKey, t: Box<Txn>) {
+        let seq = t.seq;
+        if let Some(before) = self.latest.insert(key, t) {
+            self.earlier.entry(key).or_default().push_back(before);
+            self.earlier_count += 1;
+        }
+        self.order.push_back((key, seq));
+        self.backchannel += usize::from(key.backchannel);
+        if self.order.len() > 2 * self.in_flight() + 64 {
+            let Self {
+                order,
+                latest,
+                earlier,
+                ..
+            } = self;
+            order.retain(|(k, s)| held(latest, earlier, k, *s));
+        }
+    }
+
+    /// The oldest call of `key`, out of the table: the one a reply answers.
+    pub fn take_oldest(&mut self, key: CallKey) -> Option<Box<Txn>> {
+        let t = match self.earlier.get_mut(&key) {
+            Some(q) => {
+                let t = q.pop_front();
+                if q.is_empty() {
+                    self.earlier.remove(&key);
+                }
+                self.earlier_count -= usize::from(t.is_some());
+                t
+            }
+            None => self.latest.remove(&key),
+        }?;
+        self.backchannel -= usize::from(key.backchannel);
+        Some(t)
+    }
+
+    /// Call `seq` of `key`, out of the table, if it is still there.
+    pub fn remove(&mut self, key: CallKey, seq: u64) -> Option<Box<Txn>> {
+        let t = if self.latest.get(&key).is_some_and(|t| t.seq == seq) {
+            // The latest call of its XID goes; the one before, if any, takes its place.
+            let t = self.latest.remove(&key);
+            if let Some(q) = self.earlier.get_mut(&key) {
+                if let Some(prev) = q.pop_back() {
+                    self.earlier_count -= 1;
+                    self.latest.insert(key, prev);
+                }
+                if q.is_empty() {
+                    self.earlier.remove(&key);
+                }
+            }
+            t
+        } else {
+            let q = self.earlier.get_mut(&key)?;
+            let at = q.iter().position(|t| t.seq == seq)?;
+            let t = q.remove(at);
+            if q.is_empty() {
+                self.earlier.remove(&key);
+            }
+            self.earlier_count -= usize::from(t.is_some());
+            t
+        }?;
+        self.backchannel -= usize::from(key.backchannel);
+        Some(t)
+    }
+
+    /// The next entry of the send order, oldest first (its call may be gone).
+    pub fn pop_order(&mut self) -> Option<(CallKey, u64)> {
+        self.order.pop_front()
+    }
+
+    /// Every call, oldest first, out of the table.
+    pub fn drain(&mut self) -> Vec<Txn> {
+        let mut txns: Vec<Txn> = self.latest.drain().map(|(_, t)| *t).collect();
+        txns.extend(self.earlier.drain().flat_map(|(_, q)| q).map(|t| *t));
+        self.earlier_count = 0;
+        self.backchannel = 0;
+        self.order.clear();
+        txns.sort_by_key(|t| t.seq);
+        txns
+    }
+
+    /// Gives back what the table grew to in a burst and no longer uses.
+    fn shrink(&mut self) {
+        if sparse(self.latest.len(), self.latest.capacity()) {
+            self.latest.shrink_to(self.latest.len() * 2);
+        }
+        if sparse(self.order.len(), self.order.capacity()) {
+            self.order.shrink_to(self.order.len() * 2);
+        }
+    }
+}
+
+/// Whether call `seq` of `key` is among `latest` and `earlier`.
+fn held(
+    latest: &Map<CallKey, Box<Txn>>,
+    earlier: &Map<CallKey, VecDeque<Box<Txn>>>,
+    key: &CallKey,
+    seq: u64,
+) -> bool {
+    latest.get(key).is_some_and(|t| t.seq == seq)
+        || earlier
+            .get(key)
+            .is_some_and(|q| q.iter().any(|t| t.seq == seq))
+}
 
 /// How a call left the table early.
 enum Evicted {
@@ -50,22 +236,7 @@ impl Engine {
                 v.push(key);
             }
         }
-        if let Some(before) = corr.outstanding.insert(key, Box::new(t)) {
-            corr.earlier.entry(key).or_default().push_back(before);
-            corr.earlier_count += 1;
-        }
-        corr.order.push_back((key, seq));
-        corr.backchannel_calls += usize::from(key.backchannel);
-        let live = corr.in_flight();
-        if corr.order.len() > 2 * live + 64 {
-            let Corr {
-                order,
-                outstanding,
-                earlier,
-                ..
-            } = corr;
-            order.retain(|(k, s)| held(outstanding, earlier, k, *s));
-        }
+        corr.calls.insert(key, Box::new(t));
         self.conns.calls.push_back((conn, key, seq));
         self.conns.call_count += 1;
         self.conns.call_bytes += cost;
@@ -74,7 +245,7 @@ impl Engine {
             let corr = &conns.corr;
             conns
                 .calls
-                .retain(|(c, k, s)| corr.get(c).is_some_and(|x| x.holds(k, *s)));
+                .retain(|(c, k, s)| corr.get(c).is_some_and(|x| x.calls.holds(k, *s)));
         }
     }
 
@@ -82,17 +253,7 @@ impl Engine {
     /// answers the XID's calls in the order they were sent.
     pub(crate) fn take_call(&mut self, conn: ConnId, key: CallKey) -> Option<Box<Txn>> {
         let corr = self.conns.corr.get_mut(&conn)?;
-        let t = match corr.earlier.get_mut(&key) {
-            Some(q) => {
-                let t = q.pop_front();
-                if q.is_empty() {
-                    corr.earlier.remove(&key);
-                }
-                corr.earlier_count -= usize::from(t.is_some());
-                t
-            }
-            None => corr.outstanding.remove(&key),
-        }?;
+        let t = corr.calls.take_oldest(key)?;
         let in_flight = release(corr, key, &t);
         self.call_left(conn, key, in_flight, &t);
         Some(t)
@@ -116,15 +277,10 @@ impl Engine {
         let Some(corr) = self.conns.corr.get_mut(&conn) else {
             return Vec::new();
         };
-        let mut txns: Vec<Txn> = corr.outstanding.drain().map(|(_, t)| *t).collect();
-        txns.extend(corr.earlier.drain().flat_map(|(_, q)| q).map(|t| *t));
-        corr.earlier_count = 0;
-        corr.backchannel_calls = 0;
-        corr.order.clear();
+        let txns = corr.calls.drain();
         corr.stags.clear();
         corr.reads.clear();
         shrink(corr);
-        txns.sort_by_key(|t| t.seq);
         self.conns.call_count -= txns.len();
         self.conns.call_bytes -= txns.iter().map(|t| t.cost).sum::<usize>();
         txns
@@ -139,7 +295,7 @@ impl Engine {
             .conns
             .corr
             .get(&conn)
-            .is_some_and(|c| c.in_flight() >= cap);
+            .is_some_and(|c| c.calls.in_flight() >= cap);
         if full {
             if let Some(t) = self.evict_oldest_of(conn) {
                 self.evicted_call(conn, t, Evicted::Connection(cap), out);
@@ -163,7 +319,7 @@ impl Engine {
     /// The oldest call still outstanding on `conn`, out of the table.
     fn evict_oldest_of(&mut self, conn: ConnId) -> Option<Box<Txn>> {
         loop {
-            let (k, s) = self.conns.corr.get_mut(&conn)?.order.pop_front()?;
+            let (k, s) = self.conns.corr.get_mut(&conn)?.calls.pop_order()?;
             if let Some(t) = self.evict_call(conn, k, s) {
                 return Some(t);
             }
@@ -173,29 +329,7 @@ impl Engine {
     /// Call `seq` of `key` on `conn`, out of the table, if it is still there.
     fn evict_call(&mut self, conn: ConnId, key: CallKey, seq: u64) -> Option<Box<Txn>> {
         let corr = self.conns.corr.get_mut(&conn)?;
-        let t = if corr.outstanding.get(&key).is_some_and(|t| t.seq == seq) {
-            // The latest call of its XID goes; the one before, if any, takes its place.
-            let t = corr.outstanding.remove(&key);
-            if let Some(q) = corr.earlier.get_mut(&key) {
-                if let Some(prev) = q.pop_back() {
-                    corr.earlier_count -= 1;
-                    corr.outstanding.insert(key, prev);
-                }
-                if q.is_empty() {
-                    corr.earlier.remove(&key);
-                }
-            }
-            t
-        } else {
-            let q = corr.earlier.get_mut(&key)?;
-            let at = q.iter().position(|t| t.seq == seq)?;
-            let t = q.remove(at);
-            if q.is_empty() {
-                corr.earlier.remove(&key);
-            }
-            corr.earlier_count -= usize::from(t.is_some());
-            t
-        }?;
+        let t = corr.calls.remove(key, seq)?;
         let in_flight = release(corr, key, &t);
         self.call_left(conn, key, in_flight, &t);
         Some(t)
@@ -370,22 +504,13 @@ impl Engine {
 fn release(corr: &mut Corr, key: CallKey, t: &Txn) -> u32 {
     forget_stags(corr, key, t);
     shrink(corr);
-    corr.backchannel_calls -= usize::from(key.backchannel);
-    corr.in_flight_on(false) as u32
+    corr.calls.in_flight_on(false) as u32
 }
 
 fn forget_stags(corr: &mut Corr, key: CallKey, t: &Txn) {
     let names = |o: &Txn, handle: u32| o.rec.chunks.iter().any(|s| s.handle == handle);
     for s in &t.rec.chunks {
-        let kept = corr
-            .outstanding
-            .get(&key)
-            .is_some_and(|o| names(o, s.handle))
-            || corr
-                .earlier
-                .get(&key)
-                .is_some_and(|q| q.iter().any(|o| names(o, s.handle)));
-        if kept {
+        if corr.calls.of_xid(key).any(|o| names(o, s.handle)) {
             continue;
         }
         if let Some(v) = corr.stags.get_mut(&s.handle) {
@@ -402,23 +527,21 @@ fn forget_stags(corr: &mut Corr, key: CallKey, t: &Txn) {
 /// each keeping the slots of its busiest second would hold the budget's
 /// worth of memory outside it.
 fn shrink(corr: &mut Corr) {
-    fn sparse(len: usize, capacity: usize) -> bool {
-        capacity > 64 && len * 4 < capacity
-    }
-    if sparse(corr.outstanding.len(), corr.outstanding.capacity()) {
-        corr.outstanding.shrink_to(corr.outstanding.len() * 2);
-    }
+    corr.calls.shrink();
     if sparse(corr.stags.len(), corr.stags.capacity()) {
         corr.stags.shrink_to(corr.stags.len() * 2);
     }
-    if sparse(corr.order.len(), corr.order.capacity()) {
-        corr.order.shrink_to(corr.order.len() * 2);
-    }
+}
+
+/// Whether a table of `capacity` slots holding `len` has grown sparse
+/// enough to give back half of what it holds.
+fn sparse(len: usize, capacity: usize) -> bool {
+    capacity > 64 && len * 4 < capacity
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{ParkedCalls, PARK_NS};
+    use super::{ConnCalls, ParkedCalls, PARK_NS};
     use crate::keys::{Addr, CallKey, ConnId, Origin};
     use crate::wire::state::{Parked, Txn};
     use crate::{CallHeader, Transaction};
@@ -426,11 +549,11 @@ mod tests {
 
     const CLIENT: Addr = Addr::Lid(1);
 
-    /// Call `xid`, sent as the `seq`th, costing `cost`, given up at `at`.
-    fn parked(xid: u32, seq: u64, cost: usize, at: u64) -> Parked {
+    /// Call `xid`, sent as the `seq`th at `ts`, costing `cost`.
+    fn txn(xid: u32, seq: u64, cost: usize, ts: u64) -> Box<Txn> {
         let header = CallHeader::Wire(Vec::new().into());
-        let txn = Txn {
-            rec: Transaction::new(Origin::Wire, ConnId(1), xid, seq, at, header),
+        Box::new(Txn {
+            rec: Transaction::new(Origin::Wire, ConnId(1), xid, seq, ts, header),
             seq,
             cost,
             first_read_ts: None,
@@ -438,9 +561,13 @@ mod tests {
             first_write_ts: None,
             last_write_ts: None,
             reply_head: None,
-        };
+        })
+    }
+
+    /// Call `xid`, sent as the `seq`th, costing `cost`, given up at `at`.
+    fn parked(xid: u32, seq: u64, cost: usize, at: u64) -> Parked {
         Parked {
-            txn: Box::new(txn),
+            txn: txn(xid, seq, cost, at),
             why: "torn down".into(),
             at: Some(at),
         }
@@ -493,5 +620,64 @@ mod tests {
         assert_eq!(xid(t.expired(PARK_NS + 1)), None);
         assert_eq!(xid(t.expired(2 * PARK_NS + 1)), Some(2));
         assert!(t.is_empty());
+    }
+
+    fn seq(t: Option<Box<Txn>>) -> Option<u64> {
+        t.map(|t| t.seq)
+    }
+
+    #[test]
+    fn replies_answer_an_xids_calls_in_the_order_they_were_sent() {
+        let mut c = ConnCalls::default();
+        c.insert(key(7), txn(7, 1, 0, 0));
+        c.insert(key(7), txn(7, 2, 0, 0));
+        c.insert(key(8), txn(8, 3, 0, 0));
+        assert_eq!(c.in_flight(), 3);
+        assert_eq!(c.latest(&key(7)).map(|t| t.seq), Some(2));
+        assert_eq!(c.of_xid(key(7)).count(), 2);
+        assert_eq!(seq(c.take_oldest(key(7))), Some(1));
+        assert_eq!(seq(c.take_oldest(key(7))), Some(2));
+        assert_eq!(seq(c.take_oldest(key(7))), None);
+        assert_eq!(c.in_flight(), 1);
+    }
+
+    #[test]
+    fn evicting_the_latest_call_of_an_xid_brings_back_the_one_before() {
+        let mut c = ConnCalls::default();
+        c.insert(key(7), txn(7, 1, 0, 0));
+        c.insert(key(7), txn(7, 2, 0, 0));
+        assert_eq!(seq(c.remove(key(7), 2)), Some(2));
+        assert_eq!(c.latest(&key(7)).map(|t| t.seq), Some(1));
+        assert!(c.holds(&key(7), 1) && !c.holds(&key(7), 2));
+        assert_eq!(seq(c.remove(key(7), 2)), None, "already gone");
+        // The send order still names the evicted call: it is skipped by
+        // whoever meets it.
+        assert_eq!(c.pop_order(), Some((key(7), 1)));
+        assert_eq!(c.pop_order(), Some((key(7), 2)));
+    }
+
+    #[test]
+    fn the_backchannels_calls_are_counted_apart() {
+        let mut c = ConnCalls::default();
+        let back = CallKey {
+            backchannel: true,
+            xid: Xid(7),
+        };
+        c.insert(key(7), txn(7, 1, 0, 0));
+        c.insert(back, txn(7, 2, 0, 0));
+        assert_eq!((c.in_flight_on(false), c.in_flight_on(true)), (1, 1));
+        assert_eq!(seq(c.take_oldest(back)), Some(2));
+        assert_eq!((c.in_flight_on(false), c.in_flight_on(true)), (1, 0));
+    }
+
+    #[test]
+    fn draining_hands_out_every_call_oldest_first() {
+        let mut c = ConnCalls::default();
+        for (s, x) in [(1, 9), (2, 7), (3, 9), (4, 8)] {
+            c.insert(key(x), txn(x, s, 0, 0));
+        }
+        let seqs: Vec<u64> = c.drain().iter().map(|t| t.seq).collect();
+        assert_eq!(seqs, [1, 2, 3, 4]);
+        assert_eq!((c.in_flight(), c.pop_order()), (0, None));
     }
 }

@@ -560,7 +560,7 @@ impl Engine {
         let corr = self.conns.corr.get(&conn)?;
         let keys = corr.stags.get(&rkey)?;
         for key in keys {
-            let Some(t) = corr.outstanding.get(key) else {
+            let Some(t) = corr.calls.latest(key) else {
                 continue;
             };
             for (i, s) in t.rec.chunks.iter().enumerate() {
@@ -598,10 +598,11 @@ impl Engine {
         }
         // Nor can it while a call whose chunk lists the capture cut is
         // outstanding: the access may be in one of them.
-        let unknown_chunks = self.conns.corr.get(&conn).is_some_and(|c| {
-            c.outstanding.values().any(|t| t.rec.cut)
-                || c.earlier.values().flatten().any(|t| t.rec.cut)
-        });
+        let unknown_chunks = self
+            .conns
+            .corr
+            .get(&conn)
+            .is_some_and(|c| c.calls.all().any(|t| t.rec.cut));
         if unknown_chunks {
             return;
         }
@@ -666,8 +667,8 @@ impl Engine {
             .conns
             .corr
             .get_mut(&conn)?
-            .outstanding
-            .get_mut(&target.txn())?;
+            .calls
+            .latest_mut(&target.txn())?;
         if read {
             t.first_read_ts.get_or_insert(first_ts);
             t.last_read_ts = Some(last_ts);
@@ -820,7 +821,7 @@ impl Engine {
                 .conns
                 .corr
                 .get_mut(&conn)
-                .and_then(|c| c.outstanding.get_mut(&tg.txn()))
+                .and_then(|c| c.calls.latest_mut(&tg.txn()))
             {
                 t.first_read_ts.get_or_insert(ts);
                 t.rec.responder_step(

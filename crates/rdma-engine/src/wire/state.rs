@@ -51,21 +51,8 @@ pub(crate) struct QpState {
 /// Correlation state per connection that the front ends never see.
 #[derive(Debug, Default)]
 pub(crate) struct Corr {
-    /// Outstanding calls, the latest of each XID.
-    /// Boxed: a table's slots outlive its entries (it does not shrink by
-    /// itself), and an empty slot should cost a pointer, not a call.
-    pub outstanding: Map<CallKey, Box<Txn>>,
-    /// Earlier calls of an XID sent again while they were outstanding,
-    /// oldest first: replies are paired with them in order.
-    pub earlier: Map<CallKey, VecDeque<Box<Txn>>>,
-    /// Calls in `earlier`.
-    pub earlier_count: usize,
-    /// Of all outstanding calls, those on the backchannel (server to client).
-    pub backchannel_calls: usize,
-    /// Insertion order of the calls (key, sequence number), for evicting
-    /// the oldest at the per-connection cap; entries of calls already gone
-    /// are skipped when met.
-    pub order: VecDeque<(CallKey, u64)>,
+    /// Its outstanding calls, by XID.
+    pub calls: super::calls::ConnCalls,
     /// Advertised STags: handle -> calls whose chunks name it.
     pub stags: Map<u32, Vec<CallKey>>,
     /// RDMA Read requests awaiting responses, in PSN order.
@@ -75,41 +62,6 @@ pub(crate) struct Corr {
     /// For connections found from traffic: the client's address, learnt
     /// from the first call, before its QP number is known.
     pub peer_addr: Option<Addr>,
-}
-
-impl Corr {
-    /// Calls outstanding, reused XIDs' earlier calls included.
-    pub fn in_flight(&self) -> usize {
-        self.outstanding.len() + self.earlier_count
-    }
-
-    /// Calls outstanding in one direction: the forward channel's (which the
-    /// credits govern) or the backchannel's.
-    pub fn in_flight_on(&self, backchannel: bool) -> usize {
-        if backchannel {
-            self.backchannel_calls
-        } else {
-            self.in_flight() - self.backchannel_calls
-        }
-    }
-
-    /// Whether the call `seq` of `key` is still outstanding here.
-    pub fn holds(&self, key: &CallKey, seq: u64) -> bool {
-        held(&self.outstanding, &self.earlier, key, seq)
-    }
-}
-
-/// Whether call `seq` of `key` is among `outstanding` and `earlier`.
-pub(crate) fn held(
-    outstanding: &Map<CallKey, Box<Txn>>,
-    earlier: &Map<CallKey, VecDeque<Box<Txn>>>,
-    key: &CallKey,
-    seq: u64,
-) -> bool {
-    outstanding.get(key).is_some_and(|t| t.seq == seq)
-        || earlier
-            .get(key)
-            .is_some_and(|q| q.iter().any(|t| t.seq == seq))
 }
 
 /// All connections' private correlation state.
