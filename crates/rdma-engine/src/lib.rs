@@ -249,8 +249,8 @@ pub struct Engine {
     conns: wire::state::Table,
     kernel: kernel::Correlator,
     /// Middle packets of RDMA Writes and Read Responses not yet added to
-    /// their transactions (see [`wire::rdma::DeferredMiddle`]).
-    deferred: Vec<wire::rdma::DeferredMiddle>,
+    /// their transactions (see [`wire::transfer::DeferredMiddle`]).
+    deferred: wire::transfer::Deferred,
     /// The views waiting to be joined (`Config::merge`).
     merger: Option<merge::Merger>,
     /// Stamps and counts anomalies as they are made.
@@ -281,7 +281,7 @@ impl Engine {
             conns: wire::state::Table::default(),
             merger,
             kernel,
-            deferred: Vec::with_capacity(wire::rdma::MAX_DEFERRED),
+            deferred: wire::transfer::Deferred::default(),
             findings: findings::Collector::default(),
         }
     }

@@ -30,7 +30,7 @@ impl Engine {
         let mut d = stack::Dissection::default();
         f.dissect_into(&self.config.stack, &mut d);
         self.icrc_verdict(number, &d, out);
-        if !self.deferred.is_empty() && !super::rdma::continues_transfer(&d) {
+        if !self.deferred.is_empty() && !super::transfer::continues_transfer(&d) {
             // Anything else may read or end the transactions they belong to.
             self.flush_deferred();
         }

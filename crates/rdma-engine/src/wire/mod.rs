@@ -18,3 +18,4 @@ pub(super) mod qp_table;
 pub(super) mod raise;
 pub(super) mod rdma;
 pub(super) mod state;
+pub(super) mod transfer;
