@@ -10,6 +10,7 @@
 pub(super) mod call;
 pub(super) mod calls;
 pub(super) mod conn;
+pub(super) mod conn_table;
 pub(super) mod cost;
 pub(super) mod frame;
 pub(super) mod index;

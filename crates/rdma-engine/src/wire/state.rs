@@ -67,12 +67,10 @@ pub(crate) struct Corr {
 /// All connections' private correlation state.
 #[derive(Debug, Default)]
 pub(crate) struct Table {
-    pub corr: Map<ConnId, Corr>,
+    /// Each connection's entry, opened and closed with its public view.
+    pub corr: super::conn_table::ConnTable,
     /// CM REQs waiting for their REP: (client address, client comm id).
     pub pending: Map<(Addr, u32), ConnId>,
-    /// Connections in the order they were made, with the time they were
-    /// last looked at: the eviction clock (see `Engine::new_conn`).
-    pub clock: VecDeque<(ConnId, u64)>,
     /// Every outstanding call in the order it was sent (connection, key,
     /// sequence number): the oldest goes first when the calls' share of the
     /// budget is spent. Entries of calls already gone are skipped when met,
@@ -127,9 +125,7 @@ pub(crate) const PARK_NS: u64 = 600_000_000_000;
 
 impl Table {
     pub fn ids(&self) -> Vec<ConnId> {
-        let mut v: Vec<ConnId> = self.corr.keys().copied().collect();
-        v.sort();
-        v
+        self.corr.ids()
     }
 
     pub fn outstanding(&self) -> usize {
