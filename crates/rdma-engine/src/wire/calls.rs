@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 use rdma_dissectors::rpcrdma::Xid;
 
 use super::cost::call_bytes;
-use super::state::{Corr, Parked, Txn, PARK_NS};
+use super::state::{Corr, Parked, Table, Txn, PARK_NS};
 use crate::keys::{Addr, CallKey, ConnId, Map};
 use crate::{Engine, Finding, Kind};
 
@@ -210,6 +210,74 @@ fn held(
             .is_some_and(|q| q.iter().any(|t| t.seq == seq))
 }
 
+/// Every outstanding call, all connections together: the order they were
+/// sent, for the oldest to go first when the calls' share of the budget is
+/// spent, and what they cost.
+#[derive(Debug, Default)]
+pub(crate) struct AllCalls {
+    /// (connection, key, sequence number) of each call, oldest first.
+    /// Entries of calls already gone are skipped when met, and swept out
+    /// when they outnumber the live ones.
+    order: VecDeque<(ConnId, CallKey, u64)>,
+    count: usize,
+    /// Bytes the calls cost (`cost::call_bytes`).
+    bytes: usize,
+    /// The next call's sequence number.
+    next_seq: u64,
+}
+
+impl AllCalls {
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// A sequence number for a new call: its place in the order calls
+    /// were sent.
+    pub fn next_seq(&mut self) -> u64 {
+        self.next_seq += 1;
+        self.next_seq - 1
+    }
+
+    /// Counts a call added (connection, key, sequence number) at `cost`;
+    /// `holds` says whether an older entry's call is still outstanding.
+    pub fn added(
+        &mut self,
+        call: (ConnId, CallKey, u64),
+        cost: usize,
+        holds: impl Fn(&ConnId, &CallKey, u64) -> bool,
+    ) {
+        self.order.push_back(call);
+        self.count += 1;
+        self.bytes += cost;
+        if self.order.len() > 2 * self.count + 1024 {
+            self.order.retain(|(c, k, s)| holds(c, k, *s));
+        }
+    }
+
+    /// Counts `n` calls gone, which cost `bytes`.
+    pub fn left(&mut self, n: usize, bytes: usize) {
+        self.count -= n;
+        self.bytes -= bytes;
+    }
+
+    /// The oldest entry of the order (its call may be gone).
+    pub fn pop_oldest(&mut self) -> Option<(ConnId, CallKey, u64)> {
+        self.order.pop_front()
+    }
+
+    /// Gives back what the order grew to in a burst.
+    pub fn shrink(&mut self) {
+        let order = &mut self.order;
+        if order.capacity() > 1024 && order.len() * 4 < order.capacity() {
+            order.shrink_to(order.len() * 2);
+        }
+    }
+}
+
 /// How a call left the table early.
 enum Evicted {
     /// The connection's cap.
@@ -222,8 +290,7 @@ impl Engine {
     /// Puts `t` in `conn`'s outstanding calls under `key`; an earlier call of
     /// the same XID still outstanding moves to `earlier`.
     pub(crate) fn insert_call(&mut self, conn: ConnId, key: CallKey, mut t: Txn) {
-        let seq = self.conns.next_seq;
-        self.conns.next_seq += 1;
+        let seq = self.conns.calls.next_seq();
         t.seq = seq;
         t.cost = call_bytes(&t, self.config.max_ladder_steps) + self.index_call(conn, key, &t);
         let cost = t.cost;
@@ -237,16 +304,10 @@ impl Engine {
             }
         }
         corr.calls.insert(key, Box::new(t));
-        self.conns.calls.push_back((conn, key, seq));
-        self.conns.call_count += 1;
-        self.conns.call_bytes += cost;
-        if self.conns.calls.len() > 2 * self.conns.call_count + 1024 {
-            let Self { conns, .. } = self;
-            let corr = &conns.corr;
-            conns
-                .calls
-                .retain(|(c, k, s)| corr.get(c).is_some_and(|x| x.calls.holds(k, *s)));
-        }
+        let Table { calls, corr, .. } = &mut self.conns;
+        calls.added((conn, key, seq), cost, |c, k, s| {
+            corr.get(c).is_some_and(|x| x.calls.holds(k, s))
+        });
     }
 
     /// Takes the oldest outstanding call of `key` on `conn`: a reply
@@ -263,8 +324,7 @@ impl Engine {
     /// `in_flight` calls left ([`release`]).
     fn call_left(&mut self, conn: ConnId, key: CallKey, in_flight: u32, t: &Txn) {
         self.unindex_call(conn, key, t);
-        self.conns.call_count -= 1;
-        self.conns.call_bytes -= t.cost;
+        self.conns.calls.left(1, t.cost);
         if let Some(c) = self.state.connections.get_mut(&conn) {
             c.in_flight = in_flight;
         }
@@ -281,8 +341,8 @@ impl Engine {
         corr.stags.clear();
         corr.reads.clear();
         shrink(corr);
-        self.conns.call_count -= txns.len();
-        self.conns.call_bytes -= txns.iter().map(|t| t.cost).sum::<usize>();
+        let bytes = txns.iter().map(|t| t.cost).sum::<usize>();
+        self.conns.calls.left(txns.len(), bytes);
         txns
     }
 
@@ -302,18 +362,15 @@ impl Engine {
             }
         }
         let budget = self.limits.call_bytes;
-        while self.conns.call_bytes > budget {
-            let Some((c, k, s)) = self.conns.calls.pop_front() else {
+        while self.conns.calls.bytes() > budget {
+            let Some((c, k, s)) = self.conns.calls.pop_oldest() else {
                 break;
             };
             if let Some(t) = self.evict_call(c, k, s) {
                 self.evicted_call(c, t, Evicted::Budget(budget), out);
             }
         }
-        let calls = &mut self.conns.calls;
-        if calls.capacity() > 1024 && calls.len() * 4 < calls.capacity() {
-            calls.shrink_to(calls.len() * 2);
-        }
+        self.conns.calls.shrink();
     }
 
     /// The oldest call still outstanding on `conn`, out of the table.
@@ -541,7 +598,7 @@ fn sparse(len: usize, capacity: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{ConnCalls, ParkedCalls, PARK_NS};
+    use super::{AllCalls, ConnCalls, ParkedCalls, PARK_NS};
     use crate::keys::{Addr, CallKey, ConnId, Origin};
     use crate::wire::state::{Parked, Txn};
     use crate::{CallHeader, Transaction};
@@ -679,5 +736,29 @@ mod tests {
         let seqs: Vec<u64> = c.drain().iter().map(|t| t.seq).collect();
         assert_eq!(seqs, [1, 2, 3, 4]);
         assert_eq!((c.in_flight(), c.pop_order()), (0, None));
+    }
+
+    #[test]
+    fn all_calls_count_in_send_order_and_sweep_the_gone() {
+        let mut a = AllCalls::default();
+        let c = ConnId(1);
+        for x in 0..3 {
+            let s = a.next_seq();
+            assert_eq!(s, u64::from(x));
+            a.added((c, key(x), s), 10, |_, _, _| true);
+        }
+        assert_eq!((a.count(), a.bytes()), (3, 30));
+        assert_eq!(a.pop_oldest(), Some((c, key(0), 0)));
+        a.left(3, 30);
+        // Calls answered at once leave entries behind: swept once they
+        // outnumber the live ones, so the order stays bounded.
+        for _ in 0..5000 {
+            let s = a.next_seq();
+            a.added((c, key(9), s), 10, |_, _, x| x == s);
+            a.left(1, 10);
+        }
+        assert_eq!((a.count(), a.bytes()), (0, 0));
+        // One live call at each sweep: at most 2 * 1 + 1024 entries.
+        assert!(a.order.len() <= 1026, "{}", a.order.len());
     }
 }

@@ -71,17 +71,8 @@ pub(crate) struct Table {
     pub corr: super::conn_table::ConnTable,
     /// CM REQs waiting for their REP: (client address, client comm id).
     pub pending: Map<(Addr, u32), ConnId>,
-    /// Every outstanding call in the order it was sent (connection, key,
-    /// sequence number): the oldest goes first when the calls' share of the
-    /// budget is spent. Entries of calls already gone are skipped when met,
-    /// and swept out when they outnumber the live ones.
-    pub calls: VecDeque<(ConnId, CallKey, u64)>,
-    /// Calls outstanding, all connections together.
-    pub call_count: usize,
-    /// Bytes the outstanding calls cost (`cost::call_bytes`).
-    pub call_bytes: usize,
-    /// The next call's sequence number.
-    pub next_seq: u64,
+    /// Every outstanding call, all connections together.
+    pub calls: super::calls::AllCalls,
     /// Bytes of Send prefixes held by queue pairs.
     pub prefix_bytes: usize,
     /// Queue pairs no connection owns that requests were sent to, by
@@ -129,7 +120,7 @@ impl Table {
     }
 
     pub fn outstanding(&self) -> usize {
-        self.call_count
+        self.calls.count()
     }
 }
 
