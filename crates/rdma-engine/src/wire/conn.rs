@@ -207,9 +207,7 @@ impl Engine {
 
     /// Forgets the Send prefix a queue pair held, in the budget's count.
     pub(crate) fn drop_prefix(&mut self, q: &super::state::QpState) {
-        if let Some(r) = &q.send {
-            self.conns.prefix_bytes = self.conns.prefix_bytes.saturating_sub(r.prefix.capacity());
-        }
+        self.conns.prefixes.forget(q.send.as_ref());
     }
 
     /// Points `key` at `conn`, whose other end sends from `peer` (a QP
@@ -227,9 +225,7 @@ impl Engine {
         q.unconfirmed = false;
         q.write = None;
         let old = q.send.take();
-        if let Some(r) = old {
-            self.conns.prefix_bytes = self.conns.prefix_bytes.saturating_sub(r.prefix.capacity());
-        }
+        self.conns.prefixes.forget(old.as_ref());
     }
 
     /// Emits every outstanding call of `id` as unanswered; with

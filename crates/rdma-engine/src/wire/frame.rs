@@ -7,6 +7,7 @@ use rdma_dissectors::ib::icrc::IcrcStatus;
 use rdma_dissectors::ib::Qpn;
 use rdma_dissectors::stack;
 
+use super::reassembly::Prefixes;
 use super::state::QpState;
 use crate::keys::{Addr, ConnId, QpKey};
 use crate::{checks, Engine, Finding, Frame, Kind, Totals};
@@ -189,6 +190,20 @@ impl Engine {
         self.qps.get_or_default(key)
     }
 
+    /// The state of `key`'s QP, made if new, with the Send prefixes' count
+    /// that its message in reassembly is held in.
+    #[inline]
+    pub(crate) fn qp_and_prefixes(
+        &mut self,
+        key: &QpKey,
+        out: &mut Vec<Finding>,
+    ) -> (&mut QpState, &mut Prefixes) {
+        if self.qps.len() >= self.limits.qps {
+            self.make_room_for_qp(*key, out);
+        }
+        (self.qps.get_or_default(key), &mut self.conns.prefixes)
+    }
+
     /// At the cap, forgets a QP unless `key` already has its place: the
     /// eviction clock's next QP not seen since it last passed (see
     /// `QpTable::evict`), one owned by no connection first.
@@ -201,9 +216,7 @@ impl Engine {
         let Some((v, q)) = self.qps.evict() else {
             return;
         };
-        if let Some(r) = &q.send {
-            self.conns.prefix_bytes = self.conns.prefix_bytes.saturating_sub(r.prefix.capacity());
-        }
+        self.conns.prefixes.forget(q.send.as_ref());
         self.state.evictions.qps += 1;
         if self.state.evictions.qps.is_power_of_two() {
             self.anomaly(

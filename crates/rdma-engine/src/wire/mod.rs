@@ -18,5 +18,6 @@ pub(super) mod qp;
 pub(super) mod qp_table;
 pub(super) mod raise;
 pub(super) mod rdma;
+pub(super) mod reassembly;
 pub(super) mod state;
 pub(super) mod transfer;

@@ -28,7 +28,7 @@ pub(crate) struct QpState {
     /// here, for QPs no connection owns (a connection keeps its own).
     pub mtu: Option<u32>,
     /// A multi-packet Send being reassembled.
-    pub send: Option<Reassembly>,
+    pub send: Option<super::reassembly::Reassembly>,
     /// An RDMA Write whose later packets carry no RETH.
     pub write: Option<WriteCtx>,
     pub last_ts_ns: u64,
@@ -74,7 +74,7 @@ pub(crate) struct Table {
     /// Every outstanding call, all connections together.
     pub calls: super::calls::AllCalls,
     /// Bytes of Send prefixes held by queue pairs.
-    pub prefix_bytes: usize,
+    pub prefixes: super::reassembly::Prefixes,
     /// Queue pairs no connection owns that requests were sent to, by
     /// (responder's address, requester's address): the QPN and the latest
     /// request PSN. A response or ACK to the requester whose PSN answers
@@ -169,17 +169,6 @@ impl ReplyHead {
     pub fn bytes(&self) -> &[u8] {
         &self.bytes[..usize::from(self.len)]
     }
-}
-
-/// A multi-packet Send being put back together.
-#[derive(Debug, Clone)]
-pub(crate) struct Reassembly {
-    pub first_frame: u64,
-    pub prefix: Vec<u8>,
-    pub total: usize,
-    /// A packet of it was cut by the capture: `prefix` ends there, for
-    /// bytes after a gap would not be the message's.
-    pub cut: bool,
 }
 
 /// A whole RPC-over-RDMA message, as received.
