@@ -5,9 +5,9 @@
 //! tests share one implementation.
 //!
 //! ```text
-//!  Event::Frame ──► stack::dissect ──► CM MAD? ──► connections (wire/conn.rs)
+//!  Event::Frame ──► stack::dissect (wire/frame.rs) ──► CM MAD? ──► connections (wire/conn.rs)
 //!                                 └──► BTH ──┬─ SEND ──► reassembly ──► RPC-over-RDMA message (wire/call.rs)
-//!                                            ├─ RDMA WRITE / READ ──► chunk segments (wire/rdma.rs)
+//!                                            ├─ RDMA WRITE / READ ──► chunk segments (wire/rdma.rs, wire/transfer.rs)
 //!                                            └─ ACK / NAK ──► anomalies
 //!  Event::Probe ──► kernel/ ──► transactions as the client's or the server's kernel saw them
 //!  Event::End ──► unanswered calls
@@ -15,9 +15,11 @@
 //!
 //! `keys`, `model`, `describe`, `histogram`, `anomaly`, `cm` and `kernel/event` are
 //! leaves that `wire/` and `kernel/` share; neither of those two imports
-//! the other, and inside `wire/` the files share only `wire/state` and the
-//! plain parts `wire/qp` and `wire/cost`. `checks/` judges (pure functions
-//! of the facts `wire/` gathers); `findings` stamps and counts what they find.
+//! the other. Inside `wire/`, the `impl Engine` files share `wire/state` and
+//! the parts that own their state (see `wire/mod.rs`). `checks/` judges
+//! (pure functions of the facts `wire/` gathers); `findings` stamps and
+//! counts what they and the kernel correlator find. This file coordinates:
+//! the public types and the dispatch of each event.
 //!
 //! Output comes two ways: [`Finding`]s (completed transactions and
 //! anomalies) pushed to the caller's vector as they happen, and aggregate

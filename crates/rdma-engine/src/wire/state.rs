@@ -1,6 +1,8 @@
 //! The wire side's correlation state, which the front ends never see: per
 //! queue pair, per connection and per outstanding call. Plain data that
-//! `conn`, `call` and `rdma` share without importing one another.
+//! `conn`, `call` and `rdma` share; the parts that keep their own
+//! invariants (`calls`, `reassembly`, `transfer`, `conn_table`) are fields
+//! of it.
 
 use std::collections::VecDeque;
 
