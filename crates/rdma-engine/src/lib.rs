@@ -259,12 +259,8 @@ impl Engine {
         wire::cost::connections_bytes(&self.state.connections)
             + self.qps.bytes()
             + self.conns.bytes()
-            + self.kernel.tracked() * budget::KERNEL_CALL_BYTES
-            + self.kernel.names_held() * budget::KERNEL_NAME_BYTES
-            + self
-                .merger
-                .as_ref()
-                .map_or(0, |m| m.held() * budget::JOIN_BYTES)
+            + self.kernel.bytes()
+            + self.merger.as_ref().map_or(0, merge::Merger::bytes)
     }
 
     /// The configuration in force.

@@ -34,6 +34,15 @@ use crate::findings::Sink;
 use crate::keys::{ConnIds, KernelConnKey, Map};
 use crate::{ChunkKind, ConnId, SegmentUse};
 
+/// Bytes of a call the kernel side follows (task state and the transaction
+/// it becomes).
+pub(crate) const KERNEL_CALL_BYTES: usize = std::mem::size_of::<crate::Transaction>() + 512;
+
+/// Bytes of a procedure name the kernel side holds until its call is
+/// marshalled: the entry, its hash slot at up to twice the room, and the
+/// two short name strings.
+const KERNEL_NAME_BYTES: usize = 2 * std::mem::size_of::<(TaskKey, RpcName)>() + 64;
+
 /// Kernel-side connection labels remembered at once.
 const MAX_KERNEL_CONNS: usize = 4096;
 
@@ -134,6 +143,11 @@ impl Correlator {
     /// they are much smaller than calls).
     pub fn names_held(&self) -> usize {
         self.task_names.len()
+    }
+
+    /// Bytes the correlator holds, as the budget counts them.
+    pub(crate) fn bytes(&self) -> usize {
+        self.tracked() * KERNEL_CALL_BYTES + self.names_held() * KERNEL_NAME_BYTES
     }
 
     /// A correlator with `cfg`.
