@@ -33,26 +33,15 @@
 
 use std::mem::size_of;
 
-use super::model::{CreditPoint, Transaction};
+use super::kernel::KERNEL_CALL_BYTES;
+use super::merge::JOIN_BYTES;
+use super::model::CreditPoint;
 use super::wire::cost::{CONNECTION_BYTES, QP_BYTES, READ_BYTES};
 use super::Config;
 
 /// The default budget: 256 MiB for the engine and (when there is one) the
 /// screen's model together.
 pub const DEFAULT_MEMORY_LIMIT: usize = 256 << 20;
-
-/// Bytes of a call the kernel side follows (task state and the transaction
-/// it becomes).
-pub(super) const KERNEL_CALL_BYTES: usize = size_of::<Transaction>() + 512;
-
-/// Bytes of a procedure name the kernel side holds until its call is
-/// marshalled: the entry, its hash slot at up to twice the room, and the
-/// two short name strings.
-pub(super) const KERNEL_NAME_BYTES: usize =
-    2 * size_of::<(super::kernel::event::TaskKey, super::kernel::names::RpcName)>() + 64;
-
-/// Bytes of a transaction waiting for its other views.
-pub(super) const JOIN_BYTES: usize = size_of::<Transaction>() + 512;
 
 /// Fewest entries any table is allowed, however small the budget: below
 /// this the analyzer would not be worth running.

@@ -3,7 +3,7 @@
 //! so no later pass over the output has to find and fix them.
 
 use crate::keys::{ConnId, Origin};
-use crate::{Anomaly, Event, Finding, Frame, Kind, State};
+use crate::{Anomaly, Event, Finding, Frame, Kind, State, Transaction};
 
 /// What an anomaly is about, apart from its kind and sentence.
 #[derive(Debug, Clone, Default)]
@@ -48,7 +48,13 @@ impl Collector {
         let mut frames = about.frames;
         frames.dedup();
         *state.anomaly_counts.entry(kind).or_insert(0) += 1;
-        if let Some(c) = about.connection.and_then(|c| state.connections.get_mut(&c)) {
+        // The kernels' connections have ids of their own, never the wire's.
+        let wire = origin == Origin::Wire;
+        if let Some(c) = about
+            .connection
+            .filter(|_| wire)
+            .and_then(|c| state.connections.get_mut(&c))
+        {
             c.anomalies += 1;
         }
         Finding::Anomaly(Box::new(Anomaly {
@@ -61,19 +67,27 @@ impl Collector {
             message,
         }))
     }
+}
 
-    /// Takes in what the kernel correlator found on its own: its anomalies
-    /// are stamped and counted here, its transactions counted.
-    pub fn adopt(&self, state: &mut State, found: &mut [Finding]) {
-        for f in found {
-            match f {
-                Finding::Transaction(_) => state.totals.probe_transactions += 1,
-                Finding::Anomaly(a) => {
-                    a.ts_ns = a.ts_ns.or(self.now);
-                    *state.anomaly_counts.entry(a.kind).or_default() += 1;
-                }
-            }
-        }
+/// Where a part that makes findings of its own puts them: the collector
+/// stamps and counts each as it is made, and it goes out in order.
+pub(crate) struct Sink<'a> {
+    pub out: &'a mut Vec<Finding>,
+    pub state: &'a mut State,
+    pub collector: Collector,
+}
+
+impl Sink<'_> {
+    /// A new anomaly of `kind` seen by `origin`, stamped, counted and out.
+    pub fn anomaly(&mut self, kind: (Kind, Origin), about: About, message: String) {
+        let f = self.collector.anomaly(self.state, kind, about, message);
+        self.out.push(f);
+    }
+
+    /// A transaction the kernel probes completed, counted and out.
+    pub fn probe_transaction(&mut self, t: Transaction) {
+        self.state.totals.probe_transactions += 1;
+        self.out.push(Finding::Transaction(Box::new(t)));
     }
 }
 
@@ -148,25 +162,36 @@ mod tests {
     }
 
     #[test]
-    fn the_kernels_findings_are_stamped_and_counted_when_adopted() {
+    fn a_sinks_findings_are_stamped_and_counted_when_made() {
         let mut state = State::default();
-        let mut c = Collector::default();
-        c.start(Event::Tick(77), None);
-        let kernel = |ts_ns| {
-            Finding::Anomaly(Box::new(Anomaly {
-                kind: Kind::CallWithoutReply,
-                origin: Origin::ServerProbes,
-                ts_ns,
-                frames: vec![],
-                connection: None,
-                xid: None,
-                message: String::new(),
-            }))
+        state
+            .connections
+            .insert(ConnId(1), Connection::new(ConnId(1), 0));
+        let mut collector = Collector::default();
+        collector.start(Event::Tick(77), None);
+        let mut out = Vec::new();
+        let mut sink = Sink {
+            out: &mut out,
+            state: &mut state,
+            collector,
         };
-        let mut found = [kernel(None), kernel(Some(5))];
-        c.adopt(&mut state, &mut found);
-        assert_eq!(anomaly(&found[0]).ts_ns, Some(77));
-        assert_eq!(anomaly(&found[1]).ts_ns, Some(5));
+        let about = |at| About {
+            connection: Some(ConnId(1)),
+            at,
+            ..About::default()
+        };
+        let kind = (Kind::CallWithoutReply, Origin::ServerProbes);
+        sink.anomaly(kind, about(None), String::new());
+        sink.anomaly(kind, about(Some(5)), String::new());
+        let header = crate::CallHeader::Text(String::new());
+        let t = Transaction::new(Origin::ServerProbes, ConnId(2), 1, 1, 0, header);
+        sink.probe_transaction(t);
+        assert_eq!(anomaly(&out[0]).ts_ns, Some(77));
+        assert_eq!(anomaly(&out[1]).ts_ns, Some(5));
+        assert!(matches!(out[2], Finding::Transaction(_)));
         assert_eq!(state.anomaly_counts.get(&Kind::CallWithoutReply), Some(&2));
+        assert_eq!(state.totals.probe_transactions, 1);
+        // A kernel's connection id is not the wire's connection 1.
+        assert_eq!(state.connections[&ConnId(1)].anomalies, 0);
     }
 }

@@ -5,9 +5,9 @@
 //! tests share one implementation.
 //!
 //! ```text
-//!  Event::Frame ──► stack::dissect ──► CM MAD? ──► connections (wire/conn.rs)
+//!  Event::Frame ──► stack::dissect (wire/frame.rs) ──► CM MAD? ──► connections (wire/conn.rs)
 //!                                 └──► BTH ──┬─ SEND ──► reassembly ──► RPC-over-RDMA message (wire/call.rs)
-//!                                            ├─ RDMA WRITE / READ ──► chunk segments (wire/rdma.rs)
+//!                                            ├─ RDMA WRITE / READ ──► chunk segments (wire/rdma.rs, wire/transfer.rs)
 //!                                            └─ ACK / NAK ──► anomalies
 //!  Event::Probe ──► kernel/ ──► transactions as the client's or the server's kernel saw them
 //!  Event::End ──► unanswered calls
@@ -15,9 +15,11 @@
 //!
 //! `keys`, `model`, `fill`, `histogram`, `anomaly`, `cm` and `kernel/event` are
 //! leaves that `wire/` and `kernel/` share; neither of those two imports
-//! the other, and inside `wire/` the files share only `wire/state` and the
-//! plain parts `wire/qp` and `wire/cost`. `checks/` judges (pure functions
-//! of the facts `wire/` gathers); `findings` stamps and counts what they find.
+//! the other. Inside `wire/`, the `impl Engine` files share `wire/state` and
+//! the parts that own their state (see `wire/mod.rs`). `checks/` judges
+//! (pure functions of the facts `wire/` gathers); `findings` stamps and
+//! counts what they and the kernel correlator find. This file coordinates:
+//! the public types and the dispatch of each event.
 //!
 //! Output comes two ways: [`Finding`]s (completed transactions and
 //! anomalies) pushed to the caller's vector as they happen, and aggregate
@@ -29,6 +31,7 @@ pub mod anomaly;
 pub mod budget;
 mod checks;
 mod cm;
+mod config;
 pub mod device_counters;
 mod fill;
 mod findings;
@@ -43,15 +46,10 @@ mod wire;
 
 use std::collections::BTreeMap;
 
-use rdma_dissectors::ib::bth::{Bth, Opcode};
-use rdma_dissectors::ib::icrc::IcrcStatus;
-use rdma_dissectors::ib::Qpn;
-use rdma_dissectors::stack::{self, RpcRdmaDecode};
-
-use wire::state::QpState;
 
 pub use anomaly::{Anomaly, Kind, Severity};
 pub use budget::{Limits, DEFAULT_MEMORY_LIMIT};
+pub use config::Config;
 pub use histogram::LogLinear;
 use keys::ConnIds;
 pub use keys::{Addr, ConnId, Origin, QpKey};
@@ -63,63 +61,8 @@ pub use model::{
 pub use nfsio::{asks_for_retry, FileHandle, NfsIo, Stable, RECENT_ERRORS, RETRY_WINDOW_NS};
 pub use rdma_dissectors::frame::Frame;
 
-#[cold]
-fn t_cut(t: &mut Totals) {
-    t.cut_frames += 1;
-}
-
 /// Why the calls still outstanding at the end got no reply.
 const CAPTURE_ENDED: &str = "the capture ended before a reply";
-
-/// Caps and switches.
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// Dissector settings (RoCEv2 port, ICRC verification).
-    pub stack: stack::Config,
-    /// Bytes all the engine's tables may hold together (see [`budget`]);
-    /// the `max_*` caps below apply where they are the smaller.
-    pub memory_limit: usize,
-    /// Connections tracked at once.
-    pub max_connections: usize,
-    /// Queue pairs tracked at once (including those not yet paired).
-    pub max_qps: usize,
-    /// Outstanding calls per connection.
-    pub max_outstanding: usize,
-    /// RDMA Read requests awaiting responses per connection.
-    pub max_reads: usize,
-    /// Bytes of a multi-packet Send kept to decode its headers.
-    pub max_message_prefix: usize,
-    /// Points of credit history per connection (older ones are thinned out).
-    pub max_credit_points: usize,
-    /// Steps recorded per transaction for the ladder diagram.
-    pub max_ladder_steps: usize,
-    /// Add up the Middle packets of an RDMA Write or Read Response before
-    /// writing them to their transaction (the default). Off, each is written
-    /// as it comes: the results are the same, only slower, and that is the
-    /// reference the deferral is tested against.
-    pub defer_middle_packets: bool,
-    /// Join the wire's and the kernels' views of each XID into one
-    /// transaction (live mode with probes); `None` hands each out as it is.
-    pub merge: Option<MergeConfig>,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            stack: stack::Config::default().with_rpcrdma(RpcRdmaDecode::Never),
-            memory_limit: DEFAULT_MEMORY_LIMIT,
-            max_connections: 4096,
-            max_qps: 16384,
-            max_outstanding: 65536,
-            max_reads: 4096,
-            max_message_prefix: 8192,
-            max_credit_points: 4096,
-            max_ladder_steps: 64,
-            defer_middle_packets: true,
-            merge: None,
-        }
-    }
-}
 
 /// What the engine consumes.
 #[derive(Debug, Clone, Copy)]
@@ -258,8 +201,8 @@ pub struct Engine {
     conns: wire::state::Table,
     kernel: kernel::Correlator,
     /// Middle packets of RDMA Writes and Read Responses not yet added to
-    /// their transactions (see [`wire::rdma::DeferredMiddle`]).
-    deferred: Vec<wire::rdma::DeferredMiddle>,
+    /// their transactions (see [`wire::transfer::DeferredMiddle`]).
+    deferred: wire::transfer::Deferred,
     /// The views waiting to be joined (`Config::merge`).
     merger: Option<merge::Merger>,
     /// Stamps and counts anomalies as they are made.
@@ -290,7 +233,7 @@ impl Engine {
             conns: wire::state::Table::default(),
             merger,
             kernel,
-            deferred: Vec::with_capacity(wire::rdma::MAX_DEFERRED),
+            deferred: wire::transfer::Deferred::default(),
             findings: findings::Collector::default(),
         }
     }
@@ -315,12 +258,8 @@ impl Engine {
         wire::cost::connections_bytes(&self.state.connections)
             + self.qps.bytes()
             + self.conns.bytes()
-            + self.kernel.tracked() * budget::KERNEL_CALL_BYTES
-            + self.kernel.names_held() * budget::KERNEL_NAME_BYTES
-            + self
-                .merger
-                .as_ref()
-                .map_or(0, |m| m.held() * budget::JOIN_BYTES)
+            + self.kernel.bytes()
+            + self.merger.as_ref().map_or(0, merge::Merger::bytes)
     }
 
     /// The configuration in force.
@@ -414,279 +353,38 @@ impl Engine {
             Event::Frame(f) => self.frame(&f, out),
             Event::Probe(p) => {
                 self.state.totals.probe_records += 1;
-                let from = out.len();
-                self.kernel.handle(&mut self.ids, p, out);
-                self.adopt_kernel_findings(from, out);
+                let (kernel, ids, mut sink) = self.kernel_sink(out);
+                kernel.handle(ids, p, &mut sink);
             }
             Event::Tick(ts) => {
                 self.state.totals.saw(ts);
-                let from = out.len();
-                self.kernel.tick(&mut self.ids, ts, out);
-                self.adopt_kernel_findings(from, out);
+                let (kernel, ids, mut sink) = self.kernel_sink(out);
+                kernel.tick(ids, ts, &mut sink);
             }
             Event::End => {
                 self.end(out);
-                let from = out.len();
-                self.kernel.end(&mut self.ids, out);
-                self.adopt_kernel_findings(from, out);
+                let (kernel, ids, mut sink) = self.kernel_sink(out);
+                kernel.end(ids, &mut sink);
             }
         }
     }
 
-    fn anomaly(
-        &mut self,
-        out: &mut Vec<Finding>,
-        kind: Kind,
-        frames: Vec<u64>,
-        conn: Option<ConnId>,
-        xid: Option<u32>,
-        message: String,
+    /// The kernel correlator, the ids it labels connections with, and where
+    /// its findings go: out, stamped and counted as they are made.
+    fn kernel_sink<'a>(
+        &'a mut self,
+        out: &'a mut Vec<Finding>,
+    ) -> (
+        &'a mut kernel::Correlator,
+        &'a mut ConnIds,
+        findings::Sink<'a>,
     ) {
-        let about = findings::About {
-            frames,
-            connection: conn,
-            xid,
-            at: None,
+        let sink = findings::Sink {
+            out,
+            state: &mut self.state,
+            collector: self.findings,
         };
-        let f = self
-            .findings
-            .anomaly(&mut self.state, (kind, Origin::Wire), about, message);
-        out.push(f);
-    }
-
-    /// Raises what a check found, on the frames, connection and XID it
-    /// is about.
-    fn raise(
-        &mut self,
-        out: &mut Vec<Finding>,
-        v: checks::Violation,
-        frames: Vec<u64>,
-        conn: Option<ConnId>,
-        xid: Option<u32>,
-    ) {
-        self.anomaly(out, v.kind, frames, conn, xid, v.message);
-    }
-
-    /// Raises what a check found, with all it is about.
-    fn raise_about(
-        &mut self,
-        out: &mut Vec<Finding>,
-        v: checks::Violation,
-        about: findings::About,
-    ) {
-        let f = self
-            .findings
-            .anomaly(&mut self.state, (v.kind, Origin::Wire), about, v.message);
-        out.push(f);
-    }
-
-    fn frame(&mut self, f: &Frame<'_>, out: &mut Vec<Finding>) {
-        let (number, ts) = (f.number, f.ts_ns);
-        let t = &mut self.state.totals;
-        t.frames += 1;
-        t.bytes += f.data.len() as u64;
-        t.first_ts_ns.get_or_insert(ts);
-        t.saw(ts);
-        // One dissection, built in place: it is large, and returning or
-        // moving it would copy it for every frame.
-        let mut d = stack::Dissection::default();
-        f.dissect_into(&self.config.stack, &mut d);
-        self.icrc_verdict(number, &d, out);
-        if !self.deferred.is_empty() && !wire::rdma::continues_transfer(&d) {
-            // Anything else may read or end the transactions they belong to.
-            self.flush_deferred();
-        }
-        if d.ip.is_some_and(|ip| ip.is_fragment())
-            && d.udp
-                .is_some_and(|u| u.destination_port == self.config.stack.rocev2_port)
-        {
-            return self.fragmented(number, &d, out);
-        }
-        let cut_short = self.count_cut(&d);
-        let Some(bth) = d.bth() else {
-            if let (Some(e), false) = (d.stop, cut_short) {
-                self.not_rdma(number, &d, e, out);
-            }
-            return;
-        };
-        self.state.totals.rdma_frames += 1;
-        if let (Some(e), false) = (d.stop, cut_short) {
-            let conn = self.conn_of_dest(&d, bth.dest_qp);
-            self.anomaly(
-                out,
-                Kind::Malformed,
-                vec![number],
-                conn,
-                None,
-                format!("{} frame could not be dissected: {e}", bth.opcode.name()),
-            );
-            return;
-        }
-        self.congestion(number, ts, &d, &bth);
-        if let Some(&cm) = d.cm() {
-            self.state.totals.cm_messages += 1;
-            self.cm_message(number, ts, &d, cm, out);
-            return;
-        }
-        let Some((src, dst)) = Addr::of_frame(&d) else {
-            self.state.totals.unassociated_frames += 1;
-            return;
-        };
-        let dest = QpKey {
-            addr: dst,
-            qpn: bth.dest_qp.get(),
-        };
-        self.rc_frame(number, ts, src, dest, &d, out);
-    }
-
-    /// Counts the frame's ICRC verdict; a mismatch is an anomaly.
-    fn icrc_verdict(&mut self, number: u64, d: &stack::Dissection<'_>, out: &mut Vec<Finding>) {
-        let t = &mut self.state.totals;
-        match d.icrc {
-            Some(IcrcStatus::Valid) => t.icrc_valid += 1,
-            Some(IcrcStatus::Invalid { found, computed }) => {
-                t.icrc_invalid += 1;
-                let conn = d.bth().and_then(|b| self.conn_of_dest(d, b.dest_qp));
-                let v = checks::iba::icrc(found, computed);
-                self.raise(out, v, vec![number], conn, None);
-            }
-            Some(_) => t.icrc_unchecked += 1,
-            None => {}
-        }
-    }
-
-    /// Counts a frame a snap length cut, and says whether a layer ran past
-    /// the cut: that layer is not there, not malformed.
-    fn count_cut(&mut self, d: &stack::Dissection<'_>) -> bool {
-        if d.cut {
-            t_cut(&mut self.state.totals);
-        }
-        let cut_short = d.cut && matches!(d.stop, Some(rdma_dissectors::Error::Truncated { .. }));
-        if cut_short
-            && d.transport.is_none()
-            && (d.udp.is_some() || d.grh.is_some() || d.lrh.is_some())
-        {
-            self.state.totals.headers_cut += 1;
-        }
-        cut_short
-    }
-
-    /// A frame without a BTH that the dissectors stopped in: malformed when
-    /// it got as far as UDP to the RoCEv2 port, a GRH or an LRH, but no further.
-    #[cold]
-    fn not_rdma(
-        &mut self,
-        number: u64,
-        d: &stack::Dissection<'_>,
-        e: rdma_dissectors::Error,
-        out: &mut Vec<Finding>,
-    ) {
-        if d.udp
-            .is_some_and(|u| u.destination_port == self.config.stack.rocev2_port)
-            || d.grh.is_some()
-            || d.lrh.is_some()
-        {
-            self.anomaly(
-                out,
-                Kind::Malformed,
-                vec![number],
-                None,
-                None,
-                format!("frame could not be dissected: {e}"),
-            );
-        }
-    }
-
-    /// Counts the fabric's congestion signals on a frame, on the connection
-    /// of its destination QP: for a CE-marked or FECN packet the QP it
-    /// congested on its way to, for a CNP or BECN the QP whose sending
-    /// caused it (the one told to slow down). A hash lookup only for a
-    /// marked frame; no allocation past a connection's first few.
-    #[inline]
-    fn congestion(&mut self, number: u64, ts: u64, d: &stack::Dissection<'_>, bth: &Bth) {
-        let ce =
-            d.ip.is_some_and(|ip| ip.ecn() == rdma_dissectors::ip::ECN_CE);
-        let cnp = bth.opcode == Opcode::CNP;
-        if !(ce || cnp || bth.fecn || bth.becn) {
-            return;
-        }
-        self.state.totals.congestion_frames += 1;
-        let Some(conn) = self.conn_of_dest(d, bth.dest_qp) else {
-            return;
-        };
-        if let Some(c) = self.state.connections.get_mut(&conn) {
-            c.congestion.note(number, ts, ce, cnp, bth.fecn, bth.becn);
-        }
-    }
-
-    /// The first fragment of a RoCEv2 packet: reported, not followed (the
-    /// rest of the packet is in other frames, and RoCEv2 never fragments).
-    #[cold]
-    fn fragmented(&mut self, number: u64, d: &stack::Dissection<'_>, out: &mut Vec<Finding>) {
-        let conn = d.bth().and_then(|b| self.conn_of_dest(d, b.dest_qp));
-        let (src, dst) = d.ip.map_or((String::new(), String::new()), |ip| {
-            (ip.source().to_string(), ip.destination().to_string())
-        });
-        let v = checks::iba::ip_fragment(&src, &dst);
-        self.raise(out, v, vec![number], conn, None);
-    }
-
-    fn conn_of_dest(&self, d: &stack::Dissection<'_>, qpn: Qpn) -> Option<ConnId> {
-        let (_, addr) = Addr::of_frame(d)?;
-        self.qps
-            .get(&QpKey {
-                addr,
-                qpn: qpn.get(),
-            })?
-            .conn
-    }
-
-    /// The state of `key`'s QP, made if new. One lookup per packet; the
-    /// eviction path is kept out of line so this stays short.
-    #[inline]
-    fn qp_mut(&mut self, key: &QpKey, out: &mut Vec<Finding>) -> &mut QpState {
-        if self.qps.len() >= self.limits.qps {
-            self.make_room_for_qp(*key, out);
-        }
-        self.qps.get_or_default(key)
-    }
-
-    /// At the cap, forgets a QP unless `key` already has its place: the
-    /// eviction clock's next QP not seen since it last passed (see
-    /// `QpTable::evict`), one owned by no connection first.
-    #[cold]
-    #[inline(never)]
-    fn make_room_for_qp(&mut self, key: QpKey, out: &mut Vec<Finding>) {
-        if self.qps.contains_key(&key) {
-            return;
-        }
-        let Some((v, q)) = self.qps.evict() else {
-            return;
-        };
-        if let Some(r) = &q.send {
-            self.conns.prefix_bytes = self.conns.prefix_bytes.saturating_sub(r.prefix.capacity());
-        }
-        self.state.evictions.qps += 1;
-        if self.state.evictions.qps.is_power_of_two() {
-            self.anomaly(
-                out,
-                Kind::StateEvicted,
-                vec![],
-                q.conn,
-                None,
-                format!(
-                    "queue-pair table full ({} entries, from --max-qps and --memory-limit): forgot {v} ({} QPs forgotten so far); raise them",
-                    self.limits.qps, self.state.evictions.qps
-                ),
-            );
-        }
-    }
-
-    /// The kernel correlator pushes its findings itself: the collector
-    /// stamps and counts them as it would have made them.
-    fn adopt_kernel_findings(&mut self, from: usize, out: &mut [Finding]) {
-        let found = out.get_mut(from..).unwrap_or_default();
-        self.findings.adopt(&mut self.state, found);
+        (&mut self.kernel, &mut self.ids, sink)
     }
 
     fn end(&mut self, out: &mut Vec<Finding>) {
@@ -697,7 +395,7 @@ impl Engine {
             self.close_out(id, CAPTURE_ENDED, false, out);
         }
         // Calls of torn-down connections that were never sent again.
-        while let Some(p) = self.unpark_oldest() {
+        while let Some(p) = self.conns.parked.oldest() {
             self.unanswered(p.txn, &p.why, p.at, out);
         }
     }

@@ -22,6 +22,9 @@ use super::keys::{CallKey, Map};
 use super::model::Transaction;
 use super::{Finding, Origin};
 
+/// Bytes of a transaction waiting for its other views.
+pub(crate) const JOIN_BYTES: usize = std::mem::size_of::<Transaction>() + 512;
+
 /// How the views are joined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MergeConfig {
@@ -70,9 +73,9 @@ impl Merger {
         }
     }
 
-    /// XIDs held right now.
-    pub(super) fn held(&self) -> usize {
-        self.held.len()
+    /// Bytes the held transactions cost, as the budget counts them.
+    pub(super) fn bytes(&self) -> usize {
+        self.held.len() * JOIN_BYTES
     }
 
     /// Engine time passes.

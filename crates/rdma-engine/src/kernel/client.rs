@@ -8,11 +8,10 @@
 use super::event::{ChunkType, ProbeEvent, ProbeMeta, SegKind, TaskKey};
 use super::names::RpcName;
 use super::{advertised, Correlator};
+use crate::findings::{About, Sink};
 use crate::keys::{ConnIds, KernelConnKey};
 use crate::model::{Ladder, StepWhat};
-use crate::{
-    Anomaly, CallHeader, ChunkKind, Finding, Kind, Origin, SegmentUse, Transaction, Transfer,
-};
+use crate::{CallHeader, ChunkKind, Kind, Origin, SegmentUse, Transaction, Transfer};
 
 /// A call of one RPC task, from its chunks to its reply.
 #[derive(Debug, Clone, Default)]
@@ -137,7 +136,7 @@ impl Correlator {
         ids: &mut ConnIds,
         meta: ProbeMeta,
         event: &ProbeEvent,
-        out: &mut Vec<Finding>,
+        out: &mut Sink<'_>,
     ) {
         let (seq, ts) = (meta.seq, meta.ts_ns);
         match event {
@@ -235,7 +234,7 @@ impl Correlator {
         task: TaskKey,
         xid: u32,
         (rtype, wtype, call_len): (ChunkType, ChunkType, u32),
-        out: &mut Vec<Finding>,
+        out: &mut Sink<'_>,
     ) {
         let (seq, ts) = (meta.seq, meta.ts_ns);
         let in_flight = self
@@ -279,7 +278,7 @@ impl Correlator {
         meta: ProbeMeta,
         task: TaskKey,
         (xid, credits): (u32, u32),
-        out: &mut Vec<Finding>,
+        out: &mut Sink<'_>,
     ) {
         let (seq, ts) = (meta.seq, meta.ts_ns);
         let cap = self.cfg.max_ladder_steps;
@@ -299,18 +298,21 @@ impl Correlator {
                         client_id: task.client_id,
                     },
                 ));
-                out.push(Finding::Anomaly(Box::new(Anomaly {
-                    kind: Kind::ReplyWithoutCall,
-                    origin: Origin::ClientProbes,
-                    ts_ns: None,
+                let about = About {
                     frames: vec![seq],
                     connection,
                     xid: Some(xid),
-                    message: format!(
-                        "client probes: reply to xid {xid:#010x} (task {}@{}) whose marshal was not seen",
-                        task.task_id, task.client_id
-                    ),
-                })));
+                    at: None,
+                };
+                let message = format!(
+                    "client probes: reply to xid {xid:#010x} (task {}@{}) whose marshal was not seen",
+                    task.task_id, task.client_id
+                );
+                out.anomaly(
+                    (Kind::ReplyWithoutCall, Origin::ClientProbes),
+                    about,
+                    message,
+                );
             }
         }
     }
@@ -365,7 +367,7 @@ impl Correlator {
         ids: &mut ConnIds,
         task: TaskKey,
         seq: u64,
-        out: &mut Vec<Finding>,
+        out: &mut Sink<'_>,
     ) -> &mut ClientCall {
         if !self.tasks.contains_key(&task) {
             if self.tasks.len() >= self.cfg.max_outstanding {
@@ -392,7 +394,7 @@ impl Correlator {
         })
     }
 
-    pub(super) fn expire(&mut self, ids: &mut ConnIds, now: u64, out: &mut Vec<Finding>) {
+    pub(super) fn expire(&mut self, ids: &mut ConnIds, now: u64, out: &mut Sink<'_>) {
         if !self
             .tasks
             .values()
@@ -420,7 +422,7 @@ impl Correlator {
         ids: &mut ConnIds,
         task: TaskKey,
         c: ClientCall,
-        out: &mut Vec<Finding>,
+        out: &mut Sink<'_>,
     ) {
         let Some((call_seq, call_ts)) = c.marshal else {
             return; // chunks registered, never marshalled: nothing to report
@@ -436,15 +438,13 @@ impl Correlator {
         let mut anomalies = Vec::new();
         for (kind, message) in c.anomalies() {
             anomalies.push(kind);
-            out.push(Finding::Anomaly(Box::new(Anomaly {
-                kind,
-                origin: Origin::ClientProbes,
-                ts_ns: None,
+            let about = About {
                 frames: vec![call_seq],
                 connection: Some(connection),
                 xid: Some(c.xid),
-                message,
-            })));
+                at: None,
+            };
+            out.anomaly((kind, Origin::ClientProbes), about, message);
         }
         let reads = c.segs.iter().any(|s| s.kind == ChunkKind::Read);
         let writes = c
@@ -485,6 +485,6 @@ impl Correlator {
         if let Some(n) = &c.name {
             n.fill(&mut t);
         }
-        out.push(Finding::Transaction(Box::new(t)));
+        out.probe_transaction(t);
     }
 }

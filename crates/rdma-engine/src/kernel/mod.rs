@@ -8,8 +8,9 @@
 //!                                        └─ PrivateData (kprobe: CM private data) ──► Correlator::private_data
 //! ```
 //!
-//! It emits the engine's own [`Finding`] types, so the reports, the JSON
-//! schemas and the TUI take them unchanged. Frame numbers in these
+//! It emits the engine's own [`Finding`](crate::Finding) types, through the
+//! engine's findings collector (which stamps and counts them as they are
+//! made), so the reports, the JSON schemas and the TUI take them unchanged. Frame numbers in these
 //! transactions are probe record sequence numbers. What the probes cannot
 //! know stays unknown: the client side never sees the credits it requested
 //! (0), the server side never sees the credits it granted (`None`).
@@ -29,8 +30,18 @@ use event::{Cid, Probe, ProbeEvent, SegKind, TaskKey, Use};
 use names::RpcName;
 use server::ServerCall;
 
+use crate::findings::Sink;
 use crate::keys::{ConnIds, KernelConnKey, Map};
-use crate::{ChunkKind, ConnId, Finding, SegmentUse};
+use crate::{ChunkKind, ConnId, SegmentUse};
+
+/// Bytes of a call the kernel side follows (task state and the transaction
+/// it becomes).
+pub(crate) const KERNEL_CALL_BYTES: usize = std::mem::size_of::<crate::Transaction>() + 512;
+
+/// Bytes of a procedure name the kernel side holds until its call is
+/// marshalled: the entry, its hash slot at up to twice the room, and the
+/// two short name strings.
+const KERNEL_NAME_BYTES: usize = 2 * std::mem::size_of::<(TaskKey, RpcName)>() + 64;
 
 /// Kernel-side connection labels remembered at once.
 const MAX_KERNEL_CONNS: usize = 4096;
@@ -134,6 +145,11 @@ impl Correlator {
         self.task_names.len()
     }
 
+    /// Bytes the correlator holds, as the budget counts them.
+    pub(crate) fn bytes(&self) -> usize {
+        self.tracked() * KERNEL_CALL_BYTES + self.names_held() * KERNEL_NAME_BYTES
+    }
+
     /// A correlator with `cfg`.
     pub fn new(cfg: CorrelateConfig) -> Correlator {
         Correlator {
@@ -154,7 +170,7 @@ impl Correlator {
     }
 
     /// Handles one probe event; findings go to `out` as they complete.
-    pub(crate) fn handle(&mut self, ids: &mut ConnIds, p: &Probe, out: &mut Vec<Finding>) {
+    pub(crate) fn handle(&mut self, ids: &mut ConnIds, p: &Probe, out: &mut Sink<'_>) {
         self.stats.events += 1;
         self.expire(ids, p.meta.ts_ns, out);
         match (p.event.use_(), &p.event) {
@@ -168,13 +184,13 @@ impl Correlator {
     }
 
     /// Time passes (live mode): replies whose grace period ended are emitted.
-    pub(crate) fn tick(&mut self, ids: &mut ConnIds, ts_ns: u64, out: &mut Vec<Finding>) {
+    pub(crate) fn tick(&mut self, ids: &mut ConnIds, ts_ns: u64, out: &mut Sink<'_>) {
         self.expire(ids, ts_ns, out);
     }
 
     /// The source ended: everything still open is emitted, unanswered calls
     /// with a `call_without_reply` anomaly.
-    pub(crate) fn end(&mut self, ids: &mut ConnIds, out: &mut Vec<Finding>) {
+    pub(crate) fn end(&mut self, ids: &mut ConnIds, out: &mut Sink<'_>) {
         let keys: Vec<TaskKey> = self.task_order.drain(..).collect();
         for k in keys {
             if let Some(c) = self.tasks.remove(&k) {

@@ -10,12 +10,10 @@
 use super::event::{Cid, Completion, ProbeEvent, ProbeMeta, SegKind};
 use super::names::RpcName;
 use super::{advertised, Correlator};
+use crate::findings::{About, Sink};
 use crate::keys::{ConnIds, KernelConnKey};
 use crate::model::{Ladder, Phases, StepWhat};
-use crate::{
-    Anomaly, CallHeader, ChunkKind, ConnId, Finding, Kind, Origin, SegmentUse, Transaction,
-    Transfer,
-};
+use crate::{CallHeader, ChunkKind, ConnId, Kind, Origin, SegmentUse, Transaction, Transfer};
 
 /// Where the segments an nfsd thread decodes wait for their call when the
 /// kernel's events carry no completion id (Linux 5.10): a key no receive
@@ -54,7 +52,7 @@ impl Correlator {
         ids: &mut ConnIds,
         meta: ProbeMeta,
         event: &ProbeEvent,
-        out: &mut Vec<Finding>,
+        out: &mut Sink<'_>,
     ) {
         let (seq, ts, tid) = (meta.seq, meta.ts_ns, meta.tid);
         match event {
@@ -159,7 +157,7 @@ impl Correlator {
         meta: ProbeMeta,
         cid: Cid,
         mut call: ServerCall,
-        out: &mut Vec<Finding>,
+        out: &mut Sink<'_>,
     ) {
         let (seq, ts, tid) = (meta.seq, meta.ts_ns, meta.tid);
         if let Some(prev) = self.threads.remove(&tid) {
@@ -243,7 +241,7 @@ impl Correlator {
         tid: u32,
         xid: u32,
         name: RpcName,
-        out: &mut Vec<Finding>,
+        out: &mut Sink<'_>,
     ) {
         // The nfsd thread that decoded the call dispatches it, or
         // (6.12, a call that pulled a Read chunk) whichever thread
@@ -305,7 +303,7 @@ impl Correlator {
     /// A thread leaves `call` without a reply: a call still pulling its
     /// Read chunk, not yet dispatched, waits for the thread that will
     /// resume it (Linux 6.12); any other was abandoned and ends now.
-    fn set_aside(&mut self, ids: &mut ConnIds, call: ServerCall, out: &mut Vec<Finding>) {
+    fn set_aside(&mut self, ids: &mut ConnIds, call: ServerCall, out: &mut Sink<'_>) {
         if call.name.is_some() || call.first_read.is_none() {
             self.finish_server(ids, call, None, out);
             return;
@@ -338,7 +336,7 @@ impl Correlator {
         ids: &mut ConnIds,
         mut s: ServerCall,
         reply: Option<(u64, u64, Option<u32>)>,
-        out: &mut Vec<Finding>,
+        out: &mut Sink<'_>,
     ) {
         let connection = self.conn(ids, KernelConnKey::Server { cq_id: s.cq_id });
         self.stats.server_transactions += 1;
@@ -351,15 +349,13 @@ impl Correlator {
         let mut anomalies = Vec::new();
         for (kind, message) in s.anomalies(inv, reply.is_some()) {
             anomalies.push(kind);
-            out.push(Finding::Anomaly(Box::new(Anomaly {
-                kind,
-                origin: Origin::ServerProbes,
-                ts_ns: None,
+            let about = About {
                 frames: vec![s.seq],
                 connection: Some(connection),
                 xid: Some(s.xid),
-                message,
-            })));
+                at: None,
+            };
+            out.anomaly((kind, Origin::ServerProbes), about, message);
         }
         for g in s.segs.iter_mut().filter(|g| g.kind == ChunkKind::Read) {
             if s.last_read.is_some() {
@@ -372,7 +368,7 @@ impl Correlator {
                 .step(self.cfg.max_ladder_steps, s.ts, seq, ts, false, what);
         }
         let t = s.into_transaction(connection, reply, anomalies);
-        out.push(Finding::Transaction(Box::new(t)));
+        out.probe_transaction(t);
     }
 }
 

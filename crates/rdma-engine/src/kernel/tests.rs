@@ -2,8 +2,9 @@
 
 use super::event::{ChunkType, Cid, Completion, Probe, ProbeEvent, ProbeMeta, SegKind, TaskKey};
 use super::{CorrelateConfig, Correlator};
+use crate::findings::{Collector, Sink};
 use crate::keys::ConnIds;
-use crate::{Finding, Kind, Origin, Transaction, Transfer};
+use crate::{Finding, Kind, Origin, State, Transaction, Transfer};
 
 fn p(seq: u64, ts: u64, tid: u32, event: ProbeEvent) -> Probe {
     Probe {
@@ -24,11 +25,29 @@ fn feed(
     ids: &mut ConnIds,
     evs: impl IntoIterator<Item = ProbeEvent>,
     (t0, step, tid): (u64, u64, u32),
-    out: &mut Vec<Finding>,
+    out: &mut Found,
 ) {
     for (i, e) in evs.into_iter().enumerate() {
         let i = i as u64;
-        c.handle(ids, &p(i + 1, t0 + i * step, tid, e), out);
+        c.handle(ids, &p(i + 1, t0 + i * step, tid, e), &mut out.sink());
+    }
+}
+
+/// What the correlator found, and the engine state its collector counted
+/// it in.
+#[derive(Debug, Default)]
+struct Found {
+    found: Vec<Finding>,
+    state: State,
+}
+
+impl Found {
+    fn sink(&mut self) -> Sink<'_> {
+        Sink {
+            out: &mut self.found,
+            state: &mut self.state,
+            collector: Collector::default(),
+        }
     }
 }
 
@@ -61,7 +80,7 @@ fn client_remote_invalidation_without_a_task() {
 
 fn client_read(reminv_task: Option<TaskKey>) {
     let mut c = Correlator::new(CorrelateConfig::default());
-    let mut out = Vec::new();
+    let mut out = Found::default();
     let mut ids = ConnIds::default();
     let evs = [
         ProbeEvent::ClientChunk {
@@ -106,9 +125,9 @@ fn client_read(reminv_task: Option<TaskKey>) {
         },
     ];
     feed(&mut c, &mut ids, evs, (1_000_000, 10_000, 40), &mut out);
-    assert!(out.is_empty(), "held for the grace period");
-    c.tick(&mut ids, 1_000_000 + 30_000_000, &mut out);
-    let t = txns(&out);
+    assert!(out.found.is_empty(), "held for the grace period");
+    c.tick(&mut ids, 1_000_000 + 30_000_000, &mut out.sink());
+    let t = txns(&out.found);
     assert_eq!(t.len(), 1);
     let t = t[0];
     assert_eq!(t.xid, 0x9bc0454e);
@@ -128,7 +147,7 @@ fn client_read(reminv_task: Option<TaskKey>) {
 #[test]
 fn client_unanswered_and_foreign_invalidation() {
     let mut c = Correlator::new(CorrelateConfig::default());
-    let mut out = Vec::new();
+    let mut out = Found::default();
     let mut ids = ConnIds::default();
     let t2 = TaskKey {
         task_id: 2,
@@ -149,7 +168,7 @@ fn client_unanswered_and_foreign_invalidation() {
                 xdrlen: None,
             },
         ),
-        &mut out,
+        &mut out.sink(),
     );
     c.handle(
         &mut ids,
@@ -166,7 +185,7 @@ fn client_unanswered_and_foreign_invalidation() {
                 xdrlen: None,
             },
         ),
-        &mut out,
+        &mut out.sink(),
     );
     c.handle(
         &mut ids,
@@ -180,7 +199,7 @@ fn client_unanswered_and_foreign_invalidation() {
                 credits: 0,
             },
         ),
-        &mut out,
+        &mut out.sink(),
     );
     c.handle(
         &mut ids,
@@ -193,7 +212,7 @@ fn client_unanswered_and_foreign_invalidation() {
                 handle: 0xdead,
             },
         ),
-        &mut out,
+        &mut out.sink(),
     );
     c.handle(
         &mut ids,
@@ -210,10 +229,11 @@ fn client_unanswered_and_foreign_invalidation() {
                 credits: 1,
             },
         ),
-        &mut out,
+        &mut out.sink(),
     );
-    c.end(&mut ids, &mut out);
+    c.end(&mut ids, &mut out.sink());
     let kinds: Vec<Kind> = out
+        .found
         .iter()
         .filter_map(|f| match f {
             Finding::Anomaly(a) => {
@@ -226,7 +246,7 @@ fn client_unanswered_and_foreign_invalidation() {
     assert!(kinds.contains(&Kind::ReplyWithoutCall));
     assert!(kinds.contains(&Kind::CallWithoutReply));
     assert!(kinds.contains(&Kind::InvalidatedForeignStag));
-    let t = txns(&out);
+    let t = txns(&out.found);
     assert_eq!(t.len(), 2);
     assert_eq!(
         t[1].in_flight_at_call, 2,
@@ -239,7 +259,7 @@ fn client_unanswered_and_foreign_invalidation() {
 #[test]
 fn server_write_with_read_chunk() {
     let mut c = Correlator::new(CorrelateConfig::default());
-    let mut out = Vec::new();
+    let mut out = Found::default();
     let mut ids = ConnIds::default();
     let rc = Cid { cq_id: 4, cid: 51 };
     let sc = Cid { cq_id: 3, cid: 82 };
@@ -302,10 +322,10 @@ fn server_write_with_read_chunk() {
         c.handle(
             &mut ids,
             &p(i as u64 + 1, 1_000 * (i as u64 + 1), tid, e),
-            &mut out,
+            &mut out.sink(),
         );
     }
-    let t = txns(&out);
+    let t = txns(&out.found);
     assert_eq!(t.len(), 1);
     let t = t[0];
     assert_eq!(t.xid, 0xa8c0454e);
@@ -323,7 +343,7 @@ fn server_write_with_read_chunk() {
 #[test]
 fn server_reply_with_invalidate_and_write_chunk() {
     let mut c = Correlator::new(CorrelateConfig::default());
-    let mut out = Vec::new();
+    let mut out = Found::default();
     let mut ids = ConnIds::default();
     let rc = Cid { cq_id: 4, cid: 53 };
     let evs = [
@@ -359,7 +379,7 @@ fn server_reply_with_invalidate_and_write_chunk() {
         },
     ];
     feed(&mut c, &mut ids, evs, (10, 1, 352), &mut out);
-    let t = txns(&out);
+    let t = txns(&out.found);
     assert_eq!(t.len(), 1);
     assert_eq!(t[0].remote_invalidated_rkey, Some(0x18d7));
     assert!(t[0].chunks[0].remotely_invalidated);
@@ -374,7 +394,7 @@ fn bounded_outstanding_calls() {
         max_outstanding: 4,
         ..CorrelateConfig::default()
     });
-    let mut out = Vec::new();
+    let mut out = Found::default();
     let mut ids = ConnIds::default();
     for i in 0..100u32 {
         let task = TaskKey {
@@ -396,7 +416,7 @@ fn bounded_outstanding_calls() {
                     xdrlen: None,
                 },
             ),
-            &mut out,
+            &mut out.sink(),
         );
     }
     assert!(c.tasks.len() <= 4);
@@ -406,7 +426,7 @@ fn bounded_outstanding_calls() {
 #[test]
 fn server_anomalies_say_they_come_from_the_server() {
     let mut c = Correlator::new(CorrelateConfig::default());
-    let mut out = Vec::new();
+    let mut out = Found::default();
     let mut ids = ConnIds::default();
     // An RDMA_MSGP call (rdma_proc 2) the server never answers.
     let decode = ProbeEvent::DecodeRqst {
@@ -417,9 +437,10 @@ fn server_anomalies_say_they_come_from_the_server() {
         credits: 8,
         hdrlen: None,
     };
-    c.handle(&mut ids, &p(1, 10, 352, decode), &mut out);
-    c.end(&mut ids, &mut out);
+    c.handle(&mut ids, &p(1, 10, 352, decode), &mut out.sink());
+    c.end(&mut ids, &mut out.sink());
     let anomalies: Vec<(Kind, Origin)> = out
+        .found
         .iter()
         .filter_map(|f| match f {
             Finding::Anomaly(a) => Some((a.kind, a.origin)),
@@ -433,7 +454,12 @@ fn server_anomalies_say_they_come_from_the_server() {
             (Kind::CallWithoutReply, Origin::ServerProbes)
         ]
     );
-    assert_eq!(txns(&out)[0].origin, Origin::ServerProbes);
+    assert_eq!(txns(&out.found)[0].origin, Origin::ServerProbes);
+    // Counted as they were made, not by a pass over the output.
+    let counts = &out.state.anomaly_counts;
+    assert_eq!(counts.get(&Kind::MsgpUsed), Some(&1));
+    assert_eq!(counts.get(&Kind::CallWithoutReply), Some(&1));
+    assert_eq!(out.state.totals.probe_transactions, 1);
 }
 
 fn rpc_request(task: TaskKey, procedure: &str) -> ProbeEvent {
@@ -462,7 +488,7 @@ fn marshal(task: TaskKey, xid: u32) -> ProbeEvent {
 #[test]
 fn client_calls_are_named_by_rpc_request() {
     let mut c = Correlator::new(CorrelateConfig::default());
-    let (mut out, mut ids) = (Vec::new(), ConnIds::default());
+    let (mut out, mut ids) = (Found::default(), ConnIds::default());
     let other = TaskKey {
         task_id: 0x18,
         client_id: 4,
@@ -484,8 +510,8 @@ fn client_calls_are_named_by_rpc_request() {
         },
     ];
     feed(&mut c, &mut ids, evs, (0, 1, 40), &mut out);
-    c.end(&mut ids, &mut out);
-    let t = txns(&out);
+    c.end(&mut ids, &mut out.sink());
+    let t = txns(&out.found);
     assert_eq!(t.len(), 2);
     assert_eq!((t[0].xid, t[0].procedure_label().as_str()), (1, "NFS READ"));
     assert_eq!((t[0].version, t[0].proc), (Some(3), Some(6)));
@@ -507,7 +533,7 @@ fn names_of_calls_that_never_marshal_are_bounded() {
         ..CorrelateConfig::default()
     };
     let mut c = Correlator::new(cfg);
-    let (mut out, mut ids) = (Vec::new(), ConnIds::default());
+    let (mut out, mut ids) = (Found::default(), ConnIds::default());
     for i in 0..10_000u32 {
         let task = TaskKey {
             task_id: i,
@@ -516,12 +542,12 @@ fn names_of_calls_that_never_marshal_are_bounded() {
         c.handle(
             &mut ids,
             &p(u64::from(i), 0, 1, rpc_request(task, "GETATTR")),
-            &mut out,
+            &mut out.sink(),
         );
     }
     assert_eq!(c.names_held(), 100);
     assert!(c.names_order.len() <= 2 * 100 + 1024 + 1);
-    assert!(out.is_empty());
+    assert!(out.found.is_empty());
 }
 
 /// `svc_process` on the nfsd thread that decoded the call names it; one
@@ -529,7 +555,7 @@ fn names_of_calls_that_never_marshal_are_bounded() {
 #[test]
 fn server_calls_are_named_by_svc_process() {
     let mut c = Correlator::new(CorrelateConfig::default());
-    let (mut out, mut ids) = (Vec::new(), ConnIds::default());
+    let (mut out, mut ids) = (Found::default(), ConnIds::default());
     let rc = Cid { cq_id: 2, cid: 5 };
     let process = |xid: u32, procedure: Option<&str>| ProbeEvent::SvcProcess {
         xid,
@@ -555,7 +581,7 @@ fn server_calls_are_named_by_svc_process() {
         },
     ];
     feed(&mut c, &mut ids, evs, (0, 1, 352), &mut out);
-    let t = txns(&out);
+    let t = txns(&out.found);
     assert_eq!(t.len(), 1);
     // This kernel's svc_process had no `procedure`: the number names it.
     assert_eq!(t[0].procedure_label(), "NFS WRITE");
@@ -569,7 +595,7 @@ fn server_calls_are_named_by_svc_process() {
 #[test]
 fn a_call_resumed_by_another_thread_keeps_its_own_reply() {
     let mut c = Correlator::new(CorrelateConfig::default());
-    let (mut out, mut ids) = (Vec::new(), ConnIds::default());
+    let (mut out, mut ids) = (Found::default(), ConnIds::default());
     let rc = |cid| Cid { cq_id: 4, cid };
     let sc = Cid { cq_id: 3, cid: 82 };
     let (a, b) = (353, 354);
@@ -641,11 +667,11 @@ fn a_call_resumed_by_another_thread_keeps_its_own_reply() {
         c.handle(
             &mut ids,
             &p(i as u64 + 1, 1_000 * (i as u64 + 1), tid, e),
-            &mut out,
+            &mut out.sink(),
         );
     }
-    c.end(&mut ids, &mut out);
-    let t = txns(&out);
+    c.end(&mut ids, &mut out.sink());
+    let t = txns(&out.found);
     assert_eq!(t.len(), 2, "{out:?}");
     let by = |xid| t.iter().find(|t| t.xid == xid).expect("both calls");
     let (w, g) = (by(0x3663f769), by(0x3463f769));
@@ -664,7 +690,7 @@ fn a_call_resumed_by_another_thread_keeps_its_own_reply() {
         g.procedure_label()
     );
     assert!(
-        !out.iter().any(|f| matches!(f, Finding::Anomaly(_))),
+        !out.found.iter().any(|f| matches!(f, Finding::Anomaly(_))),
         "{out:?}"
     );
 }
@@ -675,7 +701,7 @@ fn a_call_resumed_by_another_thread_keeps_its_own_reply() {
 #[test]
 fn server_call_from_linux_5_10_events() {
     let mut c = Correlator::new(CorrelateConfig::default());
-    let (mut out, mut ids) = (Vec::new(), ConnIds::default());
+    let (mut out, mut ids) = (Found::default(), ConnIds::default());
     let rc = Cid { cq_id: 4, cid: 51 };
     let nfsd = 353;
     let seg = |kind, handle| ProbeEvent::ServerDecodeSeg {
@@ -745,10 +771,10 @@ fn server_call_from_linux_5_10_events() {
         c.handle(
             &mut ids,
             &p(i as u64 + 1, 1_000 * (i as u64 + 1), tid, e),
-            &mut out,
+            &mut out.sink(),
         );
     }
-    let t = txns(&out);
+    let t = txns(&out.found);
     assert_eq!(t.len(), 1, "{out:?}");
     let t = t[0];
     assert_eq!(t.call_ts_ns, 1_000, "call time is the receive completion");
@@ -768,7 +794,7 @@ fn server_call_from_linux_5_10_events() {
 #[test]
 fn a_call_sent_again_ends_its_stalled_first_attempt() {
     let mut c = Correlator::new(CorrelateConfig::default());
-    let (mut out, mut ids) = (Vec::new(), ConnIds::default());
+    let (mut out, mut ids) = (Found::default(), ConnIds::default());
     let xid = 0x68be1842;
     let decode = |cq_id| ProbeEvent::DecodeRqst {
         cid: Cid { cq_id, cid: 1 },
@@ -813,10 +839,10 @@ fn a_call_sent_again_ends_its_stalled_first_attempt() {
         c.handle(
             &mut ids,
             &p(i as u64 + 1, 1_000 * (i as u64 + 1), tid, e),
-            &mut out,
+            &mut out.sink(),
         );
     }
-    let t = txns(&out);
+    let t = txns(&out.found);
     let attempts: Vec<_> = t.iter().filter(|t| t.xid == xid).collect();
     assert_eq!(attempts.len(), 2, "{out:?}");
     assert_eq!(
@@ -833,7 +859,7 @@ fn a_call_sent_again_ends_its_stalled_first_attempt() {
 #[test]
 fn a_failed_marshal_drops_its_segments() {
     let mut c = Correlator::new(CorrelateConfig::default());
-    let mut out = Vec::new();
+    let mut out = Found::default();
     let mut ids = ConnIds::default();
     let read = |handle| ProbeEvent::ClientChunk {
         task: T,
@@ -866,8 +892,8 @@ fn a_failed_marshal_drops_its_segments() {
         },
     ];
     feed(&mut c, &mut ids, evs, (1_000_000, 10_000, 40), &mut out);
-    c.end(&mut ids, &mut out);
-    let t = txns(&out);
+    c.end(&mut ids, &mut out.sink());
+    let t = txns(&out.found);
     assert_eq!(t.len(), 1);
     let handles: Vec<u32> = t[0].chunks.iter().map(|s| s.handle).collect();
     assert_eq!(handles, [0x3f4, 0x188e]);

@@ -9,7 +9,8 @@ use rdma_dissectors::oncrpc::{AcceptStat, MsgBody, ReplyBody, RpcMsg};
 use rdma_dissectors::rpcrdma::{Body, Chunks, Proc, RdmaError, RpcRdmaHeader, Xid};
 
 use super::index::Tag;
-use super::state::{Message, Parked, Reassembly, Txn, CLIENT_CONNS};
+use super::reassembly::SendPacket;
+use super::state::{Message, Parked, Txn, CLIENT_CONNS};
 use crate::checks::{self, rfc8166, rfc8797};
 use crate::fill::{fill_call, fill_nfs_status, reply_status};
 use crate::keys::{Addr, CallKey, ConnId, Origin};
@@ -48,47 +49,32 @@ impl Engine {
     ) {
         use rdma_dissectors::ib::bth::Position;
         let cap = self.config.max_message_prefix;
-        // Bytes the budget's share for Send prefixes still has room for.
-        let budget_room = self
-            .limits
-            .prefix_bytes
-            .saturating_sub(self.conns.prefix_bytes);
+        let budget_room = self.conns.prefixes.room(self.limits.prefix_bytes);
+        let packet = SendPacket {
+            bytes: m.bytes,
+            total: m.total,
+            cut: m.cut,
+        };
         match position {
             Position::Only => self.message(m, out),
             Position::First => {
                 let keep = m.bytes.len().min(cap).min(budget_room);
-                let r = Reassembly {
-                    first_frame: m.frame,
-                    prefix: m.bytes.get(..keep).unwrap_or_default().to_vec(),
-                    total: m.total,
-                    cut: m.cut,
-                };
-                let held = r.prefix.capacity();
-                let q = self.qp_mut(&m.dest, out);
-                let before = q.send.replace(r);
-                let freed = before.map_or(0, |r| r.prefix.capacity());
-                self.conns.prefix_bytes = (self.conns.prefix_bytes + held).saturating_sub(freed);
+                let (q, prefixes) = self.qp_and_prefixes(&m.dest, out);
+                prefixes.start(&mut q.send, m.frame, packet, keep);
             }
             Position::Middle | Position::Last => {
-                let q = self.qp_mut(&m.dest, out);
+                let (q, prefixes) = self.qp_and_prefixes(&m.dest, out);
                 let Some(r) = q.send.as_mut() else {
                     // The capture started in the middle of this message.
                     return;
                 };
-                let held = r.prefix.capacity();
                 let room = cap.saturating_sub(r.prefix.len()).min(budget_room);
-                let take = if r.cut { 0 } else { m.bytes.len().min(room) };
-                r.prefix
-                    .extend_from_slice(m.bytes.get(..take).unwrap_or_default());
-                r.total += m.total;
-                r.cut |= m.cut;
-                let grown = r.prefix.capacity() - held;
                 if position != Position::Last {
-                    self.conns.prefix_bytes += grown;
-                    return;
+                    return prefixes.extend(r, packet, room);
                 }
-                let Some(r) = q.send.take() else { return };
-                self.conns.prefix_bytes = self.conns.prefix_bytes.saturating_sub(held);
+                let Some(r) = prefixes.finish(&mut q.send, packet, room) else {
+                    return;
+                };
                 if r.total > r.prefix.len() {
                     self.state.evictions.truncated_messages += 1;
                 }
@@ -155,7 +141,7 @@ impl Engine {
             .conns
             .corr
             .get(&conn)
-            .is_some_and(|c| c.outstanding.contains_key(&answers))
+            .is_some_and(|c| c.calls.contains(&answers))
     }
 
     /// The connection of a cut message on a QP no connection owns: the one
@@ -475,7 +461,7 @@ impl Engine {
             .conns
             .corr
             .get(&conn)
-            .and_then(|c| c.outstanding.get(&key))
+            .and_then(|c| c.calls.latest(&key))
             .map(|t| t.rec.call_frame);
         if let Some(v) = rfc8166::xid_reused(xid, earlier, m.frame, conn) {
             rec.anomalies.push(v.kind);
@@ -513,10 +499,10 @@ impl Engine {
         key: CallKey,
         out: &mut Vec<Finding>,
     ) {
-        if !self.conns.parked_order.is_empty() {
+        if !self.conns.parked.is_empty() {
             self.expire_parked(m.ts, out);
         }
-        let earlier = match self.unpark(m.src, key) {
+        let earlier = match self.conns.parked.take(m.src, key) {
             Some(p) => Some(p),
             None => self.outstanding_elsewhere(m.src, rec.connection, key),
         };
@@ -541,7 +527,7 @@ impl Engine {
             .conns
             .corr
             .get(&conn)
-            .map_or(0, |c| c.in_flight_on(backchannel) as u32 + 1);
+            .map_or(0, |c| c.calls.in_flight_on(backchannel) as u32 + 1);
         rec.in_flight_at_call = in_flight;
         let points = self.limits.credit_points;
         let mut overrun = None;
@@ -600,7 +586,7 @@ impl Engine {
                         .conns
                         .corr
                         .get(c)
-                        .is_some_and(|x| x.outstanding.contains_key(&key))
+                        .is_some_and(|x| x.calls.contains(&key))
             })?;
         let txn = self.take_call(older, key)?;
         Some(Parked {

@@ -8,11 +8,11 @@ use rdma_dissectors::ib::Psn;
 use rdma_dissectors::rpcrdma_cm;
 use rdma_dissectors::stack::Dissection;
 
-use super::state::{Corr, Txn};
+use super::state::Txn;
 use crate::checks::{iba, rfc8166};
 use crate::cm;
 use crate::keys::{ConnId, QpKey};
-use crate::model::{v1, Carries, CmEvent, CmMsg, Connection, Role};
+use crate::model::{v1, Carries, CmEvent, CmMsg, Role};
 use crate::{Engine, Finding, Kind};
 
 /// A CM message's frame, as far as the capture kept it.
@@ -47,18 +47,17 @@ impl Engine {
     /// next connection not seen since the clock last passed it.
     pub(crate) fn new_conn(&mut self, ts: u64, out: &mut Vec<Finding>) -> ConnId {
         if self.state.connections.len() >= self.limits.connections {
-            if let Some(v) = self.conn_to_evict() {
+            if let Some(v) = self.conns.corr.next_to_evict(&self.state.connections) {
                 self.close_out(
                     v,
                     "the connection table was full and this connection was the longest idle",
                     false,
                     out,
                 );
-                let c = self.state.connections.remove(&v);
+                let c = self.conns.corr.close(&mut self.state.connections, v);
                 if let Some(c) = &c {
                     self.unindex_comm_ids(c);
                 }
-                self.conns.corr.remove(&v);
                 // Its queue pairs, found through the connection, not by a scan.
                 for key in c.iter().flat_map(|c| [c.client, c.server]).flatten() {
                     if self.qps.get(&key).is_some_and(|q| q.conn == Some(v)) {
@@ -84,31 +83,8 @@ impl Engine {
             }
         }
         let id = self.ids.new_id();
-        self.state.connections.insert(id, Connection::new(id, ts));
-        self.conns.corr.insert(id, Corr::default());
-        self.conns.clock.push_back((id, ts));
+        self.conns.corr.open(&mut self.state.connections, id, ts);
         id
-    }
-
-    /// The connection to evict: the clock's next one idle since it was last
-    /// passed (a connection seen since goes round again, with a bounded
-    /// number of such second chances so that an eviction is constant time).
-    fn conn_to_evict(&mut self) -> Option<ConnId> {
-        const SECOND_CHANCES: usize = 8;
-        let mut chances = 0;
-        while let Some((id, seen)) = self.conns.clock.pop_front() {
-            let Some(c) = self.state.connections.get(&id) else {
-                // Gone already: a stale entry.
-                continue;
-            };
-            if c.last_ts_ns > seen && chances < SECOND_CHANCES {
-                chances += 1;
-                self.conns.clock.push_back((id, c.last_ts_ns));
-                continue;
-            }
-            return Some(id);
-        }
-        None
     }
 
     /// A request from `requester` to `dest`, a QP no connection owns:
@@ -231,9 +207,7 @@ impl Engine {
 
     /// Forgets the Send prefix a queue pair held, in the budget's count.
     pub(crate) fn drop_prefix(&mut self, q: &super::state::QpState) {
-        if let Some(r) = &q.send {
-            self.conns.prefix_bytes = self.conns.prefix_bytes.saturating_sub(r.prefix.capacity());
-        }
+        self.conns.prefixes.forget(q.send.as_ref());
     }
 
     /// Points `key` at `conn`, whose other end sends from `peer` (a QP
@@ -251,9 +225,7 @@ impl Engine {
         q.unconfirmed = false;
         q.write = None;
         let old = q.send.take();
-        if let Some(r) = old {
-            self.conns.prefix_bytes = self.conns.prefix_bytes.saturating_sub(r.prefix.capacity());
-        }
+        self.conns.prefixes.forget(old.as_ref());
     }
 
     /// Emits every outstanding call of `id` as unanswered; with

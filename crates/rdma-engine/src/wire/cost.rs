@@ -107,6 +107,6 @@ impl super::state::Table {
     /// RDMA Reads awaited.
     pub(crate) fn bytes(&self) -> usize {
         let reads: usize = self.corr.values().map(|c| c.reads.len()).sum();
-        self.call_bytes + self.parked_bytes + self.prefix_bytes + reads * READ_BYTES
+        self.calls.bytes() + self.parked.bytes() + self.prefixes.bytes() + reads * READ_BYTES
     }
 }

@@ -69,7 +69,7 @@ fn tags(corr: &Corr) -> Vec<Tag> {
         .keys()
         .map(|&h| Tag::Rkey(h))
         .chain(
-            corr.outstanding
+            corr.calls
                 .keys()
                 .filter(|k| !k.backchannel)
                 .map(|k| Tag::Xid(k.xid.0)),
@@ -123,7 +123,7 @@ impl Engine {
                 remove(map, &(server, client, Tag::Rkey(s.handle)), id);
             }
         }
-        if !key.backchannel && !corr.outstanding.contains_key(&key) {
+        if !key.backchannel && !corr.calls.contains(&key) {
             remove(map, &(server, client, Tag::Xid(key.xid.0)), id);
         }
     }
@@ -171,7 +171,7 @@ impl Engine {
                 && corr.peer_addr == Some(client)
                 && match tag {
                     Tag::Rkey(r) => corr.stags.contains_key(&r),
-                    Tag::Xid(x) => corr.outstanding.contains_key(&CallKey {
+                    Tag::Xid(x) => corr.calls.contains(&CallKey {
                         backchannel: false,
                         xid: Xid(x),
                     }),

@@ -12,89 +12,12 @@ use rdma_dissectors::stack::Dissection;
 use super::index::Tag;
 use super::qp::{is_request, read_span, Packet, Placed, Refused, Sequence};
 use super::state::{Message, ReadReq, ReplyHead, SegmentRef, Txn, WriteCtx, SEGMENT_FRAME_CAP};
+use super::transfer::{Middle, Offered};
 use crate::checks::{self, iba, rfc8166};
 use crate::fill::fill_call;
 use crate::keys::{Addr, ConnId, QpKey};
 use crate::model::{ChunkKind, CmState, StepWhat};
 use crate::{Engine, Finding};
-
-/// The Middle packets of one transfer (an RDMA Write, or the responses to
-/// one RDMA Read) into one chunk segment, added up before they are written
-/// to the segment's transaction.
-///
-/// Most packets of a bulk NFS transfer are Middles, and writing each into
-/// its transaction costs two table lookups and a large entry that the frame
-/// data has pushed out of the cache. A Middle only adds to its segment's
-/// bytes and frames and to its transaction's first/last times, so the sums
-/// can wait as long as nothing else looks at that transaction: every other
-/// packet and event, and every Middle that is not deferred, writes all of
-/// them first (`flush_deferred`), and there is one entry per transaction
-/// and direction, so the order in which they are written does not matter.
-/// The result is the same as writing each packet at once (the integration
-/// test `deferred_middle_packets_give_the_same_results` holds it to that).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct DeferredMiddle {
-    conn: ConnId,
-    target: SegmentRef,
-    read: bool,
-    bytes: u64,
-    first_ts: u64,
-    last_ts: u64,
-    /// The first frames (the segment keeps at most this many).
-    frames: [u64; SEGMENT_FRAME_CAP],
-    n_frames: usize,
-}
-
-/// Transfers deferred at once; one more writes them all.
-pub(crate) const MAX_DEFERRED: usize = 16;
-
-impl DeferredMiddle {
-    fn new(conn: ConnId, target: SegmentRef, read: bool, m: Middle) -> Self {
-        let mut frames = [0; SEGMENT_FRAME_CAP];
-        frames[0] = m.frame;
-        DeferredMiddle {
-            conn,
-            target,
-            read,
-            bytes: u64::from(m.bytes),
-            first_ts: m.ts,
-            last_ts: m.ts,
-            frames,
-            n_frames: 1,
-        }
-    }
-
-    /// Adds `m`, a later packet to the same segment.
-    fn absorb(&mut self, m: Middle) {
-        self.bytes += u64::from(m.bytes);
-        self.last_ts = m.ts;
-        if let Some(f) = self.frames.get_mut(self.n_frames) {
-            *f = m.frame;
-            self.n_frames += 1;
-        }
-    }
-}
-
-/// One Middle packet offered to [`Engine::defer_middle`]: three words, where
-/// a one-packet [`DeferredMiddle`] would be built in full for every packet
-/// only to have three of its fields added to an entry.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Middle {
-    bytes: u32,
-    frame: u64,
-    ts: u64,
-}
-
-/// Whether the packet is the Middle of an RDMA Write or Read Response: the
-/// packets [`DeferredMiddle`] defers.
-pub(crate) fn continues_transfer(d: &Dissection<'_>) -> bool {
-    d.bth().is_some_and(|b| {
-        matches!(
-            b.opcode.operation(),
-            Operation::RdmaWrite | Operation::RdmaReadResponse
-        ) && b.opcode.position() == Some(Position::Middle)
-    })
-}
 
 /// Keeps the start of the reply chunk when this Write is to its first
 /// byte (the first segment of the reply chunk, at its offset).
@@ -560,7 +483,7 @@ impl Engine {
         let corr = self.conns.corr.get(&conn)?;
         let keys = corr.stags.get(&rkey)?;
         for key in keys {
-            let Some(t) = corr.outstanding.get(key) else {
+            let Some(t) = corr.calls.latest(key) else {
                 continue;
             };
             for (i, s) in t.rec.chunks.iter().enumerate() {
@@ -598,10 +521,11 @@ impl Engine {
         }
         // Nor can it while a call whose chunk lists the capture cut is
         // outstanding: the access may be in one of them.
-        let unknown_chunks = self.conns.corr.get(&conn).is_some_and(|c| {
-            c.outstanding.values().any(|t| t.rec.cut)
-                || c.earlier.values().flatten().any(|t| t.rec.cut)
-        });
+        let unknown_chunks = self
+            .conns
+            .corr
+            .get(&conn)
+            .is_some_and(|c| c.calls.all().any(|t| t.rec.cut));
         if unknown_chunks {
             return;
         }
@@ -609,48 +533,30 @@ impl Engine {
         self.raise(out, v, vec![number], Some(conn), None);
     }
 
-    /// Adds a Middle packet's payload to its transfer's [`DeferredMiddle`].
+    /// Adds a Middle packet's payload to its transfer's
+    /// [`DeferredMiddle`](super::transfer::DeferredMiddle).
     fn defer_middle(&mut self, conn: ConnId, target: SegmentRef, read: bool, m: Middle) {
         if !self.config.defer_middle_packets {
             self.add_to_segment(conn, target, m.bytes, m.frame, m.ts, read);
             return;
         }
-        let same_txn =
-            |e: &DeferredMiddle| e.conn == conn && e.target.txn() == target.txn() && e.read == read;
-        let full = self.deferred.len() >= MAX_DEFERRED;
-        match self.deferred.iter_mut().find(|e| same_txn(e)) {
-            Some(e) if e.target.index() == target.index() => {
-                e.absorb(m);
-                return;
-            }
-            // Another segment of the same transaction: keep the order of its
-            // first/last times exact.
-            Some(_) => self.flush_deferred(),
-            None if full => self.flush_deferred(),
-            None => {}
+        match self.deferred.offer(conn, target, read, m) {
+            Offered::Absorbed => return,
+            Offered::WriteFirst => self.flush_deferred(),
+            Offered::Room => {}
         }
-        self.deferred
-            .push(DeferredMiddle::new(conn, target, read, m));
+        self.deferred.push(conn, target, read, m);
     }
 
-    /// Writes every deferred [`DeferredMiddle`] into its transaction.
+    /// Writes every deferred Middle into its transaction.
     pub(crate) fn flush_deferred(&mut self) {
-        let mut deferred = std::mem::take(&mut self.deferred);
+        let mut deferred = self.deferred.take();
         for d in deferred.drain(..) {
-            let Some(t) = self.note_transfer(d.conn, d.target, d.first_ts, d.last_ts, d.read)
-            else {
-                continue;
-            };
-            if let Some(s) = t.rec.chunks.get_mut(d.target.index()) {
-                s.bytes_moved += d.bytes;
-                for &f in d.frames.get(..d.n_frames).unwrap_or_default() {
-                    if s.frames.len() < SEGMENT_FRAME_CAP {
-                        s.frames.push(f);
-                    }
-                }
+            if let Some(t) = self.note_transfer(d.conn, d.target, d.first_ts, d.last_ts, d.read) {
+                d.write_into(t);
             }
         }
-        self.deferred = deferred;
+        self.deferred.give_back(deferred);
     }
 
     /// The transaction of `target`, with the times of a transfer into it.
@@ -666,8 +572,8 @@ impl Engine {
             .conns
             .corr
             .get_mut(&conn)?
-            .outstanding
-            .get_mut(&target.txn())?;
+            .calls
+            .latest_mut(&target.txn())?;
         if read {
             t.first_read_ts.get_or_insert(first_ts);
             t.last_read_ts = Some(last_ts);
@@ -820,7 +726,7 @@ impl Engine {
                 .conns
                 .corr
                 .get_mut(&conn)
-                .and_then(|c| c.outstanding.get_mut(&tg.txn()))
+                .and_then(|c| c.calls.latest_mut(&tg.txn()))
             {
                 t.first_read_ts.get_or_insert(ts);
                 t.rec.responder_step(

@@ -1,6 +1,8 @@
 //! The wire side's correlation state, which the front ends never see: per
 //! queue pair, per connection and per outstanding call. Plain data that
-//! `conn`, `call` and `rdma` share without importing one another.
+//! `conn`, `call` and `rdma` share; the parts that keep their own
+//! invariants (`calls`, `reassembly`, `transfer`, `conn_table`) are fields
+//! of it.
 
 use std::collections::VecDeque;
 
@@ -28,7 +30,7 @@ pub(crate) struct QpState {
     /// here, for QPs no connection owns (a connection keeps its own).
     pub mtu: Option<u32>,
     /// A multi-packet Send being reassembled.
-    pub send: Option<Reassembly>,
+    pub send: Option<super::reassembly::Reassembly>,
     /// An RDMA Write whose later packets carry no RETH.
     pub write: Option<WriteCtx>,
     pub last_ts_ns: u64,
@@ -51,21 +53,8 @@ pub(crate) struct QpState {
 /// Correlation state per connection that the front ends never see.
 #[derive(Debug, Default)]
 pub(crate) struct Corr {
-    /// Outstanding calls, the latest of each XID.
-    /// Boxed: a table's slots outlive its entries (it does not shrink by
-    /// itself), and an empty slot should cost a pointer, not a call.
-    pub outstanding: Map<CallKey, Box<Txn>>,
-    /// Earlier calls of an XID sent again while they were outstanding,
-    /// oldest first: replies are paired with them in order.
-    pub earlier: Map<CallKey, VecDeque<Box<Txn>>>,
-    /// Calls in `earlier`.
-    pub earlier_count: usize,
-    /// Of all outstanding calls, those on the backchannel (server to client).
-    pub backchannel_calls: usize,
-    /// Insertion order of the calls (key, sequence number), for evicting
-    /// the oldest at the per-connection cap; entries of calls already gone
-    /// are skipped when met.
-    pub order: VecDeque<(CallKey, u64)>,
+    /// Its outstanding calls, by XID.
+    pub calls: super::calls::ConnCalls,
     /// Advertised STags: handle -> calls whose chunks name it.
     pub stags: Map<u32, Vec<CallKey>>,
     /// RDMA Read requests awaiting responses, in PSN order.
@@ -77,63 +66,17 @@ pub(crate) struct Corr {
     pub peer_addr: Option<Addr>,
 }
 
-impl Corr {
-    /// Calls outstanding, reused XIDs' earlier calls included.
-    pub fn in_flight(&self) -> usize {
-        self.outstanding.len() + self.earlier_count
-    }
-
-    /// Calls outstanding in one direction: the forward channel's (which the
-    /// credits govern) or the backchannel's.
-    pub fn in_flight_on(&self, backchannel: bool) -> usize {
-        if backchannel {
-            self.backchannel_calls
-        } else {
-            self.in_flight() - self.backchannel_calls
-        }
-    }
-
-    /// Whether the call `seq` of `key` is still outstanding here.
-    pub fn holds(&self, key: &CallKey, seq: u64) -> bool {
-        held(&self.outstanding, &self.earlier, key, seq)
-    }
-}
-
-/// Whether call `seq` of `key` is among `outstanding` and `earlier`.
-pub(crate) fn held(
-    outstanding: &Map<CallKey, Box<Txn>>,
-    earlier: &Map<CallKey, VecDeque<Box<Txn>>>,
-    key: &CallKey,
-    seq: u64,
-) -> bool {
-    outstanding.get(key).is_some_and(|t| t.seq == seq)
-        || earlier
-            .get(key)
-            .is_some_and(|q| q.iter().any(|t| t.seq == seq))
-}
-
 /// All connections' private correlation state.
 #[derive(Debug, Default)]
 pub(crate) struct Table {
-    pub corr: Map<ConnId, Corr>,
+    /// Each connection's entry, opened and closed with its public view.
+    pub corr: super::conn_table::ConnTable,
     /// CM REQs waiting for their REP: (client address, client comm id).
     pub pending: Map<(Addr, u32), ConnId>,
-    /// Connections in the order they were made, with the time they were
-    /// last looked at: the eviction clock (see `Engine::new_conn`).
-    pub clock: VecDeque<(ConnId, u64)>,
-    /// Every outstanding call in the order it was sent (connection, key,
-    /// sequence number): the oldest goes first when the calls' share of the
-    /// budget is spent. Entries of calls already gone are skipped when met,
-    /// and swept out when they outnumber the live ones.
-    pub calls: VecDeque<(ConnId, CallKey, u64)>,
-    /// Calls outstanding, all connections together.
-    pub call_count: usize,
-    /// Bytes the outstanding calls cost (`cost::call_bytes`).
-    pub call_bytes: usize,
-    /// The next call's sequence number.
-    pub next_seq: u64,
+    /// Every outstanding call, all connections together.
+    pub calls: super::calls::AllCalls,
     /// Bytes of Send prefixes held by queue pairs.
-    pub prefix_bytes: usize,
+    pub prefixes: super::reassembly::Prefixes,
     /// Queue pairs no connection owns that requests were sent to, by
     /// (responder's address, requester's address): the QPN and the latest
     /// request PSN. A response or ACK to the requester whose PSN answers
@@ -142,17 +85,8 @@ pub(crate) struct Table {
     /// What finds a half-open connection or a CM comm id's connection
     /// without a walk of them all (see `index`).
     pub index: super::index::Index,
-    /// Calls a torn-down connection left unanswered, by the client's
-    /// address and the call's key: a client sends them again on its next
-    /// connection (RFC 8166 4.5.5), and the one operation is then followed
-    /// across the reconnect. Those never sent again go out unanswered at
-    /// the end, or when the table's share of the budget is spent.
-    pub parked: Map<(Addr, CallKey), Parked>,
-    /// `parked` in the order its calls came in (oldest goes first); entries
-    /// of calls already taken are skipped when met.
-    pub parked_order: VecDeque<((Addr, CallKey), u64)>,
-    /// Bytes the parked calls cost (`cost::call_bytes` each).
-    pub parked_bytes: usize,
+    /// Calls of torn-down connections waiting to be sent again.
+    pub parked: super::calls::ParkedCalls,
     /// The connections each client address sent calls on, latest last (at
     /// most [`CLIENT_CONNS`]; entries of connections gone are skipped): where
     /// to look for a call sent again on a new connection while the old one
@@ -184,13 +118,11 @@ pub(crate) const PARK_NS: u64 = 600_000_000_000;
 
 impl Table {
     pub fn ids(&self) -> Vec<ConnId> {
-        let mut v: Vec<ConnId> = self.corr.keys().copied().collect();
-        v.sort();
-        v
+        self.corr.ids()
     }
 
     pub fn outstanding(&self) -> usize {
-        self.call_count
+        self.calls.count()
     }
 }
 
@@ -239,17 +171,6 @@ impl ReplyHead {
     pub fn bytes(&self) -> &[u8] {
         &self.bytes[..usize::from(self.len)]
     }
-}
-
-/// A multi-packet Send being put back together.
-#[derive(Debug, Clone)]
-pub(crate) struct Reassembly {
-    pub first_frame: u64,
-    pub prefix: Vec<u8>,
-    pub total: usize,
-    /// A packet of it was cut by the capture: `prefix` ends there, for
-    /// bytes after a gap would not be the message's.
-    pub cut: bool,
 }
 
 /// A whole RPC-over-RDMA message, as received.
