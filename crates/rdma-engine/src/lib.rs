@@ -46,7 +46,6 @@ mod wire;
 
 use std::collections::BTreeMap;
 
-
 pub use anomaly::{Anomaly, Kind, Severity};
 pub use budget::{Limits, DEFAULT_MEMORY_LIMIT};
 pub use config::Config;
