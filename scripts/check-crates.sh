@@ -42,6 +42,14 @@ RUSTDOCFLAGS="-D warnings" cargo doc --quiet --locked --no-deps "${published[@]}
 step "cargo publish --dry-run from a clean clone of HEAD"
 clone=target/publish-check
 rm -rf "$clone"
+# The dry-run verifies each crate against the others through a temporary
+# local registry, which cargo unpacks under $CARGO_HOME/registry/src/-HASH/
+# (HASH from that registry's path, the same on every run) and never unpacks
+# again: a later run would build rdma-capture against an earlier
+# rdma-dissectors of the same version (seen: "unresolved import
+# rdma_dissectors::frame"). Our crates' unpacked copies go first; crates.io's
+# folders are named after their host and stay.
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/{crc32-fold,rdma-dissectors,rdma-capture}-[0-9]*
 git clone --quiet --no-local . "$clone"
 (
     cd "$clone"
