@@ -27,6 +27,7 @@ pub(crate) struct Collector {
 impl Collector {
     /// Starts on `event`; the end of the input has the latest time seen,
     /// `last_ts_ns`.
+    #[inline]
     pub fn start(&mut self, event: Event<'_>, last_ts_ns: Option<u64>) {
         self.now = match event {
             Event::Frame(Frame { ts_ns, .. }) | Event::Tick(ts_ns) => Some(ts_ns),

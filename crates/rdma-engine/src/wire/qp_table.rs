@@ -50,6 +50,7 @@ impl QpTable {
     /// The key is borrowed and a hit writes nothing: the caller has just
     /// built it field by field, and a copy reads it back in wider words,
     /// which stalls store forwarding for longer than the lookup takes.
+    #[inline]
     pub(crate) fn get_or_default(&mut self, key: &QpKey) -> &mut QpState {
         let i = match self.last {
             Some((k, i)) if k == *key => i as usize,
