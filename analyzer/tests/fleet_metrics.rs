@@ -373,6 +373,34 @@ fn label_caps_bound_the_series_and_count_what_they_leave_out() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `promtool check metrics` accepts `text` (when promtool is there; the
+/// test command requires it).
+fn promtool_accepts(text: &str) {
+    if !promtool() {
+        return;
+    }
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(text.as_bytes())
+        .expect("writing to promtool");
+    let out = child.wait_with_output().expect("promtool");
+    assert!(
+        out.status.success(),
+        "promtool: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The lab's nconnect=4 client's mountstats (captures/nconnect.*).
 fn nconnect_mountstats() -> Option<String> {
     Some(include_str!("../../captures/nconnect.mountstats.txt").to_string())
@@ -441,25 +469,7 @@ fn the_nfs_clients_counters_are_series_named_in_print_order() {
             .count(),
         4
     );
-    if promtool() {
-        let mut child = Command::new("promtool")
-            .args(["check", "metrics"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        let lint = String::from_utf8_lossy(&out.stdout).to_string()
-            + &String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "promtool: {lint}");
-    }
+    promtool_accepts(&text);
     // A host that is no NFS client, or a text this analyzer cannot read.
     for absent in [(|| None) as fn() -> Option<String>, || {
         Some("device s:/e mounted on /m with fstype nfs\n\txprt:\trdma x\n".into())
@@ -525,27 +535,7 @@ fn the_rdma_devices_counters_are_series_read_from_sysfs() {
     assert_eq!(value("retry_exceeded_err"), Some(1.0));
     assert_eq!(value("sent_pkts"), Some(283.0));
     assert_eq!(value("lifespan"), None, "a setting, not a count");
-    if promtool() {
-        let mut child = Command::new("promtool")
-            .args(["check", "metrics"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "promtool: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    promtool_accepts(&text);
 }
 
 /// Every metric name the exporter can serve, as queries name them
