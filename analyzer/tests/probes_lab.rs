@@ -10,12 +10,16 @@
 //! kernels: NFSv3 by the same name; NFSv4 as `COMPOUND` on the server and by
 //! the COMPOUND's purpose on the client).
 //! Without the variable the test says so and passes.
+//! Each scenario's mountstats, taken before its umount, is judged against its
+//! capture too (`the_kernels_counters_agree_with_this_runs_captures`).
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 #[path = "common/analyze.rs"]
 mod analyze;
+#[path = "common/kernel_view.rs"]
+mod kernel_view;
 use rdma_analyzer::engine::{ChunkKind, Config, Finding, Transaction};
 use serde_json::Value;
 
@@ -279,4 +283,66 @@ fn probes_agree_with_the_wire() {
         failures.truncate(40);
         panic!("{n} disagreements:\n{}", failures.join("\n"));
     }
+}
+
+/// The kernel as judge on this very run: each scenario's mountstats, taken
+/// just before its umount, against its capture up to that moment. The
+/// committed runs are judged in `kernel_counters.rs`; this keeps the
+/// comparison honest on whatever kernel the test command's lab boots.
+#[test]
+#[ignore = "needs a VM lab run: ebpf-probes/lab.sh runs it"]
+fn the_kernels_counters_agree_with_this_runs_captures() {
+    let out = std::env::var_os("RDMA_ANALYZER_LAB_OUT")
+        .map(PathBuf::from)
+        .expect("RDMA_ANALYZER_LAB_OUT names a lab run (ebpf-probes/lab.sh)");
+    let mut scenarios: Vec<String> = std::fs::read_dir(&out)
+        .expect("lab output")
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.strip_suffix(".pcap"))
+                .map(String::from)
+        })
+        .collect();
+    scenarios.sort();
+    assert!(!scenarios.is_empty(), "no SC.pcap in {}", out.display());
+    let mut failures = Vec::new();
+    for sc in &scenarios {
+        // run.sh copies the snapshot beside the capture; older runs kept it
+        // only in the scenario's details.
+        let Some(snapshot) = [
+            out.join(format!("{sc}.mountstats.txt")),
+            out.join("details").join(sc).join("mountstats.txt"),
+        ]
+        .into_iter()
+        .find(|p| p.is_file()) else {
+            failures.push(format!("{sc}: the run left no mountstats snapshot"));
+            continue;
+        };
+        let summary: Value = serde_json::from_str(
+            &std::fs::read_to_string(out.join(format!("{sc}.json"))).expect("SC.json"),
+        )
+        .expect("SC.json parses");
+        let until = kernel_view::umount_time(&summary);
+        let (code, doc) =
+            kernel_view::compare(&snapshot, &out.join(format!("{sc}.pcap")), Some(&until));
+        let differ: Vec<String> = doc
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(kernel_view::differing)
+            .collect();
+        eprintln!("{sc}: mountstats vs capture: exit {code}, differing {differ:?}");
+        // A reconnect makes the kernel count a call's segments once per
+        // marshaling; the output must say so (kernel_counters.rs has the
+        // committed runs' reasons).
+        let explained = sc == "reconnect"
+            && differ.iter().all(|f| f.ends_with("_chunk_count"))
+            && doc.to_string().contains("on a connection that reconnected");
+        if !explained && (code != 0 || !differ.is_empty()) {
+            failures.push(format!("{sc}: exit {code}, differing {differ:?}: {doc:#}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
