@@ -775,7 +775,11 @@ pub struct Connection {
     pub path_mtu: Option<u32>,
     /// First frame time.
     pub first_ts_ns: u64,
-    /// Latest frame time.
+    /// Time of the last frame that moved the connection forward: an
+    /// RPC-over-RDMA message or a first transmission of RDMA data. A
+    /// retransmission or a CM message after it (a dying connection's
+    /// retries, its DREQ) does not move it, so on `reconnect.pcap` c1 ends
+    /// at its last call, not at its teardown.
     pub last_ts_ns: u64,
     /// Calls seen.
     pub calls: u64,
