@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Capture at rate (README, "Capture at rate"): how many frames/s `live -i`
+# Capture at rate (docs/capturing.md, "Capture at rate"): how many frames/s `live -i`
 # takes without loss on this host.
 #
 # A veth pair with one end in a network namespace this script creates and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fleet benchmarks (README, "Fleet"), on the release build:
+# The fleet benchmarks (docs/fleet.md), on the release build:
 #
 #   export    `export` against `report` on the same 2 GB capture (target:
 #             export at least half report's speed): interleaved runs,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the fleet tests and scripts/fleet-demo.sh need (README, "Fleet"):
+# What the fleet tests and scripts/fleet-demo.sh need (docs/fleet.md):
 #   - a real Prometheus server and promtool: Debian's prometheus package. The
 #     tests run the binary themselves, with their own configuration and data
 #     folder on loopback; the package's own service is never started (there

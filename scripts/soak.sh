@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Soak (README, "Capture at rate"): `live -i` with probes on, under a steady
+# Soak (docs/capturing.md, "Capture at rate"): `live -i` with probes on, under a steady
 # RATE frames/s for SECS seconds; the analyzer's RSS and CPU sampled every
 # second into a CSV; RSS must stay flat.
 #

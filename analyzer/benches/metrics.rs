@@ -1,4 +1,4 @@
-//! One scrape of an exporter holding 10,000 series (README, "Fleet";
+//! One scrape of an exporter holding 10,000 series (docs/fleet.md;
 //! target < 10 ms):
 //!
 //! - `encode_10k_series`: the exposition of the latest snapshot, encoded

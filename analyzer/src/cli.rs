@@ -208,7 +208,7 @@ pub struct ReportArgs {
     pub metrics_caps: MetricsArgs,
 }
 
-/// The cardinality caps of the metrics (README, "Fleet").
+/// The cardinality caps of the metrics (docs/fleet.md).
 #[derive(Debug, Clone, Args)]
 pub struct MetricsArgs {
     /// Connections with series of their own in the metrics (the most recently active; the others are counted in rdma_metrics_connections_unlabelled).
@@ -338,7 +338,7 @@ pub struct LiveArgs {
     /// The run's memory.
     #[command(flatten)]
     pub memory: MemoryArgs,
-    /// Serve Prometheus metrics at http://ADDR/metrics, beside the TUI or, with --no-tui, as a service until SIGTERM. Without ADDR: 127.0.0.1:9464, this host only; to be scraped from elsewhere, give an address of a firewalled interface or serve through a reverse proxy (README, "Fleet").
+    /// Serve Prometheus metrics at http://ADDR/metrics, beside the TUI or, with --no-tui, as a service until SIGTERM. Without ADDR: 127.0.0.1:9464, this host only; to be scraped from elsewhere, give an address of a firewalled interface or serve through a reverse proxy (docs/fleet.md).
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:9464")]
     pub metrics: Option<SocketAddr>,
     /// The metrics' cardinality caps.

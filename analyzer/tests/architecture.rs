@@ -145,7 +145,7 @@ fn arrows_point_down_only() {
     }
     assert!(
         wrong.is_empty(),
-        "imports that point up (see README, Architecture):\n{}",
+        "imports that point up (see ARCHITECTURE.md):\n{}",
         wrong.join("\n")
     );
 }
