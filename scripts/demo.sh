@@ -6,7 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --run
-cargo build --release --quiet -p rdma-analyzer
+# The demo needs neither Parquet export nor the HTTP exporter: leaving them
+# out (cargo features `export`, `metrics-server`) spares the first run most
+# of the build.
+cargo build --release --quiet -p rdma-analyzer --no-default-features
 capture=${1:-captures/v3-ddp.pcap}
 bin=target/release/rdma-analyzer
 if [ -t 1 ] && "$bin" --help | grep -q '^  open'; then

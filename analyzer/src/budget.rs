@@ -13,6 +13,7 @@
 //! `input::set_memory_limit`, held besides, because a decompressor cannot
 //! give up part of its window.
 
+#[cfg(feature = "metrics-server")]
 use crate::output::exporter;
 
 /// Who holds state in this run besides the engine.
@@ -68,9 +69,7 @@ impl Budget {
         let report = share(holders.report, REPORT_DIVISOR);
         let metrics = share(holders.metrics, METRICS_DIVISOR);
         let exporter = if holders.exporter {
-            exporter::Limits::default()
-                .bytes()
-                .min(limit / METRICS_DIVISOR)
+            exporter_bytes().min(limit / METRICS_DIVISOR)
         } else {
             0
         };
@@ -87,6 +86,18 @@ impl Budget {
     pub fn total(&self) -> usize {
         self.engine + self.screen + self.report + self.metrics + self.exporter
     }
+}
+
+/// What the HTTP exporter's connections can hold at most.
+#[cfg(feature = "metrics-server")]
+fn exporter_bytes() -> usize {
+    exporter::Limits::default().bytes()
+}
+
+/// A build without the exporter never serves (`live --metrics` refuses).
+#[cfg(not(feature = "metrics-server"))]
+fn exporter_bytes() -> usize {
+    0
 }
 
 #[cfg(test)]
@@ -111,7 +122,10 @@ mod tests {
                 assert_eq!(b.screen > 0, h.screen);
                 assert_eq!(b.report > 0, h.report);
                 assert_eq!(b.metrics > 0, h.metrics);
-                assert_eq!(b.exporter > 0, h.exporter);
+                assert_eq!(
+                    b.exporter > 0,
+                    h.exporter && cfg!(feature = "metrics-server")
+                );
             }
         }
     }
@@ -174,6 +188,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "metrics-server")]
     fn the_exporter_is_held_to_its_connections_buffers() {
         let b = Budget::split(
             256 * M,

@@ -14,14 +14,16 @@ use rdma_analyzer::cli::{
 };
 use rdma_analyzer::engine::{mountstats, Engine};
 use rdma_analyzer::files as safe_file;
+#[cfg(feature = "export")]
 use rdma_analyzer::output::dataset::{Dataset, Export, ExportFrames, Written};
 use rdma_analyzer::output::escape::{escape, escaped};
+#[cfg(feature = "metrics-server")]
 use rdma_analyzer::output::exporter::Exporter;
 use rdma_analyzer::output::frames::Frames;
 use rdma_analyzer::output::kernel_counters;
 use rdma_analyzer::output::lines::{Lines, Which};
 use rdma_analyzer::output::live::LiveSink;
-use rdma_analyzer::output::metrics::{self, Metrics, Process};
+use rdma_analyzer::output::metrics::{self, Metrics};
 use rdma_analyzer::output::Report;
 use rdma_analyzer::pipeline::{self, End, Fanout, Notice, Sink, Stop};
 use rdma_analyzer::sources::live::LiveInputs;
@@ -91,8 +93,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 /// The process's own figures for the metrics, read with `sys`.
-fn process() -> Process {
-    Process {
+#[cfg(feature = "metrics-server")]
+fn process() -> metrics::Process {
+    metrics::Process {
         cpu_seconds: sys::cpu_seconds,
         resident_bytes: sys::resident_bytes,
         mountstats: sys::mountstats,
@@ -429,8 +432,7 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
     let mut metrics = match a.metrics {
         Some(addr) => {
             let m = Metrics::new(a.metrics_caps.config(budget.metrics));
-            let exporter = Exporter::start(addr, m.exposition(Some(process())))
-                .with_context(|| "live".to_string())?;
+            let exporter = serve_metrics(addr, &m)?;
             eprintln!("live: metrics at http://{}/metrics", exporter.addr());
             Some((m, exporter))
         }
@@ -560,6 +562,7 @@ fn write_stats(
     Ok(())
 }
 
+#[cfg(feature = "export")]
 fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
     let host = a
         .host
@@ -672,12 +675,14 @@ fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+#[cfg(feature = "export")]
 /// Whether `dataset`'s capture was in the dataset before this run (and so,
 /// after a failed --replace, still is).
 fn dataset_had(a: &ExportArgs, dataset: &Dataset) -> bool {
     a.replace && !dataset.existing().is_empty()
 }
 
+#[cfg(feature = "export")]
 /// One capture into the dataset: the findings, and with `--frames` every
 /// frame, in one run over the capture. Returns the rows written and where
 /// the capture is damaged, if it is.
@@ -712,4 +717,49 @@ fn export_one(
     }
     claim.commit()?;
     Ok((written, outcome.end.error().map(str::to_string)))
+}
+
+/// A build without `export` (issue 24's lean build) says what it lacks.
+#[cfg(not(feature = "export"))]
+fn export(_: &ExportArgs) -> anyhow::Result<ExitCode> {
+    anyhow::bail!(
+        "export: this rdma-analyzer was built without Parquet export (cargo feature `export`); \
+         rebuild with the default features: cargo install --locked --path analyzer"
+    )
+}
+
+/// Starts the HTTP exporter on `addr` for `m`.
+#[cfg(feature = "metrics-server")]
+fn serve_metrics(addr: std::net::SocketAddr, m: &Metrics) -> anyhow::Result<Exporter> {
+    Exporter::start(addr, m.exposition(Some(process()))).with_context(|| "live".to_string())
+}
+
+/// A build without `metrics-server` refuses `--metrics` before anything
+/// starts; `report --metrics-out` still writes the exposition.
+#[cfg(not(feature = "metrics-server"))]
+fn serve_metrics(_: std::net::SocketAddr, _: &Metrics) -> anyhow::Result<Exporter> {
+    anyhow::bail!(
+        "live --metrics: this rdma-analyzer was built without the HTTP exporter (cargo feature \
+         `metrics-server`); rebuild with the default features: cargo install --locked --path \
+         analyzer"
+    )
+}
+
+/// No exporter can exist in a build without one: `serve_metrics` refuses.
+#[cfg(not(feature = "metrics-server"))]
+enum Exporter {}
+
+#[cfg(not(feature = "metrics-server"))]
+impl Exporter {
+    fn addr(&self) -> std::net::SocketAddr {
+        match *self {}
+    }
+
+    fn counters(&self) -> &Self {
+        self
+    }
+
+    fn snapshot(&self) -> rdma_analyzer::counters::ExporterStats {
+        match *self {}
+    }
 }

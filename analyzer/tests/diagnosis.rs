@@ -416,6 +416,7 @@ fn the_causes_are_prometheus_series_while_named() {
 }
 
 #[test]
+#[cfg(feature = "export")]
 fn the_dataset_carries_the_operation_across_the_reconnect() {
     use arrow_array::{Array, Float64Array, Int64Array, UInt32Array};
     let dir = std::env::temp_dir().join(format!("rdma-diagnosis-{}-export", std::process::id()));
@@ -460,6 +461,7 @@ fn the_dataset_carries_the_operation_across_the_reconnect() {
 }
 
 /// Every file under `dir`.
+#[cfg(feature = "export")]
 fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut dirs = vec![dir.to_path_buf()];
@@ -477,6 +479,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 }
 
 #[test]
+#[cfg(feature = "export")]
 fn the_dataset_has_the_causes_as_a_table() {
     use arrow_array::{Array, Float64Array, StringArray, StructArray};
     let dir = std::env::temp_dir().join(format!("rdma-diagnosis-{}-causes", std::process::id()));

@@ -761,6 +761,7 @@ fn promtool_accepts_the_scrape_configuration_and_the_rules() {
 }
 
 #[test]
+#[cfg(feature = "metrics-server")]
 fn a_busy_metrics_port_is_said_before_anything_starts() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
     let addr = taken.local_addr().expect("its address");

@@ -3,9 +3,11 @@
 //! datasets. Each is a pipeline [`Sink`](crate::pipeline::Sink).
 
 pub mod clock;
+#[cfg(feature = "export")]
 pub mod dataset;
 pub mod describe;
 pub mod escape;
+#[cfg(feature = "metrics-server")]
 pub mod exporter;
 pub mod filter;
 pub mod frames;
