@@ -22,7 +22,7 @@ use ratatui::Frame;
 use super::model::Model;
 use super::state::{Screen, UiState};
 use super::widgets::{block, bytes, chunk_kind, dur, header_style, selected_style};
-use crate::engine::{LadderStep, Origin, Transaction};
+use crate::engine::{LadderStep, Origin, StepWhat, Transaction};
 use crate::output::describe::{HeaderWords, StepWords};
 
 /// Draws the detail of the transaction chosen on another screen.
@@ -56,7 +56,7 @@ pub fn draw(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
     let [ladder, info] =
         Layout::vertical([Constraint::Min(4), Constraint::Length(info_h)]).areas(area);
     draw_ladder(f, ladder, m, ui, t);
-    draw_info(f, info, t);
+    draw_info(f, info, t, ui.info_scroll);
 }
 
 fn title(t: &Transaction) -> String {
@@ -116,6 +116,23 @@ fn arrow(what: &str, to_right: bool, lane: usize) -> String {
     s
 }
 
+/// A step in words, in `room` columns: an RDMA operation too long for the
+/// lane drops its virtual address before anything else, so the length (what
+/// the reader compares with the chunk) stays (the frame view has the VA).
+fn step_words(what: &StepWhat, room: usize) -> String {
+    let full = StepWords(what).to_string();
+    if full.chars().count() <= room {
+        return full;
+    }
+    match what {
+        StepWhat::RdmaWrite { rkey, len, .. } => format!("RDMA WRITE rkey {rkey:#x} len {len}"),
+        StepWhat::RdmaReadRequest { rkey, len, .. } => {
+            format!("RDMA READ request rkey {rkey:#x} len {len}")
+        }
+        _ => full,
+    }
+}
+
 fn draw_ladder(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState, t: &Transaction) {
     let inner_w = usize::from(area.width.saturating_sub(2));
     let lane = inner_w.saturating_sub(7 + 1 + 10 + 2).max(10);
@@ -143,7 +160,7 @@ fn draw_ladder(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState, t: &Trans
     let sel = ui.selected[i].min(t.ladder.len().saturating_sub(1));
     let top = super::widgets::window(ui.top[i], sel, page);
     let rows = t.ladder.iter().skip(top).take(page).map(|s: &LadderStep| {
-        let what = StepWords(&s.what).to_string();
+        let what = step_words(&s.what, lane.saturating_sub(8));
         let style = if what.contains("Invalidate") {
             Style::new().fg(Color::Magenta)
         } else if s.from_client {
@@ -213,7 +230,7 @@ fn nfs_file_words(t: &Transaction) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("; "))
 }
 
-fn draw_info(f: &mut Frame<'_>, area: Rect, t: &Transaction) {
+fn draw_info(f: &mut Frame<'_>, area: Rect, t: &Transaction, scroll: u16) {
     let key = |s: &'static str| Span::styled(s, Style::new().fg(Color::Cyan));
     let mut lines = vec![
         Line::from(vec![
@@ -333,10 +350,26 @@ fn draw_info(f: &mut Frame<'_>, area: Rect, t: &Transaction) {
             Span::styled(names.join(", "), Style::new().fg(Color::Red)),
         ]));
     }
+    // What does not fit scrolls (J/K), and the title says there is more:
+    // the chunks, phases and findings are last and on a small terminal
+    // would otherwise never show.
+    let text = Paragraph::new(lines).wrap(Wrap { trim: false });
+    let total = text.line_count(area.width.saturating_sub(2));
+    let shown = usize::from(area.height.saturating_sub(2));
+    let top = usize::from(scroll).min(total.saturating_sub(shown));
+    let title = if total > shown {
+        format!(
+            " RPC-over-RDMA header and RPC call: lines {}-{} of {} (J/K scroll) ",
+            top + 1,
+            (top + shown).min(total),
+            total
+        )
+    } else {
+        " RPC-over-RDMA header and RPC call ".into()
+    };
     f.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .block(block(" RPC-over-RDMA header and RPC call ".into())),
+        text.scroll((u16::try_from(top).unwrap_or(u16::MAX), 0))
+            .block(block(title)),
         area,
     );
 }

@@ -29,6 +29,8 @@ pub const HELP: &[(&str, &str)] = &[
     ("Esc", "back up (ladder, a cause's or connection's list),"),
     ("", "close a box, clear the filter"),
     ("s  S", "sort transactions by the next column / reverse"),
+    ("L", "the transactions, slowest first"),
+    ("J  K", "on a ladder: scroll the pane below it"),
     ("/", "filter: c1  0x1234abcd  READ  credit_overrun  c1|c2"),
     ("p", "pause: freeze the view, the source keeps running"),
 ];
@@ -84,6 +86,9 @@ pub fn map(key: KeyEvent, ui: &UiState) -> Option<Action> {
         KeyCode::Char('S') => Action::SortReverse,
         KeyCode::Char('/') => Action::FilterStart,
         KeyCode::Char('p') => Action::TogglePause,
+        KeyCode::Char('L') => Action::SlowestFirst,
+        KeyCode::Char('J') if ui.screen == Screen::Detail => Action::ScrollInfo(1),
+        KeyCode::Char('K') if ui.screen == Screen::Detail => Action::ScrollInfo(-1),
         _ => return None,
     };
     Some(a)

@@ -81,32 +81,36 @@ fn draw_connections(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
         "credits",
         "anom",
     ];
-    let mut widths = vec![
-        Constraint::Length(3),
-        Constraint::Min(9),
-        Constraint::Min(9),
-        Constraint::Length(9),
-        Constraint::Length(9),
-        Constraint::Length(3),
-        Constraint::Length(6),
-        Constraint::Length(9),
-        Constraint::Length(8),
-        Constraint::Length(4),
-    ];
+    // The caps keep one long address from taking the table; anything wider
+    // than its column is cut with a visible `…`.
+    let mut max = vec![6, 40, 40, 19, 11, 3, 7, 10, 16, 6];
     if wide {
         header.extend(["CM", "private data client / server"]);
-        widths.extend([Constraint::Length(11), Constraint::Length(30)]);
+        max.extend([11, 60]);
     }
     let page = usize::from(area.height.saturating_sub(3));
     let sel = ui.selected[Screen::Overview.index()];
     let top = super::widgets::window(ui.top[Screen::Overview.index()], sel, page);
-    let rows = m
+    let cells: Vec<Vec<String>> = m
         .state
         .connections
         .values()
         .skip(top)
         .take(page)
-        .map(|c| Row::new(conn_cells(c, wide)));
+        .map(|c| conn_cells(c, wide))
+        .collect();
+    // The borders take two columns.
+    let avail = area.width.saturating_sub(2);
+    let w = super::widgets::content_widths(&header, &cells, &max, avail);
+    let rows = cells.into_iter().map(|r| {
+        Row::new(
+            r.iter()
+                .zip(&w)
+                .map(|(c, &cw)| super::widgets::cut(c, cw))
+                .collect::<Vec<_>>(),
+        )
+    });
+    let widths: Vec<Constraint> = w.iter().map(|&x| Constraint::Length(x)).collect();
     let t = Table::new(rows, widths)
         .header(Row::new(header).style(header_style()))
         .row_highlight_style(selected_style())

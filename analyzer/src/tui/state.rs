@@ -179,6 +179,12 @@ pub enum Action {
     FirstScreen(Screen),
     /// Show a message box (e.g. an anomaly's frames when no transaction matches).
     Message(String),
+    /// Scroll the detail screen's lower pane (header, call, chunks, phases,
+    /// findings) by this many lines, down when positive.
+    ScrollInfo(i16),
+    /// The transactions, slowest first: one key for the question users ask
+    /// most.
+    SlowestFirst,
     /// The terminal has this many rows (for paging and keeping the selection visible).
     Resize(u16),
 }
@@ -222,6 +228,8 @@ pub struct UiState {
     pub seek_ns: Option<u64>,
     /// The first screen is still to be chosen ([`Action::FirstScreen`]).
     pub settle: bool,
+    /// First line shown of the detail screen's lower pane.
+    pub info_scroll: u16,
 }
 
 impl Default for UiState {
@@ -247,6 +255,7 @@ impl Default for UiState {
             up: None,
             seek_ns: None,
             settle: false,
+            info_scroll: 0,
         }
     }
 }
@@ -402,6 +411,7 @@ impl UiState {
             Action::TogglePause => self.paused = !self.paused,
             Action::ShowTxn(row) => {
                 self.detail = Some(row);
+                self.info_scroll = 0;
                 self.selected[Screen::Detail.index()] = 0;
                 self.top[Screen::Detail.index()] = 0;
                 self.go(Screen::Detail);
@@ -420,6 +430,18 @@ impl UiState {
                 }
             }
             Action::Message(m) => self.message = Some(m),
+            // The pane clamps it to its content when drawn.
+            Action::ScrollInfo(n) => {
+                self.info_scroll = self.info_scroll.saturating_add_signed(n);
+            }
+            Action::SlowestFirst => {
+                self.sort = Sort {
+                    col: SortCol::Latency,
+                    desc: true,
+                };
+                self.reset_list(Screen::Transactions);
+                self.go(Screen::Transactions);
+            }
             Action::Resize(h) => {
                 self.page = page_rows(h);
                 for i in 0..Screen::ALL.len() {

@@ -766,12 +766,14 @@ fn kernel_rows_name_their_procedure() {
 }
 
 fn screen_text(t: &Terminal<TestBackend>) -> String {
-    t.backend()
-        .buffer()
-        .content()
-        .iter()
-        .map(|c| c.symbol())
-        .collect()
+    let b = t.backend().buffer();
+    let w = usize::from(b.area.width).max(1);
+    let cells: Vec<&str> = b.content().iter().map(|c| c.symbol()).collect();
+    cells
+        .chunks(w)
+        .map(|row| row.concat())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[test]
@@ -878,4 +880,116 @@ fn a_cause_without_xids_lists_its_connections_from_its_first_time() {
         1,
         "the first call at or after the cause's start is selected"
     );
+}
+
+/// The model of a synthetic capture with `connections` connections.
+fn synth_model(connections: u32, calls: u64) -> Model {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("many.pcap");
+    let opts = crate::synth::Options {
+        calls,
+        connections,
+        ..crate::synth::Options::default()
+    };
+    crate::synth::write_files(&opts, &path).expect("synth");
+    let mut m = Model::new("many.pcap", Caps::default());
+    let config = Config::default();
+    m.load(capture_source(&path, &config.stack), config)
+        .expect("pipeline thread");
+    m
+}
+
+/// Issue 24: with 120 connections `c112` showed as `c11`, a peak of 16 in
+/// flight as `pk1`. Every cell is whole or visibly cut, at any width.
+#[test]
+fn table_cells_are_whole_or_cut_with_an_ellipsis() {
+    let mut m = synth_model(120, 2400);
+    assert!(m.done && m.error.is_none());
+    let mut ui = UiState::default();
+    ui.apply(Action::Go(Screen::Overview));
+    render(&mut m, &mut ui, 160, 48);
+    ui.apply(Action::End);
+    let t = render(&mut m, &mut ui, 160, 48);
+    let text = screen_text(&t);
+    assert!(text.contains("c120 "), "the last connection whole:\n{text}");
+    assert!(text.contains("pk16"), "the peak whole:\n{text}");
+    for w in [80, 100, 160] {
+        ui.apply(Action::Go(Screen::Transactions));
+        render(&mut m, &mut ui, w, 24);
+        ui.apply(Action::End);
+        let text = screen_text(&render(&mut m, &mut ui, w, 24));
+        // The selected row's connection is whole: c1..c120, never cut to c12.
+        let row = text
+            .lines()
+            .find(|l| l.contains('▶'))
+            .unwrap_or_else(|| panic!("a selected row at {w}:\n{text}"));
+        let conn = row
+            .split_whitespace()
+            .find(|c| c.starts_with('c') && c[1..].chars().all(|d| d.is_ascii_digit()))
+            .unwrap_or_else(|| panic!("a connection cell at {w}: {row}"));
+        let n: u32 = conn[1..].parse().expect("a number");
+        assert!((1..=120).contains(&n), "{row}");
+        assert!(n >= 10, "the last calls are on late connections: {row}");
+    }
+}
+
+#[test]
+fn cut_and_content_widths() {
+    use super::widgets::{content_widths, cut};
+    assert_eq!(cut("c112", 4), "c112");
+    assert_eq!(cut("c112", 3), "c1…");
+    assert_eq!(cut("abc", 0), "");
+    let rows = vec![vec!["c112".to_string(), "10.99.0.2".to_string()]];
+    assert_eq!(
+        content_widths(&["conn", "client"], &rows, &[6, 40], 80),
+        [4, 9]
+    );
+    // No room: the widest column gives way first, never below its header.
+    assert_eq!(
+        content_widths(&["conn", "client"], &rows, &[6, 40], 12),
+        [4, 7]
+    );
+    assert_eq!(
+        content_widths(&["conn", "client"], &rows, &[6, 40], 2),
+        [4, 6]
+    );
+}
+
+/// The detail's lower pane scrolls to its last line (chunks, phases,
+/// findings) at 80×24, and says there is more.
+#[test]
+fn the_detail_pane_scrolls_to_its_last_line() {
+    let mut m = model_of("v3-ddp.pcap");
+    let mut ui = UiState::default();
+    let row = (0..m.rows.len())
+        .find(|&r| m.detail(r).is_some_and(|t| !t.chunks.is_empty()))
+        .expect("a transaction with chunks");
+    ui.apply(Action::ShowTxn(row));
+    let text = screen_text(&render(&mut m, &mut ui, 80, 24));
+    assert!(text.contains("(J/K scroll)"), "{text}");
+    assert!(
+        !text.contains("phases"),
+        "phases below the fold at first:\n{text}"
+    );
+    assert_eq!(map(ch('J'), &ui), Some(Action::ScrollInfo(1)));
+    for _ in 0..50 {
+        ui.apply(Action::ScrollInfo(1));
+    }
+    let text = screen_text(&render(&mut m, &mut ui, 80, 24));
+    assert!(text.contains("phases"), "{text}");
+    ui.apply(Action::ScrollInfo(-100));
+    let text = screen_text(&render(&mut m, &mut ui, 80, 24));
+    assert!(text.contains("lines 1-"), "{text}");
+}
+
+#[test]
+fn one_key_lists_the_slowest_first() {
+    let mut m = model_of("v3-ddp.pcap");
+    let mut ui = UiState::default();
+    ui.apply(map(ch('L'), &ui).expect("L is bound"));
+    assert_eq!(ui.screen, Screen::Transactions);
+    let text = screen_text(&render(&mut m, &mut ui, 160, 48));
+    // v3-ddp's slowest is the WRITE of 130.03 ms (report, "Slowest operations").
+    let first = text.lines().find(|l| l.contains('▶')).expect("a row");
+    assert!(first.contains("130.03 ms"), "{first}");
 }

@@ -119,7 +119,9 @@ fn sources_label(bits: u8) -> Option<String> {
     }
 }
 
-fn cell<'a>(c: &Col, r: &TxnRow, m: &'a Model, wide: bool) -> Cell<'a> {
+/// A cell's text and, when it is not the row's, its colour.
+fn cell(c: &Col, r: &TxnRow, m: &Model, wide: bool) -> (String, Option<Style>) {
+    let warn = Some(Style::new().fg(Color::Yellow));
     let s: String = match c.sort {
         SortCol::Time => {
             let t = r.call_ts_ns.saturating_sub(m.t0());
@@ -131,11 +133,11 @@ fn cell<'a>(c: &Col, r: &TxnRow, m: &'a Model, wide: bool) -> Cell<'a> {
         // alone (the engine joins the views of one XID into one row).
         SortCol::Procedure => {
             return match sources_label(r.sources) {
-                None => Cell::from(m.label(r)),
-                Some(who) => Cell::from(Span::styled(
+                None => (m.label(r).to_string(), None),
+                Some(who) => (
                     format!("[{who}] {}", m.label(r)),
-                    Style::new().fg(Color::Magenta),
-                )),
+                    Some(Style::new().fg(Color::Magenta)),
+                ),
             }
         }
         SortCol::Call if wide => r.call.as_str().into(),
@@ -143,22 +145,18 @@ fn cell<'a>(c: &Col, r: &TxnRow, m: &'a Model, wide: bool) -> Cell<'a> {
         SortCol::Reply if wide => r.reply.as_str().into(),
         SortCol::Reply => transfer_short(r.reply).into(),
         SortCol::Latency if r.latency_ns == NONE64 && r.reply_frame == 0 => {
-            return Cell::from(Span::styled("no reply", Style::new().fg(Color::Yellow)))
+            return ("no reply".into(), warn)
         }
         // Answered by a reply stamped before the call.
-        SortCol::Latency if r.latency_ns == NONE64 => {
-            return Cell::from(Span::styled("unknown", Style::new().fg(Color::Yellow)))
-        }
+        SortCol::Latency if r.latency_ns == NONE64 => return ("unknown".into(), warn),
         SortCol::Latency => dur(r.latency_ns),
         SortCol::RoundTrips => r.round_trips.to_string(),
         SortCol::Bytes => bytes(r.bytes),
         SortCol::Invalidation if r.inval_rkey == NONE32 => String::new(),
         SortCol::Invalidation => format!("{:#x}", r.inval_rkey),
-        SortCol::Anomalies => {
-            return Cell::from(Span::styled(anomaly_cell(r), Style::new().fg(Color::Red)))
-        }
+        SortCol::Anomalies => return (anomaly_cell(r), Some(Style::new().fg(Color::Red))),
     };
-    Cell::from(s)
+    (s, None)
 }
 
 /// Draws the transaction table.
@@ -180,26 +178,57 @@ pub fn draw(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
         }
     }))
     .style(header_style());
+    let end = (top + page).min(m.view.len());
+    let cells: Vec<Vec<(String, Option<Style>)>> = m.view[top.min(end)..end]
+        .iter()
+        .map(|&r| {
+            let r = &m.rows[r as usize];
+            cols.iter().map(|c| cell(c, r, m, wide)).collect()
+        })
+        .collect();
+    // Each column as wide as what it shows now, the procedure taking what is
+    // left; what still does not fit is cut with a visible `…`.
+    let texts: Vec<Vec<String>> = cells
+        .iter()
+        .map(|r| r.iter().map(|(s, _)| s.clone()).collect())
+        .collect();
+    let names: Vec<&str> = cols.iter().map(|c| c.name).collect();
+    let max: Vec<u16> = cols
+        .iter()
+        .map(|c| match c.sort {
+            SortCol::Procedure | SortCol::Anomalies => u16::MAX,
+            _ => c.width.max(16),
+        })
+        .collect();
+    let w = super::widgets::content_widths(&names, &texts, &max, inner_w.saturating_sub(2));
     let widths: Vec<Constraint> = cols
         .iter()
-        .map(|c| {
+        .zip(&w)
+        .map(|(c, &x)| {
             if c.sort == SortCol::Procedure {
-                Constraint::Min(c.width)
+                Constraint::Min(x)
             } else {
-                Constraint::Length(c.width)
+                Constraint::Length(x)
             }
         })
         .collect();
-    let end = (top + page).min(m.view.len());
-    let rows = m.view[top.min(end)..end].iter().map(|&r| {
-        let r = &m.rows[r as usize];
-        let row = Row::new(cols.iter().map(|c| cell(c, r, m, wide)));
-        if r.anomalies > 0 {
-            row.style(Style::new().fg(Color::LightRed))
-        } else {
-            row
-        }
-    });
+    let rows = cells
+        .into_iter()
+        .zip(m.view[top.min(end)..end].iter())
+        .map(|(r, &i)| {
+            let row = Row::new(r.into_iter().zip(&w).map(|((s, style), &x)| {
+                let text = super::widgets::cut(&s, x);
+                match style {
+                    Some(st) => Cell::from(Span::styled(text, st)),
+                    None => Cell::from(text),
+                }
+            }));
+            if m.rows[i as usize].anomalies > 0 {
+                row.style(Style::new().fg(Color::LightRed))
+            } else {
+                row
+            }
+        });
     let title = format!(
         " Transactions {}/{}  sort {} {}  {}",
         m.view.len(),

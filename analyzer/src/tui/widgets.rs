@@ -97,3 +97,56 @@ pub fn severity_style(s: Severity) -> Style {
 pub fn window(top: usize, sel: usize, page: usize) -> usize {
     top.min(sel).max((sel + 1).saturating_sub(page.max(1)))
 }
+
+/// `s` in at most `w` columns: whole when it fits, else cut with a `…` so a
+/// cut never passes for a value (`c112` must not show as `c11`).
+pub fn cut(s: &str, w: u16) -> String {
+    let w = usize::from(w);
+    if s.chars().count() <= w {
+        return s.to_string();
+    }
+    if w == 0 {
+        return String::new();
+    }
+    let mut out: String = s.chars().take(w - 1).collect();
+    out.push('…');
+    out
+}
+
+/// Column widths from the content: each column as wide as its header and its
+/// widest cell in `rows`, capped at `max`; then, while the columns and their
+/// one-space gaps exceed `avail`, the widest column that can shrink gives up
+/// a column (cells are then cut with [`cut`], visibly).
+pub fn content_widths(header: &[&str], rows: &[Vec<String>], max: &[u16], avail: u16) -> Vec<u16> {
+    let mut w: Vec<u16> = header
+        .iter()
+        .zip(max)
+        .enumerate()
+        .map(|(i, (h, &m))| {
+            let widest = rows
+                .iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| c.chars().count())
+                .chain([h.chars().count()])
+                .max()
+                .unwrap_or(0);
+            u16::try_from(widest).unwrap_or(u16::MAX).min(m)
+        })
+        .collect();
+    let gaps = u16::try_from(w.len().saturating_sub(1)).unwrap_or(u16::MAX);
+    let floor = |i: usize| {
+        u16::try_from(header[i].chars().count())
+            .unwrap_or(u16::MAX)
+            .max(3)
+    };
+    while w.iter().sum::<u16>().saturating_add(gaps) > avail {
+        let Some(i) = (0..w.len())
+            .filter(|&i| w[i] > floor(i))
+            .max_by_key(|&i| w[i])
+        else {
+            break;
+        };
+        w[i] -= 1;
+    }
+    w
+}
