@@ -66,56 +66,57 @@ fn draw_table(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
     let sel = ui.selected[i].min(m.seg_view.len().saturating_sub(1));
     let top = super::widgets::window(ui.top[i], sel, page);
     let end = (top + page).min(m.seg_view.len());
-    let rows = m.seg_view[top.min(end)..end].iter().map(|&si| {
-        let s = &m.segs[si as usize];
-        let (xid, conn) = m
-            .rows
-            .get(s.row as usize)
-            .map_or((0, 0), |r| (r.xid, r.conn));
-        let list = match s.kind {
-            ChunkKind::Read => format!("read@{}", s.index),
-            ChunkKind::Write => format!("write#{}", s.index),
-            ChunkKind::Reply => "reply".into(),
-        };
-        let fl = flags(s, m);
-        let mut cells = vec![
-            Cell::from(format!("{xid:#010x}")),
-            Cell::from(format!("c{conn}")),
-            Cell::from(list),
-            Cell::from(format!("{:#x}", s.handle)),
-            Cell::from(s.length.to_string()),
-        ];
-        if wide {
-            cells.push(Cell::from(format!("{:#018x}", s.offset)));
-        }
-        cells.push(Cell::from(bytes(s.bytes_moved)));
-        cells.push(Cell::from(ended(s, wide)));
-        let style = if fl.contains("INVAL") || fl.contains("OUTSIDE") {
-            Style::new().fg(Color::Red)
-        } else {
-            Style::new()
-        };
-        cells.push(Cell::from(fl));
-        Row::new(cells).style(style)
-    });
+    let mut styles = Vec::new();
+    let cells: Vec<Vec<String>> = m.seg_view[top.min(end)..end]
+        .iter()
+        .map(|&si| {
+            let s = &m.segs[si as usize];
+            let (xid, conn) = m
+                .rows
+                .get(s.row as usize)
+                .map_or((0, 0), |r| (r.xid, r.conn));
+            let list = match s.kind {
+                ChunkKind::Read => format!("read@{}", s.index),
+                ChunkKind::Write => format!("write#{}", s.index),
+                ChunkKind::Reply => "reply".into(),
+            };
+            let fl = flags(s, m);
+            let mut cells = vec![
+                format!("{xid:#010x}"),
+                format!("c{conn}"),
+                list,
+                format!("{:#x}", s.handle),
+                s.length.to_string(),
+            ];
+            if wide {
+                cells.push(format!("{:#018x}", s.offset));
+            }
+            cells.push(bytes(s.bytes_moved));
+            cells.push(ended(s, wide).into());
+            styles.push(if fl.contains("INVAL") || fl.contains("OUTSIDE") {
+                Style::new().fg(Color::Red)
+            } else {
+                Style::new()
+            });
+            cells.push(fl);
+            cells
+        })
+        .collect();
     let mut header = vec!["xid", "conn", "list", "handle", "length"];
-    let mut widths = vec![
-        Constraint::Length(10),
-        Constraint::Length(4),
-        Constraint::Length(9),
-        Constraint::Length(10),
-        Constraint::Length(8),
-    ];
+    let mut max = vec![10, 8, 10, 10, 10];
     if wide {
         header.push("offset");
-        widths.push(Constraint::Length(18));
+        max.push(18);
     }
     header.extend(["moved", "ended", "flags"]);
-    widths.extend([
-        Constraint::Length(10),
-        Constraint::Length(if wide { 20 } else { 12 }),
-        Constraint::Min(6),
-    ]);
+    max.extend([10, 20, u16::MAX]);
+    // Borders and the selection marker take four columns.
+    let (widths, cells) =
+        super::widgets::fit_rows(&header, cells, &max, area.width.saturating_sub(4));
+    let rows = cells
+        .into_iter()
+        .zip(styles)
+        .map(|(c, st)| Row::new(c.into_iter().map(Cell::from)).style(st));
     let (n, moved, inval) = m.seg_totals;
     let title = format!(
         " Segments {}: {} {}, {} {}, {} {}; {} moved; {} remotely invalidated ",

@@ -150,3 +150,24 @@ pub fn content_widths(header: &[&str], rows: &[Vec<String>], max: &[u16], avail:
     }
     w
 }
+
+/// `rows` fitted to `avail` columns ([`content_widths`]): the widths as
+/// constraints, and every cell whole or cut with `…`.
+pub fn fit_rows(
+    header: &[&str],
+    rows: Vec<Vec<String>>,
+    max: &[u16],
+    avail: u16,
+) -> (Vec<ratatui::layout::Constraint>, Vec<Vec<String>>) {
+    let w = content_widths(header, &rows, max, avail);
+    let rows = rows
+        .into_iter()
+        .map(|r| r.iter().zip(&w).map(|(c, &x)| cut(c, x)).collect())
+        .collect();
+    (
+        w.into_iter()
+            .map(ratatui::layout::Constraint::Length)
+            .collect(),
+        rows,
+    )
+}
