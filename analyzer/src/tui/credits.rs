@@ -45,28 +45,30 @@ pub fn draw(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
 fn draw_list(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState, sel: usize) {
     let page = usize::from(area.height.saturating_sub(3));
     let top = super::widgets::window(ui.top[Screen::Credits.index()], sel, page);
-    let rows = m.state.connections.values().skip(top).take(page).map(|c| {
-        Row::new(vec![
-            c.id.to_string(),
-            c.granted
-                .filter(|_| c.is_rpcrdma())
-                .map_or("-".into(), |g| g.to_string()),
-            c.peak_in_flight.to_string(),
-            dur(c.at_limit_ns),
-        ])
-    });
-    let t = Table::new(
-        rows,
-        [
-            Constraint::Length(4),
-            Constraint::Length(5),
-            Constraint::Length(4),
-            Constraint::Min(6),
-        ],
-    )
-    .header(Row::new(vec!["conn", "grant", "peak", "at limit"]).style(header_style()))
-    .row_highlight_style(selected_style())
-    .block(block(" Connections ".into()));
+    let cells: Vec<Vec<String>> = m
+        .state
+        .connections
+        .values()
+        .skip(top)
+        .take(page)
+        .map(|c| {
+            vec![
+                c.id.to_string(),
+                c.granted
+                    .filter(|_| c.is_rpcrdma())
+                    .map_or("-".into(), |g| g.to_string()),
+                c.peak_in_flight.to_string(),
+                dur(c.at_limit_ns),
+            ]
+        })
+        .collect();
+    let header = ["conn", "grant", "peak", "at limit"];
+    let (widths, cells) =
+        super::widgets::fit_rows(&header, cells, &[8, 6, 6, 12], area.width.saturating_sub(2));
+    let t = Table::new(cells.into_iter().map(Row::new), widths)
+        .header(Row::new(header).style(header_style()))
+        .row_highlight_style(selected_style())
+        .block(block(" Connections ".into()));
     let mut st =
         TableState::default().with_selected((!m.state.connections.is_empty()).then_some(sel - top));
     f.render_stateful_widget(t, area, &mut st);
