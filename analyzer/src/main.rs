@@ -25,7 +25,7 @@ use rdma_analyzer::output::lines::{Lines, Which};
 use rdma_analyzer::output::live::LiveSink;
 use rdma_analyzer::output::metrics::{self, Metrics};
 use rdma_analyzer::output::Report;
-use rdma_analyzer::pipeline::{self, End, Fanout, Notice, Sink, Stop};
+use rdma_analyzer::pipeline::{self, End, Fanout, Notice, Reopen, Sink, Source, Stop};
 use rdma_analyzer::sources::live::LiveInputs;
 use rdma_analyzer::sources::pcap::{input, FileSource};
 use rdma_analyzer::sources::sys;
@@ -372,6 +372,15 @@ fn open(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let stop = Stop::new();
     sys::stop_on_signals(&stop, true);
     die_if_stuck_after_a_signal();
+    // The frame keys read the files again; standard input cannot be.
+    let reopen: Option<Reopen> = (!a.files.iter().any(|f| input::is_stdin(f))).then(|| {
+        let (files, stack) = (a.files.clone(), config.stack);
+        Box::new(move || {
+            FileSource::open_all(&files, &stack)
+                .map(|s| Box::new(s) as Box<dyn Source>)
+                .map_err(|e| e.to_string())
+        }) as Reopen
+    });
     let error = rdma_analyzer::tui::show(
         Box::new(source),
         config,
@@ -379,6 +388,7 @@ fn open(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
         stop,
         a.filter.clone(),
         Vec::new(),
+        reopen,
     )?;
     if let Some(sig) = sys::signal_seen() {
         if let Some(e) = &error {
@@ -457,7 +467,8 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
             Some((m, e)) => (vec![Box::new(m) as Box<dyn Sink + Send>], Some(e)),
             None => (Vec::new(), None),
         };
-        let error = rdma_analyzer::tui::show(Box::new(inputs), config, caps, stop, None, beside)?;
+        let error =
+            rdma_analyzer::tui::show(Box::new(inputs), config, caps, stop, None, beside, None)?;
         return Ok(match error {
             Some(e) => {
                 eprintln!("rdma-analyzer: {}", escaped(e));

@@ -616,3 +616,70 @@ mod tests {
         assert!(sinks[1].seen.is_empty());
     }
 }
+
+/// Opens the same input again, from its start: how a front end that keeps
+/// no frames (the TUI) gets the bytes of a few of them back on request.
+/// `None` where the input cannot be read twice (live capture, a pipe).
+pub type Reopen = Box<dyn Fn() -> Result<Box<dyn Source>, String> + Send>;
+
+/// A frame kept whole, out of the source's buffers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnedFrame {
+    /// 1-based frame number.
+    pub number: u64,
+    /// Capture time, ns since the epoch.
+    pub ts_ns: u64,
+    /// The link type it was captured on.
+    pub link: rdma_dissectors::link::LinkType,
+    /// Length on the wire.
+    pub orig_len: u32,
+    /// The captured bytes.
+    pub data: Vec<u8>,
+}
+
+/// The frames of `source` numbered in `wanted`, in order: read from the
+/// start up to the last one wanted, then the source is stopped (a re-read
+/// costs what reading that far costs, once per request). Frames the source
+/// ended before are missing from the result, which the caller reports.
+///
+/// # Errors
+/// The source's own error, when it failed before the last frame wanted.
+pub fn collect_frames(
+    source: &mut dyn Source,
+    wanted: &std::collections::BTreeSet<u64>,
+) -> Result<Vec<OwnedFrame>, String> {
+    let Some(&last) = wanted.last() else {
+        return Ok(Vec::new());
+    };
+    let mut got = Vec::new();
+    let mut stopped = false;
+    loop {
+        let end = source.pump(&mut |e| {
+            if let Event::Frame(f) = e {
+                if wanted.contains(&f.number) {
+                    got.push(OwnedFrame {
+                        number: f.number,
+                        ts_ns: f.ts_ns,
+                        link: f.link,
+                        orig_len: f.orig_len,
+                        data: f.data.to_vec(),
+                    });
+                }
+                if f.number >= last {
+                    return Flow::Stop;
+                }
+            }
+            Flow::Continue
+        });
+        if !stopped && got.last().is_some_and(|f| f.number >= last) {
+            source.stop();
+            stopped = true;
+        }
+        if let Some(end) = end {
+            return match end.error() {
+                Some(e) if got.len() < wanted.len() => Err(e.to_string()),
+                _ => Ok(got),
+            };
+        }
+    }
+}

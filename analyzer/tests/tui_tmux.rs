@@ -371,3 +371,75 @@ fn the_screen_exits_when_its_terminal_goes_away() {
         "rdma-analyzer open (pid {pid}) still runs 10 s after its terminal went away"
     );
 }
+
+/// From a transaction to Wireshark: `f` shows the selected ladder step's
+/// frame, `w` writes the transaction's frames to a pcapng in the current
+/// folder, which tshark (the independent reader) opens with the same
+/// frames.
+#[test]
+fn a_transactions_frames_reach_tshark() {
+    if !prereq::tmux()
+        || !prereq::require(
+            "tshark",
+            prereq::have_command("tshark", "-v"),
+            "apt-get install tshark",
+        )
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cap = capture("reconnect.pcap");
+    let shell = format!(
+        "cd '{}' && '{BIN}' open '{}'; echo EXITED $?; sleep 60",
+        dir.path().display(),
+        cap.display()
+    );
+    let t = Tmux::start_sized(
+        format!("rdma-analyzer-test-frames-{}", std::process::id()),
+        &shell,
+        160,
+        48,
+    );
+    t.wait_for("done");
+    t.step(&["Enter"], "Transactions 1/36");
+    t.step(&["Enter"], "c2 xid 0xcb7cd736 NFS GETATTR");
+    // The ladder's first step is the call; f dissects its frame.
+    let p = t.step(&["f"], "RPC-over-RDMA");
+    assert!(
+        p.contains("xid 0xcb7cd736") || p.contains("RDMA_MSG"),
+        "{p}"
+    );
+    t.step(&["Escape"], "c2 xid 0xcb7cd736");
+    let p = t.step(&["w"], "rdma-c2-xid-cb7cd736.pcapng");
+    assert!(p.contains("wrote "), "{p}");
+    t.step(&["Escape"], "c2 xid 0xcb7cd736");
+    t.step(&["q"], "EXITED 0");
+    let file = dir.path().join("rdma-c2-xid-cb7cd736.pcapng");
+    let out = Command::new("tshark")
+        .args(["-r"])
+        .arg(&file)
+        .args([
+            "-T",
+            "fields",
+            "-e",
+            "frame.number",
+            "-e",
+            "infiniband.bth.opcode",
+        ])
+        .output()
+        .expect("tshark");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = String::from_utf8_lossy(&out.stdout);
+    let n = lines.lines().count();
+    assert!(n >= 2, "the call and the reply at least:\n{lines}");
+    assert!(
+        lines
+            .lines()
+            .all(|l| l.split('\t').nth(1).is_some_and(|o| !o.is_empty())),
+        "every frame is RoCE:\n{lines}"
+    );
+}

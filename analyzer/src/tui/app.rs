@@ -31,9 +31,10 @@ use ratatui::Terminal;
 use super::feed::{self, Msg, Tap};
 use super::model::{Caps, Model};
 use super::state::{Action, Screen, UiState};
-use super::{anomalies, diagnosis, draw, keys};
+use super::{anomalies, diagnosis, draw, frames, keys};
 use crate::engine::Config;
-use crate::pipeline::{Sink, Source, Stop};
+use crate::pipeline::{Reopen, Sink, Source, Stop};
+use rdma_dissectors::stack;
 
 /// Shortest time between two frames.
 const FRAME: Duration = Duration::from_millis(50);
@@ -85,6 +86,11 @@ pub struct Session {
     pub live: bool,
     /// What the screen's model may keep.
     pub caps: Caps,
+    /// How to read the input again for its frames (`f`, `w`); `None` for
+    /// a live source.
+    pub reopen: Option<Reopen>,
+    /// How frames are dissected (the frame view).
+    pub stack: stack::Config,
 }
 
 impl Session {
@@ -116,6 +122,7 @@ impl Session {
     ) -> io::Result<Session> {
         let describe = source.describe();
         let live = source.is_live();
+        let stack = config.stack;
         let (tap, worker) = feed::spawn_beside(source, config, stop, beside)?;
         Ok(Session {
             tap,
@@ -123,6 +130,8 @@ impl Session {
             describe,
             live,
             caps,
+            reopen: None,
+            stack,
         })
     }
 }
@@ -130,7 +139,8 @@ impl Session {
 /// Shows `source` on the terminal until the user quits (or `stop` is set):
 /// sets the terminal up, runs, restores it. Returns the source's error, if
 /// it ended with one, for the caller to report once the screen is gone.
-/// The sinks of `beside` look at the run beside the screen (metrics).
+/// The sinks of `beside` look at the run beside the screen (metrics);
+/// `reopen` reads the input again for the frame keys (`f`, `w`).
 ///
 /// # Errors
 /// When the terminal cannot be set up, or terminal I/O fails.
@@ -141,8 +151,10 @@ pub fn show(
     stop: Stop,
     filter: Option<String>,
     beside: Vec<Box<dyn Sink + Send>>,
+    reopen: Option<Reopen>,
 ) -> anyhow::Result<Option<String>> {
-    let session = Session::start_beside(source, config, caps, stop, beside)?;
+    let mut session = Session::start_beside(source, config, caps, stop, beside)?;
+    session.reopen = reopen;
     // try_init, not init: a terminal that cannot be set up is an error
     // message, not a panic. A half set up terminal is put back either way.
     let mut terminal = match ratatui::try_init() {
@@ -201,6 +213,30 @@ pub fn resolve(a: Action, m: &Model, ui: &UiState) -> Option<Action> {
     }
 }
 
+/// The frame requests, done (they read the input again): each becomes the
+/// message that says what came of it.
+fn read_frames(
+    a: Action,
+    m: &Model,
+    ui: &UiState,
+    reopen: Option<&Reopen>,
+    stack: &stack::Config,
+) -> Action {
+    match a {
+        Action::ShowFrame => Action::Message(match frames::selected_step_frame(m, ui) {
+            Some(n) => frames::show_frame(reopen, n, stack),
+            None => "no ladder step selected: open a transaction (Enter) and choose a step".into(),
+        }),
+        Action::WriteFrames => Action::Message(match frames::transaction_frames(m, ui) {
+            Some((xid, conn, wanted)) => {
+                frames::write_frames(reopen, &wanted, &frames::target_for(xid, conn))
+            }
+            None => "no transaction chosen".into(),
+        }),
+        a => a,
+    }
+}
+
 /// Input events taken between two looks at the source and the stop handle.
 const EVENTS_PER_PASS: usize = 256;
 
@@ -222,6 +258,8 @@ pub fn run<B: Backend>(
         describe,
         live,
         caps,
+        reopen,
+        stack,
     } = session;
     let mut model = Model::new(describe, caps);
     let size = terminal.size().map_err(term_err)?;
@@ -305,6 +343,7 @@ pub fn run<B: Backend>(
                 _ => None,
             };
             if let Some(a) = action.and_then(|a| resolve(a, &model, &ui)) {
+                let a = read_frames(a, &model, &ui, reopen.as_ref(), &stack);
                 ui.apply(a);
                 dirty = true;
             }

@@ -20,17 +20,20 @@ pub const HELP: &[(&str, &str)] = &[
         "1..6",
         "Overview Transactions Detail Chunks Credits Anomalies",
     ),
-    ("Up Down  k j", "move the selection"),
+    ("Up Down k j wheel", "move the selection"),
     ("PgUp PgDn ^B ^F", "one page up / down"),
     ("Home End  g G", "first / last row"),
-    ("mouse wheel", "scroll"),
     ("Enter", "a cause's transactions; ladder of a transaction;"),
     ("", "an anomaly's transaction; a connection's transactions"),
     ("Esc", "back up (ladder, a cause's or connection's list),"),
     ("", "close a box, clear the filter"),
     ("s  S", "sort transactions by the next column / reverse"),
     ("L", "the transactions, slowest first"),
-    ("J  K", "on a ladder: scroll the pane below it"),
+    (
+        "J K  f",
+        "on a ladder: scroll the pane below; the step's frame",
+    ),
+    ("w", "a transaction's frames to a pcapng (for Wireshark)"),
     ("/", "filter: c1  0x1234abcd  READ  credit_overrun  c1|c2"),
     ("p", "pause: freeze the view, the source keeps running"),
 ];
@@ -87,6 +90,10 @@ pub fn map(key: KeyEvent, ui: &UiState) -> Option<Action> {
         KeyCode::Char('/') => Action::FilterStart,
         KeyCode::Char('p') => Action::TogglePause,
         KeyCode::Char('L') => Action::SlowestFirst,
+        KeyCode::Char('f') if ui.screen == Screen::Detail => Action::ShowFrame,
+        KeyCode::Char('w') if matches!(ui.screen, Screen::Detail | Screen::Transactions) => {
+            Action::WriteFrames
+        }
         KeyCode::Char('J') if ui.screen == Screen::Detail => Action::ScrollInfo(1),
         KeyCode::Char('K') if ui.screen == Screen::Detail => Action::ScrollInfo(-1),
         _ => return None,

@@ -24,6 +24,7 @@ pub mod credits;
 pub mod detail;
 pub mod diagnosis;
 pub mod feed;
+pub mod frames;
 pub mod keys;
 pub mod model;
 pub mod overview;

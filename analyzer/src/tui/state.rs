@@ -185,6 +185,11 @@ pub enum Action {
     /// The transactions, slowest first: one key for the question users ask
     /// most.
     SlowestFirst,
+    /// Show the frame of the ladder step selected ([`super::frames`]; the
+    /// event loop reads it, then shows it as a message).
+    ShowFrame,
+    /// Write the chosen transaction's frames to a pcapng (as `ShowFrame`).
+    WriteFrames,
     /// The terminal has this many rows (for paging and keeping the selection visible).
     Resize(u16),
 }
@@ -430,6 +435,8 @@ impl UiState {
                 }
             }
             Action::Message(m) => self.message = Some(m),
+            // The event loop turns these into messages; nothing to keep.
+            Action::ShowFrame | Action::WriteFrames => {}
             // The pane clamps it to its content when drawn.
             Action::ScrollInfo(n) => {
                 self.info_scroll = self.info_scroll.saturating_add_signed(n);

@@ -493,6 +493,8 @@ impl Burst {
             describe: "burst".into(),
             live,
             caps: Caps::default(),
+            reopen: None,
+            stack: Config::default().stack,
         }
     }
 }
@@ -992,4 +994,82 @@ fn one_key_lists_the_slowest_first() {
     // v3-ddp's slowest is the WRITE of 130.03 ms (report, "Slowest operations").
     let first = text.lines().find(|l| l.contains('▶')).expect("a row");
     assert!(first.contains("130.03 ms"), "{first}");
+}
+
+fn reopen_of(name: &str) -> crate::pipeline::Reopen {
+    let path = capture(name);
+    Box::new(move || Ok(capture_source(&path, &Config::default().stack)))
+}
+
+/// `f` on a ladder step shows that frame dissected, read again from the
+/// file; a live source says how to keep frames instead.
+#[test]
+fn the_frame_view_shows_the_selected_step() {
+    let m = model_of("v3-ddp.pcap");
+    let mut ui = UiState::default();
+    let row = (0..m.rows.len())
+        .find(|&r| m.detail(r).is_some_and(|t| !t.chunks.is_empty()))
+        .expect("a transaction with RDMA steps");
+    ui.apply(Action::ShowTxn(row));
+    let mut m = m;
+    render(&mut m, &mut ui, 160, 48);
+    ui.apply(Action::Down(1));
+    assert_eq!(map(ch('f'), &ui), Some(Action::ShowFrame));
+    let n = super::frames::selected_step_frame(&m, &ui).expect("a step");
+    let reopen = reopen_of("v3-ddp.pcap");
+    let text = super::frames::show_frame(Some(&reopen), n, &Config::default().stack);
+    assert!(text.starts_with(&format!("frame {n}: ")), "{text}");
+    // The second step of a chunked transaction is an RDMA operation.
+    assert!(text.contains("RDMA") && text.contains("RETH"), "{text}");
+    ui.apply(Action::Home);
+    let call = super::frames::selected_step_frame(&m, &ui).expect("the call");
+    let text = super::frames::show_frame(Some(&reopen), call, &Config::default().stack);
+    assert!(
+        text.contains("RDMA_MSG xid"),
+        "the RPC-over-RDMA header: {text}"
+    );
+    let live = super::frames::show_frame(None, n, &Config::default().stack);
+    assert!(live.contains("live --write"), "{live}");
+}
+
+/// `w` writes the transaction's frames, byte for byte, as a pcapng; a
+/// planted symlink is refused, not followed.
+#[test]
+fn the_transactions_frames_go_to_a_pcapng() {
+    let m = model_of("v3-ddp.pcap");
+    let mut ui = UiState::default();
+    let row = (0..m.rows.len())
+        .find(|&r| m.detail(r).is_some_and(|t| !t.chunks.is_empty()))
+        .expect("a transaction with chunks");
+    ui.apply(Action::ShowTxn(row));
+    let (_, _, wanted) = super::frames::transaction_frames(&m, &ui).expect("frames");
+    assert!(wanted.len() >= 3, "{wanted:?}");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let target = dir.path().join("t.pcapng");
+    let reopen = reopen_of("v3-ddp.pcap");
+    let msg = super::frames::write_frames(Some(&reopen), &wanted, &target);
+    assert!(
+        msg.starts_with(&format!("wrote {} frames", wanted.len())),
+        "{msg}"
+    );
+    // Read back: the same bytes as the frames of the original.
+    let mut original = capture_source(&capture("v3-ddp.pcap"), &Config::default().stack);
+    let expect = crate::pipeline::collect_frames(original.as_mut(), &wanted).expect("original");
+    let input = rdma_capture::input::Input::open(&target).expect("written file");
+    let mut reader = input.reader().expect("a capture");
+    let mut batch = rdma_capture::Batch::default();
+    let mut got = Vec::new();
+    loop {
+        let more = reader.fill(&mut batch).expect("reads");
+        got.extend(batch.iter().map(|f| f.data.to_vec()));
+        if !more {
+            break;
+        }
+    }
+    let want: Vec<Vec<u8>> = expect.into_iter().map(|f| f.data).collect();
+    assert_eq!(got, want);
+    let link = dir.path().join("link.pcapng");
+    std::os::unix::fs::symlink("/etc/passwd", &link).expect("symlink");
+    let msg = super::frames::write_frames(Some(&reopen), &wanted, &link);
+    assert!(msg.starts_with("could not write"), "{msg}");
 }
