@@ -254,6 +254,17 @@ pub struct MountstatsArgs {
     /// Default: to its end.
     #[arg(long, value_name = "SECONDS", value_parser = parse_epoch)]
     pub until: Option<u64>,
+    /// The RDMA device counters of the capturing host over the same window:
+    /// a dump of `/sys/class/infiniband/*/ports/*/hw_counters` readings,
+    /// each opened by a `# LABEL SECONDS` line (the lab's
+    /// `device-counters.txt`). Compared between its first and last reading,
+    /// with the capture's frames between those times.
+    #[arg(long, value_name = "FILE")]
+    pub device_counters: Option<PathBuf>,
+    /// The address of the host whose device the counters are (default: the
+    /// one address in the capture that is not the mount's server).
+    #[arg(long, value_name = "ADDR", requires = "device_counters")]
+    pub device_host: Option<std::net::IpAddr>,
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,

@@ -20,11 +20,11 @@ use rdma_analyzer::output::escape::{escape, escaped};
 #[cfg(feature = "metrics-server")]
 use rdma_analyzer::output::exporter::Exporter;
 use rdma_analyzer::output::frames::Frames;
-use rdma_analyzer::output::kernel_counters;
 use rdma_analyzer::output::lines::{Lines, Which};
 use rdma_analyzer::output::live::LiveSink;
 use rdma_analyzer::output::metrics::{self, Metrics};
 use rdma_analyzer::output::Report;
+use rdma_analyzer::output::{device_compare, kernel_counters};
 use rdma_analyzer::pipeline::{self, End, Fanout, Notice, Reopen, Sink, Source, Stop};
 use rdma_analyzer::sources::live::LiveInputs;
 use rdma_analyzer::sources::pcap::{input, FileSource};
@@ -160,23 +160,48 @@ fn mountstats(a: &MountstatsArgs) -> anyhow::Result<ExitCode> {
         Some(p) => read_mountstats(p)?,
         None => Vec::new(),
     };
+    let snapshots = match &a.device_counters {
+        Some(p) => Some(read_device_counters(p)?),
+        None => None,
+    };
     let config = a.engine.config();
     let mut source = FileSource::open_all(&a.captures, &config.stack)?;
     let mut wire = kernel_counters::WireCounts::within(a.since, a.until);
-    let outcome = pipeline::run(
-        &mut source,
-        Some(Engine::new(config)),
-        &mut wire,
-        &mut say,
-        &Stop::new(),
-    );
+    let (since, until) = snapshots
+        .as_deref()
+        .map_or((None, None), device_compare::window);
+    let mut device = device_compare::DeviceWire::within(since, until, config.stack);
+    let outcome = {
+        let mut sinks: Vec<&mut dyn Sink> = vec![&mut wire];
+        if snapshots.is_some() {
+            sinks.push(&mut device);
+        }
+        pipeline::run(
+            &mut source,
+            Some(Engine::new(config)),
+            &mut Fanout(sinks),
+            &mut say,
+            &Stop::new(),
+        )
+    };
     let mounts = kernel_counters::compare(&after, &before, &wire);
+    let devices = match &snapshots {
+        Some(s) => {
+            let host = device_host(a, &mounts, &device)?;
+            Some(device_compare::compare(s, &device, host))
+        }
+        None => None,
+    };
     let mut out = stdout();
     if a.json {
-        serde_json::to_writer_pretty(&mut out, &mounts)?;
+        let doc = serde_json::json!({ "mounts": mounts, "devices": devices });
+        serde_json::to_writer_pretty(&mut out, &doc)?;
         writeln!(out)?;
     } else {
         write!(out, "{}", kernel_counters::text(&mounts))?;
+        if let Some(d) = &devices {
+            write!(out, "{}", device_compare::text(d))?;
+        }
     }
     out.flush()?;
     if let Some(e) = outcome.end.error() {
@@ -186,12 +211,56 @@ fn mountstats(a: &MountstatsArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(EXIT_INCOMPLETE));
     }
-    let differ = mounts.iter().map(|m| m.disagreements()).sum::<usize>();
+    let differ = mounts.iter().map(|m| m.disagreements()).sum::<usize>()
+        + devices
+            .iter()
+            .flatten()
+            .map(|d| d.disagreements())
+            .sum::<usize>();
     Ok(if differ > 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn read_device_counters(
+    path: &std::path::Path,
+) -> anyhow::Result<Vec<rdma_analyzer::engine::device_counters::Snapshot>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the device counters {}", path.display()))?;
+    let s = rdma_analyzer::engine::device_counters::parse_snapshots(&text);
+    if s.iter().all(|s| s.counters.is_empty()) {
+        anyhow::bail!(
+            "{}: no counter lines (`DEVICE PORT hw_counters NAME VALUE`) in it; dump them with `for f in /sys/class/infiniband/*/ports/*/hw_counters/*; do ...` as captures/lab/guest/scenarios.sh does",
+            path.display()
+        );
+    }
+    Ok(s)
+}
+
+/// Whose device the counters are: `--device-host`, else the one address of
+/// the capture that is none of the mounts' servers.
+fn device_host(
+    a: &MountstatsArgs,
+    mounts: &[kernel_counters::MountComparison],
+    wire: &device_compare::DeviceWire,
+) -> anyhow::Result<std::net::IpAddr> {
+    if let Some(h) = a.device_host {
+        return Ok(h);
+    }
+    let servers: Vec<std::net::IpAddr> = mounts
+        .iter()
+        .filter_map(|m| m.server.as_deref()?.parse().ok())
+        .collect();
+    let others: Vec<std::net::IpAddr> = wire.addresses().filter(|a| !servers.contains(a)).collect();
+    match others.as_slice() {
+        [one] => Ok(*one),
+        _ => anyhow::bail!(
+            "mountstats: the capture has {} addresses besides the servers; say whose device the counters are with --device-host ADDR",
+            others.len()
+        ),
+    }
 }
 
 /// The completion script for `shell`.

@@ -34,7 +34,7 @@ fn nconnect_every_counter_agrees_transport_by_transport() {
         &c.join("nconnect.pcap"),
         Some(&until),
     );
-    let m = &doc[0];
+    let m = &doc["mounts"][0];
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(m["transports"], 4);
     assert_eq!(m["connections"], 4);
@@ -86,7 +86,7 @@ fn every_lab_run_agrees_with_the_kernel_or_says_why() {
         };
         let name = summary["scenario"].as_str().unwrap().to_string();
         let (code, doc) = compare(&after, &pcap, Some(&umount_time(&summary)));
-        let m = &doc[0];
+        let m = &doc["mounts"][0];
         let differ = differing(m);
         match known.iter().find(|(n, ..)| *n == name) {
             None => {
@@ -116,7 +116,7 @@ fn without_the_snapshot_time_the_unmounts_rpcs_show_and_are_named() {
     let after = rebuilt_mountstats(&summary, tmp.path()).unwrap();
     let (code, doc) = compare(&after, &c.join("v42-reminv.pcap"), None);
     assert_eq!(code, 1);
-    let m = &doc[0];
+    let m = &doc["mounts"][0];
     assert_eq!(differing(m), ["sends", "recvs"]);
     let sends = m["rows"][0].clone();
     assert_eq!(
@@ -161,4 +161,80 @@ fn a_mountstats_that_is_not_one_is_refused_by_file_and_line() {
         .unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("no RDMA mount"));
+}
+
+/// The client's soft-RoCE counters against its own capture over the same
+/// window (a lab reconnect run whose server dropped every frame for a
+/// while: six timeout retries, then the QP gave up): every counter the wire
+/// can count agrees, the rest are the kernel's alone.
+#[test]
+fn the_devices_counters_agree_with_the_capture() {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/device-counters");
+    let out = Command::new(BIN)
+        .arg("mountstats")
+        .arg(d.join("rxe-6.1-reconnect.mountstats.txt"))
+        .arg("--capture")
+        .arg(d.join("rxe-6.1-reconnect.pcap"))
+        .arg("--device-counters")
+        .arg(d.join("rxe-6.1-reconnect.txt"))
+        .arg("--json")
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let dev = &doc["devices"][0];
+    assert_eq!(dev["device"], "rxe0 port 1", "{doc:#}");
+    assert_eq!(dev["host"], "10.99.0.2");
+    let rows = dev["rows"].as_array().unwrap();
+    let get = |f: &str| rows.iter().find(|r| r["field"] == f).unwrap().clone();
+    for (field, n) in [
+        ("sent_pkts", 283),
+        ("rcvd_pkts", 92),
+        ("completer_retry_err", 6),
+        ("duplicate_request", 0),
+    ] {
+        let r = get(field);
+        assert_eq!(
+            (r["kernel"].as_u64(), r["capture"].as_u64()),
+            (Some(n), Some(n)),
+            "{r}"
+        );
+        assert_eq!(r["verdict"], "agree");
+    }
+    assert_eq!(get("retry_exceeded_err")["verdict"], "kernel only");
+    assert!(rows.iter().all(|r| r["verdict"] != "differ"), "{rows:#?}");
+    // Without the flag the document says no device was compared.
+    let (_, doc) = compare(
+        &d.join("rxe-6.1-reconnect.mountstats.txt"),
+        &d.join("rxe-6.1-reconnect.pcap"),
+        None,
+    );
+    assert!(doc["devices"].is_null(), "{doc:#}");
+}
+
+/// A counter that went backwards (the device was removed and added again)
+/// is said, not turned into a huge or negative count.
+#[test]
+fn a_device_counter_that_went_backwards_is_said() {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/device-counters");
+    let tmp = tempfile::tempdir().unwrap();
+    let dump = tmp.path().join("reset.txt");
+    std::fs::write(
+        &dump,
+        "# before 1795708095.5\nrxe0 1 hw_counters sent_pkts 500\n# after 1795708131.1\nrxe0 1 hw_counters sent_pkts 283\n",
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .arg("mountstats")
+        .arg(d.join("rxe-6.1-reconnect.mountstats.txt"))
+        .arg("--capture")
+        .arg(d.join("rxe-6.1-reconnect.pcap"))
+        .arg("--device-counters")
+        .arg(&dump)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("rxe0 sent_pkts went from 500 to 283"),
+        "{text}"
+    );
 }

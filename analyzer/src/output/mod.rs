@@ -6,6 +6,7 @@ pub mod clock;
 #[cfg(feature = "export")]
 pub mod dataset;
 pub mod describe;
+pub mod device_compare;
 pub mod escape;
 #[cfg(feature = "metrics-server")]
 pub mod exporter;
