@@ -286,7 +286,8 @@ fn probes_agree_with_the_wire() {
 }
 
 /// The kernel as judge on this very run: each scenario's mountstats, taken
-/// just before its umount, against its capture up to that moment. The
+/// just before its umount, against its capture up to that moment, and the
+/// client's device counters over the mount's life. The
 /// committed runs are judged in `kernel_counters.rs`; this keeps the
 /// comparison honest on whatever kernel the test command's lab boots.
 #[test]
@@ -325,12 +326,23 @@ fn the_kernels_counters_agree_with_this_runs_captures() {
         )
         .expect("SC.json parses");
         let until = kernel_view::umount_time(&summary);
-        let (code, doc) =
-            kernel_view::compare(&snapshot, &out.join(format!("{sc}.pcap")), Some(&until));
+        // The client's soft-RoCE counters, read at the mount and before the
+        // umount, judged by the same capture.
+        let devices = out.join("details").join(sc).join("device-counters.txt");
+        let (code, doc) = kernel_view::compare_with_devices(
+            &snapshot,
+            &out.join(format!("{sc}.pcap")),
+            Some(&until),
+            devices.is_file().then_some(devices.as_path()),
+        );
+        if !devices.is_file() {
+            failures.push(format!("{sc}: the run left no device counters"));
+        }
         let differ: Vec<String> = doc["mounts"]
             .as_array()
             .into_iter()
             .flatten()
+            .chain(doc["devices"].as_array().into_iter().flatten())
             .flat_map(kernel_view::differing)
             .collect();
         eprintln!("{sc}: mountstats vs capture: exit {code}, differing {differ:?}");

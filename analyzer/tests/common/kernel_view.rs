@@ -52,6 +52,16 @@ pub fn rebuilt_mountstats(summary: &Value, dir: &Path) -> Option<PathBuf> {
 
 /// `mountstats AFTER --capture PCAP [--until T] --json`: exit code, document.
 pub fn compare(after: &Path, pcap: &Path, until: Option<&str>) -> (i32, Value) {
+    compare_with_devices(after, pcap, until, None)
+}
+
+/// [`compare`], with the host's device counters (`--device-counters`).
+pub fn compare_with_devices(
+    after: &Path,
+    pcap: &Path,
+    until: Option<&str>,
+    devices: Option<&Path>,
+) -> (i32, Value) {
     let mut cmd = Command::new(BIN);
     cmd.arg("mountstats")
         .arg(after)
@@ -60,6 +70,9 @@ pub fn compare(after: &Path, pcap: &Path, until: Option<&str>) -> (i32, Value) {
         .arg("--json");
     if let Some(u) = until {
         cmd.args(["--until", u]);
+    }
+    if let Some(d) = devices {
+        cmd.arg("--device-counters").arg(d);
     }
     let out = cmd.output().unwrap();
     let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
