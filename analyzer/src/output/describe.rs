@@ -37,6 +37,9 @@ impl std::fmt::Display for StepWords<'_> {
                 bytes,
                 invalidate: None,
             } => write!(f, "reply Send {bytes} bytes"),
+            StepWhat::SentAgain { from, on } => {
+                write!(f, "sent again on {on} ({from} was torn down)")
+            }
             StepWhat::RdmaWrite { rkey, va, len } => {
                 write!(f, "RDMA WRITE rkey {rkey:#x} va {va:#x} len {len}")
             }

@@ -113,7 +113,8 @@ impl SegmentUse {
 pub struct LadderStep {
     /// Frame number.
     pub frame: u64,
-    /// Nanoseconds since the call.
+    /// Nanoseconds since the call (its first transmission, for an operation
+    /// sent again on a new connection).
     pub offset_ns: u64,
     /// True when the requester (client) sent it.
     pub from_client: bool,
@@ -140,6 +141,15 @@ pub enum StepWhat {
         bytes: usize,
         /// R_Key of a Send With Invalidate.
         invalidate: Option<u32>,
+    },
+    /// The operation sent again on a new connection, the one it waited on
+    /// torn down (RFC 8166 4.5.5): the steps before are the earlier
+    /// transmission's.
+    SentAgain {
+        /// The connection the earlier transmission waited on.
+        from: ConnId,
+        /// The connection it was sent again on.
+        on: ConnId,
     },
     /// The first packet of an RDMA WRITE into one of the call's segments.
     RdmaWrite {
@@ -490,9 +500,11 @@ impl Transaction {
         from_client: bool,
         what: StepWhat,
     ) {
+        // From the first transmission: one ladder for an operation sent
+        // again (equal to the call's time when it was sent once).
         let step = LadderStep {
             frame,
-            offset_ns: ts.saturating_sub(self.call_ts_ns),
+            offset_ns: ts.saturating_sub(self.first_call_ts_ns),
             from_client,
             what,
         };
@@ -533,7 +545,12 @@ impl Ladder {
 
     /// The cap, for every ladder: `step` joins `steps` unless they number
     /// `cap` already, in which case `omitted` counts it.
-    fn add(steps: &mut Vec<LadderStep>, omitted: &mut u32, cap: usize, step: LadderStep) {
+    pub(super) fn add(
+        steps: &mut Vec<LadderStep>,
+        omitted: &mut u32,
+        cap: usize,
+        step: LadderStep,
+    ) {
         if steps.len() >= cap {
             *omitted += 1;
             return;

@@ -15,7 +15,8 @@ use crate::checks::{self, rfc8166, rfc8797};
 use crate::fill::{fill_call, fill_nfs_status, reply_status};
 use crate::keys::{Addr, CallKey, ConnId, Origin};
 use crate::model::{
-    v1, CallHeader, Carries, ChunkKind, Phases, SegmentUse, StepWhat, Transaction, Transfer,
+    v1, CallHeader, Carries, ChunkKind, Ladder, LadderStep, Phases, SegmentUse, StepWhat,
+    Transaction, Transfer,
 };
 use crate::{Engine, Finding, Kind};
 
@@ -624,6 +625,7 @@ impl Engine {
             .clone_from(&first.earlier_connections);
         rec.earlier_connections.push(first.connection);
         rec.anomalies.push(Kind::CallRetransmitted);
+        merge_ladders(first, rec, m, self.config.max_ladder_steps);
         let proc = rec.procedure_label();
         let v = rfc8166::call_retransmitted(&rfc8166::SentAgain {
             proc: &proc,
@@ -1023,6 +1025,34 @@ fn call_record(d: &Decoded<'_, '_>, anomalies: Vec<Kind>, ladder_cap: usize) -> 
         },
     );
     rec
+}
+
+/// The operation's one ladder: the earlier transmission's steps, the step
+/// that says it was sent again, then this transmission's, each from the
+/// first transmission (as the application's wait is counted).
+fn merge_ladders(first: &Transaction, rec: &mut Transaction, m: &Message<'_>, cap: usize) {
+    let shift = m.ts.saturating_sub(first.first_call_ts_ns);
+    let mine = std::mem::take(&mut rec.ladder);
+    let mut omitted = first.ladder_omitted.saturating_add(rec.ladder_omitted);
+    let mut ladder = first.ladder.clone();
+    let again = LadderStep {
+        frame: m.frame,
+        offset_ns: shift,
+        from_client: true,
+        what: StepWhat::SentAgain {
+            from: first.connection,
+            on: rec.connection,
+        },
+    };
+    let later = mine.into_iter().map(|mut s| {
+        s.offset_ns = s.offset_ns.saturating_add(shift);
+        s
+    });
+    for s in std::iter::once(again).chain(later) {
+        Ladder::add(&mut ladder, &mut omitted, cap, s);
+    }
+    rec.ladder = ladder;
+    rec.ladder_omitted = omitted;
 }
 
 /// The chunk segments a call offers, in list order: read, write, reply.
