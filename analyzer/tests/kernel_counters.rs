@@ -238,3 +238,34 @@ fn a_device_counter_that_went_backwards_is_said() {
         "{text}"
     );
 }
+
+/// When the silent server stops answering ARP too, the client's retries
+/// wait in IP for its address: rxe counted them sent (262), the wire saw
+/// 256 and one run of retries. The comparison says so, from the capture's
+/// own unanswered ARP requests, instead of leaving a bare difference.
+#[test]
+fn packets_held_for_an_unresolved_neighbour_are_explained() {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/device-counters");
+    let out = Command::new(BIN)
+        .arg("mountstats")
+        .arg(d.join("rxe-6.1-reconnect-arp.mountstats.txt"))
+        .arg("--capture")
+        .arg(d.join("rxe-6.1-reconnect-arp.pcap"))
+        .arg("--device-counters")
+        .arg(d.join("rxe-6.1-reconnect-arp.txt"))
+        .arg("--json")
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let dev = &doc["devices"][0];
+    let rows = dev["rows"].as_array().unwrap();
+    let get = |f: &str| rows.iter().find(|r| r["field"] == f).unwrap().clone();
+    assert_eq!(get("sent_pkts")["kernel"], 262);
+    assert_eq!(get("sent_pkts")["capture"], 256);
+    assert_eq!(get("rcvd_pkts")["verdict"], "agree");
+    let notes = dev["notes"].to_string();
+    assert!(
+        notes.contains("asked for a neighbour's address 13 times and had 1 answers"),
+        "{notes}"
+    );
+}

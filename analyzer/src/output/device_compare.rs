@@ -21,6 +21,11 @@
 //!   where the PSN rewinds (a timeout retries one packet up to 7 times,
 //!   each a retry of its own).
 //!
+//! A host whose peer stops answering ARP (its neighbour entry expired
+//! during an outage) holds its packets in IP until the address resolves or
+//! the hold is dropped: rxe counted them sent, the wire never saw them. The
+//! capture shows the unanswered ARP requests, and a note says so.
+//!
 //! `retry_exceeded_err`, `rdma_sends`, `rdma_recvs` and the rest are shown
 //! with the kernel's value only: the wire has no one-to-one count for them.
 
@@ -75,6 +80,11 @@ struct HostCounts {
     /// before it is the requester rewinding once more, a retry of its own
     /// (a timeout retries the same packet up to seven times).
     last_resent_psn: Option<u32>,
+    /// ARP requests it sent and replies it got: rxe counts a packet sent
+    /// when it hands it to IP, and one waiting for a neighbour that never
+    /// answers is dropped there, before the wire (and the capture) see it.
+    arp_asked: u64,
+    arp_answered: u64,
 }
 
 /// A sink that counts per address, inside a window of capture time.
@@ -172,6 +182,21 @@ impl Sink for DeviceWire {
         if !self.inside(f.ts_ns) {
             return Flow::Continue;
         }
+        if let Some((request, sender, target)) = arp(f) {
+            let (who, asked) = if request {
+                (sender, true)
+            } else {
+                (target, false)
+            };
+            if let Some(h) = self.host(IpAddr::from(who)) {
+                if asked {
+                    h.arp_asked += 1;
+                } else {
+                    h.arp_answered += 1;
+                }
+            }
+            return Flow::Continue;
+        }
         let mut d = Dissection::default();
         f.dissect_into(&self.config, &mut d);
         let (Some(ip), Some(bth)) = (d.ip, d.bth()) else {
@@ -205,6 +230,26 @@ impl Sink for DeviceWire {
             }
         }
         Flow::Continue
+    }
+}
+
+/// An Ethernet ARP request (`true`) or reply for IPv4: the sender's and the
+/// target's protocol addresses (RFC 826).
+fn arp(f: &Frame<'_>) -> Option<(bool, [u8; 4], [u8; 4])> {
+    if f.link != rdma_dissectors::link::LinkType::ETHERNET {
+        return None;
+    }
+    let b = f.data;
+    if b.get(12..14)? != [0x08, 0x06] || b.get(16..18)? != [0x08, 0x00] {
+        return None;
+    }
+    let op = u16::from_be_bytes(b.get(20..22)?.try_into().ok()?);
+    let sender: [u8; 4] = b.get(28..32)?.try_into().ok()?;
+    let target: [u8; 4] = b.get(38..42)?.try_into().ok()?;
+    match op {
+        1 => Some((true, sender, target)),
+        2 => Some((false, sender, target)),
+        _ => None,
     }
 }
 
@@ -326,6 +371,15 @@ pub fn compare(snapshots: &[Snapshot], wire: &DeviceWire, host: IpAddr) -> Vec<D
                     .unwrap_or(COMPARED.len())
             });
             let mut notes = went_back.clone();
+            let sent_short = rows
+                .iter()
+                .any(|r| r.field == "sent_pkts" && r.kernel.is_some_and(|k| k > r.capture));
+            if sent_short && counts.arp_asked > counts.arp_answered {
+                notes.push(format!(
+                    "the host asked for a neighbour's address {} times and had {} answers: rxe counts a packet sent when it hands it to IP, and packets waiting for an unresolved neighbour are dropped there, never on the wire; its retries then show as fewer runs",
+                    counts.arp_asked, counts.arp_answered
+                ));
+            }
             if snapshots.len() < 2 {
                 notes.push("one reading only: its counters are taken from the device's start, so the capture must hold the device's whole life".into());
             }
