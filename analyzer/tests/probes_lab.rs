@@ -353,12 +353,18 @@ fn the_kernels_counters_agree_with_this_runs_captures() {
         // client's retries then wait for the neighbour in IP, counted sent
         // by rxe, never on the wire.
         let text = doc.to_string();
-        let explained = sc == "reconnect"
-            && differ.iter().all(|f| {
-                (f.ends_with("_chunk_count") && text.contains("on a connection that reconnected"))
-                    || (matches!(f.as_str(), "sent_pkts" | "completer_retry_err")
-                        && text.contains("unresolved neighbour"))
-            });
+        // A call that failed to marshal (out of MRs) counted its segments
+        // twice (6.12 did so once on v3-ddp).
+        let remarshaled =
+            |f: &str| f.ends_with("_chunk_count") && text.contains("failed to marshal");
+        let explained = differ.iter().all(|f| remarshaled(f))
+            || sc == "reconnect"
+                && differ.iter().all(|f| {
+                    (f.ends_with("_chunk_count")
+                        && text.contains("on a connection that reconnected"))
+                        || (matches!(f.as_str(), "sent_pkts" | "completer_retry_err")
+                            && text.contains("unresolved neighbour"))
+                });
         if !explained && (code != 0 || !differ.is_empty()) {
             failures.push(format!("{sc}: exit {code}, differing {differ:?}: {doc:#}"));
         }

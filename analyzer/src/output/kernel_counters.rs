@@ -348,7 +348,9 @@ pub fn compare(after: &[Mount], before: &[Mount], wire: &WireCounts) -> Vec<Moun
             let mut rows = transport_rows(&after_t, &before_t, &conns);
             rows.extend(op_rows(m, earlier, &conns));
             let (per_transport, per_transport_skipped) = per_transport(&after_t, &before_t, &conns);
-            let notes = notes(&rows, &conns, wire);
+            let mut notes = notes(&rows, &conns, wire);
+            let failed = kernel_field(&after_t, &before_t, "failed_marshal_count").unwrap_or(0);
+            notes.extend(failed_marshal(&rows, failed));
             MountComparison {
                 notes,
                 device: m.device.clone(),
@@ -371,6 +373,20 @@ fn differs(rows: &[Row], field: &str) -> Option<(u64, u64)> {
 }
 
 /// What the capture itself says about the differences in `rows`.
+/// A call whose marshaling failed (out of MRs or buffers: `xprtrdma_nomrs_err`
+/// on the kernel's side) had its segments counted before it failed, and
+/// again when it was marshaled anew and sent.
+fn failed_marshal(rows: &[Row], failed: u64) -> Option<String> {
+    let extra: u64 = ["reply_chunk_count", "read_chunk_count", "write_chunk_count"]
+        .iter()
+        .filter_map(|f| differs(rows, f))
+        .map(|(k, c)| k.saturating_sub(c))
+        .sum();
+    (failed > 0 && extra > 0).then(|| format!(
+        "the kernel failed to marshal {failed} call(s) (failed_marshal_count; out of MRs or buffers) after counting some of their chunk segments, then marshaled them again: {extra} segment(s) counted more than were sent"
+    ))
+}
+
 fn notes(rows: &[Row], conns: &[&ConnCounts], wire: &WireCounts) -> Vec<String> {
     let mut notes = Vec::new();
     if let (Some((first, last)), Some(until)) = (wire.capture, wire.until_ns) {

@@ -39,3 +39,24 @@ fn a_delta_subtracts_the_earlier_snapshot_per_field() {
     assert_eq!(kernel_field(&a, &b, "write_chunk_count"), Some(2));
     assert_eq!(kernel_field(&a, &[], "sends"), Some(10));
 }
+
+/// Linux 6.12 in the lab ran out of MRs once on v3-ddp
+/// (`xprtrdma_nomrs_err`): one call failed to marshal after its first read
+/// segment was counted, so the kernel's read_chunk_count was 17 against 16
+/// segments sent. The note names the cause only when the kernel says it
+/// failed to marshal.
+#[test]
+fn segments_of_a_failed_marshal_are_explained() {
+    let rows = vec![
+        row("read_chunk_count".into(), Some(17), 16),
+        row("write_chunk_count".into(), Some(24), 24),
+    ];
+    let note = failed_marshal(&rows, 1).expect("a note");
+    assert!(
+        note.contains("failed to marshal 1 call(s)") && note.contains("1 segment(s)"),
+        "{note}"
+    );
+    assert_eq!(failed_marshal(&rows, 0), None);
+    let agree = vec![row("read_chunk_count".into(), Some(16), 16)];
+    assert_eq!(failed_marshal(&agree, 1), None);
+}
