@@ -35,6 +35,10 @@ use dump::DumpWriter;
 use ring::{Entry, Item, Ring};
 pub use trigger::Trigger;
 
+/// How long past its after-window a dump waits for the traffic's clock
+/// (frames still queued in the capture) before the wall clock writes it.
+const GRACE_NS: u64 = 2_000_000_000;
+
 /// How often the diagnosis is asked for its causes (`cause:` triggers).
 const DIAGNOSE_EVERY_MS: u128 = 1000;
 
@@ -81,6 +85,8 @@ pub struct Recorder {
     pending: Option<Pending>,
     /// The latest time seen in the run (frames, probe records, wall clock).
     now_ns: u64,
+    /// The latest frame's or probe record's time.
+    traffic_ns: u64,
     diagnosis: Option<Diagnosis>,
     causes_seen: BTreeSet<String>,
     last_diagnosis: Option<Instant>,
@@ -119,6 +125,7 @@ impl Recorder {
             signal,
             pending: None,
             now_ns: 0,
+            traffic_ns: 0,
             diagnosis,
             causes_seen: BTreeSet::new(),
             last_diagnosis: None,
@@ -137,6 +144,16 @@ impl Recorder {
 
     fn push(&mut self, e: Entry) {
         self.now_ns = self.now_ns.max(e.ts_ns);
+        self.traffic_ns = self.traffic_ns.max(e.ts_ns);
+        // At rate the loop may drain the capture for long between ticks:
+        // the after-window ends, and SIGUSR1 is seen, by the traffic's
+        // clock too, so the ring still holds the window when it is written.
+        if self.signal.load(Ordering::Relaxed) {
+            self.check_signal();
+        }
+        if self.pending.as_ref().is_some_and(|p| e.ts_ns > p.until_ns) {
+            self.maybe_write(false);
+        }
         self.ring.push(e);
         self.peak_bytes = self.peak_bytes.max(self.ring.bytes());
     }
@@ -151,6 +168,13 @@ impl Recorder {
                 text,
             },
         });
+    }
+
+    fn check_signal(&mut self) {
+        if self.signal.swap(false, Ordering::SeqCst) && self.cfg.triggers.contains(&Trigger::Signal)
+        {
+            self.fire(&Trigger::Signal, self.now_ns, "SIGUSR1 received");
+        }
     }
 
     /// Fires `t` at `at_ns` for `why`: starts a dump or extends the pending one.
@@ -277,10 +301,11 @@ impl Recorder {
     /// Writes the pending dump when its after-window is over (or `now`
     /// when the run ends).
     fn maybe_write(&mut self, ending: bool) {
-        let due = self
-            .pending
-            .as_ref()
-            .is_some_and(|p| ending || self.now_ns >= p.until_ns);
+        let due = self.pending.as_ref().is_some_and(|p| {
+            ending
+                || self.traffic_ns > p.until_ns
+                || self.now_ns >= p.until_ns.saturating_add(GRACE_NS)
+        });
         if !due {
             return;
         }
@@ -496,10 +521,7 @@ impl Sink for Recorder {
 
     fn tick(&mut self, engine: Option<&Engine>, _: &Progress) -> Flow {
         self.now_ns = self.now_ns.max(wall_ns());
-        if self.signal.swap(false, Ordering::SeqCst) && self.cfg.triggers.contains(&Trigger::Signal)
-        {
-            self.fire(&Trigger::Signal, self.now_ns, "SIGUSR1 received");
-        }
+        self.check_signal();
         if let Some(e) = engine {
             if self.cfg.triggers.contains(&Trigger::Reconnect) {
                 self.check_connections(e);
@@ -547,11 +569,10 @@ mod tests {
     }
 
     fn frames(r: &mut Recorder, from: u64, n: u64) {
-        let now = wall_ns();
         for number in from..from + n {
             let f = Frame {
                 number,
-                ts_ns: now - 1_000_000 + number,
+                ts_ns: wall_ns(),
                 link: LinkType::ETHERNET,
                 orig_len: ROCE_ACK.len() as u32,
                 data: ROCE_ACK,
@@ -589,6 +610,11 @@ mod tests {
             Flow::Continue
         );
         assert_eq!(r.tick(None, &Progress::default()), Flow::Continue);
+        assert!(
+            r.written.is_empty(),
+            "written when the traffic passes its window"
+        );
+        frames(&mut r, 6, 1);
         assert_eq!(r.written.len(), 1, "{:?}", r.errors);
         let path = &r.written[0];
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
@@ -647,6 +673,7 @@ mod tests {
             flag.store(true, Ordering::SeqCst);
             assert_eq!(r.tick(None, &Progress::default()), Flow::Continue);
         }
+        frames(&mut r, 100, 1);
         assert_eq!(r.written.len(), 2, "{:?}", r.errors);
         assert_ne!(r.written[0], r.written[1], "same second: a second name");
         let mut left: Vec<String> = std::fs::read_dir(d)
