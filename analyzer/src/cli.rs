@@ -355,7 +355,7 @@ pub struct RecordArgs {
     /// Keep the last seconds of frames and probe records in memory and, when a trigger fires, write them to a pcapng in DIR (rdma-YYYYmmddTHHMMSSZ-TRIGGER.pcapng): the frames, the findings as packet comments, the trigger as the section comment, the probe records and mountstats in custom blocks.
     #[arg(long, value_name = "DIR")]
     pub record: Option<PathBuf>,
-    /// What fires a dump (repeatable): finding:KIND, severity>=info|warning|error, cause:NAME (a diagnosis cause), reconnect (a CM DREQ, or a client that connects again), latency>DURATION (latency>2s), sigusr1. Default: reconnect; sigusr1 always.
+    /// What fires a dump (repeatable): finding:KIND, severity>=info|warning|error, cause:NAME (a diagnosis cause), reconnect (a CM DREQ, or a client that connects again), latency>DURATION (latency>2s), sigusr1. Default: reconnect; sigusr1 always, and with --metrics a POST to http://ADDR/record (an Alertmanager webhook).
     #[arg(long = "record-on", value_name = "TRIGGER", value_parser = crate::recorder::trigger::parse)]
     pub record_on: Vec<crate::recorder::Trigger>,
     /// How much before a trigger a dump holds (2s, 500ms, 1m).

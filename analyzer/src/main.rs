@@ -433,21 +433,6 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
             recorder: record.as_ref().map_or(0, |r| r.ring_bytes),
         },
     );
-    let mut recorder = record.map(|r| {
-        let flag = Arc::new(AtomicBool::new(false));
-        sys::record_on_sigusr1(flag.clone());
-        eprintln!(
-            "live --record: recording into {} on {} (kill -USR1 {} writes a dump now)",
-            r.dir.display(),
-            r.triggers
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", "),
-            std::process::id()
-        );
-        Recorder::new(r, flag)
-    });
     let mut config = a.config();
     config.memory_limit = budget.engine;
     // Listening first: a busy port is said before probes attach.
@@ -461,6 +446,31 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
+    let mut recorder = record.map(|r| {
+        let flag = Arc::new(AtomicBool::new(false));
+        sys::record_on_sigusr1(flag.clone());
+        eprintln!(
+            "live --record: recording into {} on {} (kill -USR1 {} writes a dump now)",
+            r.dir.display(),
+            r.triggers
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            std::process::id()
+        );
+        let recorder = Recorder::new(r, flag);
+        match &metrics {
+            Some((_, exporter)) => {
+                eprintln!(
+                    "live --record: POST http://{}/record writes a dump too (an Alertmanager webhook can point there)",
+                    exporter.addr()
+                );
+                recorder.with_http(exporter.record_flag())
+            }
+            None => recorder,
+        }
+    });
     let mut inputs = LiveInputs::start(&a.options())?;
     if inputs.is_empty() {
         let mut notices = Vec::new();

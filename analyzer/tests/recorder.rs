@@ -1,12 +1,14 @@
 //! `live --record`: the real binary captures a veth pair while the lab's
 //! reconnect capture is injected into its peer; the reconnect fires a dump
-//! on its own, SIGUSR1 another, and tshark opens both with the frames
-//! around the trigger and the findings as packet comments.
+//! on its own, SIGUSR1 another, a POST to the metrics server's `/record` a
+//! third, and tshark opens them with the frames around the trigger and the
+//! findings as packet comments.
 //!
 //! A veth pair of its own (not `lo`): the other loopback tests may run at
 //! the same time. Needs root (CAP_NET_ADMIN for the pair, CAP_NET_RAW for
 //! the capture) and tshark; skipped with a message otherwise.
 
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::thread::sleep;
@@ -127,7 +129,7 @@ fn section_comment(file: &Path) -> String {
 }
 
 #[test]
-fn a_reconnect_and_sigusr1_each_write_a_dump_tshark_opens_with_frames_and_comments() {
+fn a_reconnect_sigusr1_and_a_post_each_write_a_dump_tshark_opens_with_frames_and_comments() {
     if !prereq::require(
         "root",
         prereq::is_root(),
@@ -148,7 +150,7 @@ fn a_reconnect_and_sigusr1_each_write_a_dump_tshark_opens_with_frames_and_commen
         .arg("--record")
         .arg(&rec)
         .args(["--record-before", "60s", "--record-after", "1s"])
-        .args(["--duration", "60"])
+        .args(["--duration", "60", "--metrics", "127.0.0.1:0"])
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&err).expect("stderr file"))
         .spawn()
@@ -174,6 +176,30 @@ fn a_reconnect_and_sigusr1_each_write_a_dump_tshark_opens_with_frames_and_commen
         libc::kill(child.id() as i32, libc::SIGUSR1);
     }
     let signalled = wait_for_dump(&rec, "sigusr1", Duration::from_secs(20));
+    // An Alertmanager webhook's POST to the metrics server.
+    let said = std::fs::read_to_string(&err).unwrap_or_default();
+    let addr = said
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("live: metrics at http://")?
+                .strip_suffix("/metrics")
+        })
+        .unwrap_or_else(|| panic!("no metrics address in:\n{said}"))
+        .to_string();
+    let body =
+        r#"{"version":"4","status":"firing","alerts":[{"labels":{"alertname":"RdmaReconnects"}}]}"#;
+    let mut http = std::net::TcpStream::connect(&addr).expect("the metrics server");
+    write!(
+        http,
+        "POST /record HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("POST");
+    let mut answer = String::new();
+    http.read_to_string(&mut answer).expect("the answer");
+    assert!(answer.starts_with("HTTP/1.1 202"), "{answer}");
+    let posted = wait_for_dump(&rec, "http", Duration::from_secs(20));
+    assert!(section_comment(&posted).contains("http POST /record at"));
     #[allow(unsafe_code)]
     // SAFETY: as above.
     unsafe {
@@ -216,5 +242,5 @@ fn a_reconnect_and_sigusr1_each_write_a_dump_tshark_opens_with_frames_and_commen
     let section = section_comment(&reconnect);
     assert!(section.contains("reconnect at"), "{section}");
     assert!(!tshark_fields(&reconnect, "frame.number").is_empty());
-    assert!(said.contains("2 dumps written"), "{said}");
+    assert!(said.contains("3 dumps written"), "{said}");
 }

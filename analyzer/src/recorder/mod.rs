@@ -82,6 +82,8 @@ pub struct Recorder {
     ring: Ring,
     /// Set by the SIGUSR1 handler.
     signal: Arc<AtomicBool>,
+    /// Set by the exporter's `POST /record`, when it serves one.
+    http: Option<Arc<AtomicBool>>,
     pending: Option<Pending>,
     /// The latest time seen in the run (frames, probe records, wall clock).
     now_ns: u64,
@@ -123,6 +125,7 @@ impl Recorder {
             ring: Ring::new(cfg.before_ns.saturating_add(cfg.after_ns), cfg.ring_bytes),
             cfg,
             signal,
+            http: None,
             pending: None,
             now_ns: 0,
             traffic_ns: 0,
@@ -137,6 +140,15 @@ impl Recorder {
         }
     }
 
+    /// Takes `POST /record`'s flag: the `http` trigger.
+    pub fn with_http(mut self, flag: Arc<AtomicBool>) -> Recorder {
+        if !self.cfg.triggers.contains(&Trigger::Http) {
+            self.cfg.triggers.push(Trigger::Http);
+        }
+        self.http = Some(flag);
+        self
+    }
+
     /// The ring's bytes now.
     pub fn ring_bytes(&self) -> usize {
         self.ring.bytes()
@@ -148,7 +160,12 @@ impl Recorder {
         // At rate the loop may drain the capture for long between ticks:
         // the after-window ends, and SIGUSR1 is seen, by the traffic's
         // clock too, so the ring still holds the window when it is written.
-        if self.signal.load(Ordering::Relaxed) {
+        if self.signal.load(Ordering::Relaxed)
+            || self
+                .http
+                .as_ref()
+                .is_some_and(|h| h.load(Ordering::Relaxed))
+        {
             self.check_signal();
         }
         if self.pending.as_ref().is_some_and(|p| e.ts_ns > p.until_ns) {
@@ -174,6 +191,17 @@ impl Recorder {
         if self.signal.swap(false, Ordering::SeqCst) && self.cfg.triggers.contains(&Trigger::Signal)
         {
             self.fire(&Trigger::Signal, self.now_ns, "SIGUSR1 received");
+        }
+        if self
+            .http
+            .as_ref()
+            .is_some_and(|h| h.swap(false, Ordering::SeqCst))
+        {
+            self.fire(
+                &Trigger::Http,
+                self.now_ns,
+                "POST /record on the metrics server",
+            );
         }
     }
 

@@ -21,6 +21,8 @@ pub enum Trigger {
     Latency(f64),
     /// SIGUSR1 (`sigusr1`; always on).
     Signal,
+    /// A POST to the metrics server's `/record` (on with `--metrics`).
+    Http,
 }
 
 impl Trigger {
@@ -34,6 +36,7 @@ impl Trigger {
             Trigger::Reconnect => "reconnect".into(),
             Trigger::Latency(_) => "latency".into(),
             Trigger::Signal => "sigusr1".into(),
+            Trigger::Http => "http".into(),
         }
     }
 
@@ -62,6 +65,7 @@ impl fmt::Display for Trigger {
             Trigger::Reconnect => f.write_str("reconnect"),
             Trigger::Latency(us) => write!(f, "latency>{}s", us / 1e6),
             Trigger::Signal => f.write_str("sigusr1"),
+            Trigger::Http => f.write_str("http POST /record"),
         }
     }
 }
