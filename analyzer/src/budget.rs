@@ -27,6 +27,9 @@ pub struct Holders {
     pub metrics: bool,
     /// The HTTP exporter's connections (`live --metrics`).
     pub exporter: bool,
+    /// The flight recorder's ring, bytes (`live --record`, its
+    /// `--record-size`); 0 without it.
+    pub recorder: usize,
 }
 
 /// Bytes each holder may use; they add up to the limit.
@@ -43,7 +46,14 @@ pub struct Budget {
     /// The exporter's connections, each with its header buffer and the
     /// response it is sending.
     pub exporter: usize,
+    /// The flight recorder's ring: what `--record-size` asked for, at most
+    /// a quarter of the limit ([`Budget::check_recorder`]).
+    pub recorder: usize,
 }
+
+/// The recorder's ring may take a quarter of the limit: with a screen's
+/// quarter and the metrics' share, the engine keeps nearly half.
+const RECORDER_DIVISOR: usize = 4;
 
 /// A screen keeps a quarter: its tables are what the user scrolls through,
 /// and a quarter of the default 256 MiB holds two million rows.
@@ -73,18 +83,36 @@ impl Budget {
         } else {
             0
         };
+        let recorder = holders.recorder.min(limit / RECORDER_DIVISOR);
         Budget {
-            engine: limit - screen - report - metrics - exporter,
+            engine: limit - screen - report - metrics - exporter - recorder,
             screen,
             report,
             metrics,
             exporter,
+            recorder,
         }
+    }
+
+    /// Whether a recorder of `bytes` fits in `limit`: at most a quarter.
+    ///
+    /// # Errors
+    /// When it does not, in words that say which flag to change.
+    pub fn check_recorder(limit: usize, bytes: usize) -> Result<(), String> {
+        if bytes > limit / RECORDER_DIVISOR {
+            return Err(format!(
+                "live: --record-size {} MiB is more than a quarter of --memory-limit {} MiB: lower --record-size or raise --memory-limit to {} MiB",
+                bytes >> 20,
+                limit >> 20,
+                (bytes * RECORDER_DIVISOR).div_ceil(1 << 20)
+            ));
+        }
+        Ok(())
     }
 
     /// The whole, as given.
     pub fn total(&self) -> usize {
-        self.engine + self.screen + self.report + self.metrics + self.exporter
+        self.engine + self.screen + self.report + self.metrics + self.exporter + self.recorder
     }
 }
 
@@ -109,16 +137,21 @@ mod tests {
     #[test]
     fn the_shares_add_up_to_the_limit_whoever_holds_state() {
         for limit in [M, 3 * M + 7, 256 * M, 64 << 30] {
-            for bits in 0..16u8 {
+            for bits in 0..32u8 {
                 let h = Holders {
                     screen: bits & 1 != 0,
                     report: bits & 2 != 0,
                     metrics: bits & 4 != 0,
                     exporter: bits & 8 != 0,
+                    recorder: if bits & 16 != 0 { limit / 4 } else { 0 },
                 };
                 let b = Budget::split(limit, h);
                 assert_eq!(b.total(), limit, "{h:?} at {limit}");
-                assert!(b.engine >= limit / 2, "{h:?} at {limit}: {b:?}");
+                assert!(
+                    b.engine >= limit / 2 - h.recorder,
+                    "{h:?} at {limit}: {b:?}"
+                );
+                assert_eq!(b.recorder, h.recorder);
                 assert_eq!(b.screen > 0, h.screen);
                 assert_eq!(b.report > 0, h.report);
                 assert_eq!(b.metrics > 0, h.metrics);
@@ -128,6 +161,13 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_recorder_over_a_quarter_of_the_limit_is_refused_saying_what_to_change() {
+        assert_eq!(Budget::check_recorder(256 * M, 64 * M), Ok(()));
+        let e = Budget::check_recorder(256 * M, 100 * M).unwrap_err();
+        assert!(e.contains("--memory-limit to 400 MiB"), "{e}");
     }
 
     #[test]

@@ -355,6 +355,68 @@ pub struct LiveArgs {
     /// The metrics' cardinality caps.
     #[command(flatten)]
     pub metrics_caps: MetricsArgs,
+    /// The flight recorder.
+    #[command(flatten)]
+    pub record: RecordArgs,
+}
+
+/// `live --record`: the flight recorder's options (docs/recorder.md).
+#[derive(Debug, Clone, Args)]
+pub struct RecordArgs {
+    /// Keep the last seconds of frames and probe records in memory and, when a trigger fires, write them to a pcapng in DIR (rdma-YYYYmmddTHHMMSSZ-TRIGGER.pcapng): the frames, the findings as packet comments, the trigger as the section comment, the probe records and mountstats in custom blocks.
+    #[arg(long, value_name = "DIR")]
+    pub record: Option<PathBuf>,
+    /// What fires a dump (repeatable): finding:KIND, severity>=info|warning|error, cause:NAME (a diagnosis cause), reconnect (a CM DREQ, or a client that connects again), latency>DURATION (latency>2s), sigusr1. Default: reconnect; sigusr1 always, and with --metrics a POST to http://ADDR/record (an Alertmanager webhook).
+    #[arg(long = "record-on", value_name = "TRIGGER", value_parser = crate::recorder::trigger::parse)]
+    pub record_on: Vec<crate::recorder::Trigger>,
+    /// How much before a trigger a dump holds (2s, 500ms, 1m).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_ns)]
+    pub record_before: u64,
+    /// How long recording goes on after the last trigger before the dump is written.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_ns)]
+    pub record_after: u64,
+    /// The recorder's memory at most (K, M, G), counted inside --memory-limit (at most a quarter of it): the oldest frames go first when full.
+    #[arg(long, value_name = "BYTES", default_value = "64M", value_parser = parse_memory)]
+    pub record_size: usize,
+    /// Bytes of each frame kept (default: whole frames).
+    #[arg(long, value_name = "BYTES")]
+    pub record_snaplen: Option<u32>,
+    /// Dumps kept in DIR at most; the oldest of this recorder's dumps are deleted.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub record_keep: usize,
+    /// Bytes of dumps kept in DIR at most (K, M, G); the oldest are deleted (the newest always stays).
+    #[arg(long, value_name = "BYTES", default_value = "1G", value_parser = crate::synth::parse_size)]
+    pub record_max_bytes: u64,
+}
+
+/// A duration with a unit (`30s`, `500ms`), as ns.
+fn parse_ns(s: &str) -> Result<u64, String> {
+    crate::recorder::trigger::parse_duration_us(s).map(|us| (us * 1e3) as u64)
+}
+
+impl RecordArgs {
+    /// The recorder's configuration, when `--record` is given.
+    pub fn config(&self) -> Option<crate::recorder::RecordConfig> {
+        use crate::recorder::Trigger;
+        let dir = self.record.clone()?;
+        let mut triggers = self.record_on.clone();
+        if triggers.is_empty() {
+            triggers.push(Trigger::Reconnect);
+        }
+        if !triggers.contains(&Trigger::Signal) {
+            triggers.push(Trigger::Signal);
+        }
+        Some(crate::recorder::RecordConfig {
+            dir,
+            before_ns: self.record_before,
+            after_ns: self.record_after,
+            ring_bytes: self.record_size,
+            snaplen: self.record_snaplen.map(|s| s.max(1)),
+            triggers,
+            keep: self.record_keep.max(1),
+            max_total: Some(self.record_max_bytes),
+        })
+    }
 }
 
 impl LiveArgs {

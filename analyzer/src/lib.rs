@@ -23,6 +23,7 @@ pub mod diagnosis;
 pub mod files;
 pub mod output;
 pub mod pipeline;
+pub mod recorder;
 pub mod sources;
 /// The synthetic capture generator is the `rdma-synth` crate (`tools/synth`); its old path stays.
 pub use rdma_synth as synth;

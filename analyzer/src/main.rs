@@ -4,6 +4,8 @@
 
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -26,6 +28,7 @@ use rdma_analyzer::output::metrics::{self, Metrics};
 use rdma_analyzer::output::Report;
 use rdma_analyzer::output::{device_compare, kernel_counters};
 use rdma_analyzer::pipeline::{self, End, Fanout, Notice, Reopen, Sink, Source, Stop};
+use rdma_analyzer::recorder::Recorder;
 use rdma_analyzer::sources::live::LiveInputs;
 use rdma_analyzer::sources::pcap::{input, FileSource};
 use rdma_analyzer::sources::sys;
@@ -496,6 +499,12 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
     let stop = Stop::new();
     sys::stop_on_signals(&stop, !tui);
     let started = Instant::now();
+    let record = a.record.config();
+    if let Some(r) = &record {
+        Budget::check_recorder(a.memory.limit, r.ring_bytes).map_err(anyhow::Error::msg)?;
+        std::fs::create_dir_all(&r.dir)
+            .with_context(|| format!("live --record: creating {}", r.dir.display()))?;
+    }
     let budget = Budget::split(
         a.memory.limit,
         Holders {
@@ -503,6 +512,7 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
             metrics: a.metrics.is_some(),
             exporter: a.metrics.is_some(),
             report: false,
+            recorder: record.as_ref().map_or(0, |r| r.ring_bytes),
         },
     );
     let mut config = a.config();
@@ -517,6 +527,31 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
+    let mut recorder = record.map(|r| {
+        let flag = Arc::new(AtomicBool::new(false));
+        sys::record_on_sigusr1(flag.clone());
+        eprintln!(
+            "live --record: recording into {} on {} (kill -USR1 {} writes a dump now)",
+            r.dir.display(),
+            r.triggers
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            std::process::id()
+        );
+        let recorder = Recorder::new(r, flag);
+        match &metrics {
+            Some((_, exporter)) => {
+                eprintln!(
+                    "live --record: POST http://{}/record writes a dump too (an Alertmanager webhook can point there)",
+                    exporter.addr()
+                );
+                recorder.with_http(exporter.record_flag())
+            }
+            None => recorder,
+        }
+    });
     let mut inputs = LiveInputs::start(&a.options())?;
     if inputs.is_empty() {
         let mut notices = Vec::new();
@@ -532,10 +567,13 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
         die_if_stuck_after_a_signal();
         let caps = Caps::within(budget.screen);
         // The exporter serves until the screen is gone.
-        let (beside, _exporter) = match metrics {
+        let (mut beside, _exporter) = match metrics {
             Some((m, e)) => (vec![Box::new(m) as Box<dyn Sink + Send>], Some(e)),
             None => (Vec::new(), None),
         };
+        if let Some(r) = recorder {
+            beside.push(Box::new(r));
+        }
         let error =
             rdma_analyzer::tui::show(Box::new(inputs), config, caps, stop, None, beside, None)?;
         return Ok(match error {
@@ -575,6 +613,9 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
         .iter_mut()
         .map(|(m, _)| m as &mut dyn Sink)
         .collect();
+    if let Some(r) = recorder.as_mut() {
+        sinks.push(r);
+    }
     sinks.push(&mut sink);
     let outcome = pipeline::run(
         &mut inputs,
@@ -585,6 +626,13 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
         &stop,
     );
     output_error(sink.take_error())?;
+    if let Some(r) = &recorder {
+        eprintln!(
+            "live --record: {} dumps written, the ring's memory at most {} KiB",
+            r.written.len(),
+            r.peak_bytes >> 10
+        );
+    }
     let mut stats = inputs.stats.clone();
     stats.transactions = sink.transactions;
     stats.anomalies = sink.anomalies;
@@ -840,6 +888,10 @@ impl Exporter {
     }
 
     fn snapshot(&self) -> rdma_analyzer::counters::ExporterStats {
+        match *self {}
+    }
+
+    fn record_flag(&self) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
         match *self {}
     }
 }

@@ -30,6 +30,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use crate::engine::kernel::event::Probe;
 use crate::engine::{Engine, Event, Finding, Frame};
 
 /// Asks a run to stop. Cloned into whatever may ask: a signal handler, the
@@ -194,6 +195,13 @@ pub trait Sink {
         Flow::Continue
     }
 
+    /// A probe record, before the engine sees it (for a sink that wants
+    /// frames: the flight recorder keeps both).
+    fn probe(&mut self, p: &Probe) -> Flow {
+        let _ = p;
+        Flow::Continue
+    }
+
     /// A finding that another sink takes after this one (see [`Fanout`]): a
     /// sink that only counts looks at it and leaves it; by default it
     /// takes a copy.
@@ -249,11 +257,14 @@ pub fn run(
             if halted {
                 return Flow::Stop;
             }
-            if let (true, Event::Frame(f)) = (frames, &e) {
-                if sink.frame(f) == Flow::Stop {
-                    halted = true;
-                    return Flow::Stop;
-                }
+            let flow = match (frames, &e) {
+                (true, Event::Frame(f)) => sink.frame(f),
+                (true, Event::Probe(p)) => sink.probe(p),
+                _ => Flow::Continue,
+            };
+            if flow == Flow::Stop {
+                halted = true;
+                return Flow::Stop;
             }
             let Some(engine) = engine.as_mut() else {
                 return Flow::Continue;
@@ -335,6 +346,13 @@ impl<S: Sink> Sink for Fanout<S> {
             .fold(Flow::Continue, |flow, s| either(flow, s.frame(f)))
     }
 
+    fn probe(&mut self, p: &Probe) -> Flow {
+        self.0
+            .iter_mut()
+            .filter(|s| s.wants_frames())
+            .fold(Flow::Continue, |flow, s| either(flow, s.probe(p)))
+    }
+
     fn tick(&mut self, engine: Option<&Engine>, progress: &Progress) -> Flow {
         self.0.iter_mut().fold(Flow::Continue, |flow, s| {
             either(flow, s.tick(engine, progress))
@@ -374,6 +392,10 @@ impl<S: Sink + ?Sized> Sink for &mut S {
         (**self).frame(f)
     }
 
+    fn probe(&mut self, p: &Probe) -> Flow {
+        (**self).probe(p)
+    }
+
     fn tick(&mut self, engine: Option<&Engine>, progress: &Progress) -> Flow {
         (**self).tick(engine, progress)
     }
@@ -398,6 +420,10 @@ impl<S: Sink + ?Sized> Sink for Box<S> {
 
     fn frame(&mut self, f: &Frame<'_>) -> Flow {
         (**self).frame(f)
+    }
+
+    fn probe(&mut self, p: &Probe) -> Flow {
+        (**self).probe(p)
     }
 
     fn tick(&mut self, engine: Option<&Engine>, progress: &Progress) -> Flow {

@@ -27,13 +27,17 @@
 //!
 //! `GET /metrics` gives OpenMetrics text when the scraper asks for it (as
 //! Prometheus does), the Prometheus text format otherwise (curl, older
-//! scrapers); `GET /` says where the metrics are.
+//! scrapers); `GET /` says where the metrics are. With `live --record`,
+//! `POST /record` asks the flight recorder for a dump (an Alertmanager
+//! webhook receiver can point there): its body is never read, so it costs
+//! the exporter nothing whatever its size; without `--record` it is refused
+//! as any other POST.
 
 pub use crate::counters::ExporterStats;
 use std::convert::Infallible;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -166,6 +170,15 @@ pub struct Exporter {
     thread: Option<JoinHandle<()>>,
     addr: SocketAddr,
     counters: Arc<Counters>,
+    record: Arc<RecordRoute>,
+}
+
+/// `POST /record`: served once the flight recorder asked for it.
+#[derive(Debug, Default)]
+struct RecordRoute {
+    served: AtomicBool,
+    /// Set by a POST, taken by the recorder.
+    requested: Arc<AtomicBool>,
 }
 
 impl Exporter {
@@ -210,6 +223,8 @@ impl Exporter {
         let (stop, mut stopped) = watch::channel(false);
         let counters = Arc::new(Counters::default());
         let theirs = counters.clone();
+        let record = Arc::new(RecordRoute::default());
+        let route = record.clone();
         let exposition = Arc::new(exposition);
         let thread = std::thread::Builder::new()
             .name("metrics-http".into())
@@ -217,7 +232,7 @@ impl Exporter {
                 runtime.block_on(async move {
                     match tokio::net::TcpListener::from_std(listener) {
                         Ok(l) => {
-                            tokio::spawn(serve(l, exposition, limits, theirs));
+                            tokio::spawn(serve(l, exposition, limits, theirs, route));
                         }
                         Err(e) => eprintln!(
                             "live: --metrics {addr}: the listener: {e}; no metrics will be served"
@@ -234,7 +249,15 @@ impl Exporter {
             thread: Some(thread),
             addr,
             counters,
+            record,
         })
+    }
+
+    /// Serves `POST /record` from now on; the flag it sets (`live
+    /// --record`'s `http` trigger).
+    pub fn record_flag(&self) -> Arc<AtomicBool> {
+        self.record.served.store(true, Ordering::SeqCst);
+        self.record.requested.clone()
     }
 
     /// Where it listens.
@@ -265,6 +288,7 @@ async fn serve(
     exposition: Arc<Exposition>,
     limits: Limits,
     counters: Arc<Counters>,
+    record: Arc<RecordRoute>,
 ) {
     // Connections being served, oldest first.
     let mut live: VecDeque<Task<()>> = VecDeque::new();
@@ -303,7 +327,11 @@ async fn serve(
         counters.accepted.fetch_add(1, Ordering::Relaxed);
         let (exposition, counters) = (exposition.clone(), counters.clone());
         live.push_back(tokio::spawn(connection(
-            stream, exposition, limits, counters,
+            stream,
+            exposition,
+            limits,
+            counters,
+            record.clone(),
         )));
     }
 }
@@ -313,10 +341,11 @@ async fn connection(
     exposition: Arc<Exposition>,
     limits: Limits,
     counters: Arc<Counters>,
+    record: Arc<RecordRoute>,
 ) {
     let theirs = counters.clone();
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
-        let response = respond(&req, &exposition, &theirs);
+        let response = respond(&req, &exposition, &theirs, &record);
         async move { Ok::<_, Infallible>(response) }
     });
     let mut http = hyper::server::conn::http1::Builder::new();
@@ -347,10 +376,21 @@ fn respond(
     req: &Request<Incoming>,
     exposition: &Exposition,
     counters: &Counters,
+    record: &RecordRoute,
 ) -> Response<Full<Bytes>> {
     let get = matches!(*req.method(), Method::GET | Method::HEAD);
     let path = req.uri().path();
+    let recording = record.served.load(Ordering::Relaxed);
     let (status, body, content_type) = match (get, path) {
+        (false, "/record") if recording && req.method() == Method::POST => {
+            record.requested.store(true, Ordering::SeqCst);
+            (
+                StatusCode::ACCEPTED,
+                "rdma-analyzer: a flight recorder dump will be written after --record-after\n"
+                    .to_string(),
+                "text/plain; charset=utf-8",
+            )
+        }
         (true, "/metrics") => {
             let openmetrics = req.headers().get_all(ACCEPT).iter().any(|v| {
                 v.to_str()

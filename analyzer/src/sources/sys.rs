@@ -55,6 +55,36 @@ pub fn stop_on_signals(stop: &Stop, hangup: bool) {
     }
 }
 
+/// The flag SIGUSR1 sets: the flight recorder's trigger.
+static SIGNAL_RECORD: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+extern "C" fn on_record_signal(_: libc::c_int) {
+    // An atomic load of an initialised OnceLock and an atomic store: both
+    // async-signal-safe.
+    if let Some(flag) = SIGNAL_RECORD.get() {
+        flag.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Makes SIGUSR1 set `flag` (`live --record`: write a dump now) instead of
+/// killing the process. Only the first caller of a process gets it.
+pub fn record_on_sigusr1(flag: Arc<AtomicBool>) {
+    if SIGNAL_RECORD.set(flag).is_err() {
+        return;
+    }
+    // SAFETY: as in `stop_on_signals`: a zeroed sigaction whose handler
+    // only touches atomics; SA_RESTART so a read the signal interrupts is
+    // not failed with EINTR.
+    #[allow(unsafe_code)]
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_record_signal as *const () as usize;
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut());
+    }
+}
+
 /// The signal that stopped the run, if one did.
 pub fn signal_seen() -> Option<i32> {
     Some(SIGNAL_SEEN.load(Ordering::SeqCst)).filter(|&s| s != 0)
