@@ -67,7 +67,9 @@ impl AtFault {
 /// What a user does about one kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Guide {
+    /// What it costs when it is real.
     pub harm: Harm,
+    /// Where the fix belongs.
     pub at_fault: AtFault,
     /// What to do, one sentence.
     pub action: &'static str,
@@ -97,7 +99,7 @@ impl Kind {
             Kind::InlineThresholdExceeded => g(H::Correctness, F::Either, "Compare the sender's inline size with the threshold in the receiver's CM private data; fix the sender's inline setting."),
             Kind::RemoteInvalidationNotNegotiated => Guide {
                 known_behaviour: Some("Linux 6.1"),
-                ..g(H::Interoperability, F::Server, "Nothing between Linux peers; with a client that did not set R, fix the server (or acknowledge this kind with --ignore).")
+                ..g(H::Interoperability, F::Server, "Nothing between Linux peers; with a client that did not set R, fix the server.")
             },
             Kind::InvalidatedForeignStag => g(H::Correctness, F::Server, "Look at the server's reply path for the XID: it invalidated a region another call may still use."),
             Kind::ShortHeader => g(H::Correctness, F::Either, "Look at the sender of the frame: its RPC-over-RDMA encoder, or a capture cut by the snap length."),
@@ -146,7 +148,7 @@ pub fn findings_markdown() -> String {
          interoperability). **At fault**: where the fix belongs (client, server, either, \
          fabric, or capture: no peer, how the capture was taken). **Known behaviour**: a \
          shipping stack does this as built, with the kernel versions seen; such findings \
-         sort after real problems and are good candidates for `--ignore`.\n\n\
+         are named as such under each finding.\n\n\
          | Kind | Severity | Harm | At fault | Section | Known behaviour |\n\
          |---|---|---|---|---|---|\n",
     );
