@@ -118,7 +118,8 @@ fn the_schema_refuses_keys_it_does_not_describe() {
     let v = validator("anomaly.schema.json");
     let mut good = serde_json::json!({
         "schema_version": 1, "kind": "retransmission", "severity": "info", "rfc": "IBA 9.7",
-        "frames": [1], "connection": "c1", "xid": 1, "origin": "wire", "message": "m"
+        "frames": [1], "connection": "c1", "xid": 1, "origin": "wire", "message": "m",
+        "harm": "performance", "at_fault": "fabric", "action": "a", "known_behaviour": null
     });
     assert!(
         v.is_valid(&good),

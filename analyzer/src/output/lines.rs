@@ -7,7 +7,7 @@ use super::clock::{Clock, TimeFormat};
 use super::filter::Filter;
 use super::out::Out;
 use super::schema::{AnomalyLine, TransactionLine};
-use crate::engine::{Anomaly, Engine, Finding, Frame, Transaction};
+use crate::engine::{Anomaly, Engine, Finding, Frame, Kind, Transaction};
 use crate::pipeline::{End, Flow, Progress, Sink};
 
 /// What a [`Lines`] sink writes.
@@ -79,8 +79,13 @@ impl<W: Write> Sink for Lines<W> {
                 self.out.json_line(&AnomalyLine::new(a))
             }
             (Finding::Anomaly(a), Which::Anomalies, false) => {
-                let at = self.clock.at(a.ts_ns);
-                self.out.text_line(format_args!("{at} {}", anomaly_line(a)))
+                let at = self.clock.at(a.ts_ns).to_string();
+                let indent = " ".repeat(at.chars().count());
+                self.out.text_line(format_args!(
+                    "{at} {}\n{indent}   {}",
+                    anomaly_line(a),
+                    guide_line(a.kind)
+                ))
             }
             _ => Flow::Continue,
         }
@@ -172,6 +177,21 @@ fn nfs_io_words(t: &Transaction) -> String {
         }
     }
     s
+}
+
+/// What a kind harms, who is at fault and what to do, in one short line
+/// under each anomaly (the full text is in `docs/findings.md`).
+pub fn guide_line(k: Kind) -> String {
+    let g = k.guide();
+    let known = g
+        .known_behaviour
+        .map_or(String::new(), |v| format!("known behaviour ({v}); "));
+    format!(
+        "{known}harm: {}; at fault: {}; {}",
+        g.harm.as_str(),
+        g.at_fault.as_str(),
+        g.action
+    )
 }
 
 /// One anomaly as a line of text.

@@ -20,9 +20,9 @@ use serde::Serialize;
 
 use super::stats::Summary;
 use super::view::{
-    AnomalyView, CarriesView, ClientTimelineView, CmStateView, CongestionView, ConnIdView,
-    EvictionsView, KindView, OriginView, QpKeyView, SeverityView, TotalsView, TransactionView,
-    TransferView,
+    AnomalyView, AtFaultView, CarriesView, ClientTimelineView, CmStateView, CongestionView,
+    ConnIdView, EvictionsView, HarmView, KindView, OriginView, QpKeyView, SeverityView, TotalsView,
+    TransactionView, TransferView,
 };
 pub use crate::diagnosis::timeline::{ClientTimeline, Outage, TimelineEntry};
 use crate::diagnosis::Cause;
@@ -99,6 +99,15 @@ pub struct AnomalyLine<'a> {
     pub severity: SeverityView,
     /// The RFC (or IBA) section it breaks or concerns.
     pub rfc: &'static str,
+    /// What the kind costs when it is real.
+    pub harm: HarmView,
+    /// Where the fix belongs.
+    pub at_fault: AtFaultView,
+    /// What to do, one sentence.
+    pub action: &'static str,
+    /// The shipping stack that does this as built, with the kernel
+    /// versions seen (`Linux 6.1`); null when none is known to.
+    pub known_behaviour: Option<&'static str>,
     /// `live` only: `[origin]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sources: Option<Vec<OriginView>>,
@@ -113,6 +122,10 @@ impl<'a> AnomalyLine<'a> {
             anomaly: AnomalyView::from(a),
             severity: a.kind.severity().into(),
             rfc: a.kind.rfc(),
+            harm: a.kind.guide().harm.into(),
+            at_fault: a.kind.guide().at_fault.into(),
+            action: a.kind.guide().action,
+            known_behaviour: a.kind.guide().known_behaviour,
             sources: None,
         }
     }

@@ -112,6 +112,7 @@ fn draw_info(f: &mut Frame<'_>, area: Rect, k: Kind, a: Option<&Anomaly>) {
         ),
         Span::raw(k.explanation()),
     ])];
+    lines.push(Line::from(crate::output::lines::guide_line(k)));
     if let Some(a) = a {
         lines.push(Line::from(format!("frames {}: {}", frames(a), a.message)));
     }

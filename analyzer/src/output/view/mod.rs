@@ -15,8 +15,8 @@ pub mod transaction;
 pub use anomaly::AnomalyView;
 pub use ids::{AddrView, ConnIdView, FileHandleView, QpKeyView, StableView};
 pub use names::{
-    CarriesView, ChunkKindView, CmMsgView, CmStateView, KindView, OriginView, RoleView,
-    SeverityView, TransferView,
+    AtFaultView, CarriesView, ChunkKindView, CmMsgView, CmStateView, HarmView, KindView,
+    OriginView, RoleView, SeverityView, TransferView,
 };
 pub use state::{CongestionView, EvictionsView, TotalsView};
 pub use timeline::{ClientTimelineView, CmEventView, OutageView, TimelineEntryView};

@@ -6,7 +6,9 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::engine::{Carries, ChunkKind, CmMsg, CmState, Kind, Origin, Role, Severity, Transfer};
+use crate::engine::{
+    AtFault, Carries, ChunkKind, CmMsg, CmState, Harm, Kind, Origin, Role, Severity, Transfer,
+};
 
 /// How a call or a reply travelled.
 #[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
@@ -124,6 +126,59 @@ impl From<CarriesView> for Carries {
         match x {
             CarriesView::RpcRdma => Carries::RpcRdma,
             CarriesView::Other => Carries::Other,
+        }
+    }
+}
+
+/// What a kind of finding costs when it is real (`docs/findings.md`).
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename = "Harm", rename_all = "snake_case")]
+pub enum HarmView {
+    /// Nothing: worth knowing, or an artefact of the capture.
+    None,
+    /// Slower I/O, nothing lost.
+    Performance,
+    /// Data or replies may be wrong, lost, or the connection may die.
+    Correctness,
+    /// Peers that follow the RFC to the letter may not work together.
+    Interoperability,
+}
+
+impl From<Harm> for HarmView {
+    fn from(x: Harm) -> Self {
+        match x {
+            Harm::None => HarmView::None,
+            Harm::Performance => HarmView::Performance,
+            Harm::Correctness => HarmView::Correctness,
+            Harm::Interoperability => HarmView::Interoperability,
+        }
+    }
+}
+
+/// Where the fix for a kind of finding belongs (`docs/findings.md`).
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[serde(rename = "AtFault", rename_all = "snake_case")]
+pub enum AtFaultView {
+    /// The requester (the NFS client).
+    Client,
+    /// The responder (the NFS server).
+    Server,
+    /// Either peer: the frames say which.
+    Either,
+    /// The network between them.
+    Fabric,
+    /// No peer: how or where the capture was taken, or the tool's limits.
+    Capture,
+}
+
+impl From<AtFault> for AtFaultView {
+    fn from(x: AtFault) -> Self {
+        match x {
+            AtFault::Client => AtFaultView::Client,
+            AtFault::Server => AtFaultView::Server,
+            AtFault::Either => AtFaultView::Either,
+            AtFault::Fabric => AtFaultView::Fabric,
+            AtFault::Capture => AtFaultView::Capture,
         }
     }
 }
