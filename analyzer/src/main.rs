@@ -95,8 +95,10 @@ fn process() -> Process {
     Process {
         cpu_seconds: sys::cpu_seconds,
         resident_bytes: sys::resident_bytes,
-        mountstats: sys::mountstats,
-        device_counters: sys::device_counters,
+        // Cached: a scrape must not make the host read files at the
+        // scraper's rate.
+        mountstats: sys::mountstats_cached,
+        device_counters: sys::device_counters_cached,
     }
 }
 
