@@ -206,6 +206,16 @@ pub struct ReportArgs {
     /// The metrics' cardinality caps.
     #[command(flatten)]
     pub metrics_caps: MetricsArgs,
+    /// The client's /proc/self/mountstats at the end of the capture (`cat /proc/self/mountstats > after`): the diagnosis then checks the causes only the kernel sees (no_remote_invalidation, mr_exhaustion).
+    #[arg(long = "mountstats", value_name = "AFTER")]
+    pub mountstats: Option<PathBuf>,
+    /// mountstats at the capture's start (as `mountstats --before`); without it the counters run from each mount's start.
+    #[arg(
+        long = "mountstats-before",
+        value_name = "BEFORE",
+        requires = "mountstats"
+    )]
+    pub mountstats_before: Option<PathBuf>,
 }
 
 /// The cardinality caps of the metrics (docs/fleet.md).

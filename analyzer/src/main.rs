@@ -101,8 +101,10 @@ fn process() -> metrics::Process {
     metrics::Process {
         cpu_seconds: sys::cpu_seconds,
         resident_bytes: sys::resident_bytes,
-        mountstats: sys::mountstats,
-        device_counters: sys::device_counters,
+        // Cached: a scrape must not make the host read files at the
+        // scraper's rate.
+        mountstats: sys::mountstats_cached,
+        device_counters: sys::device_counters_cached,
     }
 }
 
@@ -156,13 +158,22 @@ fn read_mountstats(path: &std::path::Path) -> anyhow::Result<Vec<mountstats::Mou
     })
 }
 
-/// The kernel's counters against a capture of the same window.
-fn mountstats(a: &MountstatsArgs) -> anyhow::Result<ExitCode> {
-    let after = read_mountstats(&a.after)?;
-    let before = match &a.before {
+/// AFTER and BEFORE (none: empty, the counters since each mount's start).
+fn read_window(
+    after: &std::path::Path,
+    before: Option<&std::path::Path>,
+) -> anyhow::Result<(Vec<mountstats::Mount>, Vec<mountstats::Mount>)> {
+    let after = read_mountstats(after)?;
+    let before = match before {
         Some(p) => read_mountstats(p)?,
         None => Vec::new(),
     };
+    Ok((after, before))
+}
+
+/// The kernel's counters against a capture of the same window.
+fn mountstats(a: &MountstatsArgs) -> anyhow::Result<ExitCode> {
+    let (after, before) = read_window(&a.after, a.before.as_deref())?;
     let snapshots = match &a.device_counters {
         Some(p) => Some(read_device_counters(p)?),
         None => None,
@@ -348,6 +359,10 @@ fn report(r: &ReportArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(e.into()),
     };
     let mut rep = Report::new(a.filter()).within(tables).with_time(a.time);
+    if let Some(after) = &r.mountstats {
+        let (after, before) = read_window(after, r.mountstats_before.as_deref())?;
+        rep.set_kernel(kernel_counters::kernel_view(&after, &before));
+    }
     // The metrics count the whole capture; --filter narrows the report only.
     let mut metrics = r
         .metrics_out

@@ -545,3 +545,150 @@ fn a_connection_torn_down_as_the_capture_ends_is_no_outage() {
         assert_eq!(c["outages"], serde_json::json!([]), "{c}");
     }
 }
+
+/// A mountstats copy with the `xprt: rdma` lines the lab recorded for
+/// `scenario` (its `SC.json`, taken at the umount: counters since mount).
+fn lab_mountstats(dir: &Path, scenario: &str) -> PathBuf {
+    let json: Value = serde_json::from_str(
+        &std::fs::read_to_string(capture(&format!("{scenario}.json"))).unwrap(),
+    )
+    .unwrap();
+    let mut text = String::from(
+        "device 10.99.0.1:/srv/export mounted on /mnt/lab with fstype nfs statvers=1.1\n\topts:\trw,proto=rdma\n",
+    );
+    for x in json["xprt_rdma_mountstats"]
+        .as_array()
+        .expect("the lab's xprt lines")
+    {
+        text.push_str(&format!("\txprt:\t{}\n", x.as_str().unwrap()));
+    }
+    let path = dir.join(format!("{scenario}.mountstats"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn report_with(capture_path: &Path, args: &[&str]) -> Value {
+    let mut all = vec!["report", "--json", capture_path.to_str().unwrap()];
+    all.extend_from_slice(args);
+    serde_json::from_str(&run(&all)).expect("report JSON")
+}
+
+#[test]
+fn without_the_kernel_view_its_causes_are_said_not_checked() {
+    let path = capture("v42-reminv.pcap");
+    let doc = report_json(&path);
+    assert_eq!(
+        doc["not_checked"],
+        serde_json::json!(["no_remote_invalidation", "mr_exhaustion"])
+    );
+    let text = run(&["report", path.to_str().unwrap()]);
+    assert!(
+        text.contains("kernel view not given: no_remote_invalidation, mr_exhaustion not checked"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_bundled_mountstats_with_its_capture_gives_no_cause() {
+    // nconnect: 3 local invalidations (the mount's multi-segment reply
+    // chunks) of 147 segments; the other 144 were remotely invalidated.
+    let doc = report_with(
+        &capture("nconnect.pcap"),
+        &[
+            "--mountstats",
+            capture("nconnect.mountstats.txt").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(causes(&doc), Vec::<String>::new(), "{:#}", doc["diagnosis"]);
+    assert_eq!(doc["not_checked"], serde_json::json!([]));
+    let text = run(&[
+        "report",
+        capture("nconnect.pcap").to_str().unwrap(),
+        "--mountstats",
+        capture("nconnect.mountstats.txt").to_str().unwrap(),
+    ]);
+    assert!(
+        text.contains(
+            "kernel view: 4 RDMA transport(s) of 1 mount(s), counters since each mount's start"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn local_invalidation_of_every_segment_is_named_and_remote_invalidation_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    // v42-reminv and parallel: one R_key per call, the server invalidates
+    // remotely (0 of 28 and 3 of 483 segments invalidated locally).
+    for name in ["v42-reminv", "parallel"] {
+        let ms = lab_mountstats(dir.path(), name);
+        let doc = report_with(
+            &capture(&format!("{name}.pcap")),
+            &["--mountstats", ms.to_str().unwrap()],
+        );
+        assert_eq!(
+            causes(&doc),
+            Vec::<String>::new(),
+            "{name}: {:#}",
+            doc["diagnosis"]
+        );
+    }
+    // v3-ddp: a 256 KiB rsize gives each READ two R_keys; the server
+    // invalidates none and the client all 52 segments itself.
+    let ms = lab_mountstats(dir.path(), "v3-ddp");
+    let doc = report_with(
+        &capture("v3-ddp.pcap"),
+        &["--mountstats", ms.to_str().unwrap()],
+    );
+    assert_eq!(
+        causes(&doc),
+        ["no_remote_invalidation"],
+        "{:#}",
+        doc["diagnosis"]
+    );
+    let c = &doc["diagnosis"][0];
+    assert_eq!(c["peer"], "server");
+    assert_eq!(c["impact"]["rpcs_affected"], 24, "{c:#}");
+    let measured = c["impact"]["measured"].as_str().unwrap();
+    assert!(measured.contains("52 of 52 chunk segments"), "{measured}");
+    assert!(measured.contains("since the mount"), "{measured}");
+}
+
+#[test]
+fn an_mr_pool_refilled_without_a_reconnect_is_mr_exhaustion() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, xprt: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(
+            &p,
+            format!("device 10.99.0.1:/srv/export mounted on /mnt/lab with fstype nfs statvers=1.1\n\topts:\trw,proto=rdma\n\txprt:\trdma {xprt}\n"),
+        )
+        .unwrap();
+        p
+    };
+    let before = write(
+        "before",
+        "0 0 1 0 0 4 4 0 4 0 0 0 0 0 0 0 0 0 0 0 0 0 0 11 0 0 0",
+    );
+    let after = write(
+        "after",
+        "0 0 1 0 0 66 66 0 150 0 8 16 4 0 0 0 0 0 0 0 0 0 0 22 0 0 0",
+    );
+    let doc = report_with(
+        &capture("v42-reminv.pcap"),
+        &[
+            "--mountstats",
+            after.to_str().unwrap(),
+            "--mountstats-before",
+            before.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(causes(&doc), ["mr_exhaustion"], "{:#}", doc["diagnosis"]);
+    assert_eq!(doc["diagnosis"][0]["peer"], "client");
+    // The same counters since mount cannot tell a refill from a connect.
+    let doc = report_with(
+        &capture("v42-reminv.pcap"),
+        &["--mountstats", after.to_str().unwrap()],
+    );
+    assert_eq!(causes(&doc), Vec::<String>::new(), "{:#}", doc["diagnosis"]);
+}

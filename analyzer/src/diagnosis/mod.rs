@@ -8,12 +8,15 @@
 //! Each rule, its threshold and how its impact is measured are documented
 //! in `docs/diagnosis.md`; a healthy capture gets no cause at all.
 
+mod kernel;
 mod rules;
 pub mod timeline;
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
+
+pub use kernel::KernelView;
 
 use crate::engine::{Anomaly, ConnId, Finding, Kind, LogLinear, State, Transaction, Transfer};
 
@@ -332,6 +335,11 @@ pub struct Diagnosis {
     nfs_retries: Tally,
     /// RPCs in flight while their connection was marked congested.
     congested: Tally,
+    /// Chunks on the wire, set against the kernel's local invalidations.
+    wire_chunks: kernel::WireChunks,
+    /// The client kernel's counters, when given: without them the causes
+    /// only the kernel sees are not checked.
+    kernel: Option<KernelView>,
 }
 
 impl Diagnosis {
@@ -343,8 +351,64 @@ impl Diagnosis {
         }
     }
 
+    /// Takes the client kernel's counters over the same window: the causes
+    /// only the kernel sees are checked from then on.
+    pub fn set_kernel(&mut self, view: KernelView) {
+        self.kernel = Some(view);
+    }
+
+    /// The causes that could not be checked for want of an input (the
+    /// kernel's counters); said beside the causes, never silently absent.
+    pub fn not_checked(&self) -> Vec<CauseName> {
+        match &self.kernel {
+            Some(k) if k.transports > 0 => Vec::new(),
+            _ => vec![CauseName::NoRemoteInvalidation, CauseName::MrExhaustion],
+        }
+    }
+
+    /// What the diagnosis was given beyond the wire, in words, for the
+    /// text that lists the causes.
+    pub fn input_notes(&self) -> Vec<String> {
+        let names = || {
+            let n: Vec<&str> = self.not_checked().iter().map(|c| c.as_str()).collect();
+            n.join(", ")
+        };
+        let Some(k) = &self.kernel else {
+            return vec![format!(
+                "kernel view not given: {} not checked (report --mountstats AFTER [--mountstats-before BEFORE])",
+                names()
+            )];
+        };
+        let mut v = Vec::new();
+        if k.transports > 0 {
+            v.push(format!(
+                "kernel view: {} RDMA transport(s) of {} mount(s), {}",
+                k.transports,
+                k.mounts.len(),
+                if k.since_mount {
+                    "counters since each mount's start (no BEFORE)"
+                } else {
+                    "counters over the window (AFTER less BEFORE)"
+                }
+            ));
+        } else {
+            v.push(format!(
+                "kernel view given but empty (no RDMA transport with a known window): {} not checked",
+                names()
+            ));
+        }
+        if k.reset_transports > 0 {
+            v.push(format!(
+                "{} transport(s) left out of the kernel view: their counters went backwards between BEFORE and AFTER (a remount or reconnect that rebuilt the transport)",
+                k.reset_transports
+            ));
+        }
+        v
+    }
+
     fn txn(&mut self, t: &Transaction) {
         self.ops += 1;
+        self.wire_chunks.note(t);
         self.transmissions += u64::from(t.transmissions.max(1));
         let wire = t.reply_ts_ns.and_then(|r| r.checked_sub(t.call_ts_ns));
         let app = t

@@ -69,10 +69,11 @@ pub(super) fn all(d: &Diagnosis, state: &State) -> Vec<Cause> {
     v.extend(rpc_errors(d, state, start));
     v.extend(nfs_errors(d, start));
     v.extend(congestion(d, state, start));
+    v.extend(super::kernel::causes(d));
     v
 }
 
-fn impact(
+pub(super) fn impact(
     d: &Diagnosis,
     measured: String,
     time_ns: Option<u64>,

@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::diagnosis::KernelView;
 use crate::engine::mountstats::{Mount, Transport};
 use crate::engine::{ChunkKind, CmMsg, ConnId, Engine, Finding, Kind, Transaction, Transfer};
 use crate::pipeline::{End, Flow, Progress, Sink};
@@ -326,6 +327,71 @@ fn server_of(m: &Mount) -> Option<String> {
         .map(|ip| ip.to_string())
 }
 
+/// The same mount in an earlier snapshot.
+fn earlier<'a>(m: &Mount, before: &'a [Mount]) -> Option<&'a Mount> {
+    before
+        .iter()
+        .find(|b| b.device == m.device && b.mountpoint == m.mountpoint)
+}
+
+/// The client kernel's counters over the window, every RDMA transport of
+/// every RDMA mount of `after` less the same transport in `before` (empty:
+/// since each mount's start), for the diagnosis. A transport whose counters
+/// went backwards (a remount between the snapshots) is left out and counted.
+pub fn kernel_view(after: &[Mount], before: &[Mount]) -> KernelView {
+    let mut v = KernelView {
+        since_mount: before.is_empty(),
+        refilled_transports: (!before.is_empty()).then_some(0),
+        ..KernelView::default()
+    };
+    let mut first = true;
+    for m in after.iter().filter(|m| m.is_rdma()) {
+        v.mounts.push(format!("{} on {}", m.device, m.mountpoint));
+        let before_t = earlier(m, before).map(rdma_transports).unwrap_or_default();
+        for (i, t) in rdma_transports(m).into_iter().enumerate() {
+            let b = before_t.get(i).copied();
+            // A transport without a BEFORE line (a mount or an nconnect
+            // line born in the window) counts from zero inside it.
+            let delta = |f: &str| -> Option<u64> {
+                let a = t.rdma(f)?;
+                match b {
+                    Some(b) => a.checked_sub(b.rdma(f)?),
+                    None => Some(a),
+                }
+            };
+            if delta("sends").is_none() && t.rdma("sends").is_some() {
+                v.reset_transports += 1;
+                continue;
+            }
+            v.transports += 1;
+            let segs = ["read_chunk_count", "write_chunk_count", "reply_chunk_count"]
+                .iter()
+                .map(|f| delta(f))
+                .sum::<Option<u64>>();
+            let fields = [
+                (&mut v.local_inv_needed, delta("local_inv_needed")),
+                (&mut v.chunk_segments, segs),
+                (&mut v.mrs_allocated, delta("mrs_allocated")),
+                (&mut v.mrs_orphaned, delta("mrs_orphaned")),
+            ];
+            for (acc, x) in fields {
+                *acc = if first {
+                    x
+                } else {
+                    acc.zip(x).map(|(a, x)| a + x)
+                };
+            }
+            first = false;
+            if let (Some(r), Some(_)) = (v.refilled_transports.as_mut(), b) {
+                if delta("mrs_allocated").unwrap_or(0) > 0 && delta("connect_count") == Some(0) {
+                    *r += 1;
+                }
+            }
+        }
+    }
+    v
+}
+
 /// Each RDMA mount of `after` (less `before`, the same mount in an earlier
 /// snapshot) against the capture's connections to its server.
 pub fn compare(after: &[Mount], before: &[Mount], wire: &WireCounts) -> Vec<MountComparison> {
@@ -333,9 +399,7 @@ pub fn compare(after: &[Mount], before: &[Mount], wire: &WireCounts) -> Vec<Moun
         .iter()
         .filter(|m| m.is_rdma())
         .map(|m| {
-            let earlier = before
-                .iter()
-                .find(|b| b.device == m.device && b.mountpoint == m.mountpoint);
+            let earlier = earlier(m, before);
             let server = server_of(m);
             let mut conns: Vec<&ConnCounts> = wire
                 .conns

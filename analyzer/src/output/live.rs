@@ -55,7 +55,11 @@ impl<W: Write> LiveSink<W> {
     /// The diagnosis of the run so far, as `report` prints it.
     pub fn diagnosis_text(&self, state: &State) -> String {
         let mut s = String::new();
-        super::report::diagnosis_text(&mut s, &self.diagnosis.causes(state));
+        super::report::diagnosis_text(
+            &mut s,
+            &self.diagnosis.causes(state),
+            &self.diagnosis.input_notes(),
+        );
         s
     }
 

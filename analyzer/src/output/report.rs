@@ -13,7 +13,7 @@ use super::schema::{
 use super::stats::{Latency, Summary};
 use super::view::{ClientTimelineView, ConnIdView, EvictionsView, TotalsView};
 use crate::diagnosis::timeline::timeline;
-use crate::diagnosis::{Cause, Diagnosis};
+use crate::diagnosis::{Cause, CauseName, Diagnosis, KernelView};
 use crate::engine::{Carries, ConnId, Engine, Finding, Kind, Origin, State, Transaction, Transfer};
 use crate::pipeline::{End, Flow, Progress, Sink};
 
@@ -332,6 +332,28 @@ impl Report {
         self.diagnosis.causes(state)
     }
 
+    /// Hands the client kernel's counters over the capture's window to
+    /// the diagnosis (`report --mountstats`).
+    pub fn set_kernel(&mut self, view: KernelView) {
+        self.diagnosis.set_kernel(view);
+    }
+
+    /// The causes not checked for want of an input (none in a lean report,
+    /// which checks none).
+    pub fn not_checked(&self) -> Vec<CauseName> {
+        if self.lean {
+            return Vec::new();
+        }
+        self.diagnosis.not_checked()
+    }
+
+    fn input_notes(&self) -> Vec<String> {
+        if self.lean {
+            return Vec::new();
+        }
+        self.diagnosis.input_notes()
+    }
+
     /// The report as JSON (`report --json`).
     pub fn to_doc(&self, state: &State, file: &str, read_error: Option<String>) -> ReportDoc {
         let filter = self.filter.clone().unwrap_or(Filter::All);
@@ -341,6 +363,7 @@ impl Report {
             complete: read_error.is_none(),
             read_error,
             diagnosis: self.causes(state),
+            not_checked: self.not_checked(),
             phases: self.phase_rows(),
             slowest: self.slowest.clone(),
             timeline: timeline(state, |c| filter.connection(c))
@@ -448,7 +471,7 @@ impl Report {
         if let Some(e) = read_error {
             let _ = writeln!(s, "INCOMPLETE: {}", escape(e));
         }
-        diagnosis_text(s, &self.causes(state));
+        diagnosis_text(s, &self.causes(state), &self.input_notes());
     }
 
     /// Each connection: its CM, private data, counts and credits.
@@ -827,7 +850,7 @@ fn rel(ts: u64, start: Option<u64>) -> String {
 }
 
 /// The diagnosis as text, largest impact first.
-pub(crate) fn diagnosis_text(s: &mut String, causes: &[Cause]) {
+pub(crate) fn diagnosis_text(s: &mut String, causes: &[Cause], notes: &[String]) {
     let _ = writeln!(
         s,
         "\nDiagnosis (largest impact first; the rules: docs/diagnosis.md)"
@@ -867,6 +890,11 @@ pub(crate) fn diagnosis_text(s: &mut String, causes: &[Cause]) {
             let _ = writeln!(s, "       - {x}");
         }
         let _ = writeln!(s, "     advice: {}", c.advice);
+    }
+    // After the causes: the first line under the heading is the cause
+    // that matters most, or that there is none.
+    for n in notes {
+        let _ = writeln!(s, "  {n}");
     }
 }
 

@@ -25,7 +25,7 @@ use super::view::{
     TransactionView, TransferView,
 };
 pub use crate::diagnosis::timeline::{ClientTimeline, Outage, TimelineEntry};
-use crate::diagnosis::Cause;
+use crate::diagnosis::{Cause, CauseName};
 use crate::engine::{Anomaly, Connection, Origin, Transaction};
 
 /// Version of every document and line described here. It grows when a key
@@ -446,6 +446,10 @@ pub struct ReportDoc {
     /// The causes found, largest impact first (`docs/diagnosis.md`); empty
     /// for a healthy capture.
     pub diagnosis: Vec<Cause>,
+    /// Causes the diagnosis could not check for want of an input: without
+    /// the client kernel's counters (`--mountstats`), `no_remote_invalidation`
+    /// and `mr_exhaustion`.
+    pub not_checked: Vec<CauseName>,
     /// Where the time went, phase by phase.
     pub phases: Vec<PhaseTimes>,
     /// The slowest operations, slowest first.

@@ -254,6 +254,59 @@ pub fn device_counters_in(
     out
 }
 
+/// How old a counters read a scrape may be served. A scrape is a request
+/// anyone who reaches the metrics port can repeat at any rate; without a
+/// floor each one would read all of mountstats and walk sysfs. 5 s is
+/// below any Prometheus scrape interval worth having.
+pub const COUNTERS_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The last read of something costly, served again while it is younger
+/// than a maximum age.
+#[derive(Debug, Default)]
+pub struct Cached<T>(std::sync::Mutex<Option<(std::time::Instant, T)>>);
+
+impl<T: Clone> Cached<T> {
+    /// An empty cache (const: it lives in a static).
+    pub const fn new() -> Self {
+        Cached(std::sync::Mutex::new(None))
+    }
+
+    /// The value read at most `max_age` before `now`, or `read()`'s.
+    pub fn get_at(
+        &self,
+        now: std::time::Instant,
+        max_age: std::time::Duration,
+        read: impl FnOnce() -> T,
+    ) -> T {
+        // A poisoned lock only means a reader panicked: the value is whole.
+        let mut slot = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((at, v)) = slot.as_ref() {
+            if now.saturating_duration_since(*at) < max_age {
+                return v.clone();
+            }
+        }
+        let v = read();
+        *slot = Some((now, v.clone()));
+        v
+    }
+}
+
+/// [`mountstats`], read at most once per [`COUNTERS_MAX_AGE`] whatever the
+/// scrape rate (`live --metrics`).
+pub fn mountstats_cached() -> Option<String> {
+    static LAST: Cached<Option<String>> = Cached::new();
+    LAST.get_at(std::time::Instant::now(), COUNTERS_MAX_AGE, mountstats)
+}
+
+/// [`device_counters`], read at most once per [`COUNTERS_MAX_AGE`].
+pub fn device_counters_cached() -> Vec<rdma_engine::device_counters::DeviceCounter> {
+    static LAST: Cached<Vec<rdma_engine::device_counters::DeviceCounter>> = Cached::new();
+    LAST.get_at(std::time::Instant::now(), COUNTERS_MAX_AGE, device_counters)
+}
+
 /// This host's /proc/self/mountstats (its NFS mounts' counters), bounded:
 /// a host with thousands of mounts gives at most the first 4 MiB.
 pub fn mountstats() -> Option<String> {
@@ -342,5 +395,40 @@ pub fn mount_tracefs() -> std::io::Result<()> {
         Ok(())
     } else {
         Err(std::io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod cache_tests {
+    use super::*;
+    use std::cell::Cell;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_cached_read_is_served_until_it_is_older_than_its_age() {
+        let cache: Cached<u32> = Cached::new();
+        let reads = Cell::new(0);
+        let read = || {
+            reads.set(reads.get() + 1);
+            reads.get()
+        };
+        let t0 = Instant::now();
+        let age = Duration::from_secs(5);
+        assert_eq!(cache.get_at(t0, age, read), 1);
+        // A thousand scrapes inside the age: no read.
+        for ms in 0..1000 {
+            let v = cache.get_at(t0 + Duration::from_millis(ms * 4), age, || {
+                reads.set(reads.get() + 1);
+                reads.get()
+            });
+            assert_eq!(v, 1);
+        }
+        assert_eq!(reads.get(), 1);
+        assert_eq!(
+            cache.get_at(t0 + age, age, read),
+            2,
+            "read again once stale"
+        );
+        assert_eq!(reads.get(), 2);
     }
 }

@@ -60,3 +60,71 @@ fn segments_of_a_failed_marshal_are_explained() {
     let agree = vec![row("read_chunk_count".into(), Some(16), 16)];
     assert_eq!(failed_marshal(&agree, 1), None);
 }
+
+fn one(xprts: &[&str]) -> Vec<Mount> {
+    let mut text = String::from(
+        "device 10.99.0.1:/srv/export mounted on /m with fstype nfs statvers=1.1\n\topts:\trw,vers=3,proto=rdma,nconnect=2\n",
+    );
+    for x in xprts {
+        text.push_str(&format!("\txprt:\trdma {x}\n"));
+    }
+    parse(&text).unwrap()
+}
+
+#[test]
+fn the_kernel_view_is_the_window_of_every_transport() {
+    // Two transports (nconnect): the second refilled its MR pool (11 more
+    // without a reconnect), the first reconnected (its 11 more are a connect's).
+    let before = one(&[
+        "0 0 1 0 0 10 10 0 10 0 4 4 0 0 0 0 0 0 0 0 0 0 0 11 2 0 0",
+        "0 0 1 0 0 10 10 0 10 0 4 4 0 0 0 0 0 0 0 0 0 0 0 11 2 0 0",
+    ]);
+    let after = one(&[
+        "0 0 2 0 0 20 20 0 20 0 8 8 1 0 0 0 0 0 0 0 0 0 0 22 5 0 0",
+        "0 0 1 0 0 30 30 0 30 0 9 9 0 0 0 0 0 0 0 0 0 0 1 22 12 0 0",
+    ]);
+    let v = kernel_view(&after, &before);
+    assert!(!v.since_mount);
+    assert_eq!(v.transports, 2);
+    assert_eq!(v.local_inv_needed, Some(3 + 10));
+    assert_eq!(v.chunk_segments, Some((4 + 4 + 1) + (5 + 5)));
+    assert_eq!(v.mrs_allocated, Some(22));
+    assert_eq!(v.mrs_orphaned, Some(1));
+    assert_eq!(v.refilled_transports, Some(1));
+    assert_eq!(v.reset_transports, 0);
+    assert_eq!(v.mounts, ["10.99.0.1:/srv/export on /m"]);
+}
+
+#[test]
+fn without_before_the_counters_run_from_the_mount_and_refills_are_unknown() {
+    let after = one(&["0 0 1 0 0 20 20 0 20 0 8 8 1 0 0 0 0 0 0 0 0 0 0 22 5 0 0"]);
+    let v = kernel_view(&after, &[]);
+    assert!(v.since_mount);
+    assert_eq!(v.local_inv_needed, Some(5));
+    assert_eq!(v.mrs_allocated, Some(22));
+    assert_eq!(
+        v.refilled_transports, None,
+        "since mount, a connect's allocation and a refill look alike"
+    );
+}
+
+#[test]
+fn a_remount_between_the_snapshots_is_left_out_not_a_negative_delta() {
+    let before = one(&["0 0 1 0 0 90 90 0 90 0 8 8 1 0 0 0 0 0 0 0 0 0 0 22 50 0 0"]);
+    let after = one(&["0 0 1 0 0 20 20 0 20 0 8 8 1 0 0 0 0 0 0 0 0 0 0 11 5 0 0"]);
+    let v = kernel_view(&after, &before);
+    assert_eq!(v.reset_transports, 1);
+    assert_eq!(v.transports, 0);
+    assert_eq!(v.local_inv_needed, None, "no transport's window is known");
+}
+
+#[test]
+fn a_kernel_without_the_mr_fields_leaves_them_unknown() {
+    // The oldest layout (20 fields) prints no MR counts.
+    let after = one(&["0 0 1 0 0 20 20 0 20 0 8 8 1 0 0 0 0 0 0 0"]);
+    let v = kernel_view(&after, &[]);
+    assert_eq!(v.transports, 1);
+    assert_eq!(v.chunk_segments, Some(17));
+    assert_eq!(v.local_inv_needed, None);
+    assert_eq!(v.mrs_allocated, None);
+}
