@@ -103,7 +103,18 @@ pub fn frame_text(number: u64, ts_ns: u64, orig_len: u32, d: &Dissection<'_>) ->
         let v = CmView::new(cm);
         s.push_str(&format!(" | CM {}", v.message()));
         if let Some(q) = v.local_qpn() {
-            s.push_str(&format!(" qpn {q}"));
+            // A snap length may end the message before its QPN, which then
+            // reads as 0: say it is not known.
+            use rdma_dissectors::ib::cm::{self as ibcm, CmMessage};
+            let at = match cm {
+                CmMessage::Rep(_) => ibcm::rep::LOCAL_QPN,
+                _ => ibcm::req::LOCAL_QPN,
+            };
+            if d.mad_layers().is_some_and(|m| m.cm_len < at + 3) {
+                s.push_str(" qpn unknown (cut)");
+            } else {
+                s.push_str(&format!(" qpn {q}"));
+            }
         }
     }
     if let Some(c) = d.cma() {

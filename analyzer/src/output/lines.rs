@@ -136,7 +136,7 @@ pub fn transaction_line(t: &Transaction) -> String {
         )
     };
     format!(
-        "{} xid {:#010x} frames {}->{} {} call {} reply {} {} credits {}/{} in flight {} moved {} B rt {}{io}{rpc}{nfs}{inv}{an}",
+        "{} xid {:#010x} frames {}->{} {} call {} reply {} {} credits {}/{} in flight {} moved {} rt {}{io}{rpc}{nfs}{inv}{an}",
         t.connection,
         t.xid,
         t.call_frame,
@@ -148,8 +148,10 @@ pub fn transaction_line(t: &Transaction) -> String {
         t.credits_requested.map_or("-".to_string(), |r| r.to_string()),
         t.credits_granted.map_or("-".to_string(), |g| g.to_string()),
         t.in_flight_at_call,
-        t.bytes_moved(),
-        t.round_trips,
+        t.bytes_moved_known()
+            .map_or("unknown".to_string(), |b| format!("{b} B")),
+        t.round_trips_known()
+            .map_or("unknown".to_string(), |r| r.to_string()),
     )
 }
 

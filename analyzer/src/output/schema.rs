@@ -186,6 +186,13 @@ pub struct ConnectionView {
     /// Where the CM exchange stands (`not_seen`: the connection was found
     /// from its traffic; no CM exchange is in the capture).
     pub cm_state: CmStateView,
+    /// The capture's snap length cut its CM messages: their private data
+    /// (and what it negotiates) is not known; with `cm_state` `not_seen`,
+    /// CM messages between its hosts were cut before their QP numbers.
+    pub cm_cut: bool,
+    /// Frames of those cut CM messages between its hosts (the first few;
+    /// empty unless `cm_state` is `not_seen` and `cm_cut`).
+    pub cm_cut_frames: Vec<u64>,
     /// RDMA-CM port (20049 for NFS).
     pub port: Option<u16>,
     /// Path MTU, bytes: from the CM REQ, or learnt from a full packet.
@@ -210,8 +217,9 @@ pub struct ConnectionView {
     pub calls: u64,
     /// Replies seen.
     pub replies: u64,
-    /// Bytes moved through chunks.
-    pub chunk_bytes: u64,
+    /// Bytes moved through chunks; null when the capture's snap length cut
+    /// some transaction's chunk lists (their bytes are not known).
+    pub chunk_bytes: Option<u64>,
     /// Replies sent with Send With Invalidate.
     pub remote_invalidations: u64,
     /// Credit flow.
@@ -237,8 +245,14 @@ pub struct CreditsView {
     pub last_requested: Option<u32>,
     /// Most calls outstanding at once.
     pub peak_in_flight: u32,
-    /// Time with as many calls outstanding as granted, ms.
-    pub at_limit_ms: f64,
+    /// Time with as many calls outstanding as granted, ms; null when no
+    /// grant was seen (the limit is not known). The first call's wait on
+    /// the implicit first credit is not in it: see `first_grant_wait_ms`.
+    pub at_limit_ms: Option<f64>,
+    /// Time the first call waited on the single credit RFC 8166 3.3.1
+    /// grants before the first reply (ms); null when no call waited so or
+    /// the CM exchange that starts the count was not seen.
+    pub first_grant_wait_ms: Option<f64>,
 }
 
 impl From<&Connection> for ConnectionView {
@@ -250,6 +264,8 @@ impl From<&Connection> for ConnectionView {
             client: c.client.map(QpKeyView::from),
             server: c.server.map(QpKeyView::from),
             cm_state: c.cm_state.into(),
+            cm_cut: c.cm_cut,
+            cm_cut_frames: c.cm_cut_frames.clone(),
             port: c.port,
             path_mtu: c.path_mtu,
             first_ts_ns: c.first_ts_ns,
@@ -264,7 +280,7 @@ impl From<&Connection> for ConnectionView {
             reply_inline_threshold: c.reply_inline_threshold().filter(|_| c.is_rpcrdma()),
             calls: c.calls,
             replies: c.replies,
-            chunk_bytes: c.chunk_bytes,
+            chunk_bytes: c.chunk_bytes_known(),
             remote_invalidations: c.remote_invalidations,
             credits: c.is_rpcrdma().then(|| CreditsView {
                 granted_min: c.granted_min,
@@ -272,7 +288,8 @@ impl From<&Connection> for ConnectionView {
                 last_granted: c.granted,
                 last_requested: c.requested,
                 peak_in_flight: c.peak_in_flight,
-                at_limit_ms: c.at_limit_ns as f64 / 1e6,
+                at_limit_ms: c.at_limit_known().map(|ns| ns as f64 / 1e6),
+                first_grant_wait_ms: c.first_grant_wait_ns.map(|ns| ns as f64 / 1e6),
             }),
             anomalies: c.anomalies,
             congestion: CongestionView::from(&c.congestion),

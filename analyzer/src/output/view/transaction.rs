@@ -75,8 +75,9 @@ pub struct TransactionView<'a> {
     pub chunks: Vec<SegmentUseView<'a>>,
     /// R_Key the reply invalidated (Send With Invalidate).
     pub remote_invalidated_rkey: &'a Option<u32>,
-    /// Internode round trips (1 inline; +1 for RDMA Read; +1 for RDMA Write).
-    pub round_trips: &'a u8,
+    /// Internode round trips (1 inline; +1 for RDMA Read; +1 for RDMA Write);
+    /// null when the capture's snap length cut a header (`cut`).
+    pub round_trips: Option<u8>,
     /// Responder interrupts (1, +1 per RDMA phase it waited for).
     pub responder_interrupts: &'a u8,
     /// Measured phases.
@@ -175,7 +176,7 @@ impl<'a> From<&'a Transaction> for TransactionView<'a> {
             in_flight_at_call: &t.in_flight_at_call,
             chunks: t.chunks.iter().map(SegmentUseView::from).collect(),
             remote_invalidated_rkey: &t.remote_invalidated_rkey,
-            round_trips: &t.round_trips,
+            round_trips: t.round_trips_known(),
             responder_interrupts: &t.responder_interrupts,
             phases: PhasesView::from(&t.phases),
             reply_status: &t.reply_status,
