@@ -622,6 +622,7 @@ pub(super) struct TxnRow<'a> {
     #[serde(borrow)]
     chunks: Segments<'a>,
     remote_invalidated_rkey: Option<u32>,
+    bytes_moved: Option<i64>,
     round_trips: Option<u8>,
     responder_interrupts: u8,
     phases: PhasesRow,
@@ -678,6 +679,7 @@ impl<'a> From<&'a Transaction> for TxnRow<'a> {
             in_flight_at_call: t.in_flight_at_call,
             chunks: Segments(&t.chunks),
             remote_invalidated_rkey: t.remote_invalidated_rkey,
+            bytes_moved: t.bytes_moved_known().map(i64_of),
             round_trips: t.round_trips_known(),
             responder_interrupts: t.responder_interrupts,
             phases: PhasesRow {

@@ -75,6 +75,9 @@ pub struct TransactionView<'a> {
     pub chunks: Vec<SegmentUseView<'a>>,
     /// R_Key the reply invalidated (Send With Invalidate).
     pub remote_invalidated_rkey: &'a Option<u32>,
+    /// Bytes the RDMA Reads and Writes moved through its chunks; null when
+    /// the capture's snap length cut its chunk lists (`cut`).
+    pub bytes_moved: Option<u64>,
     /// Internode round trips (1 inline; +1 for RDMA Read; +1 for RDMA Write);
     /// null when the capture's snap length cut a header (`cut`).
     pub round_trips: Option<u8>,
@@ -176,6 +179,7 @@ impl<'a> From<&'a Transaction> for TransactionView<'a> {
             in_flight_at_call: &t.in_flight_at_call,
             chunks: t.chunks.iter().map(SegmentUseView::from).collect(),
             remote_invalidated_rkey: &t.remote_invalidated_rkey,
+            bytes_moved: t.bytes_moved_known(),
             round_trips: t.round_trips_known(),
             responder_interrupts: &t.responder_interrupts,
             phases: PhasesView::from(&t.phases),
