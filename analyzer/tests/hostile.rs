@@ -9,6 +9,8 @@ use std::process::{Command, Output, Stdio};
 use rdma_analyzer::synth::hostile::{self, Case};
 use serde_json::Value;
 
+#[path = "common/exact.rs"]
+mod exact;
 #[path = "common/prereq.rs"]
 mod prereq;
 #[path = "common/tmux.rs"]
@@ -860,7 +862,7 @@ fn captures_joined_end_to_end_read_as_sections_not_phantom_frames() {
         let f = write(name, &bytes);
         let frames = lines(&f, "frames");
         assert_eq!(frames.len() as u64, na + nb);
-        let latest = frames.iter().filter_map(|f| f["ts_ns"].as_u64()).max();
+        let latest = frames.iter().filter_map(|f| exact::num(&f["ts_ns"])).max();
         // 2030-01-01: a file header read as a record is stamped in 2055.
         assert!(
             latest < Some(1_893_456_000_000_000_000),
@@ -974,7 +976,7 @@ fn report_json_says_incomplete_for_an_input_unreadable_at_byte_zero() {
         let r: Value = serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|e| panic!("{f:?}: no document: {e}"));
         assert_eq!(r["complete"], false);
-        assert_eq!(r["schema_version"], 1);
+        assert_eq!(r["schema_version"], 2);
         assert_eq!(r["totals"]["frames"], 0);
         assert!(r["read_error"].as_str().unwrap().contains(says), "{r}");
         assert!(String::from_utf8_lossy(&out.stderr).contains(says));

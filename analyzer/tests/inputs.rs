@@ -10,6 +10,8 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
+#[path = "common/exact.rs"]
+mod exact;
 #[path = "common/prereq.rs"]
 mod prereq;
 #[path = "common/tmux.rs"]
@@ -145,7 +147,7 @@ fn every_third_party_capture_opens_and_is_read_whole() {
         let (r, _) = report(&[s(&external(name))], 0);
         assert_eq!(r["complete"], true, "{name}");
         let t = &r["totals"];
-        let n = |k: &str| t[k].as_u64().unwrap();
+        let n = |k: &str| exact::num(&t[k]).unwrap();
         assert_eq!(
             (n("frames"), n("rdma_frames"), n("cm_messages")),
             (frames, rdma, cm),
@@ -191,7 +193,10 @@ fn erf_and_dlt_247_give_the_same_frames_and_report() {
     assert_eq!(a.len(), b.len());
     let mut finer = 0;
     for (mut x, mut y) in a.into_iter().zip(b) {
-        let (tx, ty) = (x["ts_ns"].as_u64().unwrap(), y["ts_ns"].as_u64().unwrap());
+        let (tx, ty) = (
+            exact::num(&x["ts_ns"]).unwrap(),
+            exact::num(&y["ts_ns"]).unwrap(),
+        );
         assert_eq!(tx / 1000 * 1000, ty, "frame {}", x["frame"]);
         finer += usize::from(tx != ty);
         x["ts_ns"] = Value::Null;
@@ -203,8 +208,8 @@ fn erf_and_dlt_247_give_the_same_frames_and_report() {
     let (mut q, _) = report(&[s(&dlt)], 0);
     for k in ["first_ts_ns", "last_ts_ns"] {
         let (x, y) = (
-            r["totals"][k].as_u64().unwrap(),
-            q["totals"][k].as_u64().unwrap(),
+            exact::num(&r["totals"][k]).unwrap(),
+            exact::num(&q["totals"][k]).unwrap(),
         );
         assert_eq!(x / 1000 * 1000, y, "{k}");
         r["totals"][k] = Value::Null;
@@ -214,7 +219,10 @@ fn erf_and_dlt_247_give_the_same_frames_and_report() {
             .iter_mut()
             .zip(q["connections"].as_array_mut().unwrap())
         {
-            assert_eq!(c[k].as_u64().unwrap() / 1000 * 1000, d[k].as_u64().unwrap());
+            assert_eq!(
+                exact::num(&c[k]).unwrap() / 1000 * 1000,
+                exact::num(&d[k]).unwrap()
+            );
             c[k] = Value::Null;
             d[k] = Value::Null;
         }
@@ -234,13 +242,16 @@ fn erf_and_dlt_247_give_the_same_frames_and_report() {
             .zip(b["connections"].as_array_mut().unwrap())
         {
             for k in ["first_ts_ns", "last_ts_ns"] {
-                assert_eq!(c[k].as_u64().unwrap() / 1000 * 1000, d[k].as_u64().unwrap());
+                assert_eq!(
+                    exact::num(&c[k]).unwrap() / 1000 * 1000,
+                    exact::num(&d[k]).unwrap()
+                );
                 c[k] = Value::Null;
                 d[k] = Value::Null;
             }
             // The CM messages' times and those taken from them.
             let us = |v: &mut Value| {
-                if let Some(t) = v.as_u64() {
+                if let Some(t) = exact::num(v) {
                     *v = Value::from(t / 1000 * 1000);
                 }
             };

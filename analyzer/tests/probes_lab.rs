@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 
 #[path = "common/analyze.rs"]
 mod analyze;
+#[path = "common/exact.rs"]
+mod exact;
 use rdma_analyzer::engine::{ChunkKind, Config, Finding, Transaction};
 use serde_json::Value;
 
@@ -61,7 +63,7 @@ fn probe_views(jsonl: &Path, side: &str) -> Result<HashMap<u32, Value>, String> 
 fn handles(v: &Value) -> BTreeSet<u64> {
     v["chunks"]
         .as_array()
-        .map(|a| a.iter().filter_map(|c| c["handle"].as_u64()).collect())
+        .map(|a| a.iter().filter_map(|c| exact::num(&c["handle"])).collect())
         .unwrap_or_default()
 }
 
@@ -208,8 +210,8 @@ fn probes_agree_with_the_wire() {
             if wk.is_some() {
                 inv += 1;
             }
-            if c["remote_invalidated_rkey"].as_u64() != wk
-                || s["remote_invalidated_rkey"].as_u64() != wk
+            if exact::num(&c["remote_invalidated_rkey"]) != wk
+                || exact::num(&s["remote_invalidated_rkey"]) != wk
             {
                 fail(format!(
                     "invalidated rkey: wire {wk:x?}, client probes {}, server probes {}",

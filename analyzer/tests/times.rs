@@ -164,5 +164,5 @@ fn json_lines_keep_their_absolute_nanoseconds() {
     let pcap = capture("reconnect.pcap");
     let text = run(&["transactions", "--json", pcap.to_str().unwrap()]);
     let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
-    assert_eq!(first["call_ts_ns"], 1_795_217_737_358_141_000u64);
+    assert_eq!(first["call_ts_ns"], "1795217737358141000");
 }

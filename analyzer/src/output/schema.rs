@@ -30,7 +30,10 @@ use crate::engine::{Anomaly, Connection, Origin, Transaction};
 
 /// Version of every document and line described here. It grows when a key
 /// changes meaning or goes away; new keys may appear within a version.
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: timestamps since the epoch and 64-bit offsets are decimal strings,
+/// VAs and R_Keys `"0x…"` hex strings ([`super::view::exact`]): as
+/// numbers, above 2^53, JSON readers that use doubles changed them.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// One RPC transaction: `transactions --json`, and `live`'s transaction lines.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -198,8 +201,12 @@ pub struct ConnectionView {
     /// Path MTU, bytes: from the CM REQ, or learnt from a full packet.
     pub path_mtu: Option<u32>,
     /// Time of its first frame (ns since the epoch).
+    #[serde(serialize_with = "super::view::exact::decimal")]
+    #[schemars(with = "String")]
     pub first_ts_ns: u64,
     /// Time of its latest frame.
+    #[serde(serialize_with = "super::view::exact::decimal")]
+    #[schemars(with = "String")]
     pub last_ts_ns: u64,
     /// RFC 8797 private data of the REQ.
     pub client_private: Option<PrivateData>,
@@ -426,8 +433,12 @@ pub struct SlowOperation {
     /// Frame of the reply.
     pub reply_frame: u64,
     /// Time of the first transmission.
+    #[serde(serialize_with = "super::view::exact::decimal")]
+    #[schemars(with = "String")]
     pub first_call_ts_ns: u64,
     /// Time of the reply.
+    #[serde(serialize_with = "super::view::exact::decimal")]
+    #[schemars(with = "String")]
     pub reply_ts_ns: u64,
     /// First transmission to reply, µs.
     pub app_latency_us: f64,

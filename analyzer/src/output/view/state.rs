@@ -61,8 +61,12 @@ pub struct TotalsView {
     /// Transactions the probes completed (both sides).
     pub probe_transactions: u64,
     /// Time of the first frame (ns since the epoch); `None` before it.
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "Option<String>")]
     pub first_ts_ns: Option<u64>,
     /// The latest time seen (frames, live ticks); `None` before any.
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "Option<String>")]
     pub last_ts_ns: Option<u64>,
 }
 
@@ -147,8 +151,12 @@ pub struct CongestionView {
     /// Frames with the BTH BECN bit: the responder echoing a FECN back.
     pub becn: u64,
     /// Time of the first marked frame (ns since the epoch; `null`: none).
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "Option<String>")]
     pub first_ts_ns: Option<u64>,
     /// Time of the last marked frame (`null`: none).
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "Option<String>")]
     pub last_ts_ns: Option<u64>,
     /// The first marked frames (at most 5).
     pub frames: Vec<u64>,

@@ -25,10 +25,14 @@ pub struct TransactionView<'a> {
     /// Frame of the call Send (its last packet).
     pub call_frame: &'a u64,
     /// Time of the call (ns since the epoch).
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "String")]
     pub call_ts_ns: &'a u64,
     /// Frame of the reply Send.
     pub reply_frame: &'a Option<u64>,
     /// Time of the reply.
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "Option<String>")]
     pub reply_ts_ns: &'a Option<u64>,
     /// RPC program number (None for a Long Call whose RPC header was not seen).
     pub program: &'a Option<u32>,
@@ -57,6 +61,8 @@ pub struct TransactionView<'a> {
     /// Frame of the operation's first transmission (`call_frame` when it was sent once).
     pub first_call_frame: &'a u64,
     /// Time of the operation's first transmission (ns since the epoch).
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "String")]
     pub first_call_ts_ns: &'a u64,
     /// Connections the earlier transmissions were sent on, oldest first
     /// (empty when it was sent once).
@@ -74,6 +80,8 @@ pub struct TransactionView<'a> {
     /// Advertised segments and their use.
     pub chunks: Vec<SegmentUseView<'a>>,
     /// R_Key the reply invalidated (Send With Invalidate).
+    #[serde(serialize_with = "super::exact::hex")]
+    #[schemars(with = "Option<String>")]
     pub remote_invalidated_rkey: &'a Option<u32>,
     /// Bytes the RDMA Reads and Writes moved through its chunks; null when
     /// the capture's snap length cut its chunk lists (`cut`).
@@ -244,10 +252,14 @@ pub struct SegmentUseView<'a> {
     /// Read chunk position (read list only).
     pub position: &'a Option<u32>,
     /// STag / R_Key.
+    #[serde(serialize_with = "super::exact::hex")]
+    #[schemars(with = "String")]
     pub handle: &'a u32,
     /// Advertised length.
     pub length: &'a u32,
     /// Advertised offset (VA).
+    #[serde(serialize_with = "super::exact::hex")]
+    #[schemars(with = "String")]
     pub offset: &'a u64,
     /// Bytes moved by RDMA Read or Write into or out of it.
     pub bytes_moved: &'a u64,
@@ -313,6 +325,8 @@ pub struct NfsIoView<'a> {
     /// `READ`, `READ_PLUS`, `WRITE` or `COMMIT`.
     pub op: &'a &'static str,
     /// The first byte of the range.
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "Option<String>")]
     pub offset: &'a Option<u64>,
     /// Bytes asked for (READ), sent (WRITE: the data's length, inline or
     /// in a Read chunk), or to commit (COMMIT: 0 is to the end of the file).
