@@ -30,7 +30,7 @@ pub enum Command {
     Frames(FramesArgs),
     /// Connections, response times, chunks, invalidation, credits, round trips, anomalies.
     Report(ReportArgs),
-    /// One line (or JSON object) per RPC transaction.
+    /// One line (or JSON object) per RPC transaction, in call order (first transmission).
     Transactions(AnalyzeArgs),
     /// One line (or JSON object) per anomaly.
     Anomalies(AnalyzeArgs),

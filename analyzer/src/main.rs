@@ -339,6 +339,13 @@ fn lines(a: &AnalyzeArgs, which: Which) -> anyhow::Result<ExitCode> {
     );
     output_error(sink.take_error())?;
     say_if_filtered_out(a, sink.matched());
+    if sink.out_of_order() > 0 {
+        eprintln!(
+            "rdma-analyzer: {} transactions printed out of call order: each was answered after more than {} later calls had completed, and printed when answered",
+            sink.out_of_order(),
+            rdma_analyzer::output::lines::REORDER
+        );
+    }
     Ok(finish(&outcome.end))
 }
 

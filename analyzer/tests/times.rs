@@ -166,3 +166,50 @@ fn json_lines_keep_their_absolute_nanoseconds() {
     let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     assert_eq!(first["call_ts_ns"], "1795217737358141000");
 }
+
+/// `transactions` prints in call order (the first transmission's time),
+/// text and JSON alike, although the engine finds each at its reply: on
+/// parallel.pcap replies overtake each other, on reconnect.pcap calls are
+/// sent again on a new connection.
+#[test]
+fn transactions_print_in_call_order() {
+    for name in ["parallel.pcap", "reconnect.pcap", "nconnect.pcap"] {
+        let pcap = capture(name);
+        let p = pcap.to_str().unwrap();
+        let json = run(&["transactions", "--json", p]);
+        let keys: Vec<(u64, u64, u64)> = json
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                let ts = v["first_call_ts_ns"].as_str().unwrap().parse().unwrap();
+                let first = v["first_call_frame"].as_u64().unwrap();
+                (ts, first, v["call_frame"].as_u64().unwrap())
+            })
+            .collect();
+        assert!(keys.len() > 30, "{name}: {}", keys.len());
+        assert!(keys.is_sorted(), "{name}: JSON not in call order");
+        // Completion order differs from call order here: the test would
+        // pass without the reordering otherwise.
+        let reply_order: Vec<u64> = json
+            .lines()
+            .filter_map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                v["reply_frame"].as_u64()
+            })
+            .collect();
+        if name == "parallel.pcap" {
+            assert!(!reply_order.is_sorted(), "{name}: replies in call order");
+        }
+        // The text lines: the same transactions, in the same order.
+        let text = run(&["transactions", p]);
+        let frames: Vec<u64> = text
+            .lines()
+            .map(|l| {
+                let w = l.split_whitespace().skip_while(|w| *w != "frames").nth(1);
+                w.unwrap().split("->").next().unwrap().parse().unwrap()
+            })
+            .collect();
+        let json_frames: Vec<u64> = keys.iter().map(|k| k.2).collect();
+        assert_eq!(frames, json_frames, "{name}: text and JSON order");
+    }
+}
