@@ -132,7 +132,7 @@ fn stdout() -> BufWriter<io::StdoutLock<'static>> {
 fn frames(a: &FramesArgs) -> anyhow::Result<ExitCode> {
     let config = rdma_dissectors::stack::Config::default().with_rocev2_port(a.rocev2_port);
     let mut source = FileSource::open_all(&a.files, &config)?;
-    let mut sink = Frames::new(stdout(), a.json, config);
+    let mut sink = Frames::new(stdout(), a.json, config, a.time);
     let outcome = pipeline::run(&mut source, None, &mut sink, &mut say, &Stop::new());
     output_error(sink.take_error())?;
     Ok(finish(&outcome.end))

@@ -213,3 +213,69 @@ fn transactions_print_in_call_order() {
         assert_eq!(frames, json_frames, "{name}: text and JSON order");
     }
 }
+
+/// `frames -t relative|delta` print tshark's `frame.time_relative` and
+/// `frame.time_delta` for every frame (to the µs); `-t utc` the epoch time
+/// as a UTC date; relative is the default.
+#[test]
+fn frames_times_are_tsharks_relative_delta_and_utc() {
+    let pcap = capture("reconnect.pcap");
+    if !prereq::require(
+        "tshark",
+        prereq::have_command("tshark", "--version"),
+        "scripts/setup.sh installs it",
+    ) {
+        return;
+    }
+    let out = Command::new("tshark")
+        .arg("-r")
+        .arg(&pcap)
+        .args([
+            "-T",
+            "fields",
+            "-e",
+            "frame.time_relative",
+            "-e",
+            "frame.time_delta",
+        ])
+        .output()
+        .unwrap();
+    let theirs: Vec<(String, String)> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (r, d) = l.split_once('\t').unwrap();
+            (micros(r), micros(d))
+        })
+        .collect();
+    let p = pcap.to_str().unwrap();
+    let time_of = |l: &str| l.split_whitespace().nth(1).unwrap().to_string();
+    let default: Vec<String> = run(&["frames", p]).lines().map(time_of).collect();
+    let relative: Vec<String> = run(&["frames", "-t", "relative", p])
+        .lines()
+        .map(time_of)
+        .collect();
+    let delta: Vec<String> = run(&["frames", "-t", "delta", p])
+        .lines()
+        .map(time_of)
+        .collect();
+    let utc: Vec<String> = run(&["frames", "-t", "utc", p])
+        .lines()
+        .map(time_of)
+        .collect();
+    assert_eq!(theirs.len(), relative.len());
+    assert!(theirs.len() > 100);
+    assert_eq!(default, relative);
+    let rel: Vec<String> = theirs.iter().map(|t| t.0.clone()).collect();
+    let del: Vec<String> = theirs.iter().map(|t| t.1.clone()).collect();
+    assert_eq!(relative, rel);
+    assert_eq!(delta, del);
+    // UTC, against the transactions' UTC times of the same frames (checked
+    // against tshark's epoch above): the first frame, and that they rise.
+    assert!(
+        utc[0].starts_with("20") && utc[0].ends_with('Z'),
+        "{}",
+        utc[0]
+    );
+    assert!(utc.windows(2).all(|w| w[0] <= w[1]), "UTC times in order");
+}
