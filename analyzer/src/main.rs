@@ -350,6 +350,15 @@ fn lines(a: &AnalyzeArgs, which: Which) -> anyhow::Result<ExitCode> {
 }
 
 fn open(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
+    if a.json {
+        // The flag is shared with transactions and anomalies; accepted
+        // here it would be silently ignored.
+        eprintln!(
+            "rdma-analyzer open: --json does not apply to the terminal UI; for JSON use `rdma-analyzer report --json {0}` (or transactions --json, anomalies --json)",
+            escape(&a.name())
+        );
+        return Ok(ExitCode::from(2));
+    }
     if !io::stdout().is_terminal() {
         eprintln!(
             "rdma-analyzer open: standard output is not a terminal; for text or JSON output use `rdma-analyzer report {}` (or transactions, anomalies)",
