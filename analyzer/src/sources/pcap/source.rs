@@ -480,10 +480,10 @@ fn passed_over(passed: Vec<(String, String)>) -> Vec<String> {
             .collect();
     }
     let names: Vec<&str> = passed.iter().take(EACH).map(|(p, _)| p.as_str()).collect();
+    let first = passed.first().map_or("", |(_, why)| why.as_str());
     vec![format!(
-        "{} files in the directories given are not captures and were passed over: {}, … (the first: {})",
+        "{} files in the directories given are not captures and were passed over: {}, … (the first: {first})",
         passed.len(),
         names.join(", "),
-        passed[0].1
     )]
 }
