@@ -656,7 +656,10 @@ fn open_refuses_a_non_capture_before_taking_the_screen() {
     let t = tmux::Tmux::start(format!("rdma-hostile-open-{}", std::process::id()), &shell);
     let p = t.wait_for("EXITED");
     assert!(p.contains("EXITED 2"), "{p}");
-    assert!(p.contains("not a pcap or pcapng file"), "{p}");
+    assert!(
+        p.contains("not a capture: the file starts with text"),
+        "{p}"
+    );
     assert!(!p.contains("Overview"), "no dashboard: {p}");
 }
 
@@ -967,7 +970,7 @@ fn report_json_says_incomplete_for_an_input_unreadable_at_byte_zero() {
     let missing = dir().join("no-such-capture.pcap");
     let empty = write("empty-at-zero.pcap", b"");
     for (f, says) in [
-        (readme.as_path(), "not a pcap or pcapng file"),
+        (readme.as_path(), "not a capture: the file starts with text"),
         (missing.as_path(), "No such file"),
         (empty.as_path(), "the file is empty"),
     ] {

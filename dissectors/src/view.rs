@@ -1805,7 +1805,7 @@ mod tests {
     }
 
     #[test]
-    fn a_frame_has_schema_version_and_integer_nanoseconds() {
+    fn a_frame_has_schema_version_and_nanoseconds_as_a_string() {
         let d = crate::stack::dissect(
             crate::link::LinkType::ETHERNET,
             &[0; 5],
@@ -1814,7 +1814,7 @@ mod tests {
         let s = json(&FrameView::new(3, 1_795_217_646_495_692_123, 5, &d));
         assert!(s.starts_with(r#"{"error":{"layer":"#), "{s}");
         assert!(
-            s.ends_with(r#""frame":3,"len":5,"schema_version":1,"ts_ns":1795217646495692123}"#),
+            s.ends_with(r#""frame":3,"len":5,"schema_version":2,"ts_ns":"1795217646495692123"}"#),
             "{s}"
         );
     }

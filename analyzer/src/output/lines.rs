@@ -186,7 +186,7 @@ impl<W: Write> Sink for Lines<W> {
 /// One transaction as a line of text.
 pub fn transaction_line(t: &Transaction) -> String {
     let lat = match (t.latency_us, t.reply_frame) {
-        (Some(l), _) => format!("{l:.1} µs"),
+        (Some(l), _) => format!("{} µs", super::report::micros(l)),
         (None, Some(_)) => "latency unknown".to_string(),
         (None, None) => "no reply".to_string(),
     };

@@ -1098,7 +1098,24 @@ mod tests {
             e.kind,
             ReadErrorKind::Format(Problem::NotACapture { .. })
         ));
-        assert!(e.to_string().contains("not a pcap or pcapng file"));
+        // Text: no editcap advice (it cannot convert text), and no
+        // offset before anything was read.
+        let said = e.to_string();
+        assert!(
+            said.contains("not a capture: the file starts with text (\"hell\")"),
+            "{said}"
+        );
+        assert!(
+            !said.contains("editcap") && !said.contains("byte offset"),
+            "{said}"
+        );
+        let (_, err) = read_all(&[0xde, 0xad, 0xbe, 0xef, 0, 0, 0, 0, 0, 0, 0, 0]);
+        let said = err.unwrap().to_string();
+        assert!(
+            said.contains("not a pcap or pcapng file (magic 0xdeadbeef)"),
+            "{said}"
+        );
+        assert!(said.contains("editcap -F pcapng"), "{said}");
     }
 
     fn block(kind: u32, body: &[u8]) -> Vec<u8> {
