@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::engine::{Config, MergeConfig};
-use crate::output::clock::TimeFormat;
+use crate::output::clock::{FrameTime, TimeFormat};
 use crate::output::metrics::MetricsConfig;
 use crate::output::Filter;
 use crate::sources::ebpf::ProbeEvents;
@@ -30,7 +30,7 @@ pub enum Command {
     Frames(FramesArgs),
     /// Connections, response times, chunks, invalidation, credits, round trips, anomalies.
     Report(ReportArgs),
-    /// One line (or JSON object) per RPC transaction.
+    /// One line (or JSON object) per RPC transaction, in call order (first transmission).
     Transactions(AnalyzeArgs),
     /// One line (or JSON object) per anomaly.
     Anomalies(AnalyzeArgs),
@@ -67,6 +67,9 @@ pub struct FramesArgs {
     /// One JSON object per frame.
     #[arg(long)]
     pub json: bool,
+    /// How text lines give times, as tshark's -t: seconds since the first frame, UTC, or seconds since the previous frame.
+    #[arg(short = 't', long = "time", value_enum, default_value = "relative")]
+    pub time: FrameTime,
     /// UDP port that carries RoCEv2.
     #[arg(long, default_value_t = 4791)]
     pub rocev2_port: u16,

@@ -140,7 +140,7 @@ fn stdout() -> BufWriter<io::StdoutLock<'static>> {
 fn frames(a: &FramesArgs) -> anyhow::Result<ExitCode> {
     let config = rdma_dissectors::stack::Config::default().with_rocev2_port(a.rocev2_port);
     let mut source = FileSource::open_all(&a.files, &config)?;
-    let mut sink = Frames::new(stdout(), a.json, config);
+    let mut sink = Frames::new(stdout(), a.json, config, a.time);
     let outcome = pipeline::run(&mut source, None, &mut sink, &mut say, &Stop::new());
     output_error(sink.take_error())?;
     Ok(finish(&outcome.end))
@@ -429,10 +429,26 @@ fn lines(a: &AnalyzeArgs, which: Which) -> anyhow::Result<ExitCode> {
     );
     output_error(sink.take_error())?;
     say_if_filtered_out(a, sink.matched());
+    if sink.out_of_order() > 0 {
+        eprintln!(
+            "rdma-analyzer: {} transactions printed out of call order: each was answered after more than {} later calls had completed, and printed when answered",
+            sink.out_of_order(),
+            rdma_analyzer::output::lines::REORDER
+        );
+    }
     Ok(finish(&outcome.end))
 }
 
 fn open(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
+    if a.json {
+        // The flag is shared with transactions and anomalies; accepted
+        // here it would be silently ignored.
+        eprintln!(
+            "rdma-analyzer open: --json does not apply to the terminal UI; for JSON use `rdma-analyzer report --json {0}` (or transactions --json, anomalies --json)",
+            escape(&a.name())
+        );
+        return Ok(ExitCode::from(2));
+    }
     if !io::stdout().is_terminal() {
         eprintln!(
             "rdma-analyzer open: standard output is not a terminal; for text or JSON output use `rdma-analyzer report {}` (or transactions, anomalies)",

@@ -3,6 +3,8 @@
 //! cause) and on synthetic captures each made to show one cause, which
 //! must come first.
 
+#[path = "common/exact.rs"]
+mod exact;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -236,7 +238,7 @@ fn congestion_marks_are_counted_on_their_connection() {
             (Some(ce), Some(1), Some(1), Some(1)),
             "{framing}: {g:#}"
         );
-        assert!(g["first_ts_ns"].as_u64() <= g["last_ts_ns"].as_u64());
+        assert!(exact::num(&g["first_ts_ns"]) <= exact::num(&g["last_ts_ns"]));
         assert_eq!(
             g["frames"].as_array().map(Vec::len),
             Some(frames),
@@ -540,7 +542,7 @@ fn a_connection_torn_down_as_the_capture_ends_is_no_outage() {
         .find(|e| e["connection"] == "c1")
         .expect("c1 on the timeline");
     assert!(c1["unanswered_calls"].as_u64().unwrap() >= 1, "{c1}");
-    assert!(c1["torn_down_ts_ns"].is_u64(), "{c1}");
+    assert!(exact::num(&c1["torn_down_ts_ns"]).is_some(), "{c1}");
     for c in tl {
         assert_eq!(c["outages"], serde_json::json!([]), "{c}");
     }

@@ -13,6 +13,8 @@ use arrow_schema::{DataType, Field};
 use rdma_analyzer::output::dataset;
 use serde_json::Value;
 
+#[path = "common/exact.rs"]
+mod exact;
 #[path = "common/prereq.rs"]
 mod prereq;
 
@@ -320,7 +322,7 @@ fn duckdb_and_spark_over_the_dataset_agree_with_report() {
                 k["count"].as_u64().expect("count"),
             );
         }
-        let first = r["totals"]["first_ts_ns"].as_u64().expect("a first frame");
+        let first = exact::num(&r["totals"]["first_ts_ns"]).expect("a first frame");
         want_dates.insert((name, dataset::utc_date(first)));
     }
 

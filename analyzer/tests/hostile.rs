@@ -9,6 +9,8 @@ use std::process::{Command, Output, Stdio};
 use rdma_analyzer::synth::hostile::{self, Case};
 use serde_json::Value;
 
+#[path = "common/exact.rs"]
+mod exact;
 #[path = "common/prereq.rs"]
 mod prereq;
 #[path = "common/tmux.rs"]
@@ -654,7 +656,10 @@ fn open_refuses_a_non_capture_before_taking_the_screen() {
     let t = tmux::Tmux::start(format!("rdma-hostile-open-{}", std::process::id()), &shell);
     let p = t.wait_for("EXITED");
     assert!(p.contains("EXITED 2"), "{p}");
-    assert!(p.contains("not a pcap or pcapng file"), "{p}");
+    assert!(
+        p.contains("not a capture: the file starts with text"),
+        "{p}"
+    );
     assert!(!p.contains("Overview"), "no dashboard: {p}");
 }
 
@@ -860,7 +865,7 @@ fn captures_joined_end_to_end_read_as_sections_not_phantom_frames() {
         let f = write(name, &bytes);
         let frames = lines(&f, "frames");
         assert_eq!(frames.len() as u64, na + nb);
-        let latest = frames.iter().filter_map(|f| f["ts_ns"].as_u64()).max();
+        let latest = frames.iter().filter_map(|f| exact::num(&f["ts_ns"])).max();
         // 2030-01-01: a file header read as a record is stamped in 2055.
         assert!(
             latest < Some(1_893_456_000_000_000_000),
@@ -965,7 +970,7 @@ fn report_json_says_incomplete_for_an_input_unreadable_at_byte_zero() {
     let missing = dir().join("no-such-capture.pcap");
     let empty = write("empty-at-zero.pcap", b"");
     for (f, says) in [
-        (readme.as_path(), "not a pcap or pcapng file"),
+        (readme.as_path(), "not a capture: the file starts with text"),
         (missing.as_path(), "No such file"),
         (empty.as_path(), "the file is empty"),
     ] {
@@ -974,7 +979,7 @@ fn report_json_says_incomplete_for_an_input_unreadable_at_byte_zero() {
         let r: Value = serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|e| panic!("{f:?}: no document: {e}"));
         assert_eq!(r["complete"], false);
-        assert_eq!(r["schema_version"], 1);
+        assert_eq!(r["schema_version"], 2);
         assert_eq!(r["totals"]["frames"], 0);
         assert!(r["read_error"].as_str().unwrap().contains(says), "{r}");
         assert!(String::from_utf8_lossy(&out.stderr).contains(says));

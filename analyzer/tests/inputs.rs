@@ -10,6 +10,8 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
+#[path = "common/exact.rs"]
+mod exact;
 #[path = "common/prereq.rs"]
 mod prereq;
 #[path = "common/tmux.rs"]
@@ -145,7 +147,7 @@ fn every_third_party_capture_opens_and_is_read_whole() {
         let (r, _) = report(&[s(&external(name))], 0);
         assert_eq!(r["complete"], true, "{name}");
         let t = &r["totals"];
-        let n = |k: &str| t[k].as_u64().unwrap();
+        let n = |k: &str| exact::num(&t[k]).unwrap();
         assert_eq!(
             (n("frames"), n("rdma_frames"), n("cm_messages")),
             (frames, rdma, cm),
@@ -191,7 +193,10 @@ fn erf_and_dlt_247_give_the_same_frames_and_report() {
     assert_eq!(a.len(), b.len());
     let mut finer = 0;
     for (mut x, mut y) in a.into_iter().zip(b) {
-        let (tx, ty) = (x["ts_ns"].as_u64().unwrap(), y["ts_ns"].as_u64().unwrap());
+        let (tx, ty) = (
+            exact::num(&x["ts_ns"]).unwrap(),
+            exact::num(&y["ts_ns"]).unwrap(),
+        );
         assert_eq!(tx / 1000 * 1000, ty, "frame {}", x["frame"]);
         finer += usize::from(tx != ty);
         x["ts_ns"] = Value::Null;
@@ -203,8 +208,8 @@ fn erf_and_dlt_247_give_the_same_frames_and_report() {
     let (mut q, _) = report(&[s(&dlt)], 0);
     for k in ["first_ts_ns", "last_ts_ns"] {
         let (x, y) = (
-            r["totals"][k].as_u64().unwrap(),
-            q["totals"][k].as_u64().unwrap(),
+            exact::num(&r["totals"][k]).unwrap(),
+            exact::num(&q["totals"][k]).unwrap(),
         );
         assert_eq!(x / 1000 * 1000, y, "{k}");
         r["totals"][k] = Value::Null;
@@ -214,7 +219,10 @@ fn erf_and_dlt_247_give_the_same_frames_and_report() {
             .iter_mut()
             .zip(q["connections"].as_array_mut().unwrap())
         {
-            assert_eq!(c[k].as_u64().unwrap() / 1000 * 1000, d[k].as_u64().unwrap());
+            assert_eq!(
+                exact::num(&c[k]).unwrap() / 1000 * 1000,
+                exact::num(&d[k]).unwrap()
+            );
             c[k] = Value::Null;
             d[k] = Value::Null;
         }
@@ -234,13 +242,16 @@ fn erf_and_dlt_247_give_the_same_frames_and_report() {
             .zip(b["connections"].as_array_mut().unwrap())
         {
             for k in ["first_ts_ns", "last_ts_ns"] {
-                assert_eq!(c[k].as_u64().unwrap() / 1000 * 1000, d[k].as_u64().unwrap());
+                assert_eq!(
+                    exact::num(&c[k]).unwrap() / 1000 * 1000,
+                    exact::num(&d[k]).unwrap()
+                );
                 c[k] = Value::Null;
                 d[k] = Value::Null;
             }
             // The CM messages' times and those taken from them.
             let us = |v: &mut Value| {
-                if let Some(t) = v.as_u64() {
+                if let Some(t) = exact::num(v) {
                     *v = Value::from(t / 1000 * 1000);
                 }
             };
@@ -539,7 +550,7 @@ fn damage_in_one_input_spares_the_others() {
     let (r, err) = report(&[s(&sub.join("a.pcap")), s(&sub.join("notes.txt"))], 2);
     assert_eq!(r["totals"]["frames"].as_u64().unwrap(), a);
     assert!(
-        err.contains("notes.txt: at byte offset 0: not a pcap or pcapng file"),
+        err.contains("notes.txt: not a capture: the file starts with text"),
         "{err}"
     );
     // Nothing to read at all: an error, not an empty report.
@@ -647,4 +658,59 @@ fn a_long_rotated_set_is_read_within_a_small_file_limit() {
         n - 1,
         "{err}"
     );
+}
+
+/// Messages about what is not a capture say what is wrong and what to do,
+/// without a byte offset that points at nothing or an editcap that cannot
+/// help; a directory's many non-captures are one line; `open --json` is
+/// refused, not ignored.
+#[test]
+fn non_captures_are_told_plainly() {
+    let d = dir("non_captures");
+    let missing = d.join("missing.pcap");
+    let out = run(&["report", s(&missing)]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        err.contains("missing.pcap: read failed: No such file") && !err.contains("byte offset"),
+        "{err}"
+    );
+    let md = d.join("README.md");
+    std::fs::write(&md, b"# Notes\n").unwrap();
+    let out = run(&["report", s(&md)]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("README.md: not a capture: the file starts with text (\"# No\")")
+            && !err.contains("editcap"),
+        "{err}"
+    );
+    // Binary that is no pcap: another capture format, perhaps.
+    let bin2 = d.join("x.bin");
+    std::fs::write(&bin2, [0xde, 0xad, 0xbe, 0xef, 0, 0, 0, 0]).unwrap();
+    let err = String::from_utf8_lossy(&run(&["report", s(&bin2)]).stderr).to_string();
+    assert!(err.contains("convert it with `editcap -F pcapng`"), "{err}");
+    // A directory: a capture and five notes give one line for the notes.
+    let many = d.join("many");
+    std::fs::create_dir_all(&many).unwrap();
+    std::fs::copy(bundled("v3-inline.pcap"), many.join("a.pcap")).unwrap();
+    for i in 0..5 {
+        std::fs::write(many.join(format!("n{i}.md")), b"# n\n").unwrap();
+    }
+    let out = run(&["report", s(&many)]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("passed over").count(), 1, "{err}");
+    assert!(
+        err.contains("5 files in the directories given are not captures"),
+        "{err}"
+    );
+    assert!(out.status.success(), "{err}");
+    // open --json: refused before the screen is taken.
+    let out = run(&["open", "--json", s(&bundled("v3-inline.pcap"))]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        err.contains("--json does not apply to the terminal UI"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
 }

@@ -16,6 +16,8 @@ use std::time::Duration;
 
 #[path = "common/analyze.rs"]
 mod analyze;
+#[path = "common/exact.rs"]
+mod exact;
 use rdma_analyzer::engine::{Config, Finding};
 use rdma_analyzer::sources::pcap::PcapReader;
 use serde_json::Value;
@@ -111,11 +113,11 @@ fn headless(dir: &Path) {
         assert_eq!(v["sources"], serde_json::json!(["wire"]), "{v}");
         let handles = v["chunks"]
             .as_array()
-            .map(|a| a.iter().filter_map(|c| c["handle"].as_u64()).collect())
+            .map(|a| a.iter().filter_map(|c| exact::num(&c["handle"])).collect())
             .unwrap_or_default();
         got.insert(
             v["xid"].as_u64().expect("xid"),
-            (handles, v["remote_invalidated_rkey"].as_u64()),
+            (handles, exact::num(&v["remote_invalidated_rkey"])),
         );
     }
     assert_eq!(

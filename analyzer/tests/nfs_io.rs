@@ -9,6 +9,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
+#[path = "common/exact.rs"]
+mod exact;
 #[path = "common/prereq.rs"]
 mod prereq;
 
@@ -228,7 +230,7 @@ fn ours(t: &Value) -> Option<(Io, Io)> {
     let call = Io {
         op,
         fh_hash: t["nfs_fh_hash"].as_u64(),
-        offset: io["offset"].as_u64(),
+        offset: exact::num(&io["offset"]),
         count: io["count"].as_u64(),
         stable: s(&io["stable"]),
         eof: None,
@@ -325,7 +327,7 @@ fn each_256k_write_has_its_handle_offset_and_count() {
     assert_eq!(writes.len(), 8);
     let mut offsets: Vec<u64> = writes
         .iter()
-        .map(|t| t["nfs_io"]["offset"].as_u64().unwrap())
+        .map(|t| exact::num(&t["nfs_io"]["offset"]).unwrap())
         .collect();
     offsets.sort_unstable();
     assert_eq!(offsets, (0..8).map(|i| i * 262_144).collect::<Vec<_>>());
@@ -369,8 +371,9 @@ fn a_jukebox_retry_is_linked_to_its_error() {
     assert_eq!(r["nfs_fh"], e["nfs_fh"]);
     // synth waits 100 ms after the error reply before the retry.
     let wait = r["retry_wait_us"].as_f64().unwrap();
-    let from_ts =
-        (r["call_ts_ns"].as_u64().unwrap() - e["reply_ts_ns"].as_u64().unwrap()) as f64 / 1000.0;
+    let from_ts = (exact::num(&r["call_ts_ns"]).unwrap() - exact::num(&e["reply_ts_ns"]).unwrap())
+        as f64
+        / 1000.0;
     assert!((wait - from_ts).abs() < 0.01, "{wait} vs {from_ts}");
     assert!((99_000.0..=101_000.0).contains(&wait), "waited {wait} µs");
     // The text line says so.
@@ -465,7 +468,7 @@ fn a_cut_call_keeps_the_fields_before_the_cut() {
             continue;
         }
         assert_eq!(io["op"], "WRITE");
-        assert_eq!(io["offset"].as_u64(), offset, "snap {snap}");
+        assert_eq!(exact::num(&io["offset"]), offset, "snap {snap}");
         assert_eq!(io["count"].as_u64(), count, "snap {snap}");
         assert_eq!(io["stable"].as_str(), stable, "snap {snap}");
         assert_eq!(io["reply_count"], 262_144, "snap {snap}");

@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 
 #[path = "common/analyze.rs"]
 mod analyze;
+#[path = "common/exact.rs"]
+mod exact;
 #[path = "common/kernel_view.rs"]
 mod kernel_view;
 use rdma_analyzer::engine::{ChunkKind, Config, Finding, Transaction};
@@ -65,7 +67,7 @@ fn probe_views(jsonl: &Path, side: &str) -> Result<HashMap<u32, Value>, String> 
 fn handles(v: &Value) -> BTreeSet<u64> {
     v["chunks"]
         .as_array()
-        .map(|a| a.iter().filter_map(|c| c["handle"].as_u64()).collect())
+        .map(|a| a.iter().filter_map(|c| exact::num(&c["handle"])).collect())
         .unwrap_or_default()
 }
 
@@ -212,8 +214,8 @@ fn probes_agree_with_the_wire() {
             if wk.is_some() {
                 inv += 1;
             }
-            if c["remote_invalidated_rkey"].as_u64() != wk
-                || s["remote_invalidated_rkey"].as_u64() != wk
+            if exact::num(&c["remote_invalidated_rkey"]) != wk
+                || exact::num(&s["remote_invalidated_rkey"]) != wk
             {
                 fail(format!(
                     "invalidated rkey: wire {wk:x?}, client probes {}, server probes {}",

@@ -143,3 +143,298 @@ fn header_only_captures_find_nothing_the_whole_capture_lacks() {
     eprint!("{table}");
     assert!(failures.is_empty(), "{}\n{table}", failures.join("\n"));
 }
+
+/// The binary, for the outputs a user reads.
+const BIN: &str = env!("CARGO_BIN_EXE_rdma-analyzer");
+
+fn bin(args: &[&str], file: &Path) -> Vec<u8> {
+    let o = Command::new(BIN)
+        .args(args)
+        .arg(file)
+        .output()
+        .expect("rdma-analyzer runs");
+    assert!(
+        o.status.success(),
+        "{args:?} {}: {}",
+        file.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o.stdout
+}
+
+/// Everything one capture's outputs say of the fields a snap length can
+/// hide, keyed so that the cut capture's can be matched with the whole's:
+/// `(what, key)` to the value as printed (`None`: null or `unknown`).
+type Values = BTreeMap<(String, String), Option<String>>;
+
+fn json_str(v: &serde_json::Value) -> Option<String> {
+    (!v.is_null()).then(|| v.to_string())
+}
+
+/// `report --json` (connections by their server QP, whose id the cut may
+/// change), `transactions --json` (by call frame) and `--metrics-out`.
+fn json_and_metrics(file: &Path, dir: &Path, ids: &mut BTreeMap<String, String>) -> Values {
+    let mut v = Values::new();
+    let prom = dir.join(format!(
+        "{}.prom",
+        file.file_name().unwrap().to_string_lossy()
+    ));
+    let doc: serde_json::Value = serde_json::from_slice(&bin(
+        &["report", "--json", "--metrics-out", prom.to_str().unwrap()],
+        file,
+    ))
+    .expect("report JSON");
+    for c in doc["connections"].as_array().expect("connections") {
+        let who = c["server"].to_string();
+        ids.insert(c["id"].as_str().unwrap().to_string(), who.clone());
+        for f in [
+            "chunk_bytes",
+            "calls",
+            "replies",
+            "remote_invalidations",
+            "remote_invalidation",
+            "call_inline_threshold",
+            "reply_inline_threshold",
+        ] {
+            v.insert((format!("json conn {f}"), who.clone()), json_str(&c[f]));
+        }
+        for f in [
+            "granted_min",
+            "granted_max",
+            "last_granted",
+            "last_requested",
+            "peak_in_flight",
+            "at_limit_ms",
+            "first_grant_wait_ms",
+        ] {
+            v.insert(
+                (format!("json credits {f}"), who.clone()),
+                json_str(&c["credits"][f]),
+            );
+        }
+        // A CM exchange the whole capture has is, cut, seen or said cut.
+        let cm = c["cm_state"] != "not_seen" || c["cm_cut"] == true;
+        v.insert(
+            ("json conn cm".into(), who.clone()),
+            cm.then(|| "seen".into()),
+        );
+    }
+    v.insert(
+        ("json totals chunk_bytes".into(), String::new()),
+        json_str(&doc["totals"]["chunk_bytes"]),
+    );
+    let lines = bin(&["transactions", "--json"], file);
+    for l in lines.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        let t: serde_json::Value = serde_json::from_slice(l).expect("a transaction line");
+        let key = t["call_frame"].to_string();
+        for f in [
+            "bytes_moved",
+            "round_trips",
+            "credits_requested",
+            "credits_granted",
+            "reply_frame",
+            "latency_us",
+        ] {
+            v.insert((format!("json txn {f}"), key.clone()), json_str(&t[f]));
+        }
+    }
+    let metrics = std::fs::read_to_string(&prom).expect("the metrics file");
+    for l in metrics.lines().filter(|l| !l.starts_with('#')) {
+        for name in [
+            "rdma_connection_chunk_bytes_total",
+            "rdma_connection_credit_limit_seconds_total",
+        ] {
+            let Some(rest) = l.strip_prefix(name) else {
+                continue;
+            };
+            let id = rest.split('"').nth(1).expect("a connection label");
+            let value = rest.rsplit(' ').next().unwrap().to_string();
+            v.insert((format!("metrics {name}"), ids[id].clone()), Some(value));
+        }
+    }
+    v
+}
+
+/// The text outputs: `transactions` (moved, rt) by frames, and the report's
+/// connections (chunk bytes, at the limit, waiting for the first grant) by
+/// their QPs.
+fn text(file: &Path) -> Values {
+    let mut v = Values::new();
+    let unknown = |s: &str| (s != "unknown").then(|| s.to_string());
+    for l in String::from_utf8(bin(&["transactions"], file))
+        .unwrap()
+        .lines()
+    {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        let Some(frames) = w.iter().position(|x| *x == "frames") else {
+            continue;
+        };
+        let key = w[frames + 1].split("->").next().unwrap().to_string();
+        for f in ["moved", "rt"] {
+            if let Some(i) = w.iter().position(|x| *x == f) {
+                v.insert((format!("text txn {f}"), key.clone()), unknown(w[i + 1]));
+            }
+        }
+    }
+    let report = String::from_utf8(bin(&["report"], file)).unwrap();
+    let mut who = String::new();
+    for l in report.lines() {
+        let t = l.trim_start();
+        if l.starts_with("  c") && t.contains(" <-> ") {
+            // `c1 10.99.0.2/0x14 <-> 10.99.0.1/0x14 ...`: the server's QP.
+            who = t.split_whitespace().nth(3).unwrap_or("").to_string();
+        }
+        for (f, after) in [
+            ("chunk bytes", "chunk bytes "),
+            ("at the limit", "at the limit "),
+            ("first grant", "waiting for the first grant "),
+        ] {
+            if let Some(i) = t.find(after) {
+                let word = t[i + after.len()..].split([' ', ',']).next().unwrap();
+                v.insert((format!("text conn {f}"), who.clone()), unknown(word));
+            }
+        }
+    }
+    v
+}
+
+/// The dataset's `transactions` (bytes moved, round trips by call frame)
+/// and `connections` (chunk bytes, by server QP through `ids`).
+fn parquet(file: &Path, dir: &Path, ids: &BTreeMap<String, String>) -> Values {
+    use arrow_array::{Array, Int64Array, StringArray, UInt8Array};
+    let out = dir.join(format!(
+        "{}.dataset",
+        file.file_name().unwrap().to_string_lossy()
+    ));
+    let o = Command::new(BIN)
+        .args(["export", "--host", "h", "--out"])
+        .arg(&out)
+        .arg(file)
+        .output()
+        .expect("export runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut v = Values::new();
+    for table in ["transactions", "connections"] {
+        let mut files = vec![out.join(table)];
+        while let Some(p) = files.pop() {
+            if p.is_dir() {
+                files.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+                continue;
+            }
+            let r = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+                std::fs::File::open(&p).unwrap(),
+            )
+            .unwrap()
+            .build()
+            .unwrap();
+            for b in r {
+                let b = b.unwrap();
+                let col = |n: &str| b.column_by_name(n).unwrap_or_else(|| panic!("{n}")).clone();
+                let i64s = |n: &str| {
+                    col(n)
+                        .as_any()
+                        .downcast_ref::<Int64Array>()
+                        .unwrap()
+                        .clone()
+                };
+                if table == "transactions" {
+                    let (frame, moved) = (i64s("call_frame"), i64s("bytes_moved"));
+                    let rt = col("round_trips");
+                    let rt = rt.as_any().downcast_ref::<UInt8Array>().unwrap();
+                    for i in 0..b.num_rows() {
+                        let key = frame.value(i).to_string();
+                        let at = |a: &dyn Array, s: String| (!a.is_null(i)).then_some(s);
+                        v.insert(
+                            ("parquet txn bytes_moved".into(), key.clone()),
+                            at(&moved, moved.value(i).to_string()),
+                        );
+                        v.insert(
+                            ("parquet txn round_trips".into(), key),
+                            at(rt, rt.value(i).to_string()),
+                        );
+                    }
+                } else {
+                    let id = col("id");
+                    let id = id.as_any().downcast_ref::<StringArray>().unwrap();
+                    let bytes = i64s("chunk_bytes");
+                    for i in 0..b.num_rows() {
+                        let who = ids[id.value(i)].clone();
+                        let val = (!bytes.is_null(i)).then(|| bytes.value(i).to_string());
+                        v.insert(("parquet conn chunk_bytes".into(), who), val);
+                    }
+                }
+            }
+        }
+    }
+    v
+}
+
+fn everything(file: &Path, dir: &Path) -> Values {
+    let mut ids = BTreeMap::new();
+    let mut v = json_and_metrics(file, dir, &mut ids);
+    v.extend(text(file));
+    v.extend(parquet(file, dir, &ids));
+    v
+}
+
+#[test]
+fn every_value_at_a_snap_length_is_the_whole_captures_or_unknown() {
+    if !prereq::require(
+        "editcap",
+        prereq::have_command("editcap", "-h"),
+        "apt install tshark",
+    ) {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../captures");
+    let dir = std::env::temp_dir().join(format!("rdma-snaplen-values-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut failures = Vec::new();
+    let mut table = String::new();
+    for name in ["v3-ddp", "v42-reminv", "parallel"] {
+        let src = root.join(format!("{name}.pcap"));
+        let whole = everything(&src, &dir);
+        // Each field the whole capture gives must be there to compare.
+        for what in [
+            "json txn bytes_moved",
+            "json txn round_trips",
+            "json conn chunk_bytes",
+            "json credits at_limit_ms",
+            "metrics rdma_connection_chunk_bytes_total",
+            "metrics rdma_connection_credit_limit_seconds_total",
+            "text txn moved",
+            "text txn rt",
+            "text conn chunk bytes",
+            "text conn at the limit",
+            "parquet txn bytes_moved",
+            "parquet txn round_trips",
+            "parquet conn chunk_bytes",
+        ] {
+            assert!(
+                whole.keys().any(|(w, _)| w == what),
+                "{name}: no {what} in the whole capture's outputs"
+            );
+        }
+        for snap in [64, 96, 128] {
+            let cut_file = cut(&src, snap, &dir);
+            let c = everything(&cut_file, &dir);
+            let (mut same, mut unknown) = (0, 0);
+            for (k, got) in &c {
+                match (got, whole.get(k)) {
+                    (None, _) => unknown += 1,
+                    (Some(g), Some(Some(w))) if g == w => same += 1,
+                    (Some(g), w) => failures.push(format!(
+                        "{name} -s {snap}: {} {}: {g} where the whole capture says {w:?}",
+                        k.0, k.1
+                    )),
+                }
+            }
+            table.push_str(&format!(
+                "{name} -s {snap}: {same} values equal, {unknown} unknown\n"
+            ));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    eprint!("{table}");
+    assert!(failures.is_empty(), "{}\n{table}", failures.join("\n"));
+}

@@ -164,5 +164,118 @@ fn json_lines_keep_their_absolute_nanoseconds() {
     let pcap = capture("reconnect.pcap");
     let text = run(&["transactions", "--json", pcap.to_str().unwrap()]);
     let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
-    assert_eq!(first["call_ts_ns"], 1_795_217_737_358_141_000u64);
+    assert_eq!(first["call_ts_ns"], "1795217737358141000");
+}
+
+/// `transactions` prints in call order (the first transmission's time),
+/// text and JSON alike, although the engine finds each at its reply: on
+/// parallel.pcap replies overtake each other, on reconnect.pcap calls are
+/// sent again on a new connection.
+#[test]
+fn transactions_print_in_call_order() {
+    for name in ["parallel.pcap", "reconnect.pcap", "nconnect.pcap"] {
+        let pcap = capture(name);
+        let p = pcap.to_str().unwrap();
+        let json = run(&["transactions", "--json", p]);
+        let keys: Vec<(u64, u64, u64)> = json
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                let ts = v["first_call_ts_ns"].as_str().unwrap().parse().unwrap();
+                let first = v["first_call_frame"].as_u64().unwrap();
+                (ts, first, v["call_frame"].as_u64().unwrap())
+            })
+            .collect();
+        assert!(keys.len() > 30, "{name}: {}", keys.len());
+        assert!(keys.is_sorted(), "{name}: JSON not in call order");
+        // Completion order differs from call order here: the test would
+        // pass without the reordering otherwise.
+        let reply_order: Vec<u64> = json
+            .lines()
+            .filter_map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                v["reply_frame"].as_u64()
+            })
+            .collect();
+        if name == "parallel.pcap" {
+            assert!(!reply_order.is_sorted(), "{name}: replies in call order");
+        }
+        // The text lines: the same transactions, in the same order.
+        let text = run(&["transactions", p]);
+        let frames: Vec<u64> = text
+            .lines()
+            .map(|l| {
+                let w = l.split_whitespace().skip_while(|w| *w != "frames").nth(1);
+                w.unwrap().split("->").next().unwrap().parse().unwrap()
+            })
+            .collect();
+        let json_frames: Vec<u64> = keys.iter().map(|k| k.2).collect();
+        assert_eq!(frames, json_frames, "{name}: text and JSON order");
+    }
+}
+
+/// `frames -t relative|delta` print tshark's `frame.time_relative` and
+/// `frame.time_delta` for every frame (to the µs); `-t utc` the epoch time
+/// as a UTC date; relative is the default.
+#[test]
+fn frames_times_are_tsharks_relative_delta_and_utc() {
+    let pcap = capture("reconnect.pcap");
+    if !prereq::require(
+        "tshark",
+        prereq::have_command("tshark", "--version"),
+        "scripts/setup.sh installs it",
+    ) {
+        return;
+    }
+    let out = Command::new("tshark")
+        .arg("-r")
+        .arg(&pcap)
+        .args([
+            "-T",
+            "fields",
+            "-e",
+            "frame.time_relative",
+            "-e",
+            "frame.time_delta",
+        ])
+        .output()
+        .unwrap();
+    let theirs: Vec<(String, String)> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (r, d) = l.split_once('\t').unwrap();
+            (micros(r), micros(d))
+        })
+        .collect();
+    let p = pcap.to_str().unwrap();
+    let time_of = |l: &str| l.split_whitespace().nth(1).unwrap().to_string();
+    let default: Vec<String> = run(&["frames", p]).lines().map(time_of).collect();
+    let relative: Vec<String> = run(&["frames", "-t", "relative", p])
+        .lines()
+        .map(time_of)
+        .collect();
+    let delta: Vec<String> = run(&["frames", "-t", "delta", p])
+        .lines()
+        .map(time_of)
+        .collect();
+    let utc: Vec<String> = run(&["frames", "-t", "utc", p])
+        .lines()
+        .map(time_of)
+        .collect();
+    assert_eq!(theirs.len(), relative.len());
+    assert!(theirs.len() > 100);
+    assert_eq!(default, relative);
+    let rel: Vec<String> = theirs.iter().map(|t| t.0.clone()).collect();
+    let del: Vec<String> = theirs.iter().map(|t| t.1.clone()).collect();
+    assert_eq!(relative, rel);
+    assert_eq!(delta, del);
+    // UTC, against the transactions' UTC times of the same frames (checked
+    // against tshark's epoch above): the first frame, and that they rise.
+    assert!(
+        utc[0].starts_with("20") && utc[0].ends_with('Z'),
+        "{}",
+        utc[0]
+    );
+    assert!(utc.windows(2).all(|w| w[0] <= w[1]), "UTC times in order");
 }

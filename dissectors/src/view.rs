@@ -62,7 +62,50 @@ use schemars::JsonSchema;
 /// The version of the frame schema: the `schema_version` key of every
 /// frame. It changes when a key is renamed or removed or a value changes
 /// meaning; new keys do not change it.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// Numbers a JSON double cannot hold, written as strings: nanosecond
+/// timestamps (about 1.8e18, above 2^53) and 64-bit data as decimal,
+/// addresses, R_Keys, GUIDs, service and transaction ids as `"0x…"` hex,
+/// as the text writes them. jq 1.6 and JavaScript keep a string exact.
+/// (Schema version 2; version 1 wrote them as JSON numbers.)
+mod exact {
+    use serde::Serializer;
+
+    /// A number written as a string, or null.
+    pub trait Exact {
+        fn exact(&self) -> Option<u64>;
+    }
+    impl Exact for u64 {
+        fn exact(&self) -> Option<u64> {
+            Some(*self)
+        }
+    }
+    impl Exact for u32 {
+        fn exact(&self) -> Option<u64> {
+            Some(u64::from(*self))
+        }
+    }
+    impl<T: Exact> Exact for Option<T> {
+        fn exact(&self) -> Option<u64> {
+            self.as_ref().and_then(Exact::exact)
+        }
+    }
+
+    pub fn decimal<S: Serializer, T: Exact>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+        match v.exact() {
+            Some(x) => s.collect_str(&x),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn hex<S: Serializer, T: Exact>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+        match v.exact() {
+            Some(x) => s.collect_str(&format_args!("{x:#x}")),
+            None => s.serialize_none(),
+        }
+    }
+}
 
 /// One frame: where and when it was captured, and every layer that parsed.
 #[non_exhaustive]
@@ -148,6 +191,8 @@ pub struct FrameView<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sll2: Option<Sll2View>,
     /// Capture time in nanoseconds since the Unix epoch.
+    #[serde(serialize_with = "exact::decimal")]
+    #[cfg_attr(feature = "schemars", schemars(with = "String"))]
     pub ts_ns: u64,
     /// UDP header.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -690,8 +735,12 @@ pub struct RethView {
     /// DMA length.
     pub dma_length: u32,
     /// Remote key.
+    #[serde(serialize_with = "exact::hex")]
+    #[cfg_attr(feature = "schemars", schemars(with = "String"))]
     pub r_key: u32,
     /// Virtual address.
+    #[serde(serialize_with = "exact::hex")]
+    #[cfg_attr(feature = "schemars", schemars(with = "String"))]
     pub va: u64,
 }
 
@@ -701,12 +750,20 @@ pub struct RethView {
 #[cfg_attr(feature = "schemars", derive(JsonSchema))]
 pub struct AtomicEthView {
     /// Compare data.
+    #[serde(serialize_with = "exact::decimal")]
+    #[cfg_attr(feature = "schemars", schemars(with = "String"))]
     pub compare_data: u64,
     /// Remote key.
+    #[serde(serialize_with = "exact::hex")]
+    #[cfg_attr(feature = "schemars", schemars(with = "String"))]
     pub r_key: u32,
     /// Swap or add data.
+    #[serde(serialize_with = "exact::decimal")]
+    #[cfg_attr(feature = "schemars", schemars(with = "String"))]
     pub swap_add_data: u64,
     /// Virtual address.
+    #[serde(serialize_with = "exact::hex")]
+    #[cfg_attr(feature = "schemars", schemars(with = "String"))]
     pub va: u64,
 }
 
@@ -766,6 +823,8 @@ impl AethView {
 #[cfg_attr(feature = "schemars", derive(JsonSchema))]
 pub struct AtomicAckEthView {
     /// The remote data before the operation.
+    #[serde(serialize_with = "exact::decimal")]
+    #[cfg_attr(feature = "schemars", schemars(with = "String"))]
     pub orig_remote_data: u64,
 }
 
@@ -784,6 +843,8 @@ pub struct ImmDtView {
 #[cfg_attr(feature = "schemars", derive(JsonSchema))]
 pub struct IethView {
     /// The R_Key to invalidate.
+    #[serde(serialize_with = "exact::hex")]
+    #[cfg_attr(feature = "schemars", schemars(with = "String"))]
     pub r_key: u32,
 }
 
@@ -807,6 +868,8 @@ pub struct MadView {
     /// Status.
     pub status: u16,
     /// Transaction ID.
+    #[serde(serialize_with = "exact::hex")]
+    #[cfg_attr(feature = "schemars", schemars(with = "String"))]
     pub transaction_id: u64,
 }
 
@@ -956,6 +1019,8 @@ pub struct CmReqView<'a> {
     /// Initiator depth.
     pub initiator_depth: u8,
     /// Local CA GUID.
+    #[serde(serialize_with = "exact::hex")]
+    #[cfg_attr(feature = "schemars", schemars(with = "String"))]
     pub local_ca_guid: u64,
     /// Local CM response timeout.
     pub local_cm_response_timeout: u8,
@@ -984,6 +1049,8 @@ pub struct CmReqView<'a> {
     /// RNR retry count.
     pub rnr_retry_count: u8,
     /// Service ID.
+    #[serde(serialize_with = "exact::hex")]
+    #[cfg_attr(feature = "schemars", schemars(with = "String"))]
     pub service_id: u64,
     /// SRQ.
     pub srq: bool,
@@ -1005,6 +1072,8 @@ pub struct CmRepView<'a> {
     /// Initiator depth.
     pub initiator_depth: u8,
     /// Local CA GUID.
+    #[serde(serialize_with = "exact::hex")]
+    #[cfg_attr(feature = "schemars", schemars(with = "String"))]
     pub local_ca_guid: u64,
     /// Local communication ID.
     pub local_comm_id: u32,
@@ -1093,6 +1162,8 @@ pub struct CmOtherView {
     pub request_id: Option<u32>,
     /// SIDR: service ID.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(serialize_with = "exact::hex")]
+    #[cfg_attr(feature = "schemars", schemars(with = "Option<String>"))]
     pub service_id: Option<u64>,
     /// MRA: service timeout.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1307,10 +1378,14 @@ impl Serialize for ReadListView<'_> {
 #[cfg_attr(feature = "schemars", derive(JsonSchema))]
 pub struct ReadSegmentView {
     /// R_Key.
+    #[serde(serialize_with = "exact::hex")]
+    #[cfg_attr(feature = "schemars", schemars(with = "String"))]
     pub handle: u32,
     /// Length in bytes.
     pub length: u32,
     /// Remote offset (address).
+    #[serde(serialize_with = "exact::hex")]
+    #[cfg_attr(feature = "schemars", schemars(with = "String"))]
     pub offset: u64,
     /// XDR position in the Payload stream.
     pub position: u32,
@@ -1345,10 +1420,14 @@ impl Serialize for SegmentsView<'_> {
 #[cfg_attr(feature = "schemars", derive(JsonSchema))]
 pub struct SegmentView {
     /// R_Key.
+    #[serde(serialize_with = "exact::hex")]
+    #[cfg_attr(feature = "schemars", schemars(with = "String"))]
     pub handle: u32,
     /// Length in bytes.
     pub length: u32,
     /// Remote offset (address).
+    #[serde(serialize_with = "exact::hex")]
+    #[cfg_attr(feature = "schemars", schemars(with = "String"))]
     pub offset: u64,
 }
 
@@ -1726,7 +1805,7 @@ mod tests {
     }
 
     #[test]
-    fn a_frame_has_schema_version_and_integer_nanoseconds() {
+    fn a_frame_has_schema_version_and_nanoseconds_as_a_string() {
         let d = crate::stack::dissect(
             crate::link::LinkType::ETHERNET,
             &[0; 5],
@@ -1735,7 +1814,7 @@ mod tests {
         let s = json(&FrameView::new(3, 1_795_217_646_495_692_123, 5, &d));
         assert!(s.starts_with(r#"{"error":{"layer":"#), "{s}");
         assert!(
-            s.ends_with(r#""frame":3,"len":5,"schema_version":1,"ts_ns":1795217646495692123}"#),
+            s.ends_with(r#""frame":3,"len":5,"schema_version":2,"ts_ns":"1795217646495692123"}"#),
             "{s}"
         );
     }

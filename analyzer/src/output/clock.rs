@@ -14,6 +14,18 @@ pub enum TimeFormat {
     Utc,
 }
 
+/// How `frames` gives each frame's time, as tshark's `-t r|u|d`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum FrameTime {
+    /// Seconds since the capture's first frame.
+    #[default]
+    Relative,
+    /// Date and time, UTC, to the microsecond.
+    Utc,
+    /// Seconds since the previous frame.
+    Delta,
+}
+
 /// Turns capture times (ns since the epoch) into the words a line starts with.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Clock {

@@ -1,9 +1,11 @@
 //! `rdma-analyzer frames`: every frame's dissection, as text or JSON Lines.
 //!
 //! The JSON shape is the dissector library's [`rdma_dissectors::view`]
-//! (schema version 1): keys follow the specs' field names in snake_case;
-//! numbers (R_Keys, VAs, XIDs, `ts_ns` included) are JSON numbers so scripts
-//! can compare them.
+//! (schema version 2): keys follow the specs' field names in snake_case;
+//! numbers a double cannot hold exactly are strings (`ts_ns` decimal; VAs,
+//! R_Keys, GUIDs `0x…` hex), the others JSON numbers.
+//! Text lines give the time as `-t` says: relative (the default, as
+//! tshark), UTC, or the delta from the previous frame.
 
 use std::io::{self, Write};
 
@@ -12,6 +14,7 @@ use rdma_dissectors::oncrpc::MsgBody;
 use rdma_dissectors::stack::{self, Dissection};
 use rdma_dissectors::view::{CmView, FrameView};
 
+use super::clock::{Clock, FrameTime, TimeFormat};
 use super::out::Out;
 use crate::engine::{Engine, Finding, Frame};
 use crate::pipeline::{End, Flow, Progress, Sink};
@@ -22,16 +25,46 @@ pub struct Frames<W: Write> {
     out: Out<W>,
     json: bool,
     config: stack::Config,
+    time: FrameTime,
+    /// Relative and UTC times (its start is the first frame).
+    clock: Clock,
+    /// The previous frame's time, for deltas.
+    previous_ns: Option<u64>,
 }
 
 impl<W: Write> Frames<W> {
     /// A sink writing to `out`, dissecting with `config`.
-    pub fn new(out: W, json: bool, config: stack::Config) -> Self {
+    pub fn new(out: W, json: bool, config: stack::Config, time: FrameTime) -> Self {
+        let format = match time {
+            FrameTime::Utc => TimeFormat::Utc,
+            FrameTime::Relative | FrameTime::Delta => TimeFormat::Relative,
+        };
         Frames {
             out: Out::new(out),
             json,
             config,
+            time,
+            clock: Clock::new(format),
+            previous_ns: None,
         }
+    }
+
+    /// The frame's time as `-t` asks, and notes it for the next one.
+    fn time_of(&mut self, ts_ns: u64) -> String {
+        self.clock.saw(ts_ns);
+        let s = match self.time {
+            FrameTime::Delta => {
+                // Deltas count from the previous frame, as tshark's `-t d`
+                // (the first frame's is 0): one before it in time prints
+                // negative, as relative times do.
+                let mut c = Clock::new(TimeFormat::Relative);
+                c.saw(self.previous_ns.unwrap_or(ts_ns));
+                c.at(Some(ts_ns)).to_string()
+            }
+            _ => self.clock.at(Some(ts_ns)).to_string(),
+        };
+        self.previous_ns = Some(ts_ns);
+        s
     }
 
     /// The first write that failed, if one did.
@@ -60,8 +93,9 @@ impl<W: Write> Sink for Frames<W> {
             self.out
                 .json_line(&FrameView::new(f.number, f.ts_ns, f.orig_len, &d))
         } else {
+            let at = self.time_of(f.ts_ns);
             self.out
-                .text_line(frame_text(f.number, f.ts_ns, f.orig_len, &d))
+                .text_line(frame_text(f.number, &at, f.orig_len, &d))
         }
     }
 
@@ -71,8 +105,8 @@ impl<W: Write> Sink for Frames<W> {
 }
 
 /// One line of text for a frame.
-pub fn frame_text(number: u64, ts_ns: u64, orig_len: u32, d: &Dissection<'_>) -> String {
-    let mut s = format!("{number:>6} {:.6} {orig_len:>5}", ts_ns as f64 / 1e9);
+pub fn frame_text(number: u64, at: &str, orig_len: u32, d: &Dissection<'_>) -> String {
+    let mut s = format!("{number:>6} {at} {orig_len:>5}");
     if let Some(ip) = d.ip {
         s.push_str(&format!(" {} > {}", ip.source(), ip.destination()));
     }
@@ -103,7 +137,18 @@ pub fn frame_text(number: u64, ts_ns: u64, orig_len: u32, d: &Dissection<'_>) ->
         let v = CmView::new(cm);
         s.push_str(&format!(" | CM {}", v.message()));
         if let Some(q) = v.local_qpn() {
-            s.push_str(&format!(" qpn {q}"));
+            // A snap length may end the message before its QPN, which then
+            // reads as 0: say it is not known.
+            use rdma_dissectors::ib::cm::{self as ibcm, CmMessage};
+            let at = match cm {
+                CmMessage::Rep(_) => ibcm::rep::LOCAL_QPN,
+                _ => ibcm::req::LOCAL_QPN,
+            };
+            if d.mad_layers().is_some_and(|m| m.cm_len < at + 3) {
+                s.push_str(" qpn unknown (cut)");
+            } else {
+                s.push_str(&format!(" qpn {q}"));
+            }
         }
     }
     if let Some(c) = d.cma() {

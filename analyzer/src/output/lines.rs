@@ -1,6 +1,8 @@
 //! `transactions` and `anomalies`: one line (or JSON object) per finding,
 //! written as the engine finds it.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::io::{self, Write};
 
 use super::clock::{Clock, TimeFormat};
@@ -27,6 +29,47 @@ pub struct Lines<W: Write> {
     filter: Filter,
     matched: u64,
     clock: Clock,
+    /// Transactions waiting for their turn: the engine reports each when its
+    /// reply comes, but they print in call order (first transmission).
+    waiting: BinaryHeap<Reverse<InCallOrder>>,
+    /// The call-order key of the latest transaction printed.
+    last_printed: Option<(u64, u64, u64)>,
+    /// Transactions printed after one that was called later: answered after
+    /// more than [`REORDER`] later calls had completed.
+    out_of_order: u64,
+}
+
+/// Transactions held back to print in call order at most: a call answered
+/// after this many later calls completed prints when it is answered (and
+/// the run says how many did). About 1 KiB each.
+pub const REORDER: usize = 16_384;
+
+/// A transaction ordered by its first transmission: time, frame, then this
+/// transmission's frame.
+struct InCallOrder(Box<Transaction>);
+
+impl InCallOrder {
+    fn key(&self) -> (u64, u64, u64) {
+        let t = &self.0;
+        (t.first_call_ts_ns, t.first_call_frame, t.call_frame)
+    }
+}
+
+impl PartialEq for InCallOrder {
+    fn eq(&self, o: &Self) -> bool {
+        self.key() == o.key()
+    }
+}
+impl Eq for InCallOrder {}
+impl PartialOrd for InCallOrder {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for InCallOrder {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&o.key())
+    }
 }
 
 impl<W: Write> Lines<W> {
@@ -40,6 +83,35 @@ impl<W: Write> Lines<W> {
             filter,
             matched: 0,
             clock: Clock::new(time),
+            waiting: BinaryHeap::new(),
+            last_printed: None,
+            out_of_order: 0,
+        }
+    }
+
+    /// Transactions printed out of call order (see [`REORDER`]).
+    pub fn out_of_order(&self) -> u64 {
+        self.out_of_order
+    }
+
+    /// Prints the earliest-called waiting transaction.
+    fn print_next(&mut self) -> Flow {
+        let Some(Reverse(t)) = self.waiting.pop() else {
+            return Flow::Continue;
+        };
+        let key = t.key();
+        if self.last_printed.is_some_and(|l| key < l) {
+            self.out_of_order += 1;
+        } else {
+            self.last_printed = Some(key);
+        }
+        let t = &t.0;
+        if self.json {
+            self.out.json_line(&TransactionLine::new(t))
+        } else {
+            let at = self.clock.at(Some(t.call_ts_ns));
+            self.out
+                .text_line(format_args!("{at} {}", transaction_line(t)))
         }
     }
 
@@ -62,18 +134,22 @@ impl<W: Write> Sink for Lines<W> {
             _ => false,
         };
         self.matched += u64::from(passes);
+        let f = match f {
+            Finding::Transaction(t) if self.which == Which::Transactions => {
+                if !passes {
+                    return Flow::Continue;
+                }
+                // Held back: printed in call order, not as answered.
+                self.waiting.push(Reverse(InCallOrder(t)));
+                return if self.waiting.len() > REORDER {
+                    self.print_next()
+                } else {
+                    Flow::Continue
+                };
+            }
+            other => other,
+        };
         match (&f, self.which, self.json) {
-            (Finding::Transaction(t), Which::Transactions, _) if !self.filter.txn(t) => {
-                Flow::Continue
-            }
-            (Finding::Transaction(t), Which::Transactions, true) => {
-                self.out.json_line(&TransactionLine::new(t))
-            }
-            (Finding::Transaction(t), Which::Transactions, false) => {
-                let at = self.clock.at(Some(t.call_ts_ns));
-                self.out
-                    .text_line(format_args!("{at} {}", transaction_line(t)))
-            }
             (Finding::Anomaly(a), Which::Anomalies, _) if !self.filter.anomaly(a) => Flow::Continue,
             (Finding::Anomaly(a), Which::Anomalies, true) => {
                 self.out.json_line(&AnomalyLine::new(a))
@@ -103,6 +179,11 @@ impl<W: Write> Sink for Lines<W> {
     }
 
     fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {
+        while !self.waiting.is_empty() {
+            if self.print_next() == Flow::Stop {
+                self.waiting.clear();
+            }
+        }
         let _ = self.out.flush();
     }
 }
@@ -110,7 +191,7 @@ impl<W: Write> Sink for Lines<W> {
 /// One transaction as a line of text.
 pub fn transaction_line(t: &Transaction) -> String {
     let lat = match (t.latency_us, t.reply_frame) {
-        (Some(l), _) => format!("{l:.1} µs"),
+        (Some(l), _) => format!("{} µs", super::report::micros(l)),
         (None, Some(_)) => "latency unknown".to_string(),
         (None, None) => "no reply".to_string(),
     };
@@ -141,7 +222,7 @@ pub fn transaction_line(t: &Transaction) -> String {
         )
     };
     format!(
-        "{} xid {:#010x} frames {}->{} {} call {} reply {} {} credits {}/{} in flight {} moved {} B rt {}{io}{rpc}{nfs}{inv}{an}",
+        "{} xid {:#010x} frames {}->{} {} call {} reply {} {} credits {}/{} in flight {} moved {} rt {}{io}{rpc}{nfs}{inv}{an}",
         t.connection,
         t.xid,
         t.call_frame,
@@ -153,8 +234,10 @@ pub fn transaction_line(t: &Transaction) -> String {
         t.credits_requested.map_or("-".to_string(), |r| r.to_string()),
         t.credits_granted.map_or("-".to_string(), |g| g.to_string()),
         t.in_flight_at_call,
-        t.bytes_moved(),
-        t.round_trips,
+        t.bytes_moved_known()
+            .map_or("unknown".to_string(), |b| format!("{b} B")),
+        t.round_trips_known()
+            .map_or("unknown".to_string(), |r| r.to_string()),
     )
 }
 

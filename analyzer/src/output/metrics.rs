@@ -253,14 +253,14 @@ struct ConnRow {
     port: Option<u16>,
     calls: u64,
     replies: u64,
-    chunk_bytes: u64,
+    chunk_bytes: Option<u64>,
     remote_invalidations: u64,
     anomalies: u64,
     granted: Option<u32>,
     requested: Option<u32>,
     in_flight: u32,
     peak_in_flight: u32,
-    at_limit_ns: u64,
+    at_limit_ns: Option<u64>,
 }
 
 /// The engine's state and the source's losses at one point, with the
@@ -593,14 +593,14 @@ impl Metrics {
                     port: c.port,
                     calls: c.calls,
                     replies: c.replies,
-                    chunk_bytes: c.chunk_bytes,
+                    chunk_bytes: c.chunk_bytes_known(),
                     remote_invalidations: c.remote_invalidations,
                     anomalies: c.anomalies,
                     granted: c.granted,
                     requested: c.requested,
                     in_flight: c.in_flight,
                     peak_in_flight: c.peak_in_flight,
-                    at_limit_ns: c.at_limit_ns_until(now),
+                    at_limit_ns: c.at_limit_known_until(now),
                 })
                 .collect();
             s.connections.sort_by(|a, b| a.id.cmp(&b.id));
@@ -1092,17 +1092,18 @@ impl Scrape {
                 ConstGauge::new(1i64).encode(m.encode_family(&labels)?)?;
             }
         }
-        type Count = fn(&ConnRow) -> u64;
+        // `None`: not known (a snap length cut it), so no sample rather than 0.
+        type Count = fn(&ConnRow) -> Option<u64>;
         let counters: [(&str, &str, Count); 5] = [
             (
                 "rdma_connection_calls",
                 "Calls seen on the connection",
-                |c| c.calls,
+                |c| Some(c.calls),
             ),
             (
                 "rdma_connection_replies",
                 "Replies seen on the connection",
-                |c| c.replies,
+                |c| Some(c.replies),
             ),
             (
                 "rdma_connection_chunk_bytes",
@@ -1112,12 +1113,12 @@ impl Scrape {
             (
                 "rdma_connection_remote_invalidations",
                 "Replies sent with Send With Invalidate on the connection",
-                |c| c.remote_invalidations,
+                |c| Some(c.remote_invalidations),
             ),
             (
                 "rdma_connection_anomalies",
                 "Anomalies on the connection",
-                |c| c.anomalies,
+                |c| Some(c.anomalies),
             ),
         ];
         for (name, help, get) in counters {
@@ -1126,7 +1127,9 @@ impl Scrape {
                 .encode_descriptor(name, help, None, MetricType::Counter)?;
             for c in &s.connections {
                 let labels = [("connection", c.id.as_str())];
-                ConstCounter::new(get(c)).encode(m.encode_family(&labels)?)?;
+                if let Some(v) = get(c) {
+                    ConstCounter::new(v).encode(m.encode_family(&labels)?)?;
+                }
             }
         }
         {
@@ -1138,7 +1141,9 @@ impl Scrape {
             )?;
             for c in &s.connections {
                 let labels = [("connection", c.id.as_str())];
-                ConstCounter::new(c.at_limit_ns as f64 / 1e9).encode(m.encode_family(&labels)?)?;
+                if let Some(ns) = c.at_limit_ns {
+                    ConstCounter::new(ns as f64 / 1e9).encode(m.encode_family(&labels)?)?;
+                }
             }
         }
         type Get = fn(&ConnRow) -> Option<u64>;

@@ -64,7 +64,8 @@ pub struct Report {
     diagnosis: Diagnosis,
     unanswered: BTreeMap<String, u64>,
     latency_unknown: BTreeMap<String, u64>,
-    round_trips: BTreeMap<u8, u64>,
+    /// Round trips per RPC; `None`: a snap length cut a header, so not known.
+    round_trips: BTreeMap<Option<u8>, u64>,
     chunks: BTreeMap<&'static str, ChunkTotals>,
     write_chunks: u64,
     empty_write_chunks: u64,
@@ -197,7 +198,7 @@ impl Report {
                 let label = Self::row_label(max, over, &self.by_proc, &key, key.0.clone());
                 let agg = self.by_proc.entry((label, key.1, key.2)).or_default();
                 agg.latency.record(latency);
-                *self.round_trips.entry(t.round_trips).or_default() += 1;
+                *self.round_trips.entry(t.round_trips_known()).or_default() += 1;
                 if !self.lean {
                     if let Some(b) = p.until_first_rdma_ns {
                         agg.before.record(b);
@@ -217,7 +218,7 @@ impl Report {
                 let label =
                     Self::row_label(max, over, &self.latency_unknown, &label, label.clone());
                 *self.latency_unknown.entry(label).or_default() += 1;
-                *self.round_trips.entry(t.round_trips).or_default() += 1;
+                *self.round_trips.entry(t.round_trips_known()).or_default() += 1;
             }
             None => {
                 let label = Self::row_label(max, over, &self.unanswered, &label, label.clone());
@@ -405,7 +406,7 @@ impl Report {
             round_trips: self
                 .round_trips
                 .iter()
-                .map(|(k, v)| (k.to_string(), *v))
+                .map(|(k, v)| (k.map_or("unknown".to_string(), |k| k.to_string()), *v))
                 .collect(),
             remote_invalidations_by_connection: self
                 .reminv_by_conn
@@ -478,7 +479,9 @@ impl Report {
     fn text_connections(&self, s: &mut String, state: &State, filter: &Filter) {
         let _ = writeln!(s, "\nConnections");
         for c in state.connections.values().filter(|c| filter.connection(c)) {
-            let cm = if c.cm_state == crate::engine::CmState::NotSeen {
+            let cm = if c.cm_state == crate::engine::CmState::NotSeen && c.cm_cut {
+                "CM cut by the snap length".to_string()
+            } else if c.cm_state == crate::engine::CmState::NotSeen {
                 "no CM seen".to_string()
             } else {
                 format!(
@@ -579,6 +582,16 @@ impl Report {
                         n.inline_recv
                     );
                 }
+                None if c.cm_cut && c.cm_state == crate::engine::CmState::NotSeen => {
+                    let frames: Vec<String> = c.cm_cut_frames.iter().map(u64::to_string).collect();
+                    let _ = writeln!(
+                        s,
+                        "      negotiated: unknown (the capture's snap length cut {} CM messages between these hosts before their QP numbers, frames {}{}: which connection each set up is not known)",
+                        c.cm_cut_messages,
+                        frames.join(","),
+                        if c.cm_cut_messages as usize > frames.len() { ",…" } else { "" }
+                    );
+                }
                 None if c.cm_cut => {
                     let _ = writeln!(s, "      negotiated: unknown (the capture's snap length cut the CM messages' private data)");
                 }
@@ -586,20 +599,30 @@ impl Report {
                     let _ = writeln!(s, "      negotiated: unknown (the capture has no CM exchange for this connection)");
                 }
             }
+            let chunk_bytes = c.chunk_bytes_known().map_or_else(
+                || {
+                    format!(
+                        "unknown (the snap length cut {} replies' chunk lists)",
+                        c.chunk_bytes_cut
+                    )
+                },
+                |b| b.to_string(),
+            );
             let _ = writeln!(
                 s,
-                "      calls {} replies {} chunk bytes {} remote invalidations {}/{}",
-                c.calls, c.replies, c.chunk_bytes, c.remote_invalidations, c.replies
+                "      calls {} replies {} chunk bytes {chunk_bytes} remote invalidations {}/{}",
+                c.calls, c.replies, c.remote_invalidations, c.replies
             );
             let opt = |v: Option<u32>| v.map_or("?".to_string(), |v| v.to_string());
             let _ = writeln!(
                 s,
-                "      credits: granted {}..{} (last {}), peak in flight {}, at the limit {:.3} ms",
+                "      credits: granted {}..{} (last {}), peak in flight {}, at the limit {}{}",
                 opt(c.granted_min),
                 opt(c.granted_max),
                 opt(c.granted),
                 c.peak_in_flight,
-                c.at_limit_ns as f64 / 1e6
+                ms_or_unknown(c.at_limit_known()),
+                first_grant_words(c.first_grant_wait_ns)
             );
         }
     }
@@ -633,7 +656,10 @@ impl Report {
     /// operations against transmissions.
     fn text_times(&self, s: &mut String, state: &State) {
         let start = state.totals.first_ts_ns;
-        let _ = writeln!(s, "\nResponse times (µs) by procedure and transfer");
+        let _ = writeln!(
+            s,
+            "\nResponse times (µs) by procedure and transfer (p99 from {P99_SAMPLES} replies: with fewer it is the max)"
+        );
         let _ = writeln!(
             s,
             "  {:<40} {:<12} {:<12} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
@@ -648,19 +674,24 @@ impl Report {
             } else {
                 p
             };
+            let p99 = if m.count >= P99_SAMPLES {
+                micros(m.p99_us)
+            } else {
+                "-".to_string()
+            };
             let _ = writeln!(
                 s,
-                "  {:<40} {:<12} {:<12} {:>7} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1}",
+                "  {:<40} {:<12} {:<12} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
                 p,
                 c.as_str(),
                 r.as_str(),
                 m.count,
-                m.min_us,
-                m.mean_us,
-                m.p50_us,
-                m.p90_us,
-                m.p99_us,
-                m.max_us
+                micros(m.min_us),
+                micros(m.mean_us),
+                micros(m.p50_us),
+                micros(m.p90_us),
+                p99,
+                micros(m.max_us)
             );
         }
         for (p, n) in &self.unanswered {
@@ -697,7 +728,11 @@ impl Report {
         );
         let ms = |m: Option<Summary>| {
             m.map_or("-".to_string(), |m| {
-                format!("{:.3} / {:.3}", m.p50_us / 1e3, m.p99_us / 1e3)
+                if m.count >= P99_SAMPLES {
+                    format!("{:.3} / {:.3}", m.p50_us / 1e3, m.p99_us / 1e3)
+                } else {
+                    format!("{:.3} / -", m.p50_us / 1e3)
+                }
             })
         };
         for p in self.phase_rows() {
@@ -789,8 +824,14 @@ impl Report {
             );
         }
         let _ = writeln!(s, "\nRound trips per RPC");
-        for (k, v) in &self.round_trips {
-            let _ = writeln!(s, "  {k}: {v}");
+        for (k, v) in self.round_trips.iter().filter(|(k, _)| k.is_some()) {
+            let _ = writeln!(s, "  {}: {v}", k.unwrap_or_default());
+        }
+        if let Some(v) = self.round_trips.get(&None) {
+            let _ = writeln!(
+                s,
+                "  unknown: {v} (the capture's snap length cut their headers)"
+            );
         }
         let _ = writeln!(s, "\nAnomalies");
         if self.kinds.is_empty() {
@@ -905,4 +946,38 @@ impl Sink for Report {
     }
 
     fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {}
+}
+
+/// `12.345 ms`, or `unknown` when no credit grant was seen (the limit is
+/// then not known: 0 would say the window never filled).
+fn ms_or_unknown(ns: Option<u64>) -> String {
+    ns.map_or_else(
+        || "unknown".to_string(),
+        |ns| format!("{:.3} ms", ns as f64 / 1e6),
+    )
+}
+
+/// `, waiting for the first grant 46.391 ms`: the first call's wait on the
+/// implicit single credit (RFC 8166 3.3.1) before any reply granted more,
+/// which is how every connection starts and not a full window.
+fn first_grant_words(ns: Option<u64>) -> String {
+    ns.map_or_else(String::new, |ns| {
+        format!(", waiting for the first grant {:.3} ms", ns as f64 / 1e6)
+    })
+}
+
+/// Samples a p99 needs to be shown: with fewer, the 99th percentile is the
+/// largest sample or between the largest two, which `max` already says;
+/// printed as a percentile it would claim a tail that was not measured.
+pub const P99_SAMPLES: u64 = 100;
+
+/// Microseconds as text: whole ones without a `.0` (pcap's µs timestamps
+/// give whole ones), a fraction to one decimal.
+pub fn micros(us: f64) -> String {
+    let tenths = (us * 10.0).round() / 10.0;
+    if tenths.fract() == 0.0 {
+        format!("{tenths:.0}")
+    } else {
+        format!("{tenths:.1}")
+    }
 }

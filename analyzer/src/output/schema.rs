@@ -30,7 +30,10 @@ use crate::engine::{Anomaly, Connection, Origin, Transaction};
 
 /// Version of every document and line described here. It grows when a key
 /// changes meaning or goes away; new keys may appear within a version.
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: timestamps since the epoch and 64-bit offsets are decimal strings,
+/// VAs and R_Keys `"0x…"` hex strings ([`super::view::exact`]): as
+/// numbers, above 2^53, JSON readers that use doubles changed them.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// One RPC transaction: `transactions --json`, and `live`'s transaction lines.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -199,13 +202,24 @@ pub struct ConnectionView {
     /// Where the CM exchange stands (`not_seen`: the connection was found
     /// from its traffic; no CM exchange is in the capture).
     pub cm_state: CmStateView,
+    /// The capture's snap length cut its CM messages: their private data
+    /// (and what it negotiates) is not known; with `cm_state` `not_seen`,
+    /// CM messages between its hosts were cut before their QP numbers.
+    pub cm_cut: bool,
+    /// Frames of those cut CM messages between its hosts (the first few;
+    /// empty unless `cm_state` is `not_seen` and `cm_cut`).
+    pub cm_cut_frames: Vec<u64>,
     /// RDMA-CM port (20049 for NFS).
     pub port: Option<u16>,
     /// Path MTU, bytes: from the CM REQ, or learnt from a full packet.
     pub path_mtu: Option<u32>,
     /// Time of its first frame (ns since the epoch).
+    #[serde(serialize_with = "super::view::exact::decimal")]
+    #[schemars(with = "String")]
     pub first_ts_ns: u64,
     /// Time of its latest frame.
+    #[serde(serialize_with = "super::view::exact::decimal")]
+    #[schemars(with = "String")]
     pub last_ts_ns: u64,
     /// RFC 8797 private data of the REQ.
     pub client_private: Option<PrivateData>,
@@ -223,8 +237,9 @@ pub struct ConnectionView {
     pub calls: u64,
     /// Replies seen.
     pub replies: u64,
-    /// Bytes moved through chunks.
-    pub chunk_bytes: u64,
+    /// Bytes moved through chunks; null when the capture's snap length cut
+    /// some transaction's chunk lists (their bytes are not known).
+    pub chunk_bytes: Option<u64>,
     /// Replies sent with Send With Invalidate.
     pub remote_invalidations: u64,
     /// Credit flow.
@@ -250,8 +265,14 @@ pub struct CreditsView {
     pub last_requested: Option<u32>,
     /// Most calls outstanding at once.
     pub peak_in_flight: u32,
-    /// Time with as many calls outstanding as granted, ms.
-    pub at_limit_ms: f64,
+    /// Time with as many calls outstanding as granted, ms; null when no
+    /// grant was seen (the limit is not known). The first call's wait on
+    /// the implicit first credit is not in it: see `first_grant_wait_ms`.
+    pub at_limit_ms: Option<f64>,
+    /// Time the first call waited on the single credit RFC 8166 3.3.1
+    /// grants before the first reply (ms); null when no call waited so or
+    /// the CM exchange that starts the count was not seen.
+    pub first_grant_wait_ms: Option<f64>,
 }
 
 impl From<&Connection> for ConnectionView {
@@ -263,6 +284,8 @@ impl From<&Connection> for ConnectionView {
             client: c.client.map(QpKeyView::from),
             server: c.server.map(QpKeyView::from),
             cm_state: c.cm_state.into(),
+            cm_cut: c.cm_cut,
+            cm_cut_frames: c.cm_cut_frames.clone(),
             port: c.port,
             path_mtu: c.path_mtu,
             first_ts_ns: c.first_ts_ns,
@@ -277,7 +300,7 @@ impl From<&Connection> for ConnectionView {
             reply_inline_threshold: c.reply_inline_threshold().filter(|_| c.is_rpcrdma()),
             calls: c.calls,
             replies: c.replies,
-            chunk_bytes: c.chunk_bytes,
+            chunk_bytes: c.chunk_bytes_known(),
             remote_invalidations: c.remote_invalidations,
             credits: c.is_rpcrdma().then(|| CreditsView {
                 granted_min: c.granted_min,
@@ -285,7 +308,8 @@ impl From<&Connection> for ConnectionView {
                 last_granted: c.granted,
                 last_requested: c.requested,
                 peak_in_flight: c.peak_in_flight,
-                at_limit_ms: c.at_limit_ns as f64 / 1e6,
+                at_limit_ms: c.at_limit_known().map(|ns| ns as f64 / 1e6),
+                first_grant_wait_ms: c.first_grant_wait_ns.map(|ns| ns as f64 / 1e6),
             }),
             anomalies: c.anomalies,
             congestion: CongestionView::from(&c.congestion),
@@ -422,8 +446,12 @@ pub struct SlowOperation {
     /// Frame of the reply.
     pub reply_frame: u64,
     /// Time of the first transmission.
+    #[serde(serialize_with = "super::view::exact::decimal")]
+    #[schemars(with = "String")]
     pub first_call_ts_ns: u64,
     /// Time of the reply.
+    #[serde(serialize_with = "super::view::exact::decimal")]
+    #[schemars(with = "String")]
     pub reply_ts_ns: u64,
     /// First transmission to reply, µs.
     pub app_latency_us: f64,

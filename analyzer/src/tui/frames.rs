@@ -18,6 +18,7 @@ use super::model::Model;
 use super::state::{Screen, UiState};
 use crate::engine::Frame;
 use crate::files::AtomicFile;
+use crate::output::clock::{Clock, TimeFormat};
 use crate::output::frames::frame_text;
 use crate::pipeline::{self, OwnedFrame, Reopen};
 
@@ -88,7 +89,11 @@ pub fn show_frame(reopen: Option<&Reopen>, number: u64, config: &stack::Config) 
         icrc: None,
     }
     .dissect_into(&config, &mut d);
-    let layers = frame_text(f.number, f.ts_ns, f.orig_len, &d).replace(" | ", "\n  ");
+    // Wall-clock time: the view has no capture start of its own.
+    let mut clock = Clock::new(TimeFormat::Utc);
+    clock.saw(f.ts_ns);
+    let at = clock.at(Some(f.ts_ns)).to_string();
+    let layers = frame_text(f.number, &at, f.orig_len, &d).replace(" | ", "\n  ");
     format!(
         "frame {number}: {} of {} bytes captured\n  {layers}\n(every field: tshark -V -Y 'frame.number == {number}'; `w` writes the transaction's frames to a pcapng)",
         f.data.len(),

@@ -274,6 +274,9 @@ impl fmt::Display for ReadError {
                 self.offset
             )?,
             Some(n) => write!(f, "{path}: frame {n} at byte offset {}{of}: ", self.offset)?,
+            // Nothing was read yet (a file that is missing, unreadable or
+            // not a capture): an offset would point at nothing.
+            None if self.offset == 0 && self.decompressed.is_none() => write!(f, "{path}: ")?,
             None => write!(f, "{path}: at byte offset {}{of}: ", self.offset)?,
         }
         match &self.kind {
@@ -309,10 +312,26 @@ impl fmt::Display for ReadError {
                     d.format
                 )
             }
-            ReadErrorKind::Format(Problem::NotACapture { magic }) => write!(
-                f,
-                "not a pcap or pcapng file (magic {magic:#010x}); convert it with `editcap -F pcapng`"
-            ),
+            ReadErrorKind::Format(Problem::NotACapture { magic }) => {
+                let head = magic.to_be_bytes();
+                if head
+                    .iter()
+                    .all(|b| b.is_ascii_graphic() || b.is_ascii_whitespace())
+                {
+                    // Text (a README, a log, a tshark text dump): editcap
+                    // cannot convert it, so do not send the user there.
+                    let head: String = head.iter().map(|&b| char::from(b)).collect();
+                    write!(
+                        f,
+                        "not a capture: the file starts with text ({head:?}); give a pcap or pcapng file (tcpdump -w, tshark -w, dumpcap)"
+                    )
+                } else {
+                    write!(
+                        f,
+                        "not a pcap or pcapng file (magic {magic:#010x}); if it is another capture format, convert it with `editcap -F pcapng`"
+                    )
+                }
+            }
             ReadErrorKind::Format(Problem::Truncated { needed, available }) => write!(
                 f,
                 "file ends inside a record (needs {needed} bytes, {available} left); the capture was cut short \
@@ -1079,7 +1098,24 @@ mod tests {
             e.kind,
             ReadErrorKind::Format(Problem::NotACapture { .. })
         ));
-        assert!(e.to_string().contains("not a pcap or pcapng file"));
+        // Text: no editcap advice (it cannot convert text), and no
+        // offset before anything was read.
+        let said = e.to_string();
+        assert!(
+            said.contains("not a capture: the file starts with text (\"hell\")"),
+            "{said}"
+        );
+        assert!(
+            !said.contains("editcap") && !said.contains("byte offset"),
+            "{said}"
+        );
+        let (_, err) = read_all(&[0xde, 0xad, 0xbe, 0xef, 0, 0, 0, 0, 0, 0, 0, 0]);
+        let said = err.unwrap().to_string();
+        assert!(
+            said.contains("not a pcap or pcapng file (magic 0xdeadbeef)"),
+            "{said}"
+        );
+        assert!(said.contains("editcap -F pcapng"), "{said}");
     }
 
     fn block(kind: u32, body: &[u8]) -> Vec<u8> {

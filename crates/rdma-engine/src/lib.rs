@@ -148,6 +148,9 @@ pub struct Totals {
     pub headers_cut: u64,
     /// Bytes moved by RDMA Read and Write that matched a chunk segment.
     pub chunk_bytes: u64,
+    /// Replies whose transaction's chunk lists a snap length cut: their
+    /// bytes are not in `chunk_bytes`, which is then a lower bound.
+    pub chunk_bytes_cut: u64,
     /// Replies sent with Send With Invalidate.
     pub remote_invalidations: u64,
     /// Frames carrying a congestion signal (IP ECN CE, a CNP, BTH FECN or

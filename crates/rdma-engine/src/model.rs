@@ -418,6 +418,20 @@ impl Transaction {
         self.chunks.iter().map(|c| c.bytes_moved).sum()
     }
 
+    /// Bytes moved through chunks, `None` when a snap length cut the chunk
+    /// lists: the RDMA operations are seen but not which segments they
+    /// filled, so a sum would undercount (0 for a cut READ that moved 1 MiB).
+    pub fn bytes_moved_known(&self) -> Option<u64> {
+        (!self.cut).then(|| self.bytes_moved())
+    }
+
+    /// Round trips, `None` when a snap length cut a header: how the call or
+    /// reply travelled is then not known, and a count from the RDMA
+    /// operations alone would be off by one either way.
+    pub fn round_trips_known(&self) -> Option<u8> {
+        (!self.cut).then_some(self.round_trips)
+    }
+
     /// A call as it was sent, with nothing known of its reply: what is not
     /// given here is empty, but one round trip and one responder interrupt
     /// (an inline call's).
@@ -787,6 +801,12 @@ pub struct Connection {
     /// The capture's snap length cut the CM messages: their private data,
     /// and what it negotiates, are not known.
     pub cm_cut: bool,
+    /// For a connection found from traffic: CM messages between its hosts
+    /// that a snap length cut before their QP numbers (so which connection
+    /// they set up is not known), and the first frames of them.
+    pub cm_cut_messages: u64,
+    /// See `cm_cut_messages`.
+    pub cm_cut_frames: Vec<u64>,
     /// Path MTU in bytes: from the CM REQ, or learnt from the first full
     /// (First or Middle) packet; `None` until either.
     pub path_mtu: Option<u32>,
@@ -802,8 +822,12 @@ pub struct Connection {
     pub calls: u64,
     /// Replies seen.
     pub replies: u64,
-    /// Bytes moved by RDMA Read/Write into or out of chunks.
+    /// Bytes moved by RDMA Read/Write into or out of chunks (of the
+    /// transactions whose chunk lists were seen: see [`Connection::chunk_bytes_known`]).
     pub chunk_bytes: u64,
+    /// Replies whose transaction's chunk lists a snap length cut: their
+    /// bytes are not in `chunk_bytes`.
+    pub chunk_bytes_cut: u64,
     /// Replies sent with Send With Invalidate.
     pub remote_invalidations: u64,
     /// Latest credit grant.
@@ -818,9 +842,19 @@ pub struct Connection {
     pub in_flight: u32,
     /// Most calls outstanding at once.
     pub peak_in_flight: u32,
-    /// Time spent with as many calls outstanding as granted (ns).
+    /// Time spent with as many calls outstanding as granted (ns), the wait
+    /// on the implicit first credit left out (`first_grant_wait_ns`).
     pub at_limit_ns: u64,
-    at_limit_since: Option<u64>,
+    /// Time the first call waited on the single credit RFC 8166 3.3.1 grants
+    /// before the first reply says how many (ns): not a full window, so not
+    /// in `at_limit_ns`. `None` until a call waited so.
+    pub first_grant_wait_ns: Option<u64>,
+    /// Since when the limit is reached, and whether the limit is the
+    /// implicit first credit.
+    at_limit_since: Option<(u64, bool)>,
+    /// The grant is the implicit first credit (set by a seen CM REP), not
+    /// one a reply sent.
+    pub(super) granted_implicit: bool,
     /// Credit history (thinned to the configured number of points).
     pub credit_series: Vec<CreditPoint>,
     credit_stride: u32,
@@ -857,12 +891,15 @@ impl Connection {
             cm_events: Vec::new(),
             cm_events_not_kept: 0,
             cm_cut: false,
+            cm_cut_messages: 0,
+            cm_cut_frames: Vec::new(),
             path_mtu: None,
             first_ts_ns: ts,
             last_ts_ns: ts,
             calls: 0,
             replies: 0,
             chunk_bytes: 0,
+            chunk_bytes_cut: 0,
             remote_invalidations: 0,
             granted: None,
             granted_min: None,
@@ -871,7 +908,9 @@ impl Connection {
             in_flight: 0,
             peak_in_flight: 0,
             at_limit_ns: 0,
+            first_grant_wait_ns: None,
             at_limit_since: None,
+            granted_implicit: false,
             credit_series: Vec::new(),
             credit_stride: 1,
             credit_skip: 0,
@@ -931,9 +970,9 @@ impl Connection {
         // Time at the limit: in flight has reached the grant.
         let at_limit = granted > 0 && self.in_flight >= granted;
         match (at_limit, self.at_limit_since) {
-            (true, None) => self.at_limit_since = Some(ts),
+            (true, None) => self.at_limit_since = Some((ts, self.granted_implicit)),
             (false, Some(since)) => {
-                self.at_limit_ns += ts.saturating_sub(since);
+                self.close_at_limit(since, ts);
                 self.at_limit_since = None;
             }
             _ => {}
@@ -963,13 +1002,45 @@ impl Connection {
     /// included: a live view's figure for a connection that is at its
     /// limit right now (`at_limit_ns` counts closed intervals only).
     pub fn at_limit_ns_until(&self, now: u64) -> u64 {
-        self.at_limit_ns + self.at_limit_since.map_or(0, |s| now.saturating_sub(s))
+        let open = match self.at_limit_since {
+            Some((s, false)) => now.saturating_sub(s),
+            _ => 0,
+        };
+        self.at_limit_ns + open
+    }
+
+    /// Time at the limit (ns), `None` when no grant was ever seen (a snap
+    /// length cut every reply's credit field, or no reply yet): the limit
+    /// is then unknown, and 0 would say the window never filled.
+    pub fn at_limit_known(&self) -> Option<u64> {
+        self.granted_max.map(|_| self.at_limit_ns)
+    }
+
+    /// [`Connection::at_limit_known`] up to `now`, the open interval included.
+    pub fn at_limit_known_until(&self, now: u64) -> Option<u64> {
+        self.granted_max.map(|_| self.at_limit_ns_until(now))
+    }
+
+    /// Bytes moved through chunks, `None` when a snap length cut some
+    /// transaction's chunk lists on it (their bytes are not counted).
+    pub fn chunk_bytes_known(&self) -> Option<u64> {
+        (self.chunk_bytes_cut == 0).then_some(self.chunk_bytes)
+    }
+
+    /// Adds a closed interval at the limit to the figure it belongs to.
+    fn close_at_limit(&mut self, (since, implicit): (u64, bool), ts: u64) {
+        let d = ts.saturating_sub(since);
+        if implicit {
+            self.first_grant_wait_ns = Some(self.first_grant_wait_ns.unwrap_or(0) + d);
+        } else {
+            self.at_limit_ns += d;
+        }
     }
 
     /// Closes the at-limit interval at `ts` (end of capture).
     pub(super) fn finish(&mut self, ts: u64) {
         if let Some(since) = self.at_limit_since.take() {
-            self.at_limit_ns += ts.saturating_sub(since);
+            self.close_at_limit(since, ts);
         }
     }
 }

@@ -333,7 +333,7 @@ pub(super) struct ConnRow<'a> {
     reply_inline_threshold: Option<u32>,
     calls: i64,
     replies: i64,
-    chunk_bytes: i64,
+    chunk_bytes: Option<i64>,
     remote_invalidations: i64,
     credits: Option<CreditsRow>,
     anomalies: i64,
@@ -385,6 +385,7 @@ struct CreditsRow {
     last_requested: Option<u32>,
     peak_in_flight: Option<u32>,
     at_limit_ms: Option<f64>,
+    first_grant_wait_ms: Option<f64>,
 }
 
 /// A connection's congestion marks, as the report's JSON has them (less
@@ -421,7 +422,7 @@ impl<'a> From<&'a ConnectionView> for ConnRow<'a> {
             reply_inline_threshold: c.reply_inline_threshold,
             calls: i64_of(c.calls),
             replies: i64_of(c.replies),
-            chunk_bytes: i64_of(c.chunk_bytes),
+            chunk_bytes: c.chunk_bytes.map(i64_of),
             remote_invalidations: i64_of(c.remote_invalidations),
             credits: c.credits.as_ref().map(|k| CreditsRow {
                 granted_min: k.granted_min,
@@ -429,7 +430,8 @@ impl<'a> From<&'a ConnectionView> for ConnRow<'a> {
                 last_granted: k.last_granted,
                 last_requested: k.last_requested,
                 peak_in_flight: Some(k.peak_in_flight),
-                at_limit_ms: Some(k.at_limit_ms),
+                at_limit_ms: k.at_limit_ms,
+                first_grant_wait_ms: k.first_grant_wait_ms,
             }),
             anomalies: i64_of(c.anomalies),
             congestion: CongestionRow {
@@ -620,7 +622,8 @@ pub(super) struct TxnRow<'a> {
     #[serde(borrow)]
     chunks: Segments<'a>,
     remote_invalidated_rkey: Option<u32>,
-    round_trips: u8,
+    bytes_moved: Option<i64>,
+    round_trips: Option<u8>,
     responder_interrupts: u8,
     phases: PhasesRow,
     reply_status: Option<&'a str>,
@@ -676,7 +679,8 @@ impl<'a> From<&'a Transaction> for TxnRow<'a> {
             in_flight_at_call: t.in_flight_at_call,
             chunks: Segments(&t.chunks),
             remote_invalidated_rkey: t.remote_invalidated_rkey,
-            round_trips: t.round_trips,
+            bytes_moved: t.bytes_moved_known().map(i64_of),
+            round_trips: t.round_trips_known(),
             responder_interrupts: t.responder_interrupts,
             phases: PhasesRow {
                 until_first_rdma_ns: p.until_first_rdma_ns.map(i64_of),

@@ -20,6 +20,8 @@ pub struct AnomalyView<'a> {
     /// When it was found: the time of the frame, probe record or tick that
     /// revealed it (ns since the epoch); `None` when the engine had seen no
     /// time yet.
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "Option<String>")]
     pub ts_ns: &'a Option<u64>,
     /// Frame numbers involved (1-based, as tshark counts).
     pub frames: &'a Vec<u64>,

@@ -6,6 +6,7 @@
 //! [`super::schema`] wrap these.
 
 pub mod anomaly;
+pub mod exact;
 pub mod ids;
 pub mod names;
 pub mod state;

@@ -47,8 +47,9 @@ pub struct TotalsView {
     /// extension headers): they are in no queue pair's PSN sequence, so
     /// the PSN gaps they leave are counted and ACK checks past them skipped.
     pub headers_cut: u64,
-    /// Bytes moved by RDMA Read and Write that matched a chunk segment.
-    pub chunk_bytes: u64,
+    /// Bytes moved by RDMA Read and Write that matched a chunk segment;
+    /// null when the capture's snap length cut some transaction's chunk lists.
+    pub chunk_bytes: Option<u64>,
     /// Replies sent with Send With Invalidate.
     pub remote_invalidations: u64,
     /// Frames carrying a congestion signal (IP ECN CE, a CNP, BTH FECN or
@@ -60,8 +61,12 @@ pub struct TotalsView {
     /// Transactions the probes completed (both sides).
     pub probe_transactions: u64,
     /// Time of the first frame (ns since the epoch); `None` before it.
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "Option<String>")]
     pub first_ts_ns: Option<u64>,
     /// The latest time seen (frames, live ticks); `None` before any.
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "Option<String>")]
     pub last_ts_ns: Option<u64>,
 }
 
@@ -83,7 +88,7 @@ impl From<&Totals> for TotalsView {
             icrc_unchecked: x.icrc_unchecked,
             cut_frames: x.cut_frames,
             headers_cut: x.headers_cut,
-            chunk_bytes: x.chunk_bytes,
+            chunk_bytes: (x.chunk_bytes_cut == 0).then_some(x.chunk_bytes),
             remote_invalidations: x.remote_invalidations,
             congestion_frames: x.congestion_frames,
             probe_records: x.probe_records,
@@ -146,8 +151,12 @@ pub struct CongestionView {
     /// Frames with the BTH BECN bit: the responder echoing a FECN back.
     pub becn: u64,
     /// Time of the first marked frame (ns since the epoch; `null`: none).
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "Option<String>")]
     pub first_ts_ns: Option<u64>,
     /// Time of the last marked frame (`null`: none).
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "Option<String>")]
     pub last_ts_ns: Option<u64>,
     /// The first marked frames (at most 5).
     pub frames: Vec<u64>,

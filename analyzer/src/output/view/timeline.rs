@@ -17,6 +17,8 @@ pub struct CmEventView {
     /// Frame number.
     pub frame: u64,
     /// Capture time, ns since the epoch.
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "String")]
     pub ts_ns: u64,
     /// The message.
     pub message: CmMsgView,
@@ -45,8 +47,12 @@ pub struct TimelineEntryView {
     /// Where its CM exchange ended.
     pub cm_state: CmStateView,
     /// When it was first seen (its CM REQ when the capture has it).
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "String")]
     pub first_ts_ns: u64,
     /// Its last RPC-over-RDMA message or RDMA operation.
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "String")]
     pub last_ts_ns: u64,
     /// Its CM frames (REQ, REP, RTU, DREQ, DREP, REJ, retries included).
     pub cm_frames: Vec<u64>,
@@ -60,12 +66,18 @@ pub struct TimelineEntryView {
     pub cm_not_kept: u32,
     /// When it was established: its RTU (its REP when no RTU was seen);
     /// `null` when never, or before the capture started.
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "Option<String>")]
     pub established_ts_ns: Option<u64>,
     /// When it was torn down: its first DREQ or REJ (`null`: not seen).
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "Option<String>")]
     pub torn_down_ts_ns: Option<u64>,
     /// Who tore it down (`null`: not seen).
     pub torn_down_by: Option<RoleView>,
     /// When it was closed: its first DREP (`null`: not seen).
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "Option<String>")]
     pub closed_ts_ns: Option<u64>,
     /// Connection requests that got no REP: sent again after the CM's
     /// timeout, never answered, or rejected (REJ).
@@ -104,14 +116,20 @@ pub struct OutageView {
     /// The connection that stopped answering.
     pub connection: ConnIdView,
     /// Its last message: the start of the outage.
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "String")]
     pub from_ts_ns: u64,
     /// Calls left unanswered on it.
     pub unanswered_calls: u64,
     /// When it was torn down (`null`: not seen).
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "Option<String>")]
     pub torn_down_ts_ns: Option<u64>,
     /// The connection that replaced it (`null`: none before the capture ended).
     pub next: Option<ConnIdView>,
     /// When that one was established: the end of the outage (`null`: never).
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "Option<String>")]
     pub reestablished_ts_ns: Option<u64>,
     /// From the last message to the re-establishment, or to the capture's
     /// end when there was none, ms.

@@ -25,10 +25,14 @@ pub struct TransactionView<'a> {
     /// Frame of the call Send (its last packet).
     pub call_frame: &'a u64,
     /// Time of the call (ns since the epoch).
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "String")]
     pub call_ts_ns: &'a u64,
     /// Frame of the reply Send.
     pub reply_frame: &'a Option<u64>,
     /// Time of the reply.
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "Option<String>")]
     pub reply_ts_ns: &'a Option<u64>,
     /// RPC program number (None for a Long Call whose RPC header was not seen).
     pub program: &'a Option<u32>,
@@ -57,6 +61,8 @@ pub struct TransactionView<'a> {
     /// Frame of the operation's first transmission (`call_frame` when it was sent once).
     pub first_call_frame: &'a u64,
     /// Time of the operation's first transmission (ns since the epoch).
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "String")]
     pub first_call_ts_ns: &'a u64,
     /// Connections the earlier transmissions were sent on, oldest first
     /// (empty when it was sent once).
@@ -74,9 +80,15 @@ pub struct TransactionView<'a> {
     /// Advertised segments and their use.
     pub chunks: Vec<SegmentUseView<'a>>,
     /// R_Key the reply invalidated (Send With Invalidate).
+    #[serde(serialize_with = "super::exact::hex")]
+    #[schemars(with = "Option<String>")]
     pub remote_invalidated_rkey: &'a Option<u32>,
-    /// Internode round trips (1 inline; +1 for RDMA Read; +1 for RDMA Write).
-    pub round_trips: &'a u8,
+    /// Bytes the RDMA Reads and Writes moved through its chunks; null when
+    /// the capture's snap length cut its chunk lists (`cut`).
+    pub bytes_moved: Option<u64>,
+    /// Internode round trips (1 inline; +1 for RDMA Read; +1 for RDMA Write);
+    /// null when the capture's snap length cut a header (`cut`).
+    pub round_trips: Option<u8>,
     /// Responder interrupts (1, +1 per RDMA phase it waited for).
     pub responder_interrupts: &'a u8,
     /// Measured phases.
@@ -175,7 +187,8 @@ impl<'a> From<&'a Transaction> for TransactionView<'a> {
             in_flight_at_call: &t.in_flight_at_call,
             chunks: t.chunks.iter().map(SegmentUseView::from).collect(),
             remote_invalidated_rkey: &t.remote_invalidated_rkey,
-            round_trips: &t.round_trips,
+            bytes_moved: t.bytes_moved_known(),
+            round_trips: t.round_trips_known(),
             responder_interrupts: &t.responder_interrupts,
             phases: PhasesView::from(&t.phases),
             reply_status: &t.reply_status,
@@ -239,10 +252,14 @@ pub struct SegmentUseView<'a> {
     /// Read chunk position (read list only).
     pub position: &'a Option<u32>,
     /// STag / R_Key.
+    #[serde(serialize_with = "super::exact::hex")]
+    #[schemars(with = "String")]
     pub handle: &'a u32,
     /// Advertised length.
     pub length: &'a u32,
     /// Advertised offset (VA).
+    #[serde(serialize_with = "super::exact::hex")]
+    #[schemars(with = "String")]
     pub offset: &'a u64,
     /// Bytes moved by RDMA Read or Write into or out of it.
     pub bytes_moved: &'a u64,
@@ -308,6 +325,8 @@ pub struct NfsIoView<'a> {
     /// `READ`, `READ_PLUS`, `WRITE` or `COMMIT`.
     pub op: &'a &'static str,
     /// The first byte of the range.
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "Option<String>")]
     pub offset: &'a Option<u64>,
     /// Bytes asked for (READ), sent (WRITE: the data's length, inline or
     /// in a Read chunk), or to commit (COMMIT: 0 is to the end of the file).

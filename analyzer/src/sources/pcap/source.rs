@@ -175,6 +175,8 @@ impl FileSource {
         // A long rotated set: each file is checked now and closed, and
         // opened again when the merge reaches it.
         let close = expanded.paths.len() > merge::MAX_OPEN;
+        // Files of a directory that are not captures: (path, why).
+        let mut passed = Vec::new();
         for (path, from_dir) in &expanded.paths {
             let opened = Input::open(path).and_then(|i| {
                 let (size, count) = (i.size, i.consumed.clone());
@@ -194,11 +196,12 @@ impl FileSource {
                     total = total.zip(size).map(|(t, s)| t + s);
                 }
                 Err(e) if *from_dir && not_a_capture(&e) => {
-                    notes.push(format!("{e}; passed over"));
+                    passed.push((path.display().to_string(), e.to_string()));
                 }
                 Err(e) => failed.push(e),
             }
         }
+        notes.extend(passed_over(passed));
         let name = paths
             .iter()
             .map(|p| p.display().to_string())
@@ -462,4 +465,25 @@ impl Drop for FileSource {
             }
         }
     }
+}
+
+/// The notices for a directory's files that are not captures: each on its
+/// own line when there are few, one line with a count and the first names
+/// when there are many (30 lines of them buried the report's first line).
+fn passed_over(passed: Vec<(String, String)>) -> Vec<String> {
+    /// At most this many get a line each.
+    const EACH: usize = 3;
+    if passed.len() <= EACH {
+        return passed
+            .into_iter()
+            .map(|(_, why)| format!("{why}; passed over"))
+            .collect();
+    }
+    let names: Vec<&str> = passed.iter().take(EACH).map(|(p, _)| p.as_str()).collect();
+    let first = passed.first().map_or("", |(_, why)| why.as_str());
+    vec![format!(
+        "{} files in the directories given are not captures and were passed over: {}, … (the first: {first})",
+        passed.len(),
+        names.join(", "),
+    )]
 }

@@ -169,9 +169,11 @@ pub(crate) fn xid_reused(
 /// More calls in flight than the responder granted (3.3.1).
 pub(crate) fn credit_overrun(in_flight: u32, granted: Option<u32>) -> Option<Violation> {
     let g = granted.filter(|&g| in_flight > g)?;
+    // One credit is the implicit first grant (3.3.1): said in the singular.
+    let credits = if g == 1 { "credit" } else { "credits" };
     Some(Violation::new(
         Kind::CreditOverrun,
-        format!("{in_flight} calls outstanding but the responder granted only {g} credits"),
+        format!("{in_flight} calls outstanding but the responder granted only {g} {credits}"),
     ))
 }
 
@@ -420,6 +422,11 @@ mod tests {
         );
         assert_eq!(credit_overrun(32, Some(32)), None);
         assert_eq!(credit_overrun(33, None), None);
+        is(
+            credit_overrun(2, Some(1)),
+            Kind::CreditOverrun,
+            "2 calls outstanding but the responder granted only 1 credit",
+        );
     }
 
     #[test]

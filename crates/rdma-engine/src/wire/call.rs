@@ -695,6 +695,7 @@ impl Engine {
         if let (false, Some(granted)) = (backchannel, credits) {
             if let Some(c) = self.state.connections.get_mut(&conn) {
                 c.granted = Some(granted);
+                c.granted_implicit = false;
                 c.granted_min = Some(c.granted_min.map_or(granted, |g| g.min(granted)));
                 c.granted_max = Some(c.granted_max.map_or(granted, |g| g.max(granted)));
             }
@@ -799,6 +800,7 @@ impl Engine {
         if let Some(c) = self.state.connections.get_mut(&conn) {
             c.replies += 1;
             c.chunk_bytes += chunk_bytes;
+            c.chunk_bytes_cut += u64::from(rec.cut);
             if let Some(slot) = bucket.and_then(|b| c.latency_log2_us.get_mut(b)) {
                 *slot += 1;
             }
@@ -818,6 +820,7 @@ impl Engine {
         }
         self.state.totals.replies += 1;
         self.state.totals.chunk_bytes += chunk_bytes;
+        self.state.totals.chunk_bytes_cut += u64::from(rec.cut);
         if invalidate.is_some() {
             self.state.totals.remote_invalidations += 1;
         }

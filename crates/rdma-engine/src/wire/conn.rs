@@ -226,6 +226,41 @@ impl Engine {
         q.write = None;
         let old = q.send.take();
         self.conns.prefixes.forget(old.as_ref());
+        self.note_cut_cm(conn, key.addr, peer);
+    }
+
+    /// A CM message whose QP numbers a snap length cut cannot make its
+    /// connection: it is remembered by its hosts, so that a connection found
+    /// from traffic between them says its CM exchange was cut, not absent.
+    pub(crate) fn cut_cm_frame(&mut self, number: u64, a: Addr, b: Addr) {
+        /// Frames named per pair of hosts: enough to find them in Wireshark.
+        const FRAMES: usize = 8;
+        let cut = &mut self.conns.cut_cm;
+        let key = (a.min(b), a.max(b));
+        if cut.len() >= self.limits.connections && !cut.contains_key(&key) {
+            cut.clear();
+        }
+        let (n, frames) = cut.entry(key).or_default();
+        *n += 1;
+        if frames.len() < FRAMES {
+            frames.push(number);
+        }
+    }
+
+    /// Marks `conn`, found from traffic between `a` and `b`, as having its
+    /// CM exchange cut when cut CM messages passed between those hosts
+    /// (which of them set it up is not known: they name no QP).
+    fn note_cut_cm(&mut self, conn: ConnId, a: Addr, b: Addr) {
+        let Some((n, frames)) = self.conns.cut_cm.get(&(a.min(b), a.max(b))) else {
+            return;
+        };
+        if let Some(c) = self.state.connections.get_mut(&conn) {
+            if c.cm_state == crate::model::CmState::NotSeen {
+                c.cm_cut = true;
+                c.cm_cut_messages = *n;
+                c.cm_cut_frames.clone_from(frames);
+            }
+        }
     }
 
     /// Emits every outstanding call of `id` as unanswered; with
@@ -300,8 +335,12 @@ impl Engine {
         };
         match cm {
             // Without the QP numbers there is no connection to make.
-            CmMessage::Req(_) if !f.kept(ibcm::req::LOCAL_QPN, 3) => {}
-            CmMessage::Rep(_) if !f.kept(ibcm::rep::LOCAL_QPN, 3) => {}
+            CmMessage::Req(_) if !f.kept(ibcm::req::LOCAL_QPN, 3) => {
+                self.cut_cm_frame(number, src, dst);
+            }
+            CmMessage::Rep(_) if !f.kept(ibcm::rep::LOCAL_QPN, 3) => {
+                self.cut_cm_frame(number, src, dst);
+            }
             CmMessage::Req(req) => self.cm_req(&f, &cm, &req, out),
             CmMessage::Rep(rep) => self.cm_rep(&f, &cm, &rep, out),
             CmMessage::Rtu(rtu) => {
@@ -425,6 +464,7 @@ impl Engine {
                 .then(|| rpcrdma_cm::negotiate(v1(c.client_private), v1(c.server_private)));
             // RFC 8166 3.3.3: one credit until the first reply says otherwise.
             c.granted = Some(1);
+            c.granted_implicit = true;
         }
         self.index_comm_id(id, src, rep.local_comm_id);
         if f.private.is_some() {

@@ -67,6 +67,14 @@ impl Engine {
             self.cm_message(number, ts, &d, cm, out);
             return;
         }
+        // A MAD to the GSI QP (QP1, where the CM's go) cut before its CM
+        // message: not known which, but a connection between these hosts
+        // found from traffic must not say it had no CM exchange.
+        if d.cut && bth.dest_qp.get() == 1 {
+            if let Some((src, dst)) = Addr::of_frame(&d) {
+                self.cut_cm_frame(number, src, dst);
+            }
+        }
         let Some((src, dst)) = Addr::of_frame(&d) else {
             self.state.totals.unassociated_frames += 1;
             return;

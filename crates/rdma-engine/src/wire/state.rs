@@ -95,6 +95,9 @@ pub(crate) struct Table {
     /// Calls answered NFS3ERR_JUKEBOX / NFS4ERR_DELAY, waiting for the
     /// client's retry under a new XID.
     pub retries: crate::nfsio::Retries,
+    /// CM messages a snap length cut before their QP numbers, by pair of
+    /// hosts (lower address first): how many, and their first frames.
+    pub cut_cm: Map<(Addr, Addr), (u64, Vec<u64>)>,
 }
 
 /// Connections remembered per client address in `Table::by_client`.

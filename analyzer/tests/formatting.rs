@@ -1,0 +1,68 @@
+//! How the text writes values, through the real binary: microseconds
+//! without a meaningless `.0`, and no p99 from fewer than 100 replies (it
+//! would be the max under another name).
+
+use std::path::Path;
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_rdma-analyzer");
+
+fn report(name: &str) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../captures")
+        .join(name);
+    let o = Command::new(BIN).arg("report").arg(p).output().unwrap();
+    assert!(o.status.success());
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// The rows of the response-time table: (count, the six figures).
+fn rows(text: &str) -> Vec<(u64, Vec<String>)> {
+    text.lines()
+        .skip_while(|l| !l.starts_with("Response times"))
+        .skip(2)
+        .take_while(|l| !l.is_empty())
+        .filter(|l| !l.contains("unanswered") && !l.contains("latency unknown"))
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let figures: Vec<String> = w[w.len() - 6..].iter().map(|s| s.to_string()).collect();
+            (w[w.len() - 7].parse().unwrap(), figures)
+        })
+        .collect()
+}
+
+#[test]
+fn p99_needs_100_replies_and_whole_microseconds_have_no_decimal() {
+    let mut small = 0;
+    let mut large = 0;
+    for name in ["v3-ddp.pcap", "parallel.pcap", "reconnect.pcap"] {
+        let text = report(name);
+        let r = rows(&text);
+        assert!(!r.is_empty(), "{name}: no response-time rows");
+        for (count, f) in r {
+            assert!(f.iter().all(|x| !x.ends_with(".0")), "{name}: {f:?}");
+            if count < 100 {
+                assert_eq!(f[4], "-", "{name}: p99 of {count} replies: {f:?}");
+                small += 1;
+            } else {
+                assert!(f[4].parse::<f64>().is_ok(), "{name}: {f:?}");
+                large += 1;
+            }
+        }
+        // The transactions lines too.
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../captures")
+            .join(name);
+        let o = Command::new(BIN)
+            .arg("transactions")
+            .arg(p)
+            .output()
+            .unwrap();
+        let t = String::from_utf8(o.stdout).unwrap();
+        assert!(!t.contains(".0 µs"), "{name}");
+    }
+    assert!(
+        small > 0 && large > 0,
+        "both cases seen: {small} small, {large} large"
+    );
+}
