@@ -1,8 +1,13 @@
 //! The client's kernel (`xprtrdma_*` tracepoints), keyed by RPC task:
 //!
 //! ```text
-//!  RpcRequest(names) ─► ClientChunk ─► Marshal(xid) ─► ClientPostSend ─► Reply(xid, credits)
-//!    ─► RemoteInv(handle) ─► DecodeSeg(len) ─► Transaction (after a grace period)
+//!  [RpcRequest(names)] ─► ClientChunk ─► Marshal(xid) ─► ClientPostSend ─► Reply(xid, credits)
+//!    ─► RemoteInv(handle) ─► DecodeSeg(len) ─► RpcStats(names, times)
+//!    ─► Transaction (after a grace period)
+//!
+//! The live probes leave `rpc_request` in the kernel (`rpc_stats_latency`
+//! names the call too, one event fewer per RPC); recorded or `--probe-events
+//! all` streams may still carry it, and its name is then the call's.
 //! ```
 
 use super::event::{ChunkType, ProbeEvent, ProbeMeta, SegKind, TaskKey};
@@ -10,7 +15,7 @@ use super::names::RpcName;
 use super::{advertised, Correlator};
 use crate::findings::{About, Sink};
 use crate::keys::{ConnIds, KernelConnKey};
-use crate::model::{Ladder, StepWhat};
+use crate::model::{KernelTimes, Ladder, StepWhat};
 use crate::{CallHeader, ChunkKind, Kind, Origin, SegmentUse, Transaction, Transfer};
 
 /// A call of one RPC task, from its chunks to its reply.
@@ -29,6 +34,7 @@ pub(super) struct ClientCall {
     deadline: u64,
     remote_inv: Option<u32>,
     name: Option<RpcName>,
+    times: KernelTimes,
     ladder: Ladder,
 }
 
@@ -204,6 +210,39 @@ impl Correlator {
             ProbeEvent::RemoteInv { task, handle } => self.invalidated(meta, *task, *handle, true),
             ProbeEvent::LocalInv { task, handle } => self.invalidated(meta, *task, *handle, false),
             ProbeEvent::DecodeSeg { handle, length, .. } => self.reply_wrote(*handle, *length),
+            ProbeEvent::RpcStats {
+                task,
+                xid,
+                version,
+                program,
+                procedure,
+                backlog_us,
+                rtt_us,
+                execute_us,
+            } => {
+                // The task ends after its reply, within the grace period
+                // that holds the call; a task of another transport, or
+                // one whose call was already let go, is not ours to time.
+                if let Some(c) = self
+                    .tasks
+                    .get_mut(task)
+                    .filter(|c| c.marshal.is_some() && c.xid == *xid)
+                {
+                    c.times.backlog_us = *backlog_us;
+                    c.times.rtt_us = *rtt_us;
+                    c.times.execute_us = *execute_us;
+                    // The live probes leave rpc_request in the kernel: this
+                    // event names the call as well, at no extra event per RPC.
+                    if c.name.is_none() {
+                        c.name = Some(RpcName {
+                            program: program.clone(),
+                            version: *version,
+                            proc: None,
+                            procedure: procedure.clone(),
+                        });
+                    }
+                }
+            }
             _ => {}
         }
     }
@@ -473,6 +512,7 @@ impl Correlator {
             anomalies,
             ladder: c.ladder.steps,
             ladder_omitted: c.ladder.omitted,
+            kernel_times: c.times,
             ..Transaction::new(
                 Origin::ClientProbes,
                 connection,

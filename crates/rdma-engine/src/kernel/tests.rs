@@ -898,3 +898,99 @@ fn a_failed_marshal_drops_its_segments() {
     let handles: Vec<u32> = t[0].chunks.iter().map(|s| s.handle).collect();
     assert_eq!(handles, [0x3f4, 0x188e]);
 }
+
+/// `rpc_stats_latency` comes as the task ends, after its reply: the call
+/// keeps the RPC layer's backlog, rtt and execute, and its names (the live
+/// probes leave `rpc_request` in the kernel). One for another XID
+/// of the task (a later call) or for a task never marshalled here (an RPC
+/// over TCP) times nothing; a call without one stays unknown, not 0.
+#[test]
+fn client_calls_keep_the_rpc_layers_times() {
+    let mut c = Correlator::new(CorrelateConfig::default());
+    let (mut out, mut ids) = (Found::default(), ConnIds::default());
+    let other = TaskKey {
+        task_id: 0x18,
+        client_id: 4,
+    };
+    let tcp = TaskKey {
+        task_id: 0x99,
+        client_id: 1,
+    };
+    let stats = |task, xid, backlog| ProbeEvent::RpcStats {
+        task,
+        xid,
+        version: Some(3),
+        program: Some("nfs".into()),
+        procedure: Some("GETATTR".into()),
+        backlog_us: Some(backlog),
+        rtt_us: Some(40),
+        execute_us: Some(backlog + 45),
+    };
+    let reply = |task, xid| ProbeEvent::Reply {
+        task,
+        xid,
+        credits: 8,
+    };
+    let evs = [
+        marshal(T, 1),
+        marshal(other, 2),
+        reply(T, 1),
+        reply(other, 2),
+        stats(T, 1, 12),
+        stats(other, 3, 7),
+        stats(tcp, 9, 5),
+    ];
+    feed(&mut c, &mut ids, evs, (0, 1, 40), &mut out);
+    c.end(&mut ids, &mut out.sink());
+    let t = txns(&out.found);
+    assert_eq!(t.len(), 2);
+    let k = t[0].kernel_times;
+    assert_eq!(
+        (k.backlog_us, k.rtt_us, k.execute_us, k.server_execute_us),
+        (Some(12), Some(40), Some(57), None)
+    );
+    assert_eq!(t[0].procedure_label(), "NFS GETATTR");
+    assert_eq!((t[0].version, t[0].proc), (Some(3), Some(1)));
+    assert_eq!(t[1].kernel_times, crate::KernelTimes::default());
+    assert_eq!(t[1].procedure, None);
+}
+
+/// `svc_stats_latency` fires on the thread about to send the reply: its
+/// call keeps the execute time; one for another XID (a call over TCP on
+/// the same thread) is not its.
+#[test]
+fn server_calls_keep_the_rpc_layers_execute_time() {
+    let mut c = Correlator::new(CorrelateConfig::default());
+    let (mut out, mut ids) = (Found::default(), ConnIds::default());
+    let rc = Cid { cq_id: 2, cid: 5 };
+    let decode = |xid| ProbeEvent::DecodeRqst {
+        cid: rc,
+        xid,
+        vers: 1,
+        proc: 0,
+        credits: 32,
+        hdrlen: None,
+    };
+    let stats = |xid, execute| ProbeEvent::SvcStats {
+        xid,
+        execute_us: Some(execute),
+    };
+    let send = || ProbeEvent::ServerPostSend {
+        cid: Cid { cq_id: 3, cid: 1 },
+        inv_rkey: None,
+    };
+    let evs = [
+        decode(0x51),
+        stats(0x99, 1000),
+        stats(0x51, 88),
+        send(),
+        decode(0x52),
+        send(),
+    ];
+    feed(&mut c, &mut ids, evs, (0, 1, 352), &mut out);
+    let t = txns(&out.found);
+    assert_eq!(t.len(), 2);
+    assert_eq!(t[0].kernel_times.server_execute_us, Some(88));
+    assert_eq!(t[0].kernel_times.rtt_us, None);
+    assert_eq!(t[1].kernel_times.server_execute_us, None);
+}
