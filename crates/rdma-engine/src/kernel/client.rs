@@ -35,6 +35,8 @@ pub(super) struct ClientCall {
     remote_inv: Option<u32>,
     name: Option<RpcName>,
     times: KernelTimes,
+    /// Its task ended (`rpc_stats_latency` seen).
+    ended: bool,
     ladder: Ladder,
 }
 
@@ -220,14 +222,19 @@ impl Correlator {
                 rtt_us,
                 execute_us,
             } => {
-                // The task ends after its reply, within the grace period
-                // that holds the call; a task of another transport, or
-                // one whose call was already let go, is not ours to time.
+                // The task ends after its reply, while the call is held
+                // for it (`stats_wait_ns`); a task of another transport,
+                // or one whose call was already let go, is not ours to time.
+                self.rpc_stats_flow = true;
+                let grace = self.cfg.close_grace_ns;
                 if let Some(c) = self
                     .tasks
                     .get_mut(task)
                     .filter(|c| c.marshal.is_some() && c.xid == *xid)
                 {
+                    c.ended = true;
+                    // The task's local invalidations follow its end.
+                    c.deadline = ts.saturating_add(grace);
                     c.times.backlog_us = *backlog_us;
                     c.times.rtt_us = *rtt_us;
                     c.times.execute_us = *execute_us;
@@ -433,18 +440,27 @@ impl Correlator {
         })
     }
 
+    /// Whether the answered call `c` is done at `now`: its grace period
+    /// is over and, when `rpc_stats_latency` events flow, its task ended
+    /// (or waited for too long).
+    fn client_due(&self, c: &ClientCall, now: u64) -> bool {
+        let Some((_, reply_ts, _)) = c.reply else {
+            return false;
+        };
+        c.deadline < now
+            && (c.ended
+                || !self.rpc_stats_flow
+                || reply_ts.saturating_add(self.cfg.stats_wait_ns) < now)
+    }
+
     pub(super) fn expire(&mut self, ids: &mut ConnIds, now: u64, out: &mut Sink<'_>) {
-        if !self
-            .tasks
-            .values()
-            .any(|c| c.reply.is_some() && c.deadline < now)
-        {
+        if !self.tasks.values().any(|c| self.client_due(c, now)) {
             return;
         }
         let mut done: Vec<TaskKey> = self
             .tasks
             .iter()
-            .filter(|(_, c)| c.reply.is_some() && c.deadline < now)
+            .filter(|(_, c)| self.client_due(c, now))
             .map(|(k, _)| *k)
             .collect();
         done.sort_by_key(|k| self.tasks.get(k).map_or(0, |c| c.first_seq));

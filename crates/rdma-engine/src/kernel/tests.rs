@@ -994,3 +994,89 @@ fn server_calls_keep_the_rpc_layers_execute_time() {
     assert_eq!(t[0].kernel_times.rtt_us, None);
     assert_eq!(t[1].kernel_times.server_execute_us, None);
 }
+
+/// Once `rpc_stats_latency` events flow, an answered call waits past the
+/// grace period for its task's end (which names and times it; under load
+/// the task runs late), and goes when it comes, or after `stats_wait_ns`.
+#[test]
+fn answered_calls_wait_for_their_tasks_end_once_it_flows() {
+    let cfg = CorrelateConfig::default();
+    let (grace, wait) = (cfg.close_grace_ns, cfg.stats_wait_ns);
+    let mut c = Correlator::new(cfg);
+    let (mut out, mut ids) = (Found::default(), ConnIds::default());
+    let other = TaskKey {
+        task_id: 0x18,
+        client_id: 4,
+    };
+    let late = TaskKey {
+        task_id: 0x19,
+        client_id: 4,
+    };
+    let stats = |task, xid| ProbeEvent::RpcStats {
+        task,
+        xid,
+        version: Some(3),
+        program: Some("nfs".into()),
+        procedure: Some("READ".into()),
+        backlog_us: Some(1),
+        rtt_us: Some(2),
+        execute_us: Some(3),
+    };
+    let reply = |task, xid| ProbeEvent::Reply {
+        task,
+        xid,
+        credits: 8,
+    };
+    let mut at = |c: &mut Correlator, out: &mut Found, seq: u64, ts: u64, e: ProbeEvent| {
+        c.handle(&mut ids, &p(seq, ts, 1, e), &mut out.sink());
+    };
+    at(&mut c, &mut out, 1, 0, marshal(other, 1));
+    at(&mut c, &mut out, 2, 10, reply(other, 1));
+    at(&mut c, &mut out, 3, 20, stats(other, 1)); // the events flow
+    at(&mut c, &mut out, 4, 30, marshal(T, 2));
+    at(&mut c, &mut out, 5, 40, marshal(late, 3));
+    at(&mut c, &mut out, 6, 50, reply(T, 2));
+    at(&mut c, &mut out, 7, 60, reply(late, 3));
+    at(&mut c, &mut out, 8, 70 + grace, stats(T, 2));
+    // `other` ended: it goes after its grace. T ended late, inside the
+    // wait; `late` is still waiting.
+    at(
+        &mut c,
+        &mut out,
+        9,
+        80 + 2 * grace,
+        marshal(
+            TaskKey {
+                task_id: 0x20,
+                client_id: 4,
+            },
+            4,
+        ),
+    );
+    let xids: Vec<u32> = txns(&out.found).iter().map(|t| t.xid).collect();
+    assert_eq!(xids, [1, 2]);
+    assert_eq!(txns(&out.found)[1].procedure.as_deref(), Some("READ"));
+    at(
+        &mut c,
+        &mut out,
+        10,
+        61 + wait,
+        marshal(
+            TaskKey {
+                task_id: 0x21,
+                client_id: 4,
+            },
+            5,
+        ),
+    );
+    let t = txns(&out.found);
+    assert_eq!(t.len(), 3);
+    assert_eq!(
+        (
+            t[2].xid,
+            t[2].kernel_times.rtt_us,
+            t[2].procedure.as_deref()
+        ),
+        (3, None, None)
+    );
+}
