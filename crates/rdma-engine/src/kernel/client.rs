@@ -331,6 +331,7 @@ impl Correlator {
         let grace = self.cfg.close_grace_ns;
         match self.tasks.get_mut(&task) {
             Some(c) if c.marshal.is_some() && c.xid == xid => {
+                self.first_reply_ts.get_or_insert(ts);
                 c.reply = Some((seq, ts, credits));
                 c.deadline = ts.saturating_add(grace);
                 let base = c.marshal.map_or(ts, |m| m.1);
@@ -447,10 +448,12 @@ impl Correlator {
         let Some((_, reply_ts, _)) = c.reply else {
             return false;
         };
-        c.deadline < now
-            && (c.ended
-                || !self.rpc_stats_flow
-                || reply_ts.saturating_add(self.cfg.stats_wait_ns) < now)
+        let wait = self.cfg.stats_wait_ns;
+        let may_flow = self.rpc_stats_flow
+            || self
+                .first_reply_ts
+                .is_some_and(|f| now <= f.saturating_add(wait));
+        c.deadline < now && (c.ended || !may_flow || reply_ts.saturating_add(wait) < now)
     }
 
     pub(super) fn expire(&mut self, ids: &mut ConnIds, now: u64, out: &mut Sink<'_>) {

@@ -117,6 +117,10 @@ pub struct Correlator {
     /// A `rpc_stats_latency` was seen: answered calls wait for their own
     /// (up to `stats_wait_ns`). Without it they go after the grace period.
     rpc_stats_flow: bool,
+    /// When the first reply came: until `stats_wait_ns` after it, calls
+    /// wait for their task's end even before one was seen (the first
+    /// calls of a run end their tasks late too, before the flow is known).
+    first_reply_ts: Option<u64>,
     /// Counters.
     pub stats: CorrelateStats,
     /// CM private data seen by the kprobes: (connect or accept, bytes).

@@ -126,7 +126,11 @@ fn client_read(reminv_task: Option<TaskKey>) {
     ];
     feed(&mut c, &mut ids, evs, (1_000_000, 10_000, 40), &mut out);
     assert!(out.found.is_empty(), "held for the grace period");
+    // Past the grace, but a first call also waits for its task's end
+    // (rpc_stats_latency) until the flow is known: none came in 500 ms.
     c.tick(&mut ids, 1_000_000 + 30_000_000, &mut out.sink());
+    assert!(out.found.is_empty(), "held for rpc_stats_latency");
+    c.tick(&mut ids, 1_000_000 + 600_000_000, &mut out.sink());
     let t = txns(&out.found);
     assert_eq!(t.len(), 1);
     let t = t[0];
