@@ -50,7 +50,8 @@ scripts/setup-ebpf.sh
 # PROFILE=debug skips the release build (e.g. when another build holds the lock).
 profile=${PROFILE:-release}
 if [ "$profile" = release ]; then cargo build --release -q -p rdma-analyzer; else cargo build -q -p rdma-analyzer; fi
-bin=target/$profile/rdma-analyzer
+# Where cargo put it: the caller's CARGO_TARGET_DIR, when set.
+bin=${CARGO_TARGET_DIR:-target}/$profile/rdma-analyzer
 # Debian 11's guests have glibc 2.31: a binary linked here (2.36) asks for
 # GLIBC_2.34 and will not start there. One built against 2.31 runs on every
 # guest, so a matrix with 5.10 hands that one to all of them.

@@ -524,7 +524,9 @@ fn events_left_in_the_kernel_exist() {
     .collect();
     for name in per_rpc_unused() {
         assert!(
-            sets.iter().any(|s| s.by_name("rpcrdma", name).is_some()),
+            // rpcrdma's, and sunrpc's rpc_request (rpc_stats_latency says it too).
+            sets.iter()
+                .any(|s| SYSTEMS.iter().any(|sys| s.by_name(sys, name).is_some())),
             "{name} is on no matrix kernel"
         );
     }
@@ -598,4 +600,84 @@ fn a_renamed_event_shows_at_the_decoder() {
     assert!(matches!(event, ProbeEvent::Completed(_)), "{event:?}");
     let lost: Vec<String> = blind_spots(&set, &[]).into_iter().map(|m| m.what).collect();
     assert_eq!(lost, ["rpcrdma:svcrdma_wc_recv|svcrdma_wc_receive"]);
+}
+
+/// The RPC layer's timing events on every matrix kernel: `rpc_stats_latency`
+/// (Linux 6.12 adds `xprt_id`, not read) and `svc_stats_latency` (whose
+/// fields moved in 6.1, behind the server's and client's addresses) decode
+/// to the µs the kernel wrote and the names the client gave the call; the
+/// server's copy is its fixed fields only (`svc_process` names the call).
+#[test]
+fn rpc_layer_times_decode_on_every_kernel_from_their_fixed_fields() {
+    use rdma_analyzer::sources::ebpf::needed;
+    for kernel in [
+        "linux-5.10.0-32-amd64",
+        "linux-6.1.0-50-amd64",
+        "linux-6.12.117+deb13-amd64",
+    ] {
+        let set = formats_of(kernel);
+        let mut d = Decoder::new(set.clone(), 0);
+        let p = d
+            .decode(&record_with_strings(
+                &set,
+                "rpc_stats_latency",
+                &[
+                    ("task_id", 0x51),
+                    ("client_id", 2),
+                    ("xid", 0x1c2d3e4f),
+                    ("version", 3),
+                    ("backlog", 17),
+                    ("rtt", 412),
+                    ("execute", 455),
+                ],
+                &[("progname", "nfs"), ("procname", "READ")],
+            ))
+            .unwrap();
+        assert_eq!(
+            p.event,
+            ProbeEvent::RpcStats {
+                task: TaskKey {
+                    task_id: 0x51,
+                    client_id: 2
+                },
+                xid: 0x1c2d3e4f,
+                version: Some(3),
+                program: Some("nfs".into()),
+                procedure: Some("READ".into()),
+                backlog_us: Some(17),
+                rtt_us: Some(412),
+                execute_us: Some(455),
+            },
+            "{kernel}"
+        );
+        let p = d
+            .decode(&record(
+                &set,
+                "svc_stats_latency",
+                &[("xid", 0x1c2d3e4f), ("execute", 96)],
+            ))
+            .unwrap();
+        assert_eq!(
+            p.event,
+            ProbeEvent::SvcStats {
+                xid: 0x1c2d3e4f,
+                execute_us: Some(96)
+            },
+            "{kernel}"
+        );
+        let plan = |name: &str| needed(set.by_name("sunrpc", name).unwrap()).unwrap();
+        let rpc = plan("rpc_stats_latency");
+        // task_id (8) to execute's end (56), the names' strings (after
+        // procname, at 28), not xprt_id.
+        assert_eq!((rpc.lo, rpc.hi, rpc.loc & 0x7fff), (8, 56, 28), "{kernel}");
+        // rpc_request, which says nothing more, stays in the kernel.
+        assert_eq!(needed(set.by_name("sunrpc", "rpc_request").unwrap()), None);
+        let svc = plan("svc_stats_latency");
+        let (lo, hi) = if kernel.starts_with("linux-5.10") {
+            (8, 24)
+        } else {
+            (20, 32)
+        };
+        assert_eq!((svc.lo, svc.hi, svc.loc), (lo, hi, 0), "{kernel}");
+    }
 }

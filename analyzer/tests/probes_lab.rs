@@ -8,7 +8,11 @@
 //! (the server's time inside the wire's round trip, the client's around it),
 //! and the procedure the wire names (the `sunrpc` events name it for the
 //! kernels: NFSv3 by the same name; NFSv4 as `COMPOUND` on the server and by
-//! the COMPOUND's purpose on the client).
+//! the COMPOUND's purpose on the client). The RPC layers' own timing
+//! (`rpc_stats_latency`, `svc_stats_latency`) judges the wire per XID: the
+//! client's rtt encloses the wire's round trip, the server's execute time
+//! lies inside it; the differences' spread and the client's backlog (queue
+//! time no wire shows) go into `probes-lab.json` under `rpc_layer`.
 //! Without the variable the test says so and passes.
 //! Each scenario's mountstats, taken before its umount, is judged against its
 //! capture too (`the_kernels_counters_agree_with_this_runs_captures`).
@@ -98,6 +102,95 @@ fn procedure_disagrees(t: &Transaction, c: &Value, s: &Value) -> Option<String> 
     None
 }
 
+/// The `q` quantile (0..=1) of `v`, nearest rank; `None` when empty.
+fn quantile(v: &mut [f64], q: f64) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let i = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
+    Some(v[i])
+}
+
+/// `{n, p50, p99, max}` of `v`, for the summary JSON (nulls when empty).
+fn spread(v: &mut [f64]) -> Value {
+    serde_json::json!({
+        "n": v.len(),
+        "p50": quantile(v, 0.5),
+        "p99": quantile(v, 0.99),
+        "max": quantile(v, 1.0),
+    })
+}
+
+/// What the kernels' RPC layers timed of one XID, against the wire's
+/// round trip `wl` (µs, the client's capture: the call leaving to the
+/// reply arriving).
+#[derive(Debug, Default)]
+struct RpcLayer {
+    /// The client's rtt minus the wire's: the RPC layer times from just
+    /// before it hands the call to the transport to its reply handler, so
+    /// it encloses the wire's round trip.
+    rtt_over_wire: Vec<f64>,
+    /// The client's backlog: the RPC's queue time before the wire saw the
+    /// call (a slot, a credit, the connection), which no capture shows.
+    backlog: Vec<f64>,
+    /// The wire's round trip minus the server's execute time: the server
+    /// thread's time sits inside it.
+    wire_over_server: Vec<f64>,
+}
+
+impl RpcLayer {
+    /// Checks one XID; `expect` says which sides attached their event.
+    fn check(&mut self, wl: f64, c: &Value, s: &Value, expect: [bool; 2]) -> Vec<String> {
+        let mut bad = Vec::new();
+        match (c["kernel_rtt_us"].as_f64(), c["kernel_backlog_us"].as_f64()) {
+            (Some(rtt), Some(backlog)) => {
+                self.rtt_over_wire.push(rtt - wl);
+                self.backlog.push(backlog);
+                if rtt + SLACK_US < wl {
+                    bad.push(format!(
+                        "client RPC layer rtt {rtt:.0} µs is shorter than the wire's {wl:.0} µs"
+                    ));
+                }
+            }
+            _ if expect[0] => bad.push(format!(
+                "client probes attached rpc_stats_latency but have no rtt/backlog: {}",
+                c["kernel_rtt_us"]
+            )),
+            _ => {}
+        }
+        match s["kernel_server_execute_us"].as_f64() {
+            Some(exec) => {
+                self.wire_over_server.push(wl - exec);
+                if exec > wl + SLACK_US {
+                    bad.push(format!(
+                        "server RPC layer execute {exec:.0} µs exceeds the wire round trip {wl:.0} µs"
+                    ));
+                }
+            }
+            None if expect[1] => {
+                bad.push("server probes attached svc_stats_latency but have no execute".into())
+            }
+            None => {}
+        }
+        bad
+    }
+
+    fn summary(&mut self) -> Value {
+        let (r, b, w) = (
+            spread(&mut self.rtt_over_wire),
+            spread(&mut self.backlog),
+            spread(&mut self.wire_over_server),
+        );
+        eprintln!("RPC layer against the wire (µs): client rtt − wire {r}; client backlog (queue time the wire cannot see) {b}; wire − server execute {w}");
+        serde_json::json!({
+            "kernel_rtt_minus_wire_us": r,
+            "kernel_backlog_us": b,
+            "wire_minus_server_execute_us": w,
+        })
+    }
+}
+
 /// Run by `ebpf-probes/lab.sh` (a step of scripts/test.sh) over the lab
 /// run it has just made; not by plain `cargo test`.
 #[test]
@@ -126,6 +219,7 @@ fn probes_agree_with_the_wire() {
     // cost per RPC is this times the cost of one event (ebpf-probes/bench.sh).
     let mut records = [0u64; 2];
     let mut wire_rpcs = 0usize;
+    let mut rpc_layer = RpcLayer::default();
     for sc in &scenarios {
         let d = out.join("details").join(sc);
         for (i, side) in ["client", "server"].iter().enumerate() {
@@ -157,6 +251,11 @@ fn probes_agree_with_the_wire() {
             }
         };
         let w = wire(&out.join(format!("{sc}.pcap")));
+        let stats_attached = [
+            ("client", 0, "rpc_stats_latency"),
+            ("server", 1, "svc_stats_latency"),
+        ]
+        .map(|(_, i, ev)| attached[i].iter().any(|a: &String| a.ends_with(ev)));
         let (mut checked, mut inv, mut chunked) = (0, 0, 0);
         for t in w.iter().filter(|t| t.reply_frame.is_some()) {
             let x = t.xid;
@@ -241,6 +340,11 @@ fn probes_agree_with_the_wire() {
                     ));
                 }
             }
+            if let Some(wl) = t.latency_us {
+                for what in rpc_layer.check(wl, c, s, stats_attached) {
+                    fail(what);
+                }
+            }
         }
         eprintln!(
             "{sc}: {} wire transactions, {checked} checked on both sides ({chunked} with chunks, {inv} remotely invalidated); probes saw {} client / {} server",
@@ -258,7 +362,9 @@ fn probes_agree_with_the_wire() {
     let kernel = std::fs::read_to_string(out.join("details/kernel-client.txt"))
         .map(|k| k.trim().to_string())
         .unwrap_or_else(|_| std::env::var("RDMA_ANALYZER_LAB_KERNEL").unwrap_or_default());
+    let rpc_layer = rpc_layer.summary();
     let row = serde_json::json!({
+        "rpc_layer": rpc_layer,
         "kernel": kernel,
         "scenarios": scenarios,
         "attached_client": attached[0].len(),

@@ -9,7 +9,7 @@ use super::clock::{Clock, TimeFormat};
 use super::filter::Filter;
 use super::out::Out;
 use super::schema::{AnomalyLine, TransactionLine};
-use crate::engine::{Anomaly, Engine, Finding, Frame, Kind, Transaction};
+use crate::engine::{Anomaly, Engine, Finding, Frame, KernelTimes, Kind, Transaction};
 use crate::pipeline::{End, Flow, Progress, Sink};
 
 /// What a [`Lines`] sink writes.
@@ -221,8 +221,9 @@ pub fn transaction_line(t: &Transaction) -> String {
                 .join(",")
         )
     };
+    let kt = kernel_times_words(&t.kernel_times);
     format!(
-        "{} xid {:#010x} frames {}->{} {} call {} reply {} {} credits {}/{} in flight {} moved {} rt {}{io}{rpc}{nfs}{inv}{an}",
+        "{} xid {:#010x} frames {}->{} {} call {} reply {} {} credits {}/{} in flight {} moved {} rt {}{io}{rpc}{nfs}{inv}{kt}{an}",
         t.connection,
         t.xid,
         t.call_frame,
@@ -239,6 +240,26 @@ pub fn transaction_line(t: &Transaction) -> String {
         t.round_trips_known()
             .map_or("unknown".to_string(), |r| r.to_string()),
     )
+}
+
+/// ` kernel backlog 12 µs rtt 340 µs execute 361 µs server execute 95 µs`:
+/// what the kernel's RPC layer timed (the probes' views), each only when
+/// known; empty when nothing is.
+pub fn kernel_times_words(k: &KernelTimes) -> String {
+    let parts: Vec<String> = [
+        ("backlog", k.backlog_us),
+        ("rtt", k.rtt_us),
+        ("execute", k.execute_us),
+        ("server execute", k.server_execute_us),
+    ]
+    .iter()
+    .filter_map(|(name, v)| v.map(|v| format!("{name} {v} µs")))
+    .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" kernel {}", parts.join(" "))
+    }
 }
 
 /// ` fh 0x4fec2610/36 WRITE off 262144 cnt 262144 UNSTABLE retry of 0x… after 100.0 ms`:

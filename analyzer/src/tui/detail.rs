@@ -326,7 +326,7 @@ fn draw_info(f: &mut Frame<'_>, area: Rect, t: &Transaction, scroll: u16) {
                 Origin::Wire => "wire           ",
             }),
             Span::raw(format!(
-                "{}, latency {}, requested {}, granted {}, invalidated {}, {} chunk segments{}",
+                "{}, latency {}, requested {}, granted {}, invalidated {}, {} chunk segments{}{}",
                 v.procedure_label(),
                 v.latency_us.map_or("-".into(), |l| format!("{l:.1} µs")),
                 v.credits_requested.map_or("-".into(), |r| r.to_string()),
@@ -334,6 +334,9 @@ fn draw_info(f: &mut Frame<'_>, area: Rect, t: &Transaction, scroll: u16) {
                 v.remote_invalidated_rkey
                     .map_or("none".into(), |k| format!("{k:#x}")),
                 v.chunks.len(),
+                // The kernel's own timing; the backlog is queue time the
+                // wire cannot see.
+                crate::output::lines::kernel_times_words(&v.kernel_times),
                 if v.anomalies.is_empty() {
                     String::new()
                 } else {

@@ -679,6 +679,19 @@ fn kernel_rows_say_whose_view_they_are() {
         let mut v = (*wire).clone();
         v.origin = o;
         v.latency_us = Some(12.5);
+        // What each side's RPC layer timed (rpc_stats_latency, svc_stats_latency).
+        v.kernel_times = match o {
+            Origin::ClientProbes => crate::engine::KernelTimes {
+                backlog_us: Some(250),
+                rtt_us: Some(14),
+                execute_us: Some(270),
+                server_execute_us: None,
+            },
+            _ => crate::engine::KernelTimes {
+                server_execute_us: Some(6),
+                ..Default::default()
+            },
+        };
         joined.views.push(v);
     }
     // ...and the client's kernel alone saw another.
@@ -711,6 +724,12 @@ fn kernel_rows_say_whose_view_they_are() {
         text.contains("server kernel  NFS NULL, latency 12.5 µs"),
         "{text}"
     );
+    // The kernels' own timing, the client's queue time (backlog) first.
+    assert!(
+        text.contains("kernel backlog 250 µs rtt 14 µs execute 270 µs"),
+        "{text}"
+    );
+    assert!(text.contains("kernel server execute 6 µs"), "{text}");
 }
 
 #[test]

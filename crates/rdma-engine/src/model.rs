@@ -260,6 +260,26 @@ pub struct Phases {
     pub reply_after_rdma_ns: Option<u64>,
 }
 
+/// What the kernel's RPC layer measured of one RPC (`sunrpc` statistics
+/// tracepoints), µs: each `None` when the view has no kernel probes, the
+/// kernel lacks the event, or it fired after the view let the call go.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KernelTimes {
+    /// The client's task start to its call's transmission
+    /// (`rpc_stats_latency` backlog): queued for a slot, a credit or the
+    /// connection, before the wire saw anything.
+    pub backlog_us: Option<u64>,
+    /// The call's transmission to its reply's arrival, as the client's
+    /// RPC layer timed it (`rpc_stats_latency` rtt).
+    pub rtt_us: Option<u64>,
+    /// The client's task start to its end, reply decoded
+    /// (`rpc_stats_latency` execute).
+    pub execute_us: Option<u64>,
+    /// The server's thread taking the call to its reply being handed to the
+    /// transport (`svc_stats_latency` execute).
+    pub server_execute_us: Option<u64>,
+}
+
 /// A completed (or abandoned) RPC transaction.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Transaction {
@@ -388,6 +408,8 @@ pub struct Transaction {
     /// The capture cut the call's or the reply's RPC-over-RDMA header (a
     /// snap length): what it would have said is `None` or `unknown` here.
     pub cut: bool,
+    /// What the kernel's RPC layer measured of it (the probes' views).
+    pub kernel_times: KernelTimes,
     /// The other views of this XID joined into this one (live mode with
     /// probes): each kernel's, when this is the wire's (see `Config::merge`).
     /// (In JSON, `live` writes them under `probes`.)
@@ -494,6 +516,7 @@ impl Transaction {
             empty_write_chunks: None,
             unused_write_chunks: None,
             cut: false,
+            kernel_times: KernelTimes::default(),
             views: Vec::new(),
         }
     }

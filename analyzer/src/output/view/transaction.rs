@@ -150,6 +150,21 @@ pub struct TransactionView<'a> {
     /// The capture cut the call's or the reply's RPC-over-RDMA header (a
     /// snap length): what it would have said is `None` or `unknown` here.
     pub cut: &'a bool,
+    /// The client's RPC layer: the task's start to its call's transmission,
+    /// µs (`sunrpc:rpc_stats_latency` backlog): queue time for a slot, a
+    /// credit or the connection, which no wire shows. `null` without the
+    /// client's probes (or on a kernel without the event).
+    pub kernel_backlog_us: &'a Option<u64>,
+    /// The client's RPC layer: transmission to reply, µs
+    /// (`rpc_stats_latency` rtt). `null` without the client's probes.
+    pub kernel_rtt_us: &'a Option<u64>,
+    /// The client's RPC layer: the task's start to its end, µs
+    /// (`rpc_stats_latency` execute). `null` without the client's probes.
+    pub kernel_execute_us: &'a Option<u64>,
+    /// The server's RPC layer: its thread taking the call to the reply
+    /// handed to the transport, µs (`sunrpc:svc_stats_latency` execute).
+    /// `null` without the server's probes.
+    pub kernel_server_execute_us: &'a Option<u64>,
 }
 
 impl<'a> From<&'a Transaction> for TransactionView<'a> {
@@ -210,6 +225,10 @@ impl<'a> From<&'a Transaction> for TransactionView<'a> {
             empty_write_chunks: &t.empty_write_chunks,
             unused_write_chunks: &t.unused_write_chunks,
             cut: &t.cut,
+            kernel_backlog_us: &t.kernel_times.backlog_us,
+            kernel_rtt_us: &t.kernel_times.rtt_us,
+            kernel_execute_us: &t.kernel_times.execute_us,
+            kernel_server_execute_us: &t.kernel_times.server_execute_us,
         }
     }
 }

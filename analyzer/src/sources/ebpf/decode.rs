@@ -95,6 +95,12 @@ fields! {
     RemoteId = "remote_id",
     LocalQpn = "local_qpn",
     RemoteQpn = "remote_qpn",
+    /// `rpc_stats_latency`: task start to transmission, µs.
+    Backlog = "backlog",
+    /// `rpc_stats_latency`: transmission to reply, µs.
+    Rtt = "rtt",
+    /// `rpc_stats_latency`, `svc_stats_latency`: the whole RPC, µs.
+    Execute = "execute",
 }
 
 /// Where each [`F`] is in one format's fields (`NONE`: not in this kernel's event).

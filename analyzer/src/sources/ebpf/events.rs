@@ -51,8 +51,9 @@ pub struct Tracepoint {
     pub use_: Use,
     /// An event that fires on the normal path of every RPC (or memory
     /// registration, receive, send or chunk segment) and that the engine
-    /// has no use for: [`ProbeEvents::Used`](super::ProbeEvents::Used)
-    /// leaves it in the kernel, where it costs nothing. Any other unused
+    /// has no use for, or whose content another attached event carries:
+    /// [`ProbeEvents::Used`](super::ProbeEvents::Used) leaves it in the
+    /// kernel, where it costs nothing. Any other unused
     /// event is rare (connections, errors, device changes) or new, and is
     /// attached whole, so that an unknown event is counted, not missed.
     pub per_rpc_unused: bool,
@@ -142,11 +143,18 @@ pub static TRACEPOINTS: &[Tracepoint] = &[
     row("rpcrdma", &["svcrdma_wc_read"],                            read_completed,     Server,  Some("when the server's Reads completed")),
     row("rpcrdma", &["svcrdma_wc_write"],                           write_completed,    Server,  None),
     row("rpcrdma", &["svcrdma_post_send"],                          server_post_send,   Server,  Some("the server's replies and the R_Keys they invalidate")),
-    // sunrpc: the only events that name a call's program and procedure.
-    // The system has over a hundred events, most of them for every RPC
-    // over TCP too: only these two are attached.
-    row("sunrpc",  &["rpc_request"],                                rpc_request,        Client,  Some("the procedure names of the client's calls")),
+    // sunrpc: the only events that name a call's program and procedure,
+    // and the RPC layer's own timing of each RPC (the client's queue time,
+    // its backlog, which no wire shows; the server's execute time). The
+    // system has over a hundred events, most of them for every RPC over TCP
+    // too: only these are attached. rpc_stats_latency names the client's
+    // call as rpc_request does, so rpc_request stays in the kernel (one
+    // event fewer per RPC). Linux 6.12 adds `xprt_id` to rpc_stats_latency;
+    // the task already names the transport, so it is not read (nor copied).
+    row("sunrpc",  &["rpc_stats_latency"],                          rpc_stats,          Client,  Some("the client's procedure names and RPC layer times (backlog, rtt, execute)")),
     row("sunrpc",  &["svc_process"],                                svc_process,        Server,  Some("the procedure names of the server's calls")),
+    row("sunrpc",  &["svc_stats_latency"],                          svc_stats,          Server,  Some("the server's RPC layer execute times")),
+    Tracepoint { per_rpc_unused: true, ..row("sunrpc", &["rpc_request"], rpc_request, Client, None) },
     // Per-RPC events the engine has no use for (rpcrdma), left in the
     // kernel. The client: receives, sends, memory registration and
     // invalidation.
@@ -221,8 +229,9 @@ impl Tracepoint {
     }
 }
 
-/// Whether live mode attaches to `system:event`: of `sunrpc`, only the
-/// events the table names.
+/// Whether live mode may attach to `system:event`: of `sunrpc`, only the
+/// events the table names (and of those, [`ProbeEvents::Used`](super::ProbeEvents::Used)
+/// leaves the per-RPC ones it does without in the kernel).
 pub fn wanted(system: &str, event: &str) -> bool {
     system != "sunrpc"
         || TRACEPOINTS
@@ -425,6 +434,26 @@ fn svc_process(r: &RawRecord<'_>) -> Option<ProbeEvent> {
         proc: r.u32(F::Proc),
         service: r.string(F::Service),
         procedure: r.string(F::Procedure),
+    })
+}
+
+fn rpc_stats(r: &RawRecord<'_>) -> Option<ProbeEvent> {
+    Some(ProbeEvent::RpcStats {
+        task: r.task()?,
+        xid: r.u32(F::Xid)?,
+        version: r.u32(F::Version),
+        program: r.string(F::Progname),
+        procedure: r.string(F::Procname),
+        backlog_us: r.u64(F::Backlog),
+        rtt_us: r.u64(F::Rtt),
+        execute_us: r.u64(F::Execute),
+    })
+}
+
+fn svc_stats(r: &RawRecord<'_>) -> Option<ProbeEvent> {
+    Some(ProbeEvent::SvcStats {
+        xid: r.u32(F::Xid)?,
+        execute_us: r.u64(F::Execute),
     })
 }
 

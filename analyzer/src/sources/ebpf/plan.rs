@@ -65,8 +65,10 @@ pub fn needed(f: &Format) -> Option<CopyPlan> {
     let touched = RefCell::new(Vec::new());
     let compiled = Compiled::new(f);
     let event = compiled.decode(&blank, 0, Some(&touched));
+    if compiled.row.per_rpc_unused {
+        return None;
+    }
     match event.use_() {
-        Use::Counted if compiled.row.per_rpc_unused => None,
         Use::Counted => Some(whole_record(f)),
         Use::Client | Use::Server => {
             let read: Vec<&Field> = touched

@@ -1,8 +1,13 @@
 //! The client's kernel (`xprtrdma_*` tracepoints), keyed by RPC task:
 //!
 //! ```text
-//!  RpcRequest(names) ─► ClientChunk ─► Marshal(xid) ─► ClientPostSend ─► Reply(xid, credits)
-//!    ─► RemoteInv(handle) ─► DecodeSeg(len) ─► Transaction (after a grace period)
+//!  [RpcRequest(names)] ─► ClientChunk ─► Marshal(xid) ─► ClientPostSend ─► Reply(xid, credits)
+//!    ─► RemoteInv(handle) ─► DecodeSeg(len) ─► RpcStats(names, times)
+//!    ─► Transaction (after a grace period)
+//!
+//! The live probes leave `rpc_request` in the kernel (`rpc_stats_latency`
+//! names the call too, one event fewer per RPC); recorded or `--probe-events
+//! all` streams may still carry it, and its name is then the call's.
 //! ```
 
 use super::event::{ChunkType, ProbeEvent, ProbeMeta, SegKind, TaskKey};
@@ -10,7 +15,7 @@ use super::names::RpcName;
 use super::{advertised, Correlator};
 use crate::findings::{About, Sink};
 use crate::keys::{ConnIds, KernelConnKey};
-use crate::model::{Ladder, StepWhat};
+use crate::model::{KernelTimes, Ladder, StepWhat};
 use crate::{CallHeader, ChunkKind, Kind, Origin, SegmentUse, Transaction, Transfer};
 
 /// A call of one RPC task, from its chunks to its reply.
@@ -29,6 +34,9 @@ pub(super) struct ClientCall {
     deadline: u64,
     remote_inv: Option<u32>,
     name: Option<RpcName>,
+    times: KernelTimes,
+    /// Its task ended (`rpc_stats_latency` seen).
+    ended: bool,
     ladder: Ladder,
 }
 
@@ -204,6 +212,44 @@ impl Correlator {
             ProbeEvent::RemoteInv { task, handle } => self.invalidated(meta, *task, *handle, true),
             ProbeEvent::LocalInv { task, handle } => self.invalidated(meta, *task, *handle, false),
             ProbeEvent::DecodeSeg { handle, length, .. } => self.reply_wrote(*handle, *length),
+            ProbeEvent::RpcStats {
+                task,
+                xid,
+                version,
+                program,
+                procedure,
+                backlog_us,
+                rtt_us,
+                execute_us,
+            } => {
+                // The task ends after its reply, while the call is held
+                // for it (`stats_wait_ns`); a task of another transport,
+                // or one whose call was already let go, is not ours to time.
+                self.rpc_stats_flow = true;
+                let grace = self.cfg.close_grace_ns;
+                if let Some(c) = self
+                    .tasks
+                    .get_mut(task)
+                    .filter(|c| c.marshal.is_some() && c.xid == *xid)
+                {
+                    c.ended = true;
+                    // The task's local invalidations follow its end.
+                    c.deadline = ts.saturating_add(grace);
+                    c.times.backlog_us = *backlog_us;
+                    c.times.rtt_us = *rtt_us;
+                    c.times.execute_us = *execute_us;
+                    // The live probes leave rpc_request in the kernel: this
+                    // event names the call as well, at no extra event per RPC.
+                    if c.name.is_none() {
+                        c.name = Some(RpcName {
+                            program: program.clone(),
+                            version: *version,
+                            proc: None,
+                            procedure: procedure.clone(),
+                        });
+                    }
+                }
+            }
             _ => {}
         }
     }
@@ -285,6 +331,7 @@ impl Correlator {
         let grace = self.cfg.close_grace_ns;
         match self.tasks.get_mut(&task) {
             Some(c) if c.marshal.is_some() && c.xid == xid => {
+                self.first_reply_ts.get_or_insert(ts);
                 c.reply = Some((seq, ts, credits));
                 c.deadline = ts.saturating_add(grace);
                 let base = c.marshal.map_or(ts, |m| m.1);
@@ -394,18 +441,29 @@ impl Correlator {
         })
     }
 
+    /// Whether the answered call `c` is done at `now`: its grace period
+    /// is over and, when `rpc_stats_latency` events flow, its task ended
+    /// (or waited for too long).
+    fn client_due(&self, c: &ClientCall, now: u64) -> bool {
+        let Some((_, reply_ts, _)) = c.reply else {
+            return false;
+        };
+        let wait = self.cfg.stats_wait_ns;
+        let may_flow = self.rpc_stats_flow
+            || self
+                .first_reply_ts
+                .is_some_and(|f| now <= f.saturating_add(wait));
+        c.deadline < now && (c.ended || !may_flow || reply_ts.saturating_add(wait) < now)
+    }
+
     pub(super) fn expire(&mut self, ids: &mut ConnIds, now: u64, out: &mut Sink<'_>) {
-        if !self
-            .tasks
-            .values()
-            .any(|c| c.reply.is_some() && c.deadline < now)
-        {
+        if !self.tasks.values().any(|c| self.client_due(c, now)) {
             return;
         }
         let mut done: Vec<TaskKey> = self
             .tasks
             .iter()
-            .filter(|(_, c)| c.reply.is_some() && c.deadline < now)
+            .filter(|(_, c)| self.client_due(c, now))
             .map(|(k, _)| *k)
             .collect();
         done.sort_by_key(|k| self.tasks.get(k).map_or(0, |c| c.first_seq));
@@ -473,6 +531,7 @@ impl Correlator {
             anomalies,
             ladder: c.ladder.steps,
             ladder_omitted: c.ladder.omitted,
+            kernel_times: c.times,
             ..Transaction::new(
                 Origin::ClientProbes,
                 connection,

@@ -335,6 +335,36 @@ pub enum ProbeEvent {
         /// Procedure name (`READ`, `COMPOUND`); older kernels lack it.
         procedure: Option<String>,
     },
+    /// `sunrpc:rpc_stats_latency`: the client's RPC layer times a task
+    /// as it ends, its reply decoded (for every RPC of the host, over TCP
+    /// too), and names it as `rpc_request` does. Times in µs, as the
+    /// kernel reports them.
+    RpcStats {
+        /// Task.
+        task: TaskKey,
+        /// RPC XID.
+        xid: u32,
+        /// Program version.
+        version: Option<u32>,
+        /// The client's name for the program.
+        program: Option<String>,
+        /// The client's name for the procedure.
+        procedure: Option<String>,
+        /// Task start to the call's transmission.
+        backlog_us: Option<u64>,
+        /// Transmission to the reply.
+        rtt_us: Option<u64>,
+        /// Task start to its end.
+        execute_us: Option<u64>,
+    },
+    /// `sunrpc:svc_stats_latency`: the server's thread hands its reply
+    /// to the transport (just before the reply's Send is posted).
+    SvcStats {
+        /// RPC XID.
+        xid: u32,
+        /// The thread taking the call to now, µs.
+        execute_us: Option<u64>,
+    },
     /// Kprobe: the CM private data passed to `rdma_connect_locked` or `rdma_accept`.
     PrivateData {
         /// Which call.
@@ -376,7 +406,8 @@ impl ProbeEvent {
             | ProbeEvent::RemoteInv { .. }
             | ProbeEvent::LocalInv { .. }
             | ProbeEvent::DecodeSeg { .. }
-            | ProbeEvent::RpcRequest { .. } => Use::Client,
+            | ProbeEvent::RpcRequest { .. }
+            | ProbeEvent::RpcStats { .. } => Use::Client,
             ProbeEvent::RecvCompleted(_)
             | ProbeEvent::ReadCompleted(_)
             | ProbeEvent::WriteCompleted(_)
@@ -385,7 +416,8 @@ impl ProbeEvent {
             | ProbeEvent::PostChunk { .. }
             | ProbeEvent::EncodeWseg { .. }
             | ProbeEvent::ServerPostSend { .. }
-            | ProbeEvent::SvcProcess { .. } => Use::Server,
+            | ProbeEvent::SvcProcess { .. }
+            | ProbeEvent::SvcStats { .. } => Use::Server,
             ProbeEvent::PrivateData { .. }
             | ProbeEvent::ClientConnect { .. }
             | ProbeEvent::InlineThresh { .. }
@@ -403,7 +435,9 @@ impl ProbeEvent {
             ProbeEvent::Marshal { xid, .. }
             | ProbeEvent::Reply { xid, .. }
             | ProbeEvent::DecodeRqst { xid, .. }
-            | ProbeEvent::SvcProcess { xid, .. } => Some(*xid),
+            | ProbeEvent::SvcProcess { xid, .. }
+            | ProbeEvent::RpcStats { xid, .. }
+            | ProbeEvent::SvcStats { xid, .. } => Some(*xid),
             _ => None,
         }
     }

@@ -56,6 +56,12 @@ pub struct CorrelateConfig {
     pub close_grace_ns: u64,
     /// Ladder steps kept per transaction.
     pub max_ladder_steps: usize,
+    /// Once `rpc_stats_latency` events flow, how long after a reply a call
+    /// waits for its task's, which names and times it, ns. The task ends
+    /// once its reply is decoded, but under load its thread runs late (the
+    /// lab's TCG guests: over 20 ms for one call in fifteen); this stays
+    /// well inside the merge window (1 s), so the joined views still meet.
+    pub stats_wait_ns: u64,
 }
 
 impl Default for CorrelateConfig {
@@ -64,6 +70,7 @@ impl Default for CorrelateConfig {
             max_outstanding: 65536,
             close_grace_ns: 20_000_000,
             max_ladder_steps: 64,
+            stats_wait_ns: 500_000_000,
         }
     }
 }
@@ -107,6 +114,13 @@ pub struct Correlator {
     /// The XID of the call each posted chunk context serves.
     chunk_ctx: Map<Cid, u32>,
     chunk_order: VecDeque<Cid>,
+    /// A `rpc_stats_latency` was seen: answered calls wait for their own
+    /// (up to `stats_wait_ns`). Without it they go after the grace period.
+    rpc_stats_flow: bool,
+    /// When the first reply came: until `stats_wait_ns` after it, calls
+    /// wait for their task's end even before one was seen (the first
+    /// calls of a run end their tasks late too, before the flow is known).
+    first_reply_ts: Option<u64>,
     /// Counters.
     pub stats: CorrelateStats,
     /// CM private data seen by the kprobes: (connect or accept, bytes).

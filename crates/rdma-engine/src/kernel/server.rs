@@ -12,7 +12,7 @@ use super::names::RpcName;
 use super::{advertised, Correlator};
 use crate::findings::{About, Sink};
 use crate::keys::{ConnIds, KernelConnKey};
-use crate::model::{Ladder, Phases, StepWhat};
+use crate::model::{KernelTimes, Ladder, Phases, StepWhat};
 use crate::{CallHeader, ChunkKind, ConnId, Kind, Origin, SegmentUse, Transaction, Transfer};
 
 /// Where the segments an nfsd thread decodes wait for their call when the
@@ -42,6 +42,7 @@ pub(super) struct ServerCall {
     first_write: Option<u64>,
     last_write: Option<u64>,
     name: Option<RpcName>,
+    execute_us: Option<u64>,
     ladder: Ladder,
 }
 
@@ -113,6 +114,13 @@ impl Correlator {
                     procedure: procedure.clone(),
                 };
                 self.dispatched(ids, tid, *xid, name, out);
+            }
+            ProbeEvent::SvcStats { xid, execute_us } => {
+                // Fired by the thread about to send the reply, before the
+                // transport posts it: the thread's call, if the XID agrees.
+                if let Some(s) = self.threads.get_mut(&tid).filter(|s| s.xid == *xid) {
+                    s.execute_us = *execute_us;
+                }
             }
             ProbeEvent::ServerPostSend { inv_rkey, .. } => {
                 if let Some(s) = self.threads.remove(&tid) {
@@ -510,6 +518,10 @@ impl ServerCall {
             anomalies,
             ladder: self.ladder.steps,
             ladder_omitted: self.ladder.omitted,
+            kernel_times: KernelTimes {
+                server_execute_us: self.execute_us,
+                ..KernelTimes::default()
+            },
             ..Transaction::new(
                 Origin::ServerProbes,
                 connection,

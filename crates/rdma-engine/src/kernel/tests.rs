@@ -126,7 +126,11 @@ fn client_read(reminv_task: Option<TaskKey>) {
     ];
     feed(&mut c, &mut ids, evs, (1_000_000, 10_000, 40), &mut out);
     assert!(out.found.is_empty(), "held for the grace period");
+    // Past the grace, but a first call also waits for its task's end
+    // (rpc_stats_latency) until the flow is known: none came in 500 ms.
     c.tick(&mut ids, 1_000_000 + 30_000_000, &mut out.sink());
+    assert!(out.found.is_empty(), "held for rpc_stats_latency");
+    c.tick(&mut ids, 1_000_000 + 600_000_000, &mut out.sink());
     let t = txns(&out.found);
     assert_eq!(t.len(), 1);
     let t = t[0];
@@ -897,4 +901,186 @@ fn a_failed_marshal_drops_its_segments() {
     assert_eq!(t.len(), 1);
     let handles: Vec<u32> = t[0].chunks.iter().map(|s| s.handle).collect();
     assert_eq!(handles, [0x3f4, 0x188e]);
+}
+
+/// `rpc_stats_latency` comes as the task ends, after its reply: the call
+/// keeps the RPC layer's backlog, rtt and execute, and its names (the live
+/// probes leave `rpc_request` in the kernel). One for another XID
+/// of the task (a later call) or for a task never marshalled here (an RPC
+/// over TCP) times nothing; a call without one stays unknown, not 0.
+#[test]
+fn client_calls_keep_the_rpc_layers_times() {
+    let mut c = Correlator::new(CorrelateConfig::default());
+    let (mut out, mut ids) = (Found::default(), ConnIds::default());
+    let other = TaskKey {
+        task_id: 0x18,
+        client_id: 4,
+    };
+    let tcp = TaskKey {
+        task_id: 0x99,
+        client_id: 1,
+    };
+    let stats = |task, xid, backlog| ProbeEvent::RpcStats {
+        task,
+        xid,
+        version: Some(3),
+        program: Some("nfs".into()),
+        procedure: Some("GETATTR".into()),
+        backlog_us: Some(backlog),
+        rtt_us: Some(40),
+        execute_us: Some(backlog + 45),
+    };
+    let reply = |task, xid| ProbeEvent::Reply {
+        task,
+        xid,
+        credits: 8,
+    };
+    let evs = [
+        marshal(T, 1),
+        marshal(other, 2),
+        reply(T, 1),
+        reply(other, 2),
+        stats(T, 1, 12),
+        stats(other, 3, 7),
+        stats(tcp, 9, 5),
+    ];
+    feed(&mut c, &mut ids, evs, (0, 1, 40), &mut out);
+    c.end(&mut ids, &mut out.sink());
+    let t = txns(&out.found);
+    assert_eq!(t.len(), 2);
+    let k = t[0].kernel_times;
+    assert_eq!(
+        (k.backlog_us, k.rtt_us, k.execute_us, k.server_execute_us),
+        (Some(12), Some(40), Some(57), None)
+    );
+    assert_eq!(t[0].procedure_label(), "NFS GETATTR");
+    assert_eq!((t[0].version, t[0].proc), (Some(3), Some(1)));
+    assert_eq!(t[1].kernel_times, crate::KernelTimes::default());
+    assert_eq!(t[1].procedure, None);
+}
+
+/// `svc_stats_latency` fires on the thread about to send the reply: its
+/// call keeps the execute time; one for another XID (a call over TCP on
+/// the same thread) is not its.
+#[test]
+fn server_calls_keep_the_rpc_layers_execute_time() {
+    let mut c = Correlator::new(CorrelateConfig::default());
+    let (mut out, mut ids) = (Found::default(), ConnIds::default());
+    let rc = Cid { cq_id: 2, cid: 5 };
+    let decode = |xid| ProbeEvent::DecodeRqst {
+        cid: rc,
+        xid,
+        vers: 1,
+        proc: 0,
+        credits: 32,
+        hdrlen: None,
+    };
+    let stats = |xid, execute| ProbeEvent::SvcStats {
+        xid,
+        execute_us: Some(execute),
+    };
+    let send = || ProbeEvent::ServerPostSend {
+        cid: Cid { cq_id: 3, cid: 1 },
+        inv_rkey: None,
+    };
+    let evs = [
+        decode(0x51),
+        stats(0x99, 1000),
+        stats(0x51, 88),
+        send(),
+        decode(0x52),
+        send(),
+    ];
+    feed(&mut c, &mut ids, evs, (0, 1, 352), &mut out);
+    let t = txns(&out.found);
+    assert_eq!(t.len(), 2);
+    assert_eq!(t[0].kernel_times.server_execute_us, Some(88));
+    assert_eq!(t[0].kernel_times.rtt_us, None);
+    assert_eq!(t[1].kernel_times.server_execute_us, None);
+}
+
+/// Once `rpc_stats_latency` events flow, an answered call waits past the
+/// grace period for its task's end (which names and times it; under load
+/// the task runs late), and goes when it comes, or after `stats_wait_ns`.
+#[test]
+fn answered_calls_wait_for_their_tasks_end_once_it_flows() {
+    let cfg = CorrelateConfig::default();
+    let (grace, wait) = (cfg.close_grace_ns, cfg.stats_wait_ns);
+    let mut c = Correlator::new(cfg);
+    let (mut out, mut ids) = (Found::default(), ConnIds::default());
+    let other = TaskKey {
+        task_id: 0x18,
+        client_id: 4,
+    };
+    let late = TaskKey {
+        task_id: 0x19,
+        client_id: 4,
+    };
+    let stats = |task, xid| ProbeEvent::RpcStats {
+        task,
+        xid,
+        version: Some(3),
+        program: Some("nfs".into()),
+        procedure: Some("READ".into()),
+        backlog_us: Some(1),
+        rtt_us: Some(2),
+        execute_us: Some(3),
+    };
+    let reply = |task, xid| ProbeEvent::Reply {
+        task,
+        xid,
+        credits: 8,
+    };
+    let mut at = |c: &mut Correlator, out: &mut Found, seq: u64, ts: u64, e: ProbeEvent| {
+        c.handle(&mut ids, &p(seq, ts, 1, e), &mut out.sink());
+    };
+    at(&mut c, &mut out, 1, 0, marshal(other, 1));
+    at(&mut c, &mut out, 2, 10, reply(other, 1));
+    at(&mut c, &mut out, 3, 20, stats(other, 1)); // the events flow
+    at(&mut c, &mut out, 4, 30, marshal(T, 2));
+    at(&mut c, &mut out, 5, 40, marshal(late, 3));
+    at(&mut c, &mut out, 6, 50, reply(T, 2));
+    at(&mut c, &mut out, 7, 60, reply(late, 3));
+    at(&mut c, &mut out, 8, 70 + grace, stats(T, 2));
+    // `other` ended: it goes after its grace. T ended late, inside the
+    // wait; `late` is still waiting.
+    at(
+        &mut c,
+        &mut out,
+        9,
+        80 + 2 * grace,
+        marshal(
+            TaskKey {
+                task_id: 0x20,
+                client_id: 4,
+            },
+            4,
+        ),
+    );
+    let xids: Vec<u32> = txns(&out.found).iter().map(|t| t.xid).collect();
+    assert_eq!(xids, [1, 2]);
+    assert_eq!(txns(&out.found)[1].procedure.as_deref(), Some("READ"));
+    at(
+        &mut c,
+        &mut out,
+        10,
+        61 + wait,
+        marshal(
+            TaskKey {
+                task_id: 0x21,
+                client_id: 4,
+            },
+            5,
+        ),
+    );
+    let t = txns(&out.found);
+    assert_eq!(t.len(), 3);
+    assert_eq!(
+        (
+            t[2].xid,
+            t[2].kernel_times.rtt_us,
+            t[2].procedure.as_deref()
+        ),
+        (3, None, None)
+    );
 }
