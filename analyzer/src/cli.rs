@@ -85,9 +85,9 @@ pub struct AnalyzeArgs {
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
-    /// Only a connection (c3), an XID (0x1234abcd), a procedure (READ) or an anomaly kind (credit_overrun); several separated by | select what any of them does (c1|c2).
-    #[arg(long)]
-    pub filter: Option<String>,
+    /// Only what an expression selects, as Wireshark's display filters: 'c1 && proc == READ && latency > 10ms', 'frame == 147', 'severity >= warning', 'rkey == 0x1234'; a bare c3, XID, procedure or kind still works. Quote it for the shell. Fields and examples: docs/filters.md.
+    #[arg(long, value_parser = parse_filter)]
+    pub filter: Option<Filter>,
     /// How text lines give times: seconds since the capture's first frame, or UTC (to line up with dmesg, mountstats snapshots, application logs).
     #[arg(short = 't', long = "time", value_enum, default_value = "relative")]
     pub time: TimeFormat,
@@ -190,8 +190,14 @@ impl AnalyzeArgs {
 
     /// What `--filter` selects.
     pub fn filter(&self) -> Filter {
-        self.filter.as_deref().map_or(Filter::All, Filter::parse)
+        self.filter.clone().unwrap_or(Filter::All)
     }
+}
+
+/// A `--filter` value, checked when the command line is parsed so that a
+/// mistake is a usage error (exit 2) naming the column.
+fn parse_filter(s: &str) -> Result<Filter, String> {
+    Filter::parse(s).map_err(|e| e.to_string())
 }
 
 /// `rdma-analyzer report`.

@@ -316,10 +316,10 @@ fn report(r: &ReportArgs) -> anyhow::Result<ExitCode> {
 /// output to look like a clean capture.
 fn say_if_filtered_out(a: &AnalyzeArgs, matched: u64) {
     if let (Some(f), 0) = (&a.filter, matched) {
-        if !a.filter().is_all() {
+        if !f.is_all() {
             eprintln!(
-                "rdma-analyzer: --filter {} matched nothing in {} (it takes a connection such as c3, an XID such as 0x1234abcd, a procedure such as READ, or an anomaly kind such as credit_overrun)",
-                escape(f),
+                "rdma-analyzer: --filter {} matched nothing in {} (its fields and examples: docs/filters.md)",
+                escape(f.text()),
                 escape(&a.name())
             );
         }
@@ -374,7 +374,7 @@ fn open(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
         config,
         caps,
         stop,
-        a.filter.clone(),
+        a.filter.as_ref().map(|f| f.text().to_string()),
         Vec::new(),
     )?;
     if let Some(sig) = sys::signal_seen() {

@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use super::clock::{Clock, TimeFormat};
-use super::filter::Filter;
+use super::filter::{Field, Filter, Join};
 use super::out::Out;
 use super::schema::{AnomalyLine, TransactionLine};
 use crate::engine::{Anomaly, Engine, Finding, Frame, Transaction};
@@ -25,6 +25,8 @@ pub struct Lines<W: Write> {
     which: Which,
     json: bool,
     filter: Filter,
+    /// Findings waiting for their transaction (`anomalies --filter READ`).
+    join: Join,
     matched: u64,
     clock: Clock,
 }
@@ -38,6 +40,7 @@ impl<W: Write> Lines<W> {
             which,
             json,
             filter,
+            join: Join::default(),
             matched: 0,
             clock: Clock::new(time),
         }
@@ -54,50 +57,77 @@ impl<W: Write> Lines<W> {
     }
 }
 
-impl<W: Write> Sink for Lines<W> {
-    fn finding(&mut self, f: Finding) -> Flow {
-        let passes = match (&f, self.which) {
-            (Finding::Transaction(t), Which::Transactions) => self.filter.txn(t),
-            (Finding::Anomaly(a), Which::Anomalies) => self.filter.anomaly(a),
-            _ => false,
-        };
-        self.matched += u64::from(passes);
-        match (&f, self.which, self.json) {
-            (Finding::Transaction(t), Which::Transactions, _) if !self.filter.txn(t) => {
-                Flow::Continue
-            }
-            (Finding::Transaction(t), Which::Transactions, true) => {
-                self.out.json_line(&TransactionLine::new(t))
-            }
-            (Finding::Transaction(t), Which::Transactions, false) => {
+impl<W: Write> Lines<W> {
+    /// Writes `f` if it is of the kind this sink writes and `pass`es.
+    fn write(&mut self, f: &Finding, pass: bool) -> Flow {
+        let pass = pass
+            && matches!(
+                (f, self.which),
+                (Finding::Transaction(_), Which::Transactions)
+                    | (Finding::Anomaly(_), Which::Anomalies)
+            );
+        if !pass {
+            return Flow::Continue;
+        }
+        self.matched += 1;
+        match (f, self.json) {
+            (Finding::Transaction(t), true) => self.out.json_line(&TransactionLine::new(t)),
+            (Finding::Transaction(t), false) => {
                 let at = self.clock.at(Some(t.call_ts_ns));
                 self.out
                     .text_line(format_args!("{at} {}", transaction_line(t)))
             }
-            (Finding::Anomaly(a), Which::Anomalies, _) if !self.filter.anomaly(a) => Flow::Continue,
-            (Finding::Anomaly(a), Which::Anomalies, true) => {
-                self.out.json_line(&AnomalyLine::new(a))
-            }
-            (Finding::Anomaly(a), Which::Anomalies, false) => {
+            (Finding::Anomaly(a), true) => self.out.json_line(&AnomalyLine::new(a)),
+            (Finding::Anomaly(a), false) => {
                 let at = self.clock.at(a.ts_ns);
                 self.out.text_line(format_args!("{at} {}", anomaly_line(a)))
             }
-            _ => Flow::Continue,
         }
+    }
+
+    fn write_all(&mut self, decided: Vec<(Finding, bool)>) -> Flow {
+        let mut flow = Flow::Continue;
+        for (f, pass) in decided {
+            if self.write(&f, pass) != Flow::Continue {
+                flow = Flow::Stop;
+            }
+        }
+        flow
+    }
+}
+
+impl<W: Write> Sink for Lines<W> {
+    fn finding(&mut self, f: Finding) -> Flow {
+        if self.filter.is_all() {
+            return self.write(&f, true);
+        }
+        // A transaction is only needed to judge the anomalies.
+        if self.which == Which::Transactions && matches!(f, Finding::Anomaly(_)) {
+            return Flow::Continue;
+        }
+        let mut decided = Vec::new();
+        self.join
+            .take(&self.filter, f, &mut |f, pass| decided.push((f, pass)));
+        self.write_all(decided)
     }
 
     /// Text lines count their time from the first frame, so the sink
     /// sees the frames (JSON lines carry absolute times of their own).
     fn wants_frames(&self) -> bool {
-        !self.json && self.clock.format == TimeFormat::Relative
+        (!self.json && self.clock.format == TimeFormat::Relative) || self.filter.uses(Field::Time)
     }
 
     fn frame(&mut self, f: &Frame<'_>) -> Flow {
         self.clock.saw(f.ts_ns);
+        self.filter.saw(f.ts_ns);
         Flow::Continue
     }
 
     fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {
+        let mut decided = Vec::new();
+        self.join
+            .finish(&self.filter, &mut |f, pass| decided.push((f, pass)));
+        let _ = self.write_all(decided);
         let _ = self.out.flush();
     }
 }

@@ -29,7 +29,7 @@ pub const HELP: &[(&str, &str)] = &[
     ("Esc", "back up (ladder, a cause's or connection's list),"),
     ("", "close a box, clear the filter"),
     ("s  S", "sort transactions by the next column / reverse"),
-    ("/", "filter: c1  0x1234abcd  READ  credit_overrun  c1|c2"),
+    ("/", "filter: c1 && READ  latency > 10ms  !frame == 147"),
     ("p", "pause: freeze the view, the source keeps running"),
 ];
 
