@@ -67,6 +67,9 @@ pub struct FramesArgs {
     /// One JSON object per frame.
     #[arg(long)]
     pub json: bool,
+    /// Only the frames an expression selects: 'frame >= 100 && frame < 200', 'qpn == 0x17', 'opcode contains WRITE', 'xid == 0x9d5dd101', 'rkey == 0x1234', 'peer == 10.99.0.1', 'time < 2s', 'proc == READ'. Fields and examples: docs/filters.md.
+    #[arg(long, value_parser = parse_filter)]
+    pub filter: Option<Filter>,
     /// UDP port that carries RoCEv2.
     #[arg(long, default_value_t = 4791)]
     pub rocev2_port: u16,

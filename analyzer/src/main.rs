@@ -17,12 +17,12 @@ use rdma_analyzer::files as safe_file;
 use rdma_analyzer::output::dataset::{Dataset, Export, ExportFrames, Written};
 use rdma_analyzer::output::escape::{escape, escaped};
 use rdma_analyzer::output::exporter::Exporter;
-use rdma_analyzer::output::frames::Frames;
+use rdma_analyzer::output::frames::{self, Frames};
 use rdma_analyzer::output::kernel_counters;
 use rdma_analyzer::output::lines::{Lines, Which};
 use rdma_analyzer::output::live::LiveSink;
 use rdma_analyzer::output::metrics::{self, Metrics, Process};
-use rdma_analyzer::output::Report;
+use rdma_analyzer::output::{Filter, Report};
 use rdma_analyzer::pipeline::{self, End, Fanout, Notice, Sink, Stop};
 use rdma_analyzer::sources::live::LiveInputs;
 use rdma_analyzer::sources::pcap::{input, FileSource};
@@ -132,7 +132,20 @@ fn stdout() -> BufWriter<io::StdoutLock<'static>> {
 fn frames(a: &FramesArgs) -> anyhow::Result<ExitCode> {
     let config = rdma_dissectors::stack::Config::default().with_rocev2_port(a.rocev2_port);
     let mut source = FileSource::open_all(&a.files, &config)?;
-    let mut sink = Frames::new(stdout(), a.json, config);
+    let filter = a.filter.clone().unwrap_or(Filter::All);
+    if let Some(f) = filter
+        .fields()
+        .into_iter()
+        .find(|f| !frames::FRAME_FIELDS.contains(f))
+    {
+        eprintln!(
+            "rdma-analyzer: frames --filter: `{}` is a field of transactions, findings or connections, not of a frame (frames runs without the correlation engine); a frame has {} (docs/filters.md)",
+            Filter::name(f),
+            frames::FRAME_FIELDS.iter().map(|f| Filter::name(*f)).collect::<Vec<_>>().join(", ")
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let mut sink = Frames::new(stdout(), a.json, config).with_filter(filter);
     let outcome = pipeline::run(&mut source, None, &mut sink, &mut say, &Stop::new());
     output_error(sink.take_error())?;
     Ok(finish(&outcome.end))

@@ -46,6 +46,8 @@ pub enum Field {
     Time,
     /// How the call or reply travelled (`inline`, `read_chunks`, ...).
     Mode,
+    /// A frame's InfiniBand opcode (`SEND_ONLY`, `RDMA_WRITE_FIRST`, ...).
+    Opcode,
 }
 
 /// Every field, its names (the first is the canonical one, the JSON's where
@@ -65,6 +67,7 @@ pub const FIELDS: &[(Field, &[&str], Type)] = &[
     (Field::Qpn, &["qpn"], Type::Number),
     (Field::Time, &["time", "t"], Type::Duration),
     (Field::Mode, &["mode", "transfer"], Type::Text),
+    (Field::Opcode, &["opcode"], Type::Text),
 ];
 
 /// What a field's values are, which decides the literals it takes.
@@ -213,6 +216,37 @@ impl Filter {
             }
         }
         self.expr.as_ref().is_some_and(walk)
+    }
+
+    /// The fields the expression names.
+    pub fn fields(&self) -> Vec<Field> {
+        fn walk(e: &Expr, out: &mut Vec<Field>) {
+            match e {
+                Expr::Cmp(f, ..) | Expr::Has(f) => {
+                    if !out.contains(f) {
+                        out.push(*f);
+                    }
+                }
+                Expr::And(a, b) | Expr::Or(a, b) => {
+                    walk(a, out);
+                    walk(b, out);
+                }
+                Expr::Not(a) => walk(a, out),
+            }
+        }
+        let mut out = Vec::new();
+        if let Some(e) = &self.expr {
+            walk(e, &mut out);
+        }
+        out
+    }
+
+    /// The name a user writes for `f`.
+    pub fn name(f: Field) -> &'static str {
+        FIELDS
+            .iter()
+            .find(|(g, ..)| *g == f)
+            .map_or("?", |(_, names, _)| names[0])
     }
 
     /// Whether the expression names `f` anywhere.
@@ -414,7 +448,7 @@ impl Record for Transaction {
                 out.push(Val::Text(self.call_transfer.as_str().into()));
                 out.push(Val::Text(self.reply_transfer.as_str().into()));
             }
-            Field::Peer | Field::Qpn => return false,
+            Field::Peer | Field::Qpn | Field::Opcode => return false,
         }
         true
     }
@@ -433,7 +467,7 @@ impl Record for InTxn<'_> {
             Field::Severity => out.push(Val::Num(severity_rank(a.kind.severity()))),
             Field::Kind => out.push(Val::Text(a.kind.as_str().to_ascii_uppercase())),
             Field::Time => out.extend(a.ts_ns.map(Val::Num)),
-            Field::Peer | Field::Qpn => return false,
+            Field::Peer | Field::Qpn | Field::Opcode => return false,
             _ => {
                 // The transaction's own value; unknown without it.
                 if let Some(t) = self.1 {

@@ -12,6 +12,7 @@ use rdma_dissectors::oncrpc::MsgBody;
 use rdma_dissectors::stack::{self, Dissection};
 use rdma_dissectors::view::{CmView, FrameView};
 
+use super::filter::{Field, Filter, Record, Val};
 use super::out::Out;
 use crate::engine::{Engine, Finding, Frame};
 use crate::pipeline::{End, Flow, Progress, Sink};
@@ -22,6 +23,7 @@ pub struct Frames<W: Write> {
     out: Out<W>,
     json: bool,
     config: stack::Config,
+    filter: Filter,
 }
 
 impl<W: Write> Frames<W> {
@@ -31,7 +33,15 @@ impl<W: Write> Frames<W> {
             out: Out::new(out),
             json,
             config,
+            filter: Filter::All,
         }
+    }
+
+    /// The same sink writing only the frames `filter` keeps.
+    #[must_use]
+    pub fn with_filter(mut self, filter: Filter) -> Self {
+        self.filter = filter;
+        self
     }
 
     /// The first write that failed, if one did.
@@ -56,6 +66,12 @@ impl<W: Write> Sink for Frames<W> {
     fn frame(&mut self, f: &Frame<'_>) -> Flow {
         let mut d = Dissection::default();
         f.dissect_into(&self.config, &mut d);
+        if !self.filter.is_all() {
+            self.filter.saw(f.ts_ns);
+            if !self.filter.matches(&FrameRecord { f, d: &d }) {
+                return Flow::Continue;
+            }
+        }
         if self.json {
             self.out
                 .json_line(&FrameView::new(f.number, f.ts_ns, f.orig_len, &d))
@@ -67,6 +83,64 @@ impl<W: Write> Sink for Frames<W> {
 
     fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {
         let _ = self.out.flush();
+    }
+}
+
+/// Fields a frame has without the engine (`frames` runs none): no
+/// connection, latency, status, severity, kind, bytes or transfer mode.
+pub const FRAME_FIELDS: &[Field] = &[
+    Field::Frame,
+    Field::Time,
+    Field::Qpn,
+    Field::Peer,
+    Field::Xid,
+    Field::Proc,
+    Field::Rkey,
+    Field::Opcode,
+];
+
+/// A dissected frame as a filter sees it.
+struct FrameRecord<'a, 'b> {
+    f: &'a Frame<'b>,
+    d: &'a Dissection<'b>,
+}
+
+impl Record for FrameRecord<'_, '_> {
+    fn get(&self, f: Field, out: &mut Vec<Val>) -> bool {
+        let d = self.d;
+        match f {
+            Field::Frame => out.push(Val::Num(self.f.number)),
+            Field::Time => out.push(Val::Num(self.f.ts_ns)),
+            Field::Qpn => out.extend(d.bth().map(|b| Val::Num(b.dest_qp.get().into()))),
+            Field::Opcode => out.extend(d.bth().map(|b| Val::Text(b.opcode.name().to_string()))),
+            Field::Peer => {
+                if let Some(ip) = d.ip {
+                    out.push(Val::Text(ip.source().to_string()));
+                    out.push(Val::Text(ip.destination().to_string()));
+                }
+            }
+            Field::Xid => out.extend(d.rpcrdma().map(|h| Val::Num(h.xid.0.into()))),
+            Field::Proc => {
+                if let Some(n) = &d.nfs() {
+                    let mut name = n.procedure.unwrap_or("?").to_string();
+                    if !n.ops().is_empty() {
+                        let ops: Vec<&str> = n
+                            .ops()
+                            .iter()
+                            .map(|&o| n.op_name(o).unwrap_or("?"))
+                            .collect();
+                        name = format!("{name}({})", ops.join(","));
+                    }
+                    out.push(Val::Text(name));
+                }
+            }
+            Field::Rkey => {
+                out.extend(d.reth().map(|r| Val::Num(r.r_key.into())));
+                out.extend(d.ieth().map(|i| Val::Num(i.r_key.into())));
+            }
+            _ => return false,
+        }
+        true
     }
 }
 

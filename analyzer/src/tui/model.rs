@@ -727,7 +727,7 @@ impl Record for RowRecord<'_> {
                 out.push(Val::Text(r.call.as_str().into()));
                 out.push(Val::Text(r.reply.as_str().into()));
             }
-            Field::Peer | Field::Qpn => return false,
+            Field::Peer | Field::Qpn | Field::Opcode => return false,
         }
         true
     }
