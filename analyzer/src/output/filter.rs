@@ -340,7 +340,8 @@ fn eval(e: &Expr, r: &dyn Record, origin: u64, buf: &mut Vec<Val>) -> Option<boo
         }
         Expr::Has(f) => {
             buf.clear();
-            r.get(*f, buf).then(|| !buf.is_empty())
+            let applies = r.get(*f, buf);
+            applies.then_some(!buf.is_empty())
         }
         Expr::And(a, b) => match (eval(a, r, origin, buf), eval(b, r, origin, buf)) {
             (Some(false), _) | (_, Some(false)) => Some(false),

@@ -53,6 +53,15 @@ struct KindAgg {
     example: Option<String>,
 }
 
+/// `1 connection`, `2 connections`.
+fn count(n: u64, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
 /// What a filter kept, counted apart from the tables.
 #[derive(Debug, Default)]
 struct Kept {
@@ -531,12 +540,12 @@ impl Report {
         if let Some(f) = self.filter_summary(state) {
             let _ = writeln!(
                 s,
-                "filter: {}\n  kept {} transactions ({} answered), {} findings, {} connections; the counts above are the whole capture's, everything below is what the filter kept",
+                "filter: {}\n  kept {}, {} answered, {}, {}; the counts above are the whole capture's, everything below is what the filter kept",
                 escape(&f.expression),
-                f.transactions,
+                count(f.transactions, "transaction"),
                 f.answered,
-                f.findings,
-                f.connections
+                count(f.findings, "finding"),
+                count(f.connections, "connection")
             );
         }
         diagnosis_text(s, &self.causes(state));

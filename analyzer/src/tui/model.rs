@@ -599,14 +599,12 @@ impl Model {
         }
         for i in self.seg_seen..self.segs.len() {
             let s = &self.segs[i];
-            if (s.row as usize) < self.rows.len() {
-                if self.row_passes(s.row as usize, f) {
-                    self.seg_view.push(i as u32);
-                    let t = &mut self.seg_totals;
-                    t.0[s.kind as usize] += 1;
-                    t.1 += s.bytes_moved;
-                    t.2 += u64::from(s.remotely_invalidated);
-                }
+            if (s.row as usize) < self.rows.len() && self.row_passes(s.row as usize, f) {
+                self.seg_view.push(i as u32);
+                let t = &mut self.seg_totals;
+                t.0[s.kind as usize] += 1;
+                t.1 += s.bytes_moved;
+                t.2 += u64::from(s.remotely_invalidated);
             }
         }
         self.seg_seen = self.segs.len();
