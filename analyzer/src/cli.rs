@@ -68,8 +68,8 @@ pub struct FramesArgs {
     #[arg(long)]
     pub json: bool,
     /// Only the frames an expression selects: 'frame >= 100 && frame < 200', 'qpn == 0x17', 'opcode contains WRITE', 'xid == 0x9d5dd101', 'rkey == 0x1234', 'peer == 10.99.0.1', 'time < 2s', 'proc == READ'. Fields and examples: docs/filters.md.
-    #[arg(long, value_parser = parse_filter)]
-    pub filter: Option<Filter>,
+    #[arg(long)]
+    pub filter: Option<String>,
     /// UDP port that carries RoCEv2.
     #[arg(long, default_value_t = 4791)]
     pub rocev2_port: u16,
@@ -89,8 +89,8 @@ pub struct AnalyzeArgs {
     #[arg(long)]
     pub json: bool,
     /// Only what an expression selects, as Wireshark's display filters: 'c1 && proc == READ && latency > 10ms', 'frame == 147', 'severity >= warning', 'rkey == 0x1234'; a bare c3, XID, procedure or kind still works. Quote it for the shell. Fields and examples: docs/filters.md.
-    #[arg(long, value_parser = parse_filter)]
-    pub filter: Option<Filter>,
+    #[arg(long)]
+    pub filter: Option<String>,
     /// How text lines give times: seconds since the capture's first frame, or UTC (to line up with dmesg, mountstats snapshots, application logs).
     #[arg(short = 't', long = "time", value_enum, default_value = "relative")]
     pub time: TimeFormat,
@@ -191,16 +191,17 @@ impl AnalyzeArgs {
         inputs_name(&self.files)
     }
 
-    /// What `--filter` selects.
+    /// What `--filter` selects (checked by `main` before the run).
     pub fn filter(&self) -> Filter {
-        self.filter.clone().unwrap_or(Filter::All)
+        parse_filter(self.filter.as_deref()).unwrap_or(Filter::All)
     }
 }
 
-/// A `--filter` value, checked when the command line is parsed so that a
-/// mistake is a usage error (exit 2) naming the column.
-fn parse_filter(s: &str) -> Result<Filter, String> {
-    Filter::parse(s).map_err(|e| e.to_string())
+/// A `--filter` value: everything when absent. `main` checks it before
+/// the run (a usage error, exit 2, its message escaped: clap would echo a
+/// hostile value raw to the terminal).
+pub fn parse_filter(s: Option<&str>) -> Result<Filter, crate::output::filter::FilterError> {
+    s.map_or(Ok(Filter::All), Filter::parse)
 }
 
 /// `rdma-analyzer report`.

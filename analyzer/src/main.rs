@@ -72,6 +72,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Some(l) = limit {
         input::set_memory_limit(l as u64);
     }
+    let filter = match &cli.command {
+        Command::Report(a) => a.analyze.filter.as_deref(),
+        Command::Transactions(a) | Command::Anomalies(a) | Command::Open(a) => a.filter.as_deref(),
+        Command::Frames(a) => a.filter.as_deref(),
+        _ => None,
+    };
+    if let Err(e) = rdma_analyzer::cli::parse_filter(filter) {
+        eprintln!(
+            "rdma-analyzer: --filter {}: {}",
+            escape(filter.unwrap_or("")),
+            escape(&e.to_string())
+        );
+        return Ok(ExitCode::from(2));
+    }
     match cli.command {
         Command::Frames(a) => frames(&a),
         Command::Report(a) => report(&a),
@@ -132,7 +146,7 @@ fn stdout() -> BufWriter<io::StdoutLock<'static>> {
 fn frames(a: &FramesArgs) -> anyhow::Result<ExitCode> {
     let config = rdma_dissectors::stack::Config::default().with_rocev2_port(a.rocev2_port);
     let mut source = FileSource::open_all(&a.files, &config)?;
-    let filter = a.filter.clone().unwrap_or(Filter::All);
+    let filter = rdma_analyzer::cli::parse_filter(a.filter.as_deref()).unwrap_or(Filter::All);
     if let Some(f) = filter
         .fields()
         .into_iter()
@@ -329,10 +343,10 @@ fn report(r: &ReportArgs) -> anyhow::Result<ExitCode> {
 /// output to look like a clean capture.
 fn say_if_filtered_out(a: &AnalyzeArgs, matched: u64) {
     if let (Some(f), 0) = (&a.filter, matched) {
-        if !f.is_all() {
+        if !a.filter().is_all() {
             eprintln!(
                 "rdma-analyzer: --filter {} matched nothing in {} (its fields and examples: docs/filters.md)",
-                escape(f.text()),
+                escape(f),
                 escape(&a.name())
             );
         }
@@ -387,7 +401,7 @@ fn open(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
         config,
         caps,
         stop,
-        a.filter.as_ref().map(|f| f.text().to_string()),
+        a.filter.clone(),
         Vec::new(),
     )?;
     if let Some(sig) = sys::signal_seen() {

@@ -13,6 +13,12 @@ use crate::engine::Kind;
 use rdma_dissectors::nfs;
 use std::fmt;
 
+/// Most tokens a filter may have: evaluation and dropping recurse once per
+/// term, so a pasted megabyte of `c1 && c1 && ...` must not reach them.
+const MAX_TOKENS: usize = 1024;
+/// Deepest nesting of parentheses and `!`.
+const MAX_DEPTH: usize = 64;
+
 /// A filter that does not parse: what is wrong and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FilterError {
@@ -104,6 +110,12 @@ fn lex(s: &str) -> Result<Vec<(Tok, usize)>, FilterError> {
                 (tok, len)
             }
         };
+        if out.len() >= MAX_TOKENS {
+            return Err(FilterError {
+                column: col,
+                message: format!("a filter has at most {MAX_TOKENS} terms and operators"),
+            });
+        }
         out.push((tok, col));
         i += len;
     }
@@ -114,6 +126,7 @@ struct Parser {
     toks: Vec<(Tok, usize)>,
     at: usize,
     end: usize,
+    depth: usize,
 }
 
 /// Parses a filter; `None` for a blank one (everything).
@@ -126,6 +139,7 @@ pub fn parse(s: &str) -> Result<Option<Expr>, FilterError> {
         toks,
         at: 0,
         end: s.chars().count() + 1,
+        depth: 0,
     };
     let e = p.or()?;
     if let Some((t, col)) = p.toks.get(p.at) {
@@ -171,6 +185,16 @@ impl Parser {
 
     fn unary(&mut self) -> Result<Expr, FilterError> {
         let col = self.col();
+        if self.depth >= MAX_DEPTH {
+            return Err(err(col, format!("nested deeper than {MAX_DEPTH} levels")));
+        }
+        self.depth += 1;
+        let e = self.unary_inner(col);
+        self.depth -= 1;
+        e
+    }
+
+    fn unary_inner(&mut self, col: usize) -> Result<Expr, FilterError> {
         match self.toks.get(self.at).map(|t| t.0.clone()) {
             Some(Tok::Not) => {
                 self.at += 1;

@@ -250,3 +250,12 @@ fn transactions_and_their_findings() {
         f("WRITE").needs_transaction() && !f("c1 || kind == credit_overrun").needs_transaction()
     );
 }
+
+#[test]
+fn deep_or_long_input_is_refused_not_a_stack_overflow() {
+    assert!(e(&"(".repeat(500)).contains("nested deeper than 64"));
+    assert!(e(&"!".repeat(500)).contains("nested deeper than 64"));
+    assert!(e(&"(".repeat(100_000)).contains("at most 1024"));
+    assert!(e(&vec!["c1"; 100_000].join(" && ")).contains("at most 1024"));
+    assert!(Filter::parse(&vec!["c1"; 300].join(" && ")).is_ok());
+}
