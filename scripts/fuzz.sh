@@ -75,6 +75,9 @@ zstd -q --long=31 -c <"$i" >analyzer/fuzz/corpus/capture_input/long-window.pcap.
 # mountstats: the committed sample (a 6.1 RDMA mount among others).
 mkdir -p analyzer/fuzz/corpus/mountstats
 cp analyzer/fuzz/seeds/mountstats/* analyzer/fuzz/corpus/mountstats/
+# filter: one expression per operator and field type (docs/filters.md).
+mkdir -p analyzer/fuzz/corpus/filter
+cp analyzer/fuzz/seeds/filter/* analyzer/fuzz/corpus/filter/
 # The merge: a count byte, then the inputs end to end (cut in equal parts).
 { printf '\001'; cat captures/v3-inline.pcap captures/v3-inline.pcap; } >analyzer/fuzz/corpus/capture_merge/two-inline
 for t in $(cd analyzer/fuzz && AYA_BUILD_SKIP=1 cargo +"$NIGHTLY" fuzz list); do

@@ -70,6 +70,9 @@ pub struct FramesArgs {
     /// How text lines give times, as tshark's -t: seconds since the first frame, UTC, or seconds since the previous frame.
     #[arg(short = 't', long = "time", value_enum, default_value = "relative")]
     pub time: FrameTime,
+    /// Only the frames an expression selects: 'frame >= 100 && frame < 200', 'qpn == 0x17', 'opcode contains WRITE', 'xid == 0x9d5dd101', 'rkey == 0x1234', 'peer == 10.99.0.1', 'time < 2s', 'proc == READ'. Fields and examples: docs/filters.md.
+    #[arg(long)]
+    pub filter: Option<String>,
     /// UDP port that carries RoCEv2.
     #[arg(long, default_value_t = 4791)]
     pub rocev2_port: u16,
@@ -88,7 +91,7 @@ pub struct AnalyzeArgs {
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
-    /// Only a connection (c3), an XID (0x1234abcd), a procedure (READ) or an anomaly kind (credit_overrun); several separated by | select what any of them does (c1|c2).
+    /// Only what an expression selects, as Wireshark's display filters: 'c1 && proc == READ && latency > 10ms', 'frame == 147', 'severity >= warning', 'rkey == 0x1234'; a bare c3, XID, procedure or kind still works. Quote it for the shell. Fields and examples: docs/filters.md.
     #[arg(long)]
     pub filter: Option<String>,
     /// How text lines give times: seconds since the capture's first frame, or UTC (to line up with dmesg, mountstats snapshots, application logs).
@@ -191,10 +194,17 @@ impl AnalyzeArgs {
         inputs_name(&self.files)
     }
 
-    /// What `--filter` selects.
+    /// What `--filter` selects (checked by `main` before the run).
     pub fn filter(&self) -> Filter {
-        self.filter.as_deref().map_or(Filter::All, Filter::parse)
+        parse_filter(self.filter.as_deref()).unwrap_or(Filter::All)
     }
+}
+
+/// A `--filter` value: everything when absent. `main` checks it before
+/// the run (a usage error, exit 2, its message escaped: clap would echo a
+/// hostile value raw to the terminal).
+pub fn parse_filter(s: Option<&str>) -> Result<Filter, crate::output::filter::FilterError> {
+    s.map_or(Ok(Filter::All), Filter::parse)
 }
 
 /// `rdma-analyzer report`.

@@ -21,12 +21,12 @@ use rdma_analyzer::output::dataset::{Dataset, Export, ExportFrames, Written};
 use rdma_analyzer::output::escape::{escape, escaped};
 #[cfg(feature = "metrics-server")]
 use rdma_analyzer::output::exporter::Exporter;
-use rdma_analyzer::output::frames::Frames;
+use rdma_analyzer::output::frames::{self, Frames};
 use rdma_analyzer::output::lines::{Lines, Which};
 use rdma_analyzer::output::live::LiveSink;
 use rdma_analyzer::output::metrics::{self, Metrics};
-use rdma_analyzer::output::Report;
 use rdma_analyzer::output::{device_compare, kernel_counters};
+use rdma_analyzer::output::{Filter, Report};
 use rdma_analyzer::pipeline::{self, End, Fanout, Notice, Reopen, Sink, Source, Stop};
 use rdma_analyzer::recorder::Recorder;
 use rdma_analyzer::sources::live::LiveInputs;
@@ -76,6 +76,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     };
     if let Some(l) = limit {
         input::set_memory_limit(l as u64);
+    }
+    let filter = match &cli.command {
+        Command::Report(a) => a.analyze.filter.as_deref(),
+        Command::Transactions(a) | Command::Anomalies(a) | Command::Open(a) => a.filter.as_deref(),
+        Command::Frames(a) => a.filter.as_deref(),
+        _ => None,
+    };
+    if let Err(e) = rdma_analyzer::cli::parse_filter(filter) {
+        eprintln!(
+            "rdma-analyzer: --filter {}: {}",
+            escape(filter.unwrap_or("")),
+            escape(&e.to_string())
+        );
+        return Ok(ExitCode::from(2));
     }
     match cli.command {
         Command::Frames(a) => frames(&a),
@@ -140,7 +154,20 @@ fn stdout() -> BufWriter<io::StdoutLock<'static>> {
 fn frames(a: &FramesArgs) -> anyhow::Result<ExitCode> {
     let config = rdma_dissectors::stack::Config::default().with_rocev2_port(a.rocev2_port);
     let mut source = FileSource::open_all(&a.files, &config)?;
-    let mut sink = Frames::new(stdout(), a.json, config, a.time);
+    let filter = rdma_analyzer::cli::parse_filter(a.filter.as_deref()).unwrap_or(Filter::All);
+    if let Some(f) = filter
+        .fields()
+        .into_iter()
+        .find(|f| !frames::FRAME_FIELDS.contains(f))
+    {
+        eprintln!(
+            "rdma-analyzer: frames --filter: `{}` is a field of transactions, findings or connections, not of a frame (frames runs without the correlation engine); a frame has {} (docs/filters.md)",
+            Filter::name(f),
+            frames::FRAME_FIELDS.iter().map(|f| Filter::name(*f)).collect::<Vec<_>>().join(", ")
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let mut sink = Frames::new(stdout(), a.json, config, a.time).with_filter(filter);
     let outcome = pipeline::run(&mut source, None, &mut sink, &mut say, &Stop::new());
     output_error(sink.take_error())?;
     Ok(finish(&outcome.end))
@@ -408,7 +435,7 @@ fn say_if_filtered_out(a: &AnalyzeArgs, matched: u64) {
     if let (Some(f), 0) = (&a.filter, matched) {
         if !a.filter().is_all() {
             eprintln!(
-                "rdma-analyzer: --filter {} matched nothing in {} (it takes a connection such as c3, an XID such as 0x1234abcd, a procedure such as READ, or an anomaly kind such as credit_overrun)",
+                "rdma-analyzer: --filter {} matched nothing in {} (its fields and examples: docs/filters.md)",
                 escape(f),
                 escape(&a.name())
             );

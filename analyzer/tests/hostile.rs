@@ -940,7 +940,13 @@ fn a_file_name_with_escape_sequences_never_reaches_the_terminal_raw() {
         vec!["report", cut.to_str().unwrap()],
         vec!["anomalies", whole.to_str().unwrap(), cut.to_str().unwrap()],
         vec!["frames", cut.to_str().unwrap()],
-        vec!["report", "--filter", "c9\x1b[31m", whole.to_str().unwrap()],
+        // A valid filter that matches nothing: the notice echoes it escaped.
+        vec![
+            "report",
+            "--filter",
+            "proc contains \"\x1b[31m\"",
+            whole.to_str().unwrap(),
+        ],
     ] {
         let (out, _) = run(&args);
         assert!(!raw(&out.stdout) && !raw(&out.stderr), "{args:?}: {out:?}");
@@ -949,6 +955,14 @@ fn a_file_name_with_escape_sequences_never_reaches_the_terminal_raw() {
         // Every line that names the file names it whole, on one line.
         assert!(!text.lines().any(|l| l.starts_with("name.pcap")), "{text}");
     }
+    // One that does not parse is a usage error, escaped too.
+    let (out, _) = run(&["report", "--filter", "c9\x1b[31m", whole.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!raw(&out.stdout) && !raw(&out.stderr), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("c9\\x1b"),
+        "{out:?}"
+    );
     let (out, _) = run(&["report", whole.to_str().unwrap(), cut.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

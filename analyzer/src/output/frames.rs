@@ -15,6 +15,7 @@ use rdma_dissectors::stack::{self, Dissection};
 use rdma_dissectors::view::{CmView, FrameView};
 
 use super::clock::{Clock, FrameTime, TimeFormat};
+use super::filter::{Field, Filter, Record, Val};
 use super::out::Out;
 use crate::engine::{Engine, Finding, Frame};
 use crate::pipeline::{End, Flow, Progress, Sink};
@@ -30,6 +31,7 @@ pub struct Frames<W: Write> {
     clock: Clock,
     /// The previous frame's time, for deltas.
     previous_ns: Option<u64>,
+    filter: Filter,
 }
 
 impl<W: Write> Frames<W> {
@@ -46,25 +48,32 @@ impl<W: Write> Frames<W> {
             time,
             clock: Clock::new(format),
             previous_ns: None,
+            filter: Filter::All,
         }
     }
 
-    /// The frame's time as `-t` asks, and notes it for the next one.
-    fn time_of(&mut self, ts_ns: u64) -> String {
-        self.clock.saw(ts_ns);
-        let s = match self.time {
+    /// The same sink writing only the frames `filter` keeps.
+    #[must_use]
+    pub fn with_filter(mut self, filter: Filter) -> Self {
+        self.filter = filter;
+        self
+    }
+
+    /// The frame's time as `-t` asks; `previous_ns` is the frame before it
+    /// in the capture (whether or not a filter printed it, as tshark's
+    /// `-t d`).
+    fn time_of(&self, ts_ns: u64, previous_ns: Option<u64>) -> String {
+        match self.time {
             FrameTime::Delta => {
-                // Deltas count from the previous frame, as tshark's `-t d`
-                // (the first frame's is 0): one before it in time prints
-                // negative, as relative times do.
+                // Deltas count from the previous frame (the first frame's is
+                // 0): one before it in time prints negative, as relative
+                // times do.
                 let mut c = Clock::new(TimeFormat::Relative);
-                c.saw(self.previous_ns.unwrap_or(ts_ns));
+                c.saw(previous_ns.unwrap_or(ts_ns));
                 c.at(Some(ts_ns)).to_string()
             }
             _ => self.clock.at(Some(ts_ns)).to_string(),
-        };
-        self.previous_ns = Some(ts_ns);
-        s
+        }
     }
 
     /// The first write that failed, if one did.
@@ -87,13 +96,23 @@ impl<W: Write> Sink for Frames<W> {
     }
 
     fn frame(&mut self, f: &Frame<'_>) -> Flow {
+        // Every frame moves the clock, printed or not: relative times count
+        // from the capture's first frame, deltas from the frame before.
+        self.clock.saw(f.ts_ns);
+        let previous = self.previous_ns.replace(f.ts_ns);
         let mut d = Dissection::default();
         f.dissect_into(&self.config, &mut d);
+        if !self.filter.is_all() {
+            self.filter.saw(f.ts_ns);
+            if !self.filter.matches(&FrameRecord { f, d: &d }) {
+                return Flow::Continue;
+            }
+        }
         if self.json {
             self.out
                 .json_line(&FrameView::new(f.number, f.ts_ns, f.orig_len, &d))
         } else {
-            let at = self.time_of(f.ts_ns);
+            let at = self.time_of(f.ts_ns, previous);
             self.out
                 .text_line(frame_text(f.number, &at, f.orig_len, &d))
         }
@@ -101,6 +120,64 @@ impl<W: Write> Sink for Frames<W> {
 
     fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {
         let _ = self.out.flush();
+    }
+}
+
+/// Fields a frame has without the engine (`frames` runs none): no
+/// connection, latency, status, severity, kind, bytes or transfer mode.
+pub const FRAME_FIELDS: &[Field] = &[
+    Field::Frame,
+    Field::Time,
+    Field::Qpn,
+    Field::Peer,
+    Field::Xid,
+    Field::Proc,
+    Field::Rkey,
+    Field::Opcode,
+];
+
+/// A dissected frame as a filter sees it.
+struct FrameRecord<'a, 'b> {
+    f: &'a Frame<'b>,
+    d: &'a Dissection<'b>,
+}
+
+impl Record for FrameRecord<'_, '_> {
+    fn get(&self, f: Field, out: &mut Vec<Val>) -> bool {
+        let d = self.d;
+        match f {
+            Field::Frame => out.push(Val::Num(self.f.number)),
+            Field::Time => out.push(Val::Num(self.f.ts_ns)),
+            Field::Qpn => out.extend(d.bth().map(|b| Val::Num(b.dest_qp.get().into()))),
+            Field::Opcode => out.extend(d.bth().map(|b| Val::Text(b.opcode.name().to_string()))),
+            Field::Peer => {
+                if let Some(ip) = d.ip {
+                    out.push(Val::Text(ip.source().to_string()));
+                    out.push(Val::Text(ip.destination().to_string()));
+                }
+            }
+            Field::Xid => out.extend(d.rpcrdma().map(|h| Val::Num(h.xid.0.into()))),
+            Field::Proc => {
+                if let Some(n) = &d.nfs() {
+                    let mut name = n.procedure.unwrap_or("?").to_string();
+                    if !n.ops().is_empty() {
+                        let ops: Vec<&str> = n
+                            .ops()
+                            .iter()
+                            .map(|&o| n.op_name(o).unwrap_or("?"))
+                            .collect();
+                        name = format!("{name}({})", ops.join(","));
+                    }
+                    out.push(Val::Text(name));
+                }
+            }
+            Field::Rkey => {
+                out.extend(d.reth().map(|r| Val::Num(r.r_key.into())));
+                out.extend(d.ieth().map(|i| Val::Num(i.r_key.into())));
+            }
+            _ => return false,
+        }
+        true
     }
 }
 

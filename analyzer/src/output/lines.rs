@@ -6,7 +6,7 @@ use std::collections::BinaryHeap;
 use std::io::{self, Write};
 
 use super::clock::{Clock, TimeFormat};
-use super::filter::Filter;
+use super::filter::{Field, Filter, Join};
 use super::out::Out;
 use super::schema::{AnomalyLine, TransactionLine};
 use crate::engine::{Anomaly, Engine, Finding, Frame, KernelTimes, Kind, Transaction};
@@ -27,6 +27,8 @@ pub struct Lines<W: Write> {
     which: Which,
     json: bool,
     filter: Filter,
+    /// Findings waiting for their transaction (`anomalies --filter READ`).
+    join: Join,
     matched: u64,
     clock: Clock,
     /// Transactions waiting for their turn: the engine reports each when its
@@ -81,6 +83,7 @@ impl<W: Write> Lines<W> {
             which,
             json,
             filter,
+            join: Join::default(),
             matched: 0,
             clock: Clock::new(time),
             waiting: BinaryHeap::new(),
@@ -126,59 +129,85 @@ impl<W: Write> Lines<W> {
     }
 }
 
-impl<W: Write> Sink for Lines<W> {
-    fn finding(&mut self, f: Finding) -> Flow {
-        let passes = match (&f, self.which) {
-            (Finding::Transaction(t), Which::Transactions) => self.filter.txn(t),
-            (Finding::Anomaly(a), Which::Anomalies) => self.filter.anomaly(a),
-            _ => false,
-        };
-        self.matched += u64::from(passes);
-        let f = match f {
-            Finding::Transaction(t) if self.which == Which::Transactions => {
-                if !passes {
-                    return Flow::Continue;
-                }
-                // Held back: printed in call order, not as answered.
+impl<W: Write> Lines<W> {
+    /// Writes `f` if it is of the kind this sink writes and `pass`es; a
+    /// transaction is held back to print in call order, not as answered.
+    fn write(&mut self, f: Finding, pass: bool) -> Flow {
+        let pass = pass
+            && matches!(
+                (&f, self.which),
+                (Finding::Transaction(_), Which::Transactions)
+                    | (Finding::Anomaly(_), Which::Anomalies)
+            );
+        if !pass {
+            return Flow::Continue;
+        }
+        self.matched += 1;
+        match (f, self.json) {
+            (Finding::Transaction(t), _) => {
                 self.waiting.push(Reverse(InCallOrder(t)));
-                return if self.waiting.len() > REORDER {
+                if self.waiting.len() > REORDER {
                     self.print_next()
                 } else {
                     Flow::Continue
-                };
+                }
             }
-            other => other,
-        };
-        match (&f, self.which, self.json) {
-            (Finding::Anomaly(a), Which::Anomalies, _) if !self.filter.anomaly(a) => Flow::Continue,
-            (Finding::Anomaly(a), Which::Anomalies, true) => {
-                self.out.json_line(&AnomalyLine::new(a))
-            }
-            (Finding::Anomaly(a), Which::Anomalies, false) => {
+            (Finding::Anomaly(a), true) => self.out.json_line(&AnomalyLine::new(&a)),
+            (Finding::Anomaly(a), false) => {
                 let at = self.clock.at(a.ts_ns).to_string();
                 let indent = " ".repeat(at.chars().count());
                 self.out.text_line(format_args!(
                     "{at} {}\n{indent}   {}",
-                    anomaly_line(a),
+                    anomaly_line(&a),
                     guide_line(a.kind)
                 ))
             }
-            _ => Flow::Continue,
         }
+    }
+
+    fn write_all(&mut self, decided: Vec<(Finding, bool)>) -> Flow {
+        let mut flow = Flow::Continue;
+        for (f, pass) in decided {
+            if self.write(f, pass) != Flow::Continue {
+                flow = Flow::Stop;
+            }
+        }
+        flow
+    }
+}
+
+impl<W: Write> Sink for Lines<W> {
+    fn finding(&mut self, f: Finding) -> Flow {
+        if self.filter.is_all() {
+            return self.write(f, true);
+        }
+        // A transaction is only needed to judge the anomalies.
+        if self.which == Which::Transactions && matches!(f, Finding::Anomaly(_)) {
+            return Flow::Continue;
+        }
+        let mut decided = Vec::new();
+        self.join
+            .take(&self.filter, f, &mut |f, pass| decided.push((f, pass)));
+        self.write_all(decided)
     }
 
     /// Text lines count their time from the first frame, so the sink
     /// sees the frames (JSON lines carry absolute times of their own).
     fn wants_frames(&self) -> bool {
-        !self.json && self.clock.format == TimeFormat::Relative
+        (!self.json && self.clock.format == TimeFormat::Relative) || self.filter.uses(Field::Time)
     }
 
     fn frame(&mut self, f: &Frame<'_>) -> Flow {
         self.clock.saw(f.ts_ns);
+        self.filter.saw(f.ts_ns);
         Flow::Continue
     }
 
     fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {
+        let mut decided = Vec::new();
+        self.join
+            .finish(&self.filter, &mut |f, pass| decided.push((f, pass)));
+        let _ = self.write_all(decided);
         while !self.waiting.is_empty() {
             if self.print_next() == Flow::Stop {
                 self.waiting.clear();

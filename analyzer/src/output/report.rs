@@ -5,9 +5,9 @@ use crate::output::escape::escape;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::filter::Filter;
+use super::filter::{Field, Filter, Join};
 use super::schema::{
-    ChunkTotals, ConnectionView, KindSummary, Operations, PhaseTimes, PrivateData,
+    ChunkTotals, ConnectionView, FilterSummary, KindSummary, Operations, PhaseTimes, PrivateData,
     ProceduresOverCap, ReportDoc, ResponseTimes, SlowOperation, WriteChunks, SCHEMA_VERSION,
 };
 use super::stats::{Latency, Summary};
@@ -53,11 +53,33 @@ struct KindAgg {
     example: Option<String>,
 }
 
+/// `1 connection`, `2 connections`.
+fn count(n: u64, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+/// What a filter kept, counted apart from the tables.
+#[derive(Debug, Default)]
+struct Kept {
+    transactions: u64,
+    answered: u64,
+    findings: u64,
+    connections: std::collections::BTreeSet<u32>,
+}
+
 /// Everything the report needs, built from findings in bounded memory.
 #[derive(Debug, Default)]
 pub struct Report {
     filter: Option<Filter>,
     matched: u64,
+    /// Under a filter: findings waiting for their transaction.
+    join: Join,
+    /// Under a filter: what it kept, for the header and `filter` in JSON.
+    kept: Kept,
     by_proc: BTreeMap<(String, Transfer, Transfer), ProcAgg>,
     ops: BTreeMap<String, (u64, u64)>,
     slowest: Vec<SlowOperation>,
@@ -140,17 +162,83 @@ impl Report {
         }
     }
 
-    /// Takes one finding.
+    /// Takes one finding. Under a filter, a finding that names a
+    /// transaction may wait for it (`proc == READ` is its transaction's),
+    /// and is taken when it arrives or at [`Report::finish`].
     pub fn add(&mut self, f: &Finding) {
         let filter = self.filter.take().unwrap_or(Filter::All);
-        let passes = match f {
-            Finding::Transaction(t) => filter.txn(t),
-            Finding::Anomaly(a) => filter.anomaly(a),
-        };
-        self.filter = Some(filter);
-        if !passes {
-            return;
+        if filter.is_all() {
+            self.filter = Some(filter);
+            return self.take(f);
         }
+        let mut decided = Vec::new();
+        self.join
+            .take(&filter, f.clone(), &mut |f, pass| decided.push((f, pass)));
+        self.filter = Some(filter);
+        for (f, pass) in decided {
+            if pass {
+                self.keep(&f);
+            }
+        }
+    }
+
+    /// Takes the findings still waiting for their transaction (the end).
+    pub fn finish(&mut self) {
+        let filter = self.filter.take().unwrap_or(Filter::All);
+        let mut decided = Vec::new();
+        self.join
+            .finish(&filter, &mut |f, pass| decided.push((f, pass)));
+        self.filter = Some(filter);
+        for (f, pass) in decided {
+            if pass {
+                self.keep(&f);
+            }
+        }
+    }
+
+    /// Counts a finding the filter kept, then takes it.
+    fn keep(&mut self, f: &Finding) {
+        let k = &mut self.kept;
+        match f {
+            Finding::Transaction(t) => {
+                k.transactions += 1;
+                k.answered += u64::from(t.reply_frame.is_some());
+                k.connections.insert(t.connection.0);
+            }
+            Finding::Anomaly(a) => {
+                k.findings += 1;
+                k.connections.extend(a.connection.map(|c| c.0));
+            }
+        }
+        self.take(f);
+    }
+
+    /// Whether the report shows connection `c`: the filter selects it, or
+    /// says nothing of connections and kept something on it.
+    fn shows(&self, filter: &Filter, c: &crate::engine::Connection) -> bool {
+        match filter.connection(c) {
+            Some(keep) => keep,
+            None => self.kept.connections.contains(&c.id.0),
+        }
+    }
+
+    /// What the filter kept (`None` unfiltered).
+    fn filter_summary(&self, state: &State) -> Option<FilterSummary> {
+        let filter = self.filter.as_ref().filter(|f| !f.is_all())?;
+        Some(FilterSummary {
+            expression: filter.text().to_string(),
+            transactions: self.kept.transactions,
+            answered: self.kept.answered,
+            findings: self.kept.findings,
+            connections: state
+                .connections
+                .values()
+                .filter(|c| self.shows(filter, c))
+                .count() as u64,
+        })
+    }
+
+    fn take(&mut self, f: &Finding) {
         self.matched += 1;
         if !self.lean {
             self.diagnosis.add(f);
@@ -362,12 +450,13 @@ impl Report {
             schema_version: SCHEMA_VERSION,
             file: file.to_string(),
             complete: read_error.is_none(),
+            filter: self.filter_summary(state),
             read_error,
             diagnosis: self.causes(state),
             not_checked: self.not_checked(),
             phases: self.phase_rows(),
             slowest: self.slowest.clone(),
-            timeline: timeline(state, |c| filter.connection(c))
+            timeline: timeline(state, |c| self.shows(&filter, c))
                 .iter()
                 .map(ClientTimelineView::from)
                 .collect(),
@@ -377,7 +466,7 @@ impl Report {
             connections: state
                 .connections
                 .values()
-                .filter(|c| filter.connection(c))
+                .filter(|c| self.shows(&filter, c))
                 .map(ConnectionView::from)
                 .collect(),
             response_times: self
@@ -472,13 +561,24 @@ impl Report {
         if let Some(e) = read_error {
             let _ = writeln!(s, "INCOMPLETE: {}", escape(e));
         }
+        if let Some(f) = self.filter_summary(state) {
+            let _ = writeln!(
+                s,
+                "filter: {}\n  kept {}, {} answered, {}, {}; the counts above are the whole capture's, everything below is what the filter kept",
+                escape(&f.expression),
+                count(f.transactions, "transaction"),
+                f.answered,
+                count(f.findings, "finding"),
+                count(f.connections, "connection")
+            );
+        }
         diagnosis_text(s, &self.causes(state), &self.input_notes());
     }
 
     /// Each connection: its CM, private data, counts and credits.
     fn text_connections(&self, s: &mut String, state: &State, filter: &Filter) {
         let _ = writeln!(s, "\nConnections");
-        for c in state.connections.values().filter(|c| filter.connection(c)) {
+        for c in state.connections.values().filter(|c| self.shows(filter, c)) {
             let cm = if c.cm_state == crate::engine::CmState::NotSeen && c.cm_cut {
                 "CM cut by the snap length".to_string()
             } else if c.cm_state == crate::engine::CmState::NotSeen {
@@ -631,7 +731,7 @@ impl Report {
     fn text_timeline(&self, s: &mut String, state: &State, filter: &Filter) {
         let start = state.totals.first_ts_ns;
         let _ = writeln!(s, "\nConnections of each client in time order");
-        for tl in timeline(state, |c| filter.connection(c)) {
+        for tl in timeline(state, |c| self.shows(filter, c)) {
             let _ = writeln!(s, "  client {}", tl.client);
             for e in &tl.connections {
                 let frames: Vec<String> = e.cm_frames.iter().map(u64::to_string).collect();
@@ -945,7 +1045,21 @@ impl Sink for Report {
         Flow::Continue
     }
 
-    fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {}
+    /// Only a filter on `time` needs the frames: it counts from the first.
+    fn wants_frames(&self) -> bool {
+        self.filter.as_ref().is_some_and(|f| f.uses(Field::Time))
+    }
+
+    fn frame(&mut self, f: &crate::engine::Frame<'_>) -> Flow {
+        if let Some(filter) = &mut self.filter {
+            filter.saw(f.ts_ns);
+        }
+        Flow::Continue
+    }
+
+    fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {
+        self.finish();
+    }
 }
 
 /// `12.345 ms`, or `unknown` when no credit grant was seen (the limit is

@@ -459,6 +459,23 @@ pub struct SlowOperation {
     pub latency_us: f64,
 }
 
+/// What a `--filter` kept (`docs/filters.md`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct FilterSummary {
+    /// The expression, as given.
+    pub expression: String,
+    /// Transactions kept.
+    pub transactions: u64,
+    /// Of those, answered.
+    pub answered: u64,
+    /// Findings (anomalies) kept.
+    pub findings: u64,
+    /// Connections kept: those the filter selects, or that hold a kept
+    /// transaction or finding.
+    pub connections: u64,
+}
+
 /// `report --json`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
@@ -469,6 +486,11 @@ pub struct ReportDoc {
     pub file: String,
     /// Whether every byte of the capture was read.
     pub complete: bool,
+    /// The `--filter` the report was computed under, and what it kept
+    /// (`null`: unfiltered). Under a filter the tables, findings,
+    /// connections and diagnosis are those of what it kept; `totals` stay
+    /// the whole capture's frame counters.
+    pub filter: Option<FilterSummary>,
     /// Why reading stopped early (the frame, the byte offset, what to do).
     pub read_error: Option<String>,
     /// The causes found, largest impact first (`docs/diagnosis.md`); empty

@@ -34,7 +34,7 @@ pub const HELP: &[(&str, &str)] = &[
         "on a ladder: scroll the pane below; the step's frame",
     ),
     ("w", "a transaction's frames to a pcapng (for Wireshark)"),
-    ("/", "filter: c1  0x1234abcd  READ  credit_overrun  c1|c2"),
+    ("/", "filter: c1 && READ  latency > 10ms  !frame == 147"),
     ("p", "pause: freeze the view, the source keeps running"),
 ];
 

@@ -90,9 +90,15 @@ fn draw_status(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
             format!("filter: {e}█"),
             Style::new().fg(Color::Black).bg(Color::Yellow),
         ));
-        spans.push(Span::raw(
-            "  Enter apply, Esc cancel; c1  0x1234abcd  READ  credit_overrun  c1|c2",
-        ));
+        match crate::output::Filter::parse(e) {
+            Err(err) => spans.push(Span::styled(
+                format!("  {err}"),
+                Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
+            )),
+            Ok(_) => spans.push(Span::raw(
+                "  Enter apply, Esc cancel; c1 && READ  latency > 10ms  frame == 147  severity >= warning",
+            )),
+        }
         f.render_widget(Paragraph::new(Line::from(spans)), area);
         return;
     }

@@ -16,6 +16,7 @@ use crate::diagnosis::Cause;
 use crate::engine::{
     Anomaly, ChunkKind, ConnId, Finding, Kind, Origin, State, Transaction, Transfer,
 };
+use crate::output::filter::{Field, Record, Val};
 use crate::output::Filter;
 use crate::pipeline::{Notice, Progress, Source, Stop};
 
@@ -99,6 +100,8 @@ pub struct TxnRow {
     pub conn: u32,
     /// Interned procedure label.
     pub proc: u32,
+    /// Interned RPC and NFS status (`Model::statuses`; [`NONE32`]: none).
+    pub status: u32,
     /// R_Key the reply invalidated ([`NONE32`] when none).
     pub inval_rkey: u32,
     /// How the call travelled.
@@ -197,6 +200,8 @@ pub struct Model {
     /// Interned procedure labels.
     pub labels: Vec<String>,
     label_ids: HashMap<String, u32>,
+    /// Distinct status words of the rows ([`TxnRow::status`]).
+    statuses: Vec<String>,
     label_rank: Vec<u32>,
     details: VecDeque<(u32, Box<Transaction>)>,
     anomalous: std::collections::BTreeMap<u32, Box<Transaction>>,
@@ -360,6 +365,27 @@ impl Model {
         id
     }
 
+    /// The row's status words (RPC, then NFS), interned: a handful of
+    /// distinct values per capture, kept so `status ==` works on any row.
+    fn intern_status(&mut self, t: &Transaction) -> u32 {
+        let words: Vec<&str> = [t.reply_status.as_deref(), t.nfs_status.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect();
+        if words.is_empty() {
+            return NONE32;
+        }
+        let s = words.join(" ");
+        if let Some(i) = self.statuses.iter().position(|x| *x == s) {
+            return i as u32;
+        }
+        if self.statuses.len() >= 4096 {
+            return NONE32;
+        }
+        self.statuses.push(s);
+        (self.statuses.len() - 1) as u32
+    }
+
     /// Adds a transaction (also used by the benchmarks to load a million).
     pub fn push_txn(&mut self, t: Box<Transaction>) {
         if self.rows.len() >= self.caps.rows {
@@ -369,6 +395,7 @@ impl Model {
         let row = self.rows.len() as u32;
         let proc = self.intern(t.procedure_label());
         let anomaly_mask = t.anomalies.iter().fold(0, |m, k| m | kind_bit(*k));
+        let status = self.intern_status(&t);
         self.rows.push(TxnRow {
             call_ts_ns: t.call_ts_ns,
             latency_ns: t
@@ -382,6 +409,7 @@ impl Model {
             xid: t.xid,
             conn: t.connection.0,
             proc,
+            status,
             inval_rkey: t.remote_invalidated_rkey.unwrap_or(NONE32),
             call: t.call_transfer,
             reply: t.reply_transfer,
@@ -442,7 +470,8 @@ impl Model {
     /// `ui` how long each list is. Called before drawing, never while drawing.
     pub fn refresh(&mut self, ui: &mut UiState) {
         self.refresh_diagnosis();
-        let filter = parse_filter(&ui.filter);
+        let mut filter = parse_filter(&ui.filter);
+        filter.saw(self.t0());
         self.refresh_txns(ui.sort, &ui.filter, &filter);
         if let Some(ts) = ui.seek_ns.take() {
             self.seek(ui, ts);
@@ -497,41 +526,19 @@ impl Model {
         ui.set_len(Screen::Transactions, self.view.len());
     }
 
-    fn row_passes(&self, r: &TxnRow, f: &Filter, proc_ok: &[bool]) -> bool {
-        match f {
-            Filter::All => true,
-            Filter::Connection(c) => r.conn == *c,
-            Filter::Xid(x) => r.xid == *x,
-            Filter::Kind(k) => r.anomaly_mask & kind_bit(*k) != 0,
-            Filter::Procedure(_) => proc_ok.get(r.proc as usize).copied().unwrap_or(false),
-            Filter::AnyOf(v) => v.iter().any(|f| self.row_passes(r, f, proc_ok)),
+    fn row_passes(&self, i: usize, f: &Filter) -> bool {
+        if f.is_all() {
+            return true;
         }
-    }
-
-    /// Per label, whether a procedure term of `f` matches it (any of them:
-    /// `|` terms are alternatives, so one table serves them all).
-    fn proc_matches(&self, f: &Filter) -> Vec<bool> {
-        let procs: Vec<&str> = match f {
-            Filter::Procedure(p) => vec![p.as_str()],
-            Filter::AnyOf(v) => v
-                .iter()
-                .filter_map(|f| match f {
-                    Filter::Procedure(p) => Some(p.as_str()),
-                    _ => None,
-                })
-                .collect(),
-            _ => Vec::new(),
-        };
-        if procs.is_empty() {
-            return Vec::new();
+        // The full transaction while it is kept, so that the screens judge
+        // as `transactions --filter` does; else the compact row.
+        match self.detail(i) {
+            Some(t) => f.txn(t),
+            None => self
+                .rows
+                .get(i)
+                .is_some_and(|r| f.matches(&RowRecord { m: self, i, r })),
         }
-        self.labels
-            .iter()
-            .map(|l| {
-                let l = l.to_ascii_uppercase();
-                procs.iter().any(|p| l.contains(p))
-            })
-            .collect()
     }
 
     fn refresh_txns(&mut self, sort: Sort, text: &str, f: &Filter) {
@@ -544,10 +551,9 @@ impl Model {
         if self.view_seen == self.rows.len() {
             return;
         }
-        let proc_ok = self.proc_matches(f);
         let start = self.view_seen;
         for i in start..self.rows.len() {
-            if self.row_passes(&self.rows[i], f, &proc_ok) {
+            if self.row_passes(i, f) {
                 self.view.push(i as u32);
             }
         }
@@ -591,17 +597,14 @@ impl Model {
         if self.seg_seen == self.segs.len() {
             return;
         }
-        let proc_ok = self.proc_matches(f);
         for i in self.seg_seen..self.segs.len() {
             let s = &self.segs[i];
-            if let Some(r) = self.rows.get(s.row as usize) {
-                if self.row_passes(r, f, &proc_ok) {
-                    self.seg_view.push(i as u32);
-                    let t = &mut self.seg_totals;
-                    t.0[s.kind as usize] += 1;
-                    t.1 += s.bytes_moved;
-                    t.2 += u64::from(s.remotely_invalidated);
-                }
+            if (s.row as usize) < self.rows.len() && self.row_passes(s.row as usize, f) {
+                self.seg_view.push(i as u32);
+                let t = &mut self.seg_totals;
+                t.0[s.kind as usize] += 1;
+                t.1 += s.bytes_moved;
+                t.2 += u64::from(s.remotely_invalidated);
             }
         }
         self.seg_seen = self.segs.len();
@@ -615,8 +618,30 @@ impl Model {
         self.anom_key = Some(key);
         self.anom_view.clear();
         let mut by_kind: Vec<Vec<u32>> = vec![Vec::new(); Kind::ALL.len()];
+        // A finding is judged with its transaction (`READ` keeps the
+        // findings of READs), as `anomalies --filter` does.
+        let rows: HashMap<(u32, u32), usize> = if f.needs_transaction() {
+            self.rows
+                .iter()
+                .enumerate()
+                .map(|(i, r)| ((r.conn, r.xid), i))
+                .collect()
+        } else {
+            HashMap::new()
+        };
         for (i, a) in self.anomalies.iter().enumerate() {
-            if f.anomaly(a) {
+            let row = a
+                .connection
+                .zip(a.xid)
+                .and_then(|(c, x)| rows.get(&(c.0, x)).copied());
+            let detail = row.and_then(|i| self.detail(i));
+            let compact = row.and_then(|i| self.rows.get(i).map(|r| RowRecord { m: self, i, r }));
+            let txn: Option<&dyn Record> = match (detail, &compact) {
+                (Some(t), _) => Some(t),
+                (None, Some(r)) => Some(r),
+                (None, None) => None,
+            };
+            if f.anomaly_with(a, txn) {
                 by_kind[a.kind.index()].push(i as u32);
             }
         }
@@ -637,11 +662,71 @@ impl Model {
     }
 }
 
-/// The filter a typed text means (empty: everything).
+/// The filter a typed text means (empty: everything; one that does not
+/// parse: everything too, the screen showing the error where it is typed).
 pub fn parse_filter(text: &str) -> Filter {
-    if text.trim().is_empty() {
-        Filter::All
-    } else {
-        Filter::parse(text)
+    Filter::parse(text).unwrap_or(Filter::All)
+}
+
+/// A compact row as a filter sees it, when its full transaction is no
+/// longer kept: no chunk frames (its `frame` is the call's and reply's).
+struct RowRecord<'a> {
+    m: &'a Model,
+    i: usize,
+    r: &'a TxnRow,
+}
+
+impl Record for RowRecord<'_> {
+    fn get(&self, f: Field, out: &mut Vec<Val>) -> bool {
+        let r = self.r;
+        match f {
+            Field::Conn => out.push(Val::Num(r.conn.into())),
+            Field::Xid => out.push(Val::Num(r.xid.into())),
+            Field::Proc => out.push(Val::Text(self.m.label(r).to_string())),
+            Field::Frame => {
+                out.push(Val::Num(r.call_frame));
+                if r.reply_frame != 0 {
+                    out.push(Val::Num(r.reply_frame));
+                }
+            }
+            Field::Rkey => {
+                let row = self.i as u32;
+                let at = self.m.segs.partition_point(|s| s.row < row);
+                let segs = self.m.segs[at..].iter().take_while(|s| s.row == row);
+                out.extend(segs.map(|s| Val::Num(s.handle.into())));
+                if r.inval_rkey != NONE32 {
+                    out.push(Val::Num(r.inval_rkey.into()));
+                }
+            }
+            Field::Latency => {
+                if r.latency_ns != NONE64 {
+                    out.push(Val::Num(r.latency_ns));
+                }
+            }
+            Field::Bytes => out.push(Val::Num(r.bytes)),
+            Field::Status => {
+                if let Some(s) = self.m.statuses.get(r.status as usize) {
+                    out.extend(s.split(' ').map(|w| Val::Text(w.to_string())));
+                }
+            }
+            Field::Severity | Field::Kind => {
+                for k in Kind::ALL
+                    .iter()
+                    .filter(|k| r.anomaly_mask & kind_bit(**k) != 0)
+                {
+                    out.push(match f {
+                        Field::Kind => Val::Text(k.as_str().to_ascii_uppercase()),
+                        _ => Val::Num(crate::output::filter::severity_rank(k.severity())),
+                    });
+                }
+            }
+            Field::Time => out.push(Val::Num(r.call_ts_ns)),
+            Field::Mode => {
+                out.push(Val::Text(r.call.as_str().into()));
+                out.push(Val::Text(r.reply.as_str().into()));
+            }
+            Field::Peer | Field::Qpn | Field::Opcode => return false,
+        }
+        true
     }
 }

@@ -385,9 +385,15 @@ impl UiState {
                     e.pop();
                 }
             }
+            // A filter that does not parse stays in the prompt, its error
+            // shown there, rather than silently select everything.
             Action::FilterApply => {
                 if let Some(e) = self.editing.take() {
-                    self.set_filter(e.trim().to_string());
+                    if crate::output::Filter::parse(&e).is_ok() {
+                        self.set_filter(e.trim().to_string());
+                    } else {
+                        self.editing = Some(e);
+                    }
                 }
             }
             Action::FilterCancel => self.editing = None,
