@@ -672,12 +672,13 @@ fn rpc_layer_times_decode_on_every_kernel_from_their_fixed_fields() {
         assert_eq!((rpc.lo, rpc.hi, rpc.loc & 0x7fff), (8, 56, 28), "{kernel}");
         // rpc_request, which says nothing more, stays in the kernel.
         assert_eq!(needed(set.by_name("sunrpc", "rpc_request").unwrap()), None);
-        let svc = plan("svc_stats_latency");
-        let (lo, hi) = if kernel.starts_with("linux-5.10") {
-            (8, 24)
-        } else {
-            (20, 32)
-        };
-        assert_eq!((svc.lo, svc.hi, svc.loc), (lo, hi, 0), "{kernel}");
+        // svc_stats_latency too: one more event per RPC would take the
+        // server's probes past the 1 µs budget; it is decoded when
+        // --all-probe-events attaches it.
+        assert_eq!(
+            needed(set.by_name("sunrpc", "svc_stats_latency").unwrap()),
+            None,
+            "{kernel}"
+        );
     }
 }
