@@ -970,10 +970,15 @@ fn cut_and_content_widths() {
         content_widths(&["conn", "client"], &rows, &[6, 40], 12),
         [4, 7]
     );
+    // A table narrower than its headers: no column wider than the table.
     assert_eq!(
         content_widths(&["conn", "client"], &rows, &[6, 40], 2),
-        [4, 6]
+        [2, 2]
     );
+    // A cell far wider than the screen is held to the screen, no overflow.
+    let huge = vec![vec!["x".repeat(70_000), "y".repeat(70_000)]];
+    let w = content_widths(&["a", "b"], &huge, &[u16::MAX, u16::MAX], 80);
+    assert!(w.iter().map(|&x| u32::from(x)).sum::<u32>() < 80, "{w:?}");
 }
 
 /// The detail's lower pane scrolls to its last line (chunks, phases,

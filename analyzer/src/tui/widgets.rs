@@ -130,16 +130,24 @@ pub fn content_widths(header: &[&str], rows: &[Vec<String>], max: &[u16], avail:
                 .chain([h.chars().count()])
                 .max()
                 .unwrap_or(0);
-            u16::try_from(widest).unwrap_or(u16::MAX).min(m)
+            // No column is wider than the table: a huge cell costs no more
+            // shrinking than the screen is wide.
+            u16::try_from(widest).unwrap_or(u16::MAX).min(m).min(avail)
         })
         .collect();
-    let gaps = u16::try_from(w.len().saturating_sub(1)).unwrap_or(u16::MAX);
+    let gaps = u32::try_from(w.len().saturating_sub(1)).unwrap_or(u32::MAX);
     let floor = |i: usize| {
         u16::try_from(header[i].chars().count())
             .unwrap_or(u16::MAX)
             .max(3)
     };
-    while w.iter().sum::<u16>().saturating_add(gaps) > avail {
+    while w
+        .iter()
+        .map(|&x| u32::from(x))
+        .sum::<u32>()
+        .saturating_add(gaps)
+        > u32::from(avail)
+    {
         let Some(i) = (0..w.len())
             .filter(|&i| w[i] > floor(i))
             .max_by_key(|&i| w[i])
