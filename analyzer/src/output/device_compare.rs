@@ -111,9 +111,13 @@ impl DeviceWire {
         }
     }
 
-    /// The addresses whose frames were counted.
+    /// The addresses that sent or received RoCE frames (not those seen in
+    /// ARP alone: a LAN's broadcasts name every host on it).
     pub fn addresses(&self) -> impl Iterator<Item = IpAddr> + '_ {
-        self.hosts.keys().copied()
+        self.hosts
+            .iter()
+            .filter(|(_, h)| h.sent > 0 || h.rcvd > 0)
+            .map(|(a, _)| *a)
     }
 
     fn host(&mut self, a: IpAddr) -> Option<&mut HostCounts> {
