@@ -32,10 +32,11 @@
 //! # let frame: &[u8] = &[0u8; 20];
 //! let d = stack::dissect(LinkType::ETHERNET, frame, &stack::Config::default());
 //! let v = FrameView::new(1, 1_795_217_646_495_692_000, 20, &d);
-//! assert_eq!(v.schema_version, 1);
-//! // With serde_json, one line of `frames --json`:
+//! assert_eq!(v.schema_version, 2);
+//! // With serde_json, one line of `frames --json` (a time since the epoch
+//! // is a string: a double cannot hold it exactly):
 //! let line = serde_json::to_string(&v).unwrap();
-//! assert!(line.ends_with(r#""frame":1,"len":20,"schema_version":1,"ts_ns":1795217646495692000}"#));
+//! assert!(line.ends_with(r#""frame":1,"len":20,"schema_version":2,"ts_ns":"1795217646495692000"}"#));
 //! ```
 
 use core::fmt;
