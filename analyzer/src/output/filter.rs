@@ -2,7 +2,7 @@
 //! TUI: an expression language in the spirit of Wireshark's display filters
 //! (`c1 && proc == READ && latency > 10ms`), documented in `docs/filters.md`.
 //!
-//! Parsing lives in [`parse`](mod@parse); this file holds the fields, the
+//! Parsing lives in `parse.rs`; this file holds the fields, the
 //! records they apply to, and evaluation.
 
 mod join;
