@@ -45,7 +45,7 @@ def frames_json(path):
 
 def test_one_frame():
     d = rd.dissect(RC_ACK)
-    assert d["schema_version"] == rd.SCHEMA_VERSION == 1
+    assert d["schema_version"] == rd.SCHEMA_VERSION == 2
     assert d["frame"] == 1 and d["ts_ns"] == "0" and d["len"] == len(RC_ACK)
     assert d["eth"] == {"dst": "52:54:00:99:00:02", "ether_type": 0x800, "src": "52:54:00:99:00:01", "vlan": []}
     assert d["ip"]["src"] == "10.99.0.1" and d["ip"]["version"] == 4
