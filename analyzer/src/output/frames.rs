@@ -159,16 +159,8 @@ impl Record for FrameRecord<'_, '_> {
             Field::Xid => out.extend(d.rpcrdma().map(|h| Val::Num(h.xid.0.into()))),
             Field::Proc => {
                 if let Some(n) = &d.nfs() {
-                    let mut name = n.procedure.unwrap_or("?").to_string();
-                    if !n.ops().is_empty() {
-                        let ops: Vec<&str> = n
-                            .ops()
-                            .iter()
-                            .map(|&o| n.op_name(o).unwrap_or("?"))
-                            .collect();
-                        name = format!("{name}({})", ops.join(","));
-                    }
-                    out.push(Val::Text(name));
+                    let name = n.procedure.unwrap_or("?");
+                    out.push(Val::Text(format!("{name}{}", compound_ops(n))));
                 }
             }
             Field::Rkey => {
@@ -179,6 +171,20 @@ impl Record for FrameRecord<'_, '_> {
         }
         true
     }
+}
+
+/// An NFSv4 COMPOUND's operations as `(SEQUENCE,PUTFH,READ)`; empty for a
+/// call that has none.
+fn compound_ops(n: &rdma_dissectors::nfs::CallSummary) -> String {
+    if n.ops().is_empty() {
+        return String::new();
+    }
+    let ops: Vec<&str> = n
+        .ops()
+        .iter()
+        .map(|&o| n.op_name(o).unwrap_or("?"))
+        .collect();
+    format!("({})", ops.join(","))
 }
 
 /// One line of text for a frame.
@@ -268,14 +274,7 @@ pub fn frame_text(number: u64, at: &str, orig_len: u32, d: &Dissection<'_>) -> S
                 let name = d.nfs().as_ref().and_then(|n| n.procedure).unwrap_or("?");
                 s.push_str(&format!(" | RPC call prog {} v{} {name}", c.prog, c.vers));
                 if let Some(n) = &d.nfs() {
-                    if !n.ops().is_empty() {
-                        let ops: Vec<&str> = n
-                            .ops()
-                            .iter()
-                            .map(|&o| n.op_name(o).unwrap_or("?"))
-                            .collect();
-                        s.push_str(&format!("({})", ops.join(",")));
-                    }
+                    s.push_str(&compound_ops(n));
                 }
             }
             _ => s.push_str(" | RPC reply"),
