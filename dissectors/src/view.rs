@@ -69,12 +69,16 @@ pub const SCHEMA_VERSION: u32 = 2;
 /// timestamps (about 1.8e18, above 2^53) and 64-bit data as decimal,
 /// addresses, R_Keys, GUIDs, service and transaction ids as `"0x…"` hex,
 /// as the text writes them. jq 1.6 and JavaScript keep a string exact.
-/// (Schema version 2; version 1 wrote them as JSON numbers.)
-mod exact {
+/// (Schema version 2; version 1 wrote them as JSON numbers.) Public so that
+/// other JSON over the same values (the analyzer's) writes them the same
+/// way: `#[serde(serialize_with = "exact::decimal")]` on a `u64`, `u32`,
+/// their `Option`s, or references to them.
+pub mod exact {
     use serde::Serializer;
 
     /// A number written as a string, or null.
     pub trait Exact {
+        /// The value; `None` for null.
         fn exact(&self) -> Option<u64>;
     }
     impl Exact for u64 {
@@ -92,7 +96,16 @@ mod exact {
             self.as_ref().and_then(Exact::exact)
         }
     }
+    impl<T: Exact + ?Sized> Exact for &T {
+        fn exact(&self) -> Option<u64> {
+            (**self).exact()
+        }
+    }
 
+    /// `"1795217646495692000"`, or null.
+    ///
+    /// # Errors
+    /// The serializer's.
     pub fn decimal<S: Serializer, T: Exact>(v: &T, s: S) -> Result<S::Ok, S::Error> {
         match v.exact() {
             Some(x) => s.collect_str(&x),
@@ -100,6 +113,10 @@ mod exact {
         }
     }
 
+    /// `"0xfa7da3d48d23d000"`, or null.
+    ///
+    /// # Errors
+    /// The serializer's.
     pub fn hex<S: Serializer, T: Exact>(v: &T, s: S) -> Result<S::Ok, S::Error> {
         match v.exact() {
             Some(x) => s.collect_str(&format_args!("{x:#x}")),

@@ -8,53 +8,9 @@
 //! `#[schemars(with = "String")]` (or `Option<String>`), on fields of type
 //! `u64`, `u32`, their `Option`s, or references to them.
 
-use serde::Serializer;
-
-/// A number the JSON writes as a string, or null.
-pub trait Exact {
-    /// The value; `None` for null.
-    fn exact(&self) -> Option<u64>;
-}
-
-impl Exact for u64 {
-    fn exact(&self) -> Option<u64> {
-        Some(*self)
-    }
-}
-
-impl Exact for u32 {
-    fn exact(&self) -> Option<u64> {
-        Some(u64::from(*self))
-    }
-}
-
-impl<T: Exact> Exact for Option<T> {
-    fn exact(&self) -> Option<u64> {
-        self.as_ref().and_then(Exact::exact)
-    }
-}
-
-impl<T: Exact + ?Sized> Exact for &T {
-    fn exact(&self) -> Option<u64> {
-        (**self).exact()
-    }
-}
-
-/// `"1795217646495692000"`, or null.
-pub fn decimal<S: Serializer, T: Exact>(v: &T, s: S) -> Result<S::Ok, S::Error> {
-    match v.exact() {
-        Some(x) => s.collect_str(&x),
-        None => s.serialize_none(),
-    }
-}
-
-/// `"0xfa7da3d48d23d000"`, or null.
-pub fn hex<S: Serializer, T: Exact>(v: &T, s: S) -> Result<S::Ok, S::Error> {
-    match v.exact() {
-        Some(x) => s.collect_str(&format_args!("{x:#x}")),
-        None => s.serialize_none(),
-    }
-}
+// One definition, the dissectors': frames and the analyzer's documents
+// write the same numbers the same way.
+pub use rdma_dissectors::view::exact::{decimal, hex, Exact};
 
 #[cfg(test)]
 mod tests {
