@@ -13,7 +13,7 @@ use std::process::Command;
 
 #[path = "common/kernel_view.rs"]
 mod kernel_view;
-use kernel_view::{compare, differing, rebuilt_mountstats, umount_time, BIN};
+use kernel_view::{compare, compare_with_devices, differing, rebuilt_mountstats, umount_time, BIN};
 use serde_json::Value;
 
 fn captures() -> PathBuf {
@@ -170,17 +170,12 @@ fn a_mountstats_that_is_not_one_is_refused_by_file_and_line() {
 #[test]
 fn the_devices_counters_agree_with_the_capture() {
     let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/device-counters");
-    let out = Command::new(BIN)
-        .arg("mountstats")
-        .arg(d.join("rxe-6.1-reconnect.mountstats.txt"))
-        .arg("--capture")
-        .arg(d.join("rxe-6.1-reconnect.pcap"))
-        .arg("--device-counters")
-        .arg(d.join("rxe-6.1-reconnect.txt"))
-        .arg("--json")
-        .output()
-        .unwrap();
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (_, doc) = compare_with_devices(
+        &d.join("rxe-6.1-reconnect.mountstats.txt"),
+        &d.join("rxe-6.1-reconnect.pcap"),
+        None,
+        Some(&d.join("rxe-6.1-reconnect.txt")),
+    );
     let dev = &doc["devices"][0];
     assert_eq!(dev["device"], "rxe0 port 1", "{doc:#}");
     assert_eq!(dev["host"], "10.99.0.2");
@@ -246,17 +241,12 @@ fn a_device_counter_that_went_backwards_is_said() {
 #[test]
 fn packets_held_for_an_unresolved_neighbour_are_explained() {
     let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/device-counters");
-    let out = Command::new(BIN)
-        .arg("mountstats")
-        .arg(d.join("rxe-6.1-reconnect-arp.mountstats.txt"))
-        .arg("--capture")
-        .arg(d.join("rxe-6.1-reconnect-arp.pcap"))
-        .arg("--device-counters")
-        .arg(d.join("rxe-6.1-reconnect-arp.txt"))
-        .arg("--json")
-        .output()
-        .unwrap();
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (_, doc) = compare_with_devices(
+        &d.join("rxe-6.1-reconnect-arp.mountstats.txt"),
+        &d.join("rxe-6.1-reconnect-arp.pcap"),
+        None,
+        Some(&d.join("rxe-6.1-reconnect-arp.txt")),
+    );
     let dev = &doc["devices"][0];
     let rows = dev["rows"].as_array().unwrap();
     let get = |f: &str| rows.iter().find(|r| r["field"] == f).unwrap().clone();

@@ -191,15 +191,9 @@ impl RpcLayer {
     }
 }
 
-/// Run by `ebpf-probes/lab.sh` (a step of scripts/test.sh) over the lab
-/// run it has just made; not by plain `cargo test`.
-#[test]
-#[ignore = "needs a VM lab run: ebpf-probes/lab.sh runs it"]
-fn probes_agree_with_the_wire() {
-    let out = std::env::var_os("RDMA_ANALYZER_LAB_OUT")
-        .map(PathBuf::from)
-        .expect("RDMA_ANALYZER_LAB_OUT names a lab run with the probe hook (ebpf-probes/lab.sh)");
-    let mut scenarios: Vec<String> = std::fs::read_dir(&out)
+/// The scenarios a lab run left a capture of (`SC.pcap`), in name order.
+fn scenarios_of(out: &Path) -> Vec<String> {
+    let mut scenarios: Vec<String> = std::fs::read_dir(out)
         .expect("lab output")
         .filter_map(|e| e.ok())
         .filter_map(|e| {
@@ -211,6 +205,18 @@ fn probes_agree_with_the_wire() {
         .collect();
     scenarios.sort();
     assert!(!scenarios.is_empty(), "no SC.pcap in {}", out.display());
+    scenarios
+}
+
+/// Run by `ebpf-probes/lab.sh` (a step of scripts/test.sh) over the lab
+/// run it has just made; not by plain `cargo test`.
+#[test]
+#[ignore = "needs a VM lab run: ebpf-probes/lab.sh runs it"]
+fn probes_agree_with_the_wire() {
+    let out = std::env::var_os("RDMA_ANALYZER_LAB_OUT")
+        .map(PathBuf::from)
+        .expect("RDMA_ANALYZER_LAB_OUT names a lab run with the probe hook (ebpf-probes/lab.sh)");
+    let scenarios = scenarios_of(&out);
     let mut failures = Vec::new();
     let mut total_checked = 0;
     let mut attached = [BTreeSet::new(), BTreeSet::new()];
@@ -404,18 +410,7 @@ fn the_kernels_counters_agree_with_this_runs_captures() {
     let out = std::env::var_os("RDMA_ANALYZER_LAB_OUT")
         .map(PathBuf::from)
         .expect("RDMA_ANALYZER_LAB_OUT names a lab run (ebpf-probes/lab.sh)");
-    let mut scenarios: Vec<String> = std::fs::read_dir(&out)
-        .expect("lab output")
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            e.file_name()
-                .to_str()
-                .and_then(|n| n.strip_suffix(".pcap"))
-                .map(String::from)
-        })
-        .collect();
-    scenarios.sort();
-    assert!(!scenarios.is_empty(), "no SC.pcap in {}", out.display());
+    let scenarios = scenarios_of(&out);
     let mut failures = Vec::new();
     for sc in &scenarios {
         // run.sh copies the snapshot beside the capture; older runs kept it
