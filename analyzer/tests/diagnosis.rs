@@ -317,18 +317,21 @@ fn each_lab_scenario_gives_its_induced_cause_first() {
         );
         seen.push((scenario.to_string(), doc["diagnosis"][0].clone()));
     }
+    // The lab's own list (scenarios.sh), so a scenario added there without
+    // its capture here fails.
+    let catalogue = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../captures/lab/guest/scenarios.sh"),
+    )
+    .unwrap();
+    let line = catalogue
+        .lines()
+        .find_map(|l| l.strip_prefix("DIAG_SCENARIOS=\""))
+        .expect("DIAG_SCENARIOS in scenarios.sh");
+    let mut listed: Vec<&str> = line.trim_end_matches('"').split_whitespace().collect();
+    listed.sort_unstable();
     let names: Vec<&str> = seen.iter().map(|(s, _)| s.as_str()).collect();
     assert_eq!(
-        names,
-        [
-            "diag-acl",
-            "diag-credits",
-            "diag-ecn",
-            "diag-inline",
-            "diag-loss",
-            "diag-slow-server",
-            "diag-unresponsive"
-        ],
+        names, listed,
         "every scenario of DIAG_SCENARIOS has its capture"
     );
     let first = |name: &str| &seen.iter().find(|(s, _)| s == name).unwrap().1;
@@ -340,6 +343,19 @@ fn each_lab_scenario_gives_its_induced_cause_first() {
     assert!(
         acl.contains("SYSTEM_ERR") && acl.contains("new connection"),
         "{acl}"
+    );
+    // A lease a server-local process holds: the v3 WRITE's JUKEBOX and the
+    // v4.2 OPEN's DELAYs (answered in the reply chunk Linux offers for
+    // every OPEN), each with the client's retry after it (tshark counts 6
+    // `nfs.status == 10008` replies).
+    let nfs = first("diag-nfs-errors")["impact"]["measured"]
+        .as_str()
+        .unwrap();
+    assert!(
+        nfs.contains("5 NFS4ERR_DELAY in OPEN")
+            && nfs.contains("1 NFS3ERR_JUKEBOX in WRITE")
+            && nfs.contains("6 retries after DELAY/JUKEBOX"),
+        "{nfs}"
     );
     // The slow disk: the WRITEs, not the metadata calls.
     let slow = &first("diag-slow-server")["evidence"]["examples"][0];

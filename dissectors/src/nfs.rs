@@ -1496,10 +1496,11 @@ impl NfsStatus {
 /// up to the failing op (with `ddp`, the reply's write list, to step over
 /// READ data); the walk stops there, so the cost is the ops before it.
 ///
+/// When a COMPOUND's results end (or are malformed) after its status, the
+/// status is returned with no failed op: what could be read is not lost.
+///
 /// # Errors
-/// [`Error::Truncated`] when the results end before the status word (or
-/// the COMPOUND's tag and count); [`Error::BadField`] for a tag longer
-/// than [`MAX_TAG_LEN`].
+/// [`Error::Truncated`] when the results end before the status word.
 pub fn reply_status(
     vers: u32,
     proc: u32,
@@ -1512,7 +1513,20 @@ pub fn reply_status(
             Ok(Some(NfsStatus::V3 { status: c.u32()? }))
         }
         (4, 1) => {
-            let mut r = CompoundReply::parse_with(results, ddp)?;
+            // The COMPOUND's status comes first: when the rest is cut (a
+            // snap length, the start of a reply chunk kept by a
+            // correlator), the status is still known, the failed op not.
+            let mut r = match CompoundReply::parse_with(results, ddp) {
+                Ok(r) => r,
+                Err(e) => {
+                    let mut c = Cursor::with_base(results, Layer::Nfs, ddp.base);
+                    let Ok(status) = c.u32() else { return Err(e) };
+                    return Ok(Some(NfsStatus::V4 {
+                        status,
+                        failed: None,
+                    }));
+                }
+            };
             let failed = if r.status == NFS4_OK {
                 None
             } else {
@@ -2100,18 +2114,19 @@ mod tests {
                 failed: None
             }
         );
-        // Every cut: before the status, tag and count it is Truncated; after
-        // them the status is known and the failing op only once it is whole.
+        // Every cut: before the status word it is Truncated; from there on
+        // the status is known (an RDMA_NOMSG reply's kept head, a snap
+        // length) and the failing op only once it is whole.
         for cut in 0..=b.len() {
             match reply_status(4, 1, &b[..cut], Ddp::NONE) {
                 Err(Error::Truncated {
                     layer: Layer::Nfs, ..
-                }) => assert!(cut < 12, "cut {cut}"),
+                }) => assert!(cut < 4, "cut {cut}"),
                 Ok(Some(NfsStatus::V4 {
                     status: 10008,
                     failed,
                 })) => {
-                    assert!(cut >= 12, "cut {cut}");
+                    assert!(cut >= 4, "cut {cut}");
                     assert_eq!(failed.is_some(), cut >= 20, "cut {cut}");
                 }
                 other => panic!("cut {cut}: {other:?}"),

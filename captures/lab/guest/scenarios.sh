@@ -15,7 +15,7 @@ ALL_SCENARIOS="v3-inline v41-inline v42-inline v3-ddp v42-ddp v42-reminv paralle
 # the cause is written down here, before the run, in each info_ line, and
 # analyzer/tests/diagnosis_lab.rs checks that the diagnosis names it first.
 # `run.sh diag` runs them all.
-DIAG_SCENARIOS="diag-loss diag-ecn diag-slow-server diag-unresponsive diag-credits diag-inline diag-acl"
+DIAG_SCENARIOS="diag-loss diag-ecn diag-slow-server diag-unresponsive diag-credits diag-inline diag-acl diag-nfs-errors"
 
 fn_of() { echo "${1//-/_}"; }
 scenario_known() { declare -F "client_$(fn_of "$1")" > /dev/null; }
@@ -491,12 +491,47 @@ client_diag_acl() {
     lab_umount
 }
 
+info_diag_nfs_errors() { echo "induces nfs_errors: a process on the server holds a read lease (fcntl F_SETLEASE) on two files for ${LEASE_HOLD:-3} s after the kernel asks for it back; the client writes them, NFSv3 (nfsd cannot break the lease at once: NFS3ERR_JUKEBOX, the client retries after 5 s) then NFSv4.2 (NFS4ERR_DELAY on OPEN, the client retries with backoff)"; }
+server_prep_diag_nfs_errors() { prep_dir; echo v3 > "$EXPORT/$SC/leased3"; echo v4 > "$EXPORT/$SC/leased4"; }
+client_diag_nfs_errors() {
+    local d=$MNT/$SC
+    if lab_mount vers=3; then
+        action lease-leased3
+        run "dd if=/dev/zero of=$d/leased3 bs=4k count=1 oflag=direct conv=notrunc"
+    fi
+    lab_umount
+    if lab_mount vers=4.2; then
+        action lease-leased4
+        run "dd if=/dev/zero of=$d/leased4 bs=4k count=1 oflag=direct conv=notrunc"
+    fi
+    lab_umount
+}
+
+# hold_lease FILE SECONDS: a server-local reader holding a read lease on FILE,
+# as a backup agent or an indexer with leases would. It ignores SIGIO (the
+# kernel's "give it back", whose default action would end it at once) and
+# gives the lease up SECONDS after taking it; until then nfsd, which only
+# tries to break leases without waiting, answers the client's WRITE or OPEN
+# with JUKEBOX/DELAY. perl, because the minbase image has no python;
+# 1024 is F_SETLEASE, 0 F_RDLCK, 2 F_UNLCK (linux/fcntl.h).
+hold_lease() {
+    rm -f /tmp/lease.ok
+    perl -e '$SIG{IO} = "IGNORE"; open(my $f, "<", $ARGV[0]) or die "open $ARGV[0]: $!\n";
+             fcntl($f, 1024, 0) or die "F_SETLEASE $ARGV[0]: $!\n";
+             open(my $ok, ">", "/tmp/lease.ok"); close $ok;
+             sleep $ARGV[1]; fcntl($f, 1024, 2); close $f' "$1" "$2" >> "$SCO/output.txt" 2>&1 &
+    local i
+    for i in $(seq 1 50); do [ -e /tmp/lease.ok ] && break; sleep 0.1; done
+    [ -e /tmp/lease.ok ] && log "read lease on $1 held for $2 s" || log "could not take a lease on $1"
+}
+
 # server_action SC NAME: requests from the client during a scenario.
 server_action() {
     case $2 in
         netem-loss) tc qdisc add dev eth0 root netem loss "${LOSS_PCT:-2}%"; log "eth0 drops ${LOSS_PCT:-2}% of its frames" ;;
         netem-ecn) tc qdisc add dev eth0 root netem loss "${ECN_PCT:-5}%" ecn; log "eth0 marks ${ECN_PCT:-5}% of its ECT frames CE" ;;
         netem-off) tc qdisc del dev eth0 root; log "eth0 queue back to normal" ;;
+        lease-*) hold_lease "$EXPORT/$1/${2#lease-}" "${LEASE_HOLD:-3}" ;;
         freeze) fsfreeze -f "$(own_export_dir)"; log "$(own_export_dir) frozen" ;;
         thaw) fsfreeze -u "$(own_export_dir)"; log "$(own_export_dir) thawed" ;;
         bounce)

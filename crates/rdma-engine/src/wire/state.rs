@@ -148,9 +148,13 @@ pub(crate) struct Txn {
 }
 
 /// Bytes kept of a reply chunk's start: an RPC reply header with an
-/// AUTH_NONE or AUTH_SYS verifier (24 bytes) and a v3 status or a COMPOUND's
-/// status and tag length.
-pub(crate) const REPLY_HEAD: usize = 32;
+/// AUTH_NONE or AUTH_SYS verifier (24 bytes), a v3 status, or a COMPOUND's
+/// status, tag and results far enough to name the op that failed. Linux
+/// clients offer a reply chunk for every NFSv4 OPEN, so an OPEN answered
+/// NFS4ERR_DELAY arrives this way: SEQUENCE (44 bytes), PUTFH (8) and
+/// OPEN's own status (8) after the 36 of the headers are 96. Kept per
+/// outstanding call, so the budget charges it (`cost.rs`).
+pub(crate) const REPLY_HEAD: usize = 128;
 
 /// The start of a reply chunk as written (fewer bytes when the capture cut
 /// the packet).
