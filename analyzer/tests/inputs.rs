@@ -714,3 +714,25 @@ fn non_captures_are_told_plainly() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A capture with RDMA traffic but no RPC-over-RDMA (rping, perftest) gets
+/// no cause, and the report says why: there was nothing to judge, which is
+/// not the same result as RPCs judged healthy.
+#[test]
+fn a_capture_without_rpcs_says_there_was_nothing_to_judge() {
+    let f = external("Roce_PacketSize_2400_stall.pcapng");
+    let out = run(&["report", f.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("nothing to judge: no RPC-over-RDMA call in this capture (1 RDMA connection carrying other traffic)"),
+        "{text}"
+    );
+    assert!(!text.contains("no cause found"), "{text}");
+    let ddp = run(&["report", bundled("v3-ddp.pcap").to_str().unwrap()]);
+    assert!(
+        String::from_utf8_lossy(&ddp.stdout)
+            .contains("no cause found: looked at 44 RPCs on 1 connection"),
+        "{}",
+        String::from_utf8_lossy(&ddp.stdout)
+    );
+}

@@ -59,6 +59,7 @@ impl<W: Write> LiveSink<W> {
             &mut s,
             &self.diagnosis.causes(state),
             &self.diagnosis.input_notes(),
+            super::report::Judged::of(&self.diagnosis, state),
         );
         s
     }

@@ -572,7 +572,12 @@ impl Report {
                 count(f.connections, "connection")
             );
         }
-        diagnosis_text(s, &self.causes(state), &self.input_notes());
+        diagnosis_text(
+            s,
+            &self.causes(state),
+            &self.input_notes(),
+            Judged::of(&self.diagnosis, state),
+        );
     }
 
     /// Each connection: its CM, private data, counts and credits.
@@ -990,14 +995,53 @@ fn rel(ts: u64, start: Option<u64>) -> String {
     )
 }
 
+/// What the diagnosis looked at: "no cause found" means something only
+/// when there were RPCs to judge.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Judged {
+    pub operations: u64,
+    pub connections: usize,
+    pub rpc_connections: usize,
+}
+
+impl Judged {
+    pub(crate) fn of(d: &crate::diagnosis::Diagnosis, state: &State) -> Self {
+        Judged {
+            operations: d.operations(),
+            connections: state.connections.len(),
+            rpc_connections: state
+                .connections
+                .values()
+                .filter(|c| c.is_rpcrdma())
+                .count(),
+        }
+    }
+}
+
 /// The diagnosis as text, largest impact first.
-pub(crate) fn diagnosis_text(s: &mut String, causes: &[Cause], notes: &[String]) {
+pub(crate) fn diagnosis_text(s: &mut String, causes: &[Cause], notes: &[String], judged: Judged) {
     let _ = writeln!(
         s,
         "\nDiagnosis (largest impact first; the rules: docs/diagnosis.md)"
     );
-    if causes.is_empty() {
-        let _ = writeln!(s, "  no cause found: nothing in this capture costs the RPCs time or fails them beyond the rules' thresholds");
+    if causes.is_empty() && judged.operations == 0 {
+        let others = judged.connections.saturating_sub(judged.rpc_connections);
+        let _ = writeln!(
+            s,
+            "  nothing to judge: no RPC-over-RDMA call in this capture{}; the causes are measured on RPCs, so none is named (protocol findings on the other traffic are under Anomalies)",
+            if others > 0 {
+                format!(" ({} carrying other traffic)", count(others as u64, "RDMA connection"))
+            } else {
+                String::new()
+            }
+        );
+    } else if causes.is_empty() {
+        let _ = writeln!(
+            s,
+            "  no cause found: looked at {} on {}; nothing costs them time or fails them beyond the rules' thresholds",
+            count(judged.operations, "RPC"),
+            count(judged.rpc_connections as u64, "connection")
+        );
     }
     for (i, c) in causes.iter().enumerate() {
         let _ = writeln!(

@@ -35,6 +35,18 @@ use crate::diagnosis::Cause;
 
 /// The line that says the diagnosis named nothing, and over what.
 pub fn no_cause(m: &Model) -> String {
+    if m.diagnosis.operations() == 0 {
+        return format!(
+            "nothing to judge{} — no RPC-over-RDMA call on {} connection{}",
+            if m.done { "" } else { " yet" },
+            m.state.connections.len(),
+            if m.state.connections.len() == 1 {
+                ""
+            } else {
+                "s"
+            },
+        );
+    }
     format!(
         "no cause found{} — looked at {} RPC{} on {} connection{}",
         if m.done { "" } else { " so far" },
