@@ -357,6 +357,10 @@ fn each_lab_scenario_gives_its_induced_cause_first() {
             && nfs.contains("6 retries after DELAY/JUKEBOX"),
         "{nfs}"
     );
+    // The userspace peer's version-2 headers and unparseable chunk lists:
+    // the 6.1 server's ERR_VERS and ERR_CHUNK replies, all 7 of them.
+    let err = first("diag-rdma-error")["impact"]["measured"].as_str().unwrap();
+    assert!(err.contains("7 RDMA_ERROR replies"), "{err}");
     // The slow disk: the WRITEs, not the metadata calls.
     let slow = &first("diag-slow-server")["evidence"]["examples"][0];
     assert!(slow.as_str().unwrap().contains("WRITE"), "{slow}");

@@ -138,7 +138,7 @@ fi
 work=$(mktemp -d /tmp/rdma-analyzer-lab.XXXXXX)
 share=$work/share
 mkdir -p "$share/guest" "$share/ctl" "$share/out"
-cp "$here"/guest/*.sh "$share/guest/"
+cp "$here"/guest/*.sh "$here"/guest/*.py "$share/guest/"
 [ -n "$hook" ] && cp -r "$hook" "$share/hook"
 
 qemu_pids=()

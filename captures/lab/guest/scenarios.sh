@@ -15,7 +15,7 @@ ALL_SCENARIOS="v3-inline v41-inline v42-inline v3-ddp v42-ddp v42-reminv paralle
 # the cause is written down here, before the run, in each info_ line, and
 # analyzer/tests/diagnosis_lab.rs checks that the diagnosis names it first.
 # `run.sh diag` runs them all.
-DIAG_SCENARIOS="diag-loss diag-ecn diag-slow-server diag-unresponsive diag-credits diag-inline diag-acl diag-nfs-errors"
+DIAG_SCENARIOS="diag-loss diag-ecn diag-slow-server diag-unresponsive diag-credits diag-inline diag-acl diag-nfs-errors diag-rdma-error"
 
 fn_of() { echo "${1//-/_}"; }
 scenario_known() { declare -F "client_$(fn_of "$1")" > /dev/null; }
@@ -505,6 +505,14 @@ client_diag_nfs_errors() {
         run "dd if=/dev/zero of=$d/leased4 bs=4k count=1 oflag=direct conv=notrunc"
     fi
     lab_umount
+}
+
+info_diag_rdma_error() { echo "induces rdma_error: a userspace RPC-over-RDMA client (guest/rpcrdma-peer.py, pyverbs) sends the kernel server 3 calls with a version-2 transport header (the server answers RDMA_ERROR ERR_VERS) and 4 with chunk lists or a procedure it cannot parse (RDMA_ERROR ERR_CHUNK), then a correct NULL call; each run of the peer is a connection of its own"; }
+server_prep_diag_rdma_error() { prep_dir; }
+client_diag_rdma_error() {
+    CMD_TIMEOUT=30 run "python3 /lab/guest/rpcrdma-peer.py $SERVER_IP bad-version 3"
+    CMD_TIMEOUT=30 run "python3 /lab/guest/rpcrdma-peer.py $SERVER_IP bad-chunk 4"
+    CMD_TIMEOUT=30 run "python3 /lab/guest/rpcrdma-peer.py $SERVER_IP good 1"
 }
 
 # hold_lease FILE SECONDS: a server-local reader holding a read lease on FILE,
