@@ -359,7 +359,9 @@ fn each_lab_scenario_gives_its_induced_cause_first() {
     );
     // The userspace peer's version-2 headers and unparseable chunk lists:
     // the 6.1 server's ERR_VERS and ERR_CHUNK replies, all 7 of them.
-    let err = first("diag-rdma-error")["impact"]["measured"].as_str().unwrap();
+    let err = first("diag-rdma-error")["impact"]["measured"]
+        .as_str()
+        .unwrap();
     assert!(err.contains("7 RDMA_ERROR replies"), "{err}");
     // The slow disk: the WRITEs, not the metadata calls.
     let slow = &first("diag-slow-server")["evidence"]["examples"][0];

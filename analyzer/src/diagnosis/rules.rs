@@ -178,12 +178,14 @@ fn reconnect_stall(d: &Diagnosis, start: Option<u64>) -> Option<Cause> {
     if r.count == 0 {
         return None;
     }
-    let _ = start;
+    // An operation still unanswered when the capture ends is in the stall
+    // but not in the answered operations' wait: the whole is at least it.
+    let of_ns = d.app_wait_ns.max(r.ns);
     let measured = format!(
         "{} operation(s) sent again after their connection was torn down: {:.3} s of application-visible time lost across the disconnection ({:.1}% of the time all RPCs waited)",
         r.count,
         r.ns as f64 / 1e9,
-        100.0 * r.ns as f64 / d.app_wait_ns.max(1) as f64
+        100.0 * r.ns as f64 / of_ns.max(1) as f64
     );
     let peer = if d.retransmitted.count > 0 {
         Peer::Fabric
@@ -197,7 +199,7 @@ fn reconnect_stall(d: &Diagnosis, start: Option<u64>) -> Option<Cause> {
     };
     Some(Cause {
         cause: CauseName::ReconnectStall,
-        impact: impact(d, measured, Some(r.ns), d.app_wait_ns, Some(r.count)),
+        impact: impact(d, measured, Some(r.ns), of_ns, Some(r.count)),
         peer,
         evidence: r.ex.evidence(start),
         advice: advice.to_string(),
