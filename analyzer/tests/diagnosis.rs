@@ -326,6 +326,8 @@ fn each_lab_scenario_gives_its_induced_cause_first() {
             "diag-ecn",
             "diag-inline",
             "diag-loss",
+            "diag-overrun",
+            "diag-rdma-error",
             "diag-slow-server",
             "diag-unresponsive"
         ],
@@ -344,6 +346,24 @@ fn each_lab_scenario_gives_its_induced_cause_first() {
     // The slow disk: the WRITEs, not the metadata calls.
     let slow = &first("diag-slow-server")["evidence"]["examples"][0];
     assert!(slow.as_str().unwrap().contains("WRITE"), "{slow}");
+    // The userspace peer's refused headers: both codes the 6.1 server
+    // sends, each on its own connection.
+    let refused = first("diag-rdma-error")["evidence"]["examples"].to_string();
+    assert!(
+        refused.contains("ERR_VERS") && refused.contains("ERR_CHUNK"),
+        "{refused}"
+    );
+    assert_eq!(first("diag-rdma-error")["peer"], "client");
+    // The peer's 8 KiB Sends, one per connection (the server drops each).
+    let overrun = &first("diag-overrun")["evidence"];
+    assert_eq!(overrun["connections"].as_array().map(Vec::len), Some(3));
+    assert!(
+        overrun["examples"][0]
+            .as_str()
+            .unwrap()
+            .contains("Send of 8192 bytes"),
+        "{overrun}"
+    );
 }
 
 #[test]

@@ -139,6 +139,8 @@ work=$(mktemp -d /tmp/rdma-analyzer-lab.XXXXXX)
 share=$work/share
 mkdir -p "$share/guest" "$share/ctl" "$share/out"
 cp "$here"/guest/*.sh "$share/guest/"
+# The userspace RPC-over-RDMA peer (diag-rdma-error, diag-overrun, diag-rnr).
+mkdir -p "$share/peer"; cp "$here"/peer/*.py "$share/peer/"
 [ -n "$hook" ] && cp -r "$hook" "$share/hook"
 
 qemu_pids=()
