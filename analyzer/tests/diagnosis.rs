@@ -328,6 +328,7 @@ fn each_lab_scenario_gives_its_induced_cause_first() {
             "diag-loss",
             "diag-overrun",
             "diag-rdma-error",
+            "diag-rnr",
             "diag-slow-server",
             "diag-unresponsive"
         ],
@@ -364,6 +365,10 @@ fn each_lab_scenario_gives_its_induced_cause_first() {
             .contains("Send of 8192 bytes"),
         "{overrun}"
     );
+    // Each RNR NAK is followed by the server's Send again after the RNR
+    // timer: a retry the NAK explains, not a loss (no network_loss at all).
+    let rnr = report_json(&dir.join("diag-rnr.pcap"));
+    assert_eq!(causes(&rnr), ["rnr_retry"], "{:#}", rnr["diagnosis"]);
 }
 
 #[test]
