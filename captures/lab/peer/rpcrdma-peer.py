@@ -9,8 +9,8 @@ kernel server (nfsd's svcrdma) shows how it reacts on the wire:
   vers2     a call whose header says version 2 (RFC 8166 4.2: the server
             answers RDMA_ERROR / ERR_VERS)
   badchunk  a version-1 call whose Write list claims more segments than the
-            header holds (the server cannot decode it: ERR_CHUNK, RFC 8166
-            4.5.3, or whatever the kernel really does)
+            header holds (the server cannot decode it: the 6.1 server
+            answers ERR_CHUNK, RFC 8166 4.5.3, and keeps the connection)
   overrun   a Send of --size bytes, larger than the server's receive buffers
             (4096 bytes when the CM private data says nothing, RFC 8797 4.2)
   rnr       a valid NULL call, but the receive for its reply is posted only
