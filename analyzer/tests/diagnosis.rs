@@ -357,15 +357,31 @@ fn each_lab_scenario_gives_its_induced_cause_first() {
             && nfs.contains("6 retries after DELAY/JUKEBOX"),
         "{nfs}"
     );
-    // The userspace peer's version-2 headers and unparseable chunk lists:
-    // the 6.1 server's ERR_VERS and ERR_CHUNK replies, all 7 of them.
-    let err = first("diag-rdma-error")["impact"]["measured"]
-        .as_str()
-        .unwrap();
-    assert!(err.contains("7 RDMA_ERROR replies"), "{err}");
     // The slow disk: the WRITEs, not the metadata calls.
     let slow = &first("diag-slow-server")["evidence"]["examples"][0];
     assert!(slow.as_str().unwrap().contains("WRITE"), "{slow}");
+    // The userspace peer's refused headers: both codes the 6.1 server
+    // sends, each on its own connection.
+    let refused = first("diag-rdma-error")["evidence"]["examples"].to_string();
+    assert!(
+        refused.contains("ERR_VERS") && refused.contains("ERR_CHUNK"),
+        "{refused}"
+    );
+    assert_eq!(first("diag-rdma-error")["peer"], "client");
+    // The peer's 8 KiB Sends, one per connection (the server drops each).
+    let overrun = &first("diag-overrun")["evidence"];
+    assert_eq!(overrun["connections"].as_array().map(Vec::len), Some(3));
+    assert!(
+        overrun["examples"][0]
+            .as_str()
+            .unwrap()
+            .contains("Send of 8192 bytes"),
+        "{overrun}"
+    );
+    // Each RNR NAK is followed by the server's Send again after the RNR
+    // timer: a retry the NAK explains, not a loss (no network_loss at all).
+    let rnr = report_json(&dir.join("diag-rnr.pcap"));
+    assert_eq!(causes(&rnr), ["rnr_retry"], "{:#}", rnr["diagnosis"]);
 }
 
 #[test]

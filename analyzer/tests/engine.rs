@@ -705,3 +705,29 @@ fn parked_calls_stay_within_their_share_of_the_budget_and_their_time() {
     assert_eq!(anomalies_of(&out, Kind::CallWithoutReply).len(), 1);
     assert!(anomalies_of(&out, Kind::CallRetransmitted).is_empty());
 }
+
+/// `diag-rnr.pcap` (the lab's userspace peer posting its receive late):
+/// each reply Send is RNR-NAKed (frames 8 and 19), then sent again after
+/// the RNR timer (frames 9 and 20). Those resends retry what the NAK
+/// refused; without the NAKs in the capture they are retransmissions.
+#[test]
+fn a_send_again_after_an_rnr_nak_is_a_retry_not_a_retransmission() {
+    let frames = capture_frames("diag/diag-rnr.pcap");
+    let (engine, out) = replay(&frames, Config::default());
+    assert_eq!(engine.state().totals.retransmissions, 0);
+    assert_eq!(kinds(&out).get(&Kind::Nak), Some(&2));
+    assert!(anomalies_of(&out, Kind::Retransmission).is_empty());
+
+    let without_naks: Vec<Frame> = frames
+        .into_iter()
+        .filter(|f| f.number != 8 && f.number != 19)
+        .collect();
+    let (engine, out) = replay(&without_naks, Config::default());
+    assert_eq!(engine.state().totals.retransmissions, 2);
+    let again = anomalies_of(&out, Kind::Retransmission);
+    assert_eq!(again.len(), 2);
+    assert_eq!(
+        (again[0].frames.clone(), again[1].frames.clone()),
+        (vec![9], vec![20])
+    );
+}

@@ -11,7 +11,8 @@
 # (default, Linux 6.1), bullseye (5.10), trixie (6.12); LAB_SUITE too.
 # --image-only builds (or finds) that suite's cached image and stops.
 # Default scenarios: all (see guest/scenarios.sh, ALL_SCENARIOS); `diag` runs the
-# scenarios that each induce one cause of the diagnosis (DIAG_SCENARIOS). The output
+# scenarios that each induce one cause of the diagnosis (DIAG_SCENARIOS; three of
+# them run the userspace RPC-over-RDMA peer, peer/rpcrdma-peer.py). The output
 # folder gets, per scenario: SC.pcap (tcpdump -i eth0 -s 0 in the client),
 # SC.client.trace.txt and SC.server.trace.txt (tracefs output of the rpcrdma,
 # rdma_cma and ib_cma events), SC.json (summary); plus lab.json (the run),
@@ -138,7 +139,9 @@ fi
 work=$(mktemp -d /tmp/rdma-analyzer-lab.XXXXXX)
 share=$work/share
 mkdir -p "$share/guest" "$share/ctl" "$share/out"
-cp "$here"/guest/*.sh "$here"/guest/*.py "$share/guest/"
+cp "$here"/guest/*.sh "$share/guest/"
+# The userspace RPC-over-RDMA peer (diag-rdma-error, diag-overrun, diag-rnr).
+mkdir -p "$share/peer"; cp "$here"/peer/*.py "$share/peer/"
 [ -n "$hook" ] && cp -r "$hook" "$share/hook"
 
 qemu_pids=()

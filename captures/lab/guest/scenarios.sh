@@ -15,7 +15,7 @@ ALL_SCENARIOS="v3-inline v41-inline v42-inline v3-ddp v42-ddp v42-reminv paralle
 # the cause is written down here, before the run, in each info_ line, and
 # analyzer/tests/diagnosis_lab.rs checks that the diagnosis names it first.
 # `run.sh diag` runs them all.
-DIAG_SCENARIOS="diag-loss diag-ecn diag-slow-server diag-unresponsive diag-credits diag-inline diag-acl diag-nfs-errors diag-rdma-error"
+DIAG_SCENARIOS="diag-loss diag-ecn diag-slow-server diag-unresponsive diag-credits diag-inline diag-acl diag-nfs-errors diag-rdma-error diag-overrun diag-rnr"
 
 fn_of() { echo "${1//-/_}"; }
 scenario_known() { declare -F "client_$(fn_of "$1")" > /dev/null; }
@@ -507,14 +507,6 @@ client_diag_nfs_errors() {
     lab_umount
 }
 
-info_diag_rdma_error() { echo "induces rdma_error: a userspace RPC-over-RDMA client (guest/rpcrdma-peer.py, pyverbs) sends the kernel server 3 calls with a version-2 transport header (the server answers RDMA_ERROR ERR_VERS) and 4 with chunk lists or a procedure it cannot parse (RDMA_ERROR ERR_CHUNK), then a correct NULL call; each run of the peer is a connection of its own"; }
-server_prep_diag_rdma_error() { prep_dir; }
-client_diag_rdma_error() {
-    CMD_TIMEOUT=30 run "python3 /lab/guest/rpcrdma-peer.py $SERVER_IP bad-version 3"
-    CMD_TIMEOUT=30 run "python3 /lab/guest/rpcrdma-peer.py $SERVER_IP bad-chunk 4"
-    CMD_TIMEOUT=30 run "python3 /lab/guest/rpcrdma-peer.py $SERVER_IP good 1"
-}
-
 # hold_lease FILE SECONDS: a server-local reader holding a read lease on FILE,
 # as a backup agent or an indexer with leases would. It ignores SIGIO (the
 # kernel's "give it back", whose default action would end it at once) and
@@ -531,6 +523,35 @@ hold_lease() {
     local i
     for i in $(seq 1 50); do [ -e /tmp/lease.ok ] && break; sleep 0.1; done
     [ -e /tmp/lease.ok ] && log "read lease on $1 held for $2 s" || log "could not take a lease on $1"
+}
+
+# The userspace peer (captures/lab/peer/rpcrdma-peer.py) does what the Linux
+# client never does, against the real kernel server; one connection per run,
+# its "peer:" lines go to output.txt. No mount: the capture holds only the
+# peer's connections.
+peer() { CMD_TIMEOUT=${PEER_TIMEOUT:-30} run "python3 /lab/peer/rpcrdma-peer.py $*"; }
+
+info_diag_rdma_error() { echo "induces rdma_error: a userspace peer sends calls the server must refuse, over three connections: a header of RPC-over-RDMA version 2 (RFC 8166 says RDMA_ERROR ERR_VERS), twice, then a version-1 call whose Write list claims 1000 segments it does not hold (ERR_CHUNK, or whatever the 6.1 server does instead: output.txt and server.trace record it)"; }
+client_diag_rdma_error() {
+    peer vers2 --xid 0x5eed0001
+    peer vers2 --xid 0x5eed0002
+    peer badchunk --xid 0x5eed0003
+}
+
+info_diag_overrun() { echo "induces receive_buffer_overrun: a userspace peer sends ${OVERRUN_SIZE:-8192}-byte calls, larger than the server's 4096-byte receive buffers (no RFC 8797 private data in its REQ), over ${OVERRUN_TRIES:-3} connections: each Send overruns the posted receive, and the server's receive completes in error and it tears the connection down"; }
+client_diag_overrun() {
+    local i
+    for i in $(seq 1 "${OVERRUN_TRIES:-3}"); do
+        peer overrun --size "${OVERRUN_SIZE:-8192}" --xid "0x5eed010$i"
+    done
+}
+
+info_diag_rnr() { echo "induces rnr_retry: a userspace peer sends NULL calls but posts the receive for each reply only ${RNR_DELAY:-0.5} s later, over ${RNR_TRIES:-2} connections: the server's reply Send meets RNR NAKs from the peer's rxe until then (rnr_retry_count 7 in the peer's REQ, so it recovers)"; }
+client_diag_rnr() {
+    local i
+    for i in $(seq 1 "${RNR_TRIES:-2}"); do
+        peer rnr --recv-delay "${RNR_DELAY:-0.5}" --xid "0x5eed020$i"
+    done
 }
 
 # server_action SC NAME: requests from the client during a scenario.

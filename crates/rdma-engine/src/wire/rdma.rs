@@ -171,6 +171,7 @@ impl Engine {
         if matches!(aeth.kind(), AckKind::Nak(NakCode::PsnSequenceError)) {
             self.note_loss(conn, ts);
         }
+        self.track_rnr(conn, src, bth.psn, aeth.kind());
         let a = checks::Ack {
             src,
             dest,
@@ -372,8 +373,33 @@ impl Engine {
         }
     }
 
+    /// Remembers an RNR NAK's PSN until an ACK from the same responder
+    /// covers it, so the retries in between are not taken for losses.
+    fn track_rnr(&mut self, conn: Option<ConnId>, src: Addr, psn: Psn, kind: AckKind) {
+        let Some(c) = conn.and_then(|c| self.conns.corr.get_mut(&c)) else {
+            return;
+        };
+        match (kind, c.rnr_naked) {
+            (AckKind::RnrNak { .. }, _) => c.rnr_naked = Some((src, psn)),
+            (AckKind::Ack { .. }, Some((by, naked))) if by == src && !psn.is_before(naked) => {
+                c.rnr_naked = None;
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether a request sent again to `dest` retries one its responder
+    /// refused with an RNR NAK (the PSN NAKed, or a later packet of the
+    /// same message, which the requester resends with it).
+    fn rnr_retry(&self, conn: Option<ConnId>, dest: QpKey, psn: Psn) -> bool {
+        conn.and_then(|c| self.conns.corr.get(&c))
+            .and_then(|c| c.rnr_naked)
+            .is_some_and(|(by, naked)| by == dest.addr && !psn.is_before(naked))
+    }
+
     /// A request sent again: counted, its connection's calls marked as
-    /// waiting on a loss, and reported once (on its first packet).
+    /// waiting on a loss, and reported once (on its first packet); unless
+    /// it retries after an RNR NAK, which `rnr_retry` reports instead.
     fn retransmitted(
         &mut self,
         number: u64,
@@ -384,6 +410,9 @@ impl Engine {
         out: &mut Vec<Finding>,
     ) {
         let Some(bth) = d.bth() else { return };
+        if self.rnr_retry(conn, dest, bth.psn) {
+            return;
+        }
         let op = bth.opcode;
         self.state.totals.retransmissions += 1;
         self.note_loss(conn, ts);

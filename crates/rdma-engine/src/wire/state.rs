@@ -6,6 +6,7 @@
 
 use std::collections::VecDeque;
 
+use rdma_dissectors::ib::Psn;
 use rdma_dissectors::rpcrdma::Xid;
 
 use crate::keys::{Addr, CallKey, ConnId, Map, QpKey};
@@ -64,6 +65,11 @@ pub(crate) struct Corr {
     /// For connections found from traffic: the client's address, learnt
     /// from the first call, before its QP number is known.
     pub peer_addr: Option<Addr>,
+    /// The last RNR NAK not yet followed by an ACK past it: the address of
+    /// the responder that sent it and the PSN it refused. The requester
+    /// sends that PSN again after the RNR timer (IBA 9.7.5.2.8): a retry
+    /// the NAK already explains, not a lost packet.
+    pub rnr_naked: Option<(Addr, Psn)>,
 }
 
 /// All connections' private correlation state.
