@@ -84,6 +84,7 @@ fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     }
     let filter = match &cli.command {
         Command::Live(a) => a.filter.as_deref(),
+        Command::Export(a) => a.filter.as_deref(),
         Command::Report(a) => a.analyze.filter.as_deref(),
         Command::Transactions(a) | Command::Anomalies(a) | Command::Open(a) => a.filter.as_deref(),
         Command::Frames(a) => a.filter.as_deref(),
@@ -779,8 +780,13 @@ fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
         .clone()
         .or_else(sys::hostname)
         .unwrap_or_else(|| "unknown".to_string());
-    let datasets = Dataset::for_captures(&a.out, &host, a.row_group_rows, &a.files)
+    let mut datasets = Dataset::for_captures(&a.out, &host, a.row_group_rows, &a.files)
         .map_err(|e| anyhow::anyhow!("export: {e}"))?;
+    // Checked in `run`; blank is everything, and records nothing.
+    let filter = rdma_analyzer::cli::parse_filter(a.filter.as_deref())?;
+    for d in &mut datasets {
+        d.filter = (!filter.is_all()).then(|| filter.text().to_string());
+    }
     std::fs::create_dir_all(&a.out).with_context(|| {
         format!(
             "export: creating the dataset folder {} (is its parent there and writable?)",
@@ -846,14 +852,18 @@ fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
         };
         writeln!(
             out,
-            "{}: {} transactions, {} anomalies, {} connections, {} causes{frames} -> host={}/capture={}",
+            "{}: {} transactions, {} anomalies, {} connections, {} causes{frames} -> host={}/capture={}{}",
             escaped(f.display()),
             w.transactions,
             w.anomalies,
             w.connections,
             w.causes,
             dataset.host,
-            dataset.capture
+            dataset.capture,
+            dataset
+                .filter
+                .as_deref()
+                .map_or(String::new(), |t| format!(" (kept by --filter '{}')", escape(t)))
         )?;
         if let Some(d) = damage {
             eprintln!(
