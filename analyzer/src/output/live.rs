@@ -74,6 +74,7 @@ impl<W: Write> LiveSink<W> {
             &mut s,
             &self.diagnosis.causes(state),
             &self.diagnosis.input_notes(),
+            (!self.filter.is_all()).then(|| self.filter.text()),
         );
         s
     }

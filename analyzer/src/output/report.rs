@@ -572,7 +572,12 @@ impl Report {
                 count(f.connections, "connection")
             );
         }
-        diagnosis_text(s, &self.causes(state), &self.input_notes());
+        let filter = self
+            .filter
+            .as_ref()
+            .filter(|f| !f.is_all())
+            .map(Filter::text);
+        diagnosis_text(s, &self.causes(state), &self.input_notes(), filter);
     }
 
     /// Each connection: its CM, private data, counts and credits.
@@ -991,13 +996,47 @@ fn rel(ts: u64, start: Option<u64>) -> String {
 }
 
 /// The diagnosis as text, largest impact first.
-pub(crate) fn diagnosis_text(s: &mut String, causes: &[Cause], notes: &[String]) {
+/// The connection-wide state a cause reads besides the findings it is
+/// given: under a filter that part is not narrowed to what it kept.
+fn connection_wide(c: CauseName) -> Option<&'static str> {
+    Some(match c {
+        CauseName::CreditWindowFull => "the credit window and the time at its limit",
+        CauseName::NetworkLoss => "the frame and PSN-gap counts",
+        CauseName::Congestion => "the ECN marks and CNPs",
+        CauseName::ServerUnresponsive => "the connection state and the capture's end",
+        CauseName::ReplyChunksInlineThreshold => "the negotiated inline threshold",
+        CauseName::RpcErrors => "the client's later connections",
+        _ => return None,
+    })
+}
+
+/// The diagnosis in text: `filter` is the expression a filtered run kept
+/// what it diagnosed by.
+pub(crate) fn diagnosis_text(
+    s: &mut String,
+    causes: &[Cause],
+    notes: &[String],
+    filter: Option<&str>,
+) {
     let _ = writeln!(
         s,
-        "\nDiagnosis (largest impact first; the rules: docs/diagnosis.md)"
+        "\nDiagnosis{} (largest impact first; the rules: docs/diagnosis.md)",
+        if filter.is_some() {
+            " of what the filter kept"
+        } else {
+            ""
+        }
     );
     if causes.is_empty() {
-        let _ = writeln!(s, "  no cause found: nothing in this capture costs the RPCs time or fails them beyond the rules' thresholds");
+        let _ = writeln!(
+            s,
+            "  no cause found: nothing in {} costs the RPCs time or fails them beyond the rules' thresholds",
+            if filter.is_some() {
+                "what the filter kept"
+            } else {
+                "this capture"
+            }
+        );
     }
     for (i, c) in causes.iter().enumerate() {
         let _ = writeln!(
@@ -1009,6 +1048,12 @@ pub(crate) fn diagnosis_text(s: &mut String, causes: &[Cause], notes: &[String])
             100.0 * c.impact.score
         );
         let _ = writeln!(s, "     {}", c.impact.measured);
+        if let (Some(_), Some(what)) = (filter, connection_wide(c.cause)) {
+            let _ = writeln!(
+                s,
+                "     (from the whole connections, not only what the filter kept: {what})"
+            );
+        }
         let e = &c.evidence;
         let mut parts = Vec::new();
         if !e.connections.is_empty() {
