@@ -317,6 +317,9 @@ pub struct ExportArgs {
     /// Rows per Parquet row group at most (memory holds one row group per open file).
     #[arg(long, default_value_t = 131_072, value_name = "N")]
     pub row_group_rows: usize,
+    /// Only the rows an expression selects, as `report --filter` takes it ('proc == WRITE && latency > 10ms'): transactions, findings, the causes computed on them, the connections they are on (--frames still writes every frame: a frame is judged by its transaction, which completes after it). Every other file's Parquet metadata records it (key rdma_analyzer.filter). Fields: docs/filters.md.
+    #[arg(long, value_name = "EXPR")]
+    pub filter: Option<String>,
     /// The engine's port and caps.
     #[command(flatten)]
     pub engine: EngineArgs,
@@ -331,9 +334,12 @@ pub struct LiveArgs {
     /// Capture packets on this interface (soft-RoCE, port mirrors).
     #[arg(short = 'i', long = "interface")]
     pub iface: Option<String>,
-    /// Capture filter (BPF syntax, as tcpdump takes it).
-    #[arg(long = "bpf", alias = "filter", default_value = "udp port 4791")]
+    /// Capture filter (BPF syntax, as tcpdump takes it): what the kernel hands over.
+    #[arg(long = "bpf", default_value = LIVE_DEFAULT_BPF)]
     pub bpf: String,
+    /// Only what an expression selects, as `report --filter` takes it: 'c1 && proc == READ', 'latency > 10ms', 'severity >= warning'. The lines, the counts and the diagnosis at the end are of what it keeps (the metrics and --record see everything); what is captured is --bpf. Fields and examples: docs/filters.md.
+    #[arg(long, value_name = "EXPR")]
+    pub filter: Option<String>,
     /// Save captured frames to this pcapng file.
     #[arg(long)]
     pub write: Option<PathBuf>,
@@ -442,7 +448,55 @@ impl RecordArgs {
     }
 }
 
+/// `live --bpf`'s default: RoCEv2's port.
+const LIVE_DEFAULT_BPF: &str = "udp port 4791";
+
+/// Whether `s` reads as a BPF capture filter (tcpdump's primitives):
+/// what `live --filter` took before it took the display filter language.
+pub fn looks_like_bpf(s: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "udp",
+        "tcp",
+        "port",
+        "portrange",
+        "host",
+        "net",
+        "ether",
+        "ip",
+        "ip6",
+        "src",
+        "dst",
+        "vlan",
+        "proto",
+        "icmp",
+        "arp",
+        "and",
+        "or",
+        "not",
+        "less",
+        "greater",
+    ];
+    s.split(|c: char| c.is_whitespace() || "()[]".contains(c))
+        .any(|w| WORDS.contains(&w.to_ascii_lowercase().as_str()))
+}
+
 impl LiveArgs {
+    /// `live --filter` was an alias of `--bpf`: a BPF expression given
+    /// there (one the display filter language does not parse) still
+    /// selects what it says, as a capture filter, when `--bpf` is not
+    /// given too. The warning to print when that happened.
+    pub fn take_bpf_from_filter(&mut self) -> Option<String> {
+        let text = self.filter.clone()?;
+        if Filter::parse(&text).is_ok() || !looks_like_bpf(&text) || self.bpf != LIVE_DEFAULT_BPF {
+            return None;
+        }
+        self.bpf.clone_from(&text);
+        self.filter = None;
+        Some(format!(
+            "live: --filter takes the display filter language now (as report does); '{text}' reads as a BPF capture filter and is used as one: write --bpf '{text}' (deprecated, to be refused in a later release)"
+        ))
+    }
+
     /// What to watch.
     pub fn options(&self) -> LiveOptions {
         LiveOptions {

@@ -61,7 +61,7 @@ fn broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     // A compressed input's window is bounded by the run's memory limit.
     let limit = match &cli.command {
         Command::Report(a) => Some(a.analyze.engine.memory.limit),
@@ -77,16 +77,32 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let Some(l) = limit {
         input::set_memory_limit(l as u64);
     }
+    if let Command::Live(a) = &mut cli.command {
+        if let Some(warning) = a.take_bpf_from_filter() {
+            eprintln!("{}", escape(&warning));
+        }
+    }
     let filter = match &cli.command {
+        Command::Live(a) => a.filter.as_deref(),
+        Command::Export(a) => a.filter.as_deref(),
         Command::Report(a) => a.analyze.filter.as_deref(),
         Command::Transactions(a) | Command::Anomalies(a) | Command::Open(a) => a.filter.as_deref(),
         Command::Frames(a) => a.filter.as_deref(),
         _ => None,
     };
     if let Err(e) = rdma_analyzer::cli::parse_filter(filter) {
+        let text = filter.unwrap_or("");
+        // Both --filter and --bpf given: the BPF text cannot be taken over.
+        let hint = if matches!(cli.command, Command::Live(_))
+            && rdma_analyzer::cli::looks_like_bpf(text)
+        {
+            " (a BPF capture filter goes in --bpf)"
+        } else {
+            ""
+        };
         eprintln!(
-            "rdma-analyzer: --filter {}: {}",
-            escape(filter.unwrap_or("")),
+            "rdma-analyzer: --filter {}: {}{hint}",
+            escape(text),
             escape(&e.to_string())
         );
         return Ok(ExitCode::from(2));
@@ -632,8 +648,15 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
         if let Some(r) = recorder {
             beside.push(Box::new(r));
         }
-        let error =
-            rdma_analyzer::tui::show(Box::new(inputs), config, caps, stop, None, beside, None)?;
+        let error = rdma_analyzer::tui::show(
+            Box::new(inputs),
+            config,
+            caps,
+            stop,
+            a.filter.clone(),
+            beside,
+            None,
+        )?;
         return Ok(match error {
             Some(e) => {
                 eprintln!("rdma-analyzer: {}", escaped(e));
@@ -653,7 +676,7 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
             })
             .context("live: starting the --duration timer")?;
     }
-    let mut sink = match (&a.json_out, &metrics) {
+    let sink = match (&a.json_out, &metrics) {
         (Some(p), _) => LiveSink::new(
             Box::new(BufWriter::new(safe_file::create_in_place(p).with_context(
                 || format!("live --json-out: creating {}", p.display()),
@@ -667,6 +690,8 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
             false,
         ),
     };
+    // Checked in `run`.
+    let mut sink = sink.with_filter(rdma_analyzer::cli::parse_filter(a.filter.as_deref())?);
     let mut sinks: Vec<&mut dyn Sink> = metrics
         .iter_mut()
         .map(|(m, _)| m as &mut dyn Sink)
@@ -755,8 +780,13 @@ fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
         .clone()
         .or_else(sys::hostname)
         .unwrap_or_else(|| "unknown".to_string());
-    let datasets = Dataset::for_captures(&a.out, &host, a.row_group_rows, &a.files)
+    let mut datasets = Dataset::for_captures(&a.out, &host, a.row_group_rows, &a.files)
         .map_err(|e| anyhow::anyhow!("export: {e}"))?;
+    // Checked in `run`; blank is everything, and records nothing.
+    let filter = rdma_analyzer::cli::parse_filter(a.filter.as_deref())?;
+    for d in &mut datasets {
+        d.filter = (!filter.is_all()).then(|| filter.text().to_string());
+    }
     std::fs::create_dir_all(&a.out).with_context(|| {
         format!(
             "export: creating the dataset folder {} (is its parent there and writable?)",
@@ -822,14 +852,18 @@ fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
         };
         writeln!(
             out,
-            "{}: {} transactions, {} anomalies, {} connections, {} causes{frames} -> host={}/capture={}",
+            "{}: {} transactions, {} anomalies, {} connections, {} causes{frames} -> host={}/capture={}{}",
             escaped(f.display()),
             w.transactions,
             w.anomalies,
             w.connections,
             w.causes,
             dataset.host,
-            dataset.capture
+            dataset.capture,
+            dataset
+                .filter
+                .as_deref()
+                .map_or(String::new(), |t| format!(" (kept by --filter '{}')", escape(t)))
         )?;
         if let Some(d) = damage {
             eprintln!(

@@ -47,11 +47,13 @@ use std::path::{Path, PathBuf};
 use arrow_schema::SchemaRef;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
+use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 use rdma_dissectors::stack::{self, Dissection};
 use rdma_dissectors::view::FrameView;
 
+use super::filter::{Filter, Join};
 use super::schema::{ConnectionView, SCHEMA_VERSION};
 use crate::diagnosis::Diagnosis;
 use crate::engine::{Anomaly, Engine, Finding, Frame, Transaction};
@@ -79,7 +81,14 @@ pub struct Dataset {
     pub capture: String,
     /// Rows per row group at most.
     pub row_group_rows: usize,
+    /// `export --filter`: the expression that chose the rows, recorded in
+    /// every file's metadata ([`FILTER_KEY`]).
+    pub filter: Option<String>,
 }
+
+/// The Parquet key-value metadata key that holds `export --filter`'s
+/// expression: a reader can tell a filtered dataset from a whole one.
+pub const FILTER_KEY: &str = "rdma_analyzer.filter";
 
 /// A partition value as a path segment: letters, digits, `.`, `-` and `_`
 /// stay; anything else (a `/`, a `=`, a space) becomes `_`, so a name can
@@ -139,6 +148,8 @@ struct Table<V: View> {
     done: Vec<PathBuf>,
     /// Ticks for least-recently-used order.
     clock: u64,
+    /// The `--filter` expression, for each file's metadata.
+    filter: Option<String>,
     view: PhantomData<V>,
 }
 
@@ -171,6 +182,7 @@ impl<V: View> Table<V> {
             parts: BTreeMap::new(),
             done: Vec::new(),
             clock: 0,
+            filter: d.filter.clone(),
             view: PhantomData,
         }
     }
@@ -232,7 +244,12 @@ impl<V: View> Table<V> {
             .set_created_by(format!(
                 "rdma-analyzer {} export (schema version {SCHEMA_VERSION})",
                 env!("CARGO_PKG_VERSION")
-            ));
+            ))
+            .set_key_value_metadata(
+                self.filter
+                    .as_ref()
+                    .map(|f| vec![KeyValue::new(FILTER_KEY.to_string(), f.clone())]),
+            );
         // A dictionary of values that hardly repeat (frame numbers, times,
         // XIDs) is built only to be thrown away: plain encoding for those.
         for col in V::UNIQUE {
@@ -311,6 +328,12 @@ pub struct Export {
     /// Rows so far.
     pub written: Written,
     day: Day,
+    /// `export --filter`: the rows kept (and diagnosed).
+    filter: Filter,
+    join: Join,
+    /// Connections a kept transaction or finding is on: kept when the
+    /// filter says nothing a connection has (`proc == READ`).
+    kept_connections: std::collections::BTreeSet<u32>,
 }
 
 /// The date partition of the latest time asked for, computed once per day.
@@ -350,7 +373,27 @@ impl Export {
             error: None,
             written: Written::default(),
             day: Day::new(),
+            filter: Filter::parse(dataset.filter.as_deref().unwrap_or("")).unwrap_or(Filter::All),
+            join: Join::default(),
+            kept_connections: std::collections::BTreeSet::new(),
         }
+    }
+
+    /// The rows `--filter` kept, as [`Sink::observe`] takes every one.
+    fn decided(&mut self, decided: Vec<(Finding, bool)>) -> Flow {
+        for (f, pass) in decided {
+            if pass {
+                let on = match &f {
+                    Finding::Transaction(t) => Some(t.connection.0),
+                    Finding::Anomaly(a) => a.connection.map(|c| c.0),
+                };
+                self.kept_connections.extend(on);
+                if self.observe(&f) == Flow::Stop {
+                    return Flow::Stop;
+                }
+            }
+        }
+        Flow::Continue
     }
 
     fn keep(&mut self, r: io::Result<()>) -> Flow {
@@ -379,6 +422,14 @@ impl Export {
 
     fn connections_of(&mut self, engine: &Engine) -> io::Result<()> {
         for c in engine.state().connections.values() {
+            let keep = match self.filter.connection(c) {
+                _ if self.filter.is_all() => true,
+                Some(pass) => pass,
+                None => self.kept_connections.contains(&c.id.0),
+            };
+            if !keep {
+                continue;
+            }
             let date = self.day.of(c.first_ts_ns);
             let view = ConnectionView::from(c);
             self.connections.add(date, ConnRow::from(&view))?;
@@ -416,7 +467,22 @@ impl Export {
 
 impl Sink for Export {
     fn finding(&mut self, f: Finding) -> Flow {
-        self.observe(&f)
+        if self.filter.is_all() {
+            return self.observe(&f);
+        }
+        let mut decided = Vec::new();
+        self.join
+            .take(&self.filter, f, &mut |f, pass| decided.push((f, pass)));
+        self.decided(decided)
+    }
+
+    fn wants_frames(&self) -> bool {
+        self.filter.uses(super::filter::Field::Time)
+    }
+
+    fn frame(&mut self, f: &Frame<'_>) -> Flow {
+        self.filter.saw(f.ts_ns);
+        Flow::Continue
     }
 
     fn observe(&mut self, f: &Finding) -> Flow {
@@ -432,6 +498,10 @@ impl Sink for Export {
     }
 
     fn end(&mut self, engine: Option<&Engine>, _: &Progress, _: &End) {
+        let mut decided = Vec::new();
+        self.join
+            .finish(&self.filter, &mut |f, pass| decided.push((f, pass)));
+        let _ = self.decided(decided);
         if let Some(engine) = engine {
             if self.error.is_none() {
                 let r = self.connections_of(engine);
@@ -455,8 +525,15 @@ pub struct ExportFrames {
 impl ExportFrames {
     /// A sink writing into `dataset`, dissecting with `config`.
     pub fn new(dataset: &Dataset, config: stack::Config) -> Self {
+        // Every frame, whatever `--filter` says: a frame is judged by its
+        // transaction, which completes after most of its frames went by
+        // (so its files record no filter either).
+        let whole = Dataset {
+            filter: None,
+            ..dataset.clone()
+        };
         ExportFrames {
-            frames: Table::new(dataset),
+            frames: Table::new(&whole),
             day: Day::new(),
             config,
             error: None,
@@ -726,6 +803,7 @@ impl Dataset {
                 host: partition_value(host),
                 capture,
                 row_group_rows,
+                filter: None,
             });
         }
         Ok(out)

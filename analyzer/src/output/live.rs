@@ -7,11 +7,12 @@
 use std::io::{self, Write};
 
 use super::clock::{Clock, TimeFormat};
+use super::filter::{Field, Filter, Join};
 use super::lines::{anomaly_line, transaction_line};
 use super::out::Out;
 use super::schema::{AnomalyLine, TransactionLine};
 use crate::diagnosis::Diagnosis;
-use crate::engine::{Anomaly, Engine, Finding, State, Transaction};
+use crate::engine::{Anomaly, Engine, Finding, Frame, State, Transaction};
 use crate::pipeline::{End, Flow, Progress, Sink};
 
 /// Writes a live run's findings as they come, to a file or standard output
@@ -26,6 +27,10 @@ pub struct LiveSink<W: Write> {
     pub anomalies: u64,
     /// The causes in what went by, said when the run ends.
     diagnosis: Diagnosis,
+    /// `live --filter`: what is written (and diagnosed).
+    filter: Filter,
+    /// Findings judged through their transaction under `filter`.
+    join: Join,
 }
 
 impl<W: Write> LiveSink<W> {
@@ -37,6 +42,8 @@ impl<W: Write> LiveSink<W> {
             transactions: 0,
             anomalies: 0,
             diagnosis: Diagnosis::default(),
+            filter: Filter::All,
+            join: Join::default(),
         }
     }
 
@@ -49,7 +56,15 @@ impl<W: Write> LiveSink<W> {
             transactions: 0,
             anomalies: 0,
             diagnosis: Diagnosis::default(),
+            filter: Filter::All,
+            join: Join::default(),
         }
+    }
+
+    /// Writes, counts and diagnoses only what `filter` keeps (`live --filter`).
+    pub fn with_filter(mut self, filter: Filter) -> Self {
+        self.filter = filter;
+        self
     }
 
     /// The diagnosis of the run so far, as `report` prints it.
@@ -60,6 +75,7 @@ impl<W: Write> LiveSink<W> {
             &self.diagnosis.causes(state),
             &self.diagnosis.input_notes(),
             super::report::Judged::of(&self.diagnosis, state),
+            (!self.filter.is_all()).then(|| self.filter.text()),
         );
         s
     }
@@ -102,15 +118,45 @@ impl<W: Write> LiveSink<W> {
             anomaly_line(a)
         ))
     }
-}
 
-impl<W: Write> Sink for LiveSink<W> {
-    fn finding(&mut self, f: Finding) -> Flow {
+    /// A finding the filter kept: diagnosed and written.
+    fn kept(&mut self, f: Finding) -> Flow {
         self.diagnosis.add(&f);
         match f {
             Finding::Transaction(t) => self.transaction(&t),
             Finding::Anomaly(a) => self.anomaly(&a),
         }
+    }
+
+    fn decided(&mut self, decided: Vec<(Finding, bool)>) -> Flow {
+        for (f, pass) in decided {
+            if pass && self.kept(f) == Flow::Stop {
+                return Flow::Stop;
+            }
+        }
+        Flow::Continue
+    }
+}
+
+impl<W: Write> Sink for LiveSink<W> {
+    fn finding(&mut self, f: Finding) -> Flow {
+        if self.filter.is_all() {
+            return self.kept(f);
+        }
+        let mut decided = Vec::new();
+        self.join
+            .take(&self.filter, f, &mut |f, pass| decided.push((f, pass)));
+        self.decided(decided)
+    }
+
+    /// `time` in a filter counts from the first frame.
+    fn wants_frames(&self) -> bool {
+        self.filter.uses(Field::Time)
+    }
+
+    fn frame(&mut self, f: &Frame<'_>) -> Flow {
+        self.filter.saw(f.ts_ns);
+        Flow::Continue
     }
 
     /// Live lines reach a file or a pipe within a tick, not when a buffer fills.
@@ -119,6 +165,10 @@ impl<W: Write> Sink for LiveSink<W> {
     }
 
     fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {
+        let mut decided = Vec::new();
+        self.join
+            .finish(&self.filter, &mut |f, pass| decided.push((f, pass)));
+        let _ = self.decided(decided);
         if let Some(out) = self.out.as_mut() {
             let _ = out.flush();
         }

@@ -572,11 +572,17 @@ impl Report {
                 count(f.connections, "connection")
             );
         }
+        let filter = self
+            .filter
+            .as_ref()
+            .filter(|f| !f.is_all())
+            .map(Filter::text);
         diagnosis_text(
             s,
             &self.causes(state),
             &self.input_notes(),
             Judged::of(&self.diagnosis, state),
+            filter,
         );
     }
 
@@ -1019,16 +1025,48 @@ impl Judged {
 }
 
 /// The diagnosis as text, largest impact first.
-pub(crate) fn diagnosis_text(s: &mut String, causes: &[Cause], notes: &[String], judged: Judged) {
+/// The connection-wide state a cause reads besides the findings it is
+/// given: under a filter that part is not narrowed to what it kept.
+fn connection_wide(c: CauseName) -> Option<&'static str> {
+    Some(match c {
+        CauseName::CreditWindowFull => "the credit window and the time at its limit",
+        CauseName::NetworkLoss => "the frame and PSN-gap counts",
+        CauseName::Congestion => "the ECN marks and CNPs",
+        CauseName::ServerUnresponsive => "the connection state and the capture's end",
+        CauseName::ReplyChunksInlineThreshold => "the negotiated inline threshold",
+        CauseName::RpcErrors => "the client's later connections",
+        _ => return None,
+    })
+}
+
+/// The diagnosis in text: `filter` is the expression a filtered run kept
+/// what it diagnosed by.
+pub(crate) fn diagnosis_text(
+    s: &mut String,
+    causes: &[Cause],
+    notes: &[String],
+    judged: Judged,
+    filter: Option<&str>,
+) {
     let _ = writeln!(
         s,
-        "\nDiagnosis (largest impact first; the rules: docs/diagnosis.md)"
+        "\nDiagnosis{} (largest impact first; the rules: docs/diagnosis.md)",
+        if filter.is_some() {
+            " of what the filter kept"
+        } else {
+            ""
+        }
     );
+    let kept = if filter.is_some() {
+        "what the filter kept"
+    } else {
+        "this capture"
+    };
     if causes.is_empty() && judged.operations == 0 {
         let others = judged.connections.saturating_sub(judged.rpc_connections);
         let _ = writeln!(
             s,
-            "  nothing to judge: no RPC-over-RDMA call in this capture{}; the causes are measured on RPCs, so none is named (protocol findings on the other traffic are under Anomalies)",
+            "  nothing to judge: no RPC-over-RDMA call in {kept}{}; the causes are measured on RPCs, so none is named (protocol findings on the other traffic are under Anomalies)",
             if others > 0 {
                 format!(" ({} carrying other traffic)", count(others as u64, "RDMA connection"))
             } else {
@@ -1038,7 +1076,7 @@ pub(crate) fn diagnosis_text(s: &mut String, causes: &[Cause], notes: &[String],
     } else if causes.is_empty() {
         let _ = writeln!(
             s,
-            "  no cause found: looked at {} on {}; nothing costs them time or fails them beyond the rules' thresholds",
+            "  no cause found: looked at {} on {} in {kept}; nothing costs them time or fails them beyond the rules' thresholds",
             count(judged.operations, "RPC"),
             count(judged.rpc_connections as u64, "connection")
         );
@@ -1053,6 +1091,12 @@ pub(crate) fn diagnosis_text(s: &mut String, causes: &[Cause], notes: &[String],
             100.0 * c.impact.score
         );
         let _ = writeln!(s, "     {}", c.impact.measured);
+        if let (Some(_), Some(what)) = (filter, connection_wide(c.cause)) {
+            let _ = writeln!(
+                s,
+                "     (from the whole connections, not only what the filter kept: {what})"
+            );
+        }
         let e = &c.evidence;
         let mut parts = Vec::new();
         if !e.connections.is_empty() {
