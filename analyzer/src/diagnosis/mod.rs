@@ -316,6 +316,9 @@ pub struct Diagnosis {
     loss_ex: Examples,
     psn_naks: Tally,
     rnr: Tally,
+    /// Who sent the RNR NAKs (connection, address as printed), the first
+    /// few: the receiver that was not ready is the peer to fix.
+    rnr_senders: Vec<(ConnId, String)>,
     unanswered: BTreeMap<ConnId, Unanswered>,
     chunked: Tally,
     largest_chunked: u64,
@@ -552,7 +555,27 @@ impl Diagnosis {
         }
     }
 
+    /// Keeps the sender of an RNR NAK ("NAK from ADDR for PSN ..."), the
+    /// first [`EXAMPLES`] distinct ones.
+    fn note_rnr_sender(&mut self, a: &Anomaly) {
+        let (Some(c), Some(from)) = (
+            a.connection,
+            a.message
+                .strip_prefix("NAK from ")
+                .and_then(|r| r.split(" for PSN").next()),
+        ) else {
+            return;
+        };
+        let key = (c, from.to_string());
+        if self.rnr_senders.len() < EXAMPLES && !self.rnr_senders.contains(&key) {
+            self.rnr_senders.push(key);
+        }
+    }
+
     fn anomaly(&mut self, a: &Anomaly) {
+        if a.kind == Kind::Nak && a.message.contains("RNR") {
+            self.note_rnr_sender(a);
+        }
         let tally = match a.kind {
             Kind::Retransmission => &mut self.retransmitted,
             Kind::Nak if a.message.contains("RNR") => &mut self.rnr,

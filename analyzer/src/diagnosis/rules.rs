@@ -41,7 +41,7 @@ pub(super) fn all(d: &Diagnosis, state: &State) -> Vec<Cause> {
     v.extend(server_time(d, start));
     v.extend(credit_window_full(d, state, start));
     v.extend(network_loss(d, state, start));
-    v.extend(rnr_retry(d, start));
+    v.extend(rnr_retry(d, state, start));
     v.extend(server_unresponsive(d, state, start));
     v.extend(reply_chunks(d, state, start));
     v.extend(counted(
@@ -370,7 +370,31 @@ fn network_loss(d: &Diagnosis, state: &State, start: Option<u64>) -> Option<Caus
     })
 }
 
-fn rnr_retry(d: &Diagnosis, start: Option<u64>) -> Option<Cause> {
+/// Which side of its connection sent each RNR NAK: the one that had no
+/// receive posted. `Unknown` when they differ or a connection's roles are
+/// not known.
+fn rnr_peer(d: &Diagnosis, state: &State) -> Peer {
+    let mut peer = None;
+    for (c, from) in &d.rnr_senders {
+        let Some(conn) = state.connections.get(c) else {
+            return Peer::Unknown;
+        };
+        let is =
+            |k: Option<crate::engine::keys::QpKey>| k.is_some_and(|k| k.addr.to_string() == *from);
+        let this = match (is(conn.client), is(conn.server)) {
+            (true, false) => Peer::Client,
+            (false, true) => Peer::Server,
+            _ => return Peer::Unknown,
+        };
+        if peer.is_some_and(|p| p != this) {
+            return Peer::Unknown;
+        }
+        peer = Some(this);
+    }
+    peer.unwrap_or(Peer::Unknown)
+}
+
+fn rnr_retry(d: &Diagnosis, state: &State, start: Option<u64>) -> Option<Cause> {
     let r = &d.rnr;
     if r.count == 0 {
         return None;
@@ -382,7 +406,7 @@ fn rnr_retry(d: &Diagnosis, start: Option<u64>) -> Option<Cause> {
     Some(Cause {
         cause: CauseName::RnrRetry,
         impact: impact(d, measured, None, 0, Some(r.count)),
-        peer: Peer::Unknown,
+        peer: rnr_peer(d, state),
         evidence: r.ex.evidence(start),
         advice: "the NAK's sender posts too few receives for what its peer sends: RPC-over-RDMA's credits are to prevent exactly this (RFC 8166 3.3.1), so a peer sending beyond its credits, or one granting more than it posted, breaks it; see credit_overrun findings and the sender's receive queue depth".to_string(),
     })
