@@ -23,6 +23,15 @@ use super::widgets::{block, selected_style, severity_style};
 use crate::engine::{Anomaly, Kind};
 
 fn frames(a: &Anomaly) -> String {
+    if a.count() > 1 {
+        let f = |f: Option<u64>| f.map_or("?".to_string(), |f| f.to_string());
+        return format!(
+            "×{} {}–{}",
+            a.count(),
+            f(a.first_frame()),
+            f(a.last_frame())
+        );
+    }
     let v: Vec<String> = a.frames.iter().take(6).map(u64::to_string).collect();
     let more = a.frames.len().saturating_sub(6);
     if more > 0 {

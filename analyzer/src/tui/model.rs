@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use crate::diagnosis::timeline::{timeline, ClientTimeline};
 use crate::diagnosis::Cause;
 use crate::engine::{
-    Anomaly, ChunkKind, ConnId, Finding, Kind, Origin, State, Transaction, Transfer,
+    Anomaly, ChunkKind, CollapseKey, Collapser, ConnId, Finding, Kind, Origin, State, Transaction,
+    Transfer,
 };
 use crate::output::filter::{Field, Record, Val};
 use crate::output::Filter;
@@ -222,7 +223,13 @@ pub struct Model {
     pub seg_totals: ([u64; 3], u64, u64),
     /// Anomaly view, grouped by kind.
     pub anom_view: Vec<AnomRow>,
-    anom_key: Option<(String, usize)>,
+    anom_key: Option<(String, u64)>,
+    /// Where each finding that repeats per connection is in `anomalies`:
+    /// its next occurrences fold into it, so the screen lists one row per
+    /// fact and memory does not grow with the occurrences.
+    folded: HashMap<CollapseKey, usize>,
+    /// Occurrences taken, folded or not: what the anomaly view is current to.
+    anom_taken: u64,
 }
 
 /// A bit per origin, for [`TxnRow::sources`].
@@ -320,14 +327,24 @@ impl Model {
         self.diagnosis.add(&f);
         match f {
             Finding::Transaction(t) => self.push_txn(t),
-            Finding::Anomaly(a) => {
-                if self.anomalies.len() < self.caps.anomalies {
-                    self.anomalies.push(*a);
-                } else {
-                    self.counters.anomalies_not_kept += 1;
-                }
-            }
+            Finding::Anomaly(a) => self.push_anomaly(*a),
         }
+    }
+
+    fn push_anomaly(&mut self, a: Anomaly) {
+        self.anom_taken += 1;
+        let key = Collapser::key(&a);
+        if let Some(&i) = key.as_ref().and_then(|k| self.folded.get(k)) {
+            return Collapser::fold(&mut self.anomalies[i], &a);
+        }
+        if self.anomalies.len() >= self.caps.anomalies {
+            self.counters.anomalies_not_kept += 1;
+            return;
+        }
+        if let Some(k) = key {
+            self.folded.insert(k, self.anomalies.len());
+        }
+        self.anomalies.push(a);
     }
 
     fn intern(&mut self, label: String) -> u32 {
@@ -611,7 +628,7 @@ impl Model {
     }
 
     fn refresh_anomalies(&mut self, text: &str, f: &Filter) {
-        let key = (text.to_string(), self.anomalies.len());
+        let key = (text.to_string(), self.anom_taken);
         if self.anom_key.as_ref() == Some(&key) {
             return;
         }
@@ -649,7 +666,12 @@ impl Model {
             if items.is_empty() {
                 continue;
             }
-            self.anom_view.push(AnomRow::Kind(*k, items.len() as u64));
+            // The kind's row counts occurrences, as the report does.
+            let n = items
+                .iter()
+                .map(|&i| self.anomalies[i as usize].count())
+                .sum();
+            self.anom_view.push(AnomRow::Kind(*k, n));
             self.anom_view.extend(items.into_iter().map(AnomRow::Item));
         }
     }

@@ -345,6 +345,7 @@ fn snapshots_with_filter_sort_help_and_anomalies() {
             connection: Some(crate::engine::ConnId(1)),
             xid,
             message: format!("{} (injected by the test)", kind.as_str()),
+            repeated: None,
         })));
     }
     let mut ui = UiState::default();
@@ -472,6 +473,7 @@ impl Burst {
                 connection: None,
                 xid: None,
                 message: String::new(),
+                repeated: None,
             }))]);
             if self.live {
                 feed.offer(m);
