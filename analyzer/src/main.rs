@@ -91,6 +91,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(2));
     }
+    let analyze = match &cli.command {
+        Command::Report(a) => Some(&a.analyze),
+        Command::Transactions(a) | Command::Anomalies(a) | Command::Open(a) => Some(a),
+        _ => None,
+    };
+    if let Some(Err(e)) = analyze.map(AnalyzeArgs::acks) {
+        eprintln!("rdma-analyzer: {}", escape(&e));
+        return Ok(ExitCode::from(2));
+    }
     match cli.command {
         Command::Frames(a) => frames(&a),
         Command::Report(a) => report(&a),
@@ -385,7 +394,10 @@ fn report(r: &ReportArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => return Err(e.into()),
     };
-    let mut rep = Report::new(a.filter()).within(tables).with_time(a.time);
+    let mut rep = Report::new(a.filter())
+        .within(tables)
+        .with_time(a.time)
+        .with_acks(a.acks().unwrap_or_default());
     if let Some(after) = &r.mountstats {
         let (after, before) = read_window(after, r.mountstats_before.as_deref())?;
         rep.set_kernel(kernel_counters::kernel_view(&after, &before));
@@ -446,7 +458,8 @@ fn say_if_filtered_out(a: &AnalyzeArgs, matched: u64) {
 fn lines(a: &AnalyzeArgs, which: Which) -> anyhow::Result<ExitCode> {
     let config = a.config();
     let mut source = FileSource::open_all(&a.files, &config.stack)?;
-    let mut sink = Lines::new(stdout(), which, a.json, a.filter(), a.time);
+    let acks = a.acks().unwrap_or_default();
+    let mut sink = Lines::new(stdout(), which, a.json, a.filter(), a.time).with_acks(acks);
     let outcome = pipeline::run(
         &mut source,
         Some(Engine::new(config)),
@@ -456,6 +469,9 @@ fn lines(a: &AnalyzeArgs, which: Which) -> anyhow::Result<ExitCode> {
     );
     output_error(sink.take_error())?;
     say_if_filtered_out(a, sink.matched());
+    if let Some(hidden) = sink.acks_summary().filter(|_| !a.json) {
+        eprintln!("rdma-analyzer: {hidden}");
+    }
     if sink.out_of_order() > 0 {
         eprintln!(
             "rdma-analyzer: {} transactions printed out of call order: each was answered after more than {} later calls had completed, and printed when answered",

@@ -5,6 +5,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{self, Write};
 
+use super::ack::Acks;
 use super::clock::{Clock, TimeFormat};
 use super::filter::{Field, Filter, Join};
 use super::out::Out;
@@ -42,6 +43,8 @@ pub struct Lines<W: Write> {
     /// Findings of kinds that repeat per connection, printed once each at
     /// the end with their count.
     collapser: Collapser,
+    /// Acknowledged findings: hidden from text, marked in JSON.
+    acks: Acks,
 }
 
 /// Transactions held back to print in call order at most: a call answered
@@ -93,6 +96,7 @@ impl<W: Write> Lines<W> {
             last_printed: None,
             out_of_order: 0,
             collapser: Collapser::default(),
+            acks: Acks::default(),
         }
     }
 
@@ -120,6 +124,18 @@ impl<W: Write> Lines<W> {
             self.out
                 .text_line(format_args!("{at} {}", transaction_line(t)))
         }
+    }
+
+    /// The same sink with `acks`' findings hidden (text) or marked (JSON).
+    #[must_use]
+    pub fn with_acks(mut self, acks: Acks) -> Self {
+        self.acks = acks;
+        self
+    }
+
+    /// "N acknowledged findings hidden (kinds…)", when any were.
+    pub fn acks_summary(&self) -> Option<String> {
+        self.acks.summary()
     }
 
     /// Lines that passed the filter.
@@ -164,8 +180,16 @@ impl<W: Write> Lines<W> {
     }
 
     fn print_anomaly(&mut self, a: &Anomaly) -> Flow {
+        let acknowledged = self.acks.hide(a);
         if self.json {
-            return self.out.json_line(&AnomalyLine::new(a));
+            let line = AnomalyLine {
+                acknowledged,
+                ..AnomalyLine::new(a)
+            };
+            return self.out.json_line(&line);
+        }
+        if acknowledged {
+            return Flow::Continue;
         }
         let at = self.clock.at(a.ts_ns).to_string();
         let indent = " ".repeat(at.chars().count());
