@@ -403,10 +403,9 @@ fn report(r: &ReportArgs) -> anyhow::Result<ExitCode> {
         rep.set_kernel(kernel_counters::kernel_view(&after, &before));
     }
     // The metrics count the whole capture; --filter narrows the report only.
-    let mut metrics = r
-        .metrics_out
-        .as_ref()
-        .map(|_| Metrics::new(r.metrics_caps.config(budget.metrics)));
+    let mut metrics = r.metrics_out.as_ref().map(|_| {
+        Metrics::new(r.metrics_caps.config(budget.metrics)).with_acks(a.acks().unwrap_or_default())
+    });
     let mut sinks: Vec<&mut dyn Sink> = metrics.iter_mut().map(|m| m as &mut dyn Sink).collect();
     sinks.push(&mut rep);
     let outcome = pipeline::run(
@@ -527,15 +526,13 @@ fn open(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
                 .map_err(|e| e.to_string())
         }) as Reopen
     });
-    let error = rdma_analyzer::tui::show(
-        Box::new(source),
-        config,
-        caps,
-        stop,
-        a.filter.clone(),
-        Vec::new(),
+    let view = rdma_analyzer::tui::View {
+        filter: a.filter.clone(),
         reopen,
-    )?;
+    };
+    let acks = a.acks().unwrap_or_default();
+    let session = (Box::new(source) as Box<dyn Source>, config, caps, stop);
+    let error = rdma_analyzer::tui::show_acked(session, Vec::new(), view, acks)?;
     if let Some(sig) = sys::signal_seen() {
         if let Some(e) = &error {
             eprintln!("rdma-analyzer: {}", escaped(e));

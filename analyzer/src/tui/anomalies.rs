@@ -53,8 +53,14 @@ pub fn draw(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
         .values()
         .sum::<u64>()
         .max(m.anomalies.len() as u64 + m.counters.anomalies_not_kept);
+    let acked = match (m.acked_hidden, ui.show_acked) {
+        (0, false) => String::new(),
+        (n, false) => format!("; {n} acknowledged hidden, a: show"),
+        (_, true) if !m.acks.is_empty() => "; acknowledged shown, a: hide".to_string(),
+        (_, true) => String::new(),
+    };
     let title = format!(
-        " Anomalies {} ({} shown; Enter: transaction or frames) ",
+        " Anomalies {} ({} shown{acked}; Enter: transaction or frames) ",
         total,
         m.anom_view
             .iter()
@@ -64,6 +70,8 @@ pub fn draw(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
     if m.anom_view.is_empty() {
         let msg = if total == 0 {
             "No anomalies: every check of RFC 8166 / RFC 8797 passed on what the capture shows."
+        } else if m.acked_hidden > 0 {
+            "Every finding is acknowledged (--ignore, --ack): a shows them."
         } else {
             "No anomaly passes the filter (Esc clears it)."
         };

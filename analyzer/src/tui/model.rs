@@ -17,6 +17,7 @@ use crate::engine::{
     Anomaly, ChunkKind, CollapseKey, Collapser, ConnId, Finding, Kind, Origin, State, Transaction,
     Transfer,
 };
+use crate::output::ack::Acks;
 use crate::output::filter::{Field, Record, Val};
 use crate::output::Filter;
 use crate::pipeline::{Notice, Progress, Source, Stop};
@@ -223,13 +224,17 @@ pub struct Model {
     pub seg_totals: ([u64; 3], u64, u64),
     /// Anomaly view, grouped by kind.
     pub anom_view: Vec<AnomRow>,
-    anom_key: Option<(String, u64)>,
+    anom_key: Option<(String, u64, bool)>,
     /// Where each finding that repeats per connection is in `anomalies`:
     /// its next occurrences fold into it, so the screen lists one row per
     /// fact and memory does not grow with the occurrences.
     folded: HashMap<CollapseKey, usize>,
     /// Occurrences taken, folded or not: what the anomaly view is current to.
     anom_taken: u64,
+    /// Findings hidden unless [`UiState::show_acked`].
+    pub acks: Acks,
+    /// Occurrences of acknowledged findings the anomaly view hides.
+    pub acked_hidden: u64,
 }
 
 /// A bit per origin, for [`TxnRow::sources`].
@@ -495,7 +500,7 @@ impl Model {
         }
         ui.set_len(Screen::Diagnosis, self.causes.len());
         self.refresh_segs(&ui.filter, &filter);
-        self.refresh_anomalies(&ui.filter, &filter);
+        self.refresh_anomalies(&ui.filter, &filter, ui.show_acked);
         ui.set_len(Screen::Overview, self.state.connections.len());
         ui.set_len(Screen::Transactions, self.view.len());
         let ladder = ui
@@ -627,13 +632,14 @@ impl Model {
         self.seg_seen = self.segs.len();
     }
 
-    fn refresh_anomalies(&mut self, text: &str, f: &Filter) {
-        let key = (text.to_string(), self.anom_taken);
+    fn refresh_anomalies(&mut self, text: &str, f: &Filter, show_acked: bool) {
+        let key = (text.to_string(), self.anom_taken, show_acked);
         if self.anom_key.as_ref() == Some(&key) {
             return;
         }
         self.anom_key = Some(key);
         self.anom_view.clear();
+        self.acked_hidden = 0;
         let mut by_kind: Vec<Vec<u32>> = vec![Vec::new(); Kind::ALL.len()];
         // A finding is judged with its transaction (`READ` keeps the
         // findings of READs), as `anomalies --filter` does.
@@ -658,7 +664,12 @@ impl Model {
                 (None, Some(r)) => Some(r),
                 (None, None) => None,
             };
-            if f.anomaly_with(a, txn) {
+            if !f.anomaly_with(a, txn) {
+                continue;
+            }
+            if !show_acked && self.acks.covers(a) {
+                self.acked_hidden += a.count();
+            } else {
                 by_kind[a.kind.index()].push(i as u32);
             }
         }
