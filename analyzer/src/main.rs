@@ -458,6 +458,13 @@ fn lines(a: &AnalyzeArgs, which: Which) -> anyhow::Result<ExitCode> {
     let config = a.config();
     let mut source = FileSource::open_all(&a.files, &config.stack)?;
     let acks = a.acks().unwrap_or_default();
+    if which == Which::Transactions && !acks.is_empty() {
+        // Accepted here they would change nothing the command prints.
+        eprintln!(
+            "rdma-analyzer transactions: --ignore and --ack acknowledge findings, which transactions does not list; use them with report, anomalies or open"
+        );
+        return Ok(ExitCode::from(2));
+    }
     let mut sink = Lines::new(stdout(), which, a.json, a.filter(), a.time).with_acks(acks);
     let outcome = pipeline::run(
         &mut source,

@@ -259,6 +259,15 @@ fn ack_file_errors_name_the_file_and_line() {
     let out = output(&["report", "--ignore", "nak,credit_overun", &p]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("did you mean `credit_overrun`?"));
+    let out = output(&["transactions", "--ignore", "nak", &p]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "transactions lists no findings to hide"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("use them with report, anomalies or open")
+    );
     let missing = output(&["report", "--ack", "/nonexistent/acks", &p]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr)
