@@ -97,6 +97,12 @@ pub struct AnalyzeArgs {
     /// How text lines give times: seconds since the capture's first frame, or UTC (to line up with dmesg, mountstats snapshots, application logs).
     #[arg(short = 't', long = "time", value_enum, default_value = "relative")]
     pub time: TimeFormat,
+    /// Acknowledge findings of these kinds (repeatable, or comma-separated): text hides them and says how many it hid, JSON marks them "acknowledged": true. See docs/reading-the-output.md.
+    #[arg(long, value_name = "KIND[,KIND..]")]
+    pub ignore: Vec<String>,
+    /// A file of acknowledgements: a kind a line, optionally a connection (c3), a comment after #. See docs/reading-the-output.md.
+    #[arg(long, value_name = "FILE")]
+    pub ack: Option<PathBuf>,
     /// The engine's port and caps.
     #[command(flatten)]
     pub engine: EngineArgs,
@@ -197,6 +203,24 @@ impl AnalyzeArgs {
     /// What `--filter` selects (checked by `main` before the run).
     pub fn filter(&self) -> Filter {
         parse_filter(self.filter.as_deref()).unwrap_or(Filter::All)
+    }
+
+    /// The acknowledgements of `--ignore` and `--ack`.
+    ///
+    /// # Errors
+    /// An unreadable file, an unknown kind or a malformed line, said with
+    /// the file and line.
+    pub fn acks(&self) -> Result<crate::output::ack::Acks, String> {
+        let text = match &self.ack {
+            Some(p) => Some(
+                std::fs::read_to_string(p)
+                    .map_err(|e| format!("--ack {}: cannot read it: {e}", p.display()))?,
+            ),
+            None => None,
+        };
+        let file = self.ack.as_ref().map(|p| p.display().to_string());
+        let ack = file.as_deref().zip(text.as_deref());
+        crate::output::ack::Acks::new(&self.ignore, ack)
     }
 }
 

@@ -107,6 +107,15 @@ fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(2));
     }
+    let analyze = match &cli.command {
+        Command::Report(a) => Some(&a.analyze),
+        Command::Transactions(a) | Command::Anomalies(a) | Command::Open(a) => Some(a),
+        _ => None,
+    };
+    if let Some(Err(e)) = analyze.map(AnalyzeArgs::acks) {
+        eprintln!("rdma-analyzer: {}", escape(&e));
+        return Ok(ExitCode::from(2));
+    }
     match cli.command {
         Command::Frames(a) => frames(&a),
         Command::Report(a) => report(&a),
@@ -401,16 +410,18 @@ fn report(r: &ReportArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => return Err(e.into()),
     };
-    let mut rep = Report::new(a.filter()).within(tables).with_time(a.time);
+    let mut rep = Report::new(a.filter())
+        .within(tables)
+        .with_time(a.time)
+        .with_acks(a.acks().unwrap_or_default());
     if let Some(after) = &r.mountstats {
         let (after, before) = read_window(after, r.mountstats_before.as_deref())?;
         rep.set_kernel(kernel_counters::kernel_view(&after, &before));
     }
     // The metrics count the whole capture; --filter narrows the report only.
-    let mut metrics = r
-        .metrics_out
-        .as_ref()
-        .map(|_| Metrics::new(r.metrics_caps.config(budget.metrics)));
+    let mut metrics = r.metrics_out.as_ref().map(|_| {
+        Metrics::new(r.metrics_caps.config(budget.metrics)).with_acks(a.acks().unwrap_or_default())
+    });
     let mut sinks: Vec<&mut dyn Sink> = metrics.iter_mut().map(|m| m as &mut dyn Sink).collect();
     sinks.push(&mut rep);
     let outcome = pipeline::run(
@@ -462,7 +473,15 @@ fn say_if_filtered_out(a: &AnalyzeArgs, matched: u64) {
 fn lines(a: &AnalyzeArgs, which: Which) -> anyhow::Result<ExitCode> {
     let config = a.config();
     let mut source = FileSource::open_all(&a.files, &config.stack)?;
-    let mut sink = Lines::new(stdout(), which, a.json, a.filter(), a.time);
+    let acks = a.acks().unwrap_or_default();
+    if which == Which::Transactions && !acks.is_empty() {
+        // Accepted here they would change nothing the command prints.
+        eprintln!(
+            "rdma-analyzer transactions: --ignore and --ack acknowledge findings, which transactions does not list; use them with report, anomalies or open"
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let mut sink = Lines::new(stdout(), which, a.json, a.filter(), a.time).with_acks(acks);
     let outcome = pipeline::run(
         &mut source,
         Some(Engine::new(config)),
@@ -472,6 +491,9 @@ fn lines(a: &AnalyzeArgs, which: Which) -> anyhow::Result<ExitCode> {
     );
     output_error(sink.take_error())?;
     say_if_filtered_out(a, sink.matched());
+    if let Some(hidden) = sink.acks_summary().filter(|_| !a.json) {
+        eprintln!("rdma-analyzer: {hidden}");
+    }
     if sink.out_of_order() > 0 {
         eprintln!(
             "rdma-analyzer: {} transactions printed out of call order: each was answered after more than {} later calls had completed, and printed when answered",
@@ -527,15 +549,13 @@ fn open(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
                 .map_err(|e| e.to_string())
         }) as Reopen
     });
-    let error = rdma_analyzer::tui::show(
-        Box::new(source),
-        config,
-        caps,
-        stop,
-        a.filter.clone(),
-        Vec::new(),
+    let view = rdma_analyzer::tui::View {
+        filter: a.filter.clone(),
         reopen,
-    )?;
+    };
+    let acks = a.acks().unwrap_or_default();
+    let session = (Box::new(source) as Box<dyn Source>, config, caps, stop);
+    let error = rdma_analyzer::tui::show_acked(session, Vec::new(), view, acks)?;
     if let Some(sig) = sys::signal_seen() {
         if let Some(e) = &error {
             eprintln!("rdma-analyzer: {}", escaped(e));

@@ -7,6 +7,7 @@
 
 mod join;
 mod parse;
+pub(crate) use parse::distance;
 #[cfg(test)]
 mod tests;
 

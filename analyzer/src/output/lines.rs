@@ -5,11 +5,12 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{self, Write};
 
+use super::ack::Acks;
 use super::clock::{Clock, TimeFormat};
 use super::filter::{Field, Filter, Join};
 use super::out::Out;
 use super::schema::{AnomalyLine, TransactionLine};
-use crate::engine::{Anomaly, Engine, Finding, Frame, KernelTimes, Kind, Transaction};
+use crate::engine::{Anomaly, Collapser, Engine, Finding, Frame, KernelTimes, Kind, Transaction};
 use crate::pipeline::{End, Flow, Progress, Sink};
 
 /// What a [`Lines`] sink writes.
@@ -39,6 +40,11 @@ pub struct Lines<W: Write> {
     /// Transactions printed after one that was called later: answered after
     /// more than [`REORDER`] later calls had completed.
     out_of_order: u64,
+    /// Findings of kinds that repeat per connection, printed once each at
+    /// the end with their count.
+    collapser: Collapser,
+    /// Acknowledged findings: hidden from text, marked in JSON.
+    acks: Acks,
 }
 
 /// Transactions held back to print in call order at most: a call answered
@@ -89,6 +95,8 @@ impl<W: Write> Lines<W> {
             waiting: BinaryHeap::new(),
             last_printed: None,
             out_of_order: 0,
+            collapser: Collapser::default(),
+            acks: Acks::default(),
         }
     }
 
@@ -116,6 +124,18 @@ impl<W: Write> Lines<W> {
             self.out
                 .text_line(format_args!("{at} {}", transaction_line(t)))
         }
+    }
+
+    /// The same sink with `acks`' findings hidden (text) or marked (JSON).
+    #[must_use]
+    pub fn with_acks(mut self, acks: Acks) -> Self {
+        self.acks = acks;
+        self
+    }
+
+    /// "N acknowledged findings hidden (kinds…)", when any were.
+    pub fn acks_summary(&self) -> Option<String> {
+        self.acks.summary()
     }
 
     /// Lines that passed the filter.
@@ -152,17 +172,43 @@ impl<W: Write> Lines<W> {
                     Flow::Continue
                 }
             }
-            (Finding::Anomaly(a), true) => self.out.json_line(&AnomalyLine::new(&a)),
-            (Finding::Anomaly(a), false) => {
-                let at = self.clock.at(a.ts_ns).to_string();
-                let indent = " ".repeat(at.chars().count());
-                self.out.text_line(format_args!(
-                    "{at} {}\n{indent}   {}",
-                    anomaly_line(&a),
-                    guide_line(a.kind)
-                ))
-            }
+            (Finding::Anomaly(a), _) => match self.collapser.take(*a) {
+                Some(a) => self.print_anomaly(&a),
+                None => Flow::Continue,
+            },
         }
+    }
+
+    fn print_anomaly(&mut self, a: &Anomaly) -> Flow {
+        let acknowledged = self.acks.hide(a);
+        if self.json {
+            let line = AnomalyLine {
+                acknowledged,
+                ..AnomalyLine::new(a)
+            };
+            return self.out.json_line(&line);
+        }
+        if acknowledged {
+            return Flow::Continue;
+        }
+        let at = self.clock.at(a.ts_ns).to_string();
+        let indent = " ".repeat(at.chars().count());
+        let line = if a.count() > 1 {
+            let until = self.clock.at(a.last_ts_ns()).to_string();
+            let unit = if self.clock.format == TimeFormat::Relative {
+                " s"
+            } else {
+                ""
+            };
+            let span = format!("{}–{}{unit}", at.trim(), until.trim());
+            collapsed_line(a, &span)
+        } else {
+            anomaly_line(a)
+        };
+        self.out.text_line(format_args!(
+            "{at} {line}\n{indent}   {}",
+            guide_line(a.kind)
+        ))
     }
 
     fn write_all(&mut self, decided: Vec<(Finding, bool)>) -> Flow {
@@ -208,6 +254,11 @@ impl<W: Write> Sink for Lines<W> {
         self.join
             .finish(&self.filter, &mut |f, pass| decided.push((f, pass)));
         let _ = self.write_all(decided);
+        for a in self.collapser.drain() {
+            if self.print_anomaly(&a) == Flow::Stop {
+                break;
+            }
+        }
         while !self.waiting.is_empty() {
             if self.print_next() == Flow::Stop {
                 self.waiting.clear();
@@ -324,6 +375,34 @@ pub fn guide_line(k: Kind) -> String {
         g.harm.as_str(),
         g.at_fault.as_str(),
         g.action
+    )
+}
+
+/// One finding that stands for several occurrences of one fact, as a line
+/// of text: `×480, frames 798–9876, 10.898025–20.123456 s`, then the first
+/// XIDs.
+pub fn collapsed_line(a: &Anomaly, span: &str) -> String {
+    let frame = |f: Option<u64>| f.map_or("?".to_string(), |f| f.to_string());
+    let xids = a.repeated.as_ref().map_or(&[][..], |r| r.xids.as_slice());
+    let mut x: Vec<String> = xids.iter().map(|x| format!("{x:#010x}")).collect();
+    if (xids.len() as u64) < a.count() && !xids.is_empty() {
+        x.push("…".into());
+    }
+    format!(
+        "{} [{}, {}] ×{}, frames {}–{}, {span} {}{}: {}",
+        a.kind.as_str(),
+        a.kind.severity().as_str(),
+        a.kind.rfc(),
+        a.count(),
+        frame(a.first_frame()),
+        frame(a.last_frame()),
+        a.connection.map_or(String::new(), |c| c.to_string()),
+        if x.is_empty() {
+            String::new()
+        } else {
+            format!(" xids {}", x.join(","))
+        },
+        a.message
     )
 }
 

@@ -241,6 +241,9 @@ struct Counts {
     procs_over_cap: u64,
     chunks: [ChunkRow; 3],
     anomalies: [u64; Kind::ALL.len()],
+    /// Acknowledged occurrences, apart from `anomalies`; `None` when the
+    /// run has no acknowledgements (no family is written then).
+    acknowledged: Option<[u64; Kind::ALL.len()]>,
     transactions: u64,
 }
 
@@ -288,6 +291,7 @@ impl Snapshot {
                 procs_over_cap: 0,
                 chunks: [ChunkRow::default(); 3],
                 anomalies: [0; Kind::ALL.len()],
+                acknowledged: None,
                 transactions: 0,
             },
             totals: Totals::default(),
@@ -456,6 +460,9 @@ pub struct Metrics {
     last_publish: Option<Instant>,
     /// The causes in the findings so far (bounded, like the counters).
     diagnosis: Diagnosis,
+    /// Findings counted apart, so alerts on `rdma_anomalies_total` do not
+    /// fire on what the user acknowledged.
+    acks: super::ack::Acks,
 }
 
 impl Metrics {
@@ -472,7 +479,19 @@ impl Metrics {
             published: Published::new(empty),
             last_publish: None,
             diagnosis: Diagnosis::default(),
+            acks: super::ack::Acks::default(),
         }
+    }
+
+    /// The same sink counting `acks`' findings in
+    /// `rdma_anomalies_acknowledged_total` instead of `rdma_anomalies_total`.
+    #[must_use]
+    pub fn with_acks(mut self, acks: super::ack::Acks) -> Self {
+        if !acks.is_empty() {
+            self.counts.acknowledged = Some([0; Kind::ALL.len()]);
+        }
+        self.acks = acks;
+        self
     }
 
     /// What encodes this sink's snapshots, with `process`'s figures.
@@ -489,8 +508,10 @@ impl Metrics {
         match f {
             Finding::Transaction(t) => self.transaction(t),
             Finding::Anomaly(a) => {
-                if let Some(i) = Kind::ALL.iter().position(|k| *k == a.kind) {
-                    self.counts.anomalies[i] += 1;
+                let i = a.kind.index();
+                match &mut self.counts.acknowledged {
+                    Some(acked) if self.acks.covers(a) => acked[i] += 1,
+                    _ => self.counts.anomalies[i] += 1,
                 }
             }
         }
@@ -892,6 +913,18 @@ impl Scrape {
                 MetricType::Counter,
             )?;
             for (k, &n) in Kind::ALL.iter().zip(&c.anomalies) {
+                let labels = [("kind", k.as_str()), ("severity", k.severity().as_str())];
+                ConstCounter::new(n).encode(m.encode_family(&labels)?)?;
+            }
+        }
+        if let Some(acked) = &c.acknowledged {
+            let mut m = f.enc.encode_descriptor(
+                "rdma_anomalies_acknowledged",
+                "Anomalies acknowledged (--ignore, --ack), by kind and severity; not in rdma_anomalies_total",
+                None,
+                MetricType::Counter,
+            )?;
+            for (k, &n) in Kind::ALL.iter().zip(acked) {
                 let labels = [("kind", k.as_str()), ("severity", k.severity().as_str())];
                 ConstCounter::new(n).encode(m.encode_family(&labels)?)?;
             }

@@ -2,6 +2,7 @@
 //! frame dissections, Prometheus metrics (and their HTTP exporter), Parquet
 //! datasets. Each is a pipeline [`Sink`](crate::pipeline::Sink).
 
+pub mod ack;
 pub mod clock;
 #[cfg(feature = "export")]
 pub mod dataset;

@@ -94,6 +94,9 @@ pub struct Report {
     unused_write_chunks: u64,
     chunks_not_seen: u64,
     kinds: BTreeMap<Kind, KindAgg>,
+    /// Acknowledged findings: kept apart, counted, not listed in text.
+    acked: BTreeMap<Kind, KindAgg>,
+    acks: super::ack::Acks,
     reminv_by_conn: BTreeMap<ConnId, u64>,
     /// Rows each per-procedure table may hold (`within`); 0: no cap.
     max_rows: usize,
@@ -120,6 +123,13 @@ impl Report {
     #[must_use]
     pub fn within(mut self, bytes: usize) -> Self {
         self.max_rows = (bytes / PROC_ROW_BYTES).max(MIN_PROC_ROWS);
+        self
+    }
+
+    /// The same report with `acks`' findings kept apart and counted.
+    #[must_use]
+    pub fn with_acks(mut self, acks: super::ack::Acks) -> Self {
+        self.acks = acks;
         self
     }
 
@@ -246,7 +256,12 @@ impl Report {
         match f {
             Finding::Transaction(t) => self.txn(t),
             Finding::Anomaly(a) => {
-                let k = self.kinds.entry(a.kind).or_default();
+                let table = if self.acks.hide(a) {
+                    &mut self.acked
+                } else {
+                    &mut self.kinds
+                };
+                let k = table.entry(a.kind).or_default();
                 k.count += 1;
                 if k.frames.len() < FRAMES_PER_KIND {
                     k.frames
@@ -502,16 +517,16 @@ impl Report {
                 .iter()
                 .map(|(k, v)| (k.to_string(), *v))
                 .collect(),
-            anomalies: self
-                .kinds
-                .iter()
-                .map(|(k, a)| KindSummary {
+            anomalies: (self.kinds.iter().map(|r| (r, false)))
+                .chain(self.acked.iter().map(|r| (r, true)))
+                .map(|((k, a), acknowledged)| KindSummary {
                     kind: (*k).into(),
                     rfc: k.rfc(),
                     severity: k.severity().into(),
                     count: a.count,
                     frames: a.frames.clone(),
                     example: a.example.clone(),
+                    acknowledged,
                 })
                 .collect(),
         }
@@ -947,6 +962,9 @@ impl Report {
         let _ = writeln!(s, "\nAnomalies");
         if self.kinds.is_empty() {
             let _ = writeln!(s, "  none");
+        }
+        if let Some(hidden) = self.acks.summary() {
+            let _ = writeln!(s, "  {hidden}");
         }
         for (k, a) in &self.kinds {
             let more = if a.count as usize > a.frames.len() {

@@ -114,6 +114,8 @@ pub struct AnomalyLine<'a> {
     /// `live` only: `[origin]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sources: Option<Vec<OriginView>>,
+    /// Acknowledged (`--ignore`, `--ack`): the text hides it, JSON keeps it.
+    pub acknowledged: bool,
 }
 
 impl<'a> AnomalyLine<'a> {
@@ -130,6 +132,7 @@ impl<'a> AnomalyLine<'a> {
             action: a.kind.guide().action,
             known_behaviour: a.kind.guide().known_behaviour,
             sources: None,
+            acknowledged: false,
         }
     }
 
@@ -388,6 +391,9 @@ pub struct KindSummary {
     pub frames: Vec<u64>,
     /// The first one's message.
     pub example: Option<String>,
+    /// Acknowledged (`--ignore`, `--ack`): hidden from the text report. A
+    /// kind acknowledged on some connections only has a row of each.
+    pub acknowledged: bool,
 }
 
 /// Operations and their transmissions for one procedure, as the kernel's

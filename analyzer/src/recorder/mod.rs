@@ -632,6 +632,7 @@ mod tests {
             connection: None,
             xid: None,
             message: "bad ICRC in frame 3".into(),
+            repeated: None,
         };
         assert_eq!(
             r.finding(Finding::Anomaly(Box::new(anomaly))),

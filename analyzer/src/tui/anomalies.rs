@@ -23,6 +23,15 @@ use super::widgets::{block, selected_style, severity_style};
 use crate::engine::{Anomaly, Kind};
 
 fn frames(a: &Anomaly) -> String {
+    if a.count() > 1 {
+        let f = |f: Option<u64>| f.map_or("?".to_string(), |f| f.to_string());
+        return format!(
+            "×{} {}–{}",
+            a.count(),
+            f(a.first_frame()),
+            f(a.last_frame())
+        );
+    }
     let v: Vec<String> = a.frames.iter().take(6).map(u64::to_string).collect();
     let more = a.frames.len().saturating_sub(6);
     if more > 0 {
@@ -44,8 +53,14 @@ pub fn draw(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
         .values()
         .sum::<u64>()
         .max(m.anomalies.len() as u64 + m.counters.anomalies_not_kept);
+    let acked = match (m.acked_hidden, ui.show_acked) {
+        (0, false) => String::new(),
+        (n, false) => format!("; {n} acknowledged hidden, a: show"),
+        (_, true) if !m.acks.is_empty() => "; acknowledged shown, a: hide".to_string(),
+        (_, true) => String::new(),
+    };
     let title = format!(
-        " Anomalies {} ({} shown; Enter: transaction or frames) ",
+        " Anomalies {} ({} shown{acked}; Enter: transaction or frames) ",
         total,
         m.anom_view
             .iter()
@@ -55,6 +70,8 @@ pub fn draw(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
     if m.anom_view.is_empty() {
         let msg = if total == 0 {
             "No anomalies: every check of RFC 8166 / RFC 8797 passed on what the capture shows."
+        } else if m.acked_hidden > 0 {
+            "Every finding is acknowledged (--ignore, --ack): a shows them."
         } else {
             "No anomaly passes the filter (Esc clears it)."
         };

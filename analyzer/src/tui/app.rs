@@ -33,6 +33,7 @@ use super::model::{Caps, Model};
 use super::state::{Action, Screen, UiState};
 use super::{anomalies, diagnosis, draw, frames, keys};
 use crate::engine::Config;
+use crate::output::ack::Acks;
 use crate::pipeline::{Reopen, Sink, Source, Stop};
 use rdma_dissectors::stack;
 
@@ -91,6 +92,8 @@ pub struct Session {
     pub reopen: Option<Reopen>,
     /// How frames are dissected (the frame view).
     pub stack: stack::Config,
+    /// Findings the findings screen hides until `a` shows them.
+    pub acks: Acks,
 }
 
 impl Session {
@@ -131,6 +134,7 @@ impl Session {
             live,
             caps,
             reopen: None,
+            acks: Acks::default(),
             stack,
         })
     }
@@ -153,8 +157,32 @@ pub fn show(
     beside: Vec<Box<dyn Sink + Send>>,
     reopen: Option<Reopen>,
 ) -> anyhow::Result<Option<String>> {
+    let (view, session) = (View { filter, reopen }, (source, config, caps, stop));
+    show_acked(session, beside, view, Acks::default())
+}
+
+/// What the screen opens on: its filter, and how to read the input again.
+pub struct View {
+    /// The filter it opens with.
+    pub filter: Option<String>,
+    /// How to read the input again for its frames (`f`, `w`).
+    pub reopen: Option<Reopen>,
+}
+
+/// [`show`], with `acks`' findings hidden on the findings screen until `a`
+/// shows them.
+///
+/// # Errors
+/// When the terminal cannot be set up, or terminal I/O fails.
+pub fn show_acked(
+    (source, config, caps, stop): (Box<dyn Source>, Config, Caps, Stop),
+    beside: Vec<Box<dyn Sink + Send>>,
+    View { filter, reopen }: View,
+    acks: Acks,
+) -> anyhow::Result<Option<String>> {
     let mut session = Session::start_beside(source, config, caps, stop, beside)?;
     session.reopen = reopen;
+    session.acks = acks;
     // try_init, not init: a terminal that cannot be set up is an error
     // message, not a panic. A half set up terminal is put back either way.
     let mut terminal = match ratatui::try_init() {
@@ -260,8 +288,10 @@ pub fn run<B: Backend>(
         caps,
         reopen,
         stack,
+        acks,
     } = session;
     let mut model = Model::new(describe, caps);
+    model.acks = acks;
     let size = terminal.size().map_err(term_err)?;
     ui.apply(Action::Resize(size.height));
     let mut queued: VecDeque<Msg> = VecDeque::new();

@@ -36,6 +36,10 @@ pub const HELP: &[(&str, &str)] = &[
     ("w", "a transaction's frames to a pcapng (for Wireshark)"),
     ("/", "filter: c1 && READ  latency > 10ms  !frame == 147"),
     ("p", "pause: freeze the view, the source keeps running"),
+    (
+        "a",
+        "findings: show / hide the acknowledged (--ignore, --ack)",
+    ),
 ];
 
 /// The action a key asks for, if any.
@@ -89,6 +93,7 @@ pub fn map(key: KeyEvent, ui: &UiState) -> Option<Action> {
         KeyCode::Char('S') => Action::SortReverse,
         KeyCode::Char('/') => Action::FilterStart,
         KeyCode::Char('p') => Action::TogglePause,
+        KeyCode::Char('a') => Action::ToggleAcked,
         KeyCode::Char('L') => Action::SlowestFirst,
         KeyCode::Char('f') if ui.screen == Screen::Detail => Action::ShowFrame,
         KeyCode::Char('w') if matches!(ui.screen, Screen::Detail | Screen::Transactions) => {

@@ -40,7 +40,7 @@ use crate::output::escape::escape;
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Tabs, Wrap};
 use ratatui::Frame;
 
-pub use app::{run, show};
+pub use app::{run, show, show_acked, View};
 use model::Model;
 use state::{Screen, UiState};
 

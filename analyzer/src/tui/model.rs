@@ -14,8 +14,10 @@ use std::time::{Duration, Instant};
 use crate::diagnosis::timeline::{timeline, ClientTimeline};
 use crate::diagnosis::Cause;
 use crate::engine::{
-    Anomaly, ChunkKind, ConnId, Finding, Kind, Origin, State, Transaction, Transfer,
+    Anomaly, ChunkKind, CollapseKey, Collapser, ConnId, Finding, Kind, Origin, State, Transaction,
+    Transfer,
 };
+use crate::output::ack::Acks;
 use crate::output::filter::{Field, Record, Val};
 use crate::output::Filter;
 use crate::pipeline::{Notice, Progress, Source, Stop};
@@ -222,7 +224,17 @@ pub struct Model {
     pub seg_totals: ([u64; 3], u64, u64),
     /// Anomaly view, grouped by kind.
     pub anom_view: Vec<AnomRow>,
-    anom_key: Option<(String, usize)>,
+    anom_key: Option<(String, u64, bool)>,
+    /// Where each finding that repeats per connection is in `anomalies`:
+    /// its next occurrences fold into it, so the screen lists one row per
+    /// fact and memory does not grow with the occurrences.
+    folded: HashMap<CollapseKey, usize>,
+    /// Occurrences taken, folded or not: what the anomaly view is current to.
+    anom_taken: u64,
+    /// Findings hidden unless [`UiState::show_acked`].
+    pub acks: Acks,
+    /// Occurrences of acknowledged findings the anomaly view hides.
+    pub acked_hidden: u64,
 }
 
 /// A bit per origin, for [`TxnRow::sources`].
@@ -320,14 +332,24 @@ impl Model {
         self.diagnosis.add(&f);
         match f {
             Finding::Transaction(t) => self.push_txn(t),
-            Finding::Anomaly(a) => {
-                if self.anomalies.len() < self.caps.anomalies {
-                    self.anomalies.push(*a);
-                } else {
-                    self.counters.anomalies_not_kept += 1;
-                }
-            }
+            Finding::Anomaly(a) => self.push_anomaly(*a),
         }
+    }
+
+    fn push_anomaly(&mut self, a: Anomaly) {
+        self.anom_taken += 1;
+        let key = Collapser::key(&a);
+        if let Some(&i) = key.as_ref().and_then(|k| self.folded.get(k)) {
+            return Collapser::fold(&mut self.anomalies[i], &a);
+        }
+        if self.anomalies.len() >= self.caps.anomalies {
+            self.counters.anomalies_not_kept += 1;
+            return;
+        }
+        if let Some(k) = key {
+            self.folded.insert(k, self.anomalies.len());
+        }
+        self.anomalies.push(a);
     }
 
     fn intern(&mut self, label: String) -> u32 {
@@ -478,7 +500,7 @@ impl Model {
         }
         ui.set_len(Screen::Diagnosis, self.causes.len());
         self.refresh_segs(&ui.filter, &filter);
-        self.refresh_anomalies(&ui.filter, &filter);
+        self.refresh_anomalies(&ui.filter, &filter, ui.show_acked);
         ui.set_len(Screen::Overview, self.state.connections.len());
         ui.set_len(Screen::Transactions, self.view.len());
         let ladder = ui
@@ -610,13 +632,14 @@ impl Model {
         self.seg_seen = self.segs.len();
     }
 
-    fn refresh_anomalies(&mut self, text: &str, f: &Filter) {
-        let key = (text.to_string(), self.anomalies.len());
+    fn refresh_anomalies(&mut self, text: &str, f: &Filter, show_acked: bool) {
+        let key = (text.to_string(), self.anom_taken, show_acked);
         if self.anom_key.as_ref() == Some(&key) {
             return;
         }
         self.anom_key = Some(key);
         self.anom_view.clear();
+        self.acked_hidden = 0;
         let mut by_kind: Vec<Vec<u32>> = vec![Vec::new(); Kind::ALL.len()];
         // A finding is judged with its transaction (`READ` keeps the
         // findings of READs), as `anomalies --filter` does.
@@ -641,7 +664,12 @@ impl Model {
                 (None, Some(r)) => Some(r),
                 (None, None) => None,
             };
-            if f.anomaly_with(a, txn) {
+            if !f.anomaly_with(a, txn) {
+                continue;
+            }
+            if !show_acked && self.acks.covers(a) {
+                self.acked_hidden += a.count();
+            } else {
                 by_kind[a.kind.index()].push(i as u32);
             }
         }
@@ -649,7 +677,12 @@ impl Model {
             if items.is_empty() {
                 continue;
             }
-            self.anom_view.push(AnomRow::Kind(*k, items.len() as u64));
+            // The kind's row counts occurrences, as the report does.
+            let n = items
+                .iter()
+                .map(|&i| self.anomalies[i as usize].count())
+                .sum();
+            self.anom_view.push(AnomRow::Kind(*k, n));
             self.anom_view.extend(items.into_iter().map(AnomRow::Item));
         }
     }

@@ -164,6 +164,8 @@ pub enum Action {
     ToggleHelp,
     /// Freeze or unfreeze the view (`p`); the source keeps running.
     TogglePause,
+    /// Show or hide the acknowledged findings (`a`).
+    ToggleAcked,
     /// Open the detail screen on a transaction (row id in the model).
     ShowTxn(usize),
     /// Set the filter and show the transactions it selects (Enter on a
@@ -219,6 +221,8 @@ pub struct UiState {
     pub help: bool,
     /// View frozen.
     pub paused: bool,
+    /// Acknowledged findings shown (`a`).
+    pub show_acked: bool,
     /// Transaction on the detail screen (row id in the model).
     pub detail: Option<usize>,
     /// A message box.
@@ -254,6 +258,7 @@ impl Default for UiState {
             editing: None,
             help: false,
             paused: false,
+            show_acked: false,
             detail: None,
             message: None,
             quit: false,
@@ -420,6 +425,7 @@ impl UiState {
             }
             Action::ToggleHelp => self.help = !self.help,
             Action::TogglePause => self.paused = !self.paused,
+            Action::ToggleAcked => self.show_acked = !self.show_acked,
             Action::ShowTxn(row) => {
                 self.detail = Some(row);
                 self.info_scroll = 0;

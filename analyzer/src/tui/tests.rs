@@ -345,6 +345,7 @@ fn snapshots_with_filter_sort_help_and_anomalies() {
             connection: Some(crate::engine::ConnId(1)),
             xid,
             message: format!("{} (injected by the test)", kind.as_str()),
+            repeated: None,
         })));
     }
     let mut ui = UiState::default();
@@ -472,6 +473,7 @@ impl Burst {
                 connection: None,
                 xid: None,
                 message: String::new(),
+                repeated: None,
             }))]);
             if self.live {
                 feed.offer(m);
@@ -495,6 +497,7 @@ impl Burst {
             caps: Caps::default(),
             reopen: None,
             stack: Config::default().stack,
+            acks: crate::output::ack::Acks::default(),
         }
     }
 }
@@ -1096,4 +1099,38 @@ fn the_transactions_frames_go_to_a_pcapng() {
     std::os::unix::fs::symlink("/etc/passwd", &link).expect("symlink");
     let msg = super::frames::write_frames(Some(&reopen), &wanted, &link);
     assert!(msg.starts_with("could not write"), "{msg}");
+}
+
+/// The 480 `remote_invalidation_not_negotiated` of parallel.pcap are one
+/// row with its count; acknowledged, it hides until `a` shows it.
+#[test]
+fn acknowledged_findings_hide_until_a_shows_them() {
+    let mut m = model_of("parallel.pcap");
+    m.acks = crate::output::ack::Acks::new(&["remote_invalidation_not_negotiated".into()], None)
+        .expect("a known kind");
+    let mut ui = UiState::default();
+    ui.apply(Action::Go(Screen::Anomalies));
+    let hidden = screen_text(&render(&mut m, &mut ui, 160, 24));
+    assert!(
+        hidden.contains("480 acknowledged hidden, a: show"),
+        "{hidden}"
+    );
+    assert!(hidden.contains("Every finding is acknowledged"), "{hidden}");
+    let toggle = map(ch('a'), &ui).expect("a key");
+    assert_eq!(toggle, Action::ToggleAcked);
+    ui.apply(toggle);
+    let shown = screen_text(&render(&mut m, &mut ui, 160, 24));
+    assert!(shown.contains("acknowledged shown, a: hide"), "{shown}");
+    assert!(
+        shown.contains("▸ remote_invalidation_not_negotiated 480"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("×480 798–7683"),
+        "one row for the fact: {shown}"
+    );
+    assert!(
+        super::keys::HELP.iter().any(|(k, _)| *k == "a"),
+        "in the help"
+    );
 }

@@ -66,6 +66,7 @@ impl Collector {
             connection: about.connection,
             xid: about.xid,
             message,
+            repeated: None,
         }))
     }
 }

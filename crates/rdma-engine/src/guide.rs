@@ -148,34 +148,40 @@ pub fn findings_markdown() -> String {
          interoperability). **At fault**: where the fix belongs (client, server, either, \
          fabric, or capture: no peer, how the capture was taken). **Known behaviour**: a \
          shipping stack does this as built, with the kernel versions seen; such findings \
-         are named as such under each finding.\n\n\
-         | Kind | Severity | Harm | At fault | Section | Known behaviour |\n\
-         |---|---|---|---|---|---|\n",
+         are named as such under each finding. **Repeats**: *per connection* when \
+         the occurrences on one connection say one fact again (a flag the peers \
+         negotiated): the outputs that list findings show one, with a count, its first \
+         and last frames and times and its first XIDs; *per event* when each occurrence \
+         is news of its own. The metrics and the dataset count every occurrence either way.\n\n\
+         | Kind | Severity | Harm | At fault | Section | Known behaviour | Repeats |\n\
+         |---|---|---|---|---|---|---|\n",
     );
     for k in Kind::ALL {
         let gd = k.guide();
         let _ = writeln!(
             s,
-            "| [`{0}`](#{0}) | {1} | {2} | {3} | {4} | {5} |",
+            "| [`{0}`](#{0}) | {1} | {2} | {3} | {4} | {5} | {6} |",
             k.as_str(),
             k.severity().as_str(),
             gd.harm.as_str(),
             gd.at_fault.as_str(),
             k.rfc(),
             gd.known_behaviour.unwrap_or("-"),
+            k.repeats().as_str(),
         );
     }
     for k in Kind::ALL {
         let gd = k.guide();
         let _ = write!(
             s,
-            "\n## {}\n\n{}\n\n- Severity: {}; harm: {}; at fault: {}; section: {}\n- What to do: {}\n",
+            "\n## {}\n\n{}\n\n- Severity: {}; harm: {}; at fault: {}; section: {}; repeats: {}\n- What to do: {}\n",
             k.as_str(),
             k.explanation(),
             k.severity().as_str(),
             gd.harm.as_str(),
             gd.at_fault.as_str(),
             k.rfc(),
+            k.repeats().as_str(),
             gd.action,
         );
         if let Some(known) = gd.known_behaviour {

@@ -31,6 +31,7 @@ pub mod anomaly;
 pub mod budget;
 mod checks;
 mod cm;
+pub mod collapse;
 mod config;
 pub mod device_counters;
 mod fill;
@@ -47,8 +48,9 @@ mod wire;
 
 use std::collections::BTreeMap;
 
-pub use anomaly::{Anomaly, Kind, Severity};
+pub use anomaly::{Anomaly, Kind, Repeated, Repeats, Severity};
 pub use budget::{Limits, DEFAULT_MEMORY_LIMIT};
+pub use collapse::{Collapser, Key as CollapseKey};
 pub use config::Config;
 pub use guide::{AtFault, Guide, Harm};
 pub use histogram::LogLinear;

@@ -472,7 +472,7 @@ fn unknown<'a>(what: &str, w: &str, names: impl Iterator<Item = &'a str>) -> Str
 }
 
 /// Levenshtein distance.
-fn distance(a: &str, b: &str) -> usize {
+pub(crate) fn distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {

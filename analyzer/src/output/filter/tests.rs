@@ -242,6 +242,7 @@ fn transactions_and_their_findings() {
         connection: Some(ConnId(2)),
         xid: Some(7),
         message: String::new(),
+        repeated: None,
     };
     // A finding matches `proc` through its transaction, and not without it.
     assert!(f("WRITE && severity >= warning").anomaly_in(&a, Some(&t)));

@@ -29,8 +29,27 @@ pub struct AnomalyView<'a> {
     pub connection: Option<ConnIdView>,
     /// RPC XID, when the anomaly belongs to one transaction.
     pub xid: &'a Option<u32>,
-    /// A sentence a user understands.
+    /// A sentence a user understands (the first occurrence's).
     pub message: &'a String,
+    /// Occurrences this finding stands for: 1, or more when its kind
+    /// repeats per connection and one fact was seen again (the other
+    /// fields are then the first occurrence's).
+    pub count: u64,
+    /// The first occurrence's first frame; null when none is known.
+    pub first_frame: Option<u64>,
+    /// The last occurrence's last frame; null when none is known.
+    pub last_frame: Option<u64>,
+    /// The first occurrence's time (ns since the epoch): `ts_ns` again,
+    /// beside `last_ts_ns`.
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "Option<String>")]
+    pub first_ts_ns: Option<u64>,
+    /// The last occurrence's time (ns since the epoch); null when unknown.
+    #[serde(serialize_with = "super::exact::decimal")]
+    #[schemars(with = "Option<String>")]
+    pub last_ts_ns: Option<u64>,
+    /// The XIDs of the first occurrences (8 at most), in order.
+    pub xids: Vec<u32>,
 }
 
 impl<'a> From<&'a Anomaly> for AnomalyView<'a> {
@@ -43,6 +62,15 @@ impl<'a> From<&'a Anomaly> for AnomalyView<'a> {
             connection: x.connection.map(ConnIdView),
             xid: &x.xid,
             message: &x.message,
+            count: x.count(),
+            first_frame: x.first_frame(),
+            last_frame: x.last_frame(),
+            first_ts_ns: x.ts_ns,
+            last_ts_ns: x.last_ts_ns(),
+            xids: match &x.repeated {
+                Some(r) => r.xids.clone(),
+                None => x.xid.into_iter().collect(),
+            },
         }
     }
 }
