@@ -66,3 +66,38 @@ fn p99_needs_100_replies_and_whole_microseconds_have_no_decimal() {
         "both cases seen: {small} small, {large} large"
     );
 }
+
+/// Every procedure name in a section's rows, as the table prints it.
+fn section<'a>(text: &'a str, heading: &str) -> Vec<&'a str> {
+    text.lines()
+        .skip_while(|l| !l.starts_with(heading))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect()
+}
+
+#[test]
+fn compound_names_are_whole_in_every_procedure_table() {
+    let text = report("v42-ddp.pcap");
+    let whole = "NFS COMPOUND(SEQUENCE,PUTFH,OPEN,GETFH,ACCESS,GETATTR)";
+    for heading in [
+        "Response times",
+        "Where the time went",
+        "Operations and transmissions",
+    ] {
+        let rows = section(&text, heading);
+        assert!(
+            rows.iter().any(|l| l.starts_with(&format!("  {whole} "))),
+            "{heading}: {rows:#?}"
+        );
+        assert!(
+            !rows.iter().any(|l| l.contains('…')),
+            "{heading}: {rows:#?}"
+        );
+    }
+    // The columns after the name line up with the header's.
+    let rows = section(&text, "Response times");
+    let at = |l: &str| l.find(" inline ").or_else(|| l.find(" call "));
+    let header = rows.iter().find(|l| l.contains("procedure")).unwrap();
+    assert_eq!(header.find(" call "), at(rows.last().unwrap()), "{rows:#?}");
+}
