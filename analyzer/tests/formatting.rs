@@ -101,3 +101,31 @@ fn compound_names_are_whole_in_every_procedure_table() {
     let header = rows.iter().find(|l| l.contains("procedure")).unwrap();
     assert_eq!(header.find(" call "), at(rows.last().unwrap()), "{rows:#?}");
 }
+
+#[test]
+fn byte_counts_are_scaled_with_the_exact_count_where_rounded() {
+    let text = report("parallel.pcap");
+    assert!(
+        text.contains("7716 frames (7663 RDMA, 3.8 MiB = 3966544 B) over"),
+        "{text}"
+    );
+    assert!(text.contains("chunk bytes 3 MiB = 3145864 B"), "{text}");
+    let read = text
+        .lines()
+        .find(|l| l.starts_with("  read   segments"))
+        .expect("the Chunks section");
+    // 1572864 B is exactly 1.5 MiB: nothing to add.
+    assert!(
+        read.contains("advertised                1.5 MiB  moved"),
+        "{read}"
+    );
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../captures/v3-ddp.pcap");
+    let o = Command::new(BIN)
+        .arg("transactions")
+        .arg(p)
+        .output()
+        .unwrap();
+    let lines = String::from_utf8(o.stdout).unwrap();
+    assert!(lines.contains(" moved 256 KiB rt 2 "), "{lines}");
+    assert!(!lines.contains(".0 KiB"), "{lines}");
+}

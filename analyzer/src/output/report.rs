@@ -536,8 +536,13 @@ impl Report {
         let _ = writeln!(s, "rdma-analyzer report: {}", escape(file));
         let _ = writeln!(
             s,
-            "{} frames ({} RDMA, {} bytes) over {secs:.3} s; {} RPC-over-RDMA messages; {} calls, {} replies",
-            t.frames, t.rdma_frames, t.bytes, t.rpcrdma_messages, t.calls, t.replies
+            "{} frames ({} RDMA, {}) over {secs:.3} s; {} RPC-over-RDMA messages; {} calls, {} replies",
+            t.frames,
+            t.rdma_frames,
+            super::units::bytes_exact(t.bytes),
+            t.rpcrdma_messages,
+            t.calls,
+            t.replies
         );
         let _ = writeln!(
             s,
@@ -711,7 +716,7 @@ impl Report {
                         c.chunk_bytes_cut
                     )
                 },
-                |b| b.to_string(),
+                super::units::bytes_exact,
             );
             let _ = writeln!(
                 s,
@@ -915,8 +920,11 @@ impl Report {
         for (k, a) in &self.chunks {
             let _ = writeln!(
                 s,
-                "  {k:<6} segments {:>6}  advertised {:>12} B  moved {:>12} B  unused segments {}",
-                a.segments, a.advertised_bytes, a.moved_bytes, a.unused_segments
+                "  {k:<6} segments {:>6}  advertised {:>22}  moved {:>22}  unused segments {}",
+                a.segments,
+                super::units::bytes_exact(a.advertised_bytes),
+                super::units::bytes_exact(a.moved_bytes),
+                a.unused_segments
             );
         }
         let _ = writeln!(
