@@ -316,7 +316,7 @@ pub fn transaction_line(t: &Transaction) -> String {
         t.credits_granted.map_or("-".to_string(), |g| g.to_string()),
         t.in_flight_at_call,
         t.bytes_moved_known()
-            .map_or("unknown".to_string(), |b| format!("{b} B")),
+            .map_or("unknown".to_string(), super::units::bytes_exact),
         t.round_trips_known()
             .map_or("unknown".to_string(), |r| r.to_string()),
     )

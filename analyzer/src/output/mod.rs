@@ -22,6 +22,7 @@ pub mod out;
 pub mod report;
 pub mod schema;
 pub mod stats;
+pub mod units;
 pub mod view;
 
 pub use filter::Filter;

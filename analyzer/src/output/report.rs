@@ -551,8 +551,13 @@ impl Report {
         let _ = writeln!(s, "rdma-analyzer report: {}", escape(file));
         let _ = writeln!(
             s,
-            "{} frames ({} RDMA, {} bytes) over {secs:.3} s; {} RPC-over-RDMA messages; {} calls, {} replies",
-            t.frames, t.rdma_frames, t.bytes, t.rpcrdma_messages, t.calls, t.replies
+            "{} frames ({} RDMA, {}) over {secs:.3} s; {} RPC-over-RDMA messages; {} calls, {} replies",
+            t.frames,
+            t.rdma_frames,
+            super::units::bytes_exact(t.bytes),
+            t.rpcrdma_messages,
+            t.calls,
+            t.replies
         );
         let _ = writeln!(
             s,
@@ -732,7 +737,7 @@ impl Report {
                         c.chunk_bytes_cut
                     )
                 },
-                |b| b.to_string(),
+                super::units::bytes_exact,
             );
             let _ = writeln!(
                 s,
@@ -786,20 +791,21 @@ impl Report {
             s,
             "\nResponse times (µs) by procedure and transfer (p99 from {P99_SAMPLES} replies: with fewer it is the max)"
         );
+        let rows = self.proc_rows();
+        let w = proc_width(
+            rows.iter()
+                .map(|r| r.0.as_str())
+                .chain(self.unanswered.keys().map(String::as_str))
+                .chain(self.latency_unknown.keys().map(String::as_str)),
+            40,
+        );
         let _ = writeln!(
             s,
-            "  {:<40} {:<12} {:<12} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "  {:<w$} {:<12} {:<12} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
             "procedure", "call", "reply", "count", "min", "mean", "p50", "p90", "p99", "max"
         );
-        for (p, c, r, m) in self.proc_rows() {
-            let p = if p.len() > 40 {
-                format!(
-                    "{}…",
-                    &p[..p.char_indices().nth(39).map_or(p.len(), |x| x.0)]
-                )
-            } else {
-                p
-            };
+        for (p, c, r, m) in rows {
+            let p = proc_cell(&p, w);
             let p99 = if m.count >= P99_SAMPLES {
                 micros(m.p99_us)
             } else {
@@ -807,7 +813,7 @@ impl Report {
             };
             let _ = writeln!(
                 s,
-                "  {:<40} {:<12} {:<12} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                "  {:<w$} {:<12} {:<12} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
                 p,
                 c.as_str(),
                 r.as_str(),
@@ -821,12 +827,13 @@ impl Report {
             );
         }
         for (p, n) in &self.unanswered {
-            let _ = writeln!(s, "  {p:<40} unanswered: {n}");
+            let _ = writeln!(s, "  {:<w$} unanswered: {n}", proc_cell(p, w));
         }
         for (p, n) in &self.latency_unknown {
             let _ = writeln!(
                 s,
-                "  {p:<40} answered, latency unknown (reply stamped before its call): {n}"
+                "  {:<w$} answered, latency unknown (reply stamped before its call): {n}",
+                proc_cell(p, w)
             );
         }
         if self.over_cap > 0 {
@@ -840,9 +847,11 @@ impl Report {
             s,
             "\nWhere the time went (ms, median / p99) by procedure and transfer\n  (server before data: call to its first RDMA op, or to the reply when none; data: the RDMA Reads and Writes; server after data: last RDMA op to the reply; the call's and reply's own transfer and a wait for a credit are not measurable from one capture point)"
         );
+        let phases = self.phase_rows();
+        let w = proc_width(phases.iter().map(|p| p.procedure.as_str()), 30);
         let _ = writeln!(
             s,
-            "  {:<30} {:<12} {:<12} {:>7} {:>21} {:>21} {:>21} {:>21}",
+            "  {:<w$} {:<12} {:<12} {:>7} {:>21} {:>21} {:>21} {:>21}",
             "procedure",
             "call",
             "reply",
@@ -861,16 +870,11 @@ impl Report {
                 }
             })
         };
-        for p in self.phase_rows() {
-            let name = if p.procedure.chars().count() > 30 {
-                let cut: String = p.procedure.chars().take(29).collect();
-                format!("{cut}…")
-            } else {
-                p.procedure.clone()
-            };
+        for p in phases {
+            let name = proc_cell(&p.procedure, w);
             let _ = writeln!(
                 s,
-                "  {:<30} {:<12} {:<12} {:>7} {:>21} {:>21} {:>21} {:>21}",
+                "  {:<w$} {:<12} {:<12} {:>7} {:>21} {:>21} {:>21} {:>21}",
                 name,
                 Transfer::from(p.call_transfer).as_str(),
                 Transfer::from(p.reply_transfer).as_str(),
@@ -918,11 +922,15 @@ impl Report {
             s,
             "\nOperations and transmissions by procedure (a call sent again on a new connection is one operation)"
         );
-        for o in self.operation_rows() {
+        let ops = self.operation_rows();
+        let w = proc_width(ops.iter().map(|o| o.procedure.as_str()), 40);
+        for o in ops {
             let _ = writeln!(
                 s,
-                "  {:<40} ops {:>7}  trans {:>7}",
-                o.procedure, o.ops, o.trans
+                "  {:<w$} ops {:>7}  trans {:>7}",
+                proc_cell(&o.procedure, w),
+                o.ops,
+                o.trans
             );
         }
     }
@@ -933,8 +941,11 @@ impl Report {
         for (k, a) in &self.chunks {
             let _ = writeln!(
                 s,
-                "  {k:<6} segments {:>6}  advertised {:>12} B  moved {:>12} B  unused segments {}",
-                a.segments, a.advertised_bytes, a.moved_bytes, a.unused_segments
+                "  {k:<6} segments {:>6}  advertised {:>22}  moved {:>22}  unused segments {}",
+                a.segments,
+                super::units::bytes_exact(a.advertised_bytes),
+                super::units::bytes_exact(a.moved_bytes),
+                a.unused_segments
             );
         }
         let _ = writeln!(
@@ -1043,6 +1054,35 @@ impl Judged {
 }
 
 /// The diagnosis as text, largest impact first.
+/// The widest a procedure column grows: a COMPOUND's whole operation
+/// list up to here, beyond it cut with the count of its operations.
+const PROC_WIDTH_MAX: usize = 100;
+
+/// A procedure column's width: its longest name, at least `min`, at
+/// most [`PROC_WIDTH_MAX`].
+fn proc_width<'a>(names: impl Iterator<Item = &'a str>, min: usize) -> usize {
+    names
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(min, PROC_WIDTH_MAX)
+}
+
+/// `p` in at most `w` characters: whole when it fits, else cut with `…`
+/// and how many operations the COMPOUND has (`NFS COMPOUND(SEQUENCE,…; 14 ops)`),
+/// so rows cut alike stay told apart by their count.
+fn proc_cell(p: &str, w: usize) -> String {
+    if p.chars().count() <= w {
+        return p.to_string();
+    }
+    let suffix = match p.split_once('(') {
+        Some((_, ops)) => format!("…; {} ops)", ops.split(',').count()),
+        None => "…".to_string(),
+    };
+    let keep = w.saturating_sub(suffix.chars().count());
+    format!("{}{suffix}", p.chars().take(keep).collect::<String>())
+}
+
 /// The connection-wide state a cause reads besides the findings it is
 /// given: under a filter that part is not narrowed to what it kept.
 fn connection_wide(c: CauseName) -> Option<&'static str> {
@@ -1199,5 +1239,24 @@ pub fn micros(us: f64) -> String {
         format!("{tenths:.0}")
     } else {
         format!("{tenths:.1}")
+    }
+}
+
+#[cfg(test)]
+mod proc_column_tests {
+    use super::{proc_cell, proc_width, PROC_WIDTH_MAX};
+
+    #[test]
+    fn a_compound_past_the_widest_column_is_cut_with_its_operation_count() {
+        let ops: Vec<String> = (0..40).map(|i| format!("OP{i}")).collect();
+        let long = format!("NFS COMPOUND({})", ops.join(","));
+        let w = proc_width([long.as_str(), "NFS NULL"].into_iter(), 40);
+        assert_eq!(w, PROC_WIDTH_MAX);
+        let cell = proc_cell(&long, w);
+        assert_eq!(cell.chars().count(), w, "{cell}");
+        assert!(cell.starts_with("NFS COMPOUND(OP0,OP1,"), "{cell}");
+        assert!(cell.ends_with("…; 40 ops)"), "{cell}");
+        assert_eq!(proc_cell("NFS NULL", w), "NFS NULL");
+        assert_eq!(proc_width(["NFS NULL"].into_iter(), 40), 40);
     }
 }

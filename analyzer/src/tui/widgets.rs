@@ -22,20 +22,9 @@ pub fn selected_style() -> Style {
         .add_modifier(Modifier::BOLD)
 }
 
-/// `1.5 KiB`, `12.0 MiB`.
+/// `1.5 KiB`, `12 MiB`: as the text views write them.
 pub fn bytes(n: u64) -> String {
-    const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut i = 0;
-    while v >= 1024.0 && i + 1 < U.len() {
-        v /= 1024.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", U[i])
-    }
+    crate::output::units::bytes(n)
 }
 
 /// A duration in ns as `812 ns`, `41.8 µs`, `43.25 ms`, `1.234 s`.
