@@ -578,7 +578,8 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
     // Listening first: a busy port is said before probes attach.
     let mut metrics = match a.metrics {
         Some(addr) => {
-            let m = Metrics::new(a.metrics_caps.config(budget.metrics));
+            let m =
+                Metrics::new(a.metrics_caps.config(budget.metrics)).with_window(a.diagnosis_window);
             let exporter = serve_metrics(addr, &m)?;
             eprintln!("live: metrics at http://{}/metrics", exporter.addr());
             Some((m, exporter))
@@ -659,7 +660,8 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
                 || format!("live --json-out: creating {}", p.display()),
             )?)) as Box<dyn Write>,
             true,
-        ),
+        )
+        .with_window(a.diagnosis_window),
         // A metrics service: the exporter is the output.
         (None, Some(_)) => LiveSink::counting(),
         (None, None) => LiveSink::new(

@@ -125,6 +125,12 @@ impl Window {
         Some((from, self.now_ns?))
     }
 
+    /// The start of the interval the clock is in (ns since the epoch;
+    /// `None` before the first timestamp): it changes as the window moves on.
+    pub fn interval_ns(&self) -> Option<u64> {
+        self.buckets.back()?.start_ns
+    }
+
     /// Takes one finding, in the interval of the latest time seen: findings
     /// come when they are known (a reply, the end of a call that got none),
     /// and that is when they belong to the window.

@@ -1,12 +1,16 @@
 //! The window on real captures, its clock moved on by the engine's live
 //! ticks (`Event::Tick`, what `live` sends when no frame comes).
 
+use std::io::{self, Write};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use super::{Window, BUCKETS};
 use crate::diagnosis::{CauseName, Diagnosis};
 use crate::engine::{Config, Engine, Event, Finding};
-use crate::pipeline::Flow;
+use crate::output::live::LiveSink;
+use crate::output::metrics::{Format, Metrics, MetricsConfig};
+use crate::pipeline::{self, End, Flow, Progress, Source, Stop};
 use crate::test_support::capture_source;
 
 const MINUTE: u64 = 60_000_000_000;
@@ -179,4 +183,178 @@ fn shifted(f: &Finding, by: u64) -> Finding {
             Finding::Anomaly(a)
         }
     }
+}
+
+/// A capture file, then the live clock ticking at `ticks` past its first
+/// frame: `live`'s own path (its sinks, the pipeline, the engine's ticks)
+/// with a file for its frames.
+struct Replay {
+    inner: Box<dyn Source>,
+    first_ns: u64,
+    ticks: Vec<u64>,
+    ended: Option<End>,
+}
+
+impl Replay {
+    fn of(name: &str, ticks: &[u64]) -> Self {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../captures")
+            .join(name);
+        // The first record's time, from the classic pcap's header (µs).
+        let bytes = std::fs::read(&path).expect("capture");
+        assert_eq!(bytes[..4], [0xd4, 0xc3, 0xb2, 0xa1], "{name}: µs pcap");
+        let word = |at: usize| u64::from(u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()));
+        let first_ns = word(24) * 1_000_000_000 + word(28) * 1000;
+        Replay {
+            inner: capture_source(&path, &Config::default().stack),
+            first_ns,
+            ticks: ticks.iter().rev().copied().collect(),
+            ended: None,
+        }
+    }
+}
+
+impl Source for Replay {
+    fn describe(&self) -> String {
+        format!("{} and the live clock", self.inner.describe())
+    }
+
+    fn pump(&mut self, emit: &mut dyn FnMut(Event<'_>) -> Flow) -> Option<End> {
+        if self.ended.is_none() {
+            self.ended = self.inner.pump(emit);
+            return None;
+        }
+        match self.ticks.pop() {
+            Some(at) => {
+                let _ = emit(Event::Tick(self.first_ns + at));
+                None
+            }
+            None => self.ended.take(),
+        }
+    }
+
+    fn stop(&mut self) {
+        self.inner.stop();
+    }
+
+    fn progress(&self) -> Progress {
+        self.inner.progress()
+    }
+}
+
+/// The Prometheus exposition at the end of `name` replayed up to `at`.
+fn metrics_at(name: &str, at: u64) -> String {
+    let mut metrics = Metrics::new(MetricsConfig::default()).with_window(5 * MINUTE);
+    let mut replay = Replay::of(name, &[at]);
+    let config = Config::default();
+    pipeline::run(
+        &mut replay,
+        Some(Engine::new(config)),
+        &mut metrics,
+        &mut |_| {},
+        &Stop::new(),
+    );
+    metrics.exposition(None).encode(Format::PrometheusText)
+}
+
+fn names_in(text: &str, family: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix(family)?.strip_prefix("{cause=\""))
+        .filter_map(|l| l.split('"').next().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn the_window_series_clears_when_the_stall_is_gone_and_the_run_series_stays() {
+    let at2 = metrics_at("reconnect.pcap", 2 * MINUTE);
+    let at7 = metrics_at("reconnect.pcap", 7 * MINUTE);
+    for text in [&at2, &at7] {
+        assert!(
+            text.contains("\nrdma_diagnosis_window_seconds 300"),
+            "{text}"
+        );
+        let run = names_in(text, "rdma_diagnosis_cause_impact");
+        assert!(run.iter().any(|c| c == "reconnect_stall"), "{run:?}");
+    }
+    let window = names_in(&at2, "rdma_diagnosis_window_cause_impact");
+    assert!(window.iter().any(|c| c == "reconnect_stall"), "{window:?}");
+    let window = names_in(&at7, "rdma_diagnosis_window_cause_impact");
+    assert_eq!(window, Vec::<String>::new());
+}
+
+#[test]
+fn a_clean_capture_has_neither_series() {
+    for at in [2 * MINUTE, 7 * MINUTE] {
+        let text = metrics_at("v3-inline.pcap", at);
+        assert!(
+            text.contains("\nrdma_diagnosis_window_seconds 300"),
+            "{text}"
+        );
+        assert_eq!(
+            names_in(&text, "rdma_diagnosis_cause_impact"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            names_in(&text, "rdma_diagnosis_window_cause_impact"),
+            Vec::<String>::new()
+        );
+    }
+}
+
+/// A `Write` the test can read back after the sink is done with it.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn json_out_writes_the_window_as_it_moves_on() {
+    let out = Shared::default();
+    let mut sink = LiveSink::new(out.clone(), true).with_window(5 * MINUTE);
+    let mut replay = Replay::of("reconnect.pcap", &[2 * MINUTE, 7 * MINUTE]);
+    let first = replay.first_ns;
+    let config = Config::default();
+    pipeline::run(
+        &mut replay,
+        Some(Engine::new(config)),
+        &mut sink,
+        &mut |_| {},
+        &Stop::new(),
+    );
+    let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .filter(|l: &serde_json::Value| l["type"] == "diagnosis")
+        .collect();
+    let at = |ns: u64| {
+        let to = (first + ns).to_string();
+        let line = lines
+            .iter()
+            .find(|l| l["to_ts_ns"] == to.as_str())
+            .unwrap_or_else(|| panic!("no diagnosis line at {ns} ns: {lines:#?}"));
+        assert_eq!(line["window_s"], 300.0);
+        let causes: Vec<String> = line["causes"]
+            .as_array()
+            .expect("causes")
+            .iter()
+            .map(|c| c["cause"].as_str().expect("name").to_string())
+            .collect();
+        causes
+    };
+    assert!(at(2 * MINUTE).iter().any(|c| c == "reconnect_stall"));
+    assert_eq!(at(7 * MINUTE), Vec::<String>::new());
+    // The last line is the end's, over the same window.
+    assert_eq!(
+        lines.last().expect("a line")["causes"],
+        serde_json::json!([])
+    );
 }
