@@ -624,7 +624,10 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
     }
     if tui {
         die_if_stuck_after_a_signal();
-        let caps = Caps::within(budget.screen);
+        let caps = Caps {
+            diagnosis_window: Some(a.diagnosis_window),
+            ..Caps::within(budget.screen)
+        };
         // The exporter serves until the screen is gone.
         let (mut beside, _exporter) = match metrics {
             Some((m, e)) => (vec![Box::new(m) as Box<dyn Sink + Send>], Some(e)),
