@@ -408,6 +408,9 @@ pub struct LiveArgs {
     /// The metrics' cardinality caps.
     #[command(flatten)]
     pub metrics_caps: MetricsArgs,
+    /// The sliding window of the diagnosis's live causes (30s, 5m, ...): --metrics' rdma_diagnosis_window_cause_impact and --json-out's "diagnosis" records name the causes over its last stretch of the capture clock, so a cause that is gone stops being named (docs/diagnosis.md).
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_window)]
+    pub diagnosis_window: u64,
     /// The flight recorder.
     #[command(flatten)]
     pub record: RecordArgs,
@@ -440,6 +443,18 @@ pub struct RecordArgs {
     /// Bytes of dumps kept in DIR at most (K, M, G); the oldest are deleted (the newest always stays).
     #[arg(long, value_name = "BYTES", default_value = "1G", value_parser = crate::synth::parse_size)]
     pub record_max_bytes: u64,
+}
+
+/// A window's width: a duration of at least a second, as ns (its ten
+/// intervals are then at least 100 ms, a few of the pipeline's pumps).
+fn parse_window(s: &str) -> Result<u64, String> {
+    let ns = parse_ns(s)?;
+    if ns < 1_000_000_000 {
+        return Err(format!(
+            "{s:?} is shorter than the 1s a window takes at least"
+        ));
+    }
+    Ok(ns)
 }
 
 /// A duration with a unit (`30s`, `500ms`), as ns.

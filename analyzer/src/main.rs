@@ -614,7 +614,8 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
     // Listening first: a busy port is said before probes attach.
     let mut metrics = match a.metrics {
         Some(addr) => {
-            let m = Metrics::new(a.metrics_caps.config(budget.metrics));
+            let m =
+                Metrics::new(a.metrics_caps.config(budget.metrics)).with_window(a.diagnosis_window);
             let exporter = serve_metrics(addr, &m)?;
             eprintln!("live: metrics at http://{}/metrics", exporter.addr());
             Some((m, exporter))
@@ -659,7 +660,10 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
     }
     if tui {
         die_if_stuck_after_a_signal();
-        let caps = Caps::within(budget.screen);
+        let caps = Caps {
+            diagnosis_window: Some(a.diagnosis_window),
+            ..Caps::within(budget.screen)
+        };
         // The exporter serves until the screen is gone.
         let (mut beside, _exporter) = match metrics {
             Some((m, e)) => (vec![Box::new(m) as Box<dyn Sink + Send>], Some(e)),
@@ -702,7 +706,8 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
                 || format!("live --json-out: creating {}", p.display()),
             )?)) as Box<dyn Write>,
             true,
-        ),
+        )
+        .with_window(a.diagnosis_window),
         // A metrics service: the exporter is the output.
         (None, Some(_)) => LiveSink::counting(),
         (None, None) => LiveSink::new(

@@ -543,7 +543,8 @@ fn the_rdma_devices_counters_are_series_read_from_sysfs() {
 /// with the live-only families (capture drops, probe losses, the process)
 /// present.
 fn served_names() -> BTreeSet<String> {
-    let mut m = Metrics::new(MetricsConfig::default());
+    // As `live --metrics` serves them: with the diagnosis's window.
+    let mut m = Metrics::new(MetricsConfig::default()).with_window(300_000_000_000);
     let progress = Progress {
         capture_dropped: Some(0),
         probe_lost: Some(0),

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rdma_analyzer::output::schema::{AnomalyLine, ReportDoc, TransactionLine};
+use rdma_analyzer::output::schema::{AnomalyLine, DiagnosisLine, ReportDoc, TransactionLine};
 use rdma_analyzer::sources::live::LiveStats;
 use rdma_dissectors::view::FrameView;
 use schemars::{schema_for, Schema};
@@ -27,6 +27,7 @@ fn schemas() -> Vec<(&'static str, Schema)> {
         ("frame.schema.json", schema_for!(FrameView<'static>)),
         ("transaction.schema.json", schema_for!(TransactionLine)),
         ("anomaly.schema.json", schema_for!(AnomalyLine)),
+        ("diagnosis-line.schema.json", schema_for!(DiagnosisLine)),
         ("report.schema.json", schema_for!(ReportDoc)),
         ("live-stats.schema.json", schema_for!(LiveStats)),
     ]

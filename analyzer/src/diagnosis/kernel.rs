@@ -60,6 +60,13 @@ pub(super) struct WireChunks {
 }
 
 impl WireChunks {
+    pub(super) fn merge(&mut self, o: &WireChunks) {
+        self.rpcs += o.rpcs;
+        self.rpcs_without_reminv += o.rpcs_without_reminv;
+        self.segments += o.segments;
+        self.remotely_invalidated += o.remotely_invalidated;
+    }
+
     pub(super) fn note(&mut self, t: &crate::engine::Transaction) {
         if t.chunks.is_empty() || t.reply_frame.is_none() {
             return;

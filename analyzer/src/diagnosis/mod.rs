@@ -11,12 +11,14 @@
 mod kernel;
 mod rules;
 pub mod timeline;
+pub mod window;
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 pub use kernel::KernelView;
+pub use window::Window;
 
 use crate::engine::{Anomaly, ConnId, Finding, Kind, LogLinear, State, Transaction, Transfer};
 
@@ -181,6 +183,11 @@ impl Log2 {
         self.count += 1;
     }
 
+    fn merge(&mut self, o: &Log2) {
+        self.buckets.merge(&o.buckets);
+        self.count += o.count;
+    }
+
     /// The lower bound of the bucket holding the median (`None`: no sample).
     fn median_low_ns(&self) -> Option<u64> {
         if self.count == 0 {
@@ -276,12 +283,27 @@ struct Tally {
     ex: Examples,
 }
 
+impl Tally {
+    fn merge(&mut self, o: &Tally) {
+        self.count += o.count;
+        self.ns += o.ns;
+        self.ex.merge(&o.ex);
+    }
+}
+
 /// Unanswered calls of one connection.
 #[derive(Debug, Clone, Default)]
 struct Unanswered {
     count: u64,
     oldest_ts: Option<u64>,
     ex: Examples,
+}
+
+fn min_ts(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 /// The diagnosis, built from findings in bounded memory.
@@ -599,6 +621,98 @@ impl Diagnosis {
         tally.ex.frames(a.frames.iter().copied());
         tally.ex.at(a.ts_ns);
         tally.ex.say(|| a.message.clone());
+    }
+
+    /// Adds `o`'s findings, as if they had been added here: the sum of a
+    /// sliding window's buckets. The caps hold across the sum (the keyed
+    /// tables take no key beyond them); the kernel view stays this one's.
+    pub fn merge(&mut self, o: &Diagnosis) {
+        self.ops += o.ops;
+        self.transmissions += o.transmissions;
+        self.answered += o.answered;
+        self.app_wait_ns += o.app_wait_ns;
+        self.wire_wait_ns += o.wire_wait_ns;
+        self.reconnect.merge(&o.reconnect);
+        self.server.merge(&o.server);
+        self.server_ns += o.server_ns;
+        self.server_slow_ns += o.server_slow_ns;
+        self.server_slow_rpcs += o.server_slow_rpcs;
+        self.data_ns += o.data_ns;
+        self.server_ex.merge(&o.server_ex);
+        self.slowest_server.extend(o.slowest_server.iter().cloned());
+        self.slowest_server.sort_by_key(|x| x.0);
+        let extra = self.slowest_server.len().saturating_sub(EXAMPLES);
+        self.slowest_server.drain(..extra);
+        self.retransmitted.merge(&o.retransmitted);
+        self.loss_rpcs += o.loss_rpcs;
+        self.loss_wait_ns += o.loss_wait_ns;
+        self.loss_ex.merge(&o.loss_ex);
+        self.psn_naks.merge(&o.psn_naks);
+        self.rnr.merge(&o.rnr);
+        for (id, u) in &o.unanswered {
+            let mine = self.unanswered.entry(*id).or_default();
+            mine.count += u.count;
+            mine.oldest_ts = min_ts(mine.oldest_ts, u.oldest_ts);
+            mine.ex.merge(&u.ex);
+        }
+        self.chunked.merge(&o.chunked);
+        self.largest_chunked = self.largest_chunked.max(o.largest_chunked);
+        self.overrun.merge(&o.overrun);
+        self.rdma_error.merge(&o.rdma_error);
+        self.rdma_error_found += o.rdma_error_found;
+        for (status, t) in &o.rpc_errors {
+            if self.rpc_errors.len() < 16 || self.rpc_errors.contains_key(status) {
+                self.rpc_errors.entry(status.clone()).or_default().merge(t);
+            }
+        }
+        self.first_rpc_error_ts = min_ts(self.first_rpc_error_ts, o.first_rpc_error_ts);
+        self.nfs_errors += o.nfs_errors;
+        for (key, t) in &o.nfs_by_status {
+            if self.nfs_by_status.len() < NFS_PAIRS || self.nfs_by_status.contains_key(key) {
+                self.nfs_by_status.entry(key.clone()).or_default().merge(t);
+            }
+        }
+        self.nfs_retries.merge(&o.nfs_retries);
+        self.congested.merge(&o.congested);
+        self.wire_chunks.merge(&o.wire_chunks);
+    }
+
+    /// Entries of the keyed tables and capped lists (what a bucket of a
+    /// [`Window`] holds beyond its fixed size).
+    fn entries(&self) -> usize {
+        let tallies = [
+            &self.reconnect,
+            &self.retransmitted,
+            &self.psn_naks,
+            &self.rnr,
+            &self.chunked,
+            &self.overrun,
+            &self.rdma_error,
+            &self.nfs_retries,
+            &self.congested,
+        ];
+        let examples =
+            |e: &Examples| e.connections.len() + e.xids.len() + e.frames.len() + e.sentences.len();
+        tallies.iter().map(|t| examples(&t.ex)).sum::<usize>()
+            + examples(&self.server_ex)
+            + examples(&self.loss_ex)
+            + self.server.buckets.counts().len()
+            + self.slowest_server.len()
+            + self
+                .unanswered
+                .values()
+                .map(|u| 1 + examples(&u.ex))
+                .sum::<usize>()
+            + self
+                .rpc_errors
+                .values()
+                .map(|t| 1 + examples(&t.ex))
+                .sum::<usize>()
+            + self
+                .nfs_by_status
+                .values()
+                .map(|t| 1 + examples(&t.ex))
+                .sum::<usize>()
     }
 
     /// Operations seen (a call sent on several connections counts once).

@@ -10,8 +10,8 @@ use super::clock::{Clock, TimeFormat};
 use super::filter::{Field, Filter, Join};
 use super::lines::{anomaly_line, transaction_line};
 use super::out::Out;
-use super::schema::{AnomalyLine, TransactionLine};
-use crate::diagnosis::Diagnosis;
+use super::schema::{AnomalyLine, DiagnosisLine, TransactionLine};
+use crate::diagnosis::{Diagnosis, Window};
 use crate::engine::{Anomaly, Engine, Finding, Frame, State, Transaction};
 use crate::pipeline::{End, Flow, Progress, Sink};
 
@@ -31,6 +31,11 @@ pub struct LiveSink<W: Write> {
     filter: Filter,
     /// Findings judged through their transaction under `filter`.
     join: Join,
+    /// JSON Lines only: the causes over the last minutes, written as a
+    /// `diagnosis` line each time the window moves on by an interval.
+    window: Option<Window>,
+    /// The interval the last `diagnosis` line was written in.
+    written_interval: Option<u64>,
 }
 
 impl<W: Write> LiveSink<W> {
@@ -44,7 +49,19 @@ impl<W: Write> LiveSink<W> {
             diagnosis: Diagnosis::default(),
             filter: Filter::All,
             join: Join::default(),
+            window: None,
+            written_interval: None,
         }
+    }
+
+    /// With JSON Lines, also writes the diagnosis over a sliding window
+    /// `width_ns` wide on the capture clock.
+    #[must_use]
+    pub fn with_window(mut self, width_ns: u64) -> Self {
+        if self.json_lines && self.out.is_some() {
+            self.window = Some(Window::new(width_ns));
+        }
+        self
     }
 
     /// A sink that writes nothing and counts (`live --no-tui --metrics`
@@ -58,6 +75,8 @@ impl<W: Write> LiveSink<W> {
             diagnosis: Diagnosis::default(),
             filter: Filter::All,
             join: Join::default(),
+            window: None,
+            written_interval: None,
         }
     }
 
@@ -104,6 +123,25 @@ impl<W: Write> LiveSink<W> {
         ))
     }
 
+    /// Writes the window's causes when it has moved on by an interval
+    /// since the last line (or, at the end, always).
+    fn window_line(&mut self, state: &State, last: bool) -> Flow {
+        let (Some(w), Some(out)) = (self.window.as_mut(), self.out.as_mut()) else {
+            return Flow::Continue;
+        };
+        w.observe(state);
+        let interval = w.interval_ns();
+        if !last && (interval == self.written_interval || self.written_interval.is_none()) {
+            // The first interval is written once it is over: a line per
+            // run start says nothing yet.
+            self.written_interval = self.written_interval.or(interval);
+            return Flow::Continue;
+        }
+        self.written_interval = interval;
+        let line = DiagnosisLine::new(w.width_ns() as f64 / 1e9, w.span_ns(), w.causes(state));
+        out.json_line(&line)
+    }
+
     fn anomaly(&mut self, a: &Anomaly) -> Flow {
         self.anomalies += 1;
         let Some(out) = self.out.as_mut() else {
@@ -122,6 +160,9 @@ impl<W: Write> LiveSink<W> {
     /// A finding the filter kept: diagnosed and written.
     fn kept(&mut self, f: Finding) -> Flow {
         self.diagnosis.add(&f);
+        if let Some(w) = &mut self.window {
+            w.add(&f);
+        }
         match f {
             Finding::Transaction(t) => self.transaction(&t),
             Finding::Anomaly(a) => self.anomaly(&a),
@@ -160,15 +201,23 @@ impl<W: Write> Sink for LiveSink<W> {
     }
 
     /// Live lines reach a file or a pipe within a tick, not when a buffer fills.
-    fn tick(&mut self, _: Option<&Engine>, _: &Progress) -> Flow {
+    fn tick(&mut self, engine: Option<&Engine>, _: &Progress) -> Flow {
+        if let Some(e) = engine {
+            if self.window_line(e.state(), false) == Flow::Stop {
+                return Flow::Stop;
+            }
+        }
         self.out.as_mut().map_or(Flow::Continue, Out::flush)
     }
 
-    fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {
+    fn end(&mut self, engine: Option<&Engine>, _: &Progress, _: &End) {
         let mut decided = Vec::new();
         self.join
             .finish(&self.filter, &mut |f, pass| decided.push((f, pass)));
         let _ = self.decided(decided);
+        if let Some(e) = engine {
+            let _ = self.window_line(e.state(), true);
+        }
         if let Some(out) = self.out.as_mut() {
             let _ = out.flush();
         }

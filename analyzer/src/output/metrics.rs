@@ -49,7 +49,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
-use crate::diagnosis::{CauseName, Diagnosis, Peer};
+use crate::diagnosis::{CauseName, Diagnosis, Peer, Window};
 use crate::engine::device_counters::DeviceCounter;
 use crate::engine::{
     ChunkKind, Engine, Evictions, Finding, Kind, LogLinear, Totals, Transaction, Transfer,
@@ -182,6 +182,9 @@ impl MetricsConfig {
     }
 }
 
+/// A cause as a series: its name, its peer, its impact score.
+type Scored = (CauseName, Peer, f64);
+
 /// The engine's hash tables' hasher (keys come off the wire).
 type Map<K, V> = HashMap<K, V, foldhash::quality::RandomState>;
 
@@ -279,7 +282,9 @@ pub struct Snapshot {
     connections: Vec<ConnRow>,
     unlabelled_connections: u64,
     /// The diagnosis's causes (name, peer, impact score), largest first.
-    causes: Vec<(CauseName, Peer, f64)>,
+    causes: Vec<Scored>,
+    /// The window's width (s) and its causes, when there is one (`live`).
+    window: Option<(f64, Vec<Scored>)>,
     progress: Progress,
 }
 
@@ -302,6 +307,7 @@ impl Snapshot {
             connections: Vec::new(),
             unlabelled_connections: 0,
             causes: Vec::new(),
+            window: None,
             progress: Progress::default(),
         }
     }
@@ -463,6 +469,8 @@ pub struct Metrics {
     /// Findings counted apart, so alerts on `rdma_anomalies_total` do not
     /// fire on what the user acknowledged.
     acks: super::ack::Acks,
+    /// The causes over the last minutes of the capture clock (`live`).
+    window: Option<Window>,
 }
 
 impl Metrics {
@@ -480,6 +488,7 @@ impl Metrics {
             last_publish: None,
             diagnosis: Diagnosis::default(),
             acks: super::ack::Acks::default(),
+            window: None,
         }
     }
 
@@ -494,6 +503,15 @@ impl Metrics {
         self
     }
 
+    /// Also names the causes over a sliding window `width_ns` wide on the
+    /// capture clock (`rdma_diagnosis_window_cause_impact`), beside those
+    /// since the start.
+    #[must_use]
+    pub fn with_window(mut self, width_ns: u64) -> Self {
+        self.window = Some(Window::new(width_ns));
+        self
+    }
+
     /// What encodes this sink's snapshots, with `process`'s figures.
     pub fn exposition(&self, process: Option<Process>) -> Exposition {
         Exposition {
@@ -505,6 +523,9 @@ impl Metrics {
     /// Takes one finding.
     pub fn add(&mut self, f: &Finding) {
         self.diagnosis.add(f);
+        if let Some(w) = &mut self.window {
+            w.add(f);
+        }
         match f {
             Finding::Transaction(t) => self.transaction(t),
             Finding::Anomaly(a) => {
@@ -631,6 +652,24 @@ impl Metrics {
                 .into_iter()
                 .map(|c| (c.cause, c.peer, c.impact.score))
                 .collect();
+            if let Some(w) = &mut self.window {
+                w.observe(state);
+            }
+            s.window = self.window.as_ref().map(|w| {
+                let causes = w.causes(state);
+                let causes = causes
+                    .into_iter()
+                    .map(|c| (c.cause, c.peer, c.impact.score))
+                    .collect();
+                (w.width_ns() as f64 / 1e9, causes)
+            });
+        }
+        if s.window.is_none() {
+            // Not looked at yet: the window is there, naming nothing.
+            s.window = self
+                .window
+                .as_ref()
+                .map(|w| (w.width_ns() as f64 / 1e9, Vec::new()));
         }
         self.published.publish(s);
     }
@@ -648,6 +687,9 @@ impl Sink for Metrics {
     }
 
     fn tick(&mut self, engine: Option<&Engine>, progress: &Progress) -> Flow {
+        if let (Some(w), Some(e)) = (&mut self.window, engine) {
+            w.observe(e.state());
+        }
         if self
             .last_publish
             .is_none_or(|t| t.elapsed() >= PUBLISH_EVERY)
@@ -1072,6 +1114,30 @@ impl Scrape {
                 MetricType::Gauge,
             )?;
             for (cause, peer, score) in &s.causes {
+                let labels = [("cause", cause.as_str()), ("peer", peer.as_str())];
+                ConstGauge::new(*score).encode(m.encode_family(&labels)?)?;
+            }
+        }
+        let Some((width_s, causes)) = &s.window else {
+            return Ok(());
+        };
+        {
+            let m = f.enc.encode_descriptor(
+                "rdma_diagnosis_window_seconds",
+                "The width of the sliding window rdma_diagnosis_window_cause_impact is over, seconds of the capture clock (live --diagnosis-window)",
+                None,
+                MetricType::Gauge,
+            )?;
+            ConstGauge::new(*width_s).encode(m)?;
+        }
+        {
+            let mut m = f.enc.encode_descriptor(
+                "rdma_diagnosis_window_cause_impact",
+                "Causes the diagnosis names over the last rdma_diagnosis_window_seconds of the capture clock (docs/diagnosis.md), by their impact score in that window (0..1); absent while not named, so an alert on it clears when the cause is gone",
+                None,
+                MetricType::Gauge,
+            )?;
+            for (cause, peer, score) in causes {
                 let labels = [("cause", cause.as_str()), ("peer", peer.as_str())];
                 ConstGauge::new(*score).encode(m.encode_family(&labels)?)?;
             }

@@ -35,6 +35,48 @@ use crate::engine::{Anomaly, Connection, Origin, Transaction};
 /// numbers, above 2^53, JSON readers that use doubles changed them.
 pub const SCHEMA_VERSION: u32 = 2;
 
+/// `live --json-out`'s diagnosis over its sliding window (`type`
+/// `"diagnosis"`): written each time the window moves on by one of its
+/// intervals, and when the run ends.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct DiagnosisLine {
+    /// The version of the schema this follows.
+    pub schema_version: u32,
+    /// `"diagnosis"`.
+    #[serde(rename = "type")]
+    pub line_type: &'static str,
+    /// The window's width, seconds of the capture clock (`--diagnosis-window`).
+    pub window_s: f64,
+    /// Where the window begins: the start of its oldest interval (ns since
+    /// the epoch); `null` before any timestamp.
+    #[serde(serialize_with = "super::view::exact::decimal")]
+    #[schemars(with = "Option<String>")]
+    pub from_ts_ns: Option<u64>,
+    /// Where it ends: the latest time seen.
+    #[serde(serialize_with = "super::view::exact::decimal")]
+    #[schemars(with = "Option<String>")]
+    pub to_ts_ns: Option<u64>,
+    /// The causes named over the window, largest impact first (as in
+    /// `report --json`'s `diagnosis`; evidence times are seconds since the
+    /// run's first frame). Empty: nothing to name in the window.
+    pub causes: Vec<Cause>,
+}
+
+impl DiagnosisLine {
+    /// The line for `causes` over a `window_s` wide window spanning `span`.
+    pub fn new(window_s: f64, span: Option<(u64, u64)>, causes: Vec<Cause>) -> Self {
+        DiagnosisLine {
+            schema_version: SCHEMA_VERSION,
+            line_type: "diagnosis",
+            window_s,
+            from_ts_ns: span.map(|s| s.0),
+            to_ts_ns: span.map(|s| s.1),
+            causes,
+        }
+    }
+}
+
 /// One RPC transaction: `transactions --json`, and `live`'s transaction lines.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]

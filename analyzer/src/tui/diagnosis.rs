@@ -145,9 +145,33 @@ pub fn draw(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
     draw_timeline(f, bottom, tl);
 }
 
+/// Which stretch the causes are over, for the screen's title: empty for a
+/// file (the whole capture); in `live`, the window and the count since the start.
+fn scope(m: &Model) -> String {
+    let Some(w) = &m.window else {
+        return String::new();
+    };
+    let ns = w.width_ns();
+    let width = if ns % 60_000_000_000 == 0 {
+        format!("{}m", ns / 60_000_000_000)
+    } else {
+        format!("{}s", ns as f64 / 1e9)
+    };
+    format!(
+        " over the last {width} of the capture clock (since the start: {} cause{})",
+        m.run_causes,
+        if m.run_causes == 1 { "" } else { "s" }
+    )
+}
+
 fn draw_none(f: &mut Frame<'_>, area: Rect, m: &Model) {
+    let first = if m.window.is_some() && m.diagnosis.operations() > 0 {
+        "no cause in the window".to_string()
+    } else {
+        no_cause(m)
+    };
     let lines = vec![
-        Line::from(Span::styled(no_cause(m), Style::new().fg(Color::Green))),
+        Line::from(Span::styled(first, Style::new().fg(Color::Green))),
         Line::from(
             "nothing costs the RPCs time or fails them beyond the rules' thresholds (docs/diagnosis.md)",
         ),
@@ -155,7 +179,7 @@ fn draw_none(f: &mut Frame<'_>, area: Rect, m: &Model) {
     f.render_widget(
         Paragraph::new(lines)
             .wrap(Wrap { trim: true })
-            .block(block(" Diagnosis ".into())),
+            .block(block(format!(" Diagnosis{} ", scope(m)))),
         area,
     );
 }
@@ -194,10 +218,15 @@ fn draw_table(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState, sel: usize
         Constraint::Min(10),
     ];
     let title = format!(
-        " Diagnosis: {} cause{}, largest impact first{} ",
+        " Diagnosis: {} cause{}, largest impact first{}{} ",
         m.causes.len(),
         if m.causes.len() == 1 { "" } else { "s" },
-        if m.done { "" } else { " (so far)" }
+        if m.done || m.window.is_some() {
+            ""
+        } else {
+            " (so far)"
+        },
+        scope(m)
     );
     let t = Table::new(rows, widths)
         .header(Row::new(["#", "cause", "peer", "impact", "measured"]).style(header_style()))

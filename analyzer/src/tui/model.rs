@@ -41,6 +41,10 @@ pub struct Caps {
     pub anomalies: usize,
     /// Distinct procedure labels (NFSv4 COMPOUNDs can make many).
     pub labels: usize,
+    /// `live`: the diagnosis screen shows the causes over this last
+    /// stretch of the capture clock, ns (`--diagnosis-window`); `None`
+    /// (files): over the whole capture.
+    pub diagnosis_window: Option<u64>,
 }
 
 impl Caps {
@@ -59,6 +63,7 @@ impl Caps {
             segments: cap(d.segments, share(20), size_of::<SegRow>()),
             anomalies: cap(d.anomalies, share(12), 512),
             labels: cap(d.labels, share(3), 128),
+            diagnosis_window: d.diagnosis_window,
         }
     }
 }
@@ -72,6 +77,7 @@ impl Default for Caps {
             segments: 2_000_000,
             anomalies: 100_000,
             labels: 65_536,
+            diagnosis_window: None,
         }
     }
 }
@@ -176,6 +182,11 @@ pub struct Model {
     /// The causes named so far, largest impact first (kept up to date by
     /// [`Model::refresh`], so drawing never computes them).
     pub causes: Vec<Cause>,
+    /// `live`: the diagnosis over the last `Caps::diagnosis_window`, whose
+    /// causes `causes` then holds.
+    pub window: Option<crate::diagnosis::Window>,
+    /// The causes named since the start (those of `causes` without a window).
+    pub run_causes: usize,
     /// Each client's connections in time order, and its outages (same).
     pub timeline: Vec<ClientTimeline>,
     /// Bumped by every message and finding: what the causes were computed at.
@@ -264,6 +275,7 @@ impl Model {
         Model {
             source: source.into(),
             caps,
+            window: caps.diagnosis_window.map(crate::diagnosis::Window::new),
             ..Model::default()
         }
     }
@@ -330,6 +342,9 @@ impl Model {
         self.generation += 1;
         self.counters.events += 1;
         self.diagnosis.add(&f);
+        if let Some(w) = &mut self.window {
+            w.add(&f);
+        }
         match f {
             Finding::Transaction(t) => self.push_txn(t),
             Finding::Anomaly(a) => self.push_anomaly(*a),
@@ -531,6 +546,11 @@ impl Model {
         let start = Instant::now();
         self.diagnosed = Some(self.generation);
         self.causes = self.diagnosis.causes(&self.state);
+        self.run_causes = self.causes.len();
+        if let Some(w) = &mut self.window {
+            w.observe(&self.state);
+            self.causes = w.causes(&self.state);
+        }
         self.timeline = timeline(&self.state, |_| true);
         self.diagnosed_at = Some((start, start.elapsed()));
     }

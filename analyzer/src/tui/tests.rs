@@ -17,7 +17,7 @@ use super::model::{Caps, Model};
 use super::state::{Action, Screen, SortCol, UiState};
 use super::{app, draw};
 use crate::engine::{Anomaly, Config, Finding, Kind, Transfer};
-use crate::pipeline::Stop;
+use crate::pipeline::{Progress, Stop};
 use crate::test_support::capture_source;
 
 fn key(c: KeyCode) -> KeyEvent {
@@ -1133,4 +1133,44 @@ fn acknowledged_findings_hide_until_a_shows_them() {
         super::keys::HELP.iter().any(|(k, _)| *k == "a"),
         "in the help"
     );
+}
+
+#[test]
+fn live_diagnosis_says_its_window_and_lets_a_gone_cause_go() {
+    const MINUTE: u64 = 60_000_000_000;
+    let caps = Caps {
+        diagnosis_window: Some(5 * MINUTE),
+        ..Caps::default()
+    };
+    let mut m = Model::new("live", caps);
+    let config = Config::default();
+    m.load(
+        capture_source(&capture("reconnect.pcap"), &config.stack),
+        config,
+    )
+    .expect("pipeline thread");
+    let mut ui = UiState::default();
+    ui.apply(Action::Go(Screen::Diagnosis));
+    let text = screen_text(&render(&mut m, &mut ui, 160, 48));
+    let runs = m.run_causes;
+    assert!(runs > 0);
+    let title = format!(
+        "over the last 5m of the capture clock (since the start: {runs} cause{})",
+        if runs == 1 { "" } else { "s" }
+    );
+    assert!(text.contains(&title), "{text}");
+    assert!(text.contains("reconnect_stall"), "{text}");
+    // The live clock 7 minutes on, no traffic since: the window is empty,
+    // and the screen says so beside the count since the start.
+    let mut state = m.state.clone();
+    let first = state.totals.first_ts_ns.expect("a frame");
+    state.totals.last_ts_ns = Some(first + 7 * MINUTE);
+    m.apply(Msg::Snapshot {
+        state: Box::new(state),
+        progress: Progress::default(),
+    });
+    let text = screen_text(&render(&mut m, &mut ui, 160, 48));
+    assert!(text.contains("no cause in the window"), "{text}");
+    assert!(text.contains(&title), "{text}");
+    assert!(!text.contains("reconnect_stall"), "{text}");
 }

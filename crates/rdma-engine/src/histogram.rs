@@ -66,6 +66,17 @@ impl<const SUB: u64> LogLinear<SUB> {
         self.counts[b] += 1;
     }
 
+    /// Adds `other`'s samples: histograms of intervals sum into the
+    /// histogram of their union (a sliding window's buckets).
+    pub fn merge(&mut self, other: &Self) {
+        if self.counts.len() < other.counts.len() {
+            self.counts.resize(other.counts.len(), 0);
+        }
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            *a += b;
+        }
+    }
+
     /// Samples by bucket, up to the last bucket with one.
     pub fn counts(&self) -> &[u64] {
         &self.counts
