@@ -256,7 +256,7 @@ info_reconnect() {
     case ${RECONNECT_METHOD:-server-blackhole} in
         server-blackhole) echo "NFSv3 direct 16 KiB WRITEs in a loop while the server drops every frame (tc matchall drop, ingress and egress) until the client's QP gives up: RC retransmissions with the same PSN, RETRY_EXC_ERR, DREQ, CM REQ retries, then a new REQ/REP/RTU (new QP) and the pending XID sent again" ;;
         server-link) echo "NFSv3 direct 16 KiB WRITEs in a loop while the server's eth0 is down for ${RECONNECT_DOWN:-25}s: RC retransmissions, QP error, a second CM exchange and the pending XID sent again" ;;
-        client-rxe) echo "NFSv3 direct 16 KiB WRITEs in a loop while the client's rxe0 is deleted for ${RECONNECT_DOWN:-25}s and added again: device removal, a second CM exchange and the pending XID sent again" ;;
+        client-rxe) echo "NFSv3 direct 16 KiB WRITEs in a loop while the client's ${RDMA_DEV:-rxe0} is deleted for ${RECONNECT_DOWN:-25}s and added again: device removal, a second CM exchange and the pending XID sent again" ;;
     esac
 }
 server_prep_reconnect() { prep_dir; }
@@ -307,9 +307,9 @@ client_reconnect() {
             ;;
         client-rxe)
             # Device removal on the client: xprtrdma drops the connection at once.
-            run "rdma link delete rxe0"
+            run "rdma link delete $RDMA_DEV"
             sleep "${RECONNECT_DOWN:-25}"
-            run "rdma link add rxe0 type rxe netdev eth0"
+            run "rdma link add $RDMA_DEV type $FABRIC netdev eth0"
             ;;
     esac
     # Wait (bounded) until three more writes went through on the new connection.
