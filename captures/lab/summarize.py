@@ -46,6 +46,7 @@ SWI_OPCODES = {0x16, 0x17}
 RDMAP_OPCODES = {0: "RDMA Write", 1: "RDMA Read Request", 2: "RDMA Read Response",
                  3: "Send", 4: "Send with Invalidate", 5: "Send with SE",
                  6: "Send with SE and Invalidate", 7: "Terminate"}
+RDMAP_SWI_OPCODES = {4, 6}
 
 # IB CM MAD attribute IDs (IBTA vol. 1, 12.6).
 CM_ATTRS = {0x0010: "REQ", 0x0011: "MRA", 0x0012: "REJ", 0x0013: "REP",
@@ -95,16 +96,14 @@ def to_int(text):
         return None
 
 
-def tshark_view(pcap, client_ip, fabric="rxe"):
+def tshark_view(pcap, client_ip):
     """What the wire says, according to tshark (Wireshark 4.0 here)."""
     fields = ["frame.number", "ip.src", "udp.dstport", "infiniband.bth.opcode",
               "infiniband.mad.attributeid", "rpcordma.xid", "rpcordma.msg_type",
               "rpcordma.flow_control", "_ws.malformed", "nfs", "iwarp_rdma.opcode"]
+    # siw: tshark finds MPA by its heuristic on TCP (it follows a stream from
+    # its MPA Request; iwarp_mpa cannot be forced with -d tcp.port==...).
     cmd = ["tshark", "-n", "-r", pcap, "-T", "fields", "-E", "occurrence=f"]
-    if fabric == "siw":
-        # MPA on the NFS/RDMA port even where tshark's heuristic missed the
-        # MPA Request (it only follows streams whose start it saw).
-        cmd += ["-d", "tcp.port==20049,iwarp_mpa"]
     for f in fields:
         cmd += ["-e", f]
     try:
@@ -130,6 +129,8 @@ def tshark_view(pcap, client_ip, fabric="rxe"):
         iw = to_int(iw_op)
         if iw is not None:
             iwarp_opcodes[RDMAP_OPCODES.get(iw, str(iw))] += 1
+            if iw in RDMAP_SWI_OPCODES:
+                swi += 1
         frames += 1
         if dport == "4791":
             roce += 1
@@ -312,8 +313,7 @@ def summarize_scenario(sc, args):
         "lab_command": args.command,
     }
     if "pcap" in files:
-        summary["wire"] = tshark_view(os.path.join(args.out, files["pcap"]["name"]), "10.99.0.2",
-                                      args.fabric)
+        summary["wire"] = tshark_view(os.path.join(args.out, files["pcap"]["name"]), "10.99.0.2")
         summary["frames"] = summary["wire"].get("frames")
     summary["client_trace"] = trace_view(os.path.join(args.out, f"{sc}.client.trace.txt"), "client")
     summary["server_trace"] = trace_view(os.path.join(args.out, f"{sc}.server.trace.txt"), "server")
