@@ -5,11 +5,13 @@
 #   captures/lab/run.sh [--out DIR] [--guest-hook DIR] [--keep-work]
 #                       [--accel auto|kvm|tcg] [--rebuild]
 #                       [--suite bookworm|bullseye|trixie] [--image-only]
-#                       [SCENARIO...]
+#                       [--fabric rxe|siw] [SCENARIO...]
 #
 # --suite picks the guests' Debian release, hence their kernel: bookworm
 # (default, Linux 6.1), bullseye (5.10), trixie (6.12); LAB_SUITE too.
 # --image-only builds (or finds) that suite's cached image and stops.
+# --fabric picks the RDMA link under NFS: rxe (default, soft-RoCE: RoCEv2 on
+# UDP 4791) or siw (soft-iWARP: MPA/DDP/RDMAP over TCP port 20049); LAB_FABRIC too.
 # Default scenarios: all (see guest/scenarios.sh, ALL_SCENARIOS); `diag` runs the
 # scenarios that each induce one cause of the diagnosis (DIAG_SCENARIOS; three of
 # them run the userspace RPC-over-RDMA peer, peer/rpcrdma-peer.py). The output
@@ -41,10 +43,11 @@ keep_work=0
 accel=${LAB_ACCEL:-auto}
 rebuild=0
 suite=${LAB_SUITE:-bookworm}
+fabric=${LAB_FABRIC:-rxe}
 image_only=0
 scenarios=()
 
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
     case $1 in
         --out) out=${2:?--out needs a folder}; shift 2 ;;
@@ -54,6 +57,7 @@ while [ $# -gt 0 ]; do
         --rebuild) rebuild=1; shift ;;
         --image-only) image_only=1; shift ;;
         --suite) suite=${2:?--suite needs bookworm, bullseye or trixie}; shift 2 ;;
+        --fabric) fabric=${2:?--fabric needs rxe or siw}; shift 2 ;;
         -h|--help) usage 0 ;;
         -*) echo "run.sh: unknown option $1" >&2; usage 2 ;;
         *) scenarios+=("$1"); shift ;;
@@ -72,6 +76,10 @@ die() { echo "[$(date -u +%H:%M:%S)] lab: ERROR: $*" >&2; exit 1; }
 case $suite in
     bullseye|bookworm|trixie) ;;
     *) die "--suite $suite: the lab builds guests of bullseye (5.10), bookworm (6.1) or trixie (6.12)" ;;
+esac
+case $fabric in
+    rxe|siw) ;;
+    *) die "--fabric $fabric: the lab runs NFS over rxe (soft-RoCE) or siw (soft-iWARP)" ;;
 esac
 [ "$(id -u)" = 0 ] || die "run as root: it installs packages, runs debootstrap and reads the guest image"
 
@@ -110,7 +118,7 @@ done
 # The cache key covers everything baked into the image (the suite too: one
 # image per kernel of the matrix); the scenario scripts travel over 9p at
 # boot time and are not part of it.
-image_hash=$( { echo "suite=$suite"; cat "$here/image/build-image.sh" "$here/image/packages.txt" \
+image_hash=$( { echo "suite=$suite"; cat "$here/image/build-image.sh" "$here/image/build-siw.sh" "$here/image/packages.txt" \
                  "$here/image/lab-boot" "$here/image/lab.service"; } | sha256sum | cut -c1-16)
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/rdma-analyzer-lab/$image_hash
 mkdir -p "$cache"
@@ -169,6 +177,7 @@ done
 
 {
     echo "SCENARIOS=\"${scenarios[*]}\""
+    echo "FABRIC=\"$fabric\""
     # Pass through workload sizes if the caller set them (see scenarios.sh).
     for v in DDP_MB REMINV_MB PARALLEL_JOBS PARALLEL_BS PARALLEL_COUNT BIGDIR_ENTRIES \
              PARALLEL_CREDITS LOSS_PCT LOSS_MB ECN_PCT SLOW_MS SLOW_WRITES FREEZE_SECONDS DIAG_CREDITS ACL_ENTRIES ACL_TIMEOUT RECONNECT_DOWN RECONNECT_DOWN_MAX RECONNECT_METHOD CMD_TIMEOUT UMOUNT_TIMEOUT TRACE_BUFFER_KB HOOK_TIMEOUT; do
@@ -269,7 +278,7 @@ done
 
 t_run1=$(date +%s)
 python3 "$here/summarize.py" --out "$out" --share-out "$share/out" \
-    --accel "$chosen" --image-hash "$image_hash" --image-dir "$cache" --image-built "$image_built" \
+    --accel "$chosen" --fabric "$fabric" --image-hash "$image_hash" --image-dir "$cache" --image-built "$image_built" \
     --image-seconds $((t_img1 - t_img0)) \
     --boot-to-server-up "$( [ -n "$t_server_up" ] && echo $((t_server_up - t_boot0)) || echo -1)" \
     --guests-seconds $((t_boot1 - t_boot0)) --total-seconds $((t_run1 - t_run0)) \

@@ -42,6 +42,12 @@ IB_OPCODES = {
 # Invalidate (0x17). (Some documents number them 0x17/0x18, counting from 1.)
 SWI_OPCODES = {0x16, 0x17}
 
+# RDMAP opcodes (RFC 5040, 4.3), for --fabric siw captures.
+RDMAP_OPCODES = {0: "RDMA Write", 1: "RDMA Read Request", 2: "RDMA Read Response",
+                 3: "Send", 4: "Send with Invalidate", 5: "Send with SE",
+                 6: "Send with SE and Invalidate", 7: "Terminate"}
+RDMAP_SWI_OPCODES = {4, 6}
+
 # IB CM MAD attribute IDs (IBTA vol. 1, 12.6).
 CM_ATTRS = {0x0010: "REQ", 0x0011: "MRA", 0x0012: "REJ", 0x0013: "REP",
             0x0014: "RTU", 0x0015: "DREQ", 0x0016: "DREP", 0x0017: "SIDR_REQ",
@@ -94,7 +100,9 @@ def tshark_view(pcap, client_ip):
     """What the wire says, according to tshark (Wireshark 4.0 here)."""
     fields = ["frame.number", "ip.src", "udp.dstport", "infiniband.bth.opcode",
               "infiniband.mad.attributeid", "rpcordma.xid", "rpcordma.msg_type",
-              "rpcordma.flow_control", "_ws.malformed", "nfs"]
+              "rpcordma.flow_control", "_ws.malformed", "nfs", "iwarp_rdma.opcode"]
+    # siw: tshark finds MPA by its heuristic on TCP (it follows a stream from
+    # its MPA Request; iwarp_mpa cannot be forced with -d tcp.port==...).
     cmd = ["tshark", "-n", "-r", pcap, "-T", "fields", "-E", "occurrence=f"]
     for f in fields:
         cmd += ["-e", f]
@@ -105,6 +113,7 @@ def tshark_view(pcap, client_ip):
     frames = 0
     roce = 0
     opcodes = collections.Counter()
+    iwarp_opcodes = collections.Counter()
     cm = collections.Counter()
     msg_types = collections.Counter()
     rpcrdma_msgs = 0
@@ -116,7 +125,12 @@ def tshark_view(pcap, client_ip):
     nfs_frames = 0
     for line in res.stdout.splitlines():
         cols = (line.split("\t") + [""] * len(fields))[:len(fields)]
-        _, src, dport, opcode, attr, xid, mtype, flow, bad, nfs = cols
+        _, src, dport, opcode, attr, xid, mtype, flow, bad, nfs, iw_op = cols
+        iw = to_int(iw_op)
+        if iw is not None:
+            iwarp_opcodes[RDMAP_OPCODES.get(iw, str(iw))] += 1
+            if iw in RDMAP_SWI_OPCODES:
+                swi += 1
         frames += 1
         if dport == "4791":
             roce += 1
@@ -150,6 +164,7 @@ def tshark_view(pcap, client_ip):
         "rocev2_frames": roce,
         "ib_opcodes": {f"0x{k:02x} {IB_OPCODES.get(k, '?')}": v for k, v in sorted(opcodes.items())},
         "cm_messages": dict(cm),
+        "rdmap_opcodes_first_per_frame": dict(iwarp_opcodes),
         "rpcrdma_messages": rpcrdma_msgs,
         "rpcrdma_calls": calls,
         "rpcrdma_replies": replies,
@@ -281,6 +296,7 @@ def summarize_scenario(sc, args):
             files[key] = {"name": name, "bytes": os.path.getsize(p), "sha256": sha256(p)}
     summary = {
         "scenario": sc,
+        "fabric": args.fabric,
         "exercises": meta.get("exercises"),
         "status": "ok" if meta.get("rc") == "0" else f"failed (rc={meta.get('rc', 'missing')})",
         "kernel": meta.get("kernel"),
@@ -316,6 +332,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--share-out", required=True)
     ap.add_argument("--accel", default="?")
+    ap.add_argument("--fabric", default="rxe", choices=["rxe", "siw"])
     ap.add_argument("--image-hash", default="?")
     ap.add_argument("--image-dir", default="")
     ap.add_argument("--image-built", default="0")
@@ -342,6 +359,7 @@ def main():
     lab = {
         "command": args.command,
         "accelerator": args.accel,
+        "fabric": args.fabric,
         "image": {"hash": args.image_hash, "cache_dir": args.image_dir,
                   "built_in_this_run": args.image_built == "1",
                   "seconds_in_this_run": args.image_seconds, "build_info": build_info},

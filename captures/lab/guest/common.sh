@@ -43,24 +43,39 @@ wait_for() {
 
 abort() { log "ABORT: $*"; touch "$CTL/abort"; }
 
-# Bring up eth0 on the point-to-point link and soft-RoCE on top of it.
+# The RDMA link the scenarios run over (run.sh --fabric): soft-RoCE (rxe) or
+# soft-iWARP (siw, RDMA over the kernel's own TCP).
+FABRIC=${FABRIC:-rxe}
+RDMA_DEV=${FABRIC}0
+
+# Bring up eth0 on the point-to-point link and the RDMA link on top of it.
 setup_network_and_rdma() {
     local ip=$1
     ip link set lo up
     ip link set eth0 up || die "no eth0 (is the virtio-net device there? net.ifnames=0 on the kernel command line?)"
     ip addr add "$ip/24" dev eth0
-    local m
-    for m in rdma_rxe rdma_cm rdma_ucm ib_uverbs ib_umad rpcrdma nfs nfsv3 nfsv4 nfsd; do
-        modprobe "$m" || log "warning: modprobe $m failed"
+    local m fabric_mods
+    case $FABRIC in
+        rxe) fabric_mods="rdma_rxe" ;;
+        # siw computes its (optional) MPA CRC through the crypto API, which
+        # modprobe does not follow as a symbol dependency: crc32c first. Its
+        # alias also names crc32c_intel, which fails on a CPU without SSE4.2
+        # (TCG) while the generic one is there: -q keeps that out of the log.
+        siw) fabric_mods="crc32c siw" ;;
+        *) die "unknown fabric '$FABRIC' (rxe or siw)" ;;
+    esac
+    for m in $fabric_mods rdma_cm rdma_ucm ib_uverbs ib_umad rpcrdma nfs nfsv3 nfsv4 nfsd; do
+        modprobe -q "$m" || log "warning: modprobe $m failed"
     done
-    rdma link add rxe0 type rxe netdev eth0 || die "rdma link add rxe0 failed (rdma_rxe missing?)"
+    rdma link add "$RDMA_DEV" type "$FABRIC" netdev eth0 \
+        || die "rdma link add $RDMA_DEV type $FABRIC failed (module $FABRIC missing? the image builds siw.ko: see image/build-siw.sh)"
     local i
     for i in $(seq 1 40); do
-        rdma link show rxe0/1 2>/dev/null | grep -q 'state ACTIVE' && break
+        rdma link show "$RDMA_DEV/1" 2>/dev/null | grep -q 'state ACTIVE' && break
         sleep 0.5
     done
-    rdma link show rxe0/1 | sed 's/^/  /'
-    rdma link show rxe0/1 | grep -q 'state ACTIVE' || die "rxe0 did not become ACTIVE"
+    rdma link show "$RDMA_DEV/1" | sed 's/^/  /'
+    rdma link show "$RDMA_DEV/1" | grep -q 'state ACTIVE' || die "$RDMA_DEV did not become ACTIVE"
 }
 
 # Record every sunrpc tunable (name = value) into a file.

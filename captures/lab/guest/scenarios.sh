@@ -252,11 +252,22 @@ client_inline_thresholds() {
     set_tunable sunrpc/rdma_max_inline_read "$saved_r"
 }
 
+# The reconnect's trigger. On siw the default is the client's link: a
+# blackhole only stalls the TCP connection under iWARP (TCP retransmits for
+# many minutes, tcp_retries2), where an RC QP fails after 7 retries.
+reconnect_method() {
+    local m=${RECONNECT_METHOD:-}
+    [ -n "$m" ] || { [ "${FABRIC:-rxe}" = siw ] && m=client-link || m=server-blackhole; }
+    # client-rxe: the name from before the lab had a second fabric.
+    [ "$m" = client-rxe ] && m=client-link
+    echo "$m"
+}
+
 info_reconnect() {
-    case ${RECONNECT_METHOD:-server-blackhole} in
+    case $(reconnect_method) in
         server-blackhole) echo "NFSv3 direct 16 KiB WRITEs in a loop while the server drops every frame (tc matchall drop, ingress and egress) until the client's QP gives up: RC retransmissions with the same PSN, RETRY_EXC_ERR, DREQ, CM REQ retries, then a new REQ/REP/RTU (new QP) and the pending XID sent again" ;;
         server-link) echo "NFSv3 direct 16 KiB WRITEs in a loop while the server's eth0 is down for ${RECONNECT_DOWN:-25}s: RC retransmissions, QP error, a second CM exchange and the pending XID sent again" ;;
-        client-rxe) echo "NFSv3 direct 16 KiB WRITEs in a loop while the client's rxe0 is deleted for ${RECONNECT_DOWN:-25}s and added again: device removal, a second CM exchange and the pending XID sent again" ;;
+        client-link) echo "NFSv3 direct 16 KiB WRITEs in a loop while the client's ${RDMA_DEV:-rxe0} is deleted for ${RECONNECT_DOWN:-25}s and added again: device removal, a new connection (CM REQ/REP/RTU on rxe, TCP and MPA on siw) and the pending XID sent again" ;;
     esac
 }
 server_prep_reconnect() { prep_dir; }
@@ -282,7 +293,7 @@ client_reconnect() {
     local writer=$!
     echo "$(date -u +%H:%M:%S.%3N)	-	client	-	background loop: dd if=/dev/zero of=$d/stream bs=16k count=1 seek=N oflag=direct conv=notrunc; sleep 0.3" >> "$SCO/commands.txt"
     sleep 3
-    case ${RECONNECT_METHOD:-server-blackhole} in
+    case $(reconnect_method) in
         server-blackhole)
             # The server drops all frames without touching any device state, so
             # rxe keeps its GIDs and answers the new REQ at once when the drop
@@ -305,11 +316,11 @@ client_reconnect() {
             run "touch $CTL/$SC.action.bounce"
             wait_for "$CTL/$SC.action.bounce.done" $(( ${RECONNECT_DOWN:-25} + 60 ))
             ;;
-        client-rxe)
+        client-link)
             # Device removal on the client: xprtrdma drops the connection at once.
-            run "rdma link delete rxe0"
+            run "rdma link delete $RDMA_DEV"
             sleep "${RECONNECT_DOWN:-25}"
-            run "rdma link add rxe0 type rxe netdev eth0"
+            run "rdma link add $RDMA_DEV type $FABRIC netdev eth0"
             ;;
     esac
     # Wait (bounded) until three more writes went through on the new connection.

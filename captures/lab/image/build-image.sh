@@ -80,11 +80,15 @@ lease-time=10
 grace-time=10
 EOF
 
-# The image does not need the downloaded .debs or apt's lists.
-rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-
 kver=$(ls "$rootfs/lib/modules" | sort -V | tail -n1)
 [ -n "$kver" ] || { echo "build-image: no kernel in the rootfs (linux-image-amd64 missing?)" >&2; exit 1; }
+
+# soft-iWARP for run.sh --fabric siw: Debian's 6.1 kernel lacks siw.ko; built
+# (or taken from its cache) while apt's lists are still in the rootfs.
+"$here/build-siw.sh" "$rootfs" "$kver"
+
+# The image does not need the downloaded .debs or apt's lists.
+rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
 cp "$rootfs/boot/vmlinuz-$kver" "$work/vmlinuz"
 cp "$rootfs/boot/initrd.img-$kver" "$work/initrd.img"
 
@@ -97,6 +101,7 @@ t2=$(date +%s)
     echo "suite=$suite"
     echo "mirror=$mirror"
     echo "packages=$pkgs"
+    echo "siw=$(cd "$rootfs" && find "lib/modules/$kver" -name 'siw.ko*' | head -n1)"
     echo "debootstrap_seconds=$((t1 - t0))"
     echo "total_seconds=$((t2 - t0))"
     echo "built_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
