@@ -1097,3 +1097,19 @@ fn the_transactions_frames_go_to_a_pcapng() {
     let msg = super::frames::write_frames(Some(&reopen), &wanted, &link);
     assert!(msg.starts_with("could not write"), "{msg}");
 }
+
+#[test]
+fn the_overview_says_what_it_did_not_decode_before_any_verdict() {
+    let mut m = model_of("v3-inline.pcap");
+    let mut ui = UiState::default();
+    ui.apply(Action::Go(Screen::Overview));
+    let _ = render(&mut m, &mut ui, 160, 48);
+    m.state.totals.not_decoded = crate::engine::NotDecoded {
+        tcp_20049: 7,
+        ..Default::default()
+    };
+    let t = render(&mut m, &mut ui, 160, 48);
+    let text = screen_text(&t);
+    let said = text.find("NOT DECODED: 7 frames: TCP frames to or from port 20049");
+    assert!(said.is_some() && said < text.find("frames ("), "{text}");
+}
