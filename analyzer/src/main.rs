@@ -453,6 +453,15 @@ fn report(r: &ReportArgs) -> anyhow::Result<ExitCode> {
         metrics::write_textfile(&m.exposition(None), path)
             .with_context(|| format!("report --metrics-out: writing {}", path.display()))?;
     }
+    let not_decoded = &engine.state().totals.not_decoded;
+    if !not_decoded.is_empty() && outcome.end.error().is_none() {
+        // Traffic it recognised and could not read: not a clean capture.
+        eprintln!(
+            "rdma-analyzer: {} holds RDMA traffic this version does not decode (see NOT DECODED in the report)",
+            escape(&name)
+        );
+        return Ok(ExitCode::from(EXIT_INCOMPLETE));
+    }
     Ok(finish(&outcome.end))
 }
 

@@ -69,6 +69,12 @@ pub enum Layer {
     OncRpc,
     /// NFS and related ONC RPC programs.
     Nfs,
+    /// MPA Request/Reply frames and FPDUs of iWARP (RFC 5044, RFC 6581).
+    Mpa,
+    /// Direct Data Placement header of iWARP (RFC 5041).
+    Ddp,
+    /// RDMA Protocol header of iWARP (RFC 5040).
+    Rdmap,
 }
 
 impl Layer {
@@ -105,6 +111,9 @@ impl Layer {
             Layer::RpcRdma => "rpcrdma",
             Layer::OncRpc => "rpc",
             Layer::Nfs => "nfs",
+            Layer::Mpa => "mpa",
+            Layer::Ddp => "ddp",
+            Layer::Rdmap => "rdmap",
         }
     }
 }

@@ -6,6 +6,7 @@
 //! |---|---|---|
 //! | [`link`] | Ethernet II, 802.1Q, Linux cooked v1/v2, raw IP, pcap link types | IEEE 802.3, tcpdump.org link types |
 //! | [`ib`] | LRH, GRH, BTH and every extension header, ICRC/VCRC, MADs, CM, RDMA-CM | IBA vol. 1 ch. 7, 9, 12, 13; RoCEv2 annex A17 |
+//! | [`iwarp`] | iWARP: MPA Request/Reply and FPDUs with CRC32c and markers, DDP tagged/untagged headers, RDMAP messages (Read Request, Terminate) | RFC 5044, 6581, 5041, 5040 |
 //! | [`rpcrdma_cm`] | RPC-over-RDMA CM private data | RFC 8797 |
 //! | [`rpcrdma`] | RPC-over-RDMA version 1 transport header | RFC 8166 |
 //! | [`oncrpc`] | ONC RPC call and reply | RFC 5531 |
@@ -69,6 +70,7 @@ pub mod error;
 pub mod frame;
 pub mod ib;
 pub mod ip;
+pub mod iwarp;
 pub mod layer;
 pub mod link;
 pub mod nfs;

@@ -18,6 +18,7 @@ pub mod lines;
 pub mod live;
 pub mod metrics;
 pub mod mountstats_metrics;
+pub mod not_decoded;
 pub mod out;
 pub mod report;
 pub mod schema;

@@ -467,6 +467,7 @@ impl Report {
             complete: read_error.is_none(),
             filter: self.filter_summary(state),
             read_error,
+            not_decoded: super::not_decoded::rows(&state.totals.not_decoded),
             diagnosis: self.causes(state),
             not_checked: self.not_checked(),
             phases: self.phase_rows(),
@@ -581,6 +582,7 @@ impl Report {
         if let Some(e) = read_error {
             let _ = writeln!(s, "INCOMPLETE: {}", escape(e));
         }
+        s.push_str(&super::not_decoded::text(&t.not_decoded));
         if let Some(f) = self.filter_summary(state) {
             let _ = writeln!(
                 s,

@@ -541,6 +541,11 @@ pub struct ReportDoc {
     pub filter: Option<FilterSummary>,
     /// Why reading stopped early (the frame, the byte offset, what to do).
     pub read_error: Option<String>,
+    /// Frames recognised as RDMA traffic this version cannot decode
+    /// (iWARP, RoCEv2 on another UDP port), per kind, with what to do;
+    /// absent when there were none. When present the exit status is 2.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_decoded: Vec<super::not_decoded::NotDecodedRow>,
     /// The causes found, largest impact first (`docs/diagnosis.md`); empty
     /// for a healthy capture.
     pub diagnosis: Vec<Cause>,

@@ -178,7 +178,16 @@ fn draw_totals(f: &mut Frame<'_>, area: Rect, m: &Model) {
     let anomalies: u64 = m.state.anomaly_counts.values().sum();
     let causes = &m.causes;
     let mut lines = Vec::new();
-    if causes.is_empty() {
+    // Traffic it recognised and could not read comes first, and stops a
+    // capture of nothing else from looking healthy.
+    let not_decoded = crate::output::not_decoded::rows(&t.not_decoded);
+    for r in &not_decoded {
+        lines.push(Line::from(Span::styled(
+            format!("NOT DECODED: {} frames: {}", r.frames, r.what_to_do),
+            Style::new().fg(Color::Yellow),
+        )));
+    }
+    if causes.is_empty() && not_decoded.is_empty() {
         lines.push(Line::from(Span::styled(
             super::diagnosis::no_cause(m),
             Style::new().fg(Color::Green),

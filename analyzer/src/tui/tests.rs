@@ -1174,3 +1174,19 @@ fn live_diagnosis_says_its_window_and_lets_a_gone_cause_go() {
     assert!(text.contains(&title), "{text}");
     assert!(!text.contains("reconnect_stall"), "{text}");
 }
+
+#[test]
+fn the_overview_says_what_it_did_not_decode_before_any_verdict() {
+    let mut m = model_of("v3-inline.pcap");
+    let mut ui = UiState::default();
+    ui.apply(Action::Go(Screen::Overview));
+    let _ = render(&mut m, &mut ui, 160, 48);
+    m.state.totals.not_decoded = crate::engine::NotDecoded {
+        tcp_20049: 7,
+        ..Default::default()
+    };
+    let t = render(&mut m, &mut ui, 160, 48);
+    let text = screen_text(&t);
+    let said = text.find("NOT DECODED: 7 frames: TCP frames to or from port 20049");
+    assert!(said.is_some() && said < text.find("frames ("), "{text}");
+}

@@ -111,11 +111,37 @@ pub struct Evictions {
     pub nfs_errors_unlinked: u64,
 }
 
+/// Frames the analyzer recognised as RDMA traffic it cannot decode yet: a
+/// capture of them must not read as a clean, empty one. Bounded: three
+/// counters and the last port seen.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NotDecoded {
+    /// TCP frames to or from port 20049, where iWARP carries NFS/RDMA.
+    pub tcp_20049: u64,
+    /// TCP frames that open an MPA connection ("MPA ID Req Frame",
+    /// "MPA ID Rep Frame"): iWARP on any port.
+    pub mpa_setup: u64,
+    /// UDP frames to a port other than the configured RoCEv2 one whose
+    /// payload is a RoCEv2 packet with a valid ICRC.
+    pub rocev2_other_port: u64,
+    /// The UDP destination port of the last of those.
+    pub rocev2_port: Option<u16>,
+}
+
+impl NotDecoded {
+    /// Nothing recognised.
+    pub fn is_empty(&self) -> bool {
+        *self == NotDecoded::default()
+    }
+}
+
 /// Capture-wide counters.
 #[derive(Debug, Clone, Default)]
 pub struct Totals {
     /// Frames seen.
     pub frames: u64,
+    /// Frames recognised as RDMA traffic this version cannot decode.
+    pub not_decoded: NotDecoded,
     /// Bytes seen (captured).
     pub bytes: u64,
     /// Frames with a BTH (RoCE or InfiniBand).

@@ -43,6 +43,9 @@ impl Engine {
         }
         let cut_short = self.count_cut(&d);
         let Some(bth) = d.bth() else {
+            if d.ip.is_some() {
+                self.undecoded(f, &d);
+            }
             if let (Some(e), false) = (d.stop, cut_short) {
                 self.not_rdma(number, &d, e, out);
             }

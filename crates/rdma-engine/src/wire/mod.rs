@@ -25,3 +25,4 @@ pub(super) mod rdma;
 pub(super) mod reassembly;
 pub(super) mod state;
 pub(super) mod transfer;
+pub(super) mod undecoded;
