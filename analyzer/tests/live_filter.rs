@@ -31,16 +31,25 @@ fn capture(name: &str) -> PathBuf {
 
 /// (type, xid, kind) of each JSON line.
 fn rows(text: &str, kind: &str) -> BTreeSet<(String, u64, String)> {
-    text.lines()
+    let mut all = BTreeSet::new();
+    for v in text
+        .lines()
         .map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"))
-        .map(|v| {
-            (
-                v["type"].as_str().unwrap_or(kind).to_string(),
-                v["xid"].as_u64().unwrap_or(0),
-                v["kind"].as_str().unwrap_or("").to_string(),
-            )
-        })
-        .collect()
+    {
+        let t = v["type"].as_str().unwrap_or(kind).to_string();
+        let k = v["kind"].as_str().unwrap_or("").to_string();
+        // `anomalies` folds a fact repeated on a connection into one line
+        // with the XIDs of its occurrences; `live` writes each as it comes.
+        let xids: Vec<u64> = v["xids"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_u64).collect())
+            .filter(|x: &Vec<u64>| !x.is_empty())
+            .unwrap_or_else(|| vec![v["xid"].as_u64().unwrap_or(0)]);
+        for x in xids {
+            all.insert((t.clone(), x, k.clone()));
+        }
+    }
+    all
 }
 
 /// What `transactions` and `anomalies` keep of the file under `FILTER`.
