@@ -163,8 +163,21 @@ fn the_schema_refuses_keys_it_does_not_describe() {
     let mut good = serde_json::json!({
         "schema_version": 2, "kind": "retransmission", "severity": "info", "rfc": "IBA 9.7",
         "frames": [1], "connection": "c1", "xid": 1, "origin": "wire", "message": "m",
-        "harm": "performance", "at_fault": "fabric", "action": "a", "known_behaviour": null
+        "harm": "performance", "at_fault": "fabric", "action": "a", "known_behaviour": null,
+        "count": 1, "first_frame": 1, "last_frame": 1, "first_ts_ns": null, "last_ts_ns": null,
+        "xids": [1], "acknowledged": false
     });
+    // A folded finding: a count, a span of frames and times, its first XIDs.
+    let mut folded = good.clone();
+    folded["count"] = serde_json::json!(480);
+    folded["last_frame"] = serde_json::json!(7683);
+    folded["first_ts_ns"] = serde_json::json!("1795217699352806000");
+    folded["last_ts_ns"] = serde_json::json!("1795217707564774000");
+    folded["xids"] = serde_json::json!([1, 2, 3]);
+    folded["acknowledged"] = serde_json::json!(true);
+    assert!(v.is_valid(&folded));
+    folded["count"] = serde_json::json!("480");
+    assert!(!v.is_valid(&folded), "a count is a number");
     assert!(
         v.is_valid(&good),
         "{:?}",
