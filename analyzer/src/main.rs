@@ -880,24 +880,24 @@ fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
             }
         };
         let frames = if a.frames {
-            format!(", {} frames", w.frames)
+            format!(", {}", plural(w.frames, "frame", "frames"))
         } else {
             String::new()
         };
         writeln!(
             out,
-            "{}: {} transactions, {} anomalies, {} connections, {} causes{frames} -> host={}/capture={}{}",
+            "{}: {}, {}, {}, {}{frames} -> host={}/capture={}{}",
             escaped(f.display()),
-            w.transactions,
-            w.anomalies,
-            w.connections,
-            w.causes,
+            plural(w.transactions, "transaction", "transactions"),
+            plural(w.anomalies, "anomaly", "anomalies"),
+            plural(w.connections, "connection", "connections"),
+            plural(w.causes, "cause", "causes"),
             dataset.host,
             dataset.capture,
-            dataset
-                .filter
-                .as_deref()
-                .map_or(String::new(), |t| format!(" (kept by --filter '{}')", escape(t)))
+            dataset.filter.as_deref().map_or(String::new(), |t| format!(
+                " (kept by --filter '{}')",
+                escape(t)
+            ))
         )?;
         if let Some(d) = damage {
             eprintln!(
@@ -940,6 +940,11 @@ fn dataset_had(a: &ExportArgs, dataset: &Dataset) -> bool {
 /// One capture into the dataset: the findings, and with `--frames` every
 /// frame, in one run over the capture. Returns the rows written and where
 /// the capture is damaged, if it is.
+/// `1 connection`, `2 connections` (issue 24: no "1 credits").
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 fn export_one(
     a: &ExportArgs,
     dataset: &Dataset,

@@ -73,6 +73,10 @@ fn export_filter_keeps_what_the_filter_keeps_and_says_so() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let said = String::from_utf8_lossy(&o.stdout);
     assert!(
+        said.contains(" anomalies, 1 connection, 0 causes, 7716 frames -> "),
+        "{said}"
+    );
+    assert!(
         said.contains(&format!("(kept by --filter '{FILTER}')")),
         "{said}"
     );
