@@ -358,3 +358,61 @@ fn json_out_writes_the_window_as_it_moves_on() {
         serde_json::json!([])
     );
 }
+
+/// Frames a second through the metrics sink on `path`, with and without
+/// the window: the median of 5 interleaved runs each.
+fn frames_per_second(path: &std::path::Path) -> (f64, f64, u64) {
+    let once = |window: bool| {
+        let config = Config::default();
+        let mut source = capture_source(path, &config.stack);
+        let mut m = Metrics::new(MetricsConfig::default());
+        if window {
+            m = m.with_window(5 * MINUTE);
+        }
+        let t = std::time::Instant::now();
+        let outcome = pipeline::run(
+            &mut *source,
+            Some(Engine::new(config)),
+            &mut m,
+            &mut |_| {},
+            &Stop::new(),
+        );
+        let frames = outcome.progress.frames;
+        (frames as f64 / t.elapsed().as_secs_f64(), frames)
+    };
+    let (mut without, mut with) = (Vec::new(), Vec::new());
+    let mut frames = 0;
+    for _ in 0..5 {
+        without.push(once(false).0);
+        let (rate, n) = once(true);
+        with.push(rate);
+        frames = n;
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    (median(&mut without), median(&mut with), frames)
+}
+
+/// The window's cost per frame stays a constant share: a timing, so not
+/// run by default. `RDMA_WINDOW_BENCH=FILE` measures on FILE (a large
+/// synth capture); the default is `parallel.pcap`.
+#[test]
+#[ignore = "timing: RDMA_WINDOW_BENCH=FILE cargo nextest run -p rdma-analyzer --lib --run-ignored only -E 'test(window_costs)' --no-capture"]
+fn window_costs_a_constant_share_per_frame() {
+    let path = std::env::var_os("RDMA_WINDOW_BENCH").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../captures/parallel.pcap"),
+        PathBuf::from,
+    );
+    let (without, with, frames) = frames_per_second(&path);
+    eprintln!(
+        "{}: {frames} frames; metrics without the window {without:.0} frames/s, with it {with:.0} frames/s ({:+.1}%)",
+        path.display(),
+        100.0 * (with / without - 1.0)
+    );
+    assert!(
+        with >= 0.8 * without,
+        "{with:.0} against {without:.0} frames/s"
+    );
+}
