@@ -369,6 +369,15 @@ pub struct LiveArgs {
     /// Text output even on a terminal (the TUI is the default there).
     #[arg(long)]
     pub no_tui: bool,
+    /// Read the NFS client's counters (/proc/self/mountstats, RDMA mounts) and the RDMA devices' (sysfs hw_counters and counters) every SECONDS: `counters` records in --json-out (totals, deltas since the last sample and since start), and the diagnosis checks no_remote_invalidation and mr_exhaustion from the growth since the first sample. 0 turns it off.
+    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
+    pub counters_interval: f64,
+    /// The mountstats the counter sampler reads (default /proc/self/mountstats).
+    #[arg(long, value_name = "FILE")]
+    pub mountstats_file: Option<PathBuf>,
+    /// The sysfs directory of the RDMA devices the counter sampler reads, laid out as /sys/class/infiniband (DEV/ports/N/hw_counters/NAME).
+    #[arg(long, value_name = "DIR")]
+    pub sysfs_root: Option<PathBuf>,
     /// The run's memory.
     #[command(flatten)]
     pub memory: MemoryArgs,

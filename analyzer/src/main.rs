@@ -198,6 +198,36 @@ fn read_window(
     Ok((after, before))
 }
 
+/// `live`'s counter sampler, unless `--counters-interval 0`.
+fn live_counters(
+    a: &LiveArgs,
+    stop: &rdma_analyzer::pipeline::Stop,
+) -> anyhow::Result<
+    Option<std::sync::mpsc::Receiver<rdma_analyzer::sources::counters::CounterUpdate>>,
+> {
+    use rdma_analyzer::sources::counters::{spawn, CounterPaths};
+    if !a.counters_interval.is_finite() || a.counters_interval < 0.0 {
+        anyhow::bail!(
+            "live --counters-interval {}: give a number of seconds, 0 or more (0 turns the sampler off)",
+            a.counters_interval
+        );
+    }
+    if a.counters_interval == 0.0 {
+        return Ok(None);
+    }
+    let mut paths = CounterPaths::default();
+    if let Some(p) = &a.mountstats_file {
+        paths.mountstats = p.clone();
+    }
+    if let Some(p) = &a.sysfs_root {
+        paths.sysfs_root = p.clone();
+    }
+    // Below 100 ms the sampler would spend more than the wire on sysfs.
+    let every = Duration::from_secs_f64(a.counters_interval.max(0.1));
+    let rx = spawn(paths, every, stop.clone()).context("live: starting the counter sampler")?;
+    Ok(Some(rx))
+}
+
 /// The kernel's counters against a capture of the same window.
 fn mountstats(a: &MountstatsArgs) -> anyhow::Result<ExitCode> {
     let (after, before) = read_window(&a.after, a.before.as_deref())?;
@@ -667,6 +697,9 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
             false,
         ),
     };
+    if let Some(rx) = live_counters(a, &stop)? {
+        sink = sink.with_counters(rx);
+    }
     let mut sinks: Vec<&mut dyn Sink> = metrics
         .iter_mut()
         .map(|(m, _)| m as &mut dyn Sink)

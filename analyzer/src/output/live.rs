@@ -13,6 +13,7 @@ use super::schema::{AnomalyLine, TransactionLine};
 use crate::diagnosis::Diagnosis;
 use crate::engine::{Anomaly, Engine, Finding, State, Transaction};
 use crate::pipeline::{End, Flow, Progress, Sink};
+use crate::sources::counters::{CounterUpdate, CounterValue, CountersLine};
 
 /// Writes a live run's findings as they come, to a file or standard output
 /// (or only counts them, beside the metrics).
@@ -26,6 +27,10 @@ pub struct LiveSink<W: Write> {
     pub anomalies: u64,
     /// The causes in what went by, said when the run ends.
     diagnosis: Diagnosis,
+    /// The counter sampler's samples (`--counters-interval`).
+    counters: Option<std::sync::mpsc::Receiver<CounterUpdate>>,
+    /// Counter records taken.
+    pub counter_samples: u64,
 }
 
 impl<W: Write> LiveSink<W> {
@@ -37,6 +42,8 @@ impl<W: Write> LiveSink<W> {
             transactions: 0,
             anomalies: 0,
             diagnosis: Diagnosis::default(),
+            counters: None,
+            counter_samples: 0,
         }
     }
 
@@ -49,7 +56,80 @@ impl<W: Write> LiveSink<W> {
             transactions: 0,
             anomalies: 0,
             diagnosis: Diagnosis::default(),
+            counters: None,
+            counter_samples: 0,
         }
+    }
+
+    /// Takes the counter sampler's samples: each becomes a record and its
+    /// kernel view the diagnosis's (the causes only the kernel sees are
+    /// checked from the first readable mountstats on).
+    pub fn with_counters(mut self, rx: std::sync::mpsc::Receiver<CounterUpdate>) -> Self {
+        self.counters = Some(rx);
+        self
+    }
+
+    fn drain_counters(&mut self) -> Flow {
+        let Some(rx) = &self.counters else {
+            return Flow::Continue;
+        };
+        let updates: Vec<CounterUpdate> = rx.try_iter().collect();
+        for u in updates {
+            self.counter_samples += 1;
+            if let Some(v) = u.view {
+                self.diagnosis.set_kernel(v);
+            }
+            if self.counter_line(&u.line) == Flow::Stop {
+                return Flow::Stop;
+            }
+        }
+        Flow::Continue
+    }
+
+    fn counter_line(&mut self, l: &CountersLine) -> Flow {
+        let Some(out) = self.out.as_mut() else {
+            return Flow::Continue;
+        };
+        if self.json_lines {
+            return out.json_line(l);
+        }
+        let at = Clock::new(TimeFormat::Utc).at(Some(l.at_ns));
+        let transports: usize = l.mounts.iter().map(|m| m.transports.len()).sum();
+        let grown =
+            |c: &[CounterValue]| -> Option<u64> { c.iter().map(|v| v.delta).sum::<Option<u64>>() };
+        let sends: Vec<CounterValue> = l
+            .mounts
+            .iter()
+            .flat_map(|m| &m.transports)
+            .filter_map(|t| t.fields.get("sends").copied())
+            .collect();
+        let resets = l
+            .mounts
+            .iter()
+            .flat_map(|m| &m.transports)
+            .flat_map(|t| t.fields.values())
+            .chain(l.devices.iter().map(|d| &d.value))
+            .filter(|v| v.reset)
+            .count();
+        let sends = grown(&sends).map_or("unknown".to_string(), |d| format!("+{d}"));
+        let flow = out.text_line(format_args!(
+            "{at} counters: {} RDMA mount(s), {transports} transport(s), sends {sends}, {} device counter(s){}",
+            l.mounts.len(),
+            l.devices.len(),
+            if resets > 0 {
+                format!(", {resets} reset (went backwards: a remount or a module reload)")
+            } else {
+                String::new()
+            }
+        ));
+        for n in &l.notes {
+            if out.text_line(format_args!("{at} counters: {}", super::escape::escape(n)))
+                == Flow::Stop
+            {
+                return Flow::Stop;
+            }
+        }
+        flow
     }
 
     /// The diagnosis of the run so far, as `report` prints it.
@@ -114,10 +194,14 @@ impl<W: Write> Sink for LiveSink<W> {
 
     /// Live lines reach a file or a pipe within a tick, not when a buffer fills.
     fn tick(&mut self, _: Option<&Engine>, _: &Progress) -> Flow {
+        if self.drain_counters() == Flow::Stop {
+            return Flow::Stop;
+        }
         self.out.as_mut().map_or(Flow::Continue, Out::flush)
     }
 
     fn end(&mut self, _: Option<&Engine>, _: &Progress, _: &End) {
+        let _ = self.drain_counters();
         if let Some(out) = self.out.as_mut() {
             let _ = out.flush();
         }

@@ -347,6 +347,59 @@ impl CounterSampler {
     }
 }
 
+/// One sample, as the sampler's thread hands it to `live`'s output.
+#[derive(Debug, Clone)]
+pub struct CounterUpdate {
+    /// The record.
+    pub line: CountersLine,
+    /// The kernel view since the first readable sample, for the diagnosis.
+    pub view: Option<KernelView>,
+}
+
+/// Samples every `interval` on a thread of its own (the reads of sysfs
+/// and mountstats never wait in the capture's loop) until `stop` is
+/// requested or the receiver is gone; the first sample is taken at once.
+///
+/// # Errors
+/// When the thread cannot be started.
+pub fn spawn(
+    paths: CounterPaths,
+    interval: std::time::Duration,
+    stop: crate::pipeline::Stop,
+) -> std::io::Result<std::sync::mpsc::Receiver<CounterUpdate>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("live-counters".into())
+        .spawn(move || {
+            let mut s = CounterSampler::new(paths);
+            // Short naps: a stop is seen within 200 ms whatever the interval.
+            let nap = interval.min(std::time::Duration::from_millis(200));
+            while !stop.requested() {
+                let line = s.sample(now_ns());
+                let next = std::time::Instant::now() + interval;
+                if tx
+                    .send(CounterUpdate {
+                        line,
+                        view: s.kernel_view(),
+                    })
+                    .is_err()
+                {
+                    return;
+                }
+                while !stop.requested() && std::time::Instant::now() < next {
+                    std::thread::sleep(nap);
+                }
+            }
+        })?;
+    Ok(rx)
+}
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
 /// The file's first [`MAX_MOUNTSTATS_BYTES`], cut at the last whole line
 /// when it is longer, and whether it was cut.
 fn read_bounded(path: &Path) -> std::io::Result<(String, bool)> {
