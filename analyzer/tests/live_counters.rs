@@ -12,7 +12,7 @@ mod analyze;
 
 use rdma_analyzer::engine::{Config, Finding};
 use rdma_analyzer::output::live::LiveSink;
-use rdma_analyzer::pipeline::{Progress, Sink, Stop};
+use rdma_analyzer::pipeline::{Flow, Progress, Sink, Stop};
 use rdma_analyzer::sources::counters::{spawn, CounterPaths};
 
 fn capture(name: &str) -> PathBuf {
@@ -79,17 +79,17 @@ fn live_diagnosis(dir: &Path, scenario: &str, before: &str, after: &str) -> Stri
     // The first sample (BEFORE) is taken at once; the file then changes.
     while sink.counter_samples == 0 {
         std::thread::sleep(Duration::from_millis(20));
-        sink.tick(None, &progress);
+        assert_eq!(sink.tick(None, &progress), Flow::Continue);
     }
     let (all, engine) = findings(scenario);
     for f in all {
-        sink.finding(f);
+        assert_eq!(sink.finding(f), Flow::Continue);
     }
     std::fs::write(&ms, mountstats(after)).unwrap();
     let taken = sink.counter_samples;
     while sink.counter_samples < taken + 2 {
         std::thread::sleep(Duration::from_millis(50));
-        sink.tick(None, &progress);
+        assert_eq!(sink.tick(None, &progress), Flow::Continue);
     }
     stop.request();
     sink.diagnosis_text(engine.state())
@@ -122,7 +122,7 @@ fn remote_invalidation_is_not_named_and_without_counters_the_causes_are_not_chec
     let mut sink = LiveSink::<Vec<u8>>::counting();
     let (all, engine) = findings("v3-ddp");
     for f in all {
-        sink.finding(f);
+        assert_eq!(sink.finding(f), Flow::Continue);
     }
     let text = sink.diagnosis_text(engine.state());
     assert!(
