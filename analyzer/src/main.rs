@@ -115,10 +115,10 @@ fn process() -> metrics::Process {
     metrics::Process {
         cpu_seconds: sys::cpu_seconds,
         resident_bytes: sys::resident_bytes,
-        // Cached: a scrape must not make the host read files at the
-        // scraper's rate.
-        mountstats: sys::mountstats_cached,
-        device_counters: sys::device_counters_cached,
+        // The live sampler's latest sample, else cached: a scrape must
+        // not make the host read files at the scraper's rate.
+        mountstats: rdma_analyzer::sources::counters::served_mountstats,
+        device_counters: rdma_analyzer::sources::counters::served_device_counters,
     }
 }
 

@@ -193,7 +193,7 @@ pub struct CounterSampler {
     latest: Option<Vec<Mount>>,
     /// The latest sample's device counters (the metrics serve these).
     latest_devices: Vec<DeviceCounter>,
-    /// The latest readable mountstats' text (the metrics serve it).
+    /// The latest sample's mountstats text (the metrics serve it).
     latest_text: Option<String>,
 }
 
@@ -227,11 +227,12 @@ impl CounterSampler {
                         MAX_MOUNTSTATS_BYTES >> 20
                     ));
                 }
-                match mountstats::parse(&text) {
-                    Ok(m) => {
-                        self.latest_text = Some(text);
-                        Some(m)
-                    }
+                let parsed = mountstats::parse(&text);
+                // As read, parsed or not: the metrics say a text that does
+                // not parse as `rdma_nfs_mountstats_readable 0`.
+                self.latest_text = Some(text);
+                match parsed {
+                    Ok(m) => Some(m),
                     Err(e) => {
                         notes.push(format!(
                             "{}: not a mountstats this analyzer reads ({e}); its counters are unknown for this sample",
@@ -242,6 +243,7 @@ impl CounterSampler {
                 }
             }
             Err(e) => {
+                self.latest_text = None;
                 notes.push(format!(
                     "{}: cannot be read ({e}); the NFS client's counters are unknown for this sample (no NFS client here, or give --mountstats-file)",
                     self.paths.mountstats.display()
@@ -336,7 +338,7 @@ impl CounterSampler {
         Some(kernel_view(latest, first))
     }
 
-    /// The latest readable mountstats text.
+    /// The latest sample's mountstats text (`None` when it could not be read).
     pub fn latest_mountstats(&self) -> Option<&str> {
         self.latest_text.as_deref()
     }
@@ -376,6 +378,7 @@ pub fn spawn(
             let nap = interval.min(std::time::Duration::from_millis(200));
             while !stop.requested() {
                 let line = s.sample(now_ns());
+                publish(&s);
                 let next = std::time::Instant::now() + interval;
                 if tx
                     .send(CounterUpdate {
@@ -392,6 +395,42 @@ pub fn spawn(
             }
         })?;
     Ok(rx)
+}
+
+/// The running sampler's latest reading, for the metrics.
+type Published = (Option<String>, Vec<DeviceCounter>);
+
+static PUBLISHED: std::sync::Mutex<Option<Published>> = std::sync::Mutex::new(None);
+
+fn published() -> std::sync::MutexGuard<'static, Option<Published>> {
+    // A poisoned lock only means a reader panicked: the value is whole.
+    PUBLISHED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn publish(s: &CounterSampler) {
+    *published() = Some((
+        s.latest_mountstats().map(String::from),
+        s.latest_devices().to_vec(),
+    ));
+}
+
+/// The mountstats the metrics serve: the running sampler's latest sample
+/// (a scrape reads no file), else a read at most 5 s old.
+pub fn served_mountstats() -> Option<String> {
+    if let Some((text, _)) = published().as_ref() {
+        return text.clone();
+    }
+    crate::sources::sys::mountstats_cached()
+}
+
+/// The device counters the metrics serve, as [`served_mountstats`].
+pub fn served_device_counters() -> Vec<DeviceCounter> {
+    if let Some((_, devices)) = published().as_ref() {
+        return devices.clone();
+    }
+    crate::sources::sys::device_counters_cached()
 }
 
 fn now_ns() -> u64 {

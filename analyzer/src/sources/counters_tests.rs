@@ -185,3 +185,28 @@ fn the_record_is_a_tagged_json_line() {
     assert_eq!(v["devices"][0]["delta"], 0);
     assert!(v["mounts"][0]["transports"][0]["fields"]["port"].is_null());
 }
+
+#[test]
+fn the_metrics_serve_the_running_samplers_latest_sample() {
+    let d = tempfile::tempdir().unwrap();
+    let ms = d.path().join("mountstats");
+    std::fs::write(&ms, LAB).unwrap();
+    set_counter(&d.path().join("sys"), "rcvd_seq_err", 7);
+    let stop = crate::pipeline::Stop::new();
+    let rx = spawn(
+        CounterPaths {
+            mountstats: ms.clone(),
+            sysfs_root: d.path().join("sys"),
+        },
+        std::time::Duration::from_secs(60),
+        stop.clone(),
+    )
+    .unwrap();
+    rx.recv().unwrap();
+    // The files change; a scrape still serves the sample, reading nothing.
+    std::fs::write(&ms, grown(1)).unwrap();
+    assert_eq!(served_mountstats().as_deref(), Some(LAB));
+    let devs = served_device_counters();
+    assert_eq!((devs[0].name.as_str(), devs[0].value), ("rcvd_seq_err", 7));
+    stop.request();
+}
