@@ -202,9 +202,7 @@ fn read_window(
 fn live_counters(
     a: &LiveArgs,
     stop: &rdma_analyzer::pipeline::Stop,
-) -> anyhow::Result<
-    Option<std::sync::mpsc::Receiver<rdma_analyzer::sources::counters::CounterUpdate>>,
-> {
+) -> anyhow::Result<Option<std::sync::mpsc::Receiver<rdma_analyzer::counters::CounterReading>>> {
     use rdma_analyzer::sources::counters::{spawn, CounterPaths};
     if !a.counters_interval.is_finite() || a.counters_interval < 0.0 {
         anyhow::bail!(

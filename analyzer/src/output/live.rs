@@ -8,12 +8,13 @@ use std::io::{self, Write};
 
 use super::clock::{Clock, TimeFormat};
 use super::lines::{anomaly_line, transaction_line};
+use super::live_counters::{CounterSampler, CounterValue, CountersLine};
 use super::out::Out;
 use super::schema::{AnomalyLine, TransactionLine};
+use crate::counters::CounterReading;
 use crate::diagnosis::Diagnosis;
 use crate::engine::{Anomaly, Engine, Finding, State, Transaction};
 use crate::pipeline::{End, Flow, Progress, Sink};
-use crate::sources::counters::{CounterUpdate, CounterValue, CountersLine};
 
 /// Writes a live run's findings as they come, to a file or standard output
 /// (or only counts them, beside the metrics).
@@ -28,7 +29,7 @@ pub struct LiveSink<W: Write> {
     /// The causes in what went by, said when the run ends.
     diagnosis: Diagnosis,
     /// The counter sampler's samples (`--counters-interval`).
-    counters: Option<std::sync::mpsc::Receiver<CounterUpdate>>,
+    counters: Option<(std::sync::mpsc::Receiver<CounterReading>, CounterSampler)>,
     /// Counter records taken.
     pub counter_samples: u64,
 }
@@ -64,22 +65,23 @@ impl<W: Write> LiveSink<W> {
     /// Takes the counter sampler's samples: each becomes a record and its
     /// kernel view the diagnosis's (the causes only the kernel sees are
     /// checked from the first readable mountstats on).
-    pub fn with_counters(mut self, rx: std::sync::mpsc::Receiver<CounterUpdate>) -> Self {
-        self.counters = Some(rx);
+    pub fn with_counters(mut self, rx: std::sync::mpsc::Receiver<CounterReading>) -> Self {
+        self.counters = Some((rx, CounterSampler::default()));
         self
     }
 
     fn drain_counters(&mut self) -> Flow {
-        let Some(rx) = &self.counters else {
+        let Some((rx, sampler)) = self.counters.as_mut() else {
             return Flow::Continue;
         };
-        let updates: Vec<CounterUpdate> = rx.try_iter().collect();
-        for u in updates {
+        // Parsed here, once per sample, not per frame.
+        let lines: Vec<CountersLine> = rx.try_iter().map(|r| sampler.sample(&r)).collect();
+        if let Some(v) = sampler.kernel_view() {
+            self.diagnosis.set_kernel(v);
+        }
+        for line in lines {
             self.counter_samples += 1;
-            if let Some(v) = u.view {
-                self.diagnosis.set_kernel(v);
-            }
-            if self.counter_line(&u.line) == Flow::Stop {
+            if self.counter_line(&line) == Flow::Stop {
                 return Flow::Stop;
             }
         }
