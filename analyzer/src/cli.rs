@@ -170,6 +170,20 @@ fn parse_memory(s: &str) -> Result<usize, String> {
     Ok(n)
 }
 
+/// `--counters-interval`: seconds, 0 (off) or at least 0.1 (below, the
+/// sampler would spend more on sysfs than the wire costs).
+fn parse_interval(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if !v.is_finite() || v < 0.0 || (v > 0.0 && v < 0.1) {
+        return Err(format!(
+            "{s:?}: give 0 (the sampler off) or at least 0.1 seconds"
+        ));
+    }
+    Ok(v)
+}
+
 impl EngineArgs {
     /// The engine's configuration.
     pub fn config(&self) -> Config {
@@ -369,8 +383,8 @@ pub struct LiveArgs {
     /// Text output even on a terminal (the TUI is the default there).
     #[arg(long)]
     pub no_tui: bool,
-    /// Read the NFS client's counters (/proc/self/mountstats, RDMA mounts) and the RDMA devices' (sysfs hw_counters and counters) every SECONDS: `counters` records in --json-out (totals, deltas since the last sample and since start), and the diagnosis checks no_remote_invalidation and mr_exhaustion from the growth since the first sample. 0 turns it off.
-    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
+    /// Read the NFS client's counters (/proc/self/mountstats, RDMA mounts) and the RDMA devices' (sysfs hw_counters and counters) every SECONDS: `counters` records in --json-out (totals, deltas since the last sample and since start), and the diagnosis checks no_remote_invalidation and mr_exhaustion from the growth since the first sample (headless; the TUI does not show them yet). 0 turns it off.
+    #[arg(long, value_name = "SECONDS", default_value_t = 5.0, value_parser = parse_interval)]
     pub counters_interval: f64,
     /// The mountstats the counter sampler reads (default /proc/self/mountstats).
     #[arg(long, value_name = "FILE")]

@@ -76,7 +76,9 @@ impl<W: Write> LiveSink<W> {
         };
         // Parsed here, once per sample, not per frame.
         let lines: Vec<CountersLine> = rx.try_iter().map(|r| sampler.sample(&r)).collect();
-        if let Some(v) = sampler.kernel_view() {
+        // A host with no NFS-over-RDMA mount (a server, a capture box)
+        // has no client kernel view to give: "not given", as in `report`.
+        if let Some(v) = sampler.kernel_view().filter(|v| !v.mounts.is_empty()) {
             self.diagnosis.set_kernel(v);
         }
         for line in lines {
