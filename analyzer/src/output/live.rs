@@ -115,7 +115,11 @@ impl<W: Write> LiveSink<W> {
             .chain(l.devices.iter().map(|d| &d.value))
             .filter(|v| v.reset)
             .count();
-        let sends = grown(&sends).map_or("unknown".to_string(), |d| format!("+{d}"));
+        let sends = match grown(&sends) {
+            Some(d) => format!("+{d}"),
+            // The first sample, or a reset: the totals, not a growth.
+            None => format!("{} in all", sends.iter().map(|v| v.total).sum::<u64>()),
+        };
         let flow = out.text_line(format_args!(
             "{at} counters: {} RDMA mount(s), {transports} transport(s), sends {sends}, {} device counter(s){}",
             l.mounts.len(),
