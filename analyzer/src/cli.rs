@@ -176,6 +176,20 @@ fn parse_memory(s: &str) -> Result<usize, String> {
     Ok(n)
 }
 
+/// `--counters-interval`: seconds, 0 (off) or at least 0.1 (below, the
+/// sampler would spend more on sysfs than the wire costs).
+fn parse_interval(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if !v.is_finite() || v < 0.0 || (v > 0.0 && v < 0.1) {
+        return Err(format!(
+            "{s:?}: give 0 (the sampler off) or at least 0.1 seconds"
+        ));
+    }
+    Ok(v)
+}
+
 impl EngineArgs {
     /// The engine's configuration.
     pub fn config(&self) -> Config {
@@ -399,6 +413,15 @@ pub struct LiveArgs {
     /// Text output even on a terminal (the TUI is the default there).
     #[arg(long)]
     pub no_tui: bool,
+    /// Read the NFS client's counters (/proc/self/mountstats, RDMA mounts) and the RDMA devices' (sysfs hw_counters and counters) every SECONDS: `counters` records in --json-out (totals, deltas since the last sample and since start), and the diagnosis checks no_remote_invalidation and mr_exhaustion from the growth since the first sample (headless; the TUI does not show them yet). 0 turns it off.
+    #[arg(long, value_name = "SECONDS", default_value_t = 5.0, value_parser = parse_interval)]
+    pub counters_interval: f64,
+    /// The mountstats the counter sampler reads (default /proc/self/mountstats).
+    #[arg(long, value_name = "FILE")]
+    pub mountstats_file: Option<PathBuf>,
+    /// The sysfs directory of the RDMA devices the counter sampler reads, laid out as /sys/class/infiniband (DEV/ports/N/hw_counters/NAME).
+    #[arg(long, value_name = "DIR")]
+    pub sysfs_root: Option<PathBuf>,
     /// The run's memory.
     #[command(flatten)]
     pub memory: MemoryArgs,

@@ -19,3 +19,21 @@ pub struct ExporterStats {
     /// `accept` calls that failed (out of descriptors, say).
     pub accept_errors: u64,
 }
+
+/// One read of the kernel's counters by `live`'s counter sampler: raw, so
+/// `sources` (which reads) and `output` (which tracks the deltas and
+/// writes the records) both name it without an arrow between the two.
+#[derive(Debug, Clone)]
+pub struct CounterReading {
+    /// When it was read, ns since the epoch.
+    pub at_ns: u64,
+    /// The mountstats file read (for the notes).
+    pub mountstats_path: String,
+    /// Its text, or why it could not be read.
+    pub mountstats: Result<String, String>,
+    /// The text is the file's first bytes only (the file was larger than
+    /// the bound, which is given).
+    pub cut_at: Option<usize>,
+    /// The devices' counters (sysfs).
+    pub devices: Vec<crate::engine::device_counters::DeviceCounter>,
+}

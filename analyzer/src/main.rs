@@ -140,10 +140,10 @@ fn process() -> metrics::Process {
     metrics::Process {
         cpu_seconds: sys::cpu_seconds,
         resident_bytes: sys::resident_bytes,
-        // Cached: a scrape must not make the host read files at the
-        // scraper's rate.
-        mountstats: sys::mountstats_cached,
-        device_counters: sys::device_counters_cached,
+        // The live sampler's latest sample, else cached: a scrape must
+        // not make the host read files at the scraper's rate.
+        mountstats: rdma_analyzer::sources::counters::served_mountstats,
+        device_counters: rdma_analyzer::sources::counters::served_device_counters,
     }
 }
 
@@ -221,6 +221,28 @@ fn read_window(
         None => Vec::new(),
     };
     Ok((after, before))
+}
+
+/// `live`'s counter sampler, unless `--counters-interval 0`.
+fn live_counters(
+    a: &LiveArgs,
+    stop: &rdma_analyzer::pipeline::Stop,
+) -> anyhow::Result<Option<std::sync::mpsc::Receiver<rdma_analyzer::counters::CounterReading>>> {
+    use rdma_analyzer::sources::counters::{spawn, CounterPaths};
+    // The CLI has refused anything but 0 and 0.1 s or more.
+    if a.counters_interval == 0.0 {
+        return Ok(None);
+    }
+    let mut paths = CounterPaths::default();
+    if let Some(p) = &a.mountstats_file {
+        paths.mountstats = p.clone();
+    }
+    if let Some(p) = &a.sysfs_root {
+        paths.sysfs_root = p.clone();
+    }
+    let every = Duration::from_secs_f64(a.counters_interval);
+    let rx = spawn(paths, every, stop.clone()).context("live: starting the counter sampler")?;
+    Ok(Some(rx))
 }
 
 /// The kernel's counters against a capture of the same window.
@@ -726,6 +748,9 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
     };
     // Checked in `run`.
     let mut sink = sink.with_filter(rdma_analyzer::cli::parse_filter(a.filter.as_deref())?);
+    if let Some(rx) = live_counters(a, &stop)? {
+        sink = sink.with_counters(rx);
+    }
     let mut sinks: Vec<&mut dyn Sink> = metrics
         .iter_mut()
         .map(|(m, _)| m as &mut dyn Sink)

@@ -9,8 +9,10 @@ use std::io::{self, Write};
 use super::clock::{Clock, TimeFormat};
 use super::filter::{Field, Filter, Join};
 use super::lines::{anomaly_line, transaction_line};
+use super::live_counters::{CounterSampler, CounterValue, CountersLine};
 use super::out::Out;
 use super::schema::{AnomalyLine, DiagnosisLine, TransactionLine};
+use crate::counters::CounterReading;
 use crate::diagnosis::{Diagnosis, Window};
 use crate::engine::{Anomaly, Engine, Finding, Frame, State, Transaction};
 use crate::pipeline::{End, Flow, Progress, Sink};
@@ -36,6 +38,10 @@ pub struct LiveSink<W: Write> {
     window: Option<Window>,
     /// The interval the last `diagnosis` line was written in.
     written_interval: Option<u64>,
+    /// The counter sampler's samples (`--counters-interval`).
+    counters: Option<(std::sync::mpsc::Receiver<CounterReading>, CounterSampler)>,
+    /// Counter records taken.
+    pub counter_samples: u64,
 }
 
 impl<W: Write> LiveSink<W> {
@@ -51,6 +57,8 @@ impl<W: Write> LiveSink<W> {
             join: Join::default(),
             window: None,
             written_interval: None,
+            counters: None,
+            counter_samples: 0,
         }
     }
 
@@ -77,6 +85,8 @@ impl<W: Write> LiveSink<W> {
             join: Join::default(),
             window: None,
             written_interval: None,
+            counters: None,
+            counter_samples: 0,
         }
     }
 
@@ -84,6 +94,84 @@ impl<W: Write> LiveSink<W> {
     pub fn with_filter(mut self, filter: Filter) -> Self {
         self.filter = filter;
         self
+    }
+
+    /// Takes the counter sampler's samples: each becomes a record and its
+    /// kernel view the diagnosis's (the causes only the kernel sees are
+    /// checked from the first readable mountstats on).
+    pub fn with_counters(mut self, rx: std::sync::mpsc::Receiver<CounterReading>) -> Self {
+        self.counters = Some((rx, CounterSampler::default()));
+        self
+    }
+
+    fn drain_counters(&mut self) -> Flow {
+        let Some((rx, sampler)) = self.counters.as_mut() else {
+            return Flow::Continue;
+        };
+        // Parsed here, once per sample, not per frame.
+        let lines: Vec<CountersLine> = rx.try_iter().map(|r| sampler.sample(&r)).collect();
+        // A host with no NFS-over-RDMA mount (a server, a capture box)
+        // has no client kernel view to give: "not given", as in `report`.
+        if let Some(v) = sampler.kernel_view().filter(|v| !v.mounts.is_empty()) {
+            self.diagnosis.set_kernel(v);
+        }
+        for line in lines {
+            self.counter_samples += 1;
+            if self.counter_line(&line) == Flow::Stop {
+                return Flow::Stop;
+            }
+        }
+        Flow::Continue
+    }
+
+    fn counter_line(&mut self, l: &CountersLine) -> Flow {
+        let Some(out) = self.out.as_mut() else {
+            return Flow::Continue;
+        };
+        if self.json_lines {
+            return out.json_line(l);
+        }
+        let at = Clock::new(TimeFormat::Utc).at(Some(l.at_ns));
+        let transports: usize = l.mounts.iter().map(|m| m.transports.len()).sum();
+        let grown =
+            |c: &[CounterValue]| -> Option<u64> { c.iter().map(|v| v.delta).sum::<Option<u64>>() };
+        let sends: Vec<CounterValue> = l
+            .mounts
+            .iter()
+            .flat_map(|m| &m.transports)
+            .filter_map(|t| t.fields.get("sends").copied())
+            .collect();
+        let resets = l
+            .mounts
+            .iter()
+            .flat_map(|m| &m.transports)
+            .flat_map(|t| t.fields.values())
+            .chain(l.devices.iter().map(|d| &d.value))
+            .filter(|v| v.reset)
+            .count();
+        let sends = match grown(&sends) {
+            Some(d) => format!("+{d}"),
+            // The first sample, or a reset: the totals, not a growth.
+            None => format!("{} in all", sends.iter().map(|v| v.total).sum::<u64>()),
+        };
+        let flow = out.text_line(format_args!(
+            "{at} counters: {} RDMA mount(s), {transports} transport(s), sends {sends}, {} device counter(s){}",
+            l.mounts.len(),
+            l.devices.len(),
+            if resets > 0 {
+                format!(", {resets} reset (went backwards: a remount or a module reload)")
+            } else {
+                String::new()
+            }
+        ));
+        for n in &l.notes {
+            if out.text_line(format_args!("{at} counters: {}", super::escape::escape(n)))
+                == Flow::Stop
+            {
+                return Flow::Stop;
+            }
+        }
+        flow
     }
 
     /// The diagnosis of the run so far, as `report` prints it.
@@ -202,6 +290,9 @@ impl<W: Write> Sink for LiveSink<W> {
 
     /// Live lines reach a file or a pipe within a tick, not when a buffer fills.
     fn tick(&mut self, engine: Option<&Engine>, _: &Progress) -> Flow {
+        if self.drain_counters() == Flow::Stop {
+            return Flow::Stop;
+        }
         if let Some(e) = engine {
             if self.window_line(e.state(), false) == Flow::Stop {
                 return Flow::Stop;
@@ -211,6 +302,7 @@ impl<W: Write> Sink for LiveSink<W> {
     }
 
     fn end(&mut self, engine: Option<&Engine>, _: &Progress, _: &End) {
+        let _ = self.drain_counters();
         let mut decided = Vec::new();
         self.join
             .finish(&self.filter, &mut |f, pass| decided.push((f, pass)));

@@ -16,6 +16,7 @@ pub mod frames;
 pub mod kernel_counters;
 pub mod lines;
 pub mod live;
+pub mod live_counters;
 pub mod metrics;
 pub mod mountstats_metrics;
 pub mod not_decoded;

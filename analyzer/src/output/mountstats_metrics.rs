@@ -36,7 +36,7 @@ pub fn encode(enc: &mut DescriptorEncoder<'_>, text: Option<&str>) -> fmt::Resul
     let readable = i64::from(matches!(parsed, Some(Ok(_))));
     let m = enc.encode_descriptor(
         "rdma_nfs_mountstats_readable",
-        "Whether /proc/self/mountstats was read and parsed at its latest read, at most 5 s before this scrape (0: no NFS client here, or a format this analyzer does not know)",
+        "Whether /proc/self/mountstats was read and parsed at its latest read (live: the counter sampler's, every --counters-interval; otherwise at most 5 s before this scrape) (0: no NFS client here, or a format this analyzer does not know)",
         None,
         MetricType::Gauge,
     )?;

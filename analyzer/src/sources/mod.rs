@@ -3,6 +3,7 @@
 //! [`Source`](crate::pipeline::Source).
 
 pub mod capture;
+pub mod counters;
 pub mod ebpf;
 pub mod live;
 pub mod pcap;

@@ -166,7 +166,21 @@ fn scope(m: &Model) -> String {
 
 fn draw_none(f: &mut Frame<'_>, area: Rect, m: &Model) {
     let first = if m.window.is_some() && m.diagnosis.operations() > 0 {
-        "no cause in the window".to_string()
+        format!(
+            "no cause in the window (looked at {} RPC{} on {} connection{} so far)",
+            m.diagnosis.operations(),
+            if m.diagnosis.operations() == 1 {
+                ""
+            } else {
+                "s"
+            },
+            m.state.connections.len(),
+            if m.state.connections.len() == 1 {
+                ""
+            } else {
+                "s"
+            },
+        )
     } else {
         no_cause(m)
     };
