@@ -151,10 +151,10 @@ fn in_tui() {
     sleep(Duration::from_millis(300));
     inject(&capture(SCENARIO));
     let n = expected().len();
-    // live starts on the diagnosis over its window, which grows with the
-    // engine's state: the clean scenario names no cause, over every RPC it saw.
+    // live starts on the diagnosis, which grows with the engine's state:
+    // the clean scenario names no cause, over every RPC it saw.
     let p = t.wait_for(&format!(
-        "no cause in the window (looked at {n} RPCs on 1 connection so far)"
+        "no cause found so far — looked at {n} RPCs on 1 connection"
     ));
     assert!(p.contains("client 10.99.0.2"), "no client timeline:\n{p}");
     t.send(&["1"]);

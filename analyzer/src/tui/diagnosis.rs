@@ -165,7 +165,9 @@ fn scope(m: &Model) -> String {
 }
 
 fn draw_none(f: &mut Frame<'_>, area: Rect, m: &Model) {
-    let first = if m.window.is_some() && m.diagnosis.operations() > 0 {
+    // With none since the start either, the run's sentence is true of the
+    // window too, and says what was looked at.
+    let first = if m.window.is_some() && m.run_causes > 0 {
         format!(
             "no cause in the window (looked at {} RPC{} on {} connection{} so far)",
             m.diagnosis.operations(),
