@@ -961,15 +961,16 @@ fn dataset_had(a: &ExportArgs, dataset: &Dataset) -> bool {
     a.replace && !dataset.existing().is_empty()
 }
 
-#[cfg(feature = "export")]
-/// One capture into the dataset: the findings, and with `--frames` every
-/// frame, in one run over the capture. Returns the rows written and where
-/// the capture is damaged, if it is.
 /// `1 connection`, `2 connections` (issue 24: no "1 credits").
+#[cfg(feature = "export")]
 fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// One capture into the dataset: the findings, and with `--frames` every
+/// frame, in one run over the capture. Returns the rows written and where
+/// the capture is damaged, if it is.
+#[cfg(feature = "export")]
 fn export_one(
     a: &ExportArgs,
     dataset: &Dataset,
