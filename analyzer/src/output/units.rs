@@ -27,7 +27,7 @@ pub fn bytes(n: u64) -> String {
     format!("{one} {}", UNITS[i])
 }
 
-/// [`bytes`], and the exact count when the scaled value is rounded:
+/// [`bytes()`], and the exact count when the scaled value is rounded:
 /// `1.5 MiB` (exactly), `3.8 MiB = 3966544 B`.
 pub fn bytes_exact(n: u64) -> String {
     let (_, i) = scaled(n);
