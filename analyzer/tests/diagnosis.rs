@@ -382,6 +382,8 @@ fn each_lab_scenario_gives_its_induced_cause_first() {
     // timer: a retry the NAK explains, not a loss (no network_loss at all).
     let rnr = report_json(&dir.join("diag-rnr.pcap"));
     assert_eq!(causes(&rnr), ["rnr_retry"], "{:#}", rnr["diagnosis"]);
+    // The oversized Sends were the client's calls: the client is to fix.
+    assert_eq!(first("diag-overrun")["peer"], "client");
     // The NAKs came from the peer (the client side) that posted late.
     assert_eq!(rnr["diagnosis"][0]["peer"], "client");
 }

@@ -345,6 +345,10 @@ pub struct Diagnosis {
     chunked: Tally,
     largest_chunked: u64,
     overrun: Tally,
+    /// Of those oversized Sends, how many the client sent (calls that
+    /// should have been Long Calls) and how many the server (replies that
+    /// should have gone in the reply chunk): the sender is the peer to fix.
+    overrun_by: (u64, u64),
     rdma_error: Tally,
     /// RDMA_ERROR findings: a reply matched to its call is also a
     /// transaction in `rdma_error`, so the larger count is the number.
@@ -602,7 +606,14 @@ impl Diagnosis {
             Kind::Retransmission => &mut self.retransmitted,
             Kind::Nak if a.message.contains("RNR") => &mut self.rnr,
             Kind::Nak if a.message.contains("PSN sequence error") => &mut self.psn_naks,
-            Kind::InlineThresholdExceeded => &mut self.overrun,
+            Kind::InlineThresholdExceeded => {
+                if a.message.contains("a Long Call") {
+                    self.overrun_by.0 += 1;
+                } else if a.message.contains("Long Reply") {
+                    self.overrun_by.1 += 1;
+                }
+                &mut self.overrun
+            }
             Kind::ErrChunk | Kind::ErrVers => {
                 self.rdma_error_found += 1;
                 &mut self.rdma_error
@@ -649,6 +660,11 @@ impl Diagnosis {
         self.loss_ex.merge(&o.loss_ex);
         self.psn_naks.merge(&o.psn_naks);
         self.rnr.merge(&o.rnr);
+        for s in &o.rnr_senders {
+            if self.rnr_senders.len() < EXAMPLES && !self.rnr_senders.contains(s) {
+                self.rnr_senders.push(s.clone());
+            }
+        }
         for (id, u) in &o.unanswered {
             let mine = self.unanswered.entry(*id).or_default();
             mine.count += u.count;
@@ -658,6 +674,8 @@ impl Diagnosis {
         self.chunked.merge(&o.chunked);
         self.largest_chunked = self.largest_chunked.max(o.largest_chunked);
         self.overrun.merge(&o.overrun);
+        self.overrun_by.0 += o.overrun_by.0;
+        self.overrun_by.1 += o.overrun_by.1;
         self.rdma_error.merge(&o.rdma_error);
         self.rdma_error_found += o.rdma_error_found;
         for (status, t) in &o.rpc_errors {

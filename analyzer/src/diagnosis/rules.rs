@@ -48,7 +48,11 @@ pub(super) fn all(d: &Diagnosis, state: &State) -> Vec<Cause> {
         d,
         &d.overrun,
         CauseName::ReceiveBufferOverrun,
-        Peer::Unknown,
+        match d.overrun_by {
+            (c, 0) if c > 0 => Peer::Client,
+            (0, s) if s > 0 => Peer::Server,
+            _ => Peer::Unknown,
+        },
         start,
         "Sends larger than the receiver's negotiated inline size",
         "the sender broke RFC 8166 3.3.2 / RFC 8797 4.2: a Send may not exceed the receive size its peer advertised (the peer's receive fails with a local length error and the connection is lost). Fix the sender's inline threshold (Linux client: /proc/sys/sunrpc/rdma_max_inline_write; server: it must honour the client's RFC 8797 receive size)",
