@@ -87,15 +87,20 @@ pub(super) fn impact(
     let share_of_time = time_ns
         .filter(|_| of_ns > 0)
         .map(|t| (t as f64 / of_ns as f64).min(1.0));
+    // Calls that got no RPC reply (an RDMA_ERROR instead, a Send the
+    // server could not receive) are not among the answered operations:
+    // the RPCs are at least those affected, so a capture where every call
+    // failed scores 100%, not 0.
+    let total = rpcs.map_or(d.ops, |n| d.ops.max(n));
     let share_of_rpcs = rpcs
-        .filter(|_| d.ops > 0)
-        .map(|n| (n as f64 / d.ops as f64).min(1.0));
+        .filter(|_| total > 0)
+        .map(|n| (n as f64 / total as f64).min(1.0));
     Impact {
         measured,
         time_ms: time_ns.map(|t| t as f64 / 1e6),
         share_of_time,
         rpcs_affected: rpcs,
-        rpcs_total: d.ops,
+        rpcs_total: total,
         score: share_of_time
             .unwrap_or(0.0)
             .max(share_of_rpcs.unwrap_or(0.0)),
