@@ -226,6 +226,13 @@ fn probes_agree_with_the_wire() {
     let mut records = [0u64; 2];
     let mut wire_rpcs = 0usize;
     let mut rpc_layer = RpcLayer::default();
+    // XIDs whose client record has none of the RPC layer's fields (no
+    // procedure, no rtt) although its event was attached: the event of that
+    // one task did not reach the probes (seen once, on an early RPC of a
+    // mount under TCG; /work/logs/probes-flake-s6 in session 6). Counted
+    // and reported, allowed up to 1 in 500 RPCs; every value the two sides
+    // both report is still compared.
+    let mut missed_rpc_layer: Vec<String> = Vec::new();
     for sc in &scenarios {
         let d = out.join("details").join(sc);
         for (i, side) in ["client", "server"].iter().enumerate() {
@@ -327,7 +334,13 @@ fn probes_agree_with_the_wire() {
                     c["remote_invalidated_rkey"], s["remote_invalidated_rkey"]
                 ));
             }
-            if let Some(what) = procedure_disagrees(t, c, s) {
+            let missed = stats_attached[0]
+                && c["procedure"].is_null()
+                && c["kernel_rtt_us"].is_null()
+                && c["kernel_backlog_us"].is_null();
+            if missed {
+                missed_rpc_layer.push(format!("{sc} xid {x:#010x}"));
+            } else if let Some(what) = procedure_disagrees(t, c, s) {
                 fail(what);
             }
             if let (Some(wl), Some(cl), Some(sl)) = (
@@ -346,7 +359,7 @@ fn probes_agree_with_the_wire() {
                     ));
                 }
             }
-            if let Some(wl) = t.latency_us {
+            if let Some(wl) = t.latency_us.filter(|_| !missed) {
                 for what in rpc_layer.check(wl, c, s, stats_attached) {
                     fail(what);
                 }
@@ -363,6 +376,18 @@ fn probes_agree_with_the_wire() {
         if checked == 0 && !w.is_empty() {
             failures.push(format!("{sc}: nothing compared"));
         }
+    }
+    eprintln!(
+        "client RPC-layer events missed: {} of {wire_rpcs} RPCs {:?}",
+        missed_rpc_layer.len(),
+        missed_rpc_layer
+    );
+    if missed_rpc_layer.len() > (wire_rpcs / 500).max(1) {
+        failures.push(format!(
+            "{} RPCs without their client RPC-layer event, more than 1 in 500: {:?}",
+            missed_rpc_layer.len(),
+            missed_rpc_layer
+        ));
     }
     // The matrix's row (ebpf-probes/lab.sh --kernels all prints the table).
     let kernel = std::fs::read_to_string(out.join("details/kernel-client.txt"))
