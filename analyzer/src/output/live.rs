@@ -47,19 +47,7 @@ pub struct LiveSink<W: Write> {
 impl<W: Write> LiveSink<W> {
     /// A sink writing JSON Lines (or text when not `json_lines`) to `out`.
     pub fn new(out: W, json_lines: bool) -> Self {
-        LiveSink {
-            out: Some(Out::new(out)),
-            json_lines,
-            transactions: 0,
-            anomalies: 0,
-            diagnosis: Diagnosis::default(),
-            filter: Filter::All,
-            join: Join::default(),
-            window: None,
-            written_interval: None,
-            counters: None,
-            counter_samples: 0,
-        }
+        Self::with_out(Some(Out::new(out)), json_lines)
     }
 
     /// With JSON Lines, also writes the diagnosis over a sliding window
@@ -75,9 +63,15 @@ impl<W: Write> LiveSink<W> {
     /// A sink that writes nothing and counts (`live --no-tui --metrics`
     /// without `--json-out`: the metrics are the output).
     pub fn counting() -> Self {
+        Self::with_out(None, false)
+    }
+
+    /// The sink's one constructor: nothing counted yet, no filter, window
+    /// or counters until the `with_*` methods add them.
+    fn with_out(out: Option<Out<W>>, json_lines: bool) -> Self {
         LiveSink {
-            out: None,
-            json_lines: false,
+            out,
+            json_lines,
             transactions: 0,
             anomalies: 0,
             diagnosis: Diagnosis::default(),

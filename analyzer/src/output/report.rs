@@ -54,7 +54,7 @@ struct KindAgg {
 }
 
 /// `1 connection`, `2 connections`.
-fn count(n: u64, what: &str) -> String {
+pub(crate) fn count(n: u64, what: &str) -> String {
     if n == 1 {
         format!("1 {what}")
     } else {

@@ -32,36 +32,30 @@ use super::model::Model;
 use super::state::{Action, Screen, UiState};
 use super::widgets::{block, header_style, selected_style};
 use crate::diagnosis::Cause;
+use crate::output::report::count;
+
+/// What the diagnosis has judged so far: `N RPCs on M connections`.
+fn looked_at(m: &Model) -> String {
+    format!(
+        "{} on {}",
+        count(m.diagnosis.operations(), "RPC"),
+        count(m.state.connections.len() as u64, "connection")
+    )
+}
 
 /// The line that says the diagnosis named nothing, and over what.
 pub fn no_cause(m: &Model) -> String {
     if m.diagnosis.operations() == 0 {
         return format!(
-            "nothing to judge{} — no RPC-over-RDMA call on {} connection{}",
+            "nothing to judge{} — no RPC-over-RDMA call on {}",
             if m.done { "" } else { " yet" },
-            m.state.connections.len(),
-            if m.state.connections.len() == 1 {
-                ""
-            } else {
-                "s"
-            },
+            count(m.state.connections.len() as u64, "connection"),
         );
     }
     format!(
-        "no cause found{} — looked at {} RPC{} on {} connection{}",
+        "no cause found{} — looked at {}",
         if m.done { "" } else { " so far" },
-        m.diagnosis.operations(),
-        if m.diagnosis.operations() == 1 {
-            ""
-        } else {
-            "s"
-        },
-        m.state.connections.len(),
-        if m.state.connections.len() == 1 {
-            ""
-        } else {
-            "s"
-        },
+        looked_at(m)
     )
 }
 
@@ -168,21 +162,7 @@ fn draw_none(f: &mut Frame<'_>, area: Rect, m: &Model) {
     // With none since the start either, the run's sentence is true of the
     // window too, and says what was looked at.
     let first = if m.window.is_some() && m.run_causes > 0 {
-        format!(
-            "no cause in the window (looked at {} RPC{} on {} connection{} so far)",
-            m.diagnosis.operations(),
-            if m.diagnosis.operations() == 1 {
-                ""
-            } else {
-                "s"
-            },
-            m.state.connections.len(),
-            if m.state.connections.len() == 1 {
-                ""
-            } else {
-                "s"
-            },
-        )
+        format!("no cause in the window (looked at {} so far)", looked_at(m))
     } else {
         no_cause(m)
     };
