@@ -18,7 +18,7 @@ fn capture(name: &str) -> PathBuf {
 }
 
 /// The engine's findings and final state on a bundled capture.
-fn findings(name: &str) -> (Vec<Finding>, State) {
+pub(super) fn findings(name: &str) -> (Vec<Finding>, State) {
     let config = Config::default();
     let mut source = capture_source(&capture(name), &config.stack);
     let mut engine = Engine::new(config);

@@ -123,22 +123,7 @@ fn the_window_does_not_grow_with_the_transactions() {
     // parallel.pcap's findings again and again, 10 s apart, for 3 hours:
     // the window holds at most BUCKETS + 1 intervals, and their tables and
     // lists stop growing once a window's worth has been seen.
-    let out: Vec<Finding> = {
-        let config = Config::default();
-        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../captures/parallel.pcap");
-        let mut source = capture_source(&path, &config.stack);
-        let mut engine = Engine::new(config);
-        let mut out = Vec::new();
-        while source
-            .pump(&mut |ev| {
-                engine.handle(ev, &mut out);
-                Flow::Continue
-            })
-            .is_none()
-        {}
-        engine.finish(&mut |f| out.push(f));
-        out
-    };
+    let out: Vec<Finding> = crate::diagnosis::tests::findings("parallel.pcap").0;
     let txns = out
         .iter()
         .filter(|f| matches!(f, Finding::Transaction(_)))
