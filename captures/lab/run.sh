@@ -154,7 +154,12 @@ mkdir -p "$share/peer"; cp "$here"/peer/*.py "$share/peer/"
 
 qemu_pids=()
 cleanup() {
-    local p
+    local p f
+    # The recorded pids are the background subshells around `timeout`;
+    # killing them leaves QEMU running, so QEMU's own pid files are read too.
+    for f in "$work"/qemu-*.pid; do
+        [ -f "$f" ] && qemu_pids+=("$(cat "$f")")
+    done
     for p in "${qemu_pids[@]}"; do
         if kill -0 "$p" 2>/dev/null; then log "stopping QEMU pid $p"; kill "$p" 2>/dev/null || true; fi
     done
@@ -196,7 +201,7 @@ root_image=$cache/rootfs.img
 qemu_cmd() {
     local role=$1 acc=$2 netdev=$3 serial=$4 mac=$5
     echo qemu-system-x86_64 -name "rdma-lab-$role" -accel "$acc" -smp 1 -m "$MEM_MB" \
-        -display none -monitor none -no-reboot -serial "file:$serial" \
+        -display none -monitor none -no-reboot -serial "file:$serial" -pidfile "$work/qemu-$role.pid" \
         -kernel "$kernel_image" -initrd "$initrd_image" \
         -append "\"root=/dev/vda rw console=ttyS0 net.ifnames=0 mitigations=off lab.role=$role lab.timeout=$GUEST_WATCHDOG\"" \
         -drive "file=$root_image,if=virtio,format=raw,snapshot=on" \
