@@ -227,7 +227,16 @@ pub struct CounterSampler {
     first: Option<Vec<Mount>>,
     /// The latest readable one.
     latest: Option<Vec<Mount>>,
+    /// Readable samples kept to bound a window's kernel view, oldest
+    /// first, thinned to one per [`HISTORY_SPACING`]th of `keep_ns`.
+    history: std::collections::VecDeque<(u64, Vec<Mount>)>,
+    /// How far back `history` reaches (0: not kept).
+    keep_ns: u64,
 }
+
+/// A window's kernel view is bounded by a sample at most this fraction of
+/// its width before its start: the history holds about this many samples.
+const HISTORY_SPACING: u64 = 32;
 
 impl CounterSampler {
     /// Takes one reading and gives its record.
@@ -250,6 +259,7 @@ impl CounterSampler {
         let readable = parsed.is_some();
         if let Some(all) = parsed {
             self.first.get_or_insert_with(|| all.clone());
+            self.remember(r.at_ns, &all);
             self.latest = Some(all);
         }
         let devices = r
@@ -377,6 +387,52 @@ impl CounterSampler {
             execute_ms: track("execute_ms", o.execute_ms),
             errors: o.errors.map(|e| track("errors", e)),
         }
+    }
+
+    /// Keeps the samples a window `width_ns` wide needs for
+    /// [`CounterSampler::kernel_view_since`].
+    #[must_use]
+    pub fn keeping(mut self, width_ns: u64) -> Self {
+        self.keep_ns = width_ns;
+        self
+    }
+
+    fn remember(&mut self, at_ns: u64, all: &[Mount]) {
+        if self.keep_ns == 0 {
+            return;
+        }
+        let spacing = self.keep_ns / HISTORY_SPACING;
+        if self
+            .history
+            .back()
+            .is_some_and(|(t, _)| at_ns < t.saturating_add(spacing))
+        {
+            return;
+        }
+        self.history.push_back((at_ns, all.to_vec()));
+        // The oldest is dropped once the next one alone reaches back a
+        // whole width: a window's start always has a sample at or before it.
+        let from = at_ns.saturating_sub(self.keep_ns);
+        while self.history.get(1).is_some_and(|(t, _)| *t <= from) {
+            self.history.pop_front();
+        }
+    }
+
+    /// The kernel view since `from_ns` (a window's start, ns since the
+    /// epoch): the latest sample less the last one taken at or before
+    /// `from_ns`, or the first kept when none was (the sampler started
+    /// inside the window). `None` before any mountstats was read.
+    pub fn kernel_view_since(&self, from_ns: u64) -> Option<KernelView> {
+        let latest = self.latest.as_ref()?;
+        let before = self
+            .history
+            .iter()
+            .rev()
+            .find(|(t, _)| *t <= from_ns)
+            .or_else(|| self.history.front())
+            .map(|(_, m)| m)
+            .or(self.first.as_ref())?;
+        Some(kernel_view(latest, before))
     }
 
     /// The kernel view since the first readable sample (as
