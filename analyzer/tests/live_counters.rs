@@ -427,3 +427,38 @@ fn the_metrics_serve_the_running_samplers_latest_sample() {
     assert_eq!((devs[0].name.as_str(), devs[0].value), ("rcvd_seq_err", 7));
     stop.request();
 }
+
+/// A window's kernel view: the latest sample less the last one taken at or
+/// before the window's start, so a diagnosis over the last minutes judges
+/// the kernel's growth over those minutes, not since the run began.
+#[test]
+fn a_windows_kernel_view_starts_at_the_sample_before_it() {
+    let d = tempfile::tempdir().unwrap();
+    let ms = d.path().join("mountstats");
+    let mut s = Sampled {
+        paths: CounterPaths {
+            mountstats: ms.clone(),
+            sysfs_root: d.path().join("sys"),
+        },
+        s: CounterSampler::default().keeping(10_000_000_000),
+    };
+    // local_inv_needed (the 25th field) grows by 100 every 5 s.
+    for i in 0..5u64 {
+        let mut w = vec!["1".to_string(); 27];
+        w[0] = "0".into();
+        w[24] = (100 * i).to_string();
+        std::fs::write(&ms, mountstats(&format!("rdma {}", w.join(" ")))).unwrap();
+        s.sample(i * 5_000_000_000);
+    }
+    let since = |from_s: u64| {
+        s.s.kernel_view_since(from_s * 1_000_000_000)
+            .and_then(|v| v.local_inv_needed)
+    };
+    // Samples at 0, 5, 10, 15, 20 s; the latest reads 400.
+    assert_eq!(since(12), Some(400 - 200), "from the sample at 10 s");
+    assert_eq!(since(15), Some(400 - 300), "a sample right at the start");
+    // Older than the history keeps (a width back from the latest, 10 s):
+    // its oldest sample (a window never starts that far back).
+    assert_eq!(since(1), Some(400 - 200), "the sample at 10 s");
+    assert_eq!(s.kernel_view().and_then(|v| v.local_inv_needed), Some(400));
+}

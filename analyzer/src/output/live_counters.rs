@@ -409,7 +409,10 @@ impl CounterSampler {
         {
             return;
         }
-        self.history.push_back((at_ns, all.to_vec()));
+        // Only what a kernel view reads: a host's other mounts would
+        // multiply a large mountstats by the samples kept.
+        let rdma = all.iter().filter(|m| m.is_rdma()).cloned().collect();
+        self.history.push_back((at_ns, rdma));
         // The oldest is dropped once the next one alone reaches back a
         // whole width: a window's start always has a sample at or before it.
         let from = at_ns.saturating_sub(self.keep_ns);

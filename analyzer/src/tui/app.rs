@@ -323,6 +323,7 @@ pub fn run<B: Backend>(
     ui.apply(Action::Resize(size.height));
     let mut queued: VecDeque<Msg> = VecDeque::new();
     let mut pause_dropped = 0u64;
+    let mut held_reading = None;
     let mut disconnected = false;
     let mut dirty = true;
     let mut last_draw: Option<Instant> = None;
@@ -356,9 +357,14 @@ pub fn run<B: Backend>(
             }
         }
         // The kernel's counters: one reading per interval, parsed here
-        // (never on the pipeline thread); a paused view leaves them queued.
-        if let Some(rx) = counters.as_ref().filter(|_| !ui.paused) {
+        // (never on the pipeline thread). A paused view keeps only the
+        // latest (the counts are cumulative: the next delta spans the
+        // pause), so a long pause holds one reading, not one per interval.
+        if let Some(rx) = counters.as_ref() {
             for r in rx.try_iter() {
+                held_reading = Some(r);
+            }
+            if let Some(r) = held_reading.take_if(|_| !ui.paused) {
                 model.take_counters(&r);
                 dirty = true;
             }
