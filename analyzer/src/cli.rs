@@ -413,7 +413,7 @@ pub struct LiveArgs {
     /// Text output even on a terminal (the TUI is the default there).
     #[arg(long)]
     pub no_tui: bool,
-    /// Read the NFS client's counters (/proc/self/mountstats, RDMA mounts) and the RDMA devices' (sysfs hw_counters and counters) every SECONDS: `counters` records in --json-out (totals, deltas since the last sample and since start), and the diagnosis checks no_remote_invalidation and mr_exhaustion from the growth since the first sample (headless; the TUI does not show them yet). 0 turns it off.
+    /// Read the NFS client's counters (/proc/self/mountstats, RDMA mounts) and the RDMA devices' (sysfs hw_counters and counters) every SECONDS: `counters` records in --json-out (totals, deltas since the last sample and since start), the TUI's Counters screen (7), and the diagnosis checks no_remote_invalidation and mr_exhaustion from the growth since the first sample. 0 turns it off.
     #[arg(long, value_name = "SECONDS", default_value_t = 5.0, value_parser = parse_interval)]
     pub counters_interval: f64,
     /// The mountstats the counter sampler reads (default /proc/self/mountstats).

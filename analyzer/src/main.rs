@@ -583,6 +583,7 @@ fn open(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let view = rdma_analyzer::tui::View {
         filter: a.filter.clone(),
         reopen,
+        counters: None,
     };
     let acks = a.acks().unwrap_or_default();
     let session = (Box::new(source) as Box<dyn Source>, config, caps, stop);
@@ -703,14 +704,18 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
         if let Some(r) = recorder {
             beside.push(Box::new(r));
         }
-        let error = rdma_analyzer::tui::show(
-            Box::new(inputs),
-            config,
-            caps,
-            stop,
-            a.filter.clone(),
+        // The sampler runs beside the screen as beside the lines: the
+        // counters screen shows it, the diagnosis judges the kernel's causes.
+        let view = rdma_analyzer::tui::View {
+            filter: a.filter.clone(),
+            reopen: None,
+            counters: live_counters(a, &stop)?.map(|rx| (rx, a.counters_interval)),
+        };
+        let error = rdma_analyzer::tui::show_acked(
+            (Box::new(inputs), config, caps, stop),
             beside,
-            None,
+            view,
+            rdma_analyzer::output::ack::Acks::default(),
         )?;
         return Ok(match error {
             Some(e) => {

@@ -205,7 +205,10 @@ fn deltas_follow_files_that_change_between_samples() {
     assert_eq!(first.mounts.len(), 1);
     assert_eq!(first.mounts[0].transports.len(), 4, "nconnect=4");
     let sends = field(&first, 0, "sends");
-    assert_eq!((sends.total, sends.delta, sends.since_start), (59, None, 0));
+    assert_eq!(
+        (sends.total, sends.delta, sends.since_start),
+        (59, None, Some(0))
+    );
     assert_eq!(first.interval_s, None);
     assert_eq!(first.devices[0].value.total, 5);
 
@@ -216,7 +219,7 @@ fn deltas_follow_files_that_change_between_samples() {
     let sends = field(&second, 2, "sends");
     assert_eq!(
         (sends.total, sends.delta, sends.since_start),
-        (70, Some(10), 10)
+        (70, Some(10), Some(10))
     );
     assert!(!sends.reset);
     let dev = &second.devices[0];
@@ -228,7 +231,7 @@ fn deltas_follow_files_that_change_between_samples() {
     std::fs::write(&ms, grown(15)).unwrap();
     let third = s.sample(11_000_000_000);
     let sends = field(&third, 2, "sends");
-    assert_eq!((sends.delta, sends.since_start), (Some(5), 15));
+    assert_eq!((sends.delta, sends.since_start), (Some(5), Some(15)));
     let v = s.kernel_view().unwrap();
     assert!(!v.since_mount, "the first sample is the BEFORE");
     assert_eq!(v.transports, 4);
@@ -252,18 +255,74 @@ fn a_counter_that_goes_backwards_is_a_reset_not_a_huge_delta() {
     let sends = field(&l, 0, "sends");
     assert!(sends.reset);
     assert_eq!(sends.delta, None);
-    assert_eq!(sends.since_start, 20 + 59, "the new count is added");
+    // What it counted between the sample before and the reset is lost:
+    // the growth since start is unknown, not 20 + 59 nor 20.
+    assert_eq!((sends.since_start, sends.resets), (None, 1));
     let dev = &l.devices[0].value;
     assert!(dev.reset);
-    assert_eq!((dev.delta, dev.since_start), (None, 4));
+    assert_eq!((dev.delta, dev.since_start, dev.resets), (None, None, 1));
     std::fs::write(&ms, grown(1)).unwrap();
     let l = s.sample(3);
     let sends = field(&l, 0, "sends");
     assert_eq!((sends.delta, sends.reset), (Some(1), false));
+    // Still unknown since start, and still said why.
+    assert_eq!((sends.since_start, sends.resets), (None, 1));
     let v = s.kernel_view().unwrap();
     // The diagnosis, as `report --mountstats-before`, leaves a transport
     // that went backwards out and says so.
     assert_eq!((v.reset_transports, v.transports), (4, 0));
+}
+
+/// A 27-field `xprt: rdma` line with `sends` (6th field) and `recvs`
+/// (7th) set, the other counts 1.
+fn xprt_with(sends: u64, recvs: u64) -> String {
+    let mut w = vec!["1".to_string(); 27];
+    w[0] = "0".into();
+    w[5] = sends.to_string();
+    w[6] = recvs.to_string();
+    format!("rdma {}", w.join(" "))
+}
+
+#[test]
+fn a_reset_makes_only_that_fields_growth_since_start_unknown() {
+    let d = tempfile::tempdir().unwrap();
+    let ms = d.path().join("mountstats");
+    let mut s = sampler(d.path());
+    for (i, (sends, recvs)) in [(100, 100), (150, 140), (7, 180), (9, 200)]
+        .iter()
+        .enumerate()
+    {
+        std::fs::write(&ms, mountstats(&xprt_with(*sends, *recvs))).unwrap();
+        let l = s.sample(i as u64);
+        let (sends, recvs) = (field(&l, 0, "sends"), field(&l, 0, "recvs"));
+        match i {
+            1 => assert_eq!(sends.since_start, Some(50)),
+            2 => {
+                // sends went from 150 to 7: a reset, said as one.
+                assert!(sends.reset, "{sends:?}");
+                assert_eq!((sends.delta, sends.since_start), (None, None));
+                // recvs did not: its growth is whole.
+                assert!(!recvs.reset);
+                assert_eq!((recvs.delta, recvs.since_start), (Some(40), Some(80)));
+            }
+            3 => {
+                assert_eq!(
+                    (sends.delta, sends.reset, sends.resets),
+                    (Some(2), false, 1)
+                );
+                assert_eq!(sends.since_start, None, "unknown for the rest of the run");
+                assert_eq!((recvs.since_start, recvs.resets), (Some(100), 0));
+            }
+            _ => {}
+        }
+    }
+    // The JSON says null, not 0, and the reset count.
+    std::fs::write(&ms, mountstats(&xprt_with(10, 210))).unwrap();
+    let v = serde_json::to_value(s.sample(4)).unwrap();
+    let f = &v["mounts"][0]["transports"][0]["fields"];
+    assert!(f["sends"]["since_start"].is_null(), "{f}");
+    assert_eq!(f["sends"]["resets"], 1);
+    assert_eq!(f["recvs"]["since_start"], "110");
 }
 
 #[test]
@@ -334,11 +393,13 @@ fn the_record_is_a_tagged_json_line() {
     assert_eq!(v["mounts"][0]["mount"], "/mnt/lab");
     assert_eq!(v["mounts"][0]["export"], "10.99.0.1:/srv/export");
     let sends = &v["mounts"][0]["transports"][1]["fields"]["sends"];
-    assert_eq!(sends["total"], 53);
-    assert_eq!(sends["delta"], 0);
+    assert_eq!(sends["total"], "53");
+    assert_eq!(sends["delta"], "0");
+    assert_eq!(sends["since_start"], "0");
+    assert_eq!(sends["resets"], 0);
     assert_eq!(v["devices"][0]["device"], "rxe0");
     assert_eq!(v["devices"][0]["group"], "hw_counters");
-    assert_eq!(v["devices"][0]["delta"], 0);
+    assert_eq!(v["devices"][0]["delta"], "0");
     assert!(v["mounts"][0]["transports"][0]["fields"]["port"].is_null());
 }
 
@@ -365,4 +426,39 @@ fn the_metrics_serve_the_running_samplers_latest_sample() {
     let devs = served_device_counters();
     assert_eq!((devs[0].name.as_str(), devs[0].value), ("rcvd_seq_err", 7));
     stop.request();
+}
+
+/// A window's kernel view: the latest sample less the last one taken at or
+/// before the window's start, so a diagnosis over the last minutes judges
+/// the kernel's growth over those minutes, not since the run began.
+#[test]
+fn a_windows_kernel_view_starts_at_the_sample_before_it() {
+    let d = tempfile::tempdir().unwrap();
+    let ms = d.path().join("mountstats");
+    let mut s = Sampled {
+        paths: CounterPaths {
+            mountstats: ms.clone(),
+            sysfs_root: d.path().join("sys"),
+        },
+        s: CounterSampler::default().keeping(10_000_000_000),
+    };
+    // local_inv_needed (the 25th field) grows by 100 every 5 s.
+    for i in 0..5u64 {
+        let mut w = vec!["1".to_string(); 27];
+        w[0] = "0".into();
+        w[24] = (100 * i).to_string();
+        std::fs::write(&ms, mountstats(&format!("rdma {}", w.join(" ")))).unwrap();
+        s.sample(i * 5_000_000_000);
+    }
+    let since = |from_s: u64| {
+        s.s.kernel_view_since(from_s * 1_000_000_000)
+            .and_then(|v| v.local_inv_needed)
+    };
+    // Samples at 0, 5, 10, 15, 20 s; the latest reads 400.
+    assert_eq!(since(12), Some(400 - 200), "from the sample at 10 s");
+    assert_eq!(since(15), Some(400 - 300), "a sample right at the start");
+    // Older than the history keeps (a width back from the latest, 10 s):
+    // its oldest sample (a window never starts that far back).
+    assert_eq!(since(1), Some(400 - 200), "the sample at 10 s");
+    assert_eq!(s.kernel_view().and_then(|v| v.local_inv_needed), Some(400));
 }

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use rdma_analyzer::output::live_counters::CountersLine;
 use rdma_analyzer::output::schema::{AnomalyLine, DiagnosisLine, ReportDoc, TransactionLine};
 use rdma_analyzer::sources::live::LiveStats;
 use rdma_dissectors::view::FrameView;
@@ -30,6 +31,7 @@ fn schemas() -> Vec<(&'static str, Schema)> {
         ("diagnosis-line.schema.json", schema_for!(DiagnosisLine)),
         ("report.schema.json", schema_for!(ReportDoc)),
         ("live-stats.schema.json", schema_for!(LiveStats)),
+        ("counters.schema.json", schema_for!(CountersLine)),
     ]
 }
 
@@ -198,4 +200,96 @@ fn live_stats_follow_the_schema() {
         &doc,
         false,
     );
+}
+
+/// `live`'s `counters` records, from the binary: a capture of `lo` beside
+/// a mountstats and a sysfs tree whose counts pass 2^53, each record
+/// checked against its schema and for integers a double would round.
+#[test]
+fn live_counter_records_follow_the_schema_and_stay_exact() {
+    if !prereq::root("live -i lo needs CAP_NET_RAW") {
+        return;
+    }
+    let d = tempfile::tempdir().expect("tempdir");
+    let big = (1u64 << 53) + 1;
+    let ms = d.path().join("mountstats");
+    let mut xprt = vec!["7".to_string(); 27];
+    xprt[13] = big.to_string();
+    std::fs::write(
+        &ms,
+        format!(
+            "device 10.99.0.1:/srv/export mounted on /mnt/lab with fstype nfs statvers=1.1\n\topts:\trw,vers=3,proto=rdma\n\txprt:\trdma {}\n\tper-op statistics\n\t        READ: 5 5 0 {big} 4204544 27 2188 2231 0\n",
+            xprt.join(" ")
+        ),
+    )
+    .expect("mountstats");
+    let hw = d.path().join("sys/rxe0/ports/1/hw_counters");
+    std::fs::create_dir_all(&hw).expect("sysfs");
+    std::fs::write(hw.join("rcvd_seq_err"), format!("{big}\n")).expect("counter");
+    let out = d.path().join("live.jsonl");
+    let status = Command::new(BIN)
+        .args([
+            "live",
+            "-i",
+            "lo",
+            "--duration",
+            "1.5",
+            "--counters-interval",
+            "0.2",
+        ])
+        .arg("--mountstats-file")
+        .arg(&ms)
+        .arg("--sysfs-root")
+        .arg(d.path().join("sys"))
+        .arg("--json-out")
+        .arg(&out)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("live");
+    assert!(status.success());
+    let text = std::fs::read(&out).expect("the records");
+    let counters: Vec<u8> = text
+        .split(|b| *b == b'\n')
+        .filter(|l| l.starts_with(br#"{"schema_version":2,"type":"counters""#))
+        .flat_map(|l| l.iter().copied().chain([b'\n']))
+        .collect();
+    let n = check("counters.schema.json", "live counters", &counters, true);
+    assert!(n >= 2, "{n} counter records");
+    // The numbers as a doubles-only reader (jq 1.6, JavaScript) has them:
+    // every count still reads back whole.
+    let first: Value =
+        serde_json::from_slice(counters.split(|b| *b == b'\n').next().unwrap()).expect("a record");
+    let as_doubles = doubles_only(&first);
+    let t = &as_doubles["mounts"][0]["transports"][0]["fields"]["total_rdma_request"];
+    assert_eq!(t["total"].as_str().and_then(|s| s.parse().ok()), Some(big));
+    let read = &as_doubles["mounts"][0]["ops"][0]["bytes_sent"];
+    assert_eq!(
+        read["total"].as_str().and_then(|s| s.parse().ok()),
+        Some(big)
+    );
+    let dev = &as_doubles["devices"][0];
+    assert_eq!(
+        dev["total"].as_str().and_then(|s| s.parse().ok()),
+        Some(big)
+    );
+    // As a number it would not have: 2^53 + 1 is not a double.
+    assert_ne!(big as f64 as u64, big);
+}
+
+/// `v` with every number made a double, as a reader without integers
+/// parses it.
+fn doubles_only(v: &Value) -> Value {
+    match v {
+        Value::Number(n) => n
+            .as_f64()
+            .and_then(serde_json::Number::from_f64)
+            .map_or(Value::Null, Value::Number),
+        Value::Array(a) => Value::Array(a.iter().map(doubles_only).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, x)| (k.clone(), doubles_only(x)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }

@@ -112,13 +112,15 @@ fn tui_end_to_end_in_tmux() {
     t.send(&["p"]);
     t.wait_gone("PAUSED");
 
-    // Tab wraps from the last screen to the first (the diagnosis, which
-    // names no cause here); Shift-Tab goes back.
+    // Tab goes on to the last screen (the kernel's counters, which a file
+    // has none of) and wraps to the first (the diagnosis, which names no
+    // cause here); Shift-Tab goes back.
+    t.step(&["Tab"], "No kernel counters: a capture file");
     t.step(
         &["Tab"],
         "no cause found — looked at 44 RPCs on 1 connection",
     );
-    t.step(&["BTab"], "No anomalies");
+    t.step(&["BTab"], "No kernel counters");
     t.step(&["3"], "xid 0xf97da3d4 NFS WRITE");
 
     // Quit: the program exits 0 and the terminal leaves the alternate screen.
@@ -442,4 +444,72 @@ fn a_transactions_frames_reach_tshark() {
             .all(|l| l.split('\t').nth(1).is_some_and(|o| !o.is_empty())),
         "every frame is RoCE:\n{lines}"
     );
+}
+
+/// `live` on a terminal runs the counter sampler: its Counters screen (7)
+/// shows the numbers of a mountstats file (the lab's nconnect mount, 4
+/// transports) and of a sysfs tree the test writes, and their growth once
+/// the files change; the diagnosis gets the kernel's view.
+#[test]
+fn live_shows_the_kernels_counters_in_tmux() {
+    if !prereq::root("live -i lo needs CAP_NET_RAW") || !prereq::tmux() {
+        return;
+    }
+    let d = tempfile::tempdir().expect("tempdir");
+    let ms = d.path().join("mountstats");
+    let lab = std::fs::read_to_string(capture("nconnect.mountstats.txt")).expect("sample");
+    std::fs::write(&ms, &lab).expect("mountstats");
+    let hw = d.path().join("sys/rxe0/ports/1/hw_counters");
+    std::fs::create_dir_all(&hw).expect("sysfs");
+    std::fs::write(hw.join("rcvd_seq_err"), "5\n").expect("counter");
+    let shell = format!(
+        "'{BIN}' live -i lo --counters-interval 0.3 --mountstats-file '{}' --sysfs-root '{}'; echo EXITED $?; sleep 60",
+        ms.display(),
+        d.path().join("sys").display()
+    );
+    let t = Tmux::start(
+        format!("rdma-analyzer-test-live-counters-{}", std::process::id()),
+        &shell,
+    );
+    t.wait_for("capturing on lo");
+    let p = t.step(
+        &["7"],
+        "/mnt/lab (10.99.0.1:/srv/export): 4 RDMA transports",
+    );
+    let words = |p: &str, name: &str| -> Vec<String> {
+        let l = p
+            .lines()
+            .find(|l| l.contains(name))
+            .unwrap_or_else(|| panic!("no {name} in\n{p}"));
+        l.split(['│', '▶', ' '])
+            .filter(|w| !w.is_empty())
+            .map(String::from)
+            .collect()
+    };
+    // Transport 0's line of the file: 59 sends, 1114112 bytes offered.
+    // (The first sample has no delta yet: "unknown", not 0.)
+    assert_eq!(words(&p, "sends ")[..2], ["sends", "59"], "{p}");
+    assert_eq!(words(&p, "total_rdma_request")[1], "1114112", "{p}");
+    assert!(
+        p.contains("the diagnosis checks no_remote_invalidation and mr_exhaustion"),
+        "{p}"
+    );
+
+    // The kernel counts on: 10 more sends on transport 0, 3 more errors.
+    let grown = lab.replacen("rdma 0 0 1 0 0 59 59", "rdma 0 0 1 0 0 69 69", 1);
+    std::fs::write(&ms, grown).expect("mountstats");
+    std::fs::write(hw.join("rcvd_seq_err"), "8\n").expect("counter");
+    let p = t.wait_for("+10");
+    assert_eq!(
+        words(&p, "sends ")[..4],
+        ["sends", "69", "+10", "+10"],
+        "{p}"
+    );
+    // The end of the list: READ's per-op counters, the device's counter.
+    let p = t.step(&["G"], "rxe0 port 1");
+    assert_eq!(words(&p, "READ ")[..2], ["READ", "80"], "{p}");
+    let seq = words(&p, "rcvd_seq_err");
+    assert_eq!(seq[..3], ["hw_counters", "rcvd_seq_err", "8"], "{p}");
+    assert_eq!(seq[4], "+3", "{p}");
+    t.step(&["q"], "EXITED 0");
 }

@@ -99,6 +99,9 @@ pub struct Window {
     buckets: VecDeque<Bucket>,
     /// The latest timestamp seen.
     now_ns: Option<u64>,
+    /// The client kernel's counters over the window, when a sampler gives
+    /// them (`live`): the causes only the kernel sees are judged on them.
+    kernel: Option<super::KernelView>,
 }
 
 impl Window {
@@ -110,6 +113,7 @@ impl Window {
             bucket_ns: width_ns / BUCKETS,
             buckets: VecDeque::new(),
             now_ns: None,
+            kernel: None,
         }
     }
 
@@ -191,12 +195,21 @@ impl Window {
         }
     }
 
+    /// Takes the client kernel's counters over the window (the caller
+    /// picks the readings that bound it: see [`Window::span_ns`]).
+    pub fn set_kernel(&mut self, view: super::KernelView) {
+        self.kernel = Some(view);
+    }
+
     /// The causes over the window, largest impact first, judged against
     /// `state` (the engine now) less its counters when the window began.
     pub fn causes(&self, state: &State) -> Vec<Cause> {
         let mut d = Diagnosis::default();
         for b in &self.buckets {
             d.merge(&b.diag);
+        }
+        if let Some(k) = &self.kernel {
+            d.set_kernel(k.clone());
         }
         let from = self.buckets.front().and_then(|b| b.start_ns);
         let base = self.buckets.iter().find_map(|b| b.base.as_ref());

@@ -19,7 +19,7 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::sync::mpsc::TryRecvError;
+use std::sync::mpsc::{Receiver, TryRecvError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -28,10 +28,12 @@ use crossterm::execute;
 use ratatui::backend::Backend;
 use ratatui::Terminal;
 
+use super::counters::{Pane, Sampling};
 use super::feed::{self, Msg, Tap};
 use super::model::{Caps, Model};
 use super::state::{Action, Screen, UiState};
 use super::{anomalies, diagnosis, draw, frames, keys};
+use crate::counters::CounterReading;
 use crate::engine::Config;
 use crate::output::ack::Acks;
 use crate::pipeline::{Reopen, Sink, Source, Stop};
@@ -94,6 +96,10 @@ pub struct Session {
     pub stack: stack::Config,
     /// Findings the findings screen hides until `a` shows them.
     pub acks: Acks,
+    /// Where the counters screen's counters come from.
+    pub sampling: Sampling,
+    /// `live`'s counter sampler's readings, when it runs.
+    pub counters: Option<Receiver<CounterReading>>,
 }
 
 impl Session {
@@ -136,6 +142,8 @@ impl Session {
             reopen: None,
             acks: Acks::default(),
             stack,
+            sampling: if live { Sampling::Off } else { Sampling::File },
+            counters: None,
         })
     }
 }
@@ -157,7 +165,12 @@ pub fn show(
     beside: Vec<Box<dyn Sink + Send>>,
     reopen: Option<Reopen>,
 ) -> anyhow::Result<Option<String>> {
-    let (view, session) = (View { filter, reopen }, (source, config, caps, stop));
+    let view = View {
+        filter,
+        reopen,
+        counters: None,
+    };
+    let session = (source, config, caps, stop);
     show_acked(session, beside, view, Acks::default())
 }
 
@@ -167,6 +180,9 @@ pub struct View {
     pub filter: Option<String>,
     /// How to read the input again for its frames (`f`, `w`).
     pub reopen: Option<Reopen>,
+    /// `live`'s counter sampler (its readings, every so many seconds), for
+    /// the counters screen and the diagnosis.
+    pub counters: Option<(Receiver<CounterReading>, f64)>,
 }
 
 /// [`show`], with `acks`' findings hidden on the findings screen until `a`
@@ -177,12 +193,20 @@ pub struct View {
 pub fn show_acked(
     (source, config, caps, stop): (Box<dyn Source>, Config, Caps, Stop),
     beside: Vec<Box<dyn Sink + Send>>,
-    View { filter, reopen }: View,
+    View {
+        filter,
+        reopen,
+        counters,
+    }: View,
     acks: Acks,
 ) -> anyhow::Result<Option<String>> {
     let mut session = Session::start_beside(source, config, caps, stop, beside)?;
     session.reopen = reopen;
     session.acks = acks;
+    if let Some((rx, every)) = counters {
+        session.sampling = Sampling::Every(every);
+        session.counters = Some(rx);
+    }
     // try_init, not init: a terminal that cannot be set up is an error
     // message, not a panic. A half set up terminal is put back either way.
     let mut terminal = match ratatui::try_init() {
@@ -237,7 +261,7 @@ pub fn resolve(a: Action, m: &Model, ui: &UiState) -> Option<Action> {
                 filter: c.to_string(),
                 seek_ns: None,
             }),
-        Screen::Detail => None,
+        Screen::Detail | Screen::Counters => None,
     }
 }
 
@@ -289,13 +313,17 @@ pub fn run<B: Backend>(
         reopen,
         stack,
         acks,
+        sampling,
+        counters,
     } = session;
     let mut model = Model::new(describe, caps);
     model.acks = acks;
+    model.kernel = Pane::new(sampling, caps.diagnosis_window);
     let size = terminal.size().map_err(term_err)?;
     ui.apply(Action::Resize(size.height));
     let mut queued: VecDeque<Msg> = VecDeque::new();
     let mut pause_dropped = 0u64;
+    let mut held_reading = None;
     let mut disconnected = false;
     let mut dirty = true;
     let mut last_draw: Option<Instant> = None;
@@ -326,6 +354,19 @@ pub fn run<B: Backend>(
                 if start.elapsed() >= DRAIN_BUDGET {
                     break;
                 }
+            }
+        }
+        // The kernel's counters: one reading per interval, parsed here
+        // (never on the pipeline thread). A paused view keeps only the
+        // latest (the counts are cumulative: the next delta spans the
+        // pause), so a long pause holds one reading, not one per interval.
+        if let Some(rx) = counters.as_ref() {
+            for r in rx.try_iter() {
+                held_reading = Some(r);
+            }
+            if let Some(r) = held_reading.take_if(|_| !ui.paused) {
+                model.take_counters(&r);
+                dirty = true;
             }
         }
         if !ui.paused && !queued.is_empty() {

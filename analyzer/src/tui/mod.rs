@@ -2,10 +2,10 @@
 //! view over the engine.
 //!
 //! ```text
-//! ┌ 0 Diagnosis │ 1 Overview │ 2 Transactions │ 3 Detail │ … │ 6 Anomalies ┐  tabs
+//! ┌ 0 Diagnosis │ 1 Overview │ 2 Transactions │ 3 Detail │ … │ 7 Counters ┐  tabs
 //! │                                                                           │
 //! │  the screen's render module (diagnosis.rs, overview.rs, transactions.rs,  │  body
-//! │  detail.rs, chunks.rs, credits.rs, anomalies.rs)                          │
+//! │  detail.rs, chunks.rs, credits.rs, anomalies.rs, counters.rs)             │
 //! │                                                                           │
 //! └ status: source, progress gauge or live rates, frames, events, drops ──────┘  status
 //! ```
@@ -20,6 +20,7 @@
 pub mod anomalies;
 pub mod app;
 pub mod chunks;
+pub mod counters;
 pub mod credits;
 pub mod detail;
 pub mod diagnosis;
@@ -61,6 +62,7 @@ pub fn draw(f: &mut Frame<'_>, m: &Model, ui: &UiState) {
         Screen::Chunks => chunks::draw(f, body, m, ui),
         Screen::Credits => credits::draw(f, body, m, ui),
         Screen::Anomalies => anomalies::draw(f, body, m, ui),
+        Screen::Counters => counters::draw(f, body, m, ui),
     }
     draw_status(f, status, m, ui);
     if ui.help {
@@ -71,9 +73,21 @@ pub fn draw(f: &mut Frame<'_>, m: &Model, ui: &UiState) {
 }
 
 fn draw_tabs(f: &mut Frame<'_>, area: Rect, ui: &UiState) {
-    let titles = Screen::ALL
+    let full = |s: &Screen| format!("{} {}", s.key(), s.title());
+    // Every title and a divider between each two: 88 columns; an 80-column
+    // terminal gets the short titles rather than losing the last tab.
+    let width: usize = Screen::ALL
         .iter()
-        .map(|s| format!("{} {}", s.key(), s.title()));
+        .map(|s| full(s).chars().count() + 1)
+        .sum();
+    let fits = width.saturating_sub(1) <= usize::from(area.width);
+    let titles = Screen::ALL.iter().map(|s| {
+        if fits {
+            full(s)
+        } else {
+            format!("{} {}", s.key(), s.short_title())
+        }
+    });
     let t = Tabs::new(titles)
         .select(ui.screen.index())
         .style(Style::new().fg(Color::Gray))

@@ -246,6 +246,8 @@ pub struct Model {
     pub acks: Acks,
     /// Occurrences of acknowledged findings the anomaly view hides.
     pub acked_hidden: u64,
+    /// The kernel's counters (`live`'s sampler) and their screen.
+    pub kernel: super::counters::Pane,
 }
 
 /// A bit per origin, for [`TxnRow::sources`].
@@ -299,6 +301,17 @@ impl Model {
         }
         self.counters.dropped = tap.dropped();
         Ok(())
+    }
+
+    /// Takes one reading of `live`'s counter sampler: the counters screen
+    /// shows it, and the diagnosis judges the causes only the kernel sees
+    /// on the growth since the first sample.
+    pub fn take_counters(&mut self, r: &crate::counters::CounterReading) {
+        self.generation += 1;
+        self.kernel.take(r);
+        if let Some(v) = self.kernel.kernel_view() {
+            self.diagnosis.set_kernel(v);
+        }
     }
 
     /// Takes one message from the source.
@@ -526,6 +539,7 @@ impl Model {
         ui.set_len(Screen::Chunks, self.seg_view.len());
         ui.set_len(Screen::Credits, self.state.connections.len());
         ui.set_len(Screen::Anomalies, self.anom_view.len());
+        ui.set_len(Screen::Counters, super::counters::len(self));
     }
 
     /// The causes and the timeline, recomputed only when something came
@@ -549,6 +563,14 @@ impl Model {
         self.run_causes = self.causes.len();
         if let Some(w) = &mut self.window {
             w.observe(&self.state);
+            // The kernel's growth over the window, bounded by the sample
+            // taken at or before its start.
+            if let Some(v) = w
+                .span_ns()
+                .and_then(|(from, _)| self.kernel.kernel_view_since(from))
+            {
+                w.set_kernel(v);
+            }
             self.causes = w.causes(&self.state);
         }
         self.timeline = timeline(&self.state, |_| true);

@@ -4,7 +4,7 @@
 //! model (Enter on a row) are resolved by the event loop into concrete ones
 //! ([`Action::ShowTxn`], [`Action::Message`]) before they reach `apply`.
 
-/// The screens, in tab order (number keys 0-6; `d` is the diagnosis too).
+/// The screens, in tab order (number keys 0-7; `d` is the diagnosis too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Screen {
     /// The causes the diagnosis names, each client's connections in time order.
@@ -21,6 +21,9 @@ pub enum Screen {
     Credits,
     /// Anomalies grouped by kind.
     Anomalies,
+    /// The kernel's own counters (`live`'s sampler): mountstats per mount
+    /// and transport, per-op counters, the devices' hw_counters.
+    Counters,
 }
 
 impl Screen {
@@ -33,6 +36,7 @@ impl Screen {
         Screen::Chunks,
         Screen::Credits,
         Screen::Anomalies,
+        Screen::Counters,
     ];
 
     /// Position in [`Screen::ALL`].
@@ -56,6 +60,15 @@ impl Screen {
             Screen::Chunks => "Chunks",
             Screen::Credits => "Credits",
             Screen::Anomalies => "Anomalies",
+            Screen::Counters => "Counters",
+        }
+    }
+
+    /// A shorter title, for a tab bar too narrow for every full one.
+    pub fn short_title(self) -> &'static str {
+        match self {
+            Screen::Transactions => "Txns",
+            s => s.title(),
         }
     }
 }
@@ -271,7 +284,7 @@ impl Default for UiState {
 }
 
 /// How many screens there are.
-pub const SCREENS: usize = 7;
+pub const SCREENS: usize = 8;
 
 /// Table body rows for a terminal `height` rows tall: tab bar, status line,
 /// block borders and the header row take 5.

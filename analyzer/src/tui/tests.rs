@@ -43,7 +43,8 @@ fn keys_navigation() {
     assert_eq!(map(key(KeyCode::BackTab), &ui), Some(Action::PrevScreen));
     assert_eq!(map(ch('1'), &ui), Some(Action::Go(Screen::Overview)));
     assert_eq!(map(ch('6'), &ui), Some(Action::Go(Screen::Anomalies)));
-    assert_eq!(map(ch('7'), &ui), None);
+    assert_eq!(map(ch('7'), &ui), Some(Action::Go(Screen::Counters)));
+    assert_eq!(map(ch('8'), &ui), None);
     assert_eq!(map(ch('0'), &ui), Some(Action::Go(Screen::Diagnosis)));
     assert_eq!(map(ch('d'), &ui), Some(Action::Go(Screen::Diagnosis)));
     assert_eq!(map(ch('j'), &ui), Some(Action::Down(1)));
@@ -147,7 +148,7 @@ fn apply_screens_and_back() {
     ui.apply(Action::PrevScreen);
     assert_eq!(ui.screen, Screen::Diagnosis);
     ui.apply(Action::PrevScreen);
-    assert_eq!(ui.screen, Screen::Anomalies, "Shift-Tab wraps around");
+    assert_eq!(ui.screen, Screen::Counters, "Shift-Tab wraps around");
     ui.apply(Action::Go(Screen::Transactions));
     ui.apply(Action::ShowTxn(7));
     assert_eq!((ui.screen, ui.detail), (Screen::Detail, Some(7)));
@@ -498,6 +499,8 @@ impl Burst {
             reopen: None,
             stack: Config::default().stack,
             acks: crate::output::ack::Acks::default(),
+            sampling: super::counters::Sampling::File,
+            counters: None,
         }
     }
 }
@@ -1189,4 +1192,162 @@ fn the_overview_says_what_it_did_not_decode_before_any_verdict() {
     let text = screen_text(&t);
     let said = text.find("NOT DECODED: 7 frames: TCP frames to or from port 20049");
     assert!(said.is_some() && said < text.find("frames ("), "{text}");
+}
+
+/// The lab's nconnect mountstats (4 transports, NFSv3) with `add` added to
+/// every count of each `xprt: rdma` line and of the READ line.
+fn lab_mountstats(add: u64) -> String {
+    include_str!("../../../captures/nconnect.mountstats.txt")
+        .lines()
+        .map(|l| {
+            let t = l.trim_start();
+            let (head, rest, skip) = if let Some(r) = t.strip_prefix("xprt:") {
+                ("\txprt:\t", r, 2)
+            } else if let Some(r) = t.strip_prefix("READ:") {
+                ("\t        READ: ", r, 0)
+            } else {
+                return l.to_string();
+            };
+            let w: Vec<String> = rest
+                .split_whitespace()
+                .enumerate()
+                .map(|(i, v)| match v.parse::<u64>() {
+                    Ok(n) if i >= skip => (n + add).to_string(),
+                    _ => v.to_string(),
+                })
+                .collect();
+            format!("{head}{}", w.join(" "))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn reading(at_s: u64, add: u64, dup: u64) -> crate::counters::CounterReading {
+    use crate::engine::device_counters::DeviceCounter;
+    let dev = |name: &str, value| DeviceCounter {
+        device: "rxe0".into(),
+        port: 1,
+        group: "hw_counters".into(),
+        name: name.into(),
+        value,
+    };
+    crate::counters::CounterReading {
+        at_ns: 1_795_708_095_000_000_000 + at_s * 1_000_000_000,
+        mountstats_path: "/proc/self/mountstats".into(),
+        mountstats: Ok(lab_mountstats(add)),
+        cut_at: None,
+        devices: vec![dev("duplicate_request", dup), dev("rcvd_seq_err", 3 + add)],
+    }
+}
+
+/// `live`'s counters screen: the sampler's readings, each transport's
+/// fields in print order with their growth, the per-op counters, the
+/// devices' counters, a reset said as one; at 80×24 and 160×48.
+#[test]
+fn the_counters_screen_shows_each_transport_op_and_device() {
+    use super::counters::{Pane, Sampling};
+    let mut m = Model::new("lo", Caps::default());
+    m.kernel = Pane::new(Sampling::Every(5.0), None);
+    m.take_counters(&reading(0, 0, 40));
+    m.take_counters(&reading(5, 10, 2));
+    let mut ui = UiState::default();
+    ui.apply(Action::Go(Screen::Counters));
+    let text = screen_text(&render(&mut m, &mut ui, 160, 48));
+    for want in [
+        "Counters: sample 1 at 2026-11-26T15:48:20.000000Z, every 5 s",
+        "/mnt/lab (10.99.0.1:/srv/export): 4 RDMA transports",
+        "transport 0 of 4 (27 fields printed)",
+        "field                   total    last 5.0 s  since start",
+        "sends                   69       +10         +10",
+        "the diagnosis checks no_remote_invalidation and mr_exhaustion",
+    ] {
+        assert!(text.contains(want), "{want:?} not in\n{text}");
+    }
+    // Print order: port first, reply_waits_for_send last.
+    assert!(text.find("port ").unwrap() < text.find("bind_count").unwrap());
+    // The diagnosis has the kernel's view: the causes it sees are checked.
+    assert!(m.diagnosis.not_checked().is_empty());
+    insta::assert_snapshot!(
+        "live_counters_160x48",
+        render(&mut m, &mut ui, 160, 48).backend()
+    );
+    insta::assert_snapshot!(
+        "live_counters_80x24",
+        render(&mut m, &mut ui, 80, 24).backend()
+    );
+
+    // The end of the list: READ's growth and times, the devices, the reset.
+    ui.apply(Action::End);
+    let text = screen_text(&render(&mut m, &mut ui, 160, 48));
+    let words = |name: &str| -> Vec<String> {
+        let l = text.lines().find(|l| l.contains(name)).expect(name);
+        l.split(['│', '▶', ' '])
+            .filter(|w| !w.is_empty())
+            .map(String::from)
+            .collect()
+    };
+    // 10 more ops, rtt_ms and execute_ms 10 more: 1 ms each over the
+    // interval; since the start the same.
+    let read = words("READ ");
+    assert_eq!(
+        read[..6],
+        ["READ", "90", "+10", "+10", "90", "+10"],
+        "{read:?}"
+    );
+    assert_eq!(
+        read[10..],
+        ["1.00", "ms", "1.00", "ms", "1.00", "ms", "1.00", "ms"],
+        "{read:?}"
+    );
+    let dup = text
+        .lines()
+        .find(|l| l.contains("duplicate_request"))
+        .expect("device counter");
+    assert!(
+        dup.contains("reset") && dup.contains("unknown (1 reset)"),
+        "{dup}"
+    );
+    let seq = words("rcvd_seq_err");
+    assert_eq!(seq[1..], ["rcvd_seq_err", "13", "+10", "+10"], "{seq:?}");
+}
+
+/// A capture file has no kernel counters, and the screen says where they
+/// come from; a live run with the sampler off says it is off.
+#[test]
+fn the_counters_screen_says_why_it_has_none() {
+    use super::counters::{Pane, Sampling};
+    let mut m = Model::new("f.pcap", Caps::default());
+    let mut ui = UiState::default();
+    ui.apply(Action::Go(Screen::Counters));
+    let text = screen_text(&render(&mut m, &mut ui, 160, 48));
+    assert!(
+        text.contains("a capture file has no kernel to read"),
+        "{text}"
+    );
+    m.kernel = Pane::new(Sampling::Off, None);
+    let text = screen_text(&render(&mut m, &mut ui, 160, 48));
+    assert!(
+        text.contains("The counter sampler is off (--counters-interval 0)"),
+        "{text}"
+    );
+    m.kernel = Pane::new(Sampling::Every(5.0), None);
+    let text = screen_text(&render(&mut m, &mut ui, 160, 48));
+    assert!(
+        text.contains("Waiting for the first sample (every 5 s)"),
+        "{text}"
+    );
+    // An unreadable mountstats: said, and the kernel causes not checked.
+    let mut r = reading(0, 0, 0);
+    r.mountstats = Err("No such file or directory (os error 2)".into());
+    m.take_counters(&r);
+    let text = screen_text(&render(&mut m, &mut ui, 160, 48));
+    assert!(
+        text.contains("/proc/self/mountstats: cannot be read"),
+        "{text}"
+    );
+    assert!(
+        text.contains("mr_exhaustion not checked: mountstats not read"),
+        "{text}"
+    );
+    assert!(!m.diagnosis.not_checked().is_empty());
 }
