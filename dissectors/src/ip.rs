@@ -23,6 +23,9 @@ use crate::layer::Layer;
 /// IP protocol number of UDP.
 pub const PROTO_UDP: u8 = 17;
 
+/// IP protocol number of TCP.
+pub const PROTO_TCP: u8 = 6;
+
 /// An IPv4 header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Ipv4 {

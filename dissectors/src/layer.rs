@@ -25,6 +25,8 @@ pub enum Layer {
     Ipv6,
     /// UDP header (RFC 768).
     Udp,
+    /// TCP header (RFC 9293).
+    Tcp,
     /// InfiniBand Local Route Header (IBA 7.7).
     Lrh,
     /// InfiniBand Global Route Header (IBA 8.3), also the RoCEv1 network header.
@@ -89,6 +91,7 @@ impl Layer {
             Layer::Ipv4 => "ipv4",
             Layer::Ipv6 => "ipv6",
             Layer::Udp => "udp",
+            Layer::Tcp => "tcp",
             Layer::Lrh => "lrh",
             Layer::Grh => "grh",
             Layer::Bth => "bth",

@@ -78,6 +78,7 @@ pub mod oncrpc;
 pub mod rpcrdma;
 pub mod rpcrdma_cm;
 pub mod stack;
+pub mod tcp;
 pub mod udp;
 #[cfg(feature = "serde")]
 #[cfg_attr(docsrs, doc(cfg(feature = "serde")))]

@@ -33,13 +33,14 @@ use crate::ib::rdeth::Rdeth;
 use crate::ib::reth::Reth;
 use crate::ib::transport::{self, Transport};
 use crate::ib::xrceth::XrcEth;
-use crate::ip::{Ip, PROTO_UDP};
+use crate::ip::{Ip, PROTO_TCP, PROTO_UDP};
 use crate::layer::Layer;
 use crate::link::{ether_type, Ethernet, Link, LinkType, LinuxSll, LinuxSll2, Vlan};
 use crate::nfs::{self, CallSummary};
 use crate::oncrpc::{MsgBody, RpcMsg};
 use crate::rpcrdma::{Proc, RpcRdmaHeader};
 use crate::rpcrdma_cm::{self, CmPrivateData};
+use crate::tcp::{Tcp, TcpLayer};
 use crate::udp::{Udp, ROCEV2_PORT};
 
 /// How far [`dissect`] goes and what it assumes.
@@ -137,6 +138,9 @@ pub struct Dissection<'a> {
     pub ip: Option<Ip<'a>>,
     /// UDP header (RoCEv2).
     pub udp: Option<Udp>,
+    /// TCP header and payload (iWARP). TCP is a byte stream: what the
+    /// payload carries is for a stream reassembler to say, not this frame.
+    pub tcp: Option<TcpLayer<'a>>,
     /// Local Route Header (native InfiniBand).
     pub lrh: Option<Lrh>,
     /// Global Route Header (RoCEv1, or native InfiniBand with a GRH).
@@ -215,6 +219,7 @@ impl<'a> Dissection<'a> {
         self.vlan_count = 0;
         self.ip = None;
         self.udp = None;
+        self.tcp = None;
         self.lrh = None;
         self.grh = None;
         self.transport = None;
@@ -531,6 +536,9 @@ fn dissect_ip<'a>(
     let base = offset_in(frame, at);
     let (ip, payload) = Ip::parse(at).map_err(|e| e.at(base))?;
     d.ip = Some(ip);
+    if ip.protocol() == PROTO_TCP {
+        return dissect_tcp(frame, ip, payload, d);
+    }
     // A fragment after the first starts in the middle of its datagram:
     // reading a UDP header there would make one up.
     if ip.protocol() != PROTO_UDP || ip.is_later_fragment() {
@@ -554,6 +562,33 @@ fn dissect_ip<'a>(
     }
     let (body, _) = split_crc(frame, ib, 4, Layer::Icrc)?;
     dissect_transport(frame, body, config, d)
+}
+
+/// The TCP header and payload of an IP packet whose payload is `segment`
+/// (as captured). A fragment's payload is not a whole segment, so none is
+/// read from it: TCP does not fragment in practice, and a header read from
+/// one would be made up for a later fragment.
+fn dissect_tcp<'a>(
+    frame: &'a [u8],
+    ip: Ip<'a>,
+    segment: &'a [u8],
+    d: &mut Dissection<'a>,
+) -> Result<(), Error> {
+    if ip.is_fragment() {
+        return Ok(());
+    }
+    let (header, payload) = Tcp::parse(segment).map_err(|e| e.at(offset_in(frame, segment)))?;
+    let announced = match ip {
+        Ip::V4(h) => usize::from(h.total_len()).saturating_sub(ip.header().len()),
+        Ip::V6(h) => usize::from(h.payload_len()),
+    };
+    let wire = announced.saturating_sub(usize::from(header.data_offset));
+    d.tcp = Some(TcpLayer {
+        header,
+        payload,
+        wire_len: u32::try_from(wire.max(payload.len())).unwrap_or(u32::MAX),
+    });
+    Ok(())
 }
 
 /// The transport and above of a packet the capture cut: `ib` is what was
@@ -825,5 +860,60 @@ mod tests {
     fn dissection_stays_small() {
         let size = core::mem::size_of::<super::Dissection<'_>>();
         assert!(size <= 768, "Dissection grew to {size} bytes");
+    }
+
+    /// Ethernet, IPv4 (total length 52 + `len`), TCP 20049 -> 40000 with
+    /// SYN|ACK, then `len` payload octets of which `kept` were captured.
+    fn tcp_frame(len: usize, kept: usize) -> std::vec::Vec<u8> {
+        let mut f = std::vec![0u8; 12];
+        f.extend_from_slice(&[0x08, 0x00]);
+        let total = u16::try_from(20 + 32 + len).unwrap().to_be_bytes();
+        f.extend_from_slice(&[0x45, 0, total[0], total[1], 0, 0, 0x40, 0, 64, 6, 0, 0]);
+        f.extend_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
+        f.extend_from_slice(&[0x4e, 0x51, 0x9c, 0x40, 0, 0, 0, 7, 0, 0, 0, 9, 0x80, 0x12]);
+        f.extend_from_slice(&[0xff, 0xff, 0, 0, 0, 0]);
+        f.extend_from_slice(&[1; 12]);
+        f.extend((0..kept).map(|i| i as u8));
+        f
+    }
+
+    #[test]
+    fn tcp_header_and_payload() {
+        use crate::link::LinkType;
+        let f = tcp_frame(10, 10);
+        let d = super::dissect(LinkType::ETHERNET, &f, &super::Config::default());
+        assert_eq!(d.stop, None);
+        let tcp = d.tcp.expect("a TCP layer");
+        assert_eq!(
+            (tcp.header.source_port, tcp.header.destination_port),
+            (20049, 40000)
+        );
+        assert_eq!((tcp.header.seq, tcp.header.ack_number), (7, 9));
+        assert!(tcp.header.syn && tcp.header.ack && !tcp.header.fin && !tcp.header.rst);
+        assert_eq!(tcp.header.data_offset, 32);
+        assert_eq!(tcp.payload, &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        assert_eq!(tcp.wire_len, 10);
+        assert!(!tcp.cut() && d.udp.is_none() && d.bth().is_none());
+    }
+
+    #[test]
+    fn tcp_payload_cut_by_snap_length() {
+        use crate::link::LinkType;
+        let f = tcp_frame(1000, 4);
+        let d = super::dissect(LinkType::ETHERNET, &f, &super::Config::default());
+        let tcp = d.tcp.expect("a TCP layer");
+        assert_eq!((tcp.payload.len(), tcp.wire_len), (4, 1000));
+        assert!(tcp.cut());
+        // The header itself cut: where parsing stopped, with its frame offset.
+        let d = super::dissect(LinkType::ETHERNET, &f[..40], &super::Config::default());
+        assert!(d.tcp.is_none());
+        assert!(matches!(
+            d.stop,
+            Some(crate::Error::Truncated {
+                layer: crate::layer::Layer::Tcp,
+                offset: 34,
+                ..
+            })
+        ));
     }
 }
