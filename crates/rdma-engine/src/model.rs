@@ -999,7 +999,7 @@ impl Connection {
     }
 
     /// The fabric its queue pairs' addresses name (RoCEv2, InfiniBand,
-    /// RoCEv1), once one is known.
+    /// RoCEv1, iWARP), once one is known.
     pub fn fabric(&self) -> Option<&'static str> {
         self.client.or(self.server).map(|q| q.addr.fabric())
     }
