@@ -413,3 +413,23 @@ fn iwarp_reports_are_clean_where_roce_ones_are() {
         }
     }
 }
+
+/// The report of `v3-ddp.pcap` (NFSv3 with read, write and reply chunks
+/// over siw), against its reviewed snapshot: every section the RoCE report
+/// has, with the connection's fabric iWARP and its MPA/FIN timeline.
+#[test]
+fn report_of_the_iwarp_v3_ddp_capture() {
+    let out = Command::new(env!("CARGO_BIN_EXE_rdma-analyzer"))
+        .current_dir(iwarp_dir())
+        .args(["report", "v3-ddp.pcap"])
+        .output()
+        .expect("run rdma-analyzer");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("UTF-8 report");
+    insta::assert_snapshot!("report_iwarp_v3-ddp", text);
+}

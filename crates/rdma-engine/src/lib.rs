@@ -181,7 +181,8 @@ pub struct Totals {
     pub not_decoded: NotDecoded,
     /// Bytes seen (captured).
     pub bytes: u64,
-    /// Frames with a BTH (RoCE or InfiniBand).
+    /// Frames with a BTH (RoCE or InfiniBand), and TCP frames of iWARP
+    /// flows (opened by an MPA frame, or to or from port 20049).
     pub rdma_frames: u64,
     /// CM MADs seen.
     pub cm_messages: u64,

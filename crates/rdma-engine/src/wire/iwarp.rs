@@ -38,6 +38,9 @@ struct Direction {
     fin: bool,
     /// Whether CRCs were negotiated for this direction.
     crc: bool,
+    /// Whether the stream has delivered an MPA frame or an FPDU: until
+    /// then its bytes are not known to be iWARP's.
+    framed: bool,
 }
 
 /// An RDMA Read Request waiting for its responses.
@@ -146,10 +149,26 @@ impl Engine {
         }
         let mut delivered = std::mem::take(&mut self.iwarp.delivered);
         self.iwarp.streams.segment(key, &seg, &mut delivered);
+        let framed = delivered
+            .iter()
+            .any(|u| matches!(u, Delivery::Mpa { .. } | Delivery::Fpdu { .. }));
+        let was_framed = match self.iwarp.dirs.get_mut(&key) {
+            Some(d) => {
+                let was = d.framed;
+                d.framed |= framed;
+                was
+            }
+            None => framed,
+        };
         for unit in delivered.drain(..) {
             self.delivered(key, unit, out);
         }
         self.iwarp.delivered = delivered;
+        if !(was_framed || framed || tcp.payload.is_empty()) {
+            // Data on port 20049 in which no MPA frame or FPDU was found
+            // (yet): recognised, not decoded, and said so.
+            self.state.totals.not_decoded.tcp_20049 += 1;
+        }
         let owned = self
             .qps
             .get(&endpoint(key.dst))
@@ -223,6 +242,7 @@ impl Engine {
         let f = match RequestReply::parse(bytes) {
             Ok((f, _)) => f,
             Err(e) => {
+                self.state.totals.not_decoded.mpa_setup += 1;
                 let msg = format!("MPA frame from {} could not be dissected: {e}", at.key.src);
                 return self.anomaly(out, Kind::Malformed, vec![at.frame], None, None, msg);
             }
