@@ -579,6 +579,19 @@ fn state_of_every_bundled_capture() {
     }
 }
 
+/// The engine's state after each iWARP capture (NFS over siw), against its
+/// reviewed snapshot (`tests/snapshots/engine__state_iwarp-*.snap`).
+#[test]
+fn state_of_every_iwarp_capture() {
+    for name in ["v3-ddp", "v42-reminv", "parallel", "reconnect"] {
+        let (engine, _) = replay(
+            &capture_frames(&format!("iwarp/{name}.pcap")),
+            Config::default(),
+        );
+        insta::assert_yaml_snapshot!(format!("state_iwarp-{name}"), summary(&engine));
+    }
+}
+
 /// With views joined (live with probes), a capture's transactions still
 /// all come out, once each, in the same order, each saying the wire saw it.
 #[test]

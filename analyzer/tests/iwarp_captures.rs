@@ -296,3 +296,140 @@ fn iwarp_captures_match_their_published_sha256() {
         }
     }
 }
+
+#[path = "common/analyze.rs"]
+mod analyze;
+
+use rdma_analyzer::engine::{CmState, Config, Engine, Finding, Kind};
+
+/// Each capture through the analyzer's pipeline: the engine and its anomalies.
+fn analyzed(pcap: &Path) -> (Engine, Vec<Kind>) {
+    let mut kinds = Vec::new();
+    let run = analyze::run_file(pcap, Config::default(), |f| {
+        if let Finding::Anomaly(a) = f {
+            kinds.push(a.kind);
+        }
+    })
+    .unwrap_or_else(|e| panic!("{}: {e}", pcap.display()));
+    assert!(
+        run.error().is_none(),
+        "{}: {:?}",
+        pcap.display(),
+        run.error()
+    );
+    (run.engine, kinds)
+}
+
+/// The engine's own count of what tshark counts: every MPA, FPDU, DDP and
+/// RDMAP figure of the facts, and the RPC-over-RDMA messages it decoded,
+/// equal tshark's (an independent dissector) on every iWARP capture.
+#[test]
+fn the_engine_counts_what_tshark_counts() {
+    for pcap in iwarp_pcaps() {
+        let facts = read_facts(&pcap.with_extension("tshark-facts"));
+        let (engine, _) = analyzed(&pcap);
+        let t = &engine.state().totals;
+        let n = &t.iwarp;
+        let mut counted: BTreeMap<String, u64> = BTreeMap::new();
+        for (k, v) in [
+            ("mpa_requests", n.mpa_requests),
+            ("mpa_replies", n.mpa_replies),
+            ("mpa_rejects", n.mpa_rejects),
+            ("fpdus", n.fpdus),
+            ("ddp_tagged_segments", n.ddp_tagged_segments),
+            ("ddp_untagged_segments", n.ddp_untagged_segments),
+            ("rpcrdma_messages", t.rpcrdma_messages),
+        ] {
+            counted.insert(k.to_string(), v);
+        }
+        for (op, name) in OPCODES {
+            let i = usize::from(*op);
+            counted.insert(format!("segments.{name}"), n.segments[i]);
+            counted.insert(format!("messages.{name}"), n.messages[i]);
+        }
+        let expected: BTreeMap<String, u64> = facts
+            .iter()
+            .filter(|(k, _)| counted.contains_key(*k))
+            .map(|(k, v)| (k.clone(), *v))
+            .collect();
+        assert_eq!(
+            counted.len(),
+            expected.len(),
+            "{}: a counted figure missing from the facts",
+            pcap.display()
+        );
+        assert_eq!(counted, expected, "{}: engine vs tshark", pcap.display());
+        // Decoded, so not in the "recognised but not decoded" count, and
+        // no stream octet went missing.
+        assert!(
+            t.not_decoded.is_empty(),
+            "{}: {:?}",
+            pcap.display(),
+            t.not_decoded
+        );
+        assert_eq!((n.gaps, n.crc_invalid), (0, 0), "{}", pcap.display());
+    }
+}
+
+/// A clean siw run reports clean: every connection iWARP, set up by its
+/// MPA exchange and closed by FIN, no iWARP finding and no RPC-over-RDMA
+/// finding beyond what the RoCE captures of the same lab show too (Linux
+/// servers send Send with Invalidate without advertising R), every call
+/// answered; the reconnect capture tells its story as two connections of
+/// one client, one after the other.
+#[test]
+fn iwarp_reports_are_clean_where_roce_ones_are() {
+    for pcap in iwarp_pcaps() {
+        let name = pcap.display().to_string();
+        let (engine, kinds) = analyzed(&pcap);
+        let unexpected: Vec<_> = kinds
+            .iter()
+            .filter(|k| **k != Kind::RemoteInvalidationNotNegotiated)
+            .collect();
+        assert!(unexpected.is_empty(), "{name}: {unexpected:?}");
+        let s = engine.state();
+        assert_eq!(s.totals.calls, s.totals.replies, "{name}: unanswered calls");
+        assert_eq!(
+            s.totals.unassociated_frames, 0,
+            "{name}: frames of no connection"
+        );
+        for c in s.connections.values() {
+            assert_eq!(c.fabric(), Some("iWARP"), "{name}: {}", c.id);
+            assert_eq!(c.cm_state, CmState::Closed, "{name}: {}", c.id);
+            assert_eq!(c.port, Some(20049), "{name}: {}", c.id);
+            let n = c.negotiated.expect("negotiated from the MPA private data");
+            assert_eq!((n.inline_send, n.inline_recv), (4096, 4096), "{name}");
+            assert!(c.calls > 0 && c.calls == c.replies, "{name}: {}", c.id);
+        }
+        let conns: Vec<_> = s.connections.values().collect();
+        if name.ends_with("reconnect.pcap") {
+            assert_eq!(conns.len(), 2, "{name}: a reconnect is two connections");
+            let (a, b) = (conns[0], conns[1]);
+            assert_eq!(a.client.map(|q| q.addr), b.client.map(|q| q.addr));
+            assert_ne!(a.client, b.client, "{name}: the new connection's own port");
+            assert!(b.first_ts_ns > a.last_ts_ns, "{name}: one after the other");
+        } else {
+            assert_eq!(conns.len(), 1, "{name}");
+        }
+    }
+}
+
+/// The report of `v3-ddp.pcap` (NFSv3 with read, write and reply chunks
+/// over siw), against its reviewed snapshot: every section the RoCE report
+/// has, with the connection's fabric iWARP and its MPA/FIN timeline.
+#[test]
+fn report_of_the_iwarp_v3_ddp_capture() {
+    let out = Command::new(env!("CARGO_BIN_EXE_rdma-analyzer"))
+        .current_dir(iwarp_dir())
+        .args(["report", "v3-ddp.pcap"])
+        .output()
+        .expect("run rdma-analyzer");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("UTF-8 report");
+    insta::assert_snapshot!("report_iwarp_v3-ddp", text);
+}

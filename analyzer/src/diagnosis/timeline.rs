@@ -124,24 +124,29 @@ pub fn timeline(state: &State, keep: impl Fn(&Connection) -> bool) -> Vec<Client
 }
 
 fn entry(c: &Connection, gap_before_ms: Option<f64>) -> TimelineEntry {
-    let first = |m: CmMsg| c.cm_events.iter().find(|e| e.message == m);
-    let teardown = c
-        .cm_events
-        .iter()
-        .find(|e| matches!(e.message, CmMsg::Dreq | CmMsg::Rej));
-    let established = first(CmMsg::Rtu).or_else(|| first(CmMsg::Rep));
+    let first = |is: fn(CmMsg) -> bool| c.cm_events.iter().find(|e| is(e.message));
+    // iWARP's MPA and TCP messages stand for the CM's: MPA Request for REQ,
+    // MPA Reply for REP and RTU, FIN for DREQ, RST or the second FIN for DREP.
+    let teardown = first(CmMsg::ends);
+    let established = first(CmMsg::establishes).or_else(|| first(CmMsg::accepts));
     let reqs = |before: Option<u64>| {
         c.cm_events
             .iter()
-            .filter(|e| e.message == CmMsg::Req && before.is_none_or(|b| e.ts_ns <= b))
+            .filter(|e| e.message.requests() && before.is_none_or(|b| e.ts_ns <= b))
             .count() as u32
     };
     // Every REQ before the answered one went unanswered; without a REP
     // none was answered.
-    let failed_requests = match first(CmMsg::Rep) {
+    let failed_requests = match first(CmMsg::accepts) {
         Some(rep) => reqs(Some(rep.ts_ns)).saturating_sub(1),
         None => reqs(None),
     };
+    let closed = first(|m| matches!(m, CmMsg::Drep | CmMsg::Rst)).or_else(|| {
+        c.cm_events
+            .iter()
+            .filter(|e| e.message == CmMsg::Fin)
+            .nth(1)
+    });
     TimelineEntry {
         connection: c.id,
         cm_state: c.cm_state,
@@ -154,7 +159,7 @@ fn entry(c: &Connection, gap_before_ms: Option<f64>) -> TimelineEntry {
         established_ts_ns: established.map(|e| e.ts_ns),
         torn_down_ts_ns: teardown.map(|e| e.ts_ns),
         torn_down_by: teardown.map(|e| e.from),
-        closed_ts_ns: first(CmMsg::Drep).map(|e| e.ts_ns),
+        closed_ts_ns: closed.map(|e| e.ts_ns),
         failed_requests,
         unanswered_calls: c.calls.saturating_sub(c.replies),
     }
@@ -225,9 +230,9 @@ impl TimelineEntry {
     pub fn describe(&self, start: Option<u64>) -> String {
         let mut s = format!("{}:", self.connection);
         let at = |ts| rel(ts, start);
-        match self.cm.iter().find(|e| e.message == CmMsg::Req) {
+        match self.cm.iter().find(|e| e.message.requests()) {
             Some(req) => {
-                let _ = write!(s, " REQ {}", at(req.ts_ns));
+                let _ = write!(s, " {} {}", req.message.as_str(), at(req.ts_ns));
             }
             None => {
                 let _ = write!(
@@ -257,7 +262,7 @@ impl TimelineEntry {
             let what = self
                 .cm
                 .iter()
-                .find(|e| matches!(e.message, CmMsg::Dreq | CmMsg::Rej))
+                .find(|e| e.message.ends())
                 .map_or("DREQ", |e| e.message.as_str());
             let _ = write!(s, ", torn down {} ({what} from {by})", at(d));
         }

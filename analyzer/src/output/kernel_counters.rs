@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use crate::diagnosis::KernelView;
 use crate::engine::mountstats::{Mount, Transport};
-use crate::engine::{ChunkKind, CmMsg, ConnId, Engine, Finding, Kind, Transaction, Transfer};
+use crate::engine::{ChunkKind, ConnId, Engine, Finding, Kind, Transaction, Transfer};
 use crate::pipeline::{End, Flow, Progress, Sink};
 
 /// What the capture counted on one connection, in the kernel's terms.
@@ -126,7 +126,7 @@ impl WireCounts {
             c.established = conn
                 .cm_events
                 .iter()
-                .find(|e| matches!(e.message, CmMsg::Rep | CmMsg::Rtu))
+                .find(|e| e.message.accepts() || e.message.establishes())
                 .map_or(
                     conn.cm_events.is_empty() && conn.calls > 0 && since.is_none(),
                     |e| since.is_none_or(|s| e.ts_ns >= s) && until.is_none_or(|u| e.ts_ns < u),

@@ -28,8 +28,8 @@ pub fn rows(n: &NotDecoded) -> Vec<NotDecodedRow> {
         rows.push(NotDecodedRow {
             kind: "iwarp_mpa_setup",
             frames: n.mpa_setup,
-            what_to_do: "iWARP MPA connection setup frames (\"MPA ID Req/Rep Frame\", RFC 5044): \
-                         iWARP is not analysed yet; capture NFS/RDMA over RoCEv2 or InfiniBand to have it analysed"
+            what_to_do: "iWARP MPA Request/Reply frames (\"MPA ID Req/Rep Frame\", RFC 5044, RFC 6581) \
+                         that do not parse: their connections are not analysed; the malformed finding of each says why"
                 .to_string(),
         });
     }
@@ -37,8 +37,10 @@ pub fn rows(n: &NotDecoded) -> Vec<NotDecodedRow> {
         rows.push(NotDecodedRow {
             kind: "iwarp_tcp_20049",
             frames: n.tcp_20049,
-            what_to_do: "TCP frames to or from port 20049, NFS/RDMA over iWARP (MPA/DDP/RDMAP): \
-                         iWARP is not analysed yet; capture NFS/RDMA over RoCEv2 or InfiniBand to have it analysed"
+            what_to_do: "TCP frames to or from port 20049, NFS/RDMA over iWARP (MPA/DDP/RDMAP), \
+                         in which no MPA frame or FPDU was found: a stream the capture joined mid-FPDU and never \
+                         found framing in again, MPA markers, or another protocol on the port; capture from the \
+                         mount on to have it analysed"
                 .to_string(),
         });
     }

@@ -342,6 +342,37 @@ macro_rules! with_kind_table {
         repeats: PerEvent,
         explanation: "A read chunk's Position is not a multiple of four: XDR items start on four-byte boundaries, so the responder cannot put the chunk's data where it belongs in the Payload stream.",
     },
+    /// An iWARP peer sent RDMAP Terminate: the connection failed at the
+    /// layer, type and code it names (RFC 5040 §4.8, RFC 5041 §7.2, RFC 5044 §8).
+    IwarpTerminate = "iwarp_terminate" {
+        section: "RFC 5040 4.8; RFC 5041 7.2; RFC 5044 8",
+        severity: Error,
+        repeats: PerEvent,
+        explanation: "An iWARP peer sent Terminate: it found an error (named by layer, type and code) and is tearing the connection down; the calls outstanding on it get no reply there.",
+    },
+    /// An FPDU whose CRC32c does not match its octets (RFC 5044 §4.1, §8).
+    MpaCrcMismatch = "mpa_crc_mismatch" {
+        section: "RFC 5044 4.1",
+        severity: Warning,
+        repeats: PerEvent,
+        explanation: "An iWARP FPDU's CRC32c does not match its octets: corruption on the wire or in the capture (the receiver terminates the connection).",
+    },
+    /// A DDP segment or RDMAP message that breaks its protocol: a Send
+    /// tagged, a Write untagged, a reserved opcode, a wrong version
+    /// (RFC 5041 §4, RFC 5040 §4).
+    IwarpViolation = "iwarp_violation" {
+        section: "RFC 5041 4; RFC 5040 4",
+        severity: Error,
+        repeats: PerEvent,
+        explanation: "A DDP segment or RDMAP message breaks its protocol (a Send in a tagged segment, a Write untagged, a reserved opcode or version): the receiver must terminate the connection.",
+    },
+    /// The MPA responder rejected the connection (RFC 5044 §7.1, the R flag).
+    MpaReject = "mpa_reject" {
+        section: "RFC 5044 7.1",
+        severity: Warning,
+        repeats: PerEvent,
+        explanation: "The iWARP responder rejected the MPA Request: no RDMA connection was made.",
+    },
         }
     };
 }

@@ -132,6 +132,10 @@ impl Kind {
             Kind::AckPsnNotSent => g(H::Correctness, F::Either, "Look at the responder's ACK for that QP; a capture that missed requests also shows this."),
             Kind::CallRetransmitted => g(H::Performance, F::Either, "Find why the first connection was torn down (the findings and the report's connections before it)."),
             Kind::UnalignedReadPosition => g(H::Correctness, F::Client, "Look at the client's chunk encoder for the XID."),
+            Kind::IwarpTerminate => g(H::Correctness, F::Either, "Read the layer, type and code: an LLP or MPA error points at the path or the capture point, a DDP or RDMAP one at the peer that sent the terminated segment."),
+            Kind::MpaCrcMismatch => g(H::Correctness, F::Fabric, "Check the path (NIC offloads, middleboxes rewriting TCP); a capture taken before the NIC computes the CRC also shows this."),
+            Kind::IwarpViolation => g(H::Correctness, F::Either, "Look at the sender of the segment: its iWARP stack (driver and firmware version); a capture that lost TCP segments can also misframe."),
+            Kind::MpaReject => g(H::Correctness, F::Server, "Read the server's MPA private data and its RDMA listener's limits (IRD/ORD, revision, CRC and marker settings)."),
         }
     }
 }

@@ -32,6 +32,11 @@ pub enum Addr {
     Lid(u16),
     /// RoCEv1: the port's GID.
     Gid(Ipv6Addr),
+    /// iWARP: the host's IPv4 or IPv6 address. The TCP connection is the
+    /// queue pair, so a [`QpKey`]'s `qpn` holds the endpoint's TCP port:
+    /// the host stays one address across its connections (a reconnect's
+    /// new source port is the same client), as on RoCE.
+    Iwarp(IpAddr),
 }
 
 impl Addr {
@@ -58,6 +63,7 @@ impl Addr {
             Addr::Ip(_) => "RoCEv2",
             Addr::Lid(_) => "InfiniBand",
             Addr::Gid(_) => "RoCEv1",
+            Addr::Iwarp(_) => "iWARP",
         }
     }
 }
@@ -65,7 +71,7 @@ impl Addr {
 impl std::fmt::Display for Addr {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Addr::Ip(a) => a.fmt(f),
+            Addr::Ip(a) | Addr::Iwarp(a) => a.fmt(f),
             Addr::Lid(l) => write!(f, "lid:{l}"),
             Addr::Gid(g) => write!(f, "gid:[{g}]"),
         }
@@ -87,11 +93,11 @@ pub struct QpKey {
 impl std::hash::Hash for QpKey {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         match self.addr {
-            Addr::Ip(IpAddr::V4(a)) => {
+            Addr::Ip(IpAddr::V4(a)) | Addr::Iwarp(IpAddr::V4(a)) => {
                 state.write_u64(u64::from(a.to_bits()) << 32 | u64::from(self.qpn));
             }
             Addr::Lid(l) => state.write_u64(1 << 63 | u64::from(l) << 32 | u64::from(self.qpn)),
-            Addr::Ip(IpAddr::V6(a)) | Addr::Gid(a) => {
+            Addr::Ip(IpAddr::V6(a)) | Addr::Gid(a) | Addr::Iwarp(IpAddr::V6(a)) => {
                 state.write_u128(a.to_bits());
                 state.write_u32(self.qpn);
             }
@@ -101,7 +107,11 @@ impl std::hash::Hash for QpKey {
 
 impl std::fmt::Display for QpKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{:#x}", self.addr, self.qpn)
+        match self.addr {
+            // The TCP endpoint, as every TCP tool writes it.
+            Addr::Iwarp(a) => write!(f, "{}", std::net::SocketAddr::new(a, self.qpn as u16)),
+            _ => write!(f, "{}/{:#x}", self.addr, self.qpn),
+        }
     }
 }
 

@@ -135,6 +135,43 @@ impl NotDecoded {
     }
 }
 
+/// What the iWARP streams carried (RFC 5044, 5041, 5040): counted as the
+/// stream layer delivered it, so that tshark's counts can check them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IwarpCounts {
+    /// TCP frames of iWARP connections (setup, data and acknowledgements).
+    pub frames: u64,
+    /// MPA Requests.
+    pub mpa_requests: u64,
+    /// MPA Replies (rejects included).
+    pub mpa_replies: u64,
+    /// MPA Replies with the Reject flag.
+    pub mpa_rejects: u64,
+    /// FPDUs delivered.
+    pub fpdus: u64,
+    /// FPDUs whose CRC32c did not match.
+    pub crc_invalid: u64,
+    /// DDP segments, tagged and untagged.
+    pub ddp_tagged_segments: u64,
+    /// See `ddp_tagged_segments`.
+    pub ddp_untagged_segments: u64,
+    /// DDP segments by RDMAP opcode (RFC 5040 table 2, by its 4-bit value).
+    pub segments: [u64; 8],
+    /// RDMAP messages (segments with the L bit) by opcode.
+    pub messages: [u64; 8],
+    /// Holes in the streams: stream octets the capture lacks (lost
+    /// segments, snap lengths), and how many; what fell in them is unknown
+    /// and the checks that needed it were skipped.
+    pub gaps: u64,
+    /// See `gaps`.
+    pub gap_bytes: u64,
+    /// Times framing was found again after a hole or a mid-stream start,
+    /// and of those, by FPDU plausibility alone (not certain).
+    pub resyncs: u64,
+    /// See `resyncs`.
+    pub resyncs_uncertain: u64,
+}
+
 /// Capture-wide counters.
 #[derive(Debug, Clone, Default)]
 pub struct Totals {
@@ -144,7 +181,8 @@ pub struct Totals {
     pub not_decoded: NotDecoded,
     /// Bytes seen (captured).
     pub bytes: u64,
-    /// Frames with a BTH (RoCE or InfiniBand).
+    /// Frames with a BTH (RoCE or InfiniBand), and TCP frames of iWARP
+    /// flows (opened by an MPA frame, or to or from port 20049).
     pub rdma_frames: u64,
     /// CM MADs seen.
     pub cm_messages: u64,
@@ -189,6 +227,8 @@ pub struct Totals {
     pub probe_records: u64,
     /// Transactions the probes completed (both sides).
     pub probe_transactions: u64,
+    /// What the iWARP streams carried.
+    pub iwarp: IwarpCounts,
     /// Time of the first frame (ns since the epoch); `None` before it.
     pub first_ts_ns: Option<u64>,
     /// The latest time seen (frames, live ticks); `None` before any.
@@ -235,6 +275,8 @@ pub struct Engine {
     /// Middle packets of RDMA Writes and Read Responses not yet added to
     /// their transactions (see [`wire::transfer::DeferredMiddle`]).
     deferred: wire::transfer::Deferred,
+    /// The iWARP side: TCP streams and what their FPDUs are in the middle of.
+    iwarp: wire::iwarp::Iwarp,
     /// The views waiting to be joined (`Config::merge`).
     merger: Option<merge::Merger>,
     /// Stamps and counts anomalies as they are made.
@@ -266,6 +308,9 @@ impl Engine {
             merger,
             kernel,
             deferred: wire::transfer::Deferred::default(),
+            // A stream holds at most a partial FPDU per direction, the
+            // counterpart of a Send prefix: it shares their budget.
+            iwarp: wire::iwarp::Iwarp::new(limits.prefix_bytes),
             findings: findings::Collector::default(),
         }
     }
@@ -290,6 +335,7 @@ impl Engine {
         wire::cost::connections_bytes(&self.state.connections)
             + self.qps.bytes()
             + self.conns.bytes()
+            + self.iwarp.bytes()
             + self.kernel.bytes()
             + self.merger.as_ref().map_or(0, merge::Merger::bytes)
     }

@@ -630,9 +630,44 @@ pub enum CmMsg {
     Dreq,
     /// DisconnectReply.
     Drep,
+    /// iWARP: the MPA Request that opens the connection (RFC 5044 7.1),
+    /// iWARP's REQ.
+    MpaRequest,
+    /// iWARP: the MPA Reply that accepts it (its REP and RTU in one).
+    MpaReply,
+    /// iWARP: an MPA Reply with the Reject flag (its REJ).
+    MpaReject,
+    /// iWARP: a TCP FIN (the first is its DREQ, the second its DREP).
+    Fin,
+    /// iWARP: a TCP RST (the connection is gone at once).
+    Rst,
 }
 
 impl CmMsg {
+    /// Whether the message asks for a connection (REQ, MPA Request).
+    pub const fn requests(self) -> bool {
+        matches!(self, CmMsg::Req | CmMsg::MpaRequest)
+    }
+
+    /// Whether the message makes the connection usable (RTU, MPA Reply).
+    pub const fn establishes(self) -> bool {
+        matches!(self, CmMsg::Rtu | CmMsg::MpaReply)
+    }
+
+    /// Whether the message accepts a request (REP, MPA Reply).
+    pub const fn accepts(self) -> bool {
+        matches!(self, CmMsg::Rep | CmMsg::MpaReply)
+    }
+
+    /// Whether the message starts the end of the connection or refuses it
+    /// (DREQ, REJ, FIN, RST, MPA Reject).
+    pub const fn ends(self) -> bool {
+        matches!(
+            self,
+            CmMsg::Dreq | CmMsg::Rej | CmMsg::Fin | CmMsg::Rst | CmMsg::MpaReject
+        )
+    }
+
     /// The message's short name, as IBA 12.6 abbreviates it.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -642,6 +677,11 @@ impl CmMsg {
             CmMsg::Rej => "REJ",
             CmMsg::Dreq => "DREQ",
             CmMsg::Drep => "DREP",
+            CmMsg::MpaRequest => "MPA-REQ",
+            CmMsg::MpaReply => "MPA-REP",
+            CmMsg::MpaReject => "MPA-REJ",
+            CmMsg::Fin => "FIN",
+            CmMsg::Rst => "RST",
         }
     }
 }
@@ -959,7 +999,7 @@ impl Connection {
     }
 
     /// The fabric its queue pairs' addresses name (RoCEv2, InfiniBand,
-    /// RoCEv1), once one is known.
+    /// RoCEv1, iWARP), once one is known.
     pub fn fabric(&self) -> Option<&'static str> {
         self.client.or(self.server).map(|q| q.addr.fabric())
     }

@@ -46,7 +46,8 @@ impl JsonSchema for AddrView {
 pub struct QpKeyView {
     /// The port that owns the QP.
     pub addr: AddrView,
-    /// QP number.
+    /// QP number; on iWARP (`fabric` "iWARP"), where the TCP connection is
+    /// the queue pair, the endpoint's TCP port.
     pub qpn: u32,
 }
 

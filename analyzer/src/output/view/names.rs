@@ -304,6 +304,21 @@ pub enum CmMsgView {
     /// DisconnectReply.
     #[serde(rename = "DREP")]
     Drep,
+    /// iWARP: MPA Request (RFC 5044 7.1).
+    #[serde(rename = "MPA-REQ")]
+    MpaRequest,
+    /// iWARP: MPA Reply accepting the connection.
+    #[serde(rename = "MPA-REP")]
+    MpaReply,
+    /// iWARP: MPA Reply with the Reject flag.
+    #[serde(rename = "MPA-REJ")]
+    MpaReject,
+    /// iWARP: TCP FIN.
+    #[serde(rename = "FIN")]
+    Fin,
+    /// iWARP: TCP RST.
+    #[serde(rename = "RST")]
+    Rst,
 }
 
 impl From<CmMsg> for CmMsgView {
@@ -315,6 +330,11 @@ impl From<CmMsg> for CmMsgView {
             CmMsg::Rej => CmMsgView::Rej,
             CmMsg::Dreq => CmMsgView::Dreq,
             CmMsg::Drep => CmMsgView::Drep,
+            CmMsg::MpaRequest => CmMsgView::MpaRequest,
+            CmMsg::MpaReply => CmMsgView::MpaReply,
+            CmMsg::MpaReject => CmMsgView::MpaReject,
+            CmMsg::Fin => CmMsgView::Fin,
+            CmMsg::Rst => CmMsgView::Rst,
         }
     }
 }
@@ -330,6 +350,11 @@ impl From<CmMsgView> for CmMsg {
             CmMsgView::Rej => CmMsg::Rej,
             CmMsgView::Dreq => CmMsg::Dreq,
             CmMsgView::Drep => CmMsg::Drep,
+            CmMsgView::MpaRequest => CmMsg::MpaRequest,
+            CmMsgView::MpaReply => CmMsg::MpaReply,
+            CmMsgView::MpaReject => CmMsg::MpaReject,
+            CmMsgView::Fin => CmMsg::Fin,
+            CmMsgView::Rst => CmMsg::Rst,
         }
     }
 }

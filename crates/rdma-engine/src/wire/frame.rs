@@ -43,6 +43,9 @@ impl Engine {
         }
         let cut_short = self.count_cut(&d);
         let Some(bth) = d.bth() else {
+            if d.tcp.is_some() && self.iwarp_frame(number, ts, &d, out) {
+                return;
+            }
             if d.ip.is_some() {
                 self.undecoded(f, &d);
             }

@@ -21,7 +21,7 @@ use crate::{Engine, Finding};
 
 /// Keeps the start of the reply chunk when this Write is to its first
 /// byte (the first segment of the reply chunk, at its offset).
-fn keep_reply_head(t: &mut Txn, target: SegmentRef, va: u64, payload: &[u8]) {
+pub(super) fn keep_reply_head(t: &mut Txn, target: SegmentRef, va: u64, payload: &[u8]) {
     if t.reply_head.is_some() {
         return;
     }
@@ -501,7 +501,7 @@ impl Engine {
     }
 
     /// Finds the outstanding call and segment an (R_Key, VA, length) falls in.
-    fn find_segment(
+    pub(super) fn find_segment(
         &self,
         conn: ConnId,
         rkey: u32,
@@ -529,7 +529,7 @@ impl Engine {
         None
     }
 
-    fn outside_chunk(
+    pub(super) fn outside_chunk(
         &mut self,
         out: &mut Vec<Finding>,
         number: u64,
@@ -614,7 +614,7 @@ impl Engine {
     }
 
     /// Adds one packet's payload to `target` now (the deferred ones first).
-    fn add_to_segment(
+    pub(super) fn add_to_segment(
         &mut self,
         conn: ConnId,
         target: SegmentRef,
@@ -795,16 +795,15 @@ impl Engine {
 
     /// Adds a read response's data to the segment of the READ it answers:
     /// the READ completed, and a Long Call's RPC header in its first response.
-    fn read_data(
+    pub(super) fn read_data(
         &mut self,
         number: u64,
         ts: u64,
         conn: ConnId,
         tg: SegmentRef,
         (bytes, first, done, rkey): (u32, bool, bool, u32),
-        d: &Dissection<'_>,
+        payload: &[u8],
     ) {
-        let payload = d.payload();
         let cap = self.config.max_ladder_steps;
         let Some(t) = self.add_to_segment(conn, tg, bytes, number, ts, true) else {
             return;
@@ -891,7 +890,14 @@ impl Engine {
             );
             return;
         }
-        self.read_data(number, ts, conn, tg, (bytes, first, done, rkey), d);
+        self.read_data(
+            number,
+            ts,
+            conn,
+            tg,
+            (bytes, first, done, rkey),
+            d.payload(),
+        );
     }
 }
 
