@@ -491,8 +491,13 @@ fn feed(dir: &mut Dir, seg: &TcpSegment<'_>, cap: usize, out: &mut Vec<Delivery>
     dir.check_end(out);
 }
 
-/// A fuzzing entry point: arbitrary segments of a few directions through
-/// [`Streams`] under a small limit; panics if the limit is broken.
+/// A fuzzing entry point (`analyzer/fuzz`, target `tcp_stream`):
+/// arbitrary segments of eight directions through [`Streams`] under a
+/// limit of 4 KiB plus 64 times the first octet; panics if `bytes()`
+/// ever exceeds it. After the first octet, each segment is eight octets
+/// (direction, flags: SYN 1, FIN 2, RST 4, negotiate 8 with markers 16
+/// and CRC 32, forget 64; sequence number; length / 4; octets the snap
+/// length cut) and its payload.
 #[doc(hidden)]
 pub fn fuzz_tcp_stream(data: &[u8]) {
     let mut streams = Streams::new();
