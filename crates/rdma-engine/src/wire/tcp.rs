@@ -397,6 +397,43 @@ impl Streams {
         }
     }
 
+    /// The receiver of `key`'s stream acknowledged every octet before
+    /// `ack` (from a segment of the reverse direction with ACK set): a
+    /// hole below it is one the receiver filled and the capture missed,
+    /// so no retransmission will come. It is given up now, a `Gap`,
+    /// rather than held until the bound or the FIN.
+    pub(crate) fn acked(
+        &mut self,
+        key: FlowKey,
+        ack: u32,
+        frame: u64,
+        ts: u64,
+        out: &mut Vec<Delivery>,
+    ) {
+        let cap = self.direction_cap() as i64;
+        let Some(dir) = self.dirs.get_mut(&key) else {
+            return;
+        };
+        if dir.isn.is_none() || dir.framer.is_closed() {
+            return;
+        }
+        let upto = dir.offset(ack);
+        if upto <= dir.next as i64 || upto - dir.next as i64 > cap {
+            return;
+        }
+        let upto = upto as u64;
+        let before = (dir.bytes(), dir.hole_since);
+        while dir.held.first_key_value().is_some_and(|(&k, _)| k < upto) {
+            dir.give_up_hole(out);
+        }
+        if dir.next < upto {
+            dir.framer.gap(dir.next, upto - dir.next, frame, ts, out);
+            dir.next = upto;
+        }
+        dir.check_end(out);
+        self.settle(key, before);
+    }
+
     /// What the MPA exchange negotiated for this direction, so framing can use it.
     pub(crate) fn negotiated(&mut self, key: FlowKey, markers: bool, crc: bool) {
         self.dirs

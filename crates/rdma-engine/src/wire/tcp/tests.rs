@@ -547,3 +547,32 @@ fn the_fuzz_entry_keeps_to_its_limit() {
         super::fuzz_tcp_stream(&data);
     }
 }
+
+#[test]
+fn an_acknowledged_hole_is_given_up_at_once() {
+    let mut s = Sender::new(false, true);
+    s.sends(&[100, 100, 100, 100]);
+    let stream = request_stream(&s);
+    let mut f = Feed::negotiated(false, true);
+    f.seg(0, &[], true, false);
+    let second = 48 + s.clean[0].len();
+    let third = second + s.clean[1].len();
+    f.seg(1, &stream[..second], false, false);
+    f.seg(1 + third as u32, &stream[third..], false, false);
+    assert!(f.events().is_empty());
+    // The receiver acknowledges all of it: the second FPDU reached it,
+    // not the capture.
+    f.frame += 1;
+    f.streams
+        .acked(key(), 1 + stream.len() as u32, f.frame, 0, &mut f.out);
+    let ev = f.events();
+    assert!(
+        matches!(ev[..], [Delivery::Gap { bytes, frame: 3, .. }, Delivery::Resync { skipped: 0, certain: true, .. }] if bytes == s.clean[1].len() as u64),
+        "{ev:?}"
+    );
+    assert_eq!(f.fpdus(), [&s.clean[..1], &s.clean[2..]].concat());
+    // An acknowledgement of what was delivered changes nothing.
+    f.streams
+        .acked(key(), 1 + stream.len() as u32, f.frame, 0, &mut f.out);
+    assert_eq!(f.events().len(), 2);
+}
