@@ -19,6 +19,8 @@
 mod framing;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_synth;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::SocketAddr;

@@ -371,12 +371,9 @@ impl Framer {
         });
         self.consume_to(at + len);
         self.base = Some(at + len);
-        // Until both ends' CRC wish is known, the first FPDU tells.
-        self.phase = if self.crc().is_some() {
-            Phase::Fpdu
-        } else {
-            Phase::Hunt { from: at + len }
-        };
+        // The peer's frame, which completes the negotiation, comes before
+        // this end's first FPDU; `fpdu` hunts if it never came.
+        self.phase = Phase::Fpdu;
         true
     }
 
@@ -455,6 +452,9 @@ impl Framer {
 
     fn fpdu(&mut self, out: &mut Vec<Delivery>) -> bool {
         let at = self.head_pos();
+        if self.held() == 0 {
+            return false;
+        }
         let Some(crc) = self.crc() else {
             self.phase = Phase::Hunt { from: at };
             return true;
