@@ -221,6 +221,7 @@ pub fn iwarp_options(a: &SynthArgs) -> Result<IwarpOptions, String> {
 
 fn run_iwarp(a: &SynthArgs) -> anyhow::Result<()> {
     let opts = iwarp_options(a).map_err(|e| anyhow::anyhow!("synth: --iwarp-faults: {e}"))?;
+    super::iwarp::validate(&opts)?;
     let file = std::fs::File::create(&a.output)
         .with_context(|| format!("creating {}", a.output.display()))?;
     let (sum, out) = generate_iwarp(&opts, std::io::BufWriter::new(file))

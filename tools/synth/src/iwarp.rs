@@ -375,7 +375,11 @@ pub fn generate_iwarp<W: Write>(o: &IwarpOptions, out: W) -> Result<(IwarpSummar
     g.write(out)
 }
 
-fn validate(o: &IwarpOptions) -> Result<(), Error> {
+/// Checks `o` before anything is written.
+///
+/// # Errors
+/// [`Error::Options`] saying which options contradict each other.
+pub fn validate(o: &IwarpOptions) -> Result<(), Error> {
     let bad = |s: &str| Err(Error::Options(s.to_string()));
     if o.calls == 0 {
         return bad("--calls 0: an iWARP capture needs at least one call");
@@ -747,7 +751,21 @@ impl Gen {
                 }
                 self.lost_pkt = Some(b);
             }
-            CALL_REORDER if self.has(Fault::Reorder) => self.pkts.swap(b, c),
+            CALL_REORDER if self.has(Fault::Reorder) => {
+                // Captured in swapped order, each at the time it arrived.
+                self.pkts.swap(b, c);
+                if let (Some(tb), Some(tc)) = (
+                    self.pkts.get(b).map(|p| p.ts),
+                    self.pkts.get(c).map(|p| p.ts),
+                ) {
+                    if let Some(p) = self.pkts.get_mut(b) {
+                        p.ts = tc;
+                    }
+                    if let Some(p) = self.pkts.get_mut(c) {
+                        p.ts = tb;
+                    }
+                }
+            }
             CALL_RETRANSMIT if self.has(Fault::Retransmit) => {
                 let mut again = self.pkts.get(a).cloned().ok_or(Error::NoConnection(a))?;
                 self.ts += 200_000;
