@@ -66,7 +66,13 @@ pub(super) struct Framer {
     start: u64,
     /// The frame (number, timestamp) that brought the octets from each offset.
     sources: VecDeque<(u64, u64, u64)>,
-    /// Where the first FPDU starts: markers count from here.
+    /// Where the first FPDU starts. Markers count from here, not from the
+    /// ISN: RFC 5044 section 4.3 puts the first marker immediately before
+    /// the first FPDU of full operation (its FPDUPTR 0) and one every 512
+    /// octets of the stream after it, markers included. tshark places
+    /// them the same way (its get_first_marker_offset counts from the
+    /// sequence number after the MPA frame), and agrees on every CRC of
+    /// the generator's marked captures it decodes.
     base: Option<u64>,
     /// `Streams::negotiated`'s word, which overrides the frames seen.
     explicit: Option<Flags>,
