@@ -486,12 +486,10 @@ fn feed(dir: &mut Dir, seg: &TcpSegment<'_>, cap: usize, out: &mut Vec<Delivery>
         dir.isn = Some(data_seq);
     }
     let at = dir.offset(data_seq);
-    let kept = seg
-        .payload
-        .len()
-        .min(seg.wire_len.max(seg.payload.len() as u32) as usize);
+    let payload = seg.payload;
+    let kept = payload.len();
+    // A wire length under what was captured is nonsense: the capture wins.
     let wire = u64::from(seg.wire_len).max(kept as u64);
-    let payload = seg.payload.get(..kept).unwrap_or_default();
     if !payload.is_empty() {
         dir.hold(at, Piece::Data(payload.to_vec()), seg.frame, seg.ts);
     }

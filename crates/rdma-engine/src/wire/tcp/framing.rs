@@ -25,6 +25,8 @@ const INTERVAL: u64 = mpa::MARKER_INTERVAL;
 const MARKER: u64 = mpa::MARKER_LEN as u64;
 /// Buffered octets past which the consumed head of the buffer is dropped.
 const COMPACT_AT: usize = 16 << 10;
+/// Buffer room given back once the buffer empties.
+const SHRINK_AT: usize = 64 << 10;
 /// Hunt positions kept waiting for the rest of their FPDUs.
 const MAX_PENDING: usize = 64;
 /// Octets of the shortest DDP header.
@@ -289,6 +291,10 @@ impl Framer {
         if self.head == self.buf.len() {
             let end = self.end();
             self.buf.clear();
+            if self.buf.capacity() > SHRINK_AT {
+                // A large FPDU's room is not kept for a connection at rest.
+                self.buf = Vec::new();
+            }
             self.head = 0;
             self.start = end;
         } else if self.head >= COMPACT_AT && self.head * 2 >= self.buf.len() {
