@@ -84,6 +84,9 @@ pub(crate) enum Delivery {
     /// `bytes` octets of the stream the capture lacks; what they held is unknown.
     Gap { frame: u64, ts: u64, bytes: u64 },
     /// Framing found again after a gap or a mid-stream start; `certain` false when only length/CRC plausibility found it.
+    /// `skipped`: captured octets passed over unread since framing was
+    /// lost (what a gap cut of an FPDU on either side of it, what the hunt
+    /// rejected), the gaps' own octets not included.
     Resync {
         frame: u64,
         ts: u64,
