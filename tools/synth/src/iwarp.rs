@@ -262,6 +262,10 @@ pub struct IwarpSummary {
     pub read_requests: u64,
     /// Replies sent with Send with Invalidate.
     pub remote_invalidations: u64,
+    /// Calls whose call and reply FPDUs a reader gets all of: the
+    /// transactions an analyzer can put together (the rest lie before a
+    /// mid-stream start).
+    pub transactions: u64,
     /// Client to server, then server to client.
     pub directions: [DirectionTruth; 2],
     /// Frames whose FPDU has a wrong CRC.
@@ -356,6 +360,8 @@ struct Gen {
     bad_crc_next: bool,
     terminate_pkt: Option<usize>,
     lost_pkt: Option<usize>,
+    /// Per call, the FPDUs (indices into `planned`) of its call and its reply.
+    messages: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)>,
 }
 
 /// The Terminate the server sends: RDMAP layer, Remote Protection Error,
@@ -464,6 +470,7 @@ impl Gen {
             bad_crc_next: false,
             terminate_pkt: None,
             lost_pkt: None,
+            messages: Vec::new(),
         }
     }
 
@@ -701,7 +708,9 @@ impl Gen {
         let io = self.o.io_size;
         let call = self.rpc_call(kind, xid, stag, to)?;
         let split = i == CALL_MID_STREAM && self.has(Fault::MidStream);
+        let call_from = self.planned.len();
         self.message(0, Msg::Send { invalidate: None }, &call, split)?;
+        let call_fpdus = call_from..self.planned.len();
         self.calls += 1;
         self.segment(1, &[], ACK)?;
         let data = self.pattern.get(..io as usize).unwrap_or_default().to_vec();
@@ -734,7 +743,10 @@ impl Gen {
         self.invalidations += u64::from(invalidate.is_some());
         let reply = self.rpc_reply(kind, xid, stag, to)?;
         self.bad_crc_next = i == CALL_BAD_CRC && self.has(Fault::BadCrc);
+        let reply_from = self.planned.len();
         self.message(1, Msg::Send { invalidate }, &reply, false)?;
+        self.messages
+            .push((call_fpdus, reply_from..self.planned.len()));
         self.segment(0, &[], ACK)?;
         Ok(())
     }
@@ -962,7 +974,19 @@ impl Gen {
                 fins[p.dir] = Some((n, p.off));
             }
         }
-        let directions = [0, 1].map(|d| self.direction(d, &landed[d], &frame_of, fins[d]));
+        let mut delivered = vec![false; self.planned.len()];
+        let directions =
+            [0, 1].map(|d| self.direction(d, &landed[d], &frame_of, fins[d], &mut delivered));
+        let all = |r: &std::ops::Range<usize>| {
+            delivered
+                .get(r.clone())
+                .is_some_and(|v| v.iter().all(|&x| x))
+        };
+        let transactions = self
+            .messages
+            .iter()
+            .filter(|(c, r)| all(c) && all(r))
+            .count() as u64;
         let terminate = self.terminate_pkt.and_then(|p| frame_of[p]).map(|frame| {
             let (layer, etype, code) = TERMINATE;
             TerminateTruth {
@@ -982,6 +1006,7 @@ impl Gen {
             rdma_writes: self.writes,
             read_requests: self.read_requests,
             remote_invalidations: self.invalidations,
+            transactions,
             directions,
             bad_crc_frames: self
                 .bad_crc_pkt
@@ -999,6 +1024,7 @@ impl Gen {
         landed: &Landed,
         frame_of: &[Option<u64>],
         fin: Option<(u64, u64)>,
+        delivered: &mut [bool],
     ) -> DirectionTruth {
         let name = |e: &End| format!("{}:{}", e.ip, e.port);
         let (from, to) = (&self.ends[d], &self.ends[1 - d]);
@@ -1009,7 +1035,7 @@ impl Gen {
             fpdus: Vec::new(),
             events: Vec::new(),
         };
-        let fpdus: Vec<&Planned> = self.planned.iter().filter(|p| p.dir == d).collect();
+        let fpdus = self.planned.iter().enumerate().filter(|(_, p)| p.dir == d);
         // A mid-stream start: framing resumes at the first FPDU that
         // starts at or after the first octet captured.
         let mut resume = None;
@@ -1020,7 +1046,7 @@ impl Gen {
             .lost_pkt
             .and_then(|p| self.pkts.get(p))
             .filter(|p| p.dir == d);
-        for p in fpdus {
+        for (i, p) in fpdus {
             if let Some(l) = lost.filter(|l| l.off == p.start) {
                 let next = l.off + l.len;
                 t.events.push(StreamEvent::Gap {
@@ -1041,6 +1067,9 @@ impl Gen {
                     certain: self.o.crc || self.o.markers,
                 });
                 resume = None;
+            }
+            if let Some(v) = delivered.get_mut(i) {
+                *v = true;
             }
             t.fpdus.push(FpduTruth {
                 first_frame: first_cover(landed, p.start).unwrap_or(0),
