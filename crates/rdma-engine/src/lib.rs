@@ -63,6 +63,8 @@ pub use model::{
 };
 pub use nfsio::{asks_for_retry, FileHandle, NfsIo, Stable, RECENT_ERRORS, RETRY_WINDOW_NS};
 pub use rdma_dissectors::frame::Frame;
+#[doc(hidden)]
+pub use wire::tcp::fuzz_tcp_stream;
 
 /// Why the calls still outstanding at the end got no reply.
 const CAPTURE_ENDED: &str = "the capture ended before a reply";

@@ -228,7 +228,9 @@ fn request_reply(i: &[u8]) -> PResult<'_, RequestReply<'_>> {
 /// The CRC verdict of an FPDU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CrcStatus {
-    /// No CRC was negotiated: the FPDU has none.
+    /// No CRC was negotiated: the FPDU still ends in the four-octet CRC
+    /// field (RFC 5044 section 4.1), which then holds anything and is not
+    /// checked.
     NotNegotiated,
     /// The CRC matches.
     Valid,
@@ -257,11 +259,7 @@ pub struct Fpdu<'a> {
 impl<'a> Fpdu<'a> {
     /// Octets the FPDU takes in the marker-free stream.
     pub const fn len(&self) -> usize {
-        let crc = match self.crc {
-            CrcStatus::NotNegotiated => 0,
-            _ => CRC_LEN,
-        };
-        ULPDU_LENGTH_LEN + self.ulpdu_length as usize + self.pad as usize + crc
+        ULPDU_LENGTH_LEN + self.ulpdu_length as usize + self.pad as usize + CRC_LEN
     }
 
     /// Never: an FPDU has at least its length field.
@@ -293,9 +291,10 @@ fn fpdu(i: &[u8], crc: bool) -> PResult<'_, Fpdu<'_>> {
     let pad = pad_len(ulpdu_length);
     let (at_pad, ulpdu) = parse::take(usize::from(ulpdu_length))(at_ulpdu)?;
     let (at_crc, _) = parse::take(usize::from(pad))(at_pad)?;
+    let (rest, octets) = parse::array::<CRC_LEN>(at_crc)?;
     if !crc {
         return Ok((
-            at_crc,
+            rest,
             Fpdu {
                 ulpdu_length,
                 ulpdu,
@@ -304,7 +303,6 @@ fn fpdu(i: &[u8], crc: bool) -> PResult<'_, Fpdu<'_>> {
             },
         ));
     }
-    let (rest, octets) = parse::array::<CRC_LEN>(at_crc)?;
     let covered = i.get(..i.len() - at_crc.len()).unwrap_or_default();
     let computed = crc32c::checksum(covered);
     let found = crc32c::wire_value(octets);

@@ -121,10 +121,10 @@ fn fpdu(ulpdu: &[u8], crc: bool) -> Vec<u8> {
     let mut f = (ulpdu.len() as u16).to_be_bytes().to_vec();
     f.extend_from_slice(ulpdu);
     f.resize(f.len() + usize::from(mpa::pad_len(ulpdu.len() as u16)), 0);
-    if crc {
-        let c = crc32c::checksum(&f);
-        f.extend_from_slice(&c.to_le_bytes());
-    }
+    // Without CRCs the field is still sent (RFC 5044 section 4.1), as
+    // zeros by siw; it is not checked, so anything would do.
+    let c = if crc { crc32c::checksum(&f) } else { 0 };
+    f.extend_from_slice(&c.to_le_bytes());
     f
 }
 
@@ -159,7 +159,7 @@ fn fpdu_pad_and_crc() {
     let (p, rest) = Fpdu::parse(&plain, false).unwrap();
     assert_eq!(
         (p.crc, p.len(), rest.len()),
-        (CrcStatus::NotNegotiated, 8, 0)
+        (CrcStatus::NotNegotiated, 12, 0)
     );
     assert!(matches!(
         Fpdu::parse(&plain[..5], false),

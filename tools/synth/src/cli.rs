@@ -6,6 +6,7 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Args;
 
+use super::iwarp::{generate_iwarp, Fault, IwarpOptions};
 use super::{hostile, parse_size, sidecar_path, write_files, Inject, Mix, Options};
 
 /// `rdma-analyzer synth`: write a synthetic RoCEv2 NFS/RDMA capture.
@@ -80,6 +81,24 @@ pub struct SynthArgs {
     /// zstd-long-window.
     #[arg(long, value_name = "CASE")]
     pub hostile: Option<hostile::Case>,
+    /// The fabric: rocev2 (see --framing) or iwarp (NFS/RDMA over
+    /// RDMAP/DDP/MPA on TCP port 20049, one connection; uses --calls,
+    /// --seed, --io-size, --inline-threshold, --no-remote-invalidation).
+    #[arg(long, default_value = "rocev2", value_parser = ["rocev2", "iwarp"])]
+    pub fabric: String,
+    /// iWARP: both ends ask for MPA markers (RFC 5044 section 4.3).
+    #[arg(long)]
+    pub markers: bool,
+    /// iWARP: no CRC on the FPDUs (as siw negotiates by default).
+    #[arg(long)]
+    pub no_crc: bool,
+    /// iWARP: faults, comma-separated, or "all": mid_stream (the capture
+    /// starts inside call 1), lost_segment (2), reorder (3), retransmit
+    /// (4), overlap (5), bad_crc (call 6's reply), terminate (after the
+    /// last call). FILE.expected.json lists every FPDU, gap and
+    /// resynchronisation a reader must report.
+    #[arg(long, value_delimiter = ',')]
+    pub iwarp_faults: Vec<String>,
 }
 
 fn parse_mix(s: &str) -> Result<Mix, String> {
@@ -145,6 +164,9 @@ pub fn run(a: &SynthArgs) -> anyhow::Result<()> {
             .with_context(|| format!("writing {}", a.output.display()))?;
         return Ok(());
     }
+    if a.fabric == "iwarp" {
+        return run_iwarp(a);
+    }
     let opts = a
         .options()
         .map_err(|e| anyhow::anyhow!("synth: --inject: {e}"))?;
@@ -161,6 +183,64 @@ pub fn run(a: &SynthArgs) -> anyhow::Result<()> {
         secs,
         sum.bytes as f64 / secs / 1e6,
         sidecar_path(&a.output).display()
+    );
+    Ok(())
+}
+
+/// The iWARP options these arguments describe.
+///
+/// # Errors
+/// An unknown fault name.
+pub fn iwarp_options(a: &SynthArgs) -> Result<IwarpOptions, String> {
+    let mut faults = Vec::new();
+    for name in a
+        .iwarp_faults
+        .iter()
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+    {
+        if name == "all" {
+            faults.extend(Fault::ALL);
+        } else {
+            faults.push(name.parse::<Fault>()?);
+        }
+    }
+    faults.sort();
+    faults.dedup();
+    Ok(IwarpOptions {
+        calls: a.calls,
+        seed: a.seed,
+        markers: a.markers,
+        crc: !a.no_crc,
+        io_size: a.io_size,
+        inline_threshold: a.inline_threshold,
+        remote_invalidation: !a.no_remote_invalidation,
+        faults,
+    })
+}
+
+fn run_iwarp(a: &SynthArgs) -> anyhow::Result<()> {
+    let opts = iwarp_options(a).map_err(|e| anyhow::anyhow!("synth: --iwarp-faults: {e}"))?;
+    super::iwarp::validate(&opts)?;
+    let file = std::fs::File::create(&a.output)
+        .with_context(|| format!("creating {}", a.output.display()))?;
+    let (sum, out) = generate_iwarp(&opts, std::io::BufWriter::new(file))
+        .with_context(|| format!("writing {}", a.output.display()))?;
+    out.into_inner()
+        .map_err(|e| e.into_error())
+        .with_context(|| format!("writing {}", a.output.display()))?;
+    let side = sidecar_path(&a.output);
+    let mut json = serde_json::to_string_pretty(&sum)?;
+    json.push('\n');
+    std::fs::write(&side, json).with_context(|| format!("writing {}", side.display()))?;
+    let fpdus: usize = sum.directions.iter().map(|d| d.fpdus.len()).sum();
+    eprintln!(
+        "rdma-analyzer synth: iWARP, {} frames, {} bytes, {} calls, {} FPDUs; expectations in {}",
+        sum.frames,
+        sum.bytes,
+        sum.calls,
+        fpdus,
+        side.display()
     );
     Ok(())
 }

@@ -30,6 +30,7 @@
 pub mod cli;
 pub(crate) mod gen;
 pub mod hostile;
+pub mod iwarp;
 pub mod nfs;
 pub mod prng;
 pub mod wire;
@@ -43,6 +44,7 @@ use std::str::FromStr;
 use serde::Serialize;
 
 pub use gen::generate;
+pub use iwarp::{generate_iwarp, Fault, IwarpOptions, IwarpSummary};
 
 /// A protocol violation the generator can inject. The names are the
 /// analyzer's anomaly kinds (`engine::Kind::as_str`), plus `psn_wrap`,

@@ -163,6 +163,18 @@ impl Engine {
         for unit in delivered.drain(..) {
             self.delivered(key, unit, out);
         }
+        if h.ack {
+            // What this segment acknowledges of the reverse stream: a hole
+            // there below it was filled where the capture did not see it,
+            // so it is a gap now rather than held until the bound.
+            let reverse = key.reverse();
+            self.iwarp
+                .streams
+                .acked(reverse, h.ack_number, number, ts, &mut delivered);
+            for unit in delivered.drain(..) {
+                self.delivered(reverse, unit, out);
+            }
+        }
         self.iwarp.delivered = delivered;
         if !(was_framed || framed || tcp.payload.is_empty()) {
             // Data on port 20049 in which no MPA frame or FPDU was found
@@ -201,6 +213,7 @@ impl Engine {
                 frame,
                 ts,
                 bytes,
+                crc_with_markers,
             } => {
                 n.fpdus += 1;
                 let at = At {
@@ -209,7 +222,7 @@ impl Engine {
                     frame,
                     ts,
                 };
-                self.fpdu(at, &bytes, out);
+                self.fpdu(at, &bytes, crc_with_markers, out);
             }
             Delivery::Gap { bytes, .. } => {
                 n.gaps += 1;
@@ -355,20 +368,24 @@ impl Engine {
     }
 
     /// One FPDU: its CRC checked, its DDP segment read as RDMAP and handed on.
-    fn fpdu(&mut self, at: At, bytes: &[u8], out: &mut Vec<Finding>) {
+    fn fpdu(
+        &mut self,
+        at: At,
+        bytes: &[u8],
+        crc_with_markers: Option<u32>,
+        out: &mut Vec<Finding>,
+    ) {
         let crc = self.iwarp.dirs.get(&at.key).is_some_and(|d| d.crc);
         let conn = self.qps.get(&endpoint(at.key.dst)).and_then(|q| q.conn);
-        // RFC 5044 4.1: the CRC field is there whether or not CRCs were
-        // negotiated; without them it holds anything and is not checked.
-        let checked = if crc {
-            bytes
-        } else {
-            bytes
-                .get(..bytes.len().saturating_sub(mpa::CRC_LEN))
-                .unwrap_or_default()
-        };
-        let fpdu = match Fpdu::parse(checked, crc) {
-            Ok((f, _)) => f,
+        // With markers the CRC covered octets `bytes` lacks: the stream
+        // computed it over the octets as sent.
+        let fpdu = match Fpdu::parse(bytes, crc && crc_with_markers.is_none()) {
+            Ok((mut f, _)) => {
+                if let (true, Some(computed)) = (crc, crc_with_markers) {
+                    f.crc = marked_crc(bytes, computed);
+                }
+                f
+            }
             Err(e) => {
                 let msg = format!("FPDU from {} could not be dissected: {e}", at.key.src);
                 return self.anomaly(out, Kind::Malformed, vec![at.frame], conn, None, msg);
@@ -666,5 +683,20 @@ fn opcode_index(op: Opcode) -> usize {
         Opcode::SendSe => 5,
         Opcode::SendSeInvalidate => 6,
         Opcode::Terminate => 7,
+    }
+}
+
+/// The verdict on an FPDU sent with markers: its CRC field (the last four
+/// octets of `bytes`) against the CRC the stream computed over the octets
+/// as sent, markers included (RFC 5044 section 4.4).
+fn marked_crc(bytes: &[u8], computed: u32) -> CrcStatus {
+    let Some(&field) = bytes.last_chunk::<{ mpa::CRC_LEN }>() else {
+        return CrcStatus::NotNegotiated;
+    };
+    let found = rdma_dissectors::iwarp::crc32c::wire_value(field);
+    if found == computed {
+        CrcStatus::Valid
+    } else {
+        CrcStatus::Invalid { found, computed }
     }
 }

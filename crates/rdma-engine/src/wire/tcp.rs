@@ -1,25 +1,51 @@
-//! One direction of a TCP connection put back into a byte stream, and cut
-//! into what iWARP sends on it: the MPA Request or Reply, then FPDUs.
+//! TCP streams put back together for iWARP: per direction, segments in
+//! stream order, each octet once, what the capture lacks said as a gap,
+//! then MPA framing (`tcp/framing.rs`) into the frames the engine reads.
 //!
-//! This is the in-order version: a segment that does not start where the
-//! stream is expected to continue (after an already-delivered prefix is
-//! trimmed) leaves a [`Delivery::Gap`], and framing starts again only at an
-//! MPA frame or where FPDU lengths and DDP/RDMAP headers line up. Markers
-//! are not removed here: a direction that negotiated them is not framed,
-//! and its bytes are delivered as gaps (said, never guessed).
+//! ```text
+//!  segment ──► stream offset (from the SYN's ISN + 1, or the first segment seen)
+//!     ├─ before `next`: already delivered, dropped (retransmission, overlap)
+//!     ├─ at `next`: to the framer, then every held piece it makes contiguous
+//!     └─ after `next`: held (out of order), each octet once
+//!  a hole given up (FIN past it, a segment too far ahead, the bound) ──► Gap
+//! ```
+//!
+//! Memory: held pieces and the framer's partial frames count in
+//! [`Streams::bytes`]. A direction holds at most its share of the limit
+//! out of order; past it, or past the limit for all directions together,
+//! the oldest hole is given up (a `Gap`), and a framer's partial frame is
+//! passed over (counted in the next `Resync`). Nothing grows unbounded.
 
-use rdma_dissectors::iwarp::{crc32c, mpa};
+mod framing;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_synth;
 
-use crate::keys::Map;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::SocketAddr;
+
+use framing::{Flags, Framer};
 
 /// One direction of a TCP connection.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 pub(crate) struct FlowKey {
-    pub src: std::net::SocketAddr,
-    pub dst: std::net::SocketAddr,
+    pub src: SocketAddr,
+    pub dst: SocketAddr,
+}
+
+impl FlowKey {
+    /// The other direction.
+    pub(crate) fn reverse(self) -> FlowKey {
+        FlowKey {
+            src: self.dst,
+            dst: self.src,
+        }
+    }
 }
 
 /// One TCP segment as its frame carried it.
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct TcpSegment<'a> {
     pub frame: u64,
     pub ts: u64,
@@ -34,7 +60,7 @@ pub(crate) struct TcpSegment<'a> {
 }
 
 /// What one direction's stream delivers, in stream order.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Delivery {
     /// The MPA Request or Reply frame that opens the direction (header and private data, whole).
     Mpa {
@@ -43,18 +69,24 @@ pub(crate) enum Delivery {
         ts: u64,
         bytes: Vec<u8>,
     },
-    /// One FPDU, markers removed: ULPDU_Length, ULPDU, pad and CRC, as sent
-    /// (RFC 5044 4.1: the CRC field is there even when CRCs were not
-    /// negotiated; it then holds anything and is not checked).
+    /// One FPDU, markers removed: ULPDU_Length, ULPDU, pad and the CRC field (there even when CRCs were not negotiated, RFC 5044 section 4.1), as sent.
     Fpdu {
         first_frame: u64,
         frame: u64,
         ts: u64,
         bytes: Vec<u8>,
+        /// With markers and CRCs: the CRC32c of the FPDU as sent, its
+        /// markers included, as RFC 5044 section 4.4 computes it (so over
+        /// octets `bytes` lacks); compare it with the CRC at the end of
+        /// `bytes`. `None` without markers: check `bytes` itself.
+        crc_with_markers: Option<u32>,
     },
     /// `bytes` octets of the stream the capture lacks; what they held is unknown.
     Gap { frame: u64, ts: u64, bytes: u64 },
     /// Framing found again after a gap or a mid-stream start; `certain` false when only length/CRC plausibility found it.
+    /// `skipped`: captured octets passed over unread since framing was
+    /// lost (what a gap cut of an FPDU on either side of it, what the hunt
+    /// rejected), the gaps' own octets not included.
     Resync {
         frame: u64,
         ts: u64,
@@ -65,109 +97,360 @@ pub(crate) enum Delivery {
     Closed { frame: u64, ts: u64, reset: bool },
 }
 
-/// Where a direction's framing stands.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Phase {
-    /// From the SYN: the MPA Request or Reply comes first.
-    Setup,
-    /// In step: the buffer starts at an FPDU.
-    Framed,
-    /// After a gap or a mid-stream start: the buffer starts anywhere.
-    Lost,
+/// The limit when no one sets one.
+const DEFAULT_LIMIT: usize = 64 << 20;
+/// The most one direction holds out of order, whatever the limit: more
+/// than a scaled TCP window of a fast link over a LAN's round trip.
+const DIRECTION_CAP: usize = 8 << 20;
+
+/// A piece of the stream held out of order.
+#[derive(Debug)]
+struct Held {
+    frame: u64,
+    ts: u64,
+    piece: Piece,
 }
 
 #[derive(Debug)]
-struct Flow {
-    /// The sequence number of the next octet the stream expects.
-    next: Option<u32>,
-    phase: Phase,
-    /// Stream octets received and not yet delivered.
-    buf: Vec<u8>,
-    /// The frame that brought `buf`'s first octet.
-    first_frame: u64,
-    markers: bool,
-    crc: bool,
-    /// Octets passed over since framing was lost.
-    skipped: u64,
+enum Piece {
+    /// Octets as captured.
+    Data(Vec<u8>),
+    /// Octets the segment carried but the snap length cut off.
+    Lost(u64),
 }
 
-/// Octets an unframed direction keeps while it looks for an FPDU: two of
-/// the largest are enough to see one follow another.
-const LOST_WINDOW: usize = 2 * (mpa::ULPDU_LENGTH_LEN + 65535 + 3 + mpa::CRC_LEN);
+impl Piece {
+    fn len(&self) -> u64 {
+        match self {
+            Piece::Data(d) => d.len() as u64,
+            Piece::Lost(n) => *n,
+        }
+    }
+
+    fn held(&self) -> usize {
+        match self {
+            Piece::Data(d) => d.len(),
+            Piece::Lost(_) => 0,
+        }
+    }
+}
+
+/// Where FIN or RST ends a stream, and the frame that carried it.
+#[derive(Debug, Clone, Copy)]
+struct End {
+    at: u64,
+    reset: bool,
+    frame: u64,
+    ts: u64,
+}
+
+/// One direction.
+#[derive(Debug)]
+struct Dir {
+    /// The sequence number of stream offset 0.
+    isn: Option<u32>,
+    /// The stream offset of the next octet to deliver.
+    next: u64,
+    held: BTreeMap<u64, Held>,
+    held_bytes: usize,
+    /// The frame since which the direction has held a hole open.
+    hole_since: Option<u64>,
+    /// The FIN or RST that ends the stream.
+    end: Option<End>,
+    framer: Framer,
+}
+
+impl Dir {
+    fn new() -> Self {
+        Dir {
+            isn: None,
+            next: 0,
+            held: BTreeMap::new(),
+            held_bytes: 0,
+            hole_since: None,
+            end: None,
+            framer: Framer::new(),
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        self.held_bytes + self.framer.held()
+    }
+
+    /// The stream offset of `seq`, taken as the one nearest `next` (so
+    /// sequence numbers wrap), negative before the stream's start.
+    fn offset(&self, seq: u32) -> i64 {
+        let isn = self.isn.unwrap_or(seq);
+        let rel = seq.wrapping_sub(isn);
+        // Truncation to the low 32 bits is the point: distances are mod 2^32.
+        let d = rel.wrapping_sub(self.next as u32) as i32;
+        self.next as i64 + i64::from(d)
+    }
+
+    /// Holds the octets from `at` on, each octet once: what `next` has
+    /// passed and what a held piece covers already are left out.
+    fn hold(&mut self, at: i64, piece: Piece, frame: u64, ts: u64) {
+        let len = piece.len();
+        let mut from = at.max(self.next as i64) as u64;
+        let end = (at + len as i64).max(from as i64) as u64;
+        while from < end {
+            // The held piece at or before `from` may cover it.
+            if let Some((&k, h)) = self.held.range(..=from).next_back() {
+                let covered = k + h.piece.len();
+                if covered > from {
+                    from = covered;
+                    continue;
+                }
+            }
+            let stop = self.held.range(from..end).next().map_or(end, |(&k, _)| k);
+            let skip = (from as i64 - at) as usize;
+            let n = (stop - from) as usize;
+            let part = match &piece {
+                Piece::Data(d) => Piece::Data(d.get(skip..skip + n).unwrap_or_default().to_vec()),
+                Piece::Lost(_) => Piece::Lost(n as u64),
+            };
+            self.held_bytes += part.held();
+            self.held.insert(
+                from,
+                Held {
+                    frame,
+                    ts,
+                    piece: part,
+                },
+            );
+            from = stop;
+        }
+    }
+
+    /// Feeds the framer every held piece that starts at `next`.
+    fn advance(&mut self, out: &mut Vec<Delivery>) {
+        while let Some(entry) = self.held.first_entry() {
+            if *entry.key() > self.next {
+                break;
+            }
+            let (at, h) = entry.remove_entry();
+            self.held_bytes -= h.piece.held();
+            let len = h.piece.len();
+            if at + len <= self.next {
+                continue;
+            }
+            match h.piece {
+                Piece::Data(d) => {
+                    let skip = (self.next - at) as usize;
+                    let rest = d.get(skip..).unwrap_or_default();
+                    self.framer.push(self.next, rest, h.frame, h.ts, out);
+                }
+                Piece::Lost(_) => {
+                    let n = at + len - self.next;
+                    self.framer.gap(self.next, n, h.frame, h.ts, out);
+                }
+            }
+            self.next = at + len;
+        }
+        if self.held.is_empty() {
+            self.hole_since = None;
+        }
+    }
+
+    /// Gives up the first hole: its octets become a gap.
+    fn give_up_hole(&mut self, out: &mut Vec<Delivery>) -> bool {
+        let Some((&at, h)) = self.held.first_key_value() else {
+            return false;
+        };
+        let (frame, ts) = (h.frame, h.ts);
+        if at > self.next {
+            self.framer.gap(self.next, at - self.next, frame, ts, out);
+            self.next = at;
+        }
+        self.advance(out);
+        true
+    }
+
+    /// FIN or RST: what is still held is given up (the stream moved past
+    /// its holes), then the framer closes. A FIN's sequence number says
+    /// where the stream ends, so octets missing before it are a gap; a
+    /// RST's says nothing that matters.
+    fn check_end(&mut self, out: &mut Vec<Delivery>) {
+        let Some(e) = self.end else {
+            return;
+        };
+        if self.framer.is_closed() {
+            return;
+        }
+        while self.give_up_hole(out) {}
+        if !e.reset && self.next < e.at {
+            self.framer
+                .gap(self.next, e.at - self.next, e.frame, e.ts, out);
+            self.next = e.at;
+        }
+        self.framer.close(e.frame, e.ts, e.reset, out);
+    }
+}
 
 /// Every direction's stream.
+#[derive(Debug)]
 pub(crate) struct Streams {
-    flows: Map<FlowKey, Flow>,
-    held: usize,
+    dirs: HashMap<FlowKey, Dir>,
+    /// Octets all directions hold.
+    total: usize,
     limit: usize,
+    /// Directions holding a hole open, oldest first.
+    holes: BTreeSet<(u64, FlowKey)>,
+}
+
+impl Default for Streams {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Streams {
     pub(crate) fn new() -> Self {
         Streams {
-            flows: Map::default(),
-            held: 0,
-            limit: usize::MAX,
+            dirs: HashMap::new(),
+            total: 0,
+            limit: DEFAULT_LIMIT,
+            holes: BTreeSet::new(),
         }
+    }
+
+    /// What one direction may hold out of order.
+    fn direction_cap(&self) -> usize {
+        self.limit.min(DIRECTION_CAP)
     }
 
     /// Feeds one segment; pushes what it completes onto `out`, in stream order.
     pub(crate) fn segment(&mut self, key: FlowKey, seg: &TcpSegment<'_>, out: &mut Vec<Delivery>) {
-        if seg.rst {
-            out.push(Delivery::Closed {
-                frame: seg.frame,
-                ts: seg.ts,
-                reset: true,
-            });
-            return self.forget(key);
+        let cap = self.direction_cap();
+        let dir = self.dirs.entry(key).or_insert_with(Dir::new);
+        let before = (dir.bytes(), dir.hole_since);
+        let first = out.len();
+        feed(dir, seg, cap, out);
+        self.settle(key, before);
+        self.share_flags(key, out.get(first..).unwrap_or_default());
+        self.enforce_limit(out);
+    }
+
+    /// After a direction changed: its bytes in the total, its entry in
+    /// the holes' index.
+    fn settle(&mut self, key: FlowKey, before: (usize, Option<u64>)) {
+        let Some(dir) = self.dirs.get(&key) else {
+            return;
+        };
+        self.total = (self.total + dir.bytes()).saturating_sub(before.0);
+        if before.1 != dir.hole_since {
+            if let Some(f) = before.1 {
+                self.holes.remove(&(f, key));
+            }
+            if let Some(f) = dir.hole_since {
+                self.holes.insert((f, key));
+            }
         }
-        let flow = self.flows.entry(key).or_insert_with(|| Flow {
-            next: None,
-            phase: Phase::Lost,
-            buf: Vec::new(),
-            first_frame: seg.frame,
-            markers: false,
-            crc: false,
-            skipped: 0,
-        });
-        let before = flow.buf.len();
-        if seg.syn {
-            *flow = Flow {
-                next: Some(seg.seq.wrapping_add(1)),
-                phase: Phase::Setup,
-                buf: Vec::new(),
-                first_frame: seg.frame,
-                ..*flow
+    }
+
+    /// The MPA frame a direction delivered tells its peer's framer what
+    /// this end asked for.
+    fn share_flags(&mut self, key: FlowKey, out: &[Delivery]) {
+        let Some(bits) = out.iter().rev().find_map(|d| match d {
+            Delivery::Mpa { bytes, .. } => bytes.get(16).copied(),
+            _ => None,
+        }) else {
+            return;
+        };
+        let flags = Flags {
+            markers: bits & 0x80 != 0,
+            crc: bits & 0x40 != 0,
+        };
+        self.dirs
+            .entry(key.reverse())
+            .or_insert_with(Dir::new)
+            .framer
+            .set_peer(flags);
+    }
+
+    /// Over the limit: the oldest hole of any direction is given up, then
+    /// the framers' partial frames are passed over, largest first.
+    fn enforce_limit(&mut self, out: &mut Vec<Delivery>) {
+        while self.total > self.limit {
+            let Some(&(since, key)) = self.holes.first() else {
+                break;
             };
-        } else {
-            let from_mpa = mpa::frame_kind(seg.payload).is_some();
-            flow.data(seg, from_mpa, out);
+            let Some(dir) = self.dirs.get_mut(&key) else {
+                self.holes.remove(&(since, key));
+                continue;
+            };
+            let before = (dir.bytes(), dir.hole_since);
+            if !dir.give_up_hole(out) {
+                dir.hole_since = None;
+            }
+            dir.check_end(out);
+            self.settle(key, before);
         }
-        if seg.fin {
-            out.push(Delivery::Closed {
-                frame: seg.frame,
-                ts: seg.ts,
-                reset: false,
-            });
+        while self.total > self.limit {
+            let Some((&key, _)) = self.dirs.iter().max_by_key(|(_, d)| d.framer.held()) else {
+                break;
+            };
+            let Some(dir) = self.dirs.get_mut(&key) else {
+                break;
+            };
+            let before = (dir.bytes(), dir.hole_since);
+            if before.0 == 0 {
+                break;
+            }
+            dir.framer.shed();
+            self.settle(key, before);
         }
-        let after = flow.buf.len();
-        self.held = (self.held + after).saturating_sub(before);
-        if self.held > self.limit {
-            self.shed(seg);
+    }
+
+    /// The receiver of `key`'s stream acknowledged every octet before
+    /// `ack` (from a segment of the reverse direction with ACK set): a
+    /// hole below it is one the receiver filled and the capture missed,
+    /// so no retransmission will come. It is given up now, a `Gap`,
+    /// rather than held until the bound or the FIN.
+    pub(crate) fn acked(
+        &mut self,
+        key: FlowKey,
+        ack: u32,
+        frame: u64,
+        ts: u64,
+        out: &mut Vec<Delivery>,
+    ) {
+        let cap = self.direction_cap() as i64;
+        let Some(dir) = self.dirs.get_mut(&key) else {
+            return;
+        };
+        if dir.isn.is_none() || dir.framer.is_closed() {
+            return;
         }
+        let upto = dir.offset(ack);
+        if upto <= dir.next as i64 || upto - dir.next as i64 > cap {
+            return;
+        }
+        let upto = upto as u64;
+        let before = (dir.bytes(), dir.hole_since);
+        while dir.held.first_key_value().is_some_and(|(&k, _)| k < upto) {
+            dir.give_up_hole(out);
+        }
+        if dir.next < upto {
+            dir.framer.gap(dir.next, upto - dir.next, frame, ts, out);
+            dir.next = upto;
+        }
+        dir.check_end(out);
+        self.settle(key, before);
     }
 
     /// What the MPA exchange negotiated for this direction, so framing can use it.
     pub(crate) fn negotiated(&mut self, key: FlowKey, markers: bool, crc: bool) {
-        if let Some(f) = self.flows.get_mut(&key) {
-            f.markers = markers;
-            f.crc = crc;
-        }
+        self.dirs
+            .entry(key)
+            .or_insert_with(Dir::new)
+            .framer
+            .set_explicit(Flags { markers, crc });
     }
 
     /// Octets held now (for `wire/cost.rs` and the memory budget), and the cap on them.
     pub(crate) fn bytes(&self) -> usize {
-        self.held
+        self.total
     }
 
     pub(crate) fn set_limit(&mut self, bytes: usize) {
@@ -176,394 +459,131 @@ impl Streams {
 
     /// Drops a direction's state (connection closed or evicted).
     pub(crate) fn forget(&mut self, key: FlowKey) {
-        if let Some(f) = self.flows.remove(&key) {
-            self.held = self.held.saturating_sub(f.buf.len());
+        if let Some(dir) = self.dirs.remove(&key) {
+            self.total = self.total.saturating_sub(dir.bytes());
+            if let Some(f) = dir.hole_since {
+                self.holes.remove(&(f, key));
+            }
         }
-    }
-
-    /// Over the cap: every buffer goes (its directions lose framing and
-    /// find it again), the memory budget being the harder limit.
-    #[cold]
-    fn shed(&mut self, seg: &TcpSegment<'_>) {
-        for f in self.flows.values_mut() {
-            f.skipped += f.buf.len() as u64;
-            f.buf = Vec::new();
-            f.phase = Phase::Lost;
-            f.first_frame = seg.frame;
-        }
-        self.held = 0;
     }
 }
 
-impl Flow {
-    /// A segment's payload into the stream, and what it completes out.
-    fn data(&mut self, seg: &TcpSegment<'_>, from_mpa: bool, out: &mut Vec<Delivery>) {
-        let next = *self.next.get_or_insert(seg.seq);
-        let wire = seg.wire_len.max(seg.payload.len() as u32);
-        // Signed distance: sequence numbers wrap.
-        let ahead = seg.seq.wrapping_sub(next) as i32;
-        let mut payload = seg.payload;
-        let mut lacking = u64::from(wire) - seg.payload.len() as u64;
-        if ahead < 0 {
-            let old = ahead.unsigned_abs() as usize;
-            if old >= wire as usize {
-                return; // All of it delivered already: a retransmission.
-            }
-            payload = payload.get(old..).unwrap_or_default();
-            lacking = lacking.saturating_sub(old.saturating_sub(seg.payload.len()) as u64);
-        } else if ahead > 0 {
-            out.push(Delivery::Gap {
-                frame: seg.frame,
-                ts: seg.ts,
-                bytes: u64::from(ahead.unsigned_abs()),
-            });
-            self.lose();
+/// One segment into its direction: sequence numbers to offsets, the
+/// octets held once, what is in order to the framer, holes given up
+/// past the direction's cap.
+fn feed(dir: &mut Dir, seg: &TcpSegment<'_>, cap: usize, out: &mut Vec<Delivery>) {
+    if seg.syn {
+        let isn = seg.seq.wrapping_add(1);
+        if dir.isn.is_some_and(|i| i != isn) {
+            // A new connection on the same ports: the old stream is over.
+            *dir = Dir::new();
         }
-        self.next = Some(seg.seq.wrapping_add(wire));
-        if self.buf.is_empty() {
-            self.first_frame = seg.frame;
-        }
-        if from_mpa && ahead != 0 && self.phase == Phase::Lost {
-            self.phase = Phase::Setup;
-        }
-        let mark = self.buf.len();
-        self.buf.extend_from_slice(payload);
-        self.frame(seg, mark, out);
-        if lacking > 0 {
-            out.push(Delivery::Gap {
-                frame: seg.frame,
-                ts: seg.ts,
-                bytes: lacking,
-            });
-            self.lose();
-        }
+        dir.isn = Some(isn);
     }
-
-    /// Framing is lost: what is buffered cannot be completed.
-    fn lose(&mut self) {
-        self.skipped += self.buf.len() as u64;
-        self.buf.clear();
-        self.phase = Phase::Lost;
+    if dir.framer.is_closed() {
+        return;
     }
-
-    /// Delivers every whole frame at the buffer's start. `mark` is where
-    /// this segment's octets start in the buffer.
-    fn frame(&mut self, seg: &TcpSegment<'_>, mut mark: usize, out: &mut Vec<Delivery>) {
-        loop {
-            let len = match self.phase {
-                Phase::Setup => match mpa_len(&self.buf) {
-                    Some(Ok(n)) => n,
-                    Some(Err(())) => {
-                        self.phase = Phase::Lost;
-                        continue;
-                    }
-                    None => return,
-                },
-                Phase::Framed if self.markers => {
-                    // Markers are not removed here: say so by the octets.
-                    out.push(Delivery::Gap {
-                        frame: seg.frame,
-                        ts: seg.ts,
-                        bytes: self.buf.len() as u64,
-                    });
-                    return self.buf.clear();
-                }
-                Phase::Framed => match fpdu_len(&self.buf) {
-                    Some(n) => n,
-                    None => return,
-                },
-                Phase::Lost => match self.resync() {
-                    Some((certain, dropped)) => {
-                        out.push(Delivery::Resync {
-                            frame: seg.frame,
-                            ts: seg.ts,
-                            skipped: std::mem::take(&mut self.skipped),
-                            certain,
-                        });
-                        mark = mark.saturating_sub(dropped);
-                        continue;
-                    }
-                    None => return,
-                },
-            };
-            if self.buf.len() < len {
-                return;
-            }
-            let rest = self.buf.split_off(len);
-            let bytes = std::mem::replace(&mut self.buf, rest);
-            let (first_frame, frame, ts) = (self.first_frame, seg.frame, seg.ts);
-            out.push(if self.phase == Phase::Setup {
-                self.crc = bytes.get(16).is_some_and(|b| b & 0x40 != 0);
-                self.markers = bytes.get(16).is_some_and(|b| b & 0x80 != 0);
-                self.phase = Phase::Framed;
-                Delivery::Mpa {
-                    first_frame,
-                    frame,
-                    ts,
-                    bytes,
-                }
-            } else {
-                Delivery::Fpdu {
-                    first_frame,
-                    frame,
-                    ts,
-                    bytes,
-                }
-            });
-            // Octets left over came from this segment once the older ones are gone.
-            if len >= mark {
-                self.first_frame = seg.frame;
-            }
-            mark = mark.saturating_sub(len);
-        }
+    let data_seq = seg.seq.wrapping_add(u32::from(seg.syn));
+    if dir.isn.is_none() {
+        // A mid-stream start: the first octet seen is offset 0.
+        dir.isn = Some(data_seq);
     }
-
-    /// Looks for framing in a buffer that starts anywhere: an MPA key
-    /// (certain), or an FPDU whose length leads to another plausible FPDU
-    /// or exactly to the buffer's end. Drops what comes before it.
-    fn resync(&mut self) -> Option<(bool, usize)> {
-        let crc = self.crc;
-        let found = (0..self.buf.len()).find_map(|at| {
-            let b = self.buf.get(at..)?;
-            if mpa::frame_kind(b).is_some() {
-                return Some((at, true, Phase::Setup));
-            }
-            let n = plausible_fpdu(b)?;
-            let next = b.get(n..)?;
-            // With CRCs negotiated, a matching CRC32c is 32 bits of proof.
-            if crc && crc_matches(b.get(..n)?) {
-                return Some((at, true, Phase::Framed));
-            }
-            let follows = next.is_empty() || plausible_fpdu(next).is_some();
-            follows.then_some((at, false, Phase::Framed))
+    let at = dir.offset(data_seq);
+    let payload = seg.payload;
+    let kept = payload.len();
+    // A wire length under what was captured is nonsense: the capture wins.
+    let wire = u64::from(seg.wire_len).max(kept as u64);
+    if !payload.is_empty() {
+        dir.hold(at, Piece::Data(payload.to_vec()), seg.frame, seg.ts);
+    }
+    if wire > kept as u64 {
+        dir.hold(
+            at + kept as i64,
+            Piece::Lost(wire - kept as u64),
+            seg.frame,
+            seg.ts,
+        );
+    }
+    if (seg.fin || seg.rst) && dir.end.is_none() {
+        dir.end = Some(End {
+            at: (at + wire as i64).max(0) as u64,
+            reset: seg.rst,
+            frame: seg.frame,
+            ts: seg.ts,
         });
-        let Some((at, certain, phase)) = found else {
-            if self.buf.len() > LOST_WINDOW {
-                let drop = self.buf.len() - LOST_WINDOW / 2;
-                self.buf.drain(..drop);
-                self.skipped += drop as u64;
-            }
-            return None;
-        };
-        self.buf.drain(..at);
-        self.skipped += at as u64;
-        self.phase = phase;
-        Some((certain, at))
     }
-}
-
-/// The length of the MPA frame at the buffer's start, once its header is
-/// there; `Err` when the buffer does not start with one.
-fn mpa_len(buf: &[u8]) -> Option<Result<usize, ()>> {
-    let head = buf.get(..mpa::FRAME_HEADER_LEN)?;
-    if mpa::frame_kind(head).is_none() {
-        return Some(Err(()));
+    dir.advance(out);
+    if !dir.held.is_empty() && dir.hole_since.is_none() {
+        dir.hole_since = Some(seg.frame);
     }
-    let pd = u16::from_be_bytes([head[18], head[19]]);
-    Some(Ok(mpa::FRAME_HEADER_LEN + usize::from(pd)))
-}
-
-/// Whether a whole FPDU's CRC field holds the CRC32c of its other octets.
-fn crc_matches(fpdu: &[u8]) -> bool {
-    let Some((body, tail)) = fpdu.split_last_chunk::<4>() else {
-        return false;
-    };
-    crc32c::checksum(body) == crc32c::wire_value(*tail)
-}
-
-/// The length of the FPDU at the buffer's start, once its length field is
-/// there. Its CRC field is always sent (RFC 5044 4.1), negotiated or not.
-fn fpdu_len(buf: &[u8]) -> Option<usize> {
-    let &[hi, lo] = buf.first_chunk::<2>()?;
-    let ulpdu = u16::from_be_bytes([hi, lo]);
-    Some(
-        mpa::ULPDU_LENGTH_LEN
-            + usize::from(ulpdu)
-            + usize::from(mpa::pad_len(ulpdu))
-            + mpa::CRC_LEN,
-    )
-}
-
-/// The FPDU's length when the buffer's start reads as one: a DDP header
-/// of version 1 with an RDMAP control octet of version 1 and a defined
-/// opcode, and room for the header in the ULPDU.
-fn plausible_fpdu(buf: &[u8]) -> Option<usize> {
-    let &[hi, lo, ddp, rdmap] = buf.first_chunk::<4>()?;
-    let ulpdu = usize::from(u16::from_be_bytes([hi, lo]));
-    let tagged = ddp & 0x80 != 0;
-    let header = if tagged { 14 } else { 18 };
-    let opcode = rdmap & 0x0f;
-    let ok = ddp & 0x03 == 1
-        && ddp & 0x3c == 0
-        && rdmap >> 6 == 1
-        && rdmap & 0x30 == 0
-        && opcode <= 7
-        && tagged == matches!(opcode, 0 | 2)
-        && ulpdu >= header;
-    ok.then(|| fpdu_len(buf)).flatten()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn key() -> FlowKey {
-        FlowKey {
-            src: "10.0.0.1:40000".parse().unwrap(),
-            dst: "10.0.0.2:20049".parse().unwrap(),
+    // A segment far ahead, or more held than the cap: holes are given up,
+    // oldest first, until the rest fits.
+    while dir.held_bytes > cap
+        || dir
+            .held
+            .last_key_value()
+            .is_some_and(|(&k, _)| k - dir.next > cap as u64)
+    {
+        if !dir.give_up_hole(out) {
+            break;
         }
     }
+    dir.check_end(out);
+}
 
-    /// An untagged Send FPDU with `n` payload octets.
-    fn fpdu(n: usize) -> Vec<u8> {
-        let ulpdu = 18 + n;
-        let mut v = (ulpdu as u16).to_be_bytes().to_vec();
-        v.extend_from_slice(&[0x41, 0x43]);
-        v.extend_from_slice(&[0; 16]);
-        v.extend(std::iter::repeat_n(7, n));
-        v.extend(std::iter::repeat_n(
-            0,
-            usize::from(mpa::pad_len(ulpdu as u16)),
-        ));
-        v
-    }
-
-    fn mpa_request() -> Vec<u8> {
-        let mut v = mpa::KEY_REQUEST.to_vec();
-        v.extend_from_slice(&[0, 2, 0, 4, 0, 8, 0, 8]);
-        v
-    }
-
-    fn seg(frame: u64, seq: u32, payload: &[u8]) -> TcpSegment<'_> {
-        TcpSegment {
+/// A fuzzing entry point (`analyzer/fuzz`, target `tcp_stream`):
+/// arbitrary segments of eight directions through [`Streams`] under a
+/// limit of 4 KiB plus 64 times the first octet; panics if `bytes()`
+/// ever exceeds it. After the first octet, each segment is eight octets
+/// (direction, flags: SYN 1, FIN 2, RST 4, negotiate 8 with markers 16
+/// and CRC 32, forget 64; sequence number; length / 4; octets the snap
+/// length cut) and its payload.
+#[doc(hidden)]
+pub fn fuzz_tcp_stream(data: &[u8]) {
+    let mut streams = Streams::new();
+    let limit = 4096 + usize::from(data.first().copied().unwrap_or(0)) * 64;
+    streams.set_limit(limit);
+    let mut out = Vec::new();
+    let mut rest = data.get(1..).unwrap_or_default();
+    let mut frame = 0;
+    while let Some((head, tail)) = rest.split_first_chunk::<8>() {
+        let [d, flags, s0, s1, s2, s3, l0, cut] = *head;
+        let len = usize::from(u16::from_be_bytes([l0, 0]) >> 6).min(tail.len());
+        let (payload, tail) = tail.split_at(len);
+        rest = tail;
+        frame += 1;
+        let port = 20049 + u16::from(d & 3);
+        let src = SocketAddr::from(([10, 0, 0, 1], port));
+        let dst = SocketAddr::from(([10, 0, 0, 2], 20049));
+        let key = if d & 4 == 0 {
+            FlowKey { src, dst }
+        } else {
+            FlowKey { src: dst, dst: src }
+        };
+        let seg = TcpSegment {
             frame,
-            ts: frame * 10,
-            seq,
-            syn: false,
-            fin: false,
-            rst: false,
-            payload,
-            wire_len: payload.len() as u32,
+            ts: frame,
+            seq: u32::from_be_bytes([s0, s1, s2, s3]),
+            syn: flags & 1 != 0,
+            fin: flags & 2 != 0,
+            rst: flags & 4 != 0,
+            payload: payload
+                .get(..payload.len().saturating_sub(usize::from(cut & 7)))
+                .unwrap_or_default(),
+            wire_len: len as u32,
+        };
+        if flags & 8 != 0 {
+            streams.negotiated(key, flags & 16 != 0, flags & 32 != 0);
         }
-    }
-
-    #[test]
-    fn mpa_then_fpdus_across_segments() {
-        let mut s = Streams::new();
-        let mut out = Vec::new();
-        let syn = TcpSegment {
-            syn: true,
-            ..seg(1, 99, &[])
-        };
-        s.segment(key(), &syn, &mut out);
-        let mut stream = mpa_request();
-        let (a, b) = (fpdu(5), fpdu(40));
-        stream.extend_from_slice(&a);
-        stream.extend_from_slice(&b);
-        let cut = mpa_request().len() + a.len() + 3;
-        s.segment(key(), &seg(2, 100, &stream[..cut]), &mut out);
-        assert_eq!(s.bytes(), 3);
-        s.segment(key(), &seg(3, 100 + cut as u32, &stream[cut..]), &mut out);
-        assert_eq!(
-            out,
-            vec![
-                Delivery::Mpa {
-                    first_frame: 2,
-                    frame: 2,
-                    ts: 20,
-                    bytes: mpa_request()
-                },
-                Delivery::Fpdu {
-                    first_frame: 2,
-                    frame: 2,
-                    ts: 20,
-                    bytes: a
-                },
-                Delivery::Fpdu {
-                    first_frame: 2,
-                    frame: 3,
-                    ts: 30,
-                    bytes: b
-                },
-            ]
-        );
-        assert_eq!(s.bytes(), 0);
-    }
-
-    #[test]
-    fn retransmission_is_trimmed_and_a_hole_is_a_gap_then_resync() {
-        let mut s = Streams::new();
-        let mut out = Vec::new();
-        let (a, b, c) = (fpdu(8), fpdu(12), fpdu(4));
-        s.segment(key(), &seg(1, 1000, &a), &mut out);
-        // Mid-stream start: found by plausibility, not certain.
-        assert!(matches!(
-            out.as_slice(),
-            [
-                Delivery::Resync {
-                    skipped: 0,
-                    certain: false,
-                    ..
-                },
-                Delivery::Fpdu { .. }
-            ]
-        ));
+        if flags & 64 != 0 {
+            streams.forget(key);
+        }
         out.clear();
-        s.segment(key(), &seg(2, 1000, &a), &mut out);
-        assert!(out.is_empty(), "a retransmission delivers nothing: {out:?}");
-        // `b` is missing; `c` arrives after the hole.
-        let at = 1000 + (a.len() + b.len()) as u32;
-        s.segment(key(), &seg(3, at, &c), &mut out);
-        assert_eq!(
-            out[0],
-            Delivery::Gap {
-                frame: 3,
-                ts: 30,
-                bytes: b.len() as u64
-            }
+        streams.segment(key, &seg, &mut out);
+        assert!(
+            streams.bytes() <= limit,
+            "{} octets held over a limit of {limit}",
+            streams.bytes()
         );
-        assert!(matches!(out[1], Delivery::Resync { certain: false, .. }));
-        assert!(matches!(&out[2], Delivery::Fpdu { bytes, .. } if *bytes == c));
-    }
-
-    #[test]
-    fn a_cut_segment_is_a_gap_and_fin_and_rst_close() {
-        let mut s = Streams::new();
-        let mut out = Vec::new();
-        let a = fpdu(100);
-        let cut = TcpSegment {
-            wire_len: a.len() as u32,
-            fin: true,
-            ..seg(1, 5, &a[..30])
-        };
-        s.segment(key(), &cut, &mut out);
-        assert_eq!(
-            out.last(),
-            Some(&Delivery::Closed {
-                frame: 1,
-                ts: 10,
-                reset: false
-            })
-        );
-        assert!(out.contains(&Delivery::Gap {
-            frame: 1,
-            ts: 10,
-            bytes: (a.len() - 30) as u64
-        }));
-        out.clear();
-        let rst = TcpSegment {
-            rst: true,
-            ..seg(2, 0, &[])
-        };
-        s.segment(key(), &rst, &mut out);
-        assert_eq!(
-            out,
-            vec![Delivery::Closed {
-                frame: 2,
-                ts: 20,
-                reset: true
-            }]
-        );
-        assert_eq!(s.bytes(), 0);
     }
 }
