@@ -774,6 +774,13 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
             r.written.len(),
             r.peak_bytes >> 10
         );
+        if r.skipped > 0 || r.lost_while_writing() > 0 {
+            eprintln!(
+                "live --record: {} dumps skipped (the writer was two behind), {} frames and probe records not kept while dumps were written (--record-size was held by them)",
+                r.skipped,
+                r.lost_while_writing()
+            );
+        }
     }
     let mut stats = inputs.stats.clone();
     stats.transactions = sink.transactions;
