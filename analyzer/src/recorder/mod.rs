@@ -15,6 +15,7 @@
 //! incident, naming every trigger in its section comment.
 
 pub mod dump;
+pub mod probe_text;
 pub mod ring;
 pub mod trigger;
 mod writer;
@@ -189,15 +190,12 @@ impl Recorder {
         self.peak_bytes = self.peak_bytes.max(self.ring.bytes());
     }
 
-    /// A probe record, kept as its one-line text.
+    /// A probe record, kept decoded: its text is made when a dump is
+    /// written, on the writer's thread.
     pub fn probe(&mut self, p: &Probe) {
-        let text = format!("{:?}", p.event);
         self.push(Entry {
             ts_ns: p.meta.ts_ns,
-            item: Item::Probe {
-                seq: p.meta.seq,
-                text,
-            },
+            item: Item::Probe(p.clone()),
         });
     }
 

@@ -13,6 +13,8 @@ use std::sync::Arc;
 
 use rdma_dissectors::link::LinkType;
 
+use crate::engine::kernel::event::{Probe, ProbeEvent};
+
 /// What each entry costs beside its bytes: the entry itself, its `Arc`'s
 /// counts, the allocator's headers for it and its buffer, and its slot in
 /// a snapshot's list (paid ahead, so that taking a snapshot of the whole
@@ -36,13 +38,9 @@ pub enum Item {
         /// The findings on it, one sentence each.
         comments: Vec<String>,
     },
-    /// A probe record, as its text (see `docs/recorder.md`).
-    Probe {
-        /// Its sequence number in the run.
-        seq: u64,
-        /// The record, one line.
-        text: String,
-    },
+    /// A probe record, decoded: written as text only when a dump is
+    /// (`probe_text`), off the pipeline's thread.
+    Probe(Probe),
 }
 
 /// An item and when it happened.
@@ -62,8 +60,28 @@ impl Entry {
                 Item::Frame { data, comments, .. } => {
                     data.len() + comments.iter().map(|c| c.len() + 24).sum::<usize>()
                 }
-                Item::Probe { text, .. } => text.len(),
+                Item::Probe(p) => probe_heap_bytes(&p.event),
             }
+    }
+}
+
+/// What a probe record holds beside itself: its strings and bytes, each
+/// with the allocator's header.
+fn probe_heap_bytes(e: &ProbeEvent) -> usize {
+    let s = |o: &Option<String>| o.as_ref().map_or(0, |s| s.capacity() + 16);
+    match e {
+        ProbeEvent::ClientConnect { peer, .. } => s(peer),
+        ProbeEvent::RpcRequest {
+            program, procedure, ..
+        }
+        | ProbeEvent::RpcStats {
+            program, procedure, ..
+        } => s(program) + s(procedure),
+        ProbeEvent::SvcProcess {
+            service, procedure, ..
+        } => s(service) + s(procedure),
+        ProbeEvent::PrivateData { bytes, .. } => bytes.capacity() + 16,
+        _ => 0,
     }
 }
 
@@ -189,7 +207,7 @@ impl Ring {
         // back, and stop at the first frame older than the one asked for.
         let found = self.entries.iter().rposition(|e| match &e.item {
             Item::Frame { number: n, .. } => *n <= number,
-            Item::Probe { .. } => false,
+            Item::Probe(_) => false,
         });
         let Some(at) = found else {
             return false;
@@ -392,10 +410,15 @@ mod tests {
         r.push(frame(1, 10, 60));
         r.push(Entry {
             ts_ns: 11,
-            item: Item::Probe {
-                seq: 1,
-                text: "x".into(),
-            },
+            item: Item::Probe(Probe {
+                meta: crate::engine::kernel::event::ProbeMeta {
+                    seq: 1,
+                    ts_ns: 11,
+                    cpu: 0,
+                    tid: 1,
+                },
+                event: ProbeEvent::Other,
+            }),
         });
         r.push(frame(2, 12, 60));
         assert!(r.comment(2, "late"));
@@ -476,7 +499,7 @@ mod tests {
             .window(0, u64::MAX)
             .map(|e| match &e.item {
                 Item::Frame { comments, .. } => comments.len(),
-                Item::Probe { .. } => 0,
+                Item::Probe(_) => 0,
             })
             .collect();
         assert_eq!(comments, [0, 1]);

@@ -10,13 +10,19 @@
 
 use std::io::{self, BufWriter};
 use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use super::dump::{self, DumpWriter};
 use super::ring::{Item, Snapshot};
 use super::{dumps_in, rdma_mountstats, utc, Pending, RecordConfig};
 use crate::files::AtomicFile;
+
+/// Dumps handed to the writer and not yet written, at most: the one
+/// being written and one waiting.
+const MAX_OUTSTANDING: usize = 2;
 
 /// One dump to write.
 #[derive(Debug)]
@@ -40,6 +46,9 @@ pub(super) struct Job {
 /// The writer thread and its two channels.
 pub(super) struct Writer {
     jobs: Option<SyncSender<Job>>,
+    /// Dumps handed over and not yet written (the queue's own length
+    /// cannot say whether the thread has taken one out yet).
+    outstanding: Arc<AtomicUsize>,
     done: Receiver<Result<PathBuf, String>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -47,9 +56,10 @@ pub(super) struct Writer {
 impl Writer {
     /// Starts the thread.
     pub fn start(cfg: RecordConfig) -> Writer {
-        // One waiting beside the one being written.
-        let (jobs, rx) = mpsc::sync_channel::<Job>(1);
+        let (jobs, rx) = mpsc::sync_channel::<Job>(MAX_OUTSTANDING);
         let (tx, done) = mpsc::channel();
+        let outstanding = Arc::new(AtomicUsize::new(0));
+        let left = outstanding.clone();
         let thread = std::thread::Builder::new()
             .name("rdma-recorder".into())
             .spawn(move || {
@@ -63,6 +73,7 @@ impl Writer {
                     });
                     // The window's memory goes back before the next dump.
                     drop(job);
+                    left.fetch_sub(1, Ordering::SeqCst);
                     match &out {
                         Ok(path) => eprintln!("live --record: wrote {}", path.display()),
                         Err(e) => eprintln!("{e}"),
@@ -81,6 +92,7 @@ impl Writer {
         match thread {
             Ok(t) => Writer {
                 jobs: Some(jobs),
+                outstanding,
                 done,
                 thread: Some(t),
             },
@@ -92,6 +104,7 @@ impl Writer {
                 )));
                 Writer {
                     jobs: None,
+                    outstanding,
                     done,
                     thread: None,
                 }
@@ -105,14 +118,16 @@ impl Writer {
         let Some(jobs) = self.jobs.as_ref() else {
             return Err(Box::new(job));
         };
-        let sent = if wait {
-            jobs.send(job).map_err(|e| e.0)
-        } else {
-            jobs.try_send(job).map_err(|e| match e {
-                TrySendError::Full(j) | TrySendError::Disconnected(j) => j,
-            })
-        };
-        sent.map_err(Box::new)
+        if !wait && self.outstanding.load(Ordering::SeqCst) >= MAX_OUTSTANDING {
+            return Err(Box::new(job));
+        }
+        self.outstanding.fetch_add(1, Ordering::SeqCst);
+        // Never blocks unless waiting was asked: the queue holds as many
+        // as may be outstanding.
+        jobs.send(job).map_err(|e| {
+            self.outstanding.fetch_sub(1, Ordering::SeqCst);
+            Box::new(e.0)
+        })
     }
 
     /// What the thread has done so far; with `wait`, everything, once it
@@ -165,7 +180,7 @@ fn write(cfg: &RecordConfig, job: &mut Job) -> io::Result<PathBuf> {
         .iter()
         .fold((0u64, 0u64), |(f, r), e| match e.item {
             Item::Frame { .. } => (f + 1, r),
-            Item::Probe { .. } => (f, r + 1),
+            Item::Probe(_) => (f, r + 1),
         });
     let mut comment = format!(
         "rdma-analyzer flight recorder: {}\nwindow {} to {} ({} s before the first trigger, {} s after the last{}): {frames} frames, {probes} probe records",
