@@ -16,6 +16,7 @@
 
 pub mod dump;
 pub mod probe_text;
+pub mod read;
 pub mod ring;
 pub mod trigger;
 mod writer;
