@@ -28,6 +28,7 @@ use rdma_analyzer::output::metrics::{self, Metrics};
 use rdma_analyzer::output::{device_compare, kernel_counters};
 use rdma_analyzer::output::{Filter, Report};
 use rdma_analyzer::pipeline::{self, End, Fanout, Notice, Reopen, Sink, Source, Stop};
+use rdma_analyzer::recorder::read::{DumpRecords, WithProbes};
 use rdma_analyzer::recorder::Recorder;
 use rdma_analyzer::sources::live::LiveInputs;
 use rdma_analyzer::sources::pcap::{input, FileSource};
@@ -223,6 +224,55 @@ fn read_window(
     Ok((after, before))
 }
 
+/// The inputs, with the probe records of the flight recorder dumps among
+/// them put back among the frames: the engine joins the kernel's view of
+/// each XID with the wire's, as `live --probes` did. Also what the dumps
+/// hold beside (their mountstats snapshots).
+fn open_inputs(
+    files: &[std::path::PathBuf],
+    config: &mut rdma_analyzer::engine::Config,
+) -> Result<(WithProbes<FileSource>, DumpRecords), rdma_analyzer::sources::pcap::ReadError> {
+    let source = FileSource::open_all(files, &config.stack)?;
+    let mut dumps = DumpRecords::read(files);
+    let mut notices: Vec<Notice> = dumps
+        .problems
+        .iter()
+        .map(|p| Notice {
+            warning: true,
+            text: format!("rdma-analyzer: {}", escape(p)),
+        })
+        .collect();
+    let probes = std::mem::take(&mut dumps.probes);
+    if !probes.is_empty() {
+        config.merge = Some(rdma_analyzer::engine::MergeConfig::default());
+        notices.push(Notice {
+            warning: false,
+            text: format!(
+                "rdma-analyzer: {} probe records from the flight recorder's dump{}, joined with the wire's view of their XIDs as live --probes does",
+                probes.len(),
+                if dumps.dumps.len() == 1 { "" } else { "s" }
+            ),
+        });
+    }
+    Ok((WithProbes::new(source, probes, notices), dumps))
+}
+
+/// The last mountstats snapshot of the dumps, as the report's kernel view
+/// (counters since each mount: a dump holds one snapshot).
+fn dump_kernel_view(dumps: &DumpRecords) -> Option<rdma_analyzer::diagnosis::KernelView> {
+    let (path, _, text) = dumps.mountstats.iter().max_by_key(|(_, ts, _)| *ts)?;
+    match mountstats::parse(text) {
+        Ok(after) => Some(kernel_counters::kernel_view(&after, &[])),
+        Err(e) => {
+            eprintln!(
+                "rdma-analyzer: {}: its mountstats snapshot does not read: {e}; the report has no kernel counters",
+                escape(&path.display().to_string())
+            );
+            None
+        }
+    }
+}
+
 /// `live`'s counter sampler, unless `--counters-interval 0`.
 fn live_counters(
     a: &LiveArgs,
@@ -412,7 +462,7 @@ fn report(r: &ReportArgs) -> anyhow::Result<ExitCode> {
     );
     config.memory_limit = budget.engine;
     let tables = budget.report;
-    let mut source = match FileSource::open_all(&a.files, &config.stack) {
+    let (mut source, dumps) = match open_inputs(&a.files, &mut config) {
         Ok(s) => s,
         // A script reading the document gets one whatever happened: the
         // README promises `"complete": false` for an unreadable input,
@@ -439,6 +489,8 @@ fn report(r: &ReportArgs) -> anyhow::Result<ExitCode> {
     if let Some(after) = &r.mountstats {
         let (after, before) = read_window(after, r.mountstats_before.as_deref())?;
         rep.set_kernel(kernel_counters::kernel_view(&after, &before));
+    } else if let Some(v) = dump_kernel_view(&dumps) {
+        rep.set_kernel(v);
     }
     // The metrics count the whole capture; --filter narrows the report only.
     let mut metrics = r.metrics_out.as_ref().map(|_| {
@@ -502,8 +554,8 @@ fn say_if_filtered_out(a: &AnalyzeArgs, matched: u64) {
 }
 
 fn lines(a: &AnalyzeArgs, which: Which) -> anyhow::Result<ExitCode> {
-    let config = a.config();
-    let mut source = FileSource::open_all(&a.files, &config.stack)?;
+    let mut config = a.config();
+    let (mut source, _) = open_inputs(&a.files, &mut config)?;
     let acks = a.acks().unwrap_or_default();
     if which == Which::Transactions && !acks.is_empty() {
         // Accepted here they would change nothing the command prints.
@@ -564,7 +616,7 @@ fn open(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let caps = Caps::within(budget.screen);
     // Opened before the screen is taken, so a file that is not a capture is
     // said plainly, as `report` says it.
-    let source = FileSource::open_all(&a.files, &config.stack)?;
+    let (source, _) = open_inputs(&a.files, &mut config)?;
     // SIGTERM, SIGINT and SIGHUP quit the screen as `q` does, so the
     // terminal is restored (the normal screen back, the cursor shown)
     // before the process dies of them.
@@ -779,6 +831,13 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
             r.written.len(),
             r.peak_bytes >> 10
         );
+        if r.skipped > 0 || r.lost_while_writing() > 0 {
+            eprintln!(
+                "live --record: {} dumps skipped (the writer was two behind), {} frames and probe records not kept while dumps were written (--record-size was held by them)",
+                r.skipped,
+                r.lost_while_writing()
+            );
+        }
     }
     let mut stats = inputs.stats.clone();
     stats.transactions = sink.transactions;

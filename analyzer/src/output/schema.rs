@@ -89,24 +89,32 @@ pub struct TransactionLine<'a> {
     /// The transaction.
     #[serde(flatten)]
     pub transaction: TransactionView<'a>,
-    /// `live` only: who saw it (the wire, each kernel).
+    /// `live`, and a flight recorder dump with probe records: who saw it
+    /// (the wire, each kernel).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sources: Option<Vec<OriginView>>,
-    /// `live` only: what each kernel saw (the line's own fields are the
-    /// wire's view when the wire saw it, else the first kernel's).
+    /// `live`, and a flight recorder dump with probe records: what each
+    /// kernel saw (the line's own fields are the wire's view when the wire
+    /// saw it, else the first kernel's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub probes: Option<BTreeMap<OriginView, TransactionView<'a>>>,
 }
 
 impl<'a> TransactionLine<'a> {
-    /// The line `transactions --json` writes.
+    /// The line `transactions --json` writes; with the kernels' views when
+    /// it has them (a flight recorder dump's probe records).
     pub fn new(t: &'a Transaction) -> Self {
-        TransactionLine {
+        let line = TransactionLine {
             schema_version: SCHEMA_VERSION,
             line_type: None,
             transaction: TransactionView::from(t),
             sources: None,
             probes: None,
+        };
+        if t.views.is_empty() && t.origin == Origin::Wire {
+            line
+        } else {
+            line.with_views(t)
         }
     }
 
@@ -114,6 +122,12 @@ impl<'a> TransactionLine<'a> {
     pub fn live(t: &'a Transaction) -> Self {
         TransactionLine {
             line_type: Some("transaction"),
+            ..TransactionLine::new(t).with_views(t)
+        }
+    }
+
+    fn with_views(self, t: &'a Transaction) -> Self {
+        TransactionLine {
             sources: Some(t.sources().map(OriginView::from).collect()),
             // Every kernel's view, the line's own when no wire saw it.
             probes: Some(
@@ -123,7 +137,7 @@ impl<'a> TransactionLine<'a> {
                     .map(|v| (v.origin.into(), TransactionView::from(v)))
                     .collect(),
             ),
-            ..TransactionLine::new(t)
+            ..self
         }
     }
 }

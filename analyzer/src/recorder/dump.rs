@@ -7,6 +7,7 @@ use std::io::{self, Write};
 
 use rdma_dissectors::link::LinkType;
 
+use super::probe_text;
 use super::ring::{Entry, Item};
 
 /// pcapng's copiable Custom Block: a tool that rewrites the file may keep it.
@@ -161,7 +162,7 @@ impl<W: Write> DumpWriter<W> {
                 }
                 self.block(EPB, &body)
             }
-            Item::Probe { seq, text } => self.custom(KIND_PROBE, e.ts_ns, *seq, text),
+            Item::Probe(p) => self.custom(KIND_PROBE, e.ts_ns, p.meta.seq, &probe_text::format(p)),
         }
     }
 

@@ -15,11 +15,13 @@
 //! incident, naming every trigger in its section comment.
 
 pub mod dump;
+pub mod probe_text;
+pub mod read;
 pub mod ring;
 pub mod trigger;
+mod writer;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -28,12 +30,11 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use crate::diagnosis::Diagnosis;
 use crate::engine::kernel::event::Probe;
 use crate::engine::{Addr, CmState, ConnId, Engine, Finding, Frame};
-use crate::files::AtomicFile;
 use crate::output::clock::{Clock, TimeFormat};
 use crate::pipeline::{End, Flow, Progress, Sink};
-use dump::DumpWriter;
 use ring::{Entry, Item, Ring};
 pub use trigger::Trigger;
+use writer::Job;
 
 /// How long past its after-window a dump waits for the traffic's clock
 /// (frames still queued in the capture) before the wall clock writes it.
@@ -65,7 +66,7 @@ pub struct RecordConfig {
 
 /// A dump whose after-window is still being recorded.
 #[derive(Debug)]
-struct Pending {
+pub(crate) struct Pending {
     /// When the first trigger fired (ns since the epoch).
     first_ns: u64,
     /// Written once the clock passes this.
@@ -95,11 +96,17 @@ pub struct Recorder {
     /// Each connection's last CM state, and the clients seen (reconnects).
     conns: BTreeMap<ConnId, CmState>,
     clients: BTreeSet<Addr>,
-    /// The dumps this run wrote, in order.
+    /// The thread that writes dumps, from the first one on.
+    writer: Option<writer::Writer>,
+    /// The dumps this run wrote, in order (as far as the writer has said).
     pub written: Vec<PathBuf>,
+    /// `ring.lost_busy` as of the last dump.
+    lost_busy_said: u64,
+    /// Dumps not written because the writer was two dumps behind.
+    pub skipped: u64,
     /// What went wrong writing, for the run's messages.
     pub errors: Vec<String>,
-    /// The ring's highest memory, bytes.
+    /// The ring's highest memory (snapshots being written included), bytes.
     pub peak_bytes: usize,
 }
 
@@ -134,7 +141,10 @@ impl Recorder {
             last_diagnosis: None,
             conns: BTreeMap::new(),
             clients: BTreeSet::new(),
+            writer: None,
+            lost_busy_said: 0,
             written: Vec::new(),
+            skipped: 0,
             errors: Vec::new(),
             peak_bytes: 0,
         }
@@ -149,9 +159,15 @@ impl Recorder {
         self
     }
 
-    /// The ring's bytes now.
+    /// The ring's bytes now (snapshots being written included).
     pub fn ring_bytes(&self) -> usize {
         self.ring.bytes()
+    }
+
+    /// Frames and probe records not kept because dumps being written held
+    /// the ring's memory.
+    pub fn lost_while_writing(&self) -> u64 {
+        self.ring.lost_busy
     }
 
     fn push(&mut self, e: Entry) {
@@ -175,15 +191,12 @@ impl Recorder {
         self.peak_bytes = self.peak_bytes.max(self.ring.bytes());
     }
 
-    /// A probe record, kept as its one-line text.
+    /// A probe record, kept decoded: its text is made when a dump is
+    /// written, on the writer's thread.
     pub fn probe(&mut self, p: &Probe) {
-        let text = format!("{:?}", p.event);
         self.push(Entry {
             ts_ns: p.meta.ts_ns,
-            item: Item::Probe {
-                seq: p.meta.seq,
-                text,
-            },
+            item: Item::Probe(p.clone()),
         });
     }
 
@@ -326,8 +339,8 @@ impl Recorder {
         }
     }
 
-    /// Writes the pending dump when its after-window is over (or `now`
-    /// when the run ends).
+    /// Hands the pending dump to the writer when its after-window is
+    /// over (or `now` when the run ends).
     fn maybe_write(&mut self, ending: bool) {
         let due = self.pending.as_ref().is_some_and(|p| {
             ending
@@ -340,102 +353,58 @@ impl Recorder {
         let Some(p) = self.pending.take() else {
             return;
         };
-        match self.write(&p, ending) {
-            Ok(path) => {
-                eprintln!("live --record: wrote {}", path.display());
-                self.written.push(path);
-                self.retain();
-            }
-            Err(e) => {
-                let e = format!(
-                    "live --record: writing the dump of {}: {e}",
-                    p.said.join("; ")
-                );
-                eprintln!("{e}");
-                self.errors.push(e);
-            }
-        }
-        self.ring.unpin();
-        self.ring.lost_pinned = 0;
-    }
-
-    fn file_name(&self, p: &Pending) -> PathBuf {
-        let stamp: String = utc(p.first_ns)
-            .chars()
-            .take(19)
-            .filter(|c| *c != '-' && *c != ':')
-            .collect();
-        let base = format!("rdma-{stamp}Z-{}", p.tag);
-        let mut path = self.cfg.dir.join(format!("{base}.pcapng"));
-        let mut n = 2;
-        while std::fs::symlink_metadata(&path).is_ok() {
-            path = self.cfg.dir.join(format!("{base}-{n}.pcapng"));
-            n += 1;
-        }
-        path
-    }
-
-    fn write(&mut self, p: &Pending, ending: bool) -> io::Result<PathBuf> {
-        let path = self.file_name(p);
         let from = p.first_ns.saturating_sub(self.cfg.before_ns);
         let to = if ending { u64::MAX } else { p.until_ns };
-        let (frames, probes) =
-            self.ring
-                .window(from, to)
-                .fold((0u64, 0u64), |(f, r), e| match e.item {
-                    Item::Frame { .. } => (f + 1, r),
-                    Item::Probe { .. } => (f, r + 1),
-                });
-        let mut comment = format!(
-            "rdma-analyzer flight recorder: {}\nwindow {} to {} ({} s before the first trigger, {} s after the last{}): {frames} frames, {probes} probe records",
-            p.said.join("\n"),
-            utc(from),
-            utc(p.until_ns.min(self.now_ns)),
-            self.cfg.before_ns as f64 / 1e9,
-            self.cfg.after_ns as f64 / 1e9,
-            if ending { "; cut short: the run ended" } else { "" },
-        );
-        if self.ring.lost_pinned > 0 {
-            comment.push_str(&format!(
-                "\n{} frames and probe records of the window are missing: --record-size was full",
-                self.ring.lost_pinned
-            ));
+        let job = Job {
+            entries: self.ring.snapshot(from, to),
+            from,
+            shown_until: p.until_ns.min(self.now_ns),
+            ending,
+            lost: self.ring.lost_pinned,
+            lost_busy: self.ring.lost_busy - self.lost_busy_said,
+            pending: p,
+        };
+        self.lost_busy_said = self.ring.lost_busy;
+        self.ring.unpin();
+        self.ring.lost_pinned = 0;
+        let writer = self
+            .writer
+            .get_or_insert_with(|| writer::Writer::start(self.cfg.clone()));
+        // At the end the run waits for its last dump; while it runs, a
+        // writer that still has two dumps to write is not waited for.
+        if let Err(job) = writer.submit(job, ending) {
+            let e = format!(
+                "live --record: skipped the dump of {}: the writer is still writing the two before it (a disk slower than the triggers); raise --record-after to gather triggers into fewer dumps",
+                job.pending.said.join("; ")
+            );
+            eprintln!("{e}");
+            self.skipped += 1;
+            self.errors.push(e);
         }
-        let file = AtomicFile::create(&path)?;
-        let snaplen = self.cfg.snaplen.unwrap_or(rdma_capture::write::SNAPLEN);
-        let mut w = DumpWriter::new(BufWriter::new(file), &comment, snaplen)?;
-        if let Some(m) = rdma_mountstats() {
-            w.custom(dump::KIND_MOUNTSTATS, p.first_ns, 0, &m)?;
-        }
-        for e in self.ring.window(from, to) {
-            w.entry(e)?;
-        }
-        let file = w
-            .finish()?
-            .into_inner()
-            .map_err(io::IntoInnerError::into_error)?;
-        file.commit()?;
-        Ok(path)
+        self.collect(false);
     }
 
-    /// Deletes the oldest dumps of ours beyond `--record-keep` and
-    /// `--record-max-bytes`; the newest always stays.
-    fn retain(&mut self) {
-        let mut ours = dumps_in(&self.cfg.dir);
-        let mut total: u64 = ours.iter().map(|(_, len)| len).sum();
-        while ours.len() > 1
-            && (ours.len() > self.cfg.keep || self.cfg.max_total.is_some_and(|m| total > m))
-        {
-            let (path, len) = ours.remove(0);
-            if let Err(e) = std::fs::remove_file(&path) {
-                self.errors.push(format!(
-                    "live --record: removing the old dump {}: {e}",
-                    path.display()
-                ));
-                break;
+    /// Takes in what the writer did; with `wait`, once it has written
+    /// everything handed to it.
+    fn collect(&mut self, wait: bool) {
+        let Some(w) = self.writer.as_mut() else {
+            return;
+        };
+        for done in w.outcomes(wait) {
+            match done {
+                Ok(path) => self.written.push(path),
+                Err(e) => self.errors.push(e),
             }
-            total -= len;
         }
+        if wait {
+            self.writer = None;
+        }
+    }
+
+    /// Blocks until every dump handed to the writer is on disk (or
+    /// failed), then takes in the outcomes.
+    pub fn wait_idle(&mut self) {
+        self.collect(true);
     }
 }
 
@@ -557,6 +526,7 @@ impl Sink for Recorder {
             self.check_causes(e);
         }
         self.maybe_write(false);
+        self.collect(false);
         Flow::Continue
     }
 
@@ -569,6 +539,7 @@ impl Sink for Recorder {
             self.check_causes(e);
         }
         self.maybe_write(true);
+        self.collect(true);
     }
 }
 
@@ -644,6 +615,7 @@ mod tests {
             "written when the traffic passes its window"
         );
         frames(&mut r, 6, 1);
+        r.wait_idle();
         assert_eq!(r.written.len(), 1, "{:?}", r.errors);
         let path = &r.written[0];
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
@@ -703,6 +675,7 @@ mod tests {
             assert_eq!(r.tick(None, &Progress::default()), Flow::Continue);
         }
         frames(&mut r, 100, 1);
+        r.wait_idle();
         assert_eq!(r.written.len(), 2, "{:?}", r.errors);
         assert_ne!(r.written[0], r.written[1], "same second: a second name");
         let mut left: Vec<String> = std::fs::read_dir(d)
