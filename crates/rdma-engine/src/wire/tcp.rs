@@ -425,6 +425,8 @@ mod tests {
             0,
             usize::from(mpa::pad_len(ulpdu as u16)),
         ));
+        // The CRC field, sent whether or not CRCs were negotiated.
+        v.extend_from_slice(&[0; 4]);
         v
     }
 
