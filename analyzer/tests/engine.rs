@@ -592,6 +592,46 @@ fn state_of_every_iwarp_capture() {
     }
 }
 
+/// A capture of iWARP that begins mid-connection (here `iwarp/v3-ddp.pcap`
+/// from its frame 1001, inside the READs' Write traffic): no MPA exchange
+/// and no SYN, so each direction's framing is found again in its stream
+/// (by FPDU length and DDP/RDMAP headers: not certain, and counted so), and
+/// from there the calls and replies are read as from the start. The
+/// frames before framing was found are not counted as not decoded once it
+/// is, and nothing is left there at the end.
+#[test]
+fn an_iwarp_capture_begun_mid_stream_is_framed_again() {
+    let frames = capture_frames("iwarp/v3-ddp.pcap");
+    let (engine, out) = replay(&frames[1000..], Config::default());
+    let s = engine.state();
+    let n = &s.totals.iwarp;
+    assert_eq!(n.mpa_requests, 0);
+    assert!(n.resyncs >= 2 && n.resyncs_uncertain == n.resyncs, "{n:?}");
+    assert!(
+        s.totals.not_decoded.is_empty(),
+        "{:?}",
+        s.totals.not_decoded
+    );
+    assert!(
+        s.totals.calls >= 20 && s.totals.replies >= 20,
+        "{:?}",
+        s.totals
+    );
+    assert_eq!(s.connections.len(), 1);
+    let c = s.connections.values().next().unwrap();
+    assert_eq!(c.fabric(), Some("iWARP"));
+    // No MPA exchange, so nothing negotiated is known; the FINs at the end
+    // still close it.
+    assert!(c.negotiated.is_none());
+    assert!(c.cm_events.iter().all(|e| !e.message.requests()));
+    assert_eq!(c.cm_state, CmState::Closed);
+    let kinds = kinds(&out);
+    assert!(
+        !kinds.contains_key(&Kind::IwarpViolation) && !kinds.contains_key(&Kind::Malformed),
+        "{kinds:?}"
+    );
+}
+
 /// With views joined (live with probes), a capture's transactions still
 /// all come out, once each, in the same order, each saying the wire saw it.
 #[test]

@@ -565,6 +565,9 @@ impl Report {
             "ICRC: {} valid, {} invalid, {} not checkable; {} retransmitted packets, {} PSN gaps",
             t.icrc_valid, t.icrc_invalid, t.icrc_unchecked, t.retransmissions, t.psn_gaps
         );
+        if t.iwarp.frames > 0 {
+            let _ = writeln!(s, "{}", iwarp_line(&t.iwarp));
+        }
         if t.cut_frames > 0 {
             let _ = writeln!(
                 s,
@@ -1242,6 +1245,42 @@ pub fn micros(us: f64) -> String {
     } else {
         format!("{tenths:.1}")
     }
+}
+
+/// What the iWARP streams carried and what of them the capture lacked: the
+/// counterpart of the ICRC line (TCP retransmits under iWARP, so holes in a
+/// stream are what the capture missed, and the checks that needed those
+/// octets were skipped).
+fn iwarp_line(n: &crate::engine::IwarpCounts) -> String {
+    let mut s = format!(
+        "iWARP: {}, {}, {}",
+        count(n.frames, "TCP frame"),
+        count(n.mpa_requests, "MPA Request"),
+        count(n.fpdus, "FPDU")
+    );
+    if n.crc_invalid > 0 {
+        let _ = write!(s, " ({} with a wrong CRC32c)", n.crc_invalid);
+    }
+    if n.gaps == 0 {
+        s.push_str("; no stream octet missing");
+    } else {
+        let _ = write!(
+            s,
+            "; {} ({} B the capture lacks: what they carried was not checked)",
+            count(n.gaps, "stream hole"),
+            n.gap_bytes
+        );
+    }
+    if n.resyncs > 0 {
+        let _ = write!(
+            s,
+            ", framing found again {} ({} by FPDU length and header plausibility alone; {} B passed over)",
+            count(n.resyncs, "time"),
+            n.resyncs_uncertain,
+            n.resync_skipped_bytes
+        );
+    }
+    s
 }
 
 #[cfg(test)]

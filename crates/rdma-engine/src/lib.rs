@@ -172,6 +172,9 @@ pub struct IwarpCounts {
     pub resyncs: u64,
     /// See `resyncs`.
     pub resyncs_uncertain: u64,
+    /// Captured stream octets passed over before framing was found again
+    /// (a capture that began mid-FPDU, what followed a hole).
+    pub resync_skipped_bytes: u64,
 }
 
 /// Capture-wide counters.

@@ -41,6 +41,10 @@ struct Direction {
     /// Whether the stream has delivered an MPA frame or an FPDU: until
     /// then its bytes are not known to be iWARP's.
     framed: bool,
+    /// Data frames counted as not decoded while the stream had no framing:
+    /// taken back when it finds some (they are then the octets a resync
+    /// skipped, a capture that began mid-FPDU).
+    unframed: u64,
 }
 
 /// An RDMA Read Request waiting for its responses.
@@ -152,14 +156,20 @@ impl Engine {
         let framed = delivered
             .iter()
             .any(|u| matches!(u, Delivery::Mpa { .. } | Delivery::Fpdu { .. }));
-        let was_framed = match self.iwarp.dirs.get_mut(&key) {
-            Some(d) => {
-                let was = d.framed;
-                d.framed |= framed;
-                was
+        let data = !tcp.payload.is_empty();
+        if let Some(d) = self.iwarp.dirs.get_mut(&key) {
+            let n = &mut self.state.totals.not_decoded;
+            if framed && !d.framed {
+                n.tcp_20049 = n.tcp_20049.saturating_sub(d.unframed);
+                d.unframed = 0;
+            } else if !(framed || d.framed) && data {
+                // Data on port 20049 in which no MPA frame or FPDU was
+                // found (yet): recognised, not decoded, and said so.
+                n.tcp_20049 += 1;
+                d.unframed += 1;
             }
-            None => framed,
-        };
+            d.framed |= framed;
+        }
         for unit in delivered.drain(..) {
             self.delivered(key, unit, out);
         }
@@ -176,16 +186,11 @@ impl Engine {
             }
         }
         self.iwarp.delivered = delivered;
-        if !(was_framed || framed || tcp.payload.is_empty()) {
-            // Data on port 20049 in which no MPA frame or FPDU was found
-            // (yet): recognised, not decoded, and said so.
-            self.state.totals.not_decoded.tcp_20049 += 1;
-        }
         let owned = self
             .qps
             .get(&endpoint(key.dst))
             .is_some_and(|q| q.conn.is_some());
-        if !owned && !tcp.payload.is_empty() {
+        if !owned && data {
             self.state.totals.unassociated_frames += 1;
         }
         true
@@ -229,9 +234,12 @@ impl Engine {
                 n.gap_bytes += bytes;
                 self.lost_framing(key);
             }
-            Delivery::Resync { certain, .. } => {
+            Delivery::Resync {
+                certain, skipped, ..
+            } => {
                 n.resyncs += 1;
                 n.resyncs_uncertain += u64::from(!certain);
+                n.resync_skipped_bytes += skipped;
             }
             Delivery::Closed { frame, ts, reset } => self.tcp_closed(key, frame, ts, reset, out),
         }
