@@ -54,12 +54,13 @@ gen() {
         printf "%.0f\n", $n / (time - $t0);' "$1" "$2" "$nr"
 }
 
-prog_stats() { # pid -> "run_time_ns run_cnt" of its tracepoint program
+prog_stats() { # pid -> "run_time_ns run_cnt" summed over its tracepoint programs
+    # (the helper's program is always loaded; a fixed-copy one may run instead)
     local pid=$1 fd
     for fd in /proc/"$pid"/fd/*; do
         [ "$(readlink "$fd")" = "anon_inode:bpf-prog" ] || continue
         awk '/^prog_type:/{t=$2} /^run_time_ns:/{r=$2} /^run_cnt:/{c=$2} END{if (t==5) print r, c}' /proc/"$pid"/fdinfo/"${fd##*/}"
-    done | head -1
+    done | awk '{r+=$1; c+=$2} END{if (NR) print r, c}'
 }
 
 echo "bench: $tp, $bin, load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -85,8 +86,10 @@ done
 
 # Unpaced, interleaved rounds (this machine is noisy; medians): the
 # generator's rate with nothing attached, with the floor (the same
-# attachment, a program that does nothing), and with the probe; optionally
-# with the probe of another build (BIN_BEFORE) for a before/after.
+# attachment, a program that does nothing), with the probe, with the same
+# probe copying through the helper as it did before the fixed copies
+# (RDMA_ANALYZER_BENCH_HELPER_COPY: what they save), and optionally with
+# the probe of another build (BIN_BEFORE) for a before/after.
 with() { # BIN [ENV=...] -> calls/s while that binary's probe is attached
     local b=$1; shift
     env "$@" "$b" live --probes --no-kprobes --tracepoint "$tp" --duration $((secs + 2)) \
@@ -105,8 +108,9 @@ for r in $(seq 1 "$rounds"); do
     b=$(gen 0 "$secs")
     f=$(with "$bin" RDMA_ANALYZER_BENCH_FLOOR=1)
     p=$(with "$bin")
+    h=$(with "$bin" RDMA_ANALYZER_BENCH_HELPER_COPY=1)
     o=${BIN_BEFORE:+$(with "$BIN_BEFORE")}
-    echo "$b $f $p ${o:-0}" >> "$tmp/rounds"
+    echo "$b $f $p ${o:-0} $h" >> "$tmp/rounds"
 done
 python3 - "$tmp/rounds" <<'PY'
 import statistics, sys
@@ -117,6 +121,8 @@ print("unpaced, median of %d interleaved rounds: %.2f M calls/s bare, %.2f M wit
       % (len(rows), med(0) / 1e6, med(1) / 1e6, med(2) / 1e6))
 print("  added kernel time per event: floor (tracepoint + BPF dispatch) %+.0f ns, probe %+.0f ns end to end, of which the program's own work %+.0f ns"
       % (ns(1), ns(2), ns(2) - ns(1)))
+print("  the same build with every span copied through bpf_probe_read_kernel (no fixed copies): %.2f M calls/s, %+.0f ns per event end to end"
+      % (med(4) / 1e6, ns(4)))
 if rows[0][3]:
     print("  BIN_BEFORE's probe: %.2f M calls/s, %+.0f ns per event end to end" % (med(3) / 1e6, ns(3)))
 PY
