@@ -54,12 +54,13 @@ gen() {
         printf "%.0f\n", $n / (time - $t0);' "$1" "$2" "$nr"
 }
 
-prog_stats() { # pid -> "run_time_ns run_cnt" of its tracepoint program
+prog_stats() { # pid -> "run_time_ns run_cnt" summed over its tracepoint programs
+    # (the helper's program is always loaded; a fixed-copy one may run instead)
     local pid=$1 fd
     for fd in /proc/"$pid"/fd/*; do
         [ "$(readlink "$fd")" = "anon_inode:bpf-prog" ] || continue
         awk '/^prog_type:/{t=$2} /^run_time_ns:/{r=$2} /^run_cnt:/{c=$2} END{if (t==5) print r, c}' /proc/"$pid"/fdinfo/"${fd##*/}"
-    done | head -1
+    done | awk '{r+=$1; c+=$2} END{if (NR) print r, c}'
 }
 
 echo "bench: $tp, $bin, load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -85,19 +86,25 @@ done
 
 # Unpaced, interleaved rounds (this machine is noisy; medians): the
 # generator's rate with nothing attached, with the floor (the same
-# attachment, a program that does nothing), and with the probe; optionally
-# with the probe of another build (BIN_BEFORE) for a before/after.
-with() { # BIN [ENV=...] -> calls/s while that binary's probe is attached
-    local b=$1; shift
+# attachment, a program that does nothing), with the probe, with the same
+# probe copying through the helper as it did before the fixed copies
+# (RDMA_ANALYZER_BENCH_HELPER_COPY: what they save), and optionally with
+# the probe of another build (BIN_BEFORE) for a before/after.
+with() { # BIN [ENV=...] -> "calls/s program-ns/event" while that binary's probe is attached
+    local b=$1 g st; shift
     env "$@" "$b" live --probes --no-kprobes --tracepoint "$tp" --duration $((secs + 2)) \
         --stats-out "$tmp/u.json" --json-out /dev/null 2> "$tmp/uerr" &
     local p=$!
     for _ in $(seq 1 50); do grep -q attached "$tmp/uerr" 2>/dev/null && break; sleep 0.1; done
     sleep 0.5
-    gen 0 "$secs"
+    g=$(gen 0 "$secs")
+    st=$(prog_stats $p)
     wait $p
     python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); sys.exit(1 if s["lost_in_kernel"] else 0)' "$tmp/u.json" \
         || echo "bench: records lost in an unpaced run" >&2
+    # bpf_stats: the program's own time, which other jobs on the machine
+    # disturb far less than the generator's rate.
+    echo "$g $(echo "${st:-0 0}" | awk '{printf "%.1f", $2 ? $1 / $2 : 0}')"
 }
 rounds=${ROUNDS:-5}
 : > "$tmp/rounds"
@@ -105,18 +112,28 @@ for r in $(seq 1 "$rounds"); do
     b=$(gen 0 "$secs")
     f=$(with "$bin" RDMA_ANALYZER_BENCH_FLOOR=1)
     p=$(with "$bin")
+    h=$(with "$bin" RDMA_ANALYZER_BENCH_HELPER_COPY=1)
     o=${BIN_BEFORE:+$(with "$BIN_BEFORE")}
-    echo "$b $f $p ${o:-0}" >> "$tmp/rounds"
+    # Columns: bare, then calls/s and program ns of floor, probe, before, helper.
+    echo "$b $f $p ${o:-0 0} $h" >> "$tmp/rounds"
 done
 python3 - "$tmp/rounds" <<'PY'
 import statistics, sys
 rows = [list(map(float, l.split())) for l in open(sys.argv[1])]
+# Column of each configuration's calls/s; its program ns/event is the next.
+FLOOR, PROBE, BEFORE, HELPER = 1, 3, 5, 7
 ns = lambda i: statistics.median(1e9 / r[i] - 1e9 / r[0] for r in rows)
 med = lambda i: statistics.median(r[i] for r in rows)
+spread = lambda i: "%.0f-%.0f" % (min(r[i] for r in rows), max(r[i] for r in rows))
 print("unpaced, median of %d interleaved rounds: %.2f M calls/s bare, %.2f M with the floor, %.2f M with the probe"
-      % (len(rows), med(0) / 1e6, med(1) / 1e6, med(2) / 1e6))
+      % (len(rows), med(0) / 1e6, med(FLOOR) / 1e6, med(PROBE) / 1e6))
 print("  added kernel time per event: floor (tracepoint + BPF dispatch) %+.0f ns, probe %+.0f ns end to end, of which the program's own work %+.0f ns"
-      % (ns(1), ns(2), ns(2) - ns(1)))
-if rows[0][3]:
-    print("  BIN_BEFORE's probe: %.2f M calls/s, %+.0f ns per event end to end" % (med(3) / 1e6, ns(3)))
+      % (ns(FLOOR), ns(PROBE), ns(PROBE) - ns(FLOOR)))
+print("  program ns/event (bpf_stats, median, range): floor %.0f (%s), probe %.0f (%s), helper copies %.0f (%s)"
+      % (med(FLOOR + 1), spread(FLOOR + 1), med(PROBE + 1), spread(PROBE + 1), med(HELPER + 1), spread(HELPER + 1)))
+print("  the same build with every span copied through bpf_probe_read_kernel (no fixed copies): %.2f M calls/s, %+.0f ns per event end to end"
+      % (med(HELPER) / 1e6, ns(HELPER)))
+if rows[0][BEFORE]:
+    print("  BIN_BEFORE's probe: %.2f M calls/s, %+.0f ns per event end to end, program %.0f ns/event (%s)"
+          % (med(BEFORE) / 1e6, ns(BEFORE), med(BEFORE + 1), spread(BEFORE + 1)))
 PY

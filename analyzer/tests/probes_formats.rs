@@ -497,6 +497,88 @@ fn copy_plans_lose_nothing_the_decoder_reads() {
     }
 }
 
+/// The per-RPC events the engine reads, on every kernel of the matrix
+/// that has them: each must take a fixed-copy program (loads at constant
+/// offsets, no copy helper), or the probes' cost per RPC goes back up.
+const FIXED_PER_RPC: [&str; 16] = [
+    "xprtrdma_marshal",
+    "xprtrdma_post_send",
+    "xprtrdma_reply",
+    "xprtrdma_chunk_read",
+    "xprtrdma_chunk_write",
+    "xprtrdma_decode_seg",
+    "xprtrdma_mr_reminv",
+    "svcrdma_wc_recv",
+    "svcrdma_wc_receive",
+    "svcrdma_decode_rqst",
+    "svcrdma_decode_rseg",
+    "svcrdma_decode_wseg",
+    "svcrdma_encode_wseg",
+    "svcrdma_post_read_chunk",
+    "svcrdma_post_send",
+    "svcrdma_wc_read",
+];
+
+/// A fixed copy ([`ebpf_common::CopyPlan::fixed_copy`]) reads bytes `[8, 8 + n)` of the
+/// record with plain loads. The kernel attaches such a program only if it
+/// loads nothing past the event's last field, and the decoder must read
+/// from those bytes exactly what it reads from the whole record; the
+/// per-RPC events all take one.
+#[test]
+fn fixed_copies_stay_in_the_record_and_lose_nothing() {
+    use rdma_analyzer::sources::ebpf::{Plan, ProbeEvents};
+    for kernel in [
+        "linux-5.10.0-32-amd64",
+        "linux-6.1.0-50-amd64",
+        "linux-6.12.117+deb13-amd64",
+    ] {
+        let set = formats_of(kernel);
+        let used = Plan::all_of(&set, &SYSTEMS, &[], ProbeEvents::Used);
+        let mut fixed = Vec::new();
+        for (sys, ev, copy) in &used.tracepoints {
+            let Some(n) = copy.fixed_copy() else {
+                continue;
+            };
+            let f = set.by_name(sys, ev).expect("planned from the set");
+            // perf_event_set_bpf_prog: the last field's end, in the
+            // order the format file (the kernel's field list) gives them.
+            let last = f.fields.last().map_or(0, |x| x.offset + x.size);
+            let end = 8 + usize::from(n);
+            assert!(
+                end <= last,
+                "{kernel}: {ev}: copies to {end}, record ends at {last}"
+            );
+            let data: Vec<u8> = (0..last.max(end) as u32)
+                .map(|i| (i * 7 + 3) as u8)
+                .collect();
+            let mut d = Decoder::new(set.clone(), 0);
+            let full = d
+                .decode(&frame(f.id, 0, &data))
+                .expect("whole record")
+                .event;
+            let part = d
+                .decode(&frame(f.id, 8, &data[8..end]))
+                .expect("fixed copy")
+                .event;
+            assert_eq!(full, part, "{kernel}: {ev}: fixed copy of {n} bytes");
+            fixed.push(ev.as_str());
+        }
+        for ev in FIXED_PER_RPC {
+            if set.by_name("rpcrdma", ev).is_some() {
+                assert!(
+                    fixed.contains(&ev),
+                    "{kernel}: {ev} takes the helper's program"
+                );
+            }
+        }
+        eprintln!(
+            "{kernel}: {} of {} attached events copied with fixed loads",
+            fixed.len(),
+            used.tracepoints.len()
+        );
+    }
+}
+
 /// A ring record as the probe writes it: `data` is the record from `base`.
 fn frame(id: u16, base: usize, data: &[u8]) -> Vec<u8> {
     let mut v = vec![0u8; ebpf_common::HEADER_LEN];

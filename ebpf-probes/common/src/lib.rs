@@ -21,7 +21,8 @@
 //!      24     2  len      (bytes of data that are valid)
 //!      26     2  base     (offset in the raw tracepoint record of data[0])
 //!      28     4  _pad
-//!      32     N  data     (N = 32, 64, 128 or 256: the smallest class the span fits)
+//!      32     N  data     (helper's program: N = 32, 64, 128 or 256, the smallest
+//!                          class the span fits; fixed copy of n bytes: n rounded up to 8)
 //! ```
 #![cfg_attr(not(feature = "user"), no_std)]
 #![deny(missing_docs)]
@@ -123,6 +124,31 @@ impl CopyPlan {
         (lo, if n > max { max } else { n })
     }
 
+    /// The copy program that takes this plan: `Some(n)` when the span is the
+    /// record's fixed part from its first byte past the common fields, `n`
+    /// bytes long, no string to follow and `n` at most [`FIXED_COPY_MAX`]
+    /// ([`PROG_TRACEPOINT_FIXED`]`n` copies it); `None` for
+    /// [`PROG_TRACEPOINT`], which reads the span through a helper.
+    ///
+    /// A fixed copy reads the record with plain loads at constant offsets,
+    /// without the `bpf_probe_read_kernel` helper (about a third of the
+    /// program's own time per event). The kernel lets a tracepoint program
+    /// load from its context only up to the end of the attached event's
+    /// last field (`perf_event_set_bpf_prog` compares the program's
+    /// largest context offset with it), hence one program per length, each
+    /// reading exactly `[8, 8 + n)`; `hi` never passes the last field.
+    pub const fn fixed_copy(self) -> Option<u16> {
+        if self.loc != 0 || self.hi as usize <= COMMON_LEN {
+            return None;
+        }
+        let n = self.hi as usize - COMMON_LEN;
+        if n > FIXED_COPY_MAX {
+            None
+        } else {
+            Some(n as u16)
+        }
+    }
+
     /// The size class ([`DATA_CLASSES`]) a span of `n` bytes takes.
     #[inline(always)]
     pub const fn class(n: u32) -> usize {
@@ -139,6 +165,16 @@ impl CopyPlan {
     }
 }
 
+/// The first bytes of every tracepoint record (`common_type`,
+/// `common_flags`, `common_preempt_count`, `common_pid`), which BPF never
+/// sees intact: a fixed copy ([`CopyPlan::fixed_copy`]) starts past them.
+pub const COMMON_LEN: usize = 8;
+
+/// Longest span a fixed-copy program copies ([`CopyPlan::fixed_copy`]):
+/// every per-RPC event's fields fit (the largest, `xprtrdma_marshal`'s and
+/// the chunk events', take 36 to 48 bytes on Linux 5.10 to 6.12).
+pub const FIXED_COPY_MAX: usize = 64;
+
 /// Ring buffer size in bytes (a power of two, a multiple of the page size).
 /// 4 MiB holds about 14,000 records, i.e. some tens of milliseconds of a
 /// saturated probe: enough to ride out a busy reader without loss.
@@ -152,6 +188,11 @@ pub const MAP_LOST: &str = "LOST";
 /// Name of the tracepoint program: copies any tracepoint's record. One
 /// program is attached to every tracepoint the analyzer wants.
 pub const PROG_TRACEPOINT: &str = "rdma_tracepoint";
+/// Name prefix of the fixed-copy programs (`rdma_tp_copy_1` to
+/// `rdma_tp_copy_64`): program `n` copies bytes `[8, 8 + n)` of the
+/// record, for the plans whose [`CopyPlan::fixed_copy`] is `n` (kernels
+/// with BPF cookies; the cookie carries the event id).
+pub const PROG_TRACEPOINT_FIXED: &str = "rdma_tp_copy_";
 /// Name of the program that does nothing, for the benchmark's floor.
 pub const PROG_TRACEPOINT_FLOOR: &str = "rdma_bench_floor";
 /// Name prefix of the slot programs (`rdma_tp_0` to `rdma_tp_255`), for
@@ -377,6 +418,25 @@ mod tests {
         assert_eq!(CopyPlan::class(0), 32);
         assert_eq!(CopyPlan::class(33), 64);
         assert_eq!(CopyPlan::class(256), 256);
+    }
+
+    #[test]
+    fn fixed_copies_take_the_fixed_part_from_byte_8() {
+        let p = CopyPlan {
+            event_id: 1,
+            lo: 16,
+            hi: 44,
+            loc: 0,
+        };
+        // The span starts at 8 whatever `lo` says: loads at constant offsets.
+        assert_eq!(p.fixed_copy(), Some(36));
+        assert_eq!(CopyPlan { hi: 9, ..p }.fixed_copy(), Some(1));
+        assert_eq!(CopyPlan { hi: 72, ..p }.fixed_copy(), Some(64));
+        // Past the longest program, at or before byte 8, or a string to
+        // follow: the helper's program.
+        assert_eq!(CopyPlan { hi: 73, ..p }.fixed_copy(), None);
+        assert_eq!(CopyPlan { hi: 8, ..p }.fixed_copy(), None);
+        assert_eq!(CopyPlan { loc: 24, ..p }.fixed_copy(), None);
     }
 
     #[test]

@@ -10,6 +10,10 @@
 //!   smallest size class that holds it. Userspace works the plans out from
 //!   the running kernel's `format` files and decodes with them, so one
 //!   object works on every kernel.
+//! - `rdma_tp_copy_1` .. `rdma_tp_copy_64`: the same, for a span that is
+//!   the record's fixed part from byte 8, `n` bytes long (every per-RPC
+//!   event the analyzer reads), copied with plain loads at constant offsets
+//!   instead of the `bpf_probe_read_kernel` helper. Kernels with cookies.
 //! - [`rdma_connect_pdata`] / [`rdma_accept_pdata`]: kprobes on
 //!   `rdma_connect_locked` and `rdma_accept` that copy the CM private data
 //!   (RFC 8797), which no tracepoint carries.
@@ -30,8 +34,8 @@ mod bpf {
     use aya_ebpf::programs::{ProbeContext, TracePointContext};
     use aya_ebpf::EbpfContext;
     use ebpf_common::{
-        CopyPlan, KprobeId, Record, RecordHeader, RecordKind, DATA_CLASSES, PDATA_MAX,
-        RECORD_VERSION, RING_BYTES, TP_SLOTS,
+        CopyPlan, KprobeId, Record, RecordHeader, RecordKind, COMMON_LEN, DATA_CLASSES,
+        PDATA_MAX, RECORD_VERSION, RING_BYTES, TP_SLOTS,
     };
 
     #[map(name = "EVENTS")]
@@ -98,6 +102,81 @@ mod bpf {
             Err(_) => 1,
         }
     }
+
+    /// Copies bytes `[8, 8 + L)` of the record with loads at constant
+    /// offsets (`R`: `L` rounded up to 8, the data reserved); the cookie
+    /// carries the event id. Userspace attaches program `L` only where the
+    /// plan's span is exactly that ([`CopyPlan::fixed_copy`]), which never
+    /// passes the event's last field: the kernel refuses to attach a
+    /// program that loads past it.
+    #[inline(always)]
+    fn copy_fixed<const L: usize, const R: usize>(ctx: &TracePointContext) -> u32 {
+        // SAFETY: the helper only reads the program's own run context.
+        let id = CopyPlan::from_cookie(unsafe { bpf_get_attach_cookie(ctx.as_ptr()) }).event_id;
+        let Some(mut entry) = EVENTS.reserve::<Record<R>>(0) else {
+            count_lost();
+            return 0;
+        };
+        let rec = entry.as_mut_ptr();
+        // SAFETY: `rec` is reserved and writable, `R >= L`; the loads stay
+        // inside the record's fixed part (above), which the verifier checks.
+        unsafe {
+            load_fixed::<L>(ctx.as_ptr() as *const u8, (*rec).data.as_mut_ptr());
+            (*rec).header = header(RecordKind::Tracepoint, id, L as u16, COMMON_LEN as u16);
+        }
+        entry.submit(wakeup_flags());
+        0
+    }
+
+    /// `L` bytes from `src + 8` to `dst`: 8-byte loads, then a 4-, 2- and
+    /// 1-byte tail. The verifier takes a context load only from the
+    /// context register plus a constant and aligned to its size; `L` is a
+    /// constant, so the loop unrolls into such loads, and every offset is
+    /// aligned (8 + 8k, then 4 and 2 past it).
+    ///
+    /// # Safety
+    /// `src` is a tracepoint context whose record has `8 + L` bytes;
+    /// `dst` has room for `L`.
+    #[inline(always)]
+    unsafe fn load_fixed<const L: usize>(src: *const u8, dst: *mut u8) {
+        use core::ptr::{read_volatile, write_unaligned};
+        let mut at = 0;
+        while at + 8 <= L {
+            // Volatile: one load each, never a call to memcpy.
+            let v = read_volatile(src.add(COMMON_LEN + at) as *const u64);
+            write_unaligned(dst.add(at) as *mut u64, v);
+            at += 8;
+        }
+        if L - at >= 4 {
+            let v = read_volatile(src.add(COMMON_LEN + at) as *const u32);
+            write_unaligned(dst.add(at) as *mut u32, v);
+            at += 4;
+        }
+        if L - at >= 2 {
+            let v = read_volatile(src.add(COMMON_LEN + at) as *const u16);
+            write_unaligned(dst.add(at) as *mut u16, v);
+            at += 2;
+        }
+        if L > at {
+            let v = read_volatile(src.add(COMMON_LEN + at));
+            write_unaligned(dst.add(at), v);
+        }
+    }
+
+    macro_rules! fixed_programs {
+        ($($n:literal)*) => { paste::paste! { $(
+            #[tracepoint]
+            pub fn [<rdma_tp_copy_ $n>](ctx: TracePointContext) -> u32 {
+                copy_fixed::<$n, { ($n + 7) / 8 * 8 }>(&ctx)
+            }
+        )* } };
+    }
+
+    // FIXED_COPY_MAX of them.
+    fixed_programs!(
+        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32
+        33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64
+    );
 
     /// Does nothing: `ebpf-probes/bench.sh` attaches it in place of
     /// [`rdma_tracepoint`] (`RDMA_ANALYZER_BENCH_FLOOR=1`) to measure what

@@ -130,11 +130,30 @@ pub struct ProbeSet {
     pub cookies: bool,
 }
 
-/// Attaches the one tracepoint program to every tracepoint of `plan`, each
-/// link carrying the tracepoint's id as its cookie. Returns the links.
+/// Loads the tracepoint program `name` (once) and returns its descriptor.
+fn load_tracepoint(ebpf: &mut aya::Ebpf, name: &str) -> Result<std::os::fd::RawFd, String> {
+    use std::os::fd::{AsFd, AsRawFd};
+    let prog: &mut aya::programs::TracePoint = ebpf
+        .program_mut(name)
+        .ok_or_else(|| format!("no program {name}"))?
+        .try_into()
+        .map_err(|e: aya::programs::ProgramError| chain(&e))?;
+    if prog.fd().is_err() {
+        prog.load().map_err(|e| chain(&e))?;
+    }
+    let fd = prog.fd().map_err(|e| chain(&e))?;
+    Ok(fd.as_fd().as_raw_fd())
+}
+
+/// Attaches a tracepoint program to every tracepoint of `plan`, each link
+/// carrying the tracepoint's plan as its cookie: the fixed-copy program of
+/// the plan's length where it has one
+/// ([`CopyPlan::fixed_copy`](ebpf_common::CopyPlan::fixed_copy)), else the
+/// one program that reads any span through a helper. Returns the links.
 ///
 /// # Errors
-/// The program does not load: a kernel without `bpf_get_attach_cookie`.
+/// The helper's program does not load: a kernel without
+/// `bpf_get_attach_cookie`.
 fn attach_with_cookies(
     ebpf: &mut aya::Ebpf,
     plan: &Plan,
@@ -143,23 +162,27 @@ fn attach_with_cookies(
 ) -> Result<Vec<CookieLink>, String> {
     // The benchmark's floor: the same attachments with a program that does
     // nothing (ebpf-probes/bench.sh).
-    let name = if std::env::var_os("RDMA_ANALYZER_BENCH_FLOOR").is_some() {
+    let floor = std::env::var_os("RDMA_ANALYZER_BENCH_FLOOR").is_some();
+    // The benchmark's other program: every span through the helper, as
+    // before the fixed copies, to measure what they save.
+    let helper_only = std::env::var_os("RDMA_ANALYZER_BENCH_HELPER_COPY").is_some();
+    let generic = if floor {
         ebpf_common::PROG_TRACEPOINT_FLOOR
     } else {
         ebpf_common::PROG_TRACEPOINT
     };
-    let prog: &mut aya::programs::TracePoint = ebpf
-        .program_mut(name)
-        .ok_or_else(|| format!("no program {name}"))?
-        .try_into()
-        .map_err(|e: aya::programs::ProgramError| chain(&e))?;
-    prog.load().map_err(|e| chain(&e))?;
-    let prog_fd = prog.fd().map_err(|e| chain(&e))?;
-    use std::os::fd::{AsFd, AsRawFd};
-    let raw = prog_fd.as_fd().as_raw_fd();
+    // Loaded first and always: it is what tells a kernel without cookies.
+    let generic_fd = load_tracepoint(ebpf, generic)?;
     let mut links = Vec::new();
     for (sys, ev, copy) in &plan.tracepoints {
-        match CookieLink::attach(raw, copy.event_id, copy.to_cookie()) {
+        let fd = match copy.fixed_copy().filter(|_| !floor && !helper_only) {
+            Some(n) => {
+                let name = format!("{}{n}", ebpf_common::PROG_TRACEPOINT_FIXED);
+                load_tracepoint(ebpf, &name)
+            }
+            None => Ok(generic_fd),
+        };
+        match fd.and_then(|fd| CookieLink::attach(fd, copy.event_id, copy.to_cookie())) {
             Ok(l) => {
                 links.push(l);
                 attached.push(format!("{sys}:{ev}"));

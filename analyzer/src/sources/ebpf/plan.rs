@@ -38,9 +38,7 @@ pub fn whole_record(f: &Format) -> CopyPlan {
     }
 }
 
-/// The first bytes of every record (`common_type`, `common_flags`,
-/// `common_preempt_count`, `common_pid`), which BPF never sees intact.
-const COMMON_LEN: usize = 8;
+use ebpf_common::COMMON_LEN;
 
 fn loc_of(f: &Field) -> u16 {
     let at = u16::try_from(f.offset).unwrap_or(0) & !CopyPlan::REL_LOC;
