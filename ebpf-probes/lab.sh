@@ -124,7 +124,13 @@ for d in sys.argv[1:]:
         continue
     s = json.load(open(p))
     missing = ", ".join(s["missing"]) or "none"
-    skipped = "; ".join(f"{n['field']}: {n['reason']}" for n in s.get("not_compared", [])) or "none"
+    # One line per reason: the fields and scenarios it kept from comparison.
+    why = {}
+    for n in s.get("not_compared", []):
+        fields, scs = why.setdefault(n["reason"], ({}, {}))
+        fields[n["field"]] = None
+        scs[n["scenario"]] = None
+    skipped = "; ".join(f"{', '.join(f)} in {', '.join(c)}: {r}" for r, (f, c) in why.items()) or "none"
     print(f"| {s['kernel']} | {s.get('fabric', 'rxe')} | {s['attached_client']} / {s['attached_server']} "
           f"| {missing} | {s['checked']} | {s['disagreements']} | {skipped} |")
 PY

@@ -91,21 +91,24 @@ fn fabric_of(out: &Path) -> String {
     from_run.or(from_env).unwrap_or_else(|| "rxe".into())
 }
 
-/// Why a scenario whose probes saw `probed` XIDs has nothing on the wire to
-/// compare them with: the capture holds RDMA the analyzer does not decode
+/// Why a capture decodes to no transaction (when the client's probes saw
+/// `probed` XIDs, that too): it holds RDMA the analyzer does not decode
 /// (`nd`), or none at all.
-fn empty_wire_reason(fabric: &str, nd: &NotDecoded, probed: usize) -> String {
+fn empty_wire_reason(fabric: &str, nd: &NotDecoded, probed: Option<usize>) -> String {
+    let saw = probed.map_or(String::new(), |n| {
+        format!("the probes saw {n} XIDs on the client, ")
+    });
     if nd.is_empty() {
         format!(
-            "the probes saw {probed} XIDs on the client, the capture decodes to no transaction and holds no RDMA traffic the analyzer recognises (was the capture made on eth0? see details/SC/tcpdump.log)"
+            "{saw}the capture decodes to no transaction and holds no RDMA traffic the analyzer recognises (was the capture made on eth0? see details/SC/tcpdump.log)"
         )
     } else if fabric == "siw" {
         format!(
-            "the probes saw {probed} XIDs on the client, the capture's iWARP (MPA/DDP/RDMAP over TCP) is not decoded by this analyzer ({nd:?}): the wire side needs the engine's iWARP decoding (issue 26)"
+            "{saw}the capture's iWARP (MPA/DDP/RDMAP over TCP) is not decoded by this analyzer ({nd:?}): the wire side needs the engine's iWARP decoding (issue 26)"
         )
     } else {
         format!(
-            "the probes saw {probed} XIDs on the client, the capture decodes to no transaction: its RDMA traffic is recognised but not decoded ({nd:?})"
+            "{saw}the capture decodes to no transaction: its RDMA traffic is recognised but not decoded ({nd:?})"
         )
     }
 }
@@ -358,7 +361,7 @@ fn probes_agree_with_the_wire() {
         };
         let (w, not_decoded) = wire(&out.join(format!("{sc}.pcap")));
         if w.is_empty() && !client.is_empty() {
-            let why = empty_wire_reason(&fabric, &not_decoded, client.len());
+            let why = empty_wire_reason(&fabric, &not_decoded, Some(client.len()));
             for field in FIELDS {
                 skipped.push(not_compared(sc, field, &why));
             }
@@ -635,7 +638,7 @@ fn the_kernels_counters_agree_with_this_runs_captures() {
             // of everything: say that first, not only the rows it makes.
             let (w, nd) = wire(&out.join(format!("{sc}.pcap")));
             let why = if w.is_empty() && !nd.is_empty() {
-                format!("{}: ", empty_wire_reason(&fabric, &nd, 0))
+                format!("{}: ", empty_wire_reason(&fabric, &nd, None))
             } else {
                 String::new()
             };
@@ -661,8 +664,10 @@ fn a_siw_capture_is_decoded_or_said_not_decoded() {
             "{sc}: no transaction and nothing recognised as iWARP: {nd:?}"
         );
         if w.is_empty() {
-            let why = empty_wire_reason("siw", &nd, 7);
+            let why = empty_wire_reason("siw", &nd, Some(7));
             assert!(why.contains("iWARP") && why.contains("7 XIDs"), "{why}");
+            let why = empty_wire_reason("siw", &nd, None);
+            assert!(why.contains("iWARP") && !why.contains("XIDs"), "{why}");
         }
     }
 }
