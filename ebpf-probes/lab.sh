@@ -4,26 +4,33 @@
 # `live --probes` in both guests (and live capture in the client), then
 # compares what the probes saw with the wire (analyzer/tests/probes_lab.rs).
 #
-#   [PROFILE=debug] ebpf-probes/lab.sh [--out DIR] [--kernels K] [SCENARIO...]
+#   [PROFILE=debug] ebpf-probes/lab.sh [--out DIR] [--kernels K] [--fabric F]
+#                                      [SCENARIO...]
 #
 #   --kernels 6.1 (default; what scripts/test.sh runs), 5.10, 6.12, a list
 #             (5.10,6.12) or all: the guests of each Debian release whose
 #             kernel it is (bullseye 5.10, bookworm 6.1, trixie 6.12), one
 #             lab run after the other, then the table of the matrix.
-#   Scenarios: default v3-inline v3-ddp v42-reminv parallel for one kernel,
-#             v3-ddp v42-reminv parallel reconnect for the matrix.
+#   --fabric  rxe (default; soft-RoCE), siw (soft-iWARP: NFS/RDMA over TCP),
+#             or both (rxe,siw): every kernel on every fabric named.
+#   Scenarios: default v3-inline v3-ddp v42-reminv parallel for one run,
+#             v3-ddp v42-reminv parallel reconnect for a matrix.
 #
-# Root and a few minutes per kernel (TCG). Leaves the lab's results and the
-# hook's output (details/SC/hook-{client,server}/) in DIR (DIR/KERNEL/ for
-# more than one kernel), and the comparison's counts in probes-lab.json.
+# Root and a few minutes per run (TCG). Leaves the lab's results and the
+# hook's output (details/SC/hook-{client,server}/) in DIR (for more than one
+# run: DIR/KERNEL/ with one fabric, DIR/KERNEL-FABRIC/ with two), and the
+# comparison's counts in probes-lab.json; on siw that file also lists what
+# cannot be compared there, and why (not_compared).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=/tmp/rdma-analyzer-probes-lab/$(date -u +%Y%m%dT%H%M%SZ)
 kernels=6.1
+fabrics=rxe
 while [ $# -gt 0 ]; do
     case $1 in
         --out) out=${2:?--out needs a folder}; shift 2 ;;
         --kernels) kernels=${2:?--kernels needs all, 5.10, 6.1, 6.12 or a list}; shift 2 ;;
+        --fabric) fabrics=${2:?--fabric needs rxe, siw or rxe,siw}; shift 2 ;;
         *) break ;;
     esac
 done
@@ -40,9 +47,17 @@ suite_of() {
     esac
 }
 for k in "${klist[@]}"; do suite_of "$k" > /dev/null; done
+IFS=, read -r -a flist <<< "$fabrics"
+for f in "${flist[@]}"; do
+    case $f in
+        rxe|siw) ;;
+        *) echo "lab.sh: --fabric $f: the lab runs rxe (soft-RoCE) or siw (soft-iWARP), or rxe,siw" >&2; exit 2 ;;
+    esac
+done
+runs=$(( ${#klist[@]} * ${#flist[@]} ))
 scenarios=("$@")
 if [ ${#scenarios[@]} -eq 0 ]; then
-    if [ ${#klist[@]} -gt 1 ]; then scenarios=(v3-ddp v42-reminv parallel reconnect)
+    if [ "$runs" -gt 1 ]; then scenarios=(v3-ddp v42-reminv parallel reconnect)
     else scenarios=(v3-inline v3-ddp v42-reminv parallel); fi
 fi
 
@@ -64,49 +79,63 @@ trap 'rm -rf "$hook"' EXIT
 cp ebpf-probes/lab-hook/*.sh "$hook/"
 cp "$bin" "$hook/rdma-analyzer"
 
-# run_kernel KERNEL DIR: one lab run on that kernel's guests, then the
-# comparison; its status is the comparison's.
-run_kernel() {
-    local k=$1 dir=$2 suite
+# run_one KERNEL FABRIC DIR: one lab run on that kernel's guests over that
+# fabric, then the comparison; its status is the comparison's.
+run_one() {
+    local k=$1 f=$2 dir=$3 suite
     suite=$(suite_of "$k")
     mkdir -p "$dir"
-    echo "probes lab: Linux $k ($suite guests), results in $dir"
+    echo "probes lab: Linux $k ($suite guests) over $f, results in $dir"
     # A TCG guest very rarely fails to boot (seen once: "IO-APIC + timer
     # doesn't work" in the guest kernel); that is the emulator, not the
     # probes, so the lab gets one more try. The comparison below never does.
-    if ! captures/lab/run.sh --suite "$suite" --out "$dir" --guest-hook "$hook" "${scenarios[@]}"; then
+    if ! captures/lab/run.sh --suite "$suite" --fabric "$f" --out "$dir" --guest-hook "$hook" "${scenarios[@]}"; then
         echo "probes lab: the lab run failed (above); trying once more" >&2
         rm -rf "$dir"; mkdir -p "$dir"
-        captures/lab/run.sh --suite "$suite" --out "$dir" --guest-hook "$hook" "${scenarios[@]}"
+        captures/lab/run.sh --suite "$suite" --fabric "$f" --out "$dir" --guest-hook "$hook" "${scenarios[@]}"
     fi
-    RDMA_ANALYZER_LAB_OUT=$dir RDMA_ANALYZER_LAB_KERNEL=$k \
+    RDMA_ANALYZER_LAB_OUT=$dir RDMA_ANALYZER_LAB_KERNEL=$k RDMA_ANALYZER_LAB_FABRIC=$f \
         cargo test -q -p rdma-analyzer --test probes_lab -- --ignored --nocapture
 }
 
-if [ ${#klist[@]} -eq 1 ]; then
-    run_kernel "${klist[0]}" "$out"
+if [ "$runs" -eq 1 ]; then
+    run_one "${klist[0]}" "${flist[0]}" "$out"
     exit
 fi
-failed=()
+# One folder per run: DIR/KERNEL as before with one fabric, DIR/KERNEL-FABRIC
+# with both.
+dirs=() failed=()
 for k in "${klist[@]}"; do
-    run_kernel "$k" "$out/$k" || failed+=("$k")
+    for f in "${flist[@]}"; do
+        d=$out/$k
+        [ ${#flist[@]} -gt 1 ] && d=$out/$k-$f
+        dirs+=("$d")
+        run_one "$k" "$f" "$d" || failed+=("$k on $f")
+    done
 done
-python3 - "$out" "${klist[@]}" <<'PY'
+python3 - "${dirs[@]}" <<'PY'
 import json, sys, os
-out, kernels = sys.argv[1], sys.argv[2:]
-print("\n| kernel | events attached (client / server) | missing | XIDs checked | disagreements |")
-print("|---|---:|---|---:|---:|")
-for k in kernels:
-    p = os.path.join(out, k, "probes-lab.json")
+print("\n| kernel | fabric | events attached (client / server) | missing | XIDs checked | disagreements | not compared |")
+print("|---|---|---:|---|---:|---:|---|")
+for d in sys.argv[1:]:
+    p = os.path.join(d, "probes-lab.json")
     if not os.path.exists(p):
-        print(f"| {k} | - | no comparison (the lab run failed) | - | - |")
+        print(f"| {os.path.basename(d)} | - | - | no comparison (the lab run failed: {d}) | - | - | - |")
         continue
     s = json.load(open(p))
     missing = ", ".join(s["missing"]) or "none"
-    print(f"| {s['kernel']} | {s['attached_client']} / {s['attached_server']} | {missing} "
-          f"| {s['checked']} | {s['disagreements']} |")
+    # One line per reason: the fields and scenarios it kept from comparison.
+    why = {}
+    for n in s.get("not_compared", []):
+        fields, scs = why.setdefault(n["reason"], ({}, {}))
+        fields[n["field"]] = None
+        scs[n["scenario"]] = None
+    skipped = "; ".join(f"{', '.join(f)} in {', '.join(c)}: {r}" for r, (f, c) in why.items()) or "none"
+    print(f"| {s['kernel']} | {s.get('fabric', 'rxe')} | {s['attached_client']} / {s['attached_server']} "
+          f"| {missing} | {s['checked']} | {s['disagreements']} | {skipped} |")
 PY
 if [ ${#failed[@]} -gt 0 ]; then
-    echo "probes lab: the probes disagree with the wire on Linux ${failed[*]} (above)" >&2
+    printf -v which '%s, ' "${failed[@]}"
+    echo "probes lab: the probes disagree with the wire on Linux ${which%, } (above)" >&2
     exit 1
 fi

@@ -16,6 +16,14 @@
 //! Without the variable the test says so and passes.
 //! Each scenario's mountstats, taken before its umount, is judged against its
 //! capture too (`the_kernels_counters_agree_with_this_runs_captures`).
+//!
+//! The same on both lab fabrics (`lab.json`'s `fabric`: rxe, soft-RoCE, or
+//! siw, soft-iWARP): every probe is an RPC-layer or transport (`rpcrdma`,
+//! `sunrpc`, `rdma_cma`) event, the same on either. What a run cannot
+//! compare (a kernel without an event, a wire side the engine does not
+//! decode, a device without counters) is listed per field with its reason
+//! in `probes-lab.json` (`not_compared`); a wire that decodes to nothing
+//! while the probes saw RPCs is a failure, never a vacuous pass.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -26,22 +34,98 @@ mod analyze;
 mod exact;
 #[path = "common/kernel_view.rs"]
 mod kernel_view;
-use rdma_analyzer::engine::{ChunkKind, Config, Finding, Transaction};
+use rdma_analyzer::engine::{ChunkKind, Config, Finding, NotDecoded, Transaction};
 use serde_json::Value;
 
 /// Slack for comparing kernel and capture timestamps (TCG guests are slow
 /// and tcpdump stamps packets in softirq, not at the NIC).
 const SLACK_US: f64 = 3_000.0;
 
-fn wire(pcap: &Path) -> Vec<Transaction> {
+/// The capture's transactions, and what in it the analyzer recognised but
+/// does not decode (iWARP, before the engine reads it).
+fn wire(pcap: &Path) -> (Vec<Transaction>, NotDecoded) {
     let mut v = Vec::new();
-    analyze::run_file(pcap, Config::default(), |f| {
+    let run = analyze::run_file(pcap, Config::default(), |f| {
         if let Finding::Transaction(t) = f {
             v.push(*t);
         }
     })
     .expect("read pcap");
-    v
+    (v, run.engine.state().totals.not_decoded)
+}
+
+/// What the comparison checks per XID, by the name `not_compared` uses.
+const FIELDS: [&str; 8] = [
+    "chunk handles (client)",
+    "chunk handles (server)",
+    "credits granted",
+    "credits requested",
+    "remotely invalidated R_Key",
+    "procedure",
+    "kernel latency",
+    "RPC layer timing",
+];
+
+/// One thing a run could not compare, and why: `probes-lab.json`'s
+/// `not_compared`, the lab matrix's last column.
+fn not_compared(scenario: &str, field: &str, reason: &str) -> Value {
+    serde_json::json!({"scenario": scenario, "field": field, "reason": reason})
+}
+
+/// The lab fabric of the run in `out`: `lab.json`'s `fabric` (run.sh
+/// writes it), which `RDMA_ANALYZER_LAB_FABRIC` (lab.sh) must not contradict.
+fn fabric_of(out: &Path) -> String {
+    let from_run = std::fs::read_to_string(out.join("lab.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .and_then(|v| v["fabric"].as_str().map(String::from));
+    let from_env = std::env::var("RDMA_ANALYZER_LAB_FABRIC").ok();
+    if let (Some(r), Some(e)) = (&from_run, &from_env) {
+        assert_eq!(
+            r,
+            e,
+            "{}/lab.json says the run was on {r}, RDMA_ANALYZER_LAB_FABRIC says {e}",
+            out.display()
+        );
+    }
+    from_run.or(from_env).unwrap_or_else(|| "rxe".into())
+}
+
+/// Why a capture decodes to no transaction (when the client's probes saw
+/// `probed` XIDs, that too): it holds RDMA the analyzer does not decode
+/// (`nd`), or none at all.
+fn empty_wire_reason(fabric: &str, nd: &NotDecoded, probed: Option<usize>) -> String {
+    let saw = probed.map_or(String::new(), |n| {
+        format!("the probes saw {n} XIDs on the client, ")
+    });
+    if nd.is_empty() {
+        format!(
+            "{saw}the capture decodes to no transaction and holds no RDMA traffic the analyzer recognises (was the capture made on eth0? see details/SC/tcpdump.log)"
+        )
+    } else if fabric == "siw" {
+        format!(
+            "{saw}the capture's iWARP (MPA/DDP/RDMAP over TCP) is not decoded by this analyzer ({nd:?}): the wire side needs the engine's iWARP decoding (issue 26)"
+        )
+    } else {
+        format!(
+            "{saw}the capture decodes to no transaction: its RDMA traffic is recognised but not decoded ({nd:?})"
+        )
+    }
+}
+
+/// Why the client's device counters of `sc` cannot be compared, or `None`
+/// when they can. siw has no counters in sysfs (no `hw_counters`, no port
+/// counters: it implements neither), so its dump holds only the
+/// `# WHEN epoch` lines; on rxe that would be a broken run, not a reason.
+fn device_counters_absent(out: &Path, sc: &str, fabric: &str) -> Option<String> {
+    let f = out.join("details").join(sc).join("device-counters.txt");
+    let text = std::fs::read_to_string(&f).ok()?;
+    let has_counters = text
+        .lines()
+        .any(|l| !l.trim().is_empty() && !l.starts_with('#'));
+    (!has_counters && fabric == "siw").then(|| {
+        "siw exposes no device counters (no hw_counters or port counters under /sys/class/infiniband/siw0): only mountstats is judged against the capture".to_string()
+    })
 }
 
 /// The probes' view of each XID from one guest's JSON Lines: `probes.<side>`.
@@ -217,10 +301,16 @@ fn probes_agree_with_the_wire() {
         .map(PathBuf::from)
         .expect("RDMA_ANALYZER_LAB_OUT names a lab run with the probe hook (ebpf-probes/lab.sh)");
     let scenarios = scenarios_of(&out);
+    let fabric = fabric_of(&out);
     let mut failures = Vec::new();
+    let mut skipped: Vec<Value> = Vec::new();
     let mut total_checked = 0;
     let mut attached = [BTreeSet::new(), BTreeSet::new()];
     let mut missing = BTreeSet::new();
+    // Events that recorded something in either guest: an attached event
+    // that never fired (ib_cma's on siw, which connects through iw_cm) is
+    // listed as silent.
+    let mut fired = BTreeSet::new();
     // Probe records per side, against the RPCs on the wire: what the probes
     // cost per RPC is this times the cost of one event (ebpf-probes/bench.sh).
     let mut records = [0u64; 2];
@@ -248,6 +338,12 @@ fn probes_agree_with_the_wire() {
             for m in v["missing"].as_array().into_iter().flatten() {
                 missing.extend(m["what"].as_str().map(|w| format!("{side}: {w}")));
             }
+            if let Some(per) = v["per_event"].as_object() {
+                fired.extend(per.keys().cloned());
+            }
+        }
+        if let Some(why) = device_counters_absent(&out, sc, &fabric) {
+            skipped.push(not_compared(sc, "device counters", &why));
         }
         let views =
             probe_views(&d.join("hook-client/probes.jsonl"), "client_probes").and_then(|c| {
@@ -263,7 +359,15 @@ fn probes_agree_with_the_wire() {
                 continue;
             }
         };
-        let w = wire(&out.join(format!("{sc}.pcap")));
+        let (w, not_decoded) = wire(&out.join(format!("{sc}.pcap")));
+        if w.is_empty() && !client.is_empty() {
+            let why = empty_wire_reason(&fabric, &not_decoded, Some(client.len()));
+            for field in FIELDS {
+                skipped.push(not_compared(sc, field, &why));
+            }
+            failures.push(format!("{sc}: nothing compared: {why}"));
+            continue;
+        }
         let stats_attached = [
             ("client", 0, "rpc_stats_latency"),
             ("server", 1, "svc_stats_latency"),
@@ -298,6 +402,16 @@ fn probes_agree_with_the_wire() {
             let server_blind_to_reads = missing
                 .iter()
                 .any(|m: &String| m.starts_with("server: ") && m.contains("svcrdma_decode_rseg"));
+            if server_blind_to_reads && t.chunks.iter().any(|c| c.kind == ChunkKind::Read) {
+                let n = not_compared(
+                    sc,
+                    "chunk handles (server), Read chunks",
+                    "this kernel has no svcrdma_decode_rseg: the server's probes cannot see Read chunk handles",
+                );
+                if !skipped.contains(&n) {
+                    skipped.push(n);
+                }
+            }
             let server_wire: BTreeSet<u64> = t
                 .chunks
                 .iter()
@@ -394,23 +508,44 @@ fn probes_agree_with_the_wire() {
         .map(|k| k.trim().to_string())
         .unwrap_or_else(|_| std::env::var("RDMA_ANALYZER_LAB_KERNEL").unwrap_or_default());
     let rpc_layer = rpc_layer.summary();
+    // Per wire RPC: unknown (null) when the wire showed none.
+    let per_rpc = records.map(|r| (wire_rpcs > 0).then(|| r as f64 / wire_rpcs as f64));
+    let silent: BTreeSet<&String> = attached
+        .iter()
+        .flatten()
+        .filter(|a| {
+            let ev = a.rsplit(':').next().unwrap_or(a);
+            !a.starts_with("kprobe:") && !fired.contains(ev)
+        })
+        .collect();
+    for n in &skipped {
+        eprintln!(
+            "{}: not compared: {}: {}",
+            n["scenario"].as_str().unwrap_or("?"),
+            n["field"].as_str().unwrap_or("?"),
+            n["reason"].as_str().unwrap_or("?")
+        );
+    }
+    eprintln!("attached but silent all run: {silent:?}");
     let row = serde_json::json!({
         "rpc_layer": rpc_layer,
         "kernel": kernel,
+        "fabric": fabric,
         "scenarios": scenarios,
         "attached_client": attached[0].len(),
         "attached_server": attached[1].len(),
         "missing": missing,
+        "silent_events": silent,
         "checked": total_checked,
         "disagreements": failures.len(),
+        "not_compared": skipped,
         "wire_rpcs": wire_rpcs,
-        "records_per_rpc_client": records[0] as f64 / wire_rpcs.max(1) as f64,
-        "records_per_rpc_server": records[1] as f64 / wire_rpcs.max(1) as f64,
+        "records_per_rpc_client": per_rpc[0],
+        "records_per_rpc_server": per_rpc[1],
     });
     eprintln!(
-        "probe records per wire RPC: {:.2} client, {:.2} server ({wire_rpcs} RPCs)",
-        records[0] as f64 / wire_rpcs.max(1) as f64,
-        records[1] as f64 / wire_rpcs.max(1) as f64
+        "probe records per wire RPC: {:?} client, {:?} server ({wire_rpcs} RPCs)",
+        per_rpc[0], per_rpc[1]
     );
     std::fs::write(
         out.join("probes-lab.json"),
@@ -436,6 +571,7 @@ fn the_kernels_counters_agree_with_this_runs_captures() {
         .map(PathBuf::from)
         .expect("RDMA_ANALYZER_LAB_OUT names a lab run (ebpf-probes/lab.sh)");
     let scenarios = scenarios_of(&out);
+    let fabric = fabric_of(&out);
     let mut failures = Vec::new();
     for sc in &scenarios {
         // run.sh copies the snapshot beside the capture; older runs kept it
@@ -455,13 +591,17 @@ fn the_kernels_counters_agree_with_this_runs_captures() {
         .expect("SC.json parses");
         let until = kernel_view::umount_time(&summary);
         // The client's soft-RoCE counters, read at the mount and before the
-        // umount, judged by the same capture.
+        // umount, judged by the same capture; siw has none to read.
         let devices = out.join("details").join(sc).join("device-counters.txt");
+        let absent = device_counters_absent(&out, sc, &fabric);
+        if let Some(why) = &absent {
+            eprintln!("{sc}: device counters not compared: {why}");
+        }
         let (code, doc) = kernel_view::compare_with_devices(
             &snapshot,
             &out.join(format!("{sc}.pcap")),
             Some(&until),
-            devices.is_file().then_some(devices.as_path()),
+            (devices.is_file() && absent.is_none()).then_some(devices.as_path()),
         );
         if !devices.is_file() {
             failures.push(format!("{sc}: the run left no device counters"));
@@ -482,9 +622,14 @@ fn the_kernels_counters_agree_with_this_runs_captures() {
         // by rxe, never on the wire.
         let text = doc.to_string();
         // A call that failed to marshal (out of MRs) counted its segments
-        // twice (6.12 did so once on v3-ddp).
-        let remarshaled =
-            |f: &str| f.ends_with("_chunk_count") && text.contains("failed to marshal");
+        // twice (6.12 did so once on v3-ddp), and their bytes: xprtrdma adds
+        // each segment's length to total_rdma_request in the same loop as
+        // its count (6.12 over siw, v3-ddp: 13 reply segments for 12 sent,
+        // 124 bytes more).
+        let remarshaled = |f: &str| {
+            (f.ends_with("_chunk_count") || f == "total_rdma_request")
+                && text.contains("failed to marshal")
+        };
         let explained = differ.iter().all(|f| remarshaled(f))
             || sc == "reconnect"
                 && differ.iter().all(|f| {
@@ -494,8 +639,62 @@ fn the_kernels_counters_agree_with_this_runs_captures() {
                             && text.contains("unresolved neighbour"))
                 });
         if !explained && (code != 0 || !differ.is_empty()) {
-            failures.push(format!("{sc}: exit {code}, differing {differ:?}: {doc:#}"));
+            // A capture of traffic the analyzer does not decode counts zero
+            // of everything: say that first, not only the rows it makes.
+            let (w, nd) = wire(&out.join(format!("{sc}.pcap")));
+            let why = if w.is_empty() && !nd.is_empty() {
+                format!("{}: ", empty_wire_reason(&fabric, &nd, None))
+            } else {
+                String::new()
+            };
+            failures.push(format!(
+                "{sc}: {why}exit {code}, differing {differ:?}: {doc:#}"
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The wire side of a siw lab run (a committed one: `captures/iwarp/`)
+/// never reads as nothing: its RPCs are decoded, or the capture is said to
+/// hold iWARP the analyzer does not decode, which `probes_agree_with_the_wire`
+/// turns into a failure naming it, per field.
+#[test]
+fn a_siw_capture_is_decoded_or_said_not_decoded() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../captures/iwarp");
+    for sc in ["v3-ddp", "v42-reminv"] {
+        let (w, nd) = wire(&dir.join(format!("{sc}.pcap")));
+        assert!(
+            !w.is_empty() || !nd.is_empty(),
+            "{sc}: no transaction and nothing recognised as iWARP: {nd:?}"
+        );
+        if w.is_empty() {
+            let why = empty_wire_reason("siw", &nd, Some(7));
+            assert!(why.contains("iWARP") && why.contains("7 XIDs"), "{why}");
+            let why = empty_wire_reason("siw", &nd, None);
+            assert!(why.contains("iWARP") && !why.contains("XIDs"), "{why}");
+        }
+    }
+}
+
+/// siw's dump of device counters holds only its `# WHEN` lines: not
+/// compared, with the reason; the same dump from rxe is a broken run (the
+/// counters test then fails on it), and a siw dump with counters is judged.
+#[test]
+fn device_counters_are_skipped_only_where_siw_has_none() {
+    let out = tempfile::tempdir().expect("temp dir");
+    let d = out.path().join("details/v3-ddp");
+    std::fs::create_dir_all(&d).expect("mkdir");
+    let f = d.join("device-counters.txt");
+    std::fs::write(&f, "# before-mount 1.5\n# before-umount 9.25\n").expect("write");
+    let why = device_counters_absent(out.path(), "v3-ddp", "siw").expect("siw: a reason");
+    assert!(why.contains("siw0"), "{why}");
+    assert_eq!(device_counters_absent(out.path(), "v3-ddp", "rxe"), None);
+    std::fs::write(
+        &f,
+        "# before-mount 1.5\nsiw0 1 hw_counters sent_pkts 3\n# before-umount 9.25\n",
+    )
+    .expect("write");
+    assert_eq!(device_counters_absent(out.path(), "v3-ddp", "siw"), None);
+    assert_eq!(device_counters_absent(out.path(), "other", "siw"), None);
 }

@@ -34,6 +34,12 @@ bin=$LAB_HOOK_DIR/rdma-analyzer
 args=(live --probes --json-out "$out/probes.jsonl" --stats-out "$out/probes-stats.json")
 if [ "$LAB_ROLE" = client ]; then
     args+=(-i eth0 --write "$out/live.pcapng")
+    # live's default capture filter is RoCEv2's (udp port 4791): on siw the
+    # RDMA traffic is MPA/DDP/RDMAP over TCP to the NFS/RDMA port, which that
+    # filter would drop in the kernel, leaving the live side without a wire.
+    case ${LAB_FABRIC:-rxe} in
+        siw) args+=(--bpf "tcp port 20049") ;;
+    esac
 fi
 "$bin" "${args[@]}" > "$out/live.out" 2> "$out/live.err" &
 echo $! > "/tmp/rdma-live.$LAB_ROLE.pid"

@@ -121,7 +121,8 @@ trace_stop() {
 
 # run_hook NAME SCENARIO: run /lab/hook/NAME.sh if the host passed --guest-hook.
 # Contract (see captures/README.md): called as `NAME.sh SCENARIO OUTDIR`, with
-# LAB_ROLE, LAB_SCENARIO, LAB_HOOK_OUT and LAB_HOOK_DIR in the environment, cwd
+# LAB_ROLE, LAB_SCENARIO, LAB_HOOK_OUT, LAB_HOOK_DIR, LAB_FABRIC (rxe or siw)
+# and LAB_RDMA_DEV (rxe0 or siw0) in the environment, cwd
 # = OUTDIR, bounded by HOOK_TIMEOUT seconds; anything it starts in the
 # background must be stopped by the matching *-stop.sh hook.
 run_hook() {
@@ -131,6 +132,7 @@ run_hook() {
     mkdir -p "$dir"
     log "hook $name.sh $sc"
     ( cd "$dir" && LAB_ROLE=$ROLE LAB_SCENARIO=$sc LAB_HOOK_OUT=$dir LAB_HOOK_DIR=$LAB/hook \
+        LAB_FABRIC=$FABRIC LAB_RDMA_DEV=$RDMA_DEV \
         timeout "${HOOK_TIMEOUT:-60}" bash "$h" "$sc" "$dir" ) >> "$dir/$name.log" 2>&1 \
         || log "warning: hook $name.sh exited $?"
 }

@@ -14,7 +14,17 @@ mkdir -p "$EXPORT"; chmod 777 "$EXPORT"
 # No fsid=0: with it, NFSv4 mounts of this path fail with ENOENT.
 echo "$EXPORT 10.99.0.0/24(rw,sync,no_subtree_check,no_root_squash,insecure)" > /etc/exports
 timeout 90 systemctl start nfs-server || { abort "nfs-server did not start"; systemctl status nfs-server --no-pager; exit 1; }
-echo "rdma 20049" > /proc/fs/nfsd/portlist || { abort "cannot add the rdma listener to /proc/fs/nfsd/portlist"; exit 1; }
+# nfsd listens on 20049 for IPv4 and then for IPv6, both on the wildcard.
+# On siw each becomes a kernel TCP socket, and 5.10's siw binds the IPv6 one
+# dual-stack, so it collides with the IPv4 one ("RDMA CMA: cma_listen_on_dev,
+# error -98", and the write fails with EADDRINUSE); later kernels hand
+# rdma_cm's afonly down to siw. bindv6only makes every new IPv6 socket
+# IPv6-only, which is what svcrdma asks of rdma_cm anyway.
+if [ "$FABRIC" = siw ]; then
+    # (procps, hence sysctl, is not in the minbase image)
+    echo 1 > /proc/sys/net/ipv6/bindv6only || log "warning: cannot set net.ipv6.bindv6only"
+fi
+echo "rdma 20049" > /proc/fs/nfsd/portlist || { abort "cannot add the rdma listener to /proc/fs/nfsd/portlist (dmesg: $(dmesg | grep -i 'cma\|siw\|rdma' | tail -n 2 | tr '\n' ' '))"; exit 1; }
 log "nfsd listening on: $(tr '\n' ' ' < /proc/fs/nfsd/portlist)"
 dump_tunables "$OUT/tunables-server.txt"
 uname -r > "$OUT/kernel-server.txt"
