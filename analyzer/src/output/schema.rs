@@ -366,7 +366,7 @@ impl From<&Connection> for ConnectionView {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct ResponseTimes {
-    /// `NFSv3 READ`, `nfs4 COMPOUND(...)`.
+    /// `NFS READ`, `NFSv4.1 COMPOUND(...)` (an NFSv4 call names its minor version).
     pub procedure: String,
     /// How the calls travelled.
     pub call_transfer: TransferView,
