@@ -511,7 +511,10 @@ fn the_chunks_section_says_unknown_when_chunk_lists_are_cut() {
             .take_while(|l| !l.is_empty())
             .collect();
         let section = section.join("\n");
-        assert!(!section.contains("write chunks offered 0"), "{at}\n{section}");
+        assert!(
+            !section.contains("write chunks offered 0"),
+            "{at}\n{section}"
+        );
         let unknown = if seen == 0 {
             "segments and write chunks unknown"
         } else {

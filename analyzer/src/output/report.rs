@@ -1320,6 +1320,15 @@ pub fn micros(us: f64) -> String {
     }
 }
 
+/// `one` for 1, else `many`.
+fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
+}
+
 #[cfg(test)]
 mod proc_column_tests {
     use super::{proc_cell, proc_width, PROC_WIDTH_MAX};
@@ -1336,14 +1345,5 @@ mod proc_column_tests {
         assert!(cell.ends_with("…; 40 ops)"), "{cell}");
         assert_eq!(proc_cell("NFS NULL", w), "NFS NULL");
         assert_eq!(proc_width(["NFS NULL"].into_iter(), 40), 40);
-    }
-}
-
-/// `one` for 1, else `many`.
-fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
-    if n == 1 {
-        one
-    } else {
-        many
     }
 }
