@@ -355,7 +355,7 @@ pub struct ExportArgs {
     /// Rows per Parquet row group at most (memory holds one row group per open file).
     #[arg(long, default_value_t = 131_072, value_name = "N")]
     pub row_group_rows: usize,
-    /// Only the rows an expression selects, as `report --filter` takes it ('proc == WRITE && latency > 10ms'): transactions, findings, the causes computed on them, the connections they are on (--frames still writes every frame: a frame is judged by its transaction, which completes after it). Every other file's Parquet metadata records it (key rdma_analyzer.filter). Fields: docs/filters.md.
+    /// Only the rows an expression selects, as `report --filter` takes it ('proc == WRITE && latency > 10ms'): transactions, findings, the causes computed on them, the connections they are on (with --frames, the frames of the kept rows, in a second read of the capture: a frame goes by before its transaction is judged). Every other file's Parquet metadata records it (key rdma_analyzer.filter). Fields: docs/filters.md.
     #[arg(long, value_name = "EXPR")]
     pub filter: Option<String>,
     /// The engine's port and caps.
