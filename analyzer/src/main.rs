@@ -112,7 +112,11 @@ fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Transactions(a) | Command::Anomalies(a) | Command::Open(a) => Some(a),
         _ => None,
     };
-    if let Some(Err(e)) = analyze.map(AnalyzeArgs::acks) {
+    let acks = match &cli.command {
+        Command::Export(a) => Some(a.acks()),
+        _ => analyze.map(AnalyzeArgs::acks),
+    };
+    if let Some(Err(e)) = acks {
         eprintln!("rdma-analyzer: {}", escape(&e));
         return Ok(ExitCode::from(2));
     }
@@ -984,7 +988,7 @@ fn export_one(
     let claim = dataset
         .claim(a.replace)
         .with_context(|| format!("writing into {}", dataset.root.display()))?;
-    let mut sink = Export::new(dataset);
+    let mut sink = Export::new(dataset).with_acks(a.acks().unwrap_or_default());
     let filtered = dataset.filter.is_some();
     let mut frames = (a.frames && !filtered).then(|| ExportFrames::new(dataset, config.stack));
     let mut sinks: Vec<&mut dyn Sink> = frames.iter_mut().map(|f| f as &mut dyn Sink).collect();

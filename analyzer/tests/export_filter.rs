@@ -186,3 +186,73 @@ fn export_filter_that_does_not_parse_writes_nothing() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("--filter latency >> 3"));
     assert!(!dir.exists(), "a dataset was written");
 }
+
+/// `kind` and `acknowledged` of every row of the anomalies table.
+fn acknowledged(dir: &Path) -> Vec<(String, bool)> {
+    use arrow_array::{Array, BooleanArray, LargeStringArray, StringArray};
+    let f = dir.join("anomalies/host=h1/capture=parallel/date=2026-11-20/part-0.parquet");
+    let file = std::fs::File::open(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        .expect("a Parquet file")
+        .build()
+        .expect("a reader");
+    let mut out = Vec::new();
+    for batch in reader {
+        let batch = batch.expect("a batch");
+        let kind = batch.column_by_name("kind").expect("kind").as_any();
+        let kinds: Vec<String> = match kind.downcast_ref::<StringArray>() {
+            Some(k) => k.iter().map(|v| v.unwrap_or("").to_string()).collect(),
+            None => kind
+                .downcast_ref::<LargeStringArray>()
+                .expect("kind is text")
+                .iter()
+                .map(|v| v.unwrap_or("").to_string())
+                .collect(),
+        };
+        let ack = batch
+            .column_by_name("acknowledged")
+            .expect("an acknowledged column");
+        let ack = ack.as_any().downcast_ref::<BooleanArray>().expect("bool");
+        out.extend(
+            kinds
+                .into_iter()
+                .enumerate()
+                .map(|(i, k)| (k, ack.value(i))),
+        );
+    }
+    out
+}
+
+#[test]
+fn export_marks_acknowledged_findings_and_keeps_their_rows() {
+    let whole = temp_dir("acks-none");
+    assert!(export(&whole, &[]).status.success());
+    let before = acknowledged(&whole);
+    assert!(
+        before.iter().all(|(_, a)| !a),
+        "nothing acknowledged without --ignore"
+    );
+    let dir = temp_dir("acks");
+    let o = export(&dir, &["--ignore", "remote_invalidation_not_negotiated"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let after = acknowledged(&dir);
+    // Every row kept, those of the kind marked, and only those.
+    assert_eq!(after.len(), before.len());
+    let marked = after.iter().filter(|(_, a)| *a).count();
+    assert_eq!(marked, 480, "{after:?}");
+    assert!(after
+        .iter()
+        .all(|(k, a)| *a == (k == "remote_invalidation_not_negotiated")));
+    let _ = std::fs::remove_dir_all(&whole);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn export_with_an_unknown_kind_to_ignore_writes_nothing() {
+    let dir = temp_dir("acks-bad");
+    let o = export(&dir, &["--ignore", "remote_invalidation"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--ignore"), "{err}");
+    assert!(!dir.exists(), "a dataset was written");
+}

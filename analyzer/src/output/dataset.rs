@@ -336,6 +336,8 @@ pub struct Export {
     kept_connections: std::collections::BTreeSet<u32>,
     /// With a filter: the frames its kept rows name, for `--frames`.
     kept_frames: FrameSet,
+    /// `--ignore`/`--ack`: the rows they cover are kept, marked.
+    acks: super::ack::Acks,
 }
 
 /// The date partition of the latest time asked for, computed once per day.
@@ -379,6 +381,7 @@ impl Export {
             join: Join::default(),
             kept_connections: std::collections::BTreeSet::new(),
             kept_frames: FrameSet::default(),
+            acks: super::ack::Acks::default(),
         }
     }
 
@@ -398,6 +401,14 @@ impl Export {
             }
         }
         Flow::Continue
+    }
+
+    /// Marks the findings `acks` covers `acknowledged` in the anomalies
+    /// table: a dataset keeps every row, so that a query chooses (the
+    /// report and the TUI hide them instead).
+    pub fn with_acks(mut self, acks: super::ack::Acks) -> Self {
+        self.acks = acks;
+        self
     }
 
     /// The frames the rows a filter kept name: those `frame == N` keeps
@@ -426,7 +437,8 @@ impl Export {
 
     fn anomaly(&mut self, a: &Anomaly) -> io::Result<()> {
         let date = a.ts_ns.map_or(NO_DATE, |ts| self.day.of(ts));
-        self.anomalies.add(date, AnomalyRow::from(a))?;
+        let acknowledged = self.acks.covers(a);
+        self.anomalies.add(date, AnomalyRow::new(a, acknowledged))?;
         self.written.anomalies += 1;
         Ok(())
     }

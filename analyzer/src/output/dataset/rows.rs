@@ -206,10 +206,12 @@ pub(super) struct AnomalyRow<'a> {
     message: &'a str,
     severity: &'a str,
     rfc: &'a str,
+    acknowledged: bool,
 }
 
-impl<'a> From<&'a Anomaly> for AnomalyRow<'a> {
-    fn from(a: &'a Anomaly) -> Self {
+impl<'a> AnomalyRow<'a> {
+    /// The row of `a`, `acknowledged` by `--ignore`/`--ack` or not.
+    pub(super) fn new(a: &'a Anomaly, acknowledged: bool) -> Self {
         AnomalyRow {
             schema_version: super::SCHEMA_VERSION,
             kind: a.kind.as_str(),
@@ -221,6 +223,7 @@ impl<'a> From<&'a Anomaly> for AnomalyRow<'a> {
             message: &a.message,
             severity: a.kind.severity().as_str(),
             rfc: a.kind.rfc(),
+            acknowledged,
         }
     }
 }
