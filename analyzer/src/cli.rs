@@ -225,17 +225,28 @@ impl AnalyzeArgs {
     /// An unreadable file, an unknown kind or a malformed line, said with
     /// the file and line.
     pub fn acks(&self) -> Result<crate::output::ack::Acks, String> {
-        let text = match &self.ack {
-            Some(p) => Some(
-                std::fs::read_to_string(p)
-                    .map_err(|e| format!("--ack {}: cannot read it: {e}", p.display()))?,
-            ),
-            None => None,
-        };
-        let file = self.ack.as_ref().map(|p| p.display().to_string());
-        let ack = file.as_deref().zip(text.as_deref());
-        crate::output::ack::Acks::new(&self.ignore, ack)
+        read_acks(&self.ignore, self.ack.as_deref())
     }
+}
+
+/// The acknowledgements of `--ignore` values and an `--ack` file.
+///
+/// # Errors
+/// As [`AnalyzeArgs::acks`].
+pub fn read_acks(
+    ignore: &[String],
+    ack: Option<&std::path::Path>,
+) -> Result<crate::output::ack::Acks, String> {
+    let text = match ack {
+        Some(p) => Some(
+            std::fs::read_to_string(p)
+                .map_err(|e| format!("--ack {}: cannot read it: {e}", p.display()))?,
+        ),
+        None => None,
+    };
+    let file = ack.map(|p| p.display().to_string());
+    let ack = file.as_deref().zip(text.as_deref());
+    crate::output::ack::Acks::new(ignore, ack)
 }
 
 /// A `--filter` value: everything when absent. `main` checks it before
@@ -355,12 +366,28 @@ pub struct ExportArgs {
     /// Rows per Parquet row group at most (memory holds one row group per open file).
     #[arg(long, default_value_t = 131_072, value_name = "N")]
     pub row_group_rows: usize,
-    /// Only the rows an expression selects, as `report --filter` takes it ('proc == WRITE && latency > 10ms'): transactions, findings, the causes computed on them, the connections they are on (--frames still writes every frame: a frame is judged by its transaction, which completes after it). Every other file's Parquet metadata records it (key rdma_analyzer.filter). Fields: docs/filters.md.
+    /// Only the rows an expression selects, as `report --filter` takes it ('proc == WRITE && latency > 10ms'): transactions, findings, the causes computed on them, the connections they are on (with --frames, the frames of the kept rows, in a second read of the capture: a frame goes by before its transaction is judged). Every other file's Parquet metadata records it (key rdma_analyzer.filter). Fields: docs/filters.md.
     #[arg(long, value_name = "EXPR")]
     pub filter: Option<String>,
+    /// Acknowledge findings of these kinds (repeatable, or comma-separated): their rows stay in the anomalies table with `acknowledged` true (query `WHERE NOT acknowledged`). See docs/reading-the-output.md.
+    #[arg(long, value_name = "KIND[,KIND..]")]
+    pub ignore: Vec<String>,
+    /// A file of acknowledgements (a kind a line, optionally a connection, # comments), marked as --ignore marks them.
+    #[arg(long, value_name = "FILE")]
+    pub ack: Option<PathBuf>,
     /// The engine's port and caps.
     #[command(flatten)]
     pub engine: EngineArgs,
+}
+
+impl ExportArgs {
+    /// The acknowledgements of `--ignore` and `--ack`.
+    ///
+    /// # Errors
+    /// As [`AnalyzeArgs::acks`].
+    pub fn acks(&self) -> Result<crate::output::ack::Acks, String> {
+        read_acks(&self.ignore, self.ack.as_deref())
+    }
 }
 
 /// `rdma-analyzer live` options.

@@ -113,7 +113,11 @@ fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Transactions(a) | Command::Anomalies(a) | Command::Open(a) => Some(a),
         _ => None,
     };
-    if let Some(Err(e)) = analyze.map(AnalyzeArgs::acks) {
+    let acks = match &cli.command {
+        Command::Export(a) => Some(a.acks()),
+        _ => analyze.map(AnalyzeArgs::acks),
+    };
+    if let Some(Err(e)) = acks {
         eprintln!("rdma-analyzer: {}", escape(&e));
         return Ok(ExitCode::from(2));
     }
@@ -951,7 +955,7 @@ fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
                 continue;
             }
         };
-        let (w, damage) = match export_one(a, dataset, source) {
+        let (w, damage) = match export_one(a, dataset, source, f) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!(
@@ -1032,20 +1036,25 @@ fn plural(n: u64, one: &str, many: &str) -> String {
 }
 
 /// One capture into the dataset: the findings, and with `--frames` every
-/// frame, in one run over the capture. Returns the rows written and where
-/// the capture is damaged, if it is.
+/// frame, in one run over the capture; with `--frames` and a filter, the
+/// frames of the kept rows in a second run (a frame goes by before the
+/// transaction it belongs to is complete and judged). Returns the rows
+/// written and where the capture is damaged, if it is.
 #[cfg(feature = "export")]
 fn export_one(
     a: &ExportArgs,
     dataset: &Dataset,
     mut source: FileSource,
+    path: &std::path::Path,
 ) -> anyhow::Result<(Written, Option<String>)> {
     let config = a.engine.config();
+    let stack = config.stack;
     let claim = dataset
         .claim(a.replace)
         .with_context(|| format!("writing into {}", dataset.root.display()))?;
-    let mut sink = Export::new(dataset);
-    let mut frames = a.frames.then(|| ExportFrames::new(dataset, config.stack));
+    let mut sink = Export::new(dataset).with_acks(a.acks().unwrap_or_default());
+    let filtered = dataset.filter.is_some();
+    let mut frames = (a.frames && !filtered).then(|| ExportFrames::new(dataset, config.stack));
     let mut sinks: Vec<&mut dyn Sink> = frames.iter_mut().map(|f| f as &mut dyn Sink).collect();
     sinks.push(&mut sink);
     let outcome = pipeline::run(
@@ -1056,6 +1065,15 @@ fn export_one(
         &Stop::new(),
     );
     let mut written = sink.written;
+    if a.frames && filtered {
+        let mut again = FileSource::open(path, &stack)
+            .with_context(|| format!("reading {} again for its frames", path.display()))?;
+        let only = sink.kept_frames().clone();
+        frames = Some(ExportFrames::only(dataset, stack, only));
+        if let Some(f) = frames.as_mut() {
+            pipeline::run(&mut again, None, f, &mut say, &Stop::new());
+        }
+    }
     sink.finish()
         .with_context(|| format!("writing into {}", dataset.root.display()))?;
     if let Some(frames) = frames {

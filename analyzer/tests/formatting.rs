@@ -79,7 +79,7 @@ fn section<'a>(text: &'a str, heading: &str) -> Vec<&'a str> {
 #[test]
 fn compound_names_are_whole_in_every_procedure_table() {
     let text = report("v42-ddp.pcap");
-    let whole = "NFS COMPOUND(SEQUENCE,PUTFH,OPEN,GETFH,ACCESS,GETATTR)";
+    let whole = "NFSv4.2 COMPOUND(SEQUENCE,PUTFH,OPEN,GETFH,ACCESS,GETATTR)";
     for heading in [
         "Response times",
         "Where the time went",

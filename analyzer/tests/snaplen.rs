@@ -223,6 +223,13 @@ fn json_and_metrics(file: &Path, dir: &Path, ids: &mut BTreeMap<String, String>)
         ("json totals chunk_bytes".into(), String::new()),
         json_str(&doc["totals"]["chunk_bytes"]),
     );
+    // The Chunks section: totals over every transaction, or null.
+    for f in ["offered", "empty", "unused"] {
+        v.insert(
+            (format!("json write_chunks {f}"), String::new()),
+            json_str(&doc["write_chunks"][f]),
+        );
+    }
     let lines = bin(&["transactions", "--json"], file);
     for l in lines.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
         let t: serde_json::Value = serde_json::from_slice(l).expect("a transaction line");
@@ -280,6 +287,25 @@ fn text(file: &Path) -> Values {
     let mut who = String::new();
     for l in report.lines() {
         let t = l.trim_start();
+        // `write chunks offered 288, empty 0, left unused by the reply 96`;
+        // the section's own words, not the ones in parentheses after.
+        if let Some(rest) = t.strip_prefix("write chunks ") {
+            let head = rest.split(" (").next().unwrap();
+            for (f, after) in [
+                ("offered", "offered "),
+                ("empty", "empty "),
+                ("unused", "by the reply "),
+            ] {
+                let word = head
+                    .find(after)
+                    .map(|i| head[i + after.len()..].split(',').next().unwrap());
+                let word = word.unwrap_or_else(|| panic!("no {f} in {t:?}"));
+                v.insert(
+                    (format!("text write chunks {f}"), String::new()),
+                    unknown(word),
+                );
+            }
+        }
         if l.starts_with("  c") && t.contains(" <-> ") {
             // `c1 10.99.0.2/0x14 <-> 10.99.0.1/0x14 ...`: the server's QP.
             who = t.split_whitespace().nth(3).unwrap_or("").to_string();
@@ -409,6 +435,10 @@ fn every_value_at_a_snap_length_is_the_whole_captures_or_unknown() {
             "parquet txn bytes_moved",
             "parquet txn round_trips",
             "parquet conn chunk_bytes",
+            "json write_chunks offered",
+            "json write_chunks unused",
+            "text write chunks offered",
+            "text write chunks unused",
         ] {
             assert!(
                 whole.keys().any(|(w, _)| w == what),
@@ -437,4 +467,75 @@ fn every_value_at_a_snap_length_is_the_whole_captures_or_unknown() {
     let _ = std::fs::remove_dir_all(&dir);
     eprint!("{table}");
     assert!(failures.is_empty(), "{}\n{table}", failures.join("\n"));
+}
+
+/// The report's Chunks section of a capture cut by `editcap -s`: no count
+/// that is really unknown printed as a number, in text and JSON.
+#[test]
+fn the_chunks_section_says_unknown_when_chunk_lists_are_cut() {
+    if !prereq::require(
+        "editcap",
+        prereq::have_command("editcap", "-h"),
+        "apt install tshark",
+    ) {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../captures");
+    let dir = std::env::temp_dir().join(format!("rdma-snaplen-chunks-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // (capture, snap, transactions cut, seen, write chunks offered in those seen)
+    let cases = [
+        ("parallel", 64, 1050, 0, 0),
+        ("parallel", 96, 481, 569, 0),
+        ("parallel", 128, 1, 1049, 288),
+        ("v3-ddp", 64, 44, 0, 0),
+        ("v3-ddp", 96, 24, 20, 0),
+        ("v3-ddp", 128, 12, 32, 12),
+    ];
+    for (name, snap, cut_n, seen, offered) in cases {
+        let file = cut(&root.join(format!("{name}.pcap")), snap, &dir);
+        let doc: serde_json::Value =
+            serde_json::from_slice(&bin(&["report", "--json"], &file)).expect("report JSON");
+        let w = &doc["write_chunks"];
+        let at = format!("{name} -s {snap}: {w}");
+        for f in ["offered", "empty", "unused"] {
+            assert!(w[f].is_null(), "{at}");
+        }
+        assert_eq!(w["not_seen"], cut_n, "{at}");
+        assert_eq!(w["seen"], seen, "{at}");
+        assert_eq!(w["of_seen"]["offered"], offered, "{at}");
+        let text = String::from_utf8(bin(&["report"], &file)).unwrap();
+        let section: Vec<&str> = text
+            .lines()
+            .skip_while(|l| *l != "Chunks")
+            .take_while(|l| !l.is_empty())
+            .collect();
+        let section = section.join("\n");
+        assert!(
+            !section.contains("write chunks offered 0"),
+            "{at}\n{section}"
+        );
+        let unknown = if seen == 0 {
+            "segments and write chunks unknown"
+        } else {
+            "write chunks offered unknown, empty unknown, left unused by the reply unknown"
+        };
+        assert!(section.contains(unknown), "{at}\n{section}");
+        let noun = if cut_n == 1 {
+            "transaction's"
+        } else {
+            "transactions'"
+        };
+        assert!(
+            section.contains(&format!("{cut_n} {noun} chunk lists were cut")),
+            "{at}\n{section}"
+        );
+    }
+    // The whole capture's section has every count.
+    let whole = String::from_utf8(bin(&["report"], &root.join("parallel.pcap"))).unwrap();
+    assert!(
+        whole.contains("  write chunks offered 288, empty 0, left unused by the reply 96\n"),
+        "{whole}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

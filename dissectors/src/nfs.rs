@@ -1559,6 +1559,10 @@ pub struct CallSummary {
     /// True when every op was walked and all fit in `ops` (always true for
     /// procedures other than COMPOUND).
     pub ops_complete: bool,
+    /// The `minorversion` of an NFSv4 COMPOUND or CB_COMPOUND (0, 1, 2);
+    /// `None` for other procedures or when the arguments were cut before
+    /// the op count that follows it.
+    pub minorversion: Option<u32>,
 }
 
 impl CallSummary {
@@ -1601,6 +1605,7 @@ pub fn describe_call_with(
         ops_len: 0,
         op_count: 0,
         ops_complete: true,
+        minorversion: None,
     };
     let compound = match (prog, vers, proc) {
         (NFS_PROGRAM, 4, 1) => Some(Compound::parse_with(args, ddp)),
@@ -1612,6 +1617,7 @@ pub fn describe_call_with(
         Some(Err(_)) => s.ops_complete = false,
         Some(Ok(mut c)) => {
             s.op_count = c.op_count;
+            s.minorversion = Some(c.minorversion);
             let mut overflow = false;
             for op in c.ops.by_ref() {
                 match s.ops.get_mut(s.ops_len) {
@@ -1742,6 +1748,7 @@ mod tests {
         assert_eq!(s.ops(), [53, 22, 9]);
         assert!(s.ops_complete);
         assert_eq!(s.op_count, 3);
+        assert_eq!(s.minorversion, Some(1));
     }
 
     #[test]
@@ -1774,7 +1781,10 @@ mod tests {
                     }
                 }
             }
-            assert!(!describe_call(NFS_PROGRAM, 4, 1, b).ops_complete);
+            let s = describe_call(NFS_PROGRAM, 4, 1, b);
+            assert!(!s.ops_complete);
+            // Unknown until the op count is there, never a guessed 0.
+            assert_eq!(s.minorversion, (cut >= 12).then_some(1), "cut {cut}");
         }
     }
 
@@ -1956,6 +1966,7 @@ mod tests {
         let s = describe_call(NFS_PROGRAM, 3, 1, &[]);
         assert_eq!(s.procedure, Some("GETATTR"));
         assert!(s.ops_complete);
+        assert_eq!(s.minorversion, None, "NFSv3 has no minor version");
         assert!(s.ops().is_empty());
     }
 

@@ -334,6 +334,10 @@ pub struct Export {
     /// Connections a kept transaction or finding is on: kept when the
     /// filter says nothing a connection has (`proc == READ`).
     kept_connections: std::collections::BTreeSet<u32>,
+    /// With a filter: the frames its kept rows name, for `--frames`.
+    kept_frames: FrameSet,
+    /// `--ignore`/`--ack`: the rows they cover are kept, marked.
+    acks: super::ack::Acks,
 }
 
 /// The date partition of the latest time asked for, computed once per day.
@@ -376,6 +380,8 @@ impl Export {
             filter: Filter::parse(dataset.filter.as_deref().unwrap_or("")).unwrap_or(Filter::All),
             join: Join::default(),
             kept_connections: std::collections::BTreeSet::new(),
+            kept_frames: FrameSet::default(),
+            acks: super::ack::Acks::default(),
         }
     }
 
@@ -388,12 +394,28 @@ impl Export {
                     Finding::Anomaly(a) => a.connection.map(|c| c.0),
                 };
                 self.kept_connections.extend(on);
+                self.kept_frames.add_of(&f);
                 if self.observe(&f) == Flow::Stop {
                     return Flow::Stop;
                 }
             }
         }
         Flow::Continue
+    }
+
+    /// Marks the findings `acks` covers `acknowledged` in the anomalies
+    /// table: a dataset keeps every row, so that a query chooses (the
+    /// report and the TUI hide them instead).
+    pub fn with_acks(mut self, acks: super::ack::Acks) -> Self {
+        self.acks = acks;
+        self
+    }
+
+    /// The frames the rows a filter kept name: those `frame == N` keeps
+    /// them by (a transaction's call, reply and chunk frames; a finding's
+    /// frames). Empty without a filter.
+    pub fn kept_frames(&self) -> &FrameSet {
+        &self.kept_frames
     }
 
     fn keep(&mut self, r: io::Result<()>) -> Flow {
@@ -415,7 +437,8 @@ impl Export {
 
     fn anomaly(&mut self, a: &Anomaly) -> io::Result<()> {
         let date = a.ts_ns.map_or(NO_DATE, |ts| self.day.of(ts));
-        self.anomalies.add(date, AnomalyRow::from(a))?;
+        let acknowledged = self.acks.covers(a);
+        self.anomalies.add(date, AnomalyRow::new(a, acknowledged))?;
         self.written.anomalies += 1;
         Ok(())
     }
@@ -511,13 +534,59 @@ impl Sink for Export {
     }
 }
 
+/// Frame numbers, one bit each: frames are numbered from 1 in capture
+/// order, so a filter that keeps every transaction of a 10-million-frame
+/// capture costs 1.2 MiB, not a tree node per frame.
+#[derive(Debug, Default, Clone)]
+pub struct FrameSet {
+    bits: Vec<u64>,
+}
+
+impl FrameSet {
+    /// Adds frame `n`.
+    pub fn insert(&mut self, n: u64) {
+        let (word, bit) = ((n / 64) as usize, n % 64);
+        if self.bits.len() <= word {
+            self.bits.resize(word + 1, 0);
+        }
+        self.bits[word] |= 1 << bit;
+    }
+
+    /// Whether frame `n` is in.
+    pub fn contains(&self, n: u64) -> bool {
+        self.bits
+            .get((n / 64) as usize)
+            .is_some_and(|w| w & (1 << (n % 64)) != 0)
+    }
+
+    /// Adds the frames a finding names, as the filter's `frame` field
+    /// reads them.
+    fn add_of(&mut self, f: &Finding) {
+        match f {
+            Finding::Transaction(t) => {
+                for n in [t.call_frame, t.first_call_frame]
+                    .into_iter()
+                    .chain(t.reply_frame)
+                    .chain(t.chunks.iter().flat_map(|s| s.frames.iter().copied()))
+                {
+                    self.insert(n);
+                }
+            }
+            Finding::Anomaly(a) => a.frames.iter().for_each(|n| self.insert(*n)),
+        }
+    }
+}
+
 /// `export --frames`'s sink for one capture: every frame, beside the
-/// findings' sink in the same run.
+/// findings' sink in the same run; or, with a filter, in a second run, the
+/// frames the first run's kept rows name.
 pub struct ExportFrames {
     frames: Table<Frames>,
     day: Day,
     config: stack::Config,
     error: Option<io::Error>,
+    /// With a filter: the frames to write.
+    only: Option<FrameSet>,
     /// Frames written.
     pub written: u64,
 }
@@ -537,6 +606,20 @@ impl ExportFrames {
             day: Day::new(),
             config,
             error: None,
+            only: None,
+            written: 0,
+        }
+    }
+
+    /// A sink writing into `dataset` only the frames in `only` (those of
+    /// the rows `dataset`'s filter kept, which its files record).
+    pub fn only(dataset: &Dataset, config: stack::Config, only: FrameSet) -> Self {
+        ExportFrames {
+            frames: Table::new(dataset),
+            day: Day::new(),
+            config,
+            error: None,
+            only: Some(only),
             written: 0,
         }
     }
@@ -579,6 +662,9 @@ impl Sink for ExportFrames {
     fn frame(&mut self, f: &Frame<'_>) -> Flow {
         if self.error.is_some() {
             return Flow::Stop;
+        }
+        if self.only.as_ref().is_some_and(|o| !o.contains(f.number)) {
+            return Flow::Continue;
         }
         match self.write(f) {
             Ok(()) => Flow::Continue,

@@ -23,7 +23,7 @@ pub enum Field {
     Conn,
     /// RPC XID.
     Xid,
-    /// Procedure label (`NFSv3 READ`, `nfs4 COMPOUND(SEQUENCE,PUTFH,READ)`).
+    /// Procedure label (`NFS READ`, `NFSv4.1 COMPOUND(SEQUENCE,PUTFH,READ)`).
     Proc,
     /// A frame the record involves.
     Frame,

@@ -188,8 +188,15 @@ type Scored = (CauseName, Peer, f64);
 /// The engine's hash tables' hasher (keys come off the wire).
 type Map<K, V> = HashMap<K, V, foldhash::quality::RandomState>;
 
-/// A transaction's program, program name, version and procedure number.
-type ProcNumbers = (Option<u32>, Option<&'static str>, Option<u32>, Option<u32>);
+/// A transaction's program, program name, version, NFSv4 minor version and
+/// procedure number.
+type ProcNumbers = (
+    Option<u32>,
+    Option<&'static str>,
+    Option<u32>,
+    Option<u32>,
+    Option<u32>,
+);
 
 /// The label value of the procedures beyond the cap.
 pub const OTHER_PROCEDURE: &str = "(other)";
@@ -539,7 +546,7 @@ impl Metrics {
     }
 
     fn proc_row(&mut self, t: &Transaction) -> usize {
-        let numbers = (t.program, t.program_name, t.version, t.proc);
+        let numbers = (t.program, t.program_name, t.version, t.minorversion, t.proc);
         // Names are never empty: "" stands for none.
         let name = t.procedure.as_deref().unwrap_or("");
         if let Some(&i) = self.proc_index.get(&numbers).and_then(|m| m.get(name)) {
@@ -566,7 +573,14 @@ impl Metrics {
             (None, Some(n)) => format!("proc {n}"),
             (None, None) => String::new(),
         };
-        let version = t.version.map(|v| v.to_string()).unwrap_or_default();
+        // NFSv4's minor version goes in the version label ("4.1"), as NFS
+        // names it: at most three values of one label, not a new label on
+        // every series.
+        let version = match (t.version, t.minorversion) {
+            (Some(v), Some(m)) => format!("{v}.{m}"),
+            (Some(v), None) => v.to_string(),
+            (None, _) => String::new(),
+        };
         self.counts
             .procs
             .push(ProcRow::new(program, version, procedure));

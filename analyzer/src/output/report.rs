@@ -8,7 +8,8 @@ use std::fmt::Write as _;
 use super::filter::{Field, Filter, Join};
 use super::schema::{
     ChunkTotals, ConnectionView, FilterSummary, KindSummary, Operations, PhaseTimes, PrivateData,
-    ProceduresOverCap, ReportDoc, ResponseTimes, SlowOperation, WriteChunks, SCHEMA_VERSION,
+    ProceduresOverCap, ReportDoc, ResponseTimes, SlowOperation, WriteChunks, WriteChunksSeen,
+    SCHEMA_VERSION,
 };
 use super::stats::{Latency, Summary};
 use super::view::{ClientTimelineView, ConnIdView, EvictionsView, TotalsView};
@@ -92,7 +93,13 @@ pub struct Report {
     write_chunks: u64,
     empty_write_chunks: u64,
     unused_write_chunks: u64,
+    /// Transactions whose chunk lists were seen whole: what the chunk
+    /// counts are of.
+    chunks_seen: u64,
+    /// Transactions a snap length cut: in none of the chunk counts.
     chunks_not_seen: u64,
+    /// Transactions seen only by a kernel probe, which sees no chunk lists.
+    chunks_not_on_wire: u64,
     kinds: BTreeMap<Kind, KindAgg>,
     /// Acknowledged findings: kept apart, counted, not listed in text.
     acked: BTreeMap<Kind, KindAgg>,
@@ -328,7 +335,10 @@ impl Report {
                 *self.unanswered.entry(label).or_default() += 1;
             }
         }
-        for s in &t.chunks {
+        // A cut transaction's segments are what the capture kept of its
+        // lists, and what they moved a guess: counting them would give a
+        // number that is neither the total nor that of the whole ones.
+        for s in t.chunks.iter().filter(|_| !t.cut) {
             let name = match s.kind {
                 crate::engine::ChunkKind::Read => "read",
                 crate::engine::ChunkKind::Write => "write",
@@ -347,7 +357,10 @@ impl Report {
         }
         if t.cut {
             self.chunks_not_seen += 1;
-        } else if t.origin == Origin::Wire {
+        } else if t.origin != Origin::Wire {
+            self.chunks_not_on_wire += 1;
+        } else {
+            self.chunks_seen += 1;
             self.write_chunks += u64::from(t.write_chunks.unwrap_or(0));
             self.empty_write_chunks += u64::from(t.empty_write_chunks.unwrap_or(0));
             if t.reply_frame.is_some() {
@@ -502,12 +515,7 @@ impl Report {
                 transactions: self.over_cap,
             },
             chunks: self.chunks.clone(),
-            write_chunks: WriteChunks {
-                offered: self.write_chunks,
-                empty: self.empty_write_chunks,
-                unused: self.unused_write_chunks,
-                not_seen: self.chunks_not_seen,
-            },
+            write_chunks: self.write_chunks_doc(),
             round_trips: self
                 .round_trips
                 .iter()
@@ -940,9 +948,50 @@ impl Report {
         }
     }
 
+    /// The write chunk counts of the transactions whose lists were seen.
+    fn write_chunks_seen(&self) -> (u64, u64, u64) {
+        (
+            self.write_chunks,
+            self.empty_write_chunks,
+            self.unused_write_chunks,
+        )
+    }
+
+    /// The write chunk counts of every transaction, `None` when some
+    /// transaction's lists were not seen: the count of the others is then
+    /// a floor, and 0 of none seen would claim that none were offered.
+    fn write_chunks_known(&self) -> Option<(u64, u64, u64)> {
+        (self.chunks_not_seen + self.chunks_not_on_wire == 0).then(|| self.write_chunks_seen())
+    }
+
+    fn write_chunks_doc(&self) -> WriteChunks {
+        let known = self.write_chunks_known();
+        let (offered, empty, unused) = self.write_chunks_seen();
+        WriteChunks {
+            offered: known.map(|k| k.0),
+            empty: known.map(|k| k.1),
+            unused: known.map(|k| k.2),
+            seen: self.chunks_seen,
+            not_seen: self.chunks_not_seen,
+            of_seen: WriteChunksSeen {
+                offered,
+                empty,
+                unused,
+            },
+        }
+    }
+
     /// Chunks, round trips, anomalies and the caps reached.
     fn text_chunks_and_anomalies(&self, s: &mut String, state: &State) {
         let _ = writeln!(s, "\nChunks");
+        self.text_chunks(s);
+        let _ = writeln!(s, "\nRound trips per RPC");
+        self.text_round_trips_and_anomalies(s, state);
+    }
+
+    /// The segment totals and write chunks, unknown where the capture cut
+    /// the chunk lists.
+    fn text_chunks(&self, s: &mut String) {
         for (k, a) in &self.chunks {
             let _ = writeln!(
                 s,
@@ -953,19 +1002,46 @@ impl Report {
                 a.unused_segments
             );
         }
-        let _ = writeln!(
-            s,
-            "  write chunks offered {}, empty {}, left unused by the reply {}",
-            self.write_chunks, self.empty_write_chunks, self.unused_write_chunks
-        );
-        if self.chunks_not_seen > 0 {
+        let (offered, empty, unused) = self.write_chunks_seen();
+        let seen = self.chunks_seen;
+        match self.write_chunks_known() {
+            Some(_) => {
+                let _ = writeln!(
+                    s,
+                    "  write chunks offered {offered}, empty {empty}, left unused by the reply {unused}"
+                );
+            }
+            None if seen == 0 => {
+                let _ = writeln!(
+                    s,
+                    "  segments and write chunks unknown: no transaction's chunk lists were seen"
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "  write chunks offered unknown, empty unknown, left unused by the reply unknown (in the {seen} {} whose chunk lists were seen: offered {offered}, empty {empty}, left unused {unused})",
+                    plural(seen, "transaction", "transactions")
+                );
+            }
+        }
+        let cut = self.chunks_not_seen;
+        if cut > 0 {
+            let of = if seen > 0 {
+                "; the segment rows are of the others"
+            } else {
+                ""
+            };
             let _ = writeln!(
                 s,
-                "  {} transactions' chunk lists were cut by the capture's snap length: not counted",
-                self.chunks_not_seen
+                "  {cut} {} chunk lists were cut by the capture's snap length: not counted{of}",
+                plural(cut, "transaction's", "transactions'"),
             );
         }
-        let _ = writeln!(s, "\nRound trips per RPC");
+    }
+
+    /// Round trips, anomalies and the caps reached.
+    fn text_round_trips_and_anomalies(&self, s: &mut String, state: &State) {
         for (k, v) in self.round_trips.iter().filter(|(k, _)| k.is_some()) {
             let _ = writeln!(s, "  {}: {v}", k.unwrap_or_default());
         }
@@ -1281,6 +1357,15 @@ fn iwarp_line(n: &crate::engine::IwarpCounts) -> String {
         );
     }
     s
+}
+
+/// `one` for 1, else `many`.
+fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
 }
 
 #[cfg(test)]

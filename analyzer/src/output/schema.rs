@@ -380,7 +380,7 @@ impl From<&Connection> for ConnectionView {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct ResponseTimes {
-    /// `NFSv3 READ`, `nfs4 COMPOUND(...)`.
+    /// `NFS READ`, `NFSv4.1 COMPOUND(...)` (an NFSv4 call names its minor version).
     pub procedure: String,
     /// How the calls travelled.
     pub call_transfer: TransferView,
@@ -420,15 +420,35 @@ pub struct ProceduresOverCap {
 #[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct WriteChunks {
+    /// Offered by calls; `null` when some transaction's chunk lists were
+    /// not seen (cut by a snap length, or seen only by kernel probes): the
+    /// total is then unknown; `of_seen` has the count of the others.
+    pub offered: Option<u64>,
+    /// With no segments (RFC 8166 3.4.6); `null` as `offered`.
+    pub empty: Option<u64>,
+    /// Left unused by the reply; `null` as `offered`.
+    pub unused: Option<u64>,
+    /// Transactions whose chunk lists were seen whole: `of_seen` and the
+    /// `chunks` segment totals are of these.
+    pub seen: u64,
+    /// Transactions whose chunk lists the capture cut (a snap length):
+    /// their chunks are in none of the counts above nor in `chunks`.
+    pub not_seen: u64,
+    /// The counts over the `seen` transactions only: a floor of the
+    /// totals when `not_seen` is not 0.
+    pub of_seen: WriteChunksSeen,
+}
+
+/// Write chunks of the transactions whose chunk lists were seen.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct WriteChunksSeen {
     /// Offered by calls.
     pub offered: u64,
-    /// With no segments (RFC 8166 3.4.6).
+    /// With no segments.
     pub empty: u64,
     /// Left unused by the reply.
     pub unused: u64,
-    /// Transactions whose chunk lists the capture cut (a snap length):
-    /// their chunks are in none of the counts above.
-    pub not_seen: u64,
 }
 
 /// One anomaly kind in the report.

@@ -245,7 +245,11 @@ fn draw_info(f: &mut Frame<'_>, area: Rect, t: &Transaction, scroll: u16) {
                     || t.program.map_or("?".into(), |p| p.to_string()),
                     str::to_string
                 ),
-                t.version.map_or("?".into(), |v| v.to_string()),
+                match (t.version, t.minorversion) {
+                    (Some(v), Some(m)) => format!("{v}.{m}"),
+                    (Some(v), None) => v.to_string(),
+                    (None, _) => "?".into(),
+                },
                 t.proc.map_or("?".into(), |v| v.to_string()),
                 t.procedure.as_deref().unwrap_or("?"),
                 t.call_len,

@@ -112,6 +112,11 @@ pub fn procedure_label(labels: &BTreeMap<String, String>) -> String {
         (prog, p) if prog.bytes().all(|b| b.is_ascii_digit()) && p.starts_with("proc ") => {
             format!("prog {prog} {p}")
         }
-        (prog, p) => format!("{prog} {p}"),
+        // An NFSv4 minor version is in the version label ("4.1"), as the
+        // report's label names it ("NFSv4.1 COMPOUND(...)").
+        (prog, p) => match labels.get("version").map(String::as_str) {
+            Some(v) if v.contains('.') => format!("{prog}v{v} {p}"),
+            _ => format!("{prog} {p}"),
+        },
     }
 }

@@ -21,6 +21,9 @@ pub(super) fn fill_call(
     rec.proc = Some(proc);
     rec.program_name = nfs::program_name(prog);
     let summary = nfs::describe_call_with(prog, vers, proc, args, ddp);
+    // A CB_COMPOUND carries one too, but its program numbers its own
+    // versions: the label would read as a version of NFS that is not one.
+    rec.minorversion = summary.minorversion.filter(|_| prog == nfs::NFS_PROGRAM);
     let mut name = summary.procedure.map(str::to_string);
     let ops: Vec<&str> = summary
         .ops()

@@ -306,6 +306,12 @@ pub struct Transaction {
     pub program_name: Option<&'static str>,
     /// Program version.
     pub version: Option<u32>,
+    /// NFSv4 minor version, from the COMPOUND's `minorversion` (0, 1, 2):
+    /// NFSv4.0, 4.1 and 4.2 calls differ (sessions, new operations), so
+    /// the output keeps them apart. `None` for other programs and
+    /// versions (a CB_COMPOUND's is not kept), and when the capture cut
+    /// the call before it.
+    pub minorversion: Option<u32>,
     /// Procedure name (NFSv4 COMPOUND lists its operations).
     pub procedure: Option<String>,
     /// Procedure number.
@@ -423,10 +429,16 @@ impl Transaction {
         std::iter::once(self.origin).chain(self.views.iter().map(|v| v.origin))
     }
 
-    /// `NFSv3 READ`, `nfs4 COMPOUND(...)`, or `?` when not known.
+    /// `NFS READ`, `NFSv4.1 COMPOUND(...)`, or `?` when not known. An
+    /// NFSv4 call names its minor version so that 4.0, 4.1 and 4.2 calls,
+    /// which behave differently (sessions, new operations), land in
+    /// separate rows of every table keyed by this label.
     pub fn procedure_label(&self) -> String {
         match (&self.program_name, &self.procedure) {
-            (Some(p), Some(q)) => format!("{p} {q}"),
+            (Some(p), Some(q)) => match (self.version, self.minorversion) {
+                (Some(v), Some(m)) => format!("{p}v{v}.{m} {q}"),
+                _ => format!("{p} {q}"),
+            },
             (None, Some(q)) => q.clone(),
             _ => match (self.program, self.proc) {
                 (Some(p), Some(n)) => format!("prog {p} proc {n}"),
@@ -477,6 +489,7 @@ impl Transaction {
             program: None,
             program_name: None,
             version: None,
+            minorversion: None,
             procedure: None,
             proc: None,
             call_transfer: Transfer::Inline,

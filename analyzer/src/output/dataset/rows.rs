@@ -206,10 +206,12 @@ pub(super) struct AnomalyRow<'a> {
     message: &'a str,
     severity: &'a str,
     rfc: &'a str,
+    acknowledged: bool,
 }
 
-impl<'a> From<&'a Anomaly> for AnomalyRow<'a> {
-    fn from(a: &'a Anomaly) -> Self {
+impl<'a> AnomalyRow<'a> {
+    /// The row of `a`, `acknowledged` by `--ignore`/`--ack` or not.
+    pub(super) fn new(a: &'a Anomaly, acknowledged: bool) -> Self {
         AnomalyRow {
             schema_version: super::SCHEMA_VERSION,
             kind: a.kind.as_str(),
@@ -221,6 +223,7 @@ impl<'a> From<&'a Anomaly> for AnomalyRow<'a> {
             message: &a.message,
             severity: a.kind.severity().as_str(),
             rfc: a.kind.rfc(),
+            acknowledged,
         }
     }
 }
@@ -603,6 +606,7 @@ pub(super) struct TxnRow<'a> {
     program: Option<u32>,
     program_name: Option<&'a str>,
     version: Option<u32>,
+    minorversion: Option<u32>,
     procedure: Option<&'a str>,
     proc: Option<u32>,
     call_transfer: &'a str,
@@ -662,6 +666,7 @@ impl<'a> From<&'a Transaction> for TxnRow<'a> {
             program: t.program,
             program_name: t.program_name,
             version: t.version,
+            minorversion: t.minorversion,
             procedure: t.procedure.as_deref(),
             proc: t.proc,
             call_transfer: t.call_transfer.as_str(),

@@ -40,6 +40,10 @@ pub struct TransactionView<'a> {
     pub program_name: &'a Option<&'static str>,
     /// Program version.
     pub version: &'a Option<u32>,
+    /// NFSv4 minor version from the COMPOUND (0, 1, 2; `procedure_label`
+    /// and the report's rows say `NFSv4.1`). `null` for other programs and
+    /// versions, and when the capture cut the call before it.
+    pub minorversion: &'a Option<u32>,
     /// Procedure name (NFSv4 COMPOUND lists its operations).
     pub procedure: &'a Option<String>,
     /// Procedure number.
@@ -180,6 +184,7 @@ impl<'a> From<&'a Transaction> for TransactionView<'a> {
             program: &t.program,
             program_name: &t.program_name,
             version: &t.version,
+            minorversion: &t.minorversion,
             procedure: &t.procedure,
             proc: &t.proc,
             call_transfer: t.call_transfer.into(),
