@@ -1868,8 +1868,9 @@ pub struct FpduView {
     /// `"valid"`, `"invalid"` or `"none"` (CRCs not in use: not checked).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub crc: Option<&'static str>,
-    /// The CRC the FPDU carries, when it carries one.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The CRC field as sent (zero when CRCs are not in use).
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "exact::hex")]
+    #[cfg_attr(feature = "schemars", schemars(with = "Option<String>"))]
     pub crc_value: Option<u32>,
     /// DDP header.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1903,10 +1904,10 @@ impl FpduView {
 
     fn new(f: &crate::iwarp::frame::IwarpFpdu<'_>) -> Self {
         use crate::iwarp::mpa::CrcStatus;
-        let (crc, crc_value) = match f.crc {
-            CrcStatus::NotNegotiated => ("none", None),
-            CrcStatus::Valid => ("valid", None),
-            CrcStatus::Invalid { found, .. } => ("invalid", Some(found)),
+        let crc = match f.crc {
+            CrcStatus::NotNegotiated => "none",
+            CrcStatus::Valid => "valid",
+            CrcStatus::Invalid { .. } => "invalid",
         };
         let (ddp, rdmap, error) = match &f.segment {
             Ok(s) => (Some(DdpView::new(&s.ddp)), Some(RdmapView::new(s)), None),
@@ -1914,7 +1915,7 @@ impl FpduView {
         };
         FpduView {
             crc: Some(crc),
-            crc_value,
+            crc_value: Some(f.crc_field),
             ddp,
             error,
             offset: Some(f.offset),
@@ -2003,6 +2004,8 @@ pub struct RdmapView {
     /// A Read Request's fields.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub read_request: Option<ReadRequestView>,
+    /// The two reserved bits of the control octet.
+    pub rsv: u8,
     /// A Terminate's fields.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub terminate: Option<TerminateView>,
@@ -2046,6 +2049,7 @@ impl RdmapView {
             opcode: s.ddp.ulp_control & 0x0f,
             opcode_name: s.opcode.name(),
             read_request,
+            rsv: (s.ddp.ulp_control >> 4) & 0x03,
             terminate,
             version: s.version,
         }

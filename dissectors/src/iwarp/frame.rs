@@ -94,6 +94,8 @@ pub struct IwarpFpdu<'a> {
     /// [`CrcStatus::NotNegotiated`] when CRCs are off (or, unknown, the
     /// field is zero).
     pub crc: CrcStatus,
+    /// The CRC field as sent (zero when CRCs are not in use).
+    pub crc_field: u32,
     /// Its ULPDU as DDP and RDMAP, or why that failed.
     pub segment: Result<Segment<'a>, Error>,
 }
@@ -133,12 +135,18 @@ impl<'a> Iterator for FpduIter<'a> {
                 let offset = self.at;
                 let header = mpa::ULPDU_LENGTH_LEN;
                 let segment = Segment::parse(fpdu.ulpdu).map_err(|e| e.at(offset + header));
-                self.at += self.rest.len() - rest.len();
+                let used = self.rest.len() - rest.len();
+                let crc_field = match self.rest.get(used.saturating_sub(mpa::CRC_LEN)..used) {
+                    Some(&[a, b, c, d]) => u32::from_be_bytes([a, b, c, d]),
+                    _ => 0,
+                };
+                self.at += used;
                 self.rest = rest;
                 Some(Ok(IwarpFpdu {
                     offset,
                     fpdu,
                     crc: verdict(fpdu.crc, self.crc),
+                    crc_field,
                     segment,
                 }))
             }
