@@ -1781,7 +1781,7 @@ impl<'a> IwarpView<'a> {
                 kind: "setup",
                 crc_mode: None,
                 fpdus: None,
-                mpa: Some(MpaView::new(m)),
+                mpa: m.frame().map(|m| MpaView::new(&m)),
             },
             IwarpLayer::Fpdus(f) => IwarpView {
                 kind: "fpdus",

@@ -196,7 +196,8 @@ fn compound_ops(n: &rdma_dissectors::nfs::CallSummary) -> String {
 fn iwarp_text(layer: &IwarpLayer<'_>, s: &mut String) {
     use std::fmt::Write as _;
     let fpdus = match layer {
-        IwarpLayer::Setup(m) => {
+        IwarpLayer::Setup(setup) => {
+            let Some(m) = setup.frame() else { return };
             let _ = write!(
                 s,
                 " | {} rev {} M={} C={} R={} pd {}",

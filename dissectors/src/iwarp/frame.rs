@@ -39,7 +39,7 @@ pub enum MpaCrc {
 #[non_exhaustive]
 pub enum IwarpLayer<'a> {
     /// An MPA Request or Reply.
-    Setup(RequestReply<'a>),
+    Setup(MpaSetup<'a>),
     /// One or more FPDUs, the first at the payload's start.
     Fpdus(Fpdus<'a>),
     /// The payload does not start at an FPDU boundary: it continues an
@@ -47,13 +47,28 @@ pub enum IwarpLayer<'a> {
     Continuation,
 }
 
+/// An MPA Request or Reply at the start of a segment, kept as its bytes
+/// (the dissection of every frame carries this slot, so it stays small)
+/// and read with [`MpaSetup::frame`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MpaSetup<'a>(&'a [u8]);
+
+impl<'a> MpaSetup<'a> {
+    /// The frame. `None` only for bytes [`dissect`] did not accept, which
+    /// it never returns.
+    pub fn frame(&self) -> Option<RequestReply<'a>> {
+        RequestReply::parse(self.0).ok().map(|(f, _)| f)
+    }
+}
+
 /// The FPDUs of one segment, read on demand (no allocation): iterate
 /// [`Fpdus::iter`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fpdus<'a> {
     bytes: &'a [u8],
-    /// Offset of the TCP payload in the frame, for error offsets.
-    base: usize,
+    /// Offset of the TCP payload in the frame, for error offsets (a frame
+    /// is under 4 GiB: the slot stays small).
+    base: u32,
     crc: MpaCrc,
     cut: bool,
 }
@@ -74,7 +89,7 @@ impl<'a> Fpdus<'a> {
     pub fn iter(&self) -> FpduIter<'a> {
         FpduIter {
             rest: self.bytes,
-            at: self.base,
+            at: self.base as usize,
             crc: self.crc,
             cut: self.cut,
             done: false,
@@ -210,7 +225,7 @@ pub fn dissect(
 ) -> Result<IwarpLayer<'_>, Error> {
     if mpa::frame_kind(payload).is_some() {
         return match RequestReply::parse(payload) {
-            Ok((frame, _)) => Ok(IwarpLayer::Setup(frame)),
+            Ok(_) => Ok(IwarpLayer::Setup(MpaSetup(payload))),
             Err(Error::Truncated { .. }) if cut => Ok(IwarpLayer::Continuation),
             Err(e) => Err(e.at(base)),
         };
@@ -220,7 +235,7 @@ pub fn dissect(
     }
     Ok(IwarpLayer::Fpdus(Fpdus {
         bytes: payload,
-        base,
+        base: u32::try_from(base).unwrap_or(u32::MAX),
         crc,
         cut,
     }))
