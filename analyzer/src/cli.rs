@@ -79,7 +79,7 @@ pub struct FramesArgs {
     /// TCP port whose segments are read as iWARP when they start with a plausible FPDU (an MPA Request/Reply is recognised on any port).
     #[arg(long, default_value_t = 20049)]
     pub iwarp_port: u16,
-    /// Whether the iWARP connections negotiated MPA CRCs (a single frame cannot see the MPA exchange): unknown takes the layout each segment fits and says so; on checks every FPDU's CRC.
+    /// Whether the iWARP connections negotiated MPA CRCs (a single frame cannot see the MPA exchange): unknown reads a matching CRC as valid and a zero one as none, and says CRC use is unknown; on checks every FPDU's CRC; off checks none.
     #[arg(long, value_enum, default_value = "unknown")]
     pub mpa_crc: MpaCrcArg,
     /// The run's memory.
@@ -90,7 +90,7 @@ pub struct FramesArgs {
 /// `frames --mpa-crc`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum MpaCrcArg {
-    /// Not known: inferred per segment, and said so.
+    /// Not known: a matching CRC is valid, a zero one none, and said so.
     Unknown,
     /// CRCs negotiated.
     On,

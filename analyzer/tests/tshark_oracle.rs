@@ -232,7 +232,7 @@ fn iwarp_lists(fpdus: &[Value]) -> Value {
         // tshark shows the RDMAP control octet and the four octets after
         // it as one byte string.
         if let (Some(ulp), Some(rv), Some(rsv), Some(op)) = (
-            ddp.get("rsvd_ulp").and_then(|x| exact::num(x)),
+            ddp.get("rsvd_ulp").and_then(exact::num),
             rdmap["version"].as_u64(),
             rdmap["rsv"].as_u64(),
             rdmap["opcode"].as_u64(),
