@@ -76,9 +76,42 @@ pub struct FramesArgs {
     /// UDP port that carries RoCEv2.
     #[arg(long, default_value_t = 4791)]
     pub rocev2_port: u16,
+    /// TCP port whose segments are read as iWARP when they start with a plausible FPDU (an MPA Request/Reply is recognised on any port).
+    #[arg(long, default_value_t = 20049)]
+    pub iwarp_port: u16,
+    /// Whether the iWARP connections negotiated MPA CRCs (a single frame cannot see the MPA exchange): unknown reads a matching CRC as valid and a zero one as none, and says CRC use is unknown; on checks every FPDU's CRC; off checks none.
+    #[arg(long, value_enum, default_value = "unknown")]
+    pub mpa_crc: MpaCrcArg,
     /// The run's memory.
     #[command(flatten)]
     pub memory: MemoryArgs,
+}
+
+/// `frames --mpa-crc`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum MpaCrcArg {
+    /// Not known: a matching CRC is valid, a zero one none, and said so.
+    Unknown,
+    /// CRCs negotiated.
+    On,
+    /// No CRCs.
+    Off,
+}
+
+impl FramesArgs {
+    /// The dissector configuration `frames` runs with.
+    pub fn stack_config(&self) -> rdma_dissectors::stack::Config {
+        use rdma_dissectors::iwarp::frame::MpaCrc;
+        rdma_dissectors::stack::Config::default()
+            .with_rocev2_port(self.rocev2_port)
+            .with_iwarp_frames(true)
+            .with_iwarp_port(self.iwarp_port)
+            .with_mpa_crc(match self.mpa_crc {
+                MpaCrcArg::Unknown => MpaCrc::Unknown,
+                MpaCrcArg::On => MpaCrc::On,
+                MpaCrcArg::Off => MpaCrc::Off,
+            })
+    }
 }
 
 /// The options of the commands that analyze a capture file.

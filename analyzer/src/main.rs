@@ -182,7 +182,7 @@ fn stdout() -> BufWriter<io::StdoutLock<'static>> {
 }
 
 fn frames(a: &FramesArgs) -> anyhow::Result<ExitCode> {
-    let config = rdma_dissectors::stack::Config::default().with_rocev2_port(a.rocev2_port);
+    let config = a.stack_config();
     let mut source = FileSource::open_all(&a.files, &config)?;
     let filter = rdma_analyzer::cli::parse_filter(a.filter.as_deref()).unwrap_or(Filter::All);
     if let Some(f) = filter

@@ -154,6 +154,21 @@ fn every_output_on_every_bundled_capture_follows_the_schema() {
             checked += check(schema, &format!("{args:?}"), &out.stdout, lines);
         }
     }
+    // iWARP frames (MPA, FPDUs, continuations) from the real siw captures.
+    let iwarp = Path::new(env!("CARGO_MANIFEST_DIR")).join("../captures/iwarp");
+    for pcap in std::fs::read_dir(&iwarp)
+        .expect("captures/iwarp/")
+        .flatten()
+    {
+        let pcap = pcap.path();
+        if pcap.extension().is_none_or(|e| e != "pcap") {
+            continue;
+        }
+        let args = ["frames", "--json", pcap.to_str().expect("utf-8 path")];
+        let out = Command::new(BIN).args(args).output().expect("run");
+        assert!(out.status.success(), "{args:?}");
+        checked += check("frame.schema.json", &format!("{args:?}"), &out.stdout, true);
+    }
     assert!(checked > 10_000, "{checked}");
 }
 

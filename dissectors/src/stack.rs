@@ -34,6 +34,9 @@ use crate::ib::reth::Reth;
 use crate::ib::transport::{self, Transport};
 use crate::ib::xrceth::XrcEth;
 use crate::ip::{Ip, PROTO_TCP, PROTO_UDP};
+use crate::iwarp::frame::{self as iwarp_frame, IwarpLayer, MpaCrc};
+use crate::iwarp::rdmap::Body;
+use crate::iwarp::NFS_RDMA_PORT;
 use crate::layer::Layer;
 use crate::link::{ether_type, Ethernet, Link, LinkType, LinuxSll, LinuxSll2, Vlan};
 use crate::nfs::{self, CallSummary};
@@ -65,6 +68,15 @@ pub struct Config {
     pub verify_icrc: bool,
     /// How to decide that a SEND's payload is RPC-over-RDMA.
     pub rpcrdma: RpcRdmaDecode,
+    /// Read the iWARP at the start of TCP segments ([`Dissection::iwarp`]).
+    /// Off by default: a frame-by-frame view (`frames`) wants it, while a
+    /// caller that reassembles the TCP stream reads iWARP there instead.
+    pub iwarp_frames: bool,
+    /// TCP port taken for iWARP (NFS/RDMA's 20049) when a segment's payload
+    /// starts with a plausible FPDU; an MPA key marks iWARP on any port.
+    pub iwarp_port: u16,
+    /// Whether the iWARP flows negotiated MPA CRCs (one frame cannot see it).
+    pub mpa_crc: MpaCrc,
 }
 
 impl Default for Config {
@@ -73,6 +85,9 @@ impl Default for Config {
             rocev2_port: ROCEV2_PORT,
             verify_icrc: true,
             rpcrdma: RpcRdmaDecode::Heuristic,
+            iwarp_frames: false,
+            iwarp_port: NFS_RDMA_PORT,
+            mpa_crc: MpaCrc::Unknown,
         }
     }
 }
@@ -89,6 +104,27 @@ impl Config {
     #[must_use]
     pub const fn with_verify_icrc(mut self, verify: bool) -> Self {
         self.verify_icrc = verify;
+        self
+    }
+
+    /// This configuration reading (or not) the iWARP of each TCP segment.
+    #[must_use]
+    pub const fn with_iwarp_frames(mut self, on: bool) -> Self {
+        self.iwarp_frames = on;
+        self
+    }
+
+    /// This configuration taking TCP port `port` for iWARP.
+    #[must_use]
+    pub const fn with_iwarp_port(mut self, port: u16) -> Self {
+        self.iwarp_port = port;
+        self
+    }
+
+    /// This configuration assuming `crc` about MPA CRCs.
+    #[must_use]
+    pub const fn with_mpa_crc(mut self, crc: MpaCrc) -> Self {
+        self.mpa_crc = crc;
         self
     }
 
@@ -141,6 +177,10 @@ pub struct Dissection<'a> {
     /// TCP header and payload (iWARP). TCP is a byte stream: what the
     /// payload carries is for a stream reassembler to say, not this frame.
     pub tcp: Option<TcpLayer<'a>>,
+    /// The iWARP a TCP segment starts with (MPA setup frame or FPDUs), when
+    /// the flow is iWARP. An untagged Send's RPC-over-RDMA is in
+    /// [`Dissection::upper`] as for RoCE (the first such Send of the segment).
+    pub iwarp: Option<IwarpLayer<'a>>,
     /// Local Route Header (native InfiniBand).
     pub lrh: Option<Lrh>,
     /// Global Route Header (RoCEv1, or native InfiniBand with a GRH).
@@ -220,6 +260,7 @@ impl<'a> Dissection<'a> {
         self.ip = None;
         self.udp = None;
         self.tcp = None;
+        self.iwarp = None;
         self.lrh = None;
         self.grh = None;
         self.transport = None;
@@ -537,7 +578,7 @@ fn dissect_ip<'a>(
     let (ip, payload) = Ip::parse(at).map_err(|e| e.at(base))?;
     d.ip = Some(ip);
     if ip.protocol() == PROTO_TCP {
-        return dissect_tcp(frame, ip, payload, d);
+        return dissect_tcp(frame, ip, payload, config, d);
     }
     // A fragment after the first starts in the middle of its datagram:
     // reading a UDP header there would make one up.
@@ -572,6 +613,7 @@ fn dissect_tcp<'a>(
     frame: &'a [u8],
     ip: Ip<'a>,
     segment: &'a [u8],
+    config: &Config,
     d: &mut Dissection<'a>,
 ) -> Result<(), Error> {
     if ip.is_fragment() {
@@ -588,6 +630,41 @@ fn dissect_tcp<'a>(
         payload,
         wire_len: u32::try_from(wire.max(payload.len())).unwrap_or(u32::MAX),
     });
+    let cut = wire > payload.len();
+    dissect_iwarp(frame, &header, payload, cut, config, d)
+}
+
+/// The iWARP layers of a TCP segment on an iWARP flow: an MPA key on any
+/// port, or a payload on the iWARP port that starts with a plausible FPDU.
+fn dissect_iwarp<'a>(
+    frame: &'a [u8],
+    tcp: &Tcp,
+    payload: &'a [u8],
+    cut: bool,
+    config: &Config,
+    d: &mut Dissection<'a>,
+) -> Result<(), Error> {
+    if !config.iwarp_frames
+        || payload.is_empty()
+        || !(tcp.has_port(config.iwarp_port) || crate::iwarp::mpa::frame_kind(payload).is_some())
+    {
+        return Ok(());
+    }
+    let layer = iwarp_frame::dissect(payload, offset_in(frame, payload), cut, config.mpa_crc)?;
+    d.iwarp = Some(layer);
+    let IwarpLayer::Fpdus(fpdus) = layer else {
+        return Ok(());
+    };
+    for item in fpdus.iter() {
+        let fpdu = item?;
+        let Ok(seg) = fpdu.segment else { continue };
+        if let (true, Body::Data(data)) = (fpdu.starts_send(), seg.body) {
+            // A Send's later segments are in later FPDUs: a header that
+            // ends with this one is not malformed.
+            let partial = !seg.ddp.last || cut;
+            return dissect_rpcrdma(frame, data, partial, config, d);
+        }
+    }
     Ok(())
 }
 
@@ -716,7 +793,10 @@ fn dissect_upper<'a>(
     if op.operation() == Operation::Send
         && matches!(op.position(), Some(Position::First | Position::Only))
     {
-        return dissect_rpcrdma(frame, payload, op, config, d);
+        // The rest of a multi-packet SEND is in later frames, the rest of a
+        // cut one nowhere: a header that ends there is not malformed.
+        let partial = op.position() == Some(Position::First) || d.cut;
+        return dissect_rpcrdma(frame, payload, partial, config, d);
     }
     Ok(())
 }
@@ -784,7 +864,7 @@ fn dissect_mad<'a>(
 fn dissect_rpcrdma<'a>(
     frame: &'a [u8],
     payload: &'a [u8],
-    op: Opcode,
+    partial: bool,
     config: &Config,
     d: &mut Dissection<'a>,
 ) -> Result<(), Error> {
@@ -803,9 +883,6 @@ fn dissect_rpcrdma<'a>(
         rpc: None,
         nfs: None,
     });
-    // The rest of a multi-packet SEND is in later frames, the rest of a
-    // cut one nowhere: a header that ends there is not malformed.
-    let partial = op.position() == Some(Position::First) || d.cut;
     let Upper::RpcRdma(layers) = &mut d.upper else {
         return Ok(());
     };
@@ -859,7 +936,11 @@ mod tests {
     #[test]
     fn dissection_stays_small() {
         let size = core::mem::size_of::<super::Dissection<'_>>();
-        assert!(size <= 768, "Dissection grew to {size} bytes");
+        // 768 until the iWARP slot (24 bytes: a slice, an offset and two
+        // flags; the MPA frame is kept as bytes to stay that small). It
+        // shares frames with RPC-over-RDMA in `upper`, so it cannot go there.
+        // 8 more for the NFS call's COMPOUND minor version.
+        assert!(size <= 800, "Dissection grew to {size} bytes");
     }
 
     /// Ethernet, IPv4 (total length 52 + `len`), TCP 20049 -> 40000 with
@@ -875,6 +956,38 @@ mod tests {
         f.extend_from_slice(&[1; 12]);
         f.extend((0..kept).map(|i| i as u8));
         f
+    }
+
+    #[test]
+    fn iwarp_per_segment_only_when_asked() {
+        use super::{dissect, Config, IwarpLayer};
+        use crate::link::LinkType;
+        // An untagged Send FPDU of an RPC-over-RDMA RDMA_MSG from port 20049.
+        let mut ulpdu = std::vec![0x41, 0x43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0];
+        ulpdu.extend_from_slice(&[0x6d, 0x7a, 0x4c, 1, 0, 0, 0, 1, 0, 0, 0, 0x80, 0, 0, 0, 0]);
+        ulpdu.extend_from_slice(&[0; 12]);
+        let mut payload = u16::try_from(ulpdu.len()).unwrap().to_be_bytes().to_vec();
+        payload.extend_from_slice(&ulpdu);
+        payload.resize(
+            payload.len() + usize::from(crate::iwarp::mpa::pad_len(46)) + 4,
+            0,
+        );
+        let mut f = tcp_frame(payload.len(), 0);
+        f.extend_from_slice(&payload);
+        let off = dissect(LinkType::ETHERNET, &f, &Config::default());
+        assert!(off.iwarp.is_none() && off.rpcrdma().is_none() && off.stop.is_none());
+        let on = Config::default().with_iwarp_frames(true);
+        let d = dissect(LinkType::ETHERNET, &f, &on);
+        assert!(
+            matches!(d.iwarp, Some(IwarpLayer::Fpdus(_))),
+            "{:?}",
+            d.iwarp
+        );
+        assert_eq!(d.rpcrdma().map(|h| h.xid.0), Some(0x6d7a_4c01));
+        assert!(d.stop.is_none(), "{:?}", d.stop);
+        // Another port is not iWARP unless configured.
+        let elsewhere = on.with_iwarp_port(4420);
+        assert!(dissect(LinkType::ETHERNET, &f, &elsewhere).iwarp.is_none());
     }
 
     #[test]

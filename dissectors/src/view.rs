@@ -174,6 +174,9 @@ pub struct FrameView<'a> {
     /// IPv4 or IPv6 header.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ip: Option<IpView>,
+    /// iWARP (MPA, DDP, RDMAP) at the start of a TCP segment.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iwarp: Option<IwarpView<'a>>,
     /// Length of the frame on the wire (may exceed the captured bytes).
     pub len: u32,
     /// Local Route Header (native InfiniBand).
@@ -317,6 +320,7 @@ impl<'a> FrameView<'a> {
             ieth: d.ieth().map(|h| IethView { r_key: h.r_key }),
             immdt: d.immdt().map(|h| ImmDtView { imm: h.imm }),
             ip: d.ip.map(IpView::new),
+            iwarp: d.iwarp.as_ref().map(IwarpView::new),
             len: orig_len,
             lrh: d.lrh.map(|l| LrhView {
                 dlid: l.dlid,
@@ -1740,6 +1744,366 @@ pub struct ErrorView {
     pub message: Text<crate::Error>,
     /// Offset from the start of the frame.
     pub offset: usize,
+}
+
+use crate::iwarp::frame::MpaCrc;
+
+/// The iWARP a TCP segment starts with ([`crate::iwarp::frame`]).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+#[cfg_attr(feature = "schemars", derive(JsonSchema))]
+pub struct IwarpView<'a> {
+    /// `"setup"` (an MPA Request/Reply), `"fpdus"` (the payload starts at
+    /// an FPDU boundary) or `"continuation"` (it continues an FPDU from an
+    /// earlier segment; read it in stream order with the engine).
+    pub kind: &'static str,
+    /// Whether MPA CRCs were negotiated: `"on"`/`"off"` as configured
+    /// (`frames --mpa-crc`), or `"unknown"` (a CRC that matches is then
+    /// `"valid"`, a zero one `"none"`). Markers are not read per frame: a
+    /// stream with markers shows as continuations.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crc_mode: Option<&'static str>,
+    /// The FPDUs, in order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schemars", schemars(with = "Option<Vec<FpduView>>"))]
+    pub fpdus: Option<FpduListView<'a>>,
+    /// The MPA Request or Reply.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mpa: Option<MpaView>,
+}
+
+impl<'a> IwarpView<'a> {
+    /// The view of a segment's iWARP layer.
+    pub fn new(layer: &crate::iwarp::frame::IwarpLayer<'a>) -> Self {
+        use crate::iwarp::frame::IwarpLayer;
+        match layer {
+            IwarpLayer::Setup(m) => IwarpView {
+                kind: "setup",
+                crc_mode: None,
+                fpdus: None,
+                mpa: m.frame().map(|m| MpaView::new(&m)),
+            },
+            IwarpLayer::Fpdus(f) => IwarpView {
+                kind: "fpdus",
+                crc_mode: Some(match f.crc() {
+                    MpaCrc::On => "on",
+                    MpaCrc::Off => "off",
+                    _ => "unknown",
+                }),
+                fpdus: Some(FpduListView(*f)),
+                mpa: None,
+            },
+            _ => IwarpView {
+                kind: "continuation",
+                crc_mode: None,
+                fpdus: None,
+                mpa: None,
+            },
+        }
+    }
+}
+
+/// An MPA Request or Reply (RFC 5044 section 7.1, RFC 6581).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+#[cfg_attr(feature = "schemars", derive(JsonSchema))]
+pub struct MpaView {
+    /// C: CRCs wanted.
+    pub crc: bool,
+    /// Enhanced data (revision 2): inbound RDMA Read queue depth.
+    pub ird: Option<u16>,
+    /// `"MPA Request"` or `"MPA Reply"`.
+    pub kind: &'static str,
+    /// M: markers wanted.
+    pub markers: bool,
+    /// Enhanced data (revision 2): outbound RDMA Read queue depth.
+    pub ord: Option<u16>,
+    /// PD_Length: private data octets, enhanced data included.
+    pub pd_length: u16,
+    /// R: the connection is rejected.
+    pub reject: bool,
+    /// The five reserved bits.
+    pub res: u8,
+    /// Rev.
+    pub rev: u8,
+    /// The RFC 8797 RPC-over-RDMA private data, if the ULP's carries one.
+    pub rpcrdma_cm_private: Option<CmPrivateView>,
+}
+
+impl MpaView {
+    fn new(m: &crate::iwarp::mpa::RequestReply<'_>) -> Self {
+        MpaView {
+            crc: m.crc,
+            ird: m.enhanced.map(|e| e.ird),
+            kind: m.kind.name(),
+            markers: m.markers,
+            ord: m.enhanced.map(|e| e.ord),
+            pd_length: m.pd_length,
+            reject: m.reject,
+            res: m.reserved,
+            rev: m.revision,
+            rpcrdma_cm_private: m.rpcrdma().map(|(o, p)| CmPrivateView::new(o, p)),
+        }
+    }
+}
+
+/// A segment's FPDUs, serialized as a list without collecting them.
+#[derive(Debug, Clone, Copy)]
+pub struct FpduListView<'a>(crate::iwarp::frame::Fpdus<'a>);
+
+impl Serialize for FpduListView<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|r| match r {
+            Ok(f) => FpduView::new(&f),
+            Err(e) => FpduView::error(e),
+        }))
+    }
+}
+
+/// One FPDU: framing, DDP and RDMAP.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+#[cfg_attr(feature = "schemars", derive(JsonSchema))]
+pub struct FpduView {
+    /// `"valid"`, `"invalid"` or `"none"` (CRCs not in use: not checked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crc: Option<&'static str>,
+    /// The CRC field as sent (zero when CRCs are not in use).
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "exact::hex")]
+    #[cfg_attr(feature = "schemars", schemars(with = "Option<String>"))]
+    pub crc_value: Option<u32>,
+    /// DDP header.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ddp: Option<DdpView>,
+    /// Why the FPDU (or its DDP/RDMAP) did not parse.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorView>,
+    /// Offset of the FPDU in the frame.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<usize>,
+    /// RDMAP header and fields.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rdmap: Option<RdmapView>,
+    /// ULPDU_Length.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ulpdu_length: Option<u16>,
+}
+
+impl FpduView {
+    fn error(e: crate::error::Error) -> Self {
+        FpduView {
+            crc: None,
+            crc_value: None,
+            ddp: None,
+            error: Some(error_view(e)),
+            offset: None,
+            rdmap: None,
+            ulpdu_length: None,
+        }
+    }
+
+    fn new(f: &crate::iwarp::frame::IwarpFpdu<'_>) -> Self {
+        use crate::iwarp::mpa::CrcStatus;
+        let crc = match f.crc {
+            CrcStatus::NotNegotiated => "none",
+            CrcStatus::Valid => "valid",
+            CrcStatus::Invalid { .. } => "invalid",
+        };
+        let (ddp, rdmap, error) = match &f.segment {
+            Ok(s) => (Some(DdpView::new(&s.ddp)), Some(RdmapView::new(s)), None),
+            Err(e) => (None, None, Some(error_view(*e))),
+        };
+        FpduView {
+            crc: Some(crc),
+            crc_value: Some(f.crc_field),
+            ddp,
+            error,
+            offset: Some(f.offset),
+            rdmap,
+            ulpdu_length: Some(f.fpdu.ulpdu_length),
+        }
+    }
+}
+
+/// A DDP header (RFC 5041 section 4).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+#[cfg_attr(feature = "schemars", derive(JsonSchema))]
+pub struct DdpView {
+    /// DV.
+    pub dv: u8,
+    /// L: last segment of its message.
+    pub last: bool,
+    /// MO (untagged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mo: Option<u32>,
+    /// MSN (untagged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub msn: Option<u32>,
+    /// QN (untagged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qn: Option<u32>,
+    /// The four reserved bits.
+    pub rsvd: u8,
+    /// The four RsvdULP octets after RDMAP's control octet (untagged).
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "exact::hex")]
+    #[cfg_attr(feature = "schemars", schemars(with = "Option<String>"))]
+    pub rsvd_ulp: Option<u32>,
+    /// STag (tagged).
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "exact::hex")]
+    #[cfg_attr(feature = "schemars", schemars(with = "Option<String>"))]
+    pub stag: Option<u32>,
+    /// T: tagged.
+    pub tagged: bool,
+    /// Tagged Offset (tagged).
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "exact::hex")]
+    #[cfg_attr(feature = "schemars", schemars(with = "Option<String>"))]
+    pub to: Option<u64>,
+}
+
+impl DdpView {
+    fn new(h: &crate::iwarp::ddp::DdpHeader) -> Self {
+        use crate::iwarp::ddp::Placement;
+        let (stag, to, rsvd_ulp, qn, msn, mo) = match h.placement {
+            Placement::Tagged { stag, to } => (Some(stag), Some(to), None, None, None, None),
+            Placement::Untagged {
+                rsvd_ulp,
+                qn,
+                msn,
+                mo,
+            } => (None, None, Some(rsvd_ulp), Some(qn), Some(msn), Some(mo)),
+        };
+        DdpView {
+            dv: h.version,
+            last: h.last,
+            mo,
+            msn,
+            qn,
+            rsvd: h.reserved,
+            rsvd_ulp,
+            stag,
+            tagged: h.tagged(),
+            to,
+        }
+    }
+}
+
+/// The RDMAP header and its opcode's fields (RFC 5040 section 4).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+#[cfg_attr(feature = "schemars", derive(JsonSchema))]
+pub struct RdmapView {
+    /// The STag a Send with Invalidate invalidates.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "exact::hex")]
+    #[cfg_attr(feature = "schemars", schemars(with = "Option<String>"))]
+    pub inval_stag: Option<u32>,
+    /// Opcode number.
+    pub opcode: u8,
+    /// Opcode name.
+    pub opcode_name: &'static str,
+    /// A Read Request's fields.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_request: Option<ReadRequestView>,
+    /// The two reserved bits of the control octet.
+    pub rsv: u8,
+    /// A Terminate's fields.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub terminate: Option<TerminateView>,
+    /// RV.
+    pub version: u8,
+}
+
+impl RdmapView {
+    fn new(s: &crate::iwarp::rdmap::Segment<'_>) -> Self {
+        use crate::iwarp::rdmap::Body;
+        let (read_request, terminate) = match s.body {
+            Body::ReadRequest(r) => (
+                Some(ReadRequestView {
+                    rdmardsz: r.size,
+                    sink_stag: r.sink_stag,
+                    sink_to: r.sink_to,
+                    src_stag: r.source_stag,
+                    src_to: r.source_to,
+                }),
+                None,
+            ),
+            Body::Terminate(t) => (
+                None,
+                Some(TerminateView {
+                    code: t.code,
+                    error_name: t.error_name(),
+                    etype: t.etype,
+                    layer: match t.layer {
+                        crate::iwarp::rdmap::TermLayer::Rdmap => 0,
+                        crate::iwarp::rdmap::TermLayer::Ddp => 1,
+                        crate::iwarp::rdmap::TermLayer::Llp => 2,
+                        crate::iwarp::rdmap::TermLayer::Other(v) => v,
+                    },
+                    layer_name: t.layer.name(),
+                }),
+            ),
+            Body::Data(_) => (None, None),
+        };
+        RdmapView {
+            inval_stag: s.invalidate_stag,
+            opcode: s.ddp.ulp_control & 0x0f,
+            opcode_name: s.opcode.name(),
+            read_request,
+            rsv: (s.ddp.ulp_control >> 4) & 0x03,
+            terminate,
+            version: s.version,
+        }
+    }
+}
+
+/// An RDMA Read Request's fields (RFC 5040 section 4.4).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+#[cfg_attr(feature = "schemars", derive(JsonSchema))]
+pub struct ReadRequestView {
+    /// RDMA Read Message Size.
+    pub rdmardsz: u32,
+    /// Data Sink STag.
+    #[serde(serialize_with = "exact::hex")]
+    #[cfg_attr(feature = "schemars", schemars(with = "String"))]
+    pub sink_stag: u32,
+    /// Data Sink Tagged Offset.
+    #[serde(serialize_with = "exact::hex")]
+    #[cfg_attr(feature = "schemars", schemars(with = "String"))]
+    pub sink_to: u64,
+    /// Data Source STag.
+    #[serde(serialize_with = "exact::hex")]
+    #[cfg_attr(feature = "schemars", schemars(with = "String"))]
+    pub src_stag: u32,
+    /// Data Source Tagged Offset.
+    #[serde(serialize_with = "exact::hex")]
+    #[cfg_attr(feature = "schemars", schemars(with = "String"))]
+    pub src_to: u64,
+}
+
+/// A Terminate's fields (RFC 5040 section 4.8).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+#[cfg_attr(feature = "schemars", derive(JsonSchema))]
+pub struct TerminateView {
+    /// Error Code.
+    pub code: u8,
+    /// The error's name, or null when the RFCs do not name the combination.
+    pub error_name: Option<&'static str>,
+    /// EType.
+    pub etype: u8,
+    /// Layer number (0 RDMAP, 1 DDP, 2 LLP).
+    pub layer: u8,
+    /// Layer name.
+    pub layer_name: &'static str,
+}
+
+fn error_view(e: crate::Error) -> ErrorView {
+    ErrorView {
+        layer: e.layer().name(),
+        message: Text(e),
+        offset: e.offset(),
+    }
 }
 
 #[cfg(test)]

@@ -10,6 +10,10 @@
 use std::io::{self, Write};
 
 use rdma_dissectors::ib::icrc::IcrcStatus;
+use rdma_dissectors::iwarp::ddp::Placement;
+use rdma_dissectors::iwarp::frame::{IwarpFpdu, IwarpLayer};
+use rdma_dissectors::iwarp::mpa::CrcStatus;
+use rdma_dissectors::iwarp::rdmap::Body;
 use rdma_dissectors::oncrpc::MsgBody;
 use rdma_dissectors::stack::{self, Dissection};
 use rdma_dissectors::view::{CmView, FrameView};
@@ -187,6 +191,111 @@ fn compound_ops(n: &rdma_dissectors::nfs::CallSummary) -> String {
     format!("({})", ops.join(","))
 }
 
+/// The iWARP of a TCP segment: the MPA setup frame, or one summary per
+/// FPDU (`DDP T STag .. TO .. len ..`, `Send MSN .. MO ..`, ...).
+fn iwarp_text(layer: &IwarpLayer<'_>, s: &mut String) {
+    use std::fmt::Write as _;
+    let fpdus = match layer {
+        IwarpLayer::Setup(setup) => {
+            let Some(m) = setup.frame() else { return };
+            let _ = write!(
+                s,
+                " | {} rev {} M={} C={} R={} pd {}",
+                m.kind.name(),
+                m.revision,
+                u8::from(m.markers),
+                u8::from(m.crc),
+                u8::from(m.reject),
+                m.pd_length
+            );
+            if let Some(e) = m.enhanced {
+                let _ = write!(s, " ird {} ord {}", e.ird, e.ord);
+            }
+            if let Some((_, p)) = m.rpcrdma() {
+                if let Some(v) = p.v1() {
+                    let _ = write!(
+                        s,
+                        " | RPC/RDMA private v1 R={} send {} recv {}",
+                        u8::from(v.remote_invalidate),
+                        v.send_size,
+                        v.recv_size
+                    );
+                }
+            }
+            return;
+        }
+        IwarpLayer::Fpdus(f) => f,
+        _ => {
+            s.push_str(" | iWARP continuation (FPDU begun in an earlier segment)");
+            return;
+        }
+    };
+    if !fpdus.crc_known() {
+        s.push_str(" | MPA CRC unknown");
+    }
+    for item in fpdus.iter() {
+        match item {
+            Ok(f) => fpdu_text(&f, s),
+            Err(e) => {
+                let _ = write!(s, " | FPDU ERROR {e}");
+            }
+        }
+    }
+}
+
+fn fpdu_text(f: &IwarpFpdu<'_>, s: &mut String) {
+    use std::fmt::Write as _;
+    let seg = match &f.segment {
+        Ok(seg) => seg,
+        Err(e) => {
+            let _ = write!(s, " | FPDU len {} ERROR {e}", f.fpdu.ulpdu_length);
+            return;
+        }
+    };
+    let last = if seg.ddp.last { " L" } else { "" };
+    match (seg.body, seg.ddp.placement) {
+        (Body::ReadRequest(r), _) => {
+            let _ = write!(
+                s,
+                " | Read Request sink {:#x}:{:#x} src {:#x}:{:#x} len {}",
+                r.sink_stag, r.sink_to, r.source_stag, r.source_to, r.size
+            );
+        }
+        (Body::Terminate(t), _) => {
+            let _ = write!(
+                s,
+                " | Terminate {} type {} code {:#04x} ({})",
+                t.layer.name(),
+                t.etype,
+                t.code,
+                t.error_name().unwrap_or("unnamed")
+            );
+        }
+        (Body::Data(d), Placement::Tagged { stag, to }) => {
+            let _ = write!(
+                s,
+                " | {} DDP T STag {stag:#x} TO {to:#x} len {}{last}",
+                seg.opcode.name(),
+                d.len()
+            );
+        }
+        (Body::Data(d), Placement::Untagged { msn, mo, .. }) => {
+            let _ = write!(
+                s,
+                " | {} MSN {msn} MO {mo} len {}{last}",
+                seg.opcode.name(),
+                d.len()
+            );
+            if let Some(stag) = seg.invalidate_stag {
+                let _ = write!(s, " inval {stag:#x}");
+            }
+        }
+    }
+    if let CrcStatus::Invalid { found, computed } = f.crc {
+        let _ = write!(s, " BAD CRC {found:#010x} (expected {computed:#010x})");
+    }
+}
+
 /// One line of text for a frame.
 pub fn frame_text(number: u64, at: &str, orig_len: u32, d: &Dissection<'_>) -> String {
     let mut s = format!("{number:>6} {at} {orig_len:>5}");
@@ -203,6 +312,9 @@ pub fn frame_text(number: u64, at: &str, orig_len: u32, d: &Dissection<'_>) -> S
         if b.ack_req {
             s.push_str(" A");
         }
+    }
+    if let Some(layer) = &d.iwarp {
+        iwarp_text(layer, &mut s);
     }
     if let Some(r) = d.reth() {
         s.push_str(&format!(

@@ -17,6 +17,7 @@
 
 pub mod crc32c;
 pub mod ddp;
+pub mod frame;
 pub mod mpa;
 pub mod rdmap;
 

@@ -426,3 +426,120 @@ fn rdmap_and_ddp_errors() {
         })
     ));
 }
+
+/// A tagged RDMA Write DDP header.
+fn tagged(stag: u32, to: u64) -> Vec<u8> {
+    let mut h = vec![0xc1, 0x40];
+    h.extend_from_slice(&stag.to_be_bytes());
+    h.extend_from_slice(&to.to_be_bytes());
+    h
+}
+
+/// A segment of two FPDUs (a Write, then a Send of an RPC-over-RDMA
+/// header) with their CRC fields: computed when `crc`, zero otherwise.
+fn two_fpdus(crc: bool) -> Vec<u8> {
+    let mut write = tagged(0x1234_5678, 0xffff_8a80_0000_1000);
+    write.extend_from_slice(&[7; 9]);
+    let mut send = untagged(3, true, 0, 0, 5, 0);
+    send.extend_from_slice(&RPCRDMA_MSG);
+    let mut seg = Vec::new();
+    for u in [write, send] {
+        // `fpdu` writes the CRC field, zeros without CRCs.
+        seg.extend_from_slice(&fpdu(&u, crc));
+    }
+    seg
+}
+
+#[test]
+fn frame_reads_every_fpdu_of_a_segment() {
+    use super::frame::{self, IwarpLayer, MpaCrc};
+    let seg = two_fpdus(false);
+    let Ok(IwarpLayer::Fpdus(f)) = frame::dissect(&seg, 54, false, MpaCrc::Unknown) else {
+        panic!("not FPDUs");
+    };
+    assert!(!f.crc_known());
+    let fpdus: Vec<_> = f.iter().map(Result::unwrap).collect();
+    assert_eq!(fpdus.len(), 2);
+    assert_eq!((fpdus[0].offset, fpdus[0].fpdu.ulpdu_length), (54, 23));
+    // 2 + 23 + 3 pad + 4 CRC octets.
+    assert_eq!(fpdus[1].offset, 54 + 32);
+    let w = fpdus[0].segment.unwrap();
+    assert_eq!(w.opcode, Opcode::Write);
+    assert_eq!(
+        w.ddp.placement,
+        Placement::Tagged {
+            stag: 0x1234_5678,
+            to: 0xffff_8a80_0000_1000
+        }
+    );
+    // A zero CRC field with CRC use unknown: taken as "not in use".
+    assert_eq!(fpdus[0].crc, CrcStatus::NotNegotiated);
+    assert_eq!(fpdus[0].crc_field, 0);
+    assert!(!fpdus[0].starts_send() && fpdus[1].starts_send());
+    assert_eq!(fpdus[1].segment.unwrap().opcode, Opcode::Send);
+}
+
+#[test]
+fn frame_crc_verdict_follows_what_is_known() {
+    use super::frame::{self, IwarpLayer, MpaCrc};
+    let good = two_fpdus(true);
+    for (crc, want) in [
+        (MpaCrc::Unknown, CrcStatus::Valid),
+        (MpaCrc::On, CrcStatus::Valid),
+        (MpaCrc::Off, CrcStatus::NotNegotiated),
+    ] {
+        let Ok(IwarpLayer::Fpdus(f)) = frame::dissect(&good, 0, false, crc) else {
+            panic!("not FPDUs");
+        };
+        assert!(f.iter().all(|x| x.unwrap().crc == want), "{crc:?}");
+    }
+    // CRCs negotiated but the field is zero: a mismatch, not "none".
+    let zero = two_fpdus(false);
+    let Ok(IwarpLayer::Fpdus(f)) = frame::dissect(&zero, 0, false, MpaCrc::On) else {
+        panic!("not FPDUs");
+    };
+    let first = f.iter().next().unwrap().unwrap();
+    assert!(matches!(first.crc, CrcStatus::Invalid { found: 0, .. }));
+}
+
+#[test]
+fn frame_mid_fpdu_is_a_continuation_and_a_cut_tail_is_not_an_error() {
+    use super::frame::{self, IwarpLayer, MpaCrc};
+    let seg = two_fpdus(false);
+    // Starting 5 octets into the first FPDU: not a boundary.
+    assert_eq!(
+        frame::dissect(&seg[5..], 0, false, MpaCrc::Unknown),
+        Ok(IwarpLayer::Continuation)
+    );
+    // A segment ending inside its second FPDU, not cut by the capture:
+    // the FPDU goes on in the next segment, so one frame cannot read it.
+    let short = &seg[..40];
+    assert_eq!(
+        frame::dissect(short, 0, false, MpaCrc::Unknown),
+        Ok(IwarpLayer::Continuation)
+    );
+    // The same bytes cut by a snap length: the whole FPDU, then nothing.
+    let Ok(IwarpLayer::Fpdus(f)) = frame::dissect(short, 0, true, MpaCrc::Unknown) else {
+        panic!("not FPDUs");
+    };
+    assert_eq!(f.iter().count(), 1);
+    assert!(f.iter().all(|x| x.is_ok()));
+}
+
+#[test]
+fn frame_reads_the_mpa_setup_frame() {
+    use super::frame::{self, IwarpLayer, MpaCrc};
+    let mut req = b"MPA ID Req Frame".to_vec();
+    req.extend_from_slice(&[0x40, 1, 0, 0]);
+    let Some(m) = (match frame::dissect(&req, 0, false, MpaCrc::Unknown) {
+        Ok(IwarpLayer::Setup(s)) => s.frame(),
+        _ => None,
+    }) else {
+        panic!("not a setup frame");
+    };
+    assert_eq!((m.kind, m.crc, m.revision), (FrameKind::Request, true, 1));
+    // A bad revision is an error at its offset in the frame.
+    req[17] = 9;
+    let e = frame::dissect(&req, 66, false, MpaCrc::Unknown).unwrap_err();
+    assert_eq!(e.offset(), 66 + 17);
+}
