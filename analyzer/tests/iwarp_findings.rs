@@ -153,3 +153,45 @@ fn iwarp_findings_name_what_broke_and_where() {
     let states: Vec<CmState> = st.connections.values().map(|c| c.cm_state).collect();
     assert_eq!(states, [CmState::Established, CmState::Rejected]);
 }
+
+/// Flows to port 20049 that never close (a SYN flood, or a host with many
+/// mounts) cannot grow the iWARP table past the QP cap: each new flow at
+/// the cap forgets the stalest one, counted as a QP evicted, and the last
+/// flows are still followed (the newest connection is read whole).
+#[test]
+fn iwarp_flows_stay_under_the_qp_cap() {
+    let config = Config {
+        max_qps: 64,
+        ..Config::default()
+    };
+    let flows = 3000u16;
+    let mut frames = Vec::new();
+    for i in 0..flows {
+        // A data segment without MPA framing: followed for port 20049.
+        frames.push(tcp(2, (10_000 + i, 20049), 7, 0, &[0x55; 40]));
+    }
+    // Then one whole connection: its MPA exchange must still be read.
+    let (c, s) = ((40000, 20049), (20049, 40000));
+    let request = mpa_frame(mpa::KEY_REQUEST, 0x40);
+    let reply = mpa_frame(mpa::KEY_REPLY, 0x40);
+    frames.push(tcp(2, c, 100, SYN, &[]));
+    frames.push(tcp(1, s, 500, SYN, &[]));
+    frames.push(tcp(2, c, 101, 0, &request));
+    frames.push(tcp(1, s, 501, 0, &reply));
+    let path = scratch("flood");
+    write_pcap(&path, &frames);
+    let run = analyze::run_file(&path, config, |_| {}).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let cap = run.engine.limits().qps as u64;
+    let evicted = run.engine.state().evictions.qps;
+    assert!(cap < u64::from(flows), "cap {cap}");
+    // Every flow past the cap pushed one out: flows + the 2 directions of
+    // the last connection, less what the table holds at the end.
+    assert_eq!(evicted, u64::from(flows) + 2 - cap, "cap {cap}");
+    let conns = &run.engine.state().connections;
+    assert!(
+        conns.values().any(|c| c.cm_state == CmState::Established),
+        "the last connection is followed: {:?}",
+        conns.values().map(|c| c.cm_state).collect::<Vec<_>>()
+    );
+}

@@ -45,6 +45,9 @@ struct Direction {
     /// taken back when it finds some (they are then the octets a resync
     /// skipped, a capture that began mid-FPDU).
     unframed: u64,
+    /// When its last segment came: the stalest direction is forgotten
+    /// first when the table is full.
+    last_seen: u64,
 }
 
 /// An RDMA Read Request waiting for its responses.
@@ -129,12 +132,16 @@ impl Engine {
             src: SocketAddr::new(ip.source(), h.source_port),
             dst: SocketAddr::new(ip.destination(), h.destination_port),
         };
-        if let std::collections::hash_map::Entry::Vacant(v) = self.iwarp.dirs.entry(key) {
+        if !self.iwarp.dirs.contains_key(&key) {
             let opens = mpa::frame_kind(tcp.payload).is_some();
             if !(opens || h.has_port(NFS_RDMA_PORT)) {
                 return false;
             }
-            v.insert(Direction::default());
+            self.make_room_for_flow();
+            self.iwarp.dirs.insert(key, Direction::default());
+        }
+        if let Some(d) = self.iwarp.dirs.get_mut(&key) {
+            d.last_seen = ts;
         }
         self.state.totals.rdma_frames += 1;
         self.state.totals.iwarp.frames += 1;
@@ -568,6 +575,14 @@ impl Engine {
             }
         }
         let max = self.limits.reads_per_connection;
+        if !self.iwarp.reads.contains_key(&conn)
+            && self.iwarp.reads.len() >= self.limits.connections
+        {
+            // Connections evicted from the table leave their reads here:
+            // dropped once the map is as large as the connection cap.
+            let live = &self.state.connections;
+            self.iwarp.reads.retain(|c, _| live.contains_key(c));
+        }
         let reads = self.iwarp.reads.entry(conn).or_default();
         if reads.len() >= max {
             reads.pop_front();
@@ -667,6 +682,28 @@ impl Engine {
             self.iwarp.reads.remove(&id);
         }
         self.forget_flow(key, reverse, ended);
+    }
+
+    /// Keeps the directions followed under the QP cap (an iWARP endpoint
+    /// stands where a QP does): at the cap, the direction whose last segment
+    /// is oldest is forgotten, stream and all, and counted as a QP evicted.
+    /// Flows that never close, or a flood of SYNs to port 20049, cannot grow
+    /// the table; the scan runs only at the cap, over at most the cap.
+    fn make_room_for_flow(&mut self) {
+        if self.iwarp.dirs.len() < self.limits.qps {
+            return;
+        }
+        let stalest = self
+            .iwarp
+            .dirs
+            .iter()
+            .min_by_key(|(_, d)| d.last_seen)
+            .map(|(k, _)| *k);
+        if let Some(k) = stalest {
+            self.iwarp.dirs.remove(&k);
+            self.iwarp.streams.forget(k);
+            self.state.evictions.qps += 1;
+        }
     }
 
     /// Forgets both directions' state once the connection ended.
