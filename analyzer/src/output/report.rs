@@ -568,11 +568,20 @@ impl Report {
             t.calls,
             t.replies
         );
-        let _ = writeln!(
-            s,
-            "ICRC: {} valid, {} invalid, {} not checkable; {} retransmitted packets, {} PSN gaps",
-            t.icrc_valid, t.icrc_invalid, t.icrc_unchecked, t.retransmissions, t.psn_gaps
-        );
+        if t.iwarp.frames > 0 && t.rdma_frames == t.iwarp.frames {
+            // Zeros here would read as "checked, all well": iWARP has no
+            // ICRC or PSNs, TCP's sequence and the FPDU's CRC32c stand in.
+            let _ = writeln!(
+                s,
+                "ICRC and PSNs: not applicable (iWARP only: its CRC32c and stream holes are on the next line)"
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "ICRC: {} valid, {} invalid, {} not checkable; {} retransmitted packets, {} PSN gaps",
+                t.icrc_valid, t.icrc_invalid, t.icrc_unchecked, t.retransmissions, t.psn_gaps
+            );
+        }
         if t.iwarp.frames > 0 {
             let _ = writeln!(s, "{}", iwarp_line(&t.iwarp));
         }
