@@ -38,6 +38,9 @@ struct Direction {
     fin: bool,
     /// Whether CRCs were negotiated for this direction.
     crc: bool,
+    /// The M bit of the MPA frame this direction sent: its sender wants
+    /// markers in the stream it receives, the other direction.
+    wants_markers: bool,
     /// Whether the stream has delivered an MPA frame or an FPDU: until
     /// then its bytes are not known to be iWARP's.
     framed: bool,
@@ -315,6 +318,7 @@ impl Engine {
         }
         if let Some(d) = self.iwarp.dirs.get_mut(&at.key) {
             d.crc = f.crc;
+            d.wants_markers = f.markers;
         }
         self.bind_qp(client, id, server.addr, out);
         self.bind_qp(server, id, client.addr, out);
@@ -374,7 +378,14 @@ impl Engine {
         // side asks for markers on what it receives.
         let request_crc = self.iwarp.dirs.get(&reverse).is_some_and(|d| d.crc);
         let crc = request_crc || f.crc;
-        for (key, markers) in [(at.key, false), (reverse, f.markers)] {
+        // The client's Request asked for markers on what the server sends
+        // (`at.key`, this Reply's direction); the Reply for the client's.
+        let client_wants = self
+            .iwarp
+            .dirs
+            .get(&reverse)
+            .is_some_and(|d| d.wants_markers);
+        for (key, markers) in [(at.key, client_wants), (reverse, f.markers)] {
             if let Some(d) = self.iwarp.dirs.get_mut(&key) {
                 d.crc = crc;
             }
