@@ -10,7 +10,7 @@
 //! The TCP connection is the queue pair: an endpoint is
 //! `QpKey { addr: Addr::Iwarp(ip), qpn: port }`.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::net::SocketAddr;
 
 use rdma_dissectors::ib::bth::Position;
@@ -66,6 +66,9 @@ struct PendingRead {
 pub(crate) struct Iwarp {
     streams: Streams,
     dirs: Map<FlowKey, Direction>,
+    /// The directions by the time of their last segment: the stalest is
+    /// the one evicted at the cap, found without a scan.
+    ages: BTreeSet<(u64, FlowKey)>,
     reads: Map<ConnId, VecDeque<PendingRead>>,
     /// What the stream delivered for the frame being handled.
     delivered: Vec<Delivery>,
@@ -79,6 +82,7 @@ impl Iwarp {
         Iwarp {
             streams,
             dirs: Map::default(),
+            ages: BTreeSet::new(),
             reads: Map::default(),
             delivered: Vec::new(),
         }
@@ -141,10 +145,19 @@ impl Engine {
                 return false;
             }
             self.make_room_for_flow();
-            self.iwarp.dirs.insert(key, Direction::default());
+            let d = Direction {
+                last_seen: ts,
+                ..Direction::default()
+            };
+            self.iwarp.dirs.insert(key, d);
+            self.iwarp.ages.insert((ts, key));
         }
         if let Some(d) = self.iwarp.dirs.get_mut(&key) {
-            d.last_seen = ts;
+            if d.last_seen != ts {
+                self.iwarp.ages.remove(&(d.last_seen, key));
+                self.iwarp.ages.insert((ts, key));
+                d.last_seen = ts;
+            }
         }
         self.state.totals.rdma_frames += 1;
         self.state.totals.iwarp.frames += 1;
@@ -699,20 +712,19 @@ impl Engine {
     /// stands where a QP does): at the cap, the direction whose last segment
     /// is oldest is forgotten, stream and all, and counted as a QP evicted.
     /// Flows that never close, or a flood of SYNs to port 20049, cannot grow
-    /// the table; the scan runs only at the cap, over at most the cap.
+    /// the table; the stalest is the first of `ages`, no scan.
     fn make_room_for_flow(&mut self) {
         if self.iwarp.dirs.len() < self.limits.qps {
             return;
         }
-        let stalest = self
-            .iwarp
-            .dirs
-            .iter()
-            .min_by_key(|(_, d)| d.last_seen)
-            .map(|(k, _)| *k);
-        if let Some(k) = stalest {
+        if let Some((_, k)) = self.iwarp.ages.pop_first() {
             self.iwarp.dirs.remove(&k);
             self.iwarp.streams.forget(k);
+            // The stream state an MPA frame made for the other direction,
+            // which may never have sent a segment of its own.
+            if !self.iwarp.dirs.contains_key(&k.reverse()) {
+                self.iwarp.streams.forget(k.reverse());
+            }
             self.state.evictions.qps += 1;
         }
     }
@@ -722,7 +734,9 @@ impl Engine {
         if ended {
             for k in [key, reverse] {
                 self.iwarp.streams.forget(k);
-                self.iwarp.dirs.remove(&k);
+                if let Some(d) = self.iwarp.dirs.remove(&k) {
+                    self.iwarp.ages.remove(&(d.last_seen, k));
+                }
             }
         }
     }
