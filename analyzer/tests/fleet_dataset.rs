@@ -246,7 +246,10 @@ fn two_files_with_one_name_are_refused_before_anything_is_written() {
 /// `Transaction::procedure_label`, from the columns the query returns.
 fn label(row: &Value) -> String {
     match (row["program_name"].as_str(), row["procedure"].as_str()) {
-        (Some(p), Some(q)) => format!("{p} {q}"),
+        (Some(p), Some(q)) => match (row["version"].as_u64(), row["minorversion"].as_u64()) {
+            (Some(v), Some(m)) => format!("{p}v{v}.{m} {q}"),
+            _ => format!("{p} {q}"),
+        },
         (None, Some(q)) => q.to_string(),
         _ => match (row["program"].as_u64(), row["proc"].as_u64()) {
             (Some(p), Some(n)) => format!("prog {p} proc {n}"),

@@ -13,7 +13,8 @@ histogram's bucket error.
 import json
 import sys
 
-KEYS = "capture, program, program_name, proc, procedure, call_transfer, reply_transfer"
+# version and minorversion: NFSv4.1 and 4.2 are separate rows in the report.
+KEYS = "capture, program, program_name, version, minorversion, proc, procedure, call_transfer, reply_transfer"
 
 RESPONSE_TIMES = f"""
 WITH answered AS (
@@ -32,9 +33,9 @@ GROUP BY {KEYS}
 """
 
 UNANSWERED = """
-SELECT capture, program, program_name, proc, procedure, count(*) AS count
+SELECT capture, program, program_name, version, minorversion, proc, procedure, count(*) AS count
 FROM transactions WHERE reply_ts_ns IS NULL
-GROUP BY capture, program, program_name, proc, procedure
+GROUP BY capture, program, program_name, version, minorversion, proc, procedure
 """
 
 ANOMALIES = """
