@@ -27,7 +27,11 @@ pub fn format(p: &Probe) -> String {
 /// error says what could not be read.
 pub fn parse(text: &str, ts_ns: u64, seq: u64) -> Result<Probe, String> {
     let (cpu, tid, event) = split_prefix(text)?;
-    let mut p = Parser { s: event, at: 0 };
+    let mut p = Parser {
+        s: event,
+        at: 0,
+        depth: 0,
+    };
     let v = p.value()?;
     p.skip_ws();
     if p.at != p.s.len() {
@@ -82,7 +86,14 @@ enum V {
 struct Parser<'a> {
     s: &'a str,
     at: usize,
+    /// How deep `value` is nested: a dump is input like any other, and
+    /// `[[[[…` must be an error, not a stack overflow.
+    depth: usize,
 }
+
+/// Deeper than any record the recorder writes (a struct in a list in a
+/// struct), far below what the stack holds.
+const MAX_DEPTH: usize = 32;
 
 impl<'a> Parser<'a> {
     fn rest(&self) -> &'a str {
@@ -180,6 +191,19 @@ impl<'a> Parser<'a> {
     }
 
     fn value(&mut self) -> Result<V, String> {
+        if self.depth >= MAX_DEPTH {
+            return Err(format!(
+                "values nested deeper than {MAX_DEPTH} levels at byte {}",
+                self.at
+            ));
+        }
+        self.depth += 1;
+        let v = self.value_at_depth();
+        self.depth -= 1;
+        v
+    }
+
+    fn value_at_depth(&mut self) -> Result<V, String> {
         self.skip_ws();
         let rest = &self.s[self.at..];
         if rest.starts_with('"') {

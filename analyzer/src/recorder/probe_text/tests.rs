@@ -246,3 +246,14 @@ fn a_field_an_older_dump_lacks_is_unknown_and_a_damaged_record_says_where() {
         assert!(parse(bad, 0, 0).is_err(), "{bad:?} read as a record");
     }
 }
+
+/// A dump is input: a record nested a million levels deep is an error that
+/// says where, not a stack overflow that aborts the analyzer.
+#[test]
+fn a_record_nested_without_end_is_an_error() {
+    for open in ["[", "Some(", "S { a: "] {
+        let text = format!("cpu 0 tid 9: Reply {{ task: {} }}", open.repeat(1_000_000));
+        let e = parse(&text, 0, 0).unwrap_err();
+        assert!(e.contains("nested deeper than"), "{open}: {e}");
+    }
+}
