@@ -103,6 +103,10 @@ const DEFAULT_LIMIT: usize = 64 << 20;
 /// than a scaled TCP window of a fast link over a LAN's round trip.
 const DIRECTION_CAP: usize = 8 << 20;
 
+/// What one held piece costs beside its octets: its map entry and the
+/// allocator's share of the entry and of the octets' block.
+const ENTRY_COST: usize = std::mem::size_of::<(u64, Held)>() + 2 * crate::budget::MALLOC_OVERHEAD;
+
 /// A piece of the stream held out of order.
 #[derive(Debug)]
 struct Held {
@@ -127,10 +131,13 @@ impl Piece {
         }
     }
 
+    /// What holding it costs: its octets and its entry. Counting octets
+    /// alone let a stream of 1-octet or snap-length-cut segments, each its
+    /// own entry of ~100 bytes, hold a hundred times the limit.
     fn held(&self) -> usize {
         match self {
-            Piece::Data(d) => d.len(),
-            Piece::Lost(_) => 0,
+            Piece::Data(d) => d.len() + ENTRY_COST,
+            Piece::Lost(_) => ENTRY_COST,
         }
     }
 }

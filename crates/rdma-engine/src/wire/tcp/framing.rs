@@ -607,19 +607,29 @@ impl Framer {
 
     /// Two FPDUs in a row from `pos`, each plausible and, with `crc`,
     /// each with a CRC that checks.
+    ///
+    /// Both FPDUs must be buffered whole before either is parsed or its CRC
+    /// computed: a candidate waiting for more octets is looked at again on
+    /// every segment, and must cost a header read then, not a CRC over up to
+    /// 64 KiB (a stream trickled in 1-octet segments would pay it each time).
     fn pair(&self, pos: u64, crc: bool) -> Result<bool, NeedMore> {
+        let mut spans = [(0u64, 0u64); 2];
         let mut at = pos;
-        for _ in 0..2 {
+        for span in &mut spans {
             let head = self.get(at, 4).ok_or(NeedMore)?;
             if !plausible_header(head) {
                 return Ok(false);
             }
             let len = fpdu_len(head);
+            *span = (at, len);
+            at += len;
+        }
+        self.get(pos, (at - pos) as usize).ok_or(NeedMore)?;
+        for (at, len) in spans {
             let fpdu = self.get(at, len as usize).ok_or(NeedMore)?;
             if !plausible_fpdu(fpdu, crc) {
                 return Ok(false);
             }
-            at += len;
         }
         Ok(true)
     }

@@ -275,7 +275,7 @@ fn out_of_order_segments_wait_for_the_hole() {
     f.seg(0, &[], true, false);
     f.seg(201, &stream[200..], false, false);
     assert!(f.fpdus().is_empty());
-    assert_eq!(f.streams.bytes(), stream.len() - 200);
+    assert_eq!(f.streams.bytes(), stream.len() - 200 + super::ENTRY_COST);
     f.seg(1, &stream[..200], false, false);
     assert_eq!(f.fpdus(), s.clean);
     assert_eq!(f.streams.bytes(), 0);
@@ -531,7 +531,7 @@ fn forget_frees_what_a_direction_held() {
     let mut f = Feed::new();
     f.seg(0, &[], true, false);
     f.seg(500, &[7; 300], false, false);
-    assert_eq!(f.streams.bytes(), 300);
+    assert_eq!(f.streams.bytes(), 300 + super::ENTRY_COST);
     f.streams.forget(key());
     assert_eq!(f.streams.bytes(), 0);
 }
@@ -579,4 +579,31 @@ fn an_acknowledged_hole_is_given_up_at_once() {
     f.streams
         .acked(key(), 1 + stream.len() as u32, f.frame, 0, &mut f.out);
     assert_eq!(f.events().len(), 2);
+}
+
+/// Out-of-order segments of one octet each cost their entries, not just
+/// their octets: the limit holds them to what it says, and the oldest hole
+/// is given up rather than holding a hundred times the limit.
+#[test]
+fn one_octet_segments_count_their_entries_against_the_limit() {
+    let mut s = Sender::new(false, false);
+    s.sends(&[4000]);
+    let stream = request_stream(&s);
+    let mut f = Feed::negotiated(false, false);
+    let limit = 16 * 1024;
+    f.streams.set_limit(limit);
+    f.seg(0, &[], true, false);
+    // Octet 0 never comes; every other octet after it comes alone.
+    for at in (2..stream.len()).step_by(2) {
+        f.seg(1 + at as u32, &stream[at..at + 1], false, false);
+        assert!(
+            f.streams.bytes() <= limit,
+            "{} > {limit}",
+            f.streams.bytes()
+        );
+    }
+    assert!(
+        f.events().iter().any(|d| matches!(d, Delivery::Gap { .. })),
+        "the bound gave up a hole"
+    );
 }
