@@ -30,7 +30,8 @@ const MAX_BLOCK: u32 = 64 << 20;
 pub struct DumpRecords {
     /// Their probe records, by time.
     pub probes: Vec<Probe>,
-    /// Their mountstats snapshots: the file, the time, the text.
+    /// Their newest mountstats snapshot (at most one): the file, the time,
+    /// the text.
     pub mountstats: Vec<(PathBuf, u64, String)>,
     /// What could not be read, one sentence each (file, block, why).
     pub problems: Vec<String>,
@@ -162,7 +163,14 @@ fn take(path: &Path, offset: u64, data: &[u8], out: &mut DumpRecords) {
                 }
             }
         },
-        dump::KIND_MOUNTSTATS => out.mountstats.push((path.to_path_buf(), ts_ns, text)),
+        // Only the newest snapshot is shown: older ones are not kept, so a
+        // dump of many snapshots (each up to a block's 64 MiB) costs one.
+        dump::KIND_MOUNTSTATS => {
+            if out.mountstats.iter().all(|(_, t, _)| *t <= ts_ns) {
+                out.mountstats.clear();
+                out.mountstats.push((path.to_path_buf(), ts_ns, text));
+            }
+        }
         // A later version's record: nothing this one can show.
         _ => {}
     }
