@@ -165,11 +165,9 @@ fn take(path: &Path, offset: u64, data: &[u8], out: &mut DumpRecords) {
         },
         // Only the newest snapshot is shown: older ones are not kept, so a
         // dump of many snapshots (each up to a block's 64 MiB) costs one.
-        dump::KIND_MOUNTSTATS => {
-            if out.mountstats.iter().all(|(_, t, _)| *t <= ts_ns) {
-                out.mountstats.clear();
-                out.mountstats.push((path.to_path_buf(), ts_ns, text));
-            }
+        dump::KIND_MOUNTSTATS if out.mountstats.iter().all(|(_, t, _)| *t <= ts_ns) => {
+            out.mountstats.clear();
+            out.mountstats.push((path.to_path_buf(), ts_ns, text));
         }
         // A later version's record: nothing this one can show.
         _ => {}
