@@ -87,7 +87,19 @@ pub(super) struct Framer {
     skipped: u64,
     /// Hunt positions that look like an FPDU whose pair is not all here.
     pending: Vec<u64>,
+    /// Octets the hunt may still parse and CRC: each octet received adds
+    /// `HUNT_WORK_PER_OCTET`, each candidate pair takes its length. A stream
+    /// in which every octet looks like an FPDU header would otherwise cost a
+    /// CRC of up to 64 KiB per octet scanned.
+    hunt_credit: u64,
 }
+
+/// Hunt work allowed per octet received (octets parsed and CRC'd): enough
+/// for real streams, where few positions pass the header test, and linear in
+/// the input for hostile ones.
+const HUNT_WORK_PER_OCTET: u64 = 64;
+/// The most credit saved up: two of the largest FPDUs.
+const HUNT_CREDIT_CAP: u64 = 4 * 65_540;
 
 /// A decision the hunt cannot take yet.
 struct NeedMore;
@@ -107,6 +119,7 @@ impl Framer {
             learned_crc: None,
             skipped: 0,
             pending: Vec::new(),
+            hunt_credit: 0,
         }
     }
 
@@ -190,6 +203,9 @@ impl Framer {
             self.sources.push_back((at, frame, ts));
         }
         self.buf.extend_from_slice(data);
+        self.hunt_credit = (self.hunt_credit)
+            .saturating_add(HUNT_WORK_PER_OCTET.saturating_mul(data.len() as u64))
+            .min(HUNT_CREDIT_CAP);
         self.run(out);
     }
 
@@ -516,6 +532,13 @@ impl Framer {
         }
         let mut scan = from;
         while found.is_none() && scan + 4 <= self.end() {
+            let cost = self.pair_len(scan);
+            if cost > self.hunt_credit {
+                // Out of work for now: the scan goes on from here when
+                // more octets (and so more credit) come.
+                break;
+            }
+            self.hunt_credit -= cost;
             match self.candidate(scan) {
                 Ok(Some(v)) => found = Some((scan, v)),
                 Ok(None) => {}
@@ -576,6 +599,25 @@ impl Framer {
             }
             m += INTERVAL;
         }
+    }
+
+    /// Octets a candidate pair at `pos` would have parsed and CRC'd: 0 when
+    /// its first header is not plausible or the pair is not all here (then
+    /// `candidate` reads headers only).
+    fn pair_len(&self, pos: u64) -> u64 {
+        let Some(head) = self.get(pos, 4).filter(|h| plausible_header(h)) else {
+            return 0;
+        };
+        let first = fpdu_len(head);
+        let Some(next) = self.get(pos + first, 4) else {
+            return 0;
+        };
+        let total = first + fpdu_len(next);
+        if self.get(pos, total as usize).is_none() {
+            return 0;
+        }
+        // CRCs are tried both ways when not known: twice the work.
+        total * if self.crc().is_none() { 2 } else { 1 }
     }
 
     /// Whether an FPDU and the next one start at `pos`: `Some((crc,
