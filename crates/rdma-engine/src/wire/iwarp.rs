@@ -572,32 +572,12 @@ impl Engine {
         out: &mut Vec<Finding>,
     ) {
         let (stag, to, size) = (req.source_stag, req.source_to, req.size);
-        let target = self.find_segment(conn, stag, to, size, |k| k == ChunkKind::Read);
-        if target.is_none() {
-            let reth = rdma_dissectors::ib::Reth {
-                va: to,
-                r_key: stag,
-                dma_length: size,
-            };
-            self.outside_chunk(out, at.frame, conn, "RDMA Read", reth);
-        }
-        let cap = self.config.max_ladder_steps;
-        if let Some(tg) = target {
-            if let Some(t) = self
-                .conns
-                .corr
-                .get_mut(&conn)
-                .and_then(|c| c.calls.latest_mut(&tg.txn()))
-            {
-                t.first_read_ts.get_or_insert(at.ts);
-                let what = StepWhat::RdmaReadRequest {
-                    rkey: stag,
-                    va: to,
-                    len: size,
-                };
-                t.rec.responder_step(cap, at.frame, at.ts, what);
-            }
-        }
+        let reth = rdma_dissectors::ib::Reth {
+            va: to,
+            r_key: stag,
+            dma_length: size,
+        };
+        let target = self.read_requested(out, (at.frame, at.ts), conn, "RDMA Read", reth);
         let max = self.limits.reads_per_connection;
         if !self.iwarp.reads.contains_key(&conn)
             && self.iwarp.reads.len() >= self.limits.connections

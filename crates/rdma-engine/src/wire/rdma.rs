@@ -726,6 +726,43 @@ impl Engine {
         Some(id)
     }
 
+    /// An RDMA Read request for `reth` on `conn` (RoCE's READ Request or
+    /// iWARP's Read Request, `what` naming it): the read chunk segment it
+    /// pulls, or an outside-chunk finding; the call's first read time and
+    /// its ladder step. Returns the segment.
+    pub(super) fn read_requested(
+        &mut self,
+        out: &mut Vec<Finding>,
+        (frame, ts): (u64, u64),
+        conn: ConnId,
+        what: &str,
+        reth: rdma_dissectors::ib::Reth,
+    ) -> Option<SegmentRef> {
+        let target = self.find_segment(conn, reth.r_key, reth.va, reth.dma_length, |k| {
+            k == ChunkKind::Read
+        });
+        let Some(tg) = target else {
+            self.outside_chunk(out, frame, conn, what, reth);
+            return None;
+        };
+        let cap = self.config.max_ladder_steps;
+        if let Some(t) = self
+            .conns
+            .corr
+            .get_mut(&conn)
+            .and_then(|c| c.calls.latest_mut(&tg.txn()))
+        {
+            t.first_read_ts.get_or_insert(ts);
+            let step = StepWhat::RdmaReadRequest {
+                rkey: reth.r_key,
+                va: reth.va,
+                len: reth.dma_length,
+            };
+            t.rec.responder_step(cap, frame, ts, step);
+        }
+        target
+    }
+
     fn read_request(
         &mut self,
         number: u64,
@@ -743,33 +780,7 @@ impl Engine {
             None => self.pair_by_rkey(dest, d, reth.r_key, out),
         };
         let Some(conn) = conn else { return };
-        let target = self.find_segment(conn, reth.r_key, reth.va, reth.dma_length, |k| {
-            k == ChunkKind::Read
-        });
-        if target.is_none() {
-            self.outside_chunk(out, number, conn, "RDMA READ", reth);
-        }
-        let cap = self.config.max_ladder_steps;
-        if let Some(tg) = target {
-            if let Some(t) = self
-                .conns
-                .corr
-                .get_mut(&conn)
-                .and_then(|c| c.calls.latest_mut(&tg.txn()))
-            {
-                t.first_read_ts.get_or_insert(ts);
-                t.rec.responder_step(
-                    cap,
-                    number,
-                    ts,
-                    StepWhat::RdmaReadRequest {
-                        rkey: reth.r_key,
-                        va: reth.va,
-                        len: reth.dma_length,
-                    },
-                );
-            }
-        }
+        let target = self.read_requested(out, (number, ts), conn, "RDMA READ", reth);
         let max = self.limits.reads_per_connection;
         let mut evicted = false;
         if let Some(corr) = self.conns.corr.get_mut(&conn) {
