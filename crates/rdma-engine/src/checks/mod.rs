@@ -21,8 +21,11 @@
 //! | [`on_reply_sent`] | `wire/call.rs` `finish_txn` | [`rfc8166::time_went_backwards`], [`rfc8797::invalidated_foreign_stag`], [`rfc8797::remote_invalidation_not_negotiated`] |
 //! | on_cm | `wire/conn.rs` | [`iba::cm_bad_transition`], [`iba::connection_rejected`] |
 //! | on_close | `wire/conn.rs` `unanswered` | [`rfc8166::call_without_reply`] |
+//! | on_mpa | `wire/iwarp.rs` `mpa_frame`, `mpa_reply` | [`iwarp::setup_malformed`], [`iwarp::mpa_reject`] |
+//! | on_fpdu | `wire/iwarp.rs` `fpdu`, `segment` | [`iwarp::fpdu_malformed`], [`iwarp::crc`], [`iwarp::segment_violation`], [`iwarp::terminate`] |
 
 pub(crate) mod iba;
+pub(crate) mod iwarp;
 pub(crate) mod rfc8166;
 pub(crate) mod rfc8797;
 

@@ -26,7 +26,7 @@ use super::state::{Message, SegmentRef};
 use super::tcp::{Delivery, FlowKey, Streams, TcpSegment};
 use crate::keys::{Addr, ConnId, Map, QpKey};
 use crate::model::{v1, Carries, ChunkKind, CmEvent, CmMsg, CmState, Role, StepWhat};
-use crate::{Engine, Finding, Kind};
+use crate::{checks, Engine, Finding};
 
 /// One direction of an iWARP connection, as far as this side follows it.
 #[derive(Debug, Default)]
@@ -287,8 +287,8 @@ impl Engine {
             Ok((f, _)) => f,
             Err(e) => {
                 self.state.totals.not_decoded.mpa_setup += 1;
-                let msg = format!("MPA frame from {} could not be dissected: {e}", at.key.src);
-                return self.anomaly(out, Kind::Malformed, vec![at.frame], None, None, msg);
+                let v = checks::iwarp::setup_malformed(at.key.src, &e);
+                return self.raise(out, v, vec![at.frame], None, None);
             }
         };
         let private = f.rpcrdma().map(|(_, p)| p);
@@ -370,11 +370,8 @@ impl Engine {
         if f.reject {
             c.cm_state = CmState::Rejected;
             self.state.totals.iwarp.mpa_rejects += 1;
-            let msg = format!(
-                "{} rejected the MPA Request from {} (RFC 5044 7.1): no RDMA connection was made",
-                at.key.src, at.key.dst
-            );
-            return self.anomaly(out, Kind::MpaReject, vec![at.frame], Some(id), None, msg);
+            let v = checks::iwarp::mpa_reject(at.key.src, at.key.dst);
+            return self.raise(out, v, vec![at.frame], Some(id), None);
         }
         c.cm_state = CmState::Established;
         c.negotiated = Some(rpcrdma_cm::negotiate(
@@ -426,26 +423,19 @@ impl Engine {
                 f
             }
             Err(e) => {
-                let msg = format!("FPDU from {} could not be dissected: {e}", at.key.src);
-                return self.anomaly(out, Kind::Malformed, vec![at.frame], conn, None, msg);
+                let v = checks::iwarp::fpdu_malformed(at.key.src, &e);
+                return self.raise(out, v, vec![at.frame], conn, None);
             }
         };
-        if let CrcStatus::Invalid { found, computed } = fpdu.crc {
+        if let Some(v) = checks::iwarp::crc(fpdu.crc, at.key.src, at.frame) {
             self.state.totals.iwarp.crc_invalid += 1;
-            let msg = format!(
-                "FPDU from {} ending in frame {}: CRC32c {found:#010x} found, {computed:#010x} computed; its segment is not used",
-                at.key.src, at.frame
-            );
-            return self.anomaly(out, Kind::MpaCrcMismatch, vec![at.frame], conn, None, msg);
+            return self.raise(out, v, vec![at.frame], conn, None);
         }
         let seg = match Segment::parse(fpdu.ulpdu) {
             Ok(s) => s,
             Err(e) => {
-                let msg = format!(
-                    "DDP/RDMAP segment from {} in frame {}: {e}; the receiver must terminate the connection",
-                    at.key.src, at.frame
-                );
-                return self.anomaly(out, Kind::IwarpViolation, vec![at.frame], conn, None, msg);
+                let v = checks::iwarp::segment_violation(at.key.src, at.frame, &e);
+                return self.raise(out, v, vec![at.frame], conn, None);
             }
         };
         self.count_segment(&seg);
@@ -508,17 +498,8 @@ impl Engine {
                 }
             }
             (Body::Terminate(t), _) => {
-                let name = t
-                    .error_name()
-                    .unwrap_or("an error code the RFCs do not name");
-                let msg = format!(
-                    "{} terminated the iWARP connection: {} error, type {:#x}, code {:#04x} ({name})",
-                    at.key.src,
-                    t.layer.name(),
-                    t.etype,
-                    t.code
-                );
-                self.anomaly(out, Kind::IwarpTerminate, vec![at.frame], conn, None, msg);
+                let v = checks::iwarp::terminate(at.key.src, &t);
+                self.raise(out, v, vec![at.frame], conn, None);
             }
             _ => {}
         }
