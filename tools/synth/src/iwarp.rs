@@ -399,9 +399,6 @@ pub fn validate(o: &IwarpOptions) -> Result<(), Error> {
     if o.faults.contains(&Fault::BadCrc) && !o.crc {
         return bad("bad_crc needs CRCs: leave out --no-crc");
     }
-    if o.faults.contains(&Fault::MidStream) && o.markers {
-        return bad("mid_stream with --markers: without the MPA exchange nothing says markers are on or where they count from, so no reader can take them out; use one or the other");
-    }
     let segments = o.faults.iter().any(|f| {
         matches!(
             f,
@@ -1037,9 +1034,11 @@ impl Gen {
         };
         let fpdus = self.planned.iter().enumerate().filter(|(_, p)| p.dir == d);
         // A mid-stream start: framing resumes at the first FPDU that
-        // starts at or after the first octet captured.
+        // starts at or after the first octet captured, markers or not
+        // (a reader finds them from the first FPDU that has one).
         let mut resume = None;
-        if t.mpa_frame.is_none() {
+        let mid_stream = t.mpa_frame.is_none();
+        if mid_stream {
             resume = landed.first().map(|l| l.1);
         }
         let lost = self
@@ -1057,14 +1056,22 @@ impl Gen {
                 continue;
             }
             if let Some(from) = resume {
-                let Some(at) = self.resume_at(d, from, p) else {
+                // Only the first resync of a mid-stream start hunts without
+                // knowing the markers; by a later gap the reader has met one.
+                let first = !t
+                    .events
+                    .iter()
+                    .any(|e| matches!(e, StreamEvent::Resync { .. }));
+                let Some(at) = self.resume_at(d, from, p, mid_stream && first) else {
                     continue;
                 };
-                // A marker or CRCs confirm the boundary; lengths alone do not.
+                // A marker negotiated or CRCs confirm the boundary;
+                // lengths alone do not, nor markers found in the stream
+                // without a CRC to check them.
                 t.events.push(StreamEvent::Resync {
                     frame: first_cover(landed, at).unwrap_or(0),
                     skipped: p.start - from,
-                    certain: self.o.crc || self.o.markers,
+                    certain: self.o.crc || self.o.markers && !mid_stream,
                 });
                 resume = None;
             }
@@ -1090,12 +1097,15 @@ impl Gen {
     /// and the octet whose frame it names: without markers the first
     /// FPDU at or after `from` (the hunt tries each position in turn);
     /// with markers the FPDU the first marker at or after `from` points
-    /// into (RFC 5044 section 4.3), which may be a later one.
-    fn resume_at(&self, d: usize, from: u64, p: &Planned) -> Option<u64> {
+    /// into (RFC 5044 section 4.3), which may be a later one. A reader that
+    /// started mid-stream does not know where markers sit until an FPDU
+    /// shows one: it hunts as without them.
+    fn resume_at(&self, d: usize, from: u64, p: &Planned, mid_stream: bool) -> Option<u64> {
         if p.start < from {
             return None;
         }
-        let Some(base) = self.ends[d].base.filter(|_| self.o.markers) else {
+        let negotiated = self.o.markers && !mid_stream;
+        let Some(base) = self.ends[d].base.filter(|_| negotiated) else {
             return Some(p.start);
         };
         let into = (from - base) % mpa::MARKER_INTERVAL;

@@ -17,6 +17,7 @@
 //! passed over (counted in the next `Resync`). Nothing grows unbounded.
 
 mod framing;
+mod markers;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

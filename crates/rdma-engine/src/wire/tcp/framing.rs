@@ -15,14 +15,12 @@
 
 use std::collections::VecDeque;
 
+mod undecided;
+
 use rdma_dissectors::iwarp::{crc32c, ddp, mpa, rdmap};
 
+use super::markers::{self, INTERVAL, MARKER};
 use super::Delivery;
-
-/// Stream octets between markers (RFC 5044 section 4.3).
-const INTERVAL: u64 = mpa::MARKER_INTERVAL;
-/// Octets of a marker.
-const MARKER: u64 = mpa::MARKER_LEN as u64;
 /// Buffered octets past which the consumed head of the buffer is dropped.
 const COMPACT_AT: usize = 16 << 10;
 /// Buffer room given back once the buffer empties.
@@ -83,6 +81,20 @@ pub(super) struct Framer {
     peer: Option<Flags>,
     /// What the hunt found when neither told: CRCs that check, or none.
     learned_crc: Option<bool>,
+    /// Markers when no MPA frame told (a mid-stream start): found from
+    /// a marker inside an FPDU that points back to its start, or ruled
+    /// out after a marker interval of FPDUs read without one.
+    learned_markers: Option<bool>,
+    /// Where the run of FPDUs read without markers, while they were
+    /// undecided, began: once it covers a marker interval, a marked
+    /// stream would have shown one.
+    plain_since: Option<u64>,
+    /// The last FPDU read both ways while markers were undecided, and the
+    /// marker it showed.
+    tried: Option<(u64, Option<u64>)>,
+    /// Hunt candidates' first FPDUs read while markers were undecided
+    /// (position, CRC tried, where it ends and the markers it showed).
+    judged: Vec<(u64, bool, undecided::Verdict)>,
     /// Octets passed over unread since framing was last in step.
     skipped: u64,
     /// Hunt positions that look like an FPDU whose pair is not all here.
@@ -117,6 +129,10 @@ impl Framer {
             own: None,
             peer: None,
             learned_crc: None,
+            learned_markers: None,
+            plain_since: None,
+            tried: None,
+            judged: Vec::new(),
             skipped: 0,
             pending: Vec::new(),
             hunt_credit: 0,
@@ -145,9 +161,24 @@ impl Framer {
         self.peer = Some(f);
     }
 
-    /// Markers run in this direction when its receiver asked for them.
+    /// Whether markers run in this direction: its receiver's MPA frame
+    /// says, else what the stream showed; `None` while neither did.
+    fn markers_known(&self) -> Option<bool> {
+        self.explicit
+            .or(self.peer)
+            .map(|f| f.markers)
+            .or(self.learned_markers)
+    }
+
+    /// Markers run in this direction when its receiver asked for them
+    /// (or the stream showed them) and where they count from is known.
     fn markers(&self) -> bool {
-        self.explicit.or(self.peer).is_some_and(|f| f.markers) && self.base.is_some()
+        self.markers_known() == Some(true) && self.base.is_some()
+    }
+
+    /// The marker base framing reads with: `None` without markers.
+    fn marker_base(&self) -> Option<u64> {
+        self.base.filter(|_| self.markers())
     }
 
     /// CRCs run when either end asked (RFC 5044 section 7.1); `None`
@@ -291,6 +322,8 @@ impl Framer {
 
     fn clear(&mut self, at: u64) {
         self.pending.clear();
+        self.judged.clear();
+        self.plain_since = None;
         self.buf = Vec::new();
         self.head = 0;
         self.start = at;
@@ -405,54 +438,14 @@ impl Framer {
         true
     }
 
-    /// The stream position after `n` marker-free octets from `at`: a
-    /// marker at `at` itself belongs to the FPDU that starts there
-    /// (FPDUPTR 0), one right after the last octet to the next.
-    fn advance(&self, at: u64, n: u64) -> u64 {
-        let Some(base) = self.base.filter(|_| self.markers()) else {
-            return at + n;
-        };
-        let (mut pos, mut left) = (at, n);
-        loop {
-            let into = pos.saturating_sub(base) % INTERVAL;
-            if pos >= base && into < MARKER && (left > 0 || pos == at) {
-                pos += MARKER - into;
-                continue;
-            }
-            if left == 0 {
-                return pos;
-            }
-            let take = (INTERVAL - into).min(left);
-            pos += take;
-            left -= take;
-        }
-    }
-
     /// The marker-free octets of `[at, end)`, if buffered.
     fn strip(&self, at: u64, end: u64) -> Option<Vec<u8>> {
+        self.strip_with(self.marker_base(), at, end)
+    }
+
+    fn strip_with(&self, base: Option<u64>, at: u64, end: u64) -> Option<Vec<u8>> {
         let raw = self.get(at, usize::try_from(end.checked_sub(at)?).ok()?)?;
-        let Some(base) = self.base.filter(|_| self.markers()) else {
-            return Some(raw.to_vec());
-        };
-        let mut out = Vec::with_capacity(raw.len());
-        let mut pos = at;
-        let mut rest = raw;
-        while !rest.is_empty() {
-            let into = pos.saturating_sub(base) % INTERVAL;
-            let (keep, n) = if pos >= base && into < MARKER {
-                (false, MARKER - into)
-            } else {
-                (true, INTERVAL - into)
-            };
-            let n = usize::try_from(n).unwrap_or(usize::MAX).min(rest.len());
-            let (chunk, tail) = rest.split_at(n);
-            if keep {
-                out.extend_from_slice(chunk);
-            }
-            rest = tail;
-            pos += n as u64;
-        }
-        Some(out)
+        Some(markers::strip(base, at, raw))
     }
 
     /// Stream octets of the FPDU at the head, markers included, once its
@@ -465,15 +458,21 @@ impl Framer {
 
     /// Where the FPDU at `at` ends and where its CRC starts.
     fn fpdu_span(&self, at: u64, crc: bool) -> Option<(u64, u64)> {
-        let hdr = self.strip(at, self.advance(at, 2))?;
-        let ulen = u16::from_be_bytes(*hdr.first_chunk::<2>()?);
-        let body = 2 + u64::from(ulen) + u64::from(mpa::pad_len(ulen));
-        let crc_at = self.advance(at, body);
-        let crc_at = self.advance(crc_at, 0);
         // The CRC field ends every FPDU, negotiated or not (RFC 5044
         // section 4.1); only its check depends on `crc`.
         let _ = crc;
-        Some((self.advance(at, body + 4), crc_at))
+        self.span_with(self.marker_base(), at)
+    }
+
+    /// Where the FPDU at `at` ends and where its CRC starts, read with
+    /// markers counted from `base` (none if `None`).
+    fn span_with(&self, base: Option<u64>, at: u64) -> Option<(u64, u64)> {
+        let hdr = self.strip_with(base, at, markers::advance(base, at, 2))?;
+        let ulen = u16::from_be_bytes(*hdr.first_chunk::<2>()?);
+        let body = 2 + u64::from(ulen) + u64::from(mpa::pad_len(ulen));
+        let crc_at = markers::advance(base, at, body);
+        let crc_at = markers::advance(base, crc_at, 0);
+        Some((markers::advance(base, at, body + 4), crc_at))
     }
 
     fn fpdu(&mut self, out: &mut Vec<Delivery>) -> bool {
@@ -485,6 +484,15 @@ impl Framer {
             self.phase = Phase::Hunt { from: at };
             return true;
         };
+        if self.markers_known().is_none() {
+            // A mid-stream start: each FPDU may show markers the MPA
+            // exchange would have announced.
+            match self.reading(at, crc) {
+                Err(NeedMore) => return false,
+                Ok(Some(m)) => self.learn_markers(m),
+                Ok(None) => self.read_plain(at),
+            }
+        }
         let Some((end, crc_at)) = self.fpdu_span(at, crc) else {
             return false;
         };
@@ -546,11 +554,14 @@ impl Framer {
             }
             scan += 1;
         }
-        if let Some((pos, (crc, certain))) = found {
+        if let Some((pos, (crc, certain, base))) = found {
             self.skipped += pos - self.head_pos();
             self.consume_to(pos);
             if self.crc().is_none() {
                 self.learned_crc = Some(crc);
+            }
+            if let Some(m) = base {
+                self.learn_markers(m);
             }
             let (frame, ts) = self.source(pos);
             self.phase = Phase::Fpdu;
@@ -594,7 +605,10 @@ impl Framer {
                 self.consume_to(s);
                 let (frame, ts) = self.source(m);
                 self.phase = Phase::Fpdu;
-                self.resync(true, frame, ts, out);
+                // Markers found in the stream, not announced, confirm a
+                // boundary only as far as a CRC confirmed them.
+                let certain = self.explicit.or(self.peer).is_some() || self.crc() == Some(true);
+                self.resync(certain, frame, ts, out);
                 return true;
             }
             m += INTERVAL;
@@ -605,6 +619,9 @@ impl Framer {
     /// its first header is not plausible or the pair is not all here (then
     /// `candidate` reads headers only).
     fn pair_len(&self, pos: u64) -> u64 {
+        if self.markers_known().is_none() {
+            return self.undecided_pair_len(pos);
+        }
         let Some(head) = self.get(pos, 4).filter(|h| plausible_header(h)) else {
             return 0;
         };
@@ -620,11 +637,34 @@ impl Framer {
         total * if self.crc().is_none() { 2 } else { 1 }
     }
 
-    /// Whether an FPDU and the next one start at `pos`: `Some((crc,
-    /// certain))` when they do, CRCs tried first unless known absent.
-    fn candidate(&self, pos: u64) -> Result<Option<(bool, bool)>, NeedMore> {
+    /// `pair_len` while markers are undecided: each FPDU may be read
+    /// both ways, and scanned for its marker.
+    fn undecided_pair_len(&self, pos: u64) -> u64 {
+        let Some(need) = self.fpdu_need(pos).filter(|&n| n > 0) else {
+            return 0;
+        };
+        if self
+            .get(pos, usize::try_from(need).unwrap_or(usize::MAX))
+            .is_none()
+        {
+            return 0;
+        }
+        // The second FPDU, where it starts without markers: its length
+        // stands for what its reading will cost.
+        let len = self.get(pos, 4).map_or(0, fpdu_len);
+        let second = self.fpdu_need(pos + len).unwrap_or(0);
+        let tries = if self.crc().is_none() { 2 } else { 1 };
+        tries * 2 * (need + second + 2 * (INTERVAL + MARKER))
+    }
+
+    /// Whether an FPDU and the next one start at `pos`:
+    /// `Some((crc, certain, base))` when they do (`base`: the markers
+    /// the pair showed), CRCs tried first unless known absent.
+    fn candidate(&mut self, pos: u64) -> Result<Option<(bool, bool, Option<u64>)>, NeedMore> {
         let head = self.get(pos, 4).ok_or(NeedMore)?;
-        if !plausible_header(head) {
+        let undecided = self.markers_known().is_none();
+        // Undecided, a zero word may be the marker an FPDU starts with.
+        if !(plausible_header(head) || undecided && head == [0, 0, 0, 0]) {
             return Ok(None);
         }
         let tries: &[bool] = match self.crc() {
@@ -634,9 +674,14 @@ impl Framer {
         };
         let mut wait = false;
         for &crc in tries {
-            match self.pair(pos, crc) {
-                Ok(true) => return Ok(Some((crc, crc))),
-                Ok(false) => {}
+            let pair = if undecided {
+                self.pair_undecided(pos, crc)
+            } else {
+                self.pair(pos, crc).map(|ok| ok.then_some(None))
+            };
+            match pair {
+                Ok(Some(base)) => return Ok(Some((crc, crc, base))),
+                Ok(None) => {}
                 Err(NeedMore) => wait = true,
             }
         }
