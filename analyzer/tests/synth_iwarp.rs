@@ -191,3 +191,68 @@ fn the_engine_reads_generated_captures_whole() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A capture that starts mid-stream on a connection with markers: the
+/// engine finds them from the FPDUs (no MPA exchange announces them) and
+/// reads every transaction the sidecar says a reader can put together,
+/// with no CRC, framing or DDP finding; its two resynchronisations (one a
+/// direction) are certain exactly when CRCs confirm them. tshark needs
+/// the MPA Request to decode iWARP, so it decodes nothing of such a
+/// capture and is not asked.
+#[test]
+fn the_engine_finds_the_markers_of_a_mid_stream_capture() {
+    let dir = std::env::temp_dir().join(format!("synth-iwarp-mid-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for crc in [true, false] {
+        let o = IwarpOptions {
+            markers: true,
+            crc,
+            faults: vec![Fault::MidStream],
+            ..IwarpOptions::default()
+        };
+        let (sum, bytes) = generate_iwarp(&o, Vec::new()).unwrap();
+        let path = dir.join(format!("mid-c{crc}.pcap"));
+        std::fs::write(&path, bytes).unwrap();
+        let mut replies = 0u64;
+        let mut bad = Vec::new();
+        let run = analyze::run_file(&path, Config::default(), |f| match f {
+            Finding::Transaction(_) => replies += 1,
+            Finding::Anomaly(a)
+                if matches!(
+                    a.kind,
+                    Kind::MpaCrcMismatch | Kind::Malformed | Kind::IwarpViolation
+                ) =>
+            {
+                bad.push(a.message.clone())
+            }
+            _ => {}
+        })
+        .unwrap();
+        assert!(bad.is_empty(), "crc {crc}: {bad:#?}");
+        let fpdus: usize = sum.directions.iter().map(|d| d.fpdus.len()).sum();
+        let iw = &run.engine.state().totals.iwarp;
+        assert_eq!(iw.fpdus, fpdus as u64, "crc {crc}");
+        assert_eq!(iw.resyncs, 2, "crc {crc}");
+        assert_eq!(iw.resyncs_uncertain, if crc { 0 } else { 2 }, "crc {crc}");
+        assert_eq!(iw.crc_invalid, 0, "crc {crc}");
+        assert_eq!(iw.gaps, 0, "crc {crc}");
+        // The same capture without markers is read to the same end.
+        let plain = IwarpOptions {
+            markers: false,
+            ..o.clone()
+        };
+        let (_, bytes) = generate_iwarp(&plain, Vec::new()).unwrap();
+        let unmarked = dir.join(format!("mid-unmarked-c{crc}.pcap"));
+        std::fs::write(&unmarked, bytes).unwrap();
+        let mut plain_replies = 0u64;
+        analyze::run_file(&unmarked, Config::default(), |f| {
+            if let Finding::Transaction(_) = f {
+                plain_replies += 1;
+            }
+        })
+        .unwrap();
+        assert_eq!(replies, plain_replies, "crc {crc}");
+        assert!(replies > 0, "crc {crc}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

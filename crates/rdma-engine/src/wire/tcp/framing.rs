@@ -1,6 +1,7 @@
 //! MPA framing of one direction's in-order stream: the Request or Reply
 //! frame that opens it, then FPDUs, markers taken out, and the search for
-//! the next FPDU boundary after a gap or a mid-stream start.
+//! the next FPDU boundary after a gap or a mid-stream start (where
+//! `framing/undecided.rs` also finds out whether markers run).
 //!
 //! Positions are stream offsets as the TCP layer counts them (octet 0 is
 //! the first after the SYN, or the first captured). The framer keeps the

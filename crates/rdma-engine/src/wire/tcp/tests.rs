@@ -420,6 +420,49 @@ fn a_mid_stream_start_is_found_again() {
     }
 }
 
+/// A mid-stream start on a stream with markers, fed in 700-octet
+/// segments: the reader finds the markers from the FPDUs that carry one
+/// and delivers every FPDU after the start, markers out; certain only with
+/// CRCs to confirm the boundary.
+#[test]
+fn a_mid_stream_start_finds_markers_in_the_fpdus() {
+    for crc in [true, false] {
+        let mut s = Sender::new(true, crc);
+        s.sends(&[300, 20, 700, 64, 1500, 30, 600, 40, 40, 200, 900, 24]);
+        let from = 150;
+        let mut f = Feed::new();
+        for (i, chunk) in s.raw[from..].chunks(700).enumerate() {
+            f.seg(5000 + (i * 700) as u32, chunk, false, false);
+        }
+        let ev = f.events();
+        assert!(
+            matches!(ev[..], [Delivery::Resync { certain, .. }] if certain == crc),
+            "crc {crc}: {ev:?}"
+        );
+        assert_eq!(f.fpdus(), s.clean[1..], "crc {crc}");
+    }
+}
+
+/// Without markers, a data word that looks like one (reserved half zero,
+/// FPDUPTR its own distance back to its FPDU's start) does not make the
+/// reader take it for one: the reading without markers holds.
+#[test]
+fn a_marker_lookalike_in_data_is_data() {
+    for crc in [true, false] {
+        let mut s = Sender::new(false, crc);
+        let mut body = send_body(1, 400);
+        // Octet 100 of the FPDU: 0x0000_0064, as a marker there would be.
+        body.splice(100..104, [0, 0, 0, 100]);
+        s.fpdu(&send_body(9, 200), false);
+        s.fpdu(&body, false);
+        s.sends(&[300, 20, 700, 64, 64]);
+        let from = 50;
+        let mut f = Feed::new();
+        f.seg(5000, &s.raw[from..], false, false);
+        assert_eq!(f.fpdus(), s.clean[1..], "crc {crc}");
+    }
+}
+
 #[test]
 fn a_mid_stream_start_at_the_mpa_frame_is_read_from_it() {
     let mut s = Sender::new(false, true);
