@@ -465,6 +465,13 @@ impl Streams {
         self.limit = bytes;
     }
 
+    /// Octets `key`'s framer parsed, CRC'd or scanned to find boundaries
+    /// or markers (the hunt's work, which its credit bounds).
+    #[cfg(test)]
+    pub(crate) fn search_work(&self, key: FlowKey) -> u64 {
+        self.dirs.get(&key).map_or(0, |d| d.framer.search_work())
+    }
+
     /// Drops a direction's state (connection closed or evicted).
     pub(crate) fn forget(&mut self, key: FlowKey) {
         if let Some(dir) = self.dirs.remove(&key) {

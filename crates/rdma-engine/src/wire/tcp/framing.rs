@@ -14,6 +14,7 @@
 //!  Fpdu ──gap at a boundary──► Hunt
 //! ```
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 
 mod undecided;
@@ -105,6 +106,10 @@ pub(super) struct Framer {
     /// in which every octet looks like an FPDU header would otherwise cost a
     /// CRC of up to 64 KiB per octet scanned.
     hunt_credit: u64,
+    /// Octets parsed, CRC'd or scanned for a marker to find a boundary or
+    /// whether markers run: what `hunt_credit` bounds, counted as done
+    /// (a `Cell`: the candidates are read through `&self`).
+    search_work: Cell<u64>,
 }
 
 /// Hunt work allowed per octet received (octets parsed and CRC'd): enough
@@ -137,7 +142,21 @@ impl Framer {
             skipped: 0,
             pending: Vec::new(),
             hunt_credit: 0,
+            search_work: Cell::new(0),
         }
+    }
+
+    /// Octets parsed, CRC'd or scanned to find FPDU boundaries or markers
+    /// so far (see `search_work`).
+    #[cfg(test)]
+    pub fn search_work(&self) -> u64 {
+        self.search_work.get()
+    }
+
+    /// Counts `n` octets of search work.
+    fn worked(&self, n: usize) {
+        self.search_work
+            .set(self.search_work.get().saturating_add(n as u64));
     }
 
     /// Octets held.
@@ -715,6 +734,7 @@ impl Framer {
         self.get(pos, (at - pos) as usize).ok_or(NeedMore)?;
         for (at, len) in spans {
             let fpdu = self.get(at, len as usize).ok_or(NeedMore)?;
+            self.worked(fpdu.len());
             if !plausible_fpdu(fpdu, crc) {
                 return Ok(false);
             }

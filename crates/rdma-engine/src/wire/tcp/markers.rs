@@ -17,6 +17,9 @@ use rdma_dissectors::iwarp::mpa;
 pub(super) const INTERVAL: u64 = mpa::MARKER_INTERVAL;
 /// Octets of a marker.
 pub(super) const MARKER: u64 = mpa::MARKER_LEN as u64;
+/// Octets `first_marker` reads at most: the first marker after an FPDU's
+/// start is at most 512 octets in.
+pub(super) const SCAN: usize = (INTERVAL + MARKER) as usize;
 
 /// The stream position after `n` marker-free octets from `at`, markers
 /// counted from `base` (none if `None`): a marker at `at` itself belongs
@@ -96,8 +99,7 @@ pub(super) fn first_marker(at: u64, from: &[u8], zero: bool) -> Option<u64> {
     if zero && starts_zero {
         return Some(at);
     }
-    let reach = usize::try_from(INTERVAL).unwrap_or(512) + 4;
-    let window = from.get(..from.len().min(reach))?;
+    let window = from.get(..from.len().min(SCAN))?;
     window
         .windows(4)
         .enumerate()

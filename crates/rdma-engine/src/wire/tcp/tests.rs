@@ -650,3 +650,99 @@ fn one_octet_segments_count_their_entries_against_the_limit() {
         "the bound gave up a hole"
     );
 }
+
+/// What a hostile stream costs the hunt: every octet 0x41, so that every
+/// position reads as an FPDU header (DDP and RDMAP version 1, a Read
+/// Request) with a ULPDU_Length of 16705, and every candidate pair asks
+/// for 33 KiB of parsing and CRC. `pieces` sizes the segments (cycled).
+fn hostile(f: &mut Feed, total: usize, pieces: &[usize]) -> u64 {
+    let stream = vec![0x41u8; total];
+    let mut at = 0;
+    for &n in pieces.iter().cycle() {
+        if at >= total {
+            break;
+        }
+        let end = (at + n).min(total);
+        f.seg(7000 + at as u32, &stream[at..end], false, false);
+        at = end;
+    }
+    f.streams.search_work(key())
+}
+
+/// After a mid-stream start (the same after a gap: both hunt), the hunt
+/// parses and CRCs at most 64 octets per octet received, plus one
+/// candidate's overrun (a pair read both ways, with markers or without),
+/// whether markers and CRCs are known or not and however the octets are
+/// cut: a stream that looks like FPDU headers everywhere costs linear
+/// work. In 64 KB segments (a capture after receive offload) every
+/// candidate's pair is buffered when it is scanned, and only the credit
+/// stops the hunt from reading each one's 33 KiB; in small segments the
+/// scan reaches the end first and the candidates wait.
+#[test]
+fn the_hunt_works_at_most_64_octets_per_octet_received() {
+    // A candidate read both ways, markers or not: what one may overrun.
+    const PAIR: u64 = 2 * 4 * (16_712 + 16_712 + 516);
+    for (total, pieces) in [
+        (400_000, &[65_000][..]),
+        (60_000, &[1448][..]),
+        (20_000, &[1][..]),
+        (60_000, &[1, 7, 300, 1448, 2][..]),
+    ] {
+        for negotiated in [None, Some((false, true)), Some((false, false))] {
+            let mut f = match negotiated {
+                Some((markers, crc)) => Feed::negotiated(markers, crc),
+                None => Feed::new(),
+            };
+            let work = hostile(&mut f, total, pieces);
+            let what = format!("{pieces:?} {negotiated:?}");
+            assert!(
+                work <= 64 * total as u64 + PAIR,
+                "{what}: {work} octets of work for {total} received"
+            );
+            if pieces == [65_000] {
+                // Candidates were read whole (a pair is 33 KiB), as many as
+                // the credit allowed: reading every one would cost 13 G.
+                assert!(work >= 33_000, "{what}: {work}");
+            }
+            assert!(f.fpdus().is_empty(), "{what}");
+        }
+    }
+}
+
+/// The bound does not starve a real stream: after a gap (a lost segment
+/// the receiver acknowledged), the hunt finds the FPDUs again and every
+/// one after the gap is delivered.
+#[test]
+fn the_hunt_still_resyncs_after_a_gap() {
+    for crc in [true, false] {
+        let mut s = Sender::new(false, crc);
+        s.sends(&[300, 20, 700, 64, 1500, 30, 600, 40, 40, 200, 900, 24]);
+        let stream = request_stream(&s);
+        let mpa = stream.len() - s.raw.len();
+        let mut f = Feed::negotiated(false, crc);
+        f.seg(0, &[], true, false);
+        // The MPA frame and the first FPDU whole, then 100 octets lost:
+        // the second FPDU (44 octets) and the start of the third, whose
+        // length was never read.
+        let first = mpa + s.clean[0].len();
+        f.seg(1, &stream[..first], false, false);
+        let resume = first + 100;
+        for (i, chunk) in stream[resume..].chunks(500).enumerate() {
+            f.seg((1 + resume + i * 500) as u32, chunk, false, false);
+        }
+        f.streams
+            .acked(key(), (1 + stream.len()) as u32, 99, 99, &mut f.out);
+        let ev = f.events();
+        assert!(
+            matches!(ev[..], [Delivery::Gap { bytes: 100, .. }, Delivery::Resync { certain, .. }] if certain == crc),
+            "crc {crc}: {ev:?}"
+        );
+        // The hunt finds the fourth FPDU, and every one after it.
+        let mut want = vec![s.clean[0].clone()];
+        want.extend_from_slice(&s.clean[3..]);
+        let lens = |v: &[Vec<u8>]| v.iter().map(Vec::len).collect::<Vec<_>>();
+        assert_eq!(lens(&f.fpdus()), lens(&want), "crc {crc}: {ev:?}");
+        assert!(f.fpdus() == want, "crc {crc}");
+        assert!(f.streams.search_work(key()) > 0, "crc {crc}");
+    }
+}

@@ -50,12 +50,16 @@ impl Framer {
         let m = match *tried {
             Some((t, m)) if t == at => m,
             _ => {
-                if crc && plausible_fpdu(plain, true) {
-                    return Ok(None);
+                if crc {
+                    self.worked(plain.len());
+                    if plausible_fpdu(plain, true) {
+                        return Ok(None);
+                    }
                 }
                 let rest = self
                     .get(at, usize::try_from(self.end() - at).unwrap_or(0))
                     .unwrap_or_default();
+                self.worked(rest.len().min(markers::SCAN));
                 let m = markers::first_marker(at, rest, crc);
                 *tried = Some((at, m));
                 m
@@ -95,6 +99,7 @@ impl Framer {
         let base = Some(m);
         let (end, crc_at) = self.span_with(base, at).ok_or(NeedMore)?;
         let bytes = self.strip_with(base, at, end).ok_or(NeedMore)?;
+        self.worked(bytes.len());
         if crc {
             let raw = self
                 .get(at, usize::try_from(crc_at - at).unwrap_or(0))
@@ -173,6 +178,7 @@ impl Framer {
         let (end, _) = self.span_with(base, at).ok_or(NeedMore)?;
         let bytes = self.strip_with(base, at, end).ok_or(NeedMore)?;
         let head = bytes.get(..4).ok_or(NeedMore)?;
+        self.worked(bytes.len());
         if !plausible_header(head) || !plausible_fpdu(&bytes, crc && base.is_none()) {
             return Ok(None);
         }
