@@ -6,33 +6,14 @@
 
 #[path = "common/analyze.rs"]
 mod analyze;
+#[path = "common/tcp_pcap.rs"]
+mod tcp_pcap;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use rdma_analyzer::engine::{CmState, Config, Finding, Kind};
 use rdma_dissectors::iwarp::{crc32c, mpa};
-
-const SYN: u8 = 0x02;
-const ACK: u8 = 0x10;
-
-/// An Ethernet/IPv4/TCP frame from 10.99.0.`from` port `sport` to the other
-/// host's `dport`, with sequence number `seq`, TCP flags and `payload`.
-fn tcp(from: u8, (sport, dport): (u16, u16), seq: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
-    let to = if from == 1 { 2 } else { 1 };
-    let mut f = vec![
-        0x52, 0x54, 0, 0x99, 0, to, 0x52, 0x54, 0, 0x99, 0, from, 0x08, 0x00,
-    ];
-    let total = (20 + 20 + payload.len()) as u16;
-    f.extend_from_slice(&[0x45, 0]);
-    f.extend_from_slice(&total.to_be_bytes());
-    f.extend_from_slice(&[0, 1, 0x40, 0, 64, 6, 0, 0, 10, 99, 0, from, 10, 99, 0, to]);
-    f.extend_from_slice(&sport.to_be_bytes());
-    f.extend_from_slice(&dport.to_be_bytes());
-    f.extend_from_slice(&seq.to_be_bytes());
-    f.extend_from_slice(&[0, 0, 0, 0, 0x50, flags | ACK, 0xff, 0xff, 0, 0, 0, 0]);
-    f.extend_from_slice(payload);
-    f
-}
+use tcp_pcap::{tcp, write_pcap, SYN};
 
 /// An MPA Request or Reply, revision 1, CRC asked for, no private data.
 fn mpa_frame(key: &[u8; 16], flags: u8) -> Vec<u8> {
@@ -65,23 +46,8 @@ fn untagged(op: u8, qn: u32, body: &[u8]) -> Vec<u8> {
     v
 }
 
-fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
-    let mut b = Vec::new();
-    for w in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 65535, 1] {
-        b.extend_from_slice(&w.to_le_bytes());
-    }
-    for (i, f) in frames.iter().enumerate() {
-        let len = f.len() as u32;
-        for w in [1_700_000_000u32, (i as u32) * 1000, len, len] {
-            b.extend_from_slice(&w.to_le_bytes());
-        }
-        b.extend_from_slice(f);
-    }
-    std::fs::write(path, b).unwrap();
-}
-
 fn scratch(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("rdma-iwarp-{}-{name}.pcap", std::process::id()))
+    tcp_pcap::scratch("iwarp", name)
 }
 
 #[test]

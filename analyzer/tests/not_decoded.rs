@@ -3,12 +3,16 @@
 //! report's text and JSON and in the exit status, never passed off as an
 //! empty, clean capture.
 
+#[path = "common/tcp_pcap.rs"]
+mod tcp_pcap;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use rdma_dissectors::ib::icrc::rocev2_icrc;
 use rdma_dissectors::iwarp::mpa;
 use serde_json::Value;
+use tcp_pcap::{write_pcap, PSH};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rdma-analyzer");
 
@@ -29,41 +33,14 @@ fn roce_on_port(port: u16) -> Vec<u8> {
     f
 }
 
-/// An Ethernet/IPv4/TCP frame from port `sport` to `dport` carrying `payload`.
+/// An Ethernet/IPv4/TCP frame from 10.99.0.1 port `sport` to 10.99.0.2
+/// port `dport` carrying `payload` (sequence number 1, PSH and ACK).
 fn tcp(sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
-    let mut f = ROCE_ACK[..14].to_vec();
-    let total = (20 + 20 + payload.len()) as u16;
-    f.extend_from_slice(&[0x45, 0, 0, 0, 0, 1, 0x40, 0, 64, 6, 0, 0]);
-    f[16..18].copy_from_slice(&total.to_be_bytes());
-    f.extend_from_slice(&[10, 99, 0, 1, 10, 99, 0, 2]);
-    f.extend_from_slice(&sport.to_be_bytes());
-    f.extend_from_slice(&dport.to_be_bytes());
-    f.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x18, 0xff, 0xff, 0, 0, 0, 0]);
-    f.extend_from_slice(payload);
-    f
-}
-
-/// A classic pcap (Ethernet, microseconds) of `frames`, one a millisecond.
-fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
-    let mut b = Vec::new();
-    for w in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 65535, 1] {
-        b.extend_from_slice(&w.to_le_bytes());
-    }
-    for (i, f) in frames.iter().enumerate() {
-        let len = f.len() as u32;
-        for w in [1_700_000_000u32, (i as u32) * 1000, len, len] {
-            b.extend_from_slice(&w.to_le_bytes());
-        }
-        b.extend_from_slice(f);
-    }
-    std::fs::write(path, b).unwrap();
+    tcp_pcap::tcp(1, (sport, dport), 1, PSH, payload)
 }
 
 fn scratch(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!(
-        "rdma-not-decoded-{}-{name}.pcap",
-        std::process::id()
-    ))
+    tcp_pcap::scratch("not-decoded", name)
 }
 
 fn report(path: &Path, extra: &[&str]) -> (Option<i32>, String) {
