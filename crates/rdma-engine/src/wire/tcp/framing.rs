@@ -97,6 +97,9 @@ pub(super) struct Framer {
     /// Hunt candidates' first FPDUs read while markers were undecided
     /// (position, CRC tried, where it ends and the markers it showed).
     judged: Vec<(u64, bool, undecided::Verdict)>,
+    /// Hunt candidates' FPDUs whose reading with markers waits for octets:
+    /// (position, CRC tried, the marker found).
+    hunt_tried: Vec<(u64, bool, Option<u64>)>,
     /// Octets passed over unread since framing was last in step.
     skipped: u64,
     /// Hunt positions that look like an FPDU whose pair is not all here.
@@ -139,6 +142,7 @@ impl Framer {
             plain_since: None,
             tried: None,
             judged: Vec::new(),
+            hunt_tried: Vec::new(),
             skipped: 0,
             pending: Vec::new(),
             hunt_credit: 0,
@@ -343,6 +347,7 @@ impl Framer {
     fn clear(&mut self, at: u64) {
         self.pending.clear();
         self.judged.clear();
+        self.hunt_tried.clear();
         self.plain_since = None;
         self.buf = Vec::new();
         self.head = 0;

@@ -138,8 +138,7 @@ impl Framer {
                 }
                 self.get(pos, usize::try_from(need).unwrap_or(usize::MAX))
                     .ok_or(NeedMore)?;
-                let mut tried = None;
-                let v = self.judge_fpdu(pos, crc, None, &mut tried)?;
+                let v = self.judge_remembered(pos, crc, None)?;
                 if self.judged.len() >= JUDGED {
                     self.judged.remove(0);
                 }
@@ -156,9 +155,34 @@ impl Framer {
         }
         self.get(next, usize::try_from(need).unwrap_or(usize::MAX))
             .ok_or(NeedMore)?;
-        let mut tried = None;
-        let second = self.judge_fpdu(next, crc, base, &mut tried)?;
+        let second = self.judge_remembered(next, crc, base)?;
         Ok(second.map(|(_, b)| base.or(b)))
+    }
+
+    /// `judge_fpdu` for a hunt candidate, what it tried kept (`hunt_tried`)
+    /// when it must wait for the octets its markers add: the wait costs a
+    /// header read on each segment, not the CRC and scan again.
+    fn judge_remembered(
+        &mut self,
+        at: u64,
+        crc: bool,
+        base: Option<u64>,
+    ) -> Result<Verdict, NeedMore> {
+        let mut tried = self
+            .hunt_tried
+            .iter()
+            .find(|t| t.0 == at && t.1 == crc)
+            .map(|t| (t.0, t.2));
+        let r = self.judge_fpdu(at, crc, base, &mut tried);
+        if let (Err(NeedMore), Some((t, m))) = (&r, tried) {
+            if !self.hunt_tried.iter().any(|x| x.0 == t && x.1 == crc) {
+                if self.hunt_tried.len() >= JUDGED {
+                    self.hunt_tried.remove(0);
+                }
+                self.hunt_tried.push((t, crc, m));
+            }
+        }
+        r
     }
 
     /// The FPDU at `at` read as the hunt reads a candidate (markers from
@@ -192,8 +216,10 @@ impl Framer {
 
     /// Octets from `at` that must be buffered before the FPDU there is
     /// judged (0: its header is not plausible), or `None` while its header
-    /// is not here: its length, up to four octets more per 508 for
-    /// markers, and the header after it.
+    /// is not here: its length without markers. Reading it with markers,
+    /// when that is tried, may ask for a few more (`NeedMore`): an FPDU
+    /// read without them is judged as soon as it is here, as in a stream
+    /// known to have none, so a direction's Sends are not held back.
     pub(super) fn fpdu_need(&self, at: u64) -> Option<u64> {
         let word = self.get(at, 4)?;
         // An FPDU that starts with its marker (FPDUPTR 0): header after it.
@@ -202,8 +228,7 @@ impl Framer {
         if !plausible_header(head) {
             return Some(0);
         }
-        let len = lead + super::fpdu_len(head);
-        Some(len + MARKER * (len / (INTERVAL - MARKER) + 2) + NEXT)
+        Some(lead + super::fpdu_len(head))
     }
 
     /// A marker at `m` fixes where they all sit.
