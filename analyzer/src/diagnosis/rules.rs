@@ -716,7 +716,7 @@ fn nfs_errors(d: &Diagnosis, start: Option<u64>) -> Option<Cause> {
 /// of a queue building up; on a healthy, uncongested path there are none.
 fn congestion(d: &Diagnosis, state: &State, start: Option<u64>) -> Option<Cause> {
     let mut ex = Examples::default();
-    let (mut ce, mut cnps, mut fecn, mut becn) = (0, 0, 0, 0);
+    let (mut ce, mut cnps, mut fecn, mut becn, mut iwarp) = (0, 0, 0, 0, 0);
     for c in state.connections.values() {
         let g = &c.congestion;
         if g.marks() == 0 {
@@ -734,7 +734,12 @@ fn congestion(d: &Diagnosis, state: &State, start: Option<u64>) -> Option<Cause>
             g.first_ts_ns.map_or("?".to_string(), |t| secs(t, start)),
             g.last_ts_ns.map_or("?".to_string(), |t| secs(t, start)),
         );
+        // iWARP has no BTH: only the IP header's CE mark applies there.
+        iwarp += u64::from(c.is_iwarp());
         ex.say(|| {
+            if c.is_iwarp() {
+                return format!("{}: {} ECN CE from {from} to {to}", c.id, g.ecn_ce);
+            }
             format!(
                 "{}: {} ECN CE, {} CNPs, {} FECN, {} BECN from {from} to {to}",
                 c.id, g.ecn_ce, g.cnps, g.fecn, g.becn
@@ -750,16 +755,30 @@ fn congestion(d: &Diagnosis, state: &State, start: Option<u64>) -> Option<Cause>
         ex.xid(*x);
     }
     let n = d.congested.count;
+    let marks = if iwarp == ex.connections.len() as u64 {
+        format!("{ce} ECN CE marks")
+    } else {
+        format!("{ce} ECN CE marks, {cnps} CNPs, {fecn} FECN, {becn} BECN")
+    };
     let measured = format!(
-        "the fabric signalled congestion on {} connection(s): {ce} ECN CE marks, {cnps} CNPs, {fecn} FECN, {becn} BECN; {n} of {} RPCs were in flight on a connection while it was marked",
+        "the fabric signalled congestion on {} connection(s): {marks}; {n} of {} RPCs were in flight on a connection while it was marked",
         ex.connections.len(),
         d.ops
     );
+    let mut advice = CONGESTION_ADVICE.to_string();
+    if iwarp > 0 {
+        advice.push_str(IWARP_CONGESTION_ADVICE);
+    }
     Some(Cause {
         cause: CauseName::Congestion,
         impact: impact(d, measured, None, 0, Some(n)),
         peer: Peer::Fabric,
         evidence: ex.evidence(start),
-        advice: "switch queues on the path filled up and the congestion control slowed the senders down (RoCEv2 DCQCN: a CE mark makes the receiver send a CNP and the sender cut its rate; InfiniBand: FECN/BECN). A few marks under a burst are the control working; sustained marks mean a hot link or an incast (many senders into one port): check the switches' ECN marking thresholds (min/max of the WRED/ECN profile) and queue occupancy, that PFC is on the same priority as the RoCE traffic (without it a congested queue drops), and the NICs' DCQCN settings (ethtool -S rp_cnp_handled/np_cnp_sent, np_ecn_marked_roce_packets)".to_string(),
+        advice,
     })
 }
+
+const CONGESTION_ADVICE: &str = "switch queues on the path filled up and the congestion control slowed the senders down (RoCEv2 DCQCN: a CE mark makes the receiver send a CNP and the sender cut its rate; InfiniBand: FECN/BECN). A few marks under a burst are the control working; sustained marks mean a hot link or an incast (many senders into one port): check the switches' ECN marking thresholds (min/max of the WRED/ECN profile) and queue occupancy, that PFC is on the same priority as the RoCE traffic (without it a congested queue drops), and the NICs' DCQCN settings (ethtool -S rp_cnp_handled/np_cnp_sent, np_ecn_marked_roce_packets)";
+
+/// On iWARP the CE mark is answered by TCP, not DCQCN.
+const IWARP_CONGESTION_ADVICE: &str = "; on iWARP the receiver's TCP echoes a CE mark (ECE) and the sender's TCP halves its window: check that ECN is negotiated on the connection (net.ipv4.tcp_ecn on a software stack such as siw) and the same switch thresholds";

@@ -1019,6 +1019,11 @@ impl Scrape {
             "Frames on queue pairs no connection could be found for",
             t.unassociated_frames,
         )?;
+        if t.iwarp_only() {
+            // No sample rather than zeros: iWARP has no PSNs or ICRC, and a
+            // 0 would read as "checked, all well" on a dashboard.
+            return Ok(());
+        }
         f.counter(
             "rdma_retransmissions",
             "Retransmitted request packets (PSN seen again)",

@@ -568,7 +568,7 @@ impl Report {
             t.calls,
             t.replies
         );
-        if t.iwarp.frames > 0 && t.rdma_frames == t.iwarp.frames {
+        if t.iwarp_only() {
             // Zeros here would read as "checked, all well": iWARP has no
             // ICRC or PSNs, TCP's sequence and the FPDU's CRC32c stand in.
             let _ = writeln!(
@@ -685,13 +685,18 @@ impl Report {
                         })
                 };
                 let frames: Vec<String> = g.frames.iter().map(u64::to_string).collect();
+                // iWARP has no BTH: its CNP, FECN and BECN zeros are not counts.
+                let marks = if c.is_iwarp() {
+                    format!("{} ECN CE", g.ecn_ce)
+                } else {
+                    format!(
+                        "{} ECN CE, {} CNPs, {} FECN, {} BECN",
+                        g.ecn_ce, g.cnps, g.fecn, g.becn
+                    )
+                };
                 let _ = writeln!(
                     s,
-                    "      congestion: {} ECN CE, {} CNPs, {} FECN, {} BECN from {} to {} (frames {})",
-                    g.ecn_ce,
-                    g.cnps,
-                    g.fecn,
-                    g.becn,
+                    "      congestion: {marks} from {} to {} (frames {})",
                     rel(g.first_ts_ns),
                     rel(g.last_ts_ns),
                     frames.join(",")

@@ -250,7 +250,7 @@ impl From<CmPrivateData> for PrivateData {
 pub struct ConnectionView {
     /// The connection.
     pub id: ConnIdView,
-    /// The fabric its addresses name: `RoCEv2`, `InfiniBand` or `RoCEv1`.
+    /// The fabric its addresses name: `RoCEv2`, `InfiniBand`, `RoCEv1` or `iWARP`.
     pub fabric: Option<&'static str>,
     /// What it carries (null until the CM exchange or a Send says).
     pub carries: Option<CarriesView>,
@@ -371,7 +371,7 @@ impl From<&Connection> for ConnectionView {
                 first_grant_wait_ms: c.first_grant_wait_ns.map(|ns| ns as f64 / 1e6),
             }),
             anomalies: c.anomalies,
-            congestion: CongestionView::from(&c.congestion),
+            congestion: CongestionView::of(&c.congestion, c.is_iwarp()),
         }
     }
 }

@@ -214,6 +214,7 @@ fn draw_totals(f: &mut Frame<'_>, area: Rect, m: &Model) {
             causes.len() - 3
         )));
     }
+    let [transport0, transport1] = transport_lines(t);
     lines.extend([
         Line::from(format!(
             "{} frames ({} RDMA), {} over {}",
@@ -231,14 +232,8 @@ fn draw_totals(f: &mut Frame<'_>, area: Rect, m: &Model) {
             bytes(t.chunk_bytes),
             t.remote_invalidations
         )),
-        Line::from(format!(
-            "ICRC {} ok {} bad {} unchecked",
-            t.icrc_valid, t.icrc_invalid, t.icrc_unchecked
-        )),
-        Line::from(format!(
-            "{} retransmissions, {} PSN gaps, {} CM msgs",
-            t.retransmissions, t.psn_gaps, t.cm_messages
-        )),
+        transport0,
+        transport1,
         Line::from(vec![
             Span::raw("anomalies "),
             Span::styled(
@@ -324,4 +319,33 @@ fn short_rate(v: f64) -> String {
     } else {
         format!("{:.1}M", v / 1e6)
     }
+}
+
+/// The transport's integrity counters: the ICRC and PSNs of RoCE and
+/// InfiniBand, or on a capture of iWARP alone (no BTH, so zeros there would
+/// read as "checked, all well") its FPDUs' CRC32c and stream holes.
+fn transport_lines(t: &crate::engine::Totals) -> [Line<'static>; 2] {
+    if t.iwarp_only() {
+        let n = &t.iwarp;
+        return [
+            Line::from(format!(
+                "iWARP {} FPDUs, {} CRC32c bad, {} stream holes",
+                n.fpdus, n.crc_invalid, n.gaps
+            )),
+            Line::from(format!(
+                "ICRC, PSNs n/a; {} MPA Requests, {} Replies",
+                n.mpa_requests, n.mpa_replies
+            )),
+        ];
+    }
+    [
+        Line::from(format!(
+            "ICRC {} ok {} bad {} unchecked",
+            t.icrc_valid, t.icrc_invalid, t.icrc_unchecked
+        )),
+        Line::from(format!(
+            "{} retransmissions, {} PSN gaps, {} CM msgs",
+            t.retransmissions, t.psn_gaps, t.cm_messages
+        )),
+    ]
 }

@@ -249,6 +249,12 @@ impl Totals {
         }
     }
 
+    /// Every RDMA frame was iWARP's: the BTH's counters (ICRC, PSN gaps,
+    /// retransmissions) did not apply to any, and their zeros mean nothing.
+    pub fn iwarp_only(&self) -> bool {
+        self.iwarp.frames > 0 && self.rdma_frames == self.iwarp.frames
+    }
+
     fn saw(&mut self, ts: u64) {
         self.last_ts_ns = Some(self.last_ts_ns.map_or(ts, |l| l.max(ts)));
     }

@@ -1017,6 +1017,14 @@ impl Connection {
         self.client.or(self.server).map(|q| q.addr.fabric())
     }
 
+    /// Whether its addresses are iWARP's: what only a BTH carries (PSNs,
+    /// FECN/BECN, CNPs) does not apply to it.
+    pub fn is_iwarp(&self) -> bool {
+        self.client
+            .or(self.server)
+            .is_some_and(|q| matches!(q.addr, crate::keys::Addr::Iwarp(_)))
+    }
+
     /// Whether it is known to carry RPC-over-RDMA: what only RPC-over-RDMA
     /// defines (credits, inline thresholds, remote invalidation) is shown
     /// only then.

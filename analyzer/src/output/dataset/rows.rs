@@ -396,9 +396,10 @@ struct CreditsRow {
 #[derive(Serialize, Deserialize)]
 struct CongestionRow {
     ecn_ce: i64,
-    cnps: i64,
-    fecn: i64,
-    becn: i64,
+    /// Null on iWARP (no BTH), as in the report's JSON.
+    cnps: Option<i64>,
+    fecn: Option<i64>,
+    becn: Option<i64>,
     first_ts_ns: Option<i64>,
     last_ts_ns: Option<i64>,
 }
@@ -439,9 +440,9 @@ impl<'a> From<&'a ConnectionView> for ConnRow<'a> {
             anomalies: i64_of(c.anomalies),
             congestion: CongestionRow {
                 ecn_ce: i64_of(g.ecn_ce),
-                cnps: i64_of(g.cnps),
-                fecn: i64_of(g.fecn),
-                becn: i64_of(g.becn),
+                cnps: g.cnps.map(i64_of),
+                fecn: g.fecn.map(i64_of),
+                becn: g.becn.map(i64_of),
                 first_ts_ns: g.first_ts_ns.map(i64_of),
                 last_ts_ns: g.last_ts_ns.map(i64_of),
             },

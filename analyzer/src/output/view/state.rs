@@ -29,16 +29,21 @@ pub struct TotalsView {
     pub replies: u64,
     /// Frames on queue pairs no connection could be found for.
     pub unassociated_frames: u64,
-    /// Retransmitted request packets (PSN seen again).
-    pub retransmissions: u64,
-    /// PSN gaps (packets the capture missed).
-    pub psn_gaps: u64,
-    /// ICRC: frames verified good.
-    pub icrc_valid: u64,
-    /// ICRC: frames verified bad.
-    pub icrc_invalid: u64,
-    /// ICRC: frames that could not be checked (cut by snaplen).
-    pub icrc_unchecked: u64,
+    /// Retransmitted request packets (PSN seen again); null when every
+    /// RDMA frame is iWARP's, which has no PSNs (the text report's iWARP line
+    /// counts its stream holes instead).
+    pub retransmissions: Option<u64>,
+    /// PSN gaps (packets the capture missed); null when every RDMA frame
+    /// is iWARP's.
+    pub psn_gaps: Option<u64>,
+    /// ICRC: frames verified good; null when every RDMA frame is iWARP's,
+    /// which has no ICRC (its FPDUs carry a CRC32c: `mpa_crc_mismatch` findings).
+    pub icrc_valid: Option<u64>,
+    /// ICRC: frames verified bad; null when every RDMA frame is iWARP's.
+    pub icrc_invalid: Option<u64>,
+    /// ICRC: frames that could not be checked (cut by snaplen); null when
+    /// every RDMA frame is iWARP's.
+    pub icrc_unchecked: Option<u64>,
     /// Frames the capture's snap length cut: their ICRC is not checked, and
     /// what they carried past the cut (chunk lists, RPC and NFS, the rest
     /// of a CM message) is not known.
@@ -72,6 +77,8 @@ pub struct TotalsView {
 
 impl From<&Totals> for TotalsView {
     fn from(x: &Totals) -> Self {
+        // Zeros would read as "checked, all well" where nothing could be.
+        let ib = |n: u64| (!x.iwarp_only()).then_some(n);
         TotalsView {
             frames: x.frames,
             bytes: x.bytes,
@@ -81,11 +88,11 @@ impl From<&Totals> for TotalsView {
             calls: x.calls,
             replies: x.replies,
             unassociated_frames: x.unassociated_frames,
-            retransmissions: x.retransmissions,
-            psn_gaps: x.psn_gaps,
-            icrc_valid: x.icrc_valid,
-            icrc_invalid: x.icrc_invalid,
-            icrc_unchecked: x.icrc_unchecked,
+            retransmissions: ib(x.retransmissions),
+            psn_gaps: ib(x.psn_gaps),
+            icrc_valid: ib(x.icrc_valid),
+            icrc_invalid: ib(x.icrc_invalid),
+            icrc_unchecked: ib(x.icrc_unchecked),
             cut_frames: x.cut_frames,
             headers_cut: x.headers_cut,
             chunk_bytes: (x.chunk_bytes_cut == 0).then_some(x.chunk_bytes),
@@ -144,12 +151,15 @@ pub struct CongestionView {
     /// instead of dropping them.
     pub ecn_ce: u64,
     /// RoCEv2 Congestion Notification Packets (BTH opcode 0x81, IBA annex
-    /// A17.9.2) to one of its QPs: its peer saw CE marks and asks it to slow down.
-    pub cnps: u64,
-    /// Frames with the BTH FECN bit (IBA 9.2.7, InfiniBand congestion control).
-    pub fecn: u64,
-    /// Frames with the BTH BECN bit: the responder echoing a FECN back.
-    pub becn: u64,
+    /// A17.9.2) to one of its QPs: its peer saw CE marks and asks it to
+    /// slow down. Null on iWARP, which has no BTH (TCP's ECE echo stands in).
+    pub cnps: Option<u64>,
+    /// Frames with the BTH FECN bit (IBA 9.2.7, InfiniBand congestion
+    /// control); null on iWARP.
+    pub fecn: Option<u64>,
+    /// Frames with the BTH BECN bit: the responder echoing a FECN back;
+    /// null on iWARP.
+    pub becn: Option<u64>,
     /// Time of the first marked frame (ns since the epoch; `null`: none).
     #[serde(serialize_with = "super::exact::decimal")]
     #[schemars(with = "Option<String>")]
@@ -162,13 +172,16 @@ pub struct CongestionView {
     pub frames: Vec<u64>,
 }
 
-impl From<&Congestion> for CongestionView {
-    fn from(x: &Congestion) -> Self {
+impl CongestionView {
+    /// A connection's marks: the BTH's signals are null on iWARP
+    /// (`Connection::is_iwarp`), where no frame has a BTH to carry them.
+    pub fn of(x: &Congestion, iwarp: bool) -> Self {
+        let bth = |n: u64| (!iwarp).then_some(n);
         CongestionView {
             ecn_ce: x.ecn_ce,
-            cnps: x.cnps,
-            fecn: x.fecn,
-            becn: x.becn,
+            cnps: bth(x.cnps),
+            fecn: bth(x.fecn),
+            becn: bth(x.becn),
             first_ts_ns: x.first_ts_ns,
             last_ts_ns: x.last_ts_ns,
             frames: x.frames.clone(),

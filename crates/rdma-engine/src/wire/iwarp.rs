@@ -209,14 +209,25 @@ impl Engine {
             }
         }
         self.iwarp.delivered = delivered;
-        let owned = self
-            .qps
-            .get(&endpoint(key.dst))
-            .is_some_and(|q| q.conn.is_some());
-        if !owned && data {
+        let conn = self.qps.get(&endpoint(key.dst)).and_then(|q| q.conn);
+        if conn.is_none() && data {
             self.state.totals.unassociated_frames += 1;
         }
+        if ip.ecn() == rdma_dissectors::ip::ECN_CE {
+            self.iwarp_congestion(number, ts, conn);
+        }
         true
+    }
+
+    /// An IP CE mark on an iWARP frame, on the connection it was going to
+    /// (as RoCE counts it): iWARP's only fabric signal, TCP answering it.
+    #[cold]
+    fn iwarp_congestion(&mut self, number: u64, ts: u64, conn: Option<ConnId>) {
+        self.state.totals.congestion_frames += 1;
+        let c = conn.and_then(|id| self.state.connections.get_mut(&id));
+        if let Some(c) = c {
+            c.congestion.note(number, ts, true, false, false, false);
+        }
     }
 
     fn delivered(&mut self, key: FlowKey, unit: Delivery, out: &mut Vec<Finding>) {
