@@ -240,3 +240,102 @@ fn parquet_connections_have_null_bth_signals_on_iwarp() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The frames of a little-endian Ethernet pcap: (record header, bytes).
+fn pcap_records(b: &[u8]) -> Vec<([u8; 16], Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut at = 24usize;
+    while at + 16 <= b.len() {
+        let caplen = u32::from_le_bytes(b[at + 8..at + 12].try_into().unwrap()) as usize;
+        let head: [u8; 16] = b[at..at + 16].try_into().unwrap();
+        out.push((head, b[at + 16..at + 16 + caplen].to_vec()));
+        at += 16 + caplen;
+    }
+    out
+}
+
+/// Where an Ethernet/IPv4/TCP frame's payload starts.
+fn tcp_payload_at(f: &[u8]) -> usize {
+    let ihl = usize::from(f[14] & 0x0f) * 4;
+    let tcp = 14 + ihl;
+    tcp + usize::from(f[tcp + 12] >> 4) * 4
+}
+
+/// One TCP segment carrying the payloads of frames `a` and `b` (1-based,
+/// the same direction, `b` next in its stream), as a sender that packs
+/// small FPDUs (RFC 5044 8: several FPDUs may share a segment) would send.
+fn coalesced(src: &Path, a: usize, b: usize, out: &Path) -> usize {
+    let bytes = std::fs::read(src).expect("read capture");
+    let recs = pcap_records(&bytes);
+    let (head, mut first) = recs[a - 1].clone();
+    let second = &recs[b - 1].1;
+    let extra = &second[tcp_payload_at(second)..];
+    let first_payload = first.len() - tcp_payload_at(&first);
+    first.extend_from_slice(extra);
+    let total = u16::from_be_bytes([first[16], first[17]]) + extra.len() as u16;
+    first[16..18].copy_from_slice(&total.to_be_bytes());
+    // The IPv4 header checksum, so that no reader takes the frame for damaged.
+    first[24..26].copy_from_slice(&[0, 0]);
+    let ihl = usize::from(first[14] & 0x0f) * 4;
+    let mut sum: u32 = first[14..14 + ihl]
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    first[24..26].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    let mut pcap = bytes[..24].to_vec();
+    let len = (first.len() as u32).to_le_bytes();
+    pcap.extend_from_slice(&head[..8]);
+    pcap.extend_from_slice(&len);
+    pcap.extend_from_slice(&len);
+    pcap.extend_from_slice(&first);
+    std::fs::write(out, pcap).expect("write capture");
+    tcp_payload_at(&first) + first_payload
+}
+
+fn frames_json(pcap: &Path) -> Vec<Value> {
+    run(&["frames", "--json"], &[pcap])
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+/// A segment with two Sends: each FPDU gets its RPC-over-RDMA, RPC and NFS
+/// decode, the second's the same as when it came in a segment of its own.
+#[test]
+fn frames_decodes_every_send_of_a_segment() {
+    let d = scratch("two-sends");
+    let src = captures().join("iwarp/parallel.pcap");
+    // Frames 43 (FSINFO) and 45 (GETATTR): the client's consecutive calls.
+    let merged = d.join("two-sends.pcap");
+    let second_at = coalesced(&src, 43, 45, &merged);
+    let alone = frames_json(&src);
+    let (f43, f45) = (&alone[42], &alone[44]);
+    assert_eq!(f45["nfs"]["procedure"], "GETATTR", "{f45}");
+    let both = frames_json(&merged);
+    assert_eq!(both.len(), 1);
+    let fpdus = both[0]["iwarp"]["fpdus"].as_array().expect("FPDUs");
+    assert_eq!(fpdus.len(), 2, "{}", both[0]);
+    assert_eq!(fpdus[1]["offset"], second_at);
+    for (fpdu, single) in [(&fpdus[0], f43), (&fpdus[1], f45)] {
+        for k in ["rpcrdma", "rpc", "nfs"] {
+            assert!(!single[k].is_null(), "{k} of {single}");
+            assert_eq!(fpdu[k], single[k], "{k}");
+        }
+    }
+    // The frame's own slot keeps the first Send's, as before.
+    assert_eq!(both[0]["rpcrdma"], f43["rpcrdma"]);
+    let text = run(&["frames"], &[&merged]);
+    let line = text.lines().next().expect("a line");
+    let fsinfo = line.find("xid 0x3f1e64b6").expect("the first Send's XID");
+    let getattr = line.find("xid 0x401e64b6").expect("the second Send's XID");
+    assert!(fsinfo < getattr, "{line}");
+    assert!(
+        line.contains("v3 FSINFO") && line.contains("v3 GETATTR"),
+        "{line}"
+    );
+    assert_eq!(line.matches("RDMA_MSG").count(), 2, "{line}");
+    let _ = std::fs::remove_dir_all(&d);
+}
