@@ -339,3 +339,108 @@ fn frames_decodes_every_send_of_a_segment() {
     assert_eq!(line.matches("RDMA_MSG").count(), 2, "{line}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Each frame row's number, its `iwarp.kind` and its FPDUs' opcode names
+/// and RPC-over-RDMA XIDs (null: the dataset leaves RPC-over-RDMA to the
+/// transactions table, as for RoCE), from the frames table.
+type IwarpFrameRow = (i64, Option<String>, Vec<(String, Option<u32>)>);
+
+fn iwarp_frame_rows(dir: &Path) -> Vec<IwarpFrameRow> {
+    use arrow_array::{Array, Int64Array, ListArray, StringArray, StructArray, UInt32Array};
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let mut out = Vec::new();
+    for f in parquet_files(&dir.join("frames")) {
+        let file = std::fs::File::open(&f).expect("open Parquet");
+        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+            .expect("a Parquet file")
+            .build()
+            .expect("a reader");
+        for batch in reader {
+            let batch = batch.expect("a batch");
+            let frame = batch.column_by_name("frame").expect("frame");
+            let frame = frame.as_any().downcast_ref::<Int64Array>().expect("Int64");
+            let iw = batch.column_by_name("iwarp").expect("an iwarp column");
+            let iw = iw.as_any().downcast_ref::<StructArray>().expect("struct");
+            let kind = iw.column_by_name("kind").expect("kind");
+            let kind = kind.as_any().downcast_ref::<StringArray>().expect("text");
+            let fpdus = iw.column_by_name("fpdus").expect("fpdus");
+            let fpdus = fpdus.as_any().downcast_ref::<ListArray>().expect("list");
+            for i in 0..batch.num_rows() {
+                let k = (!iw.is_null(i) && !kind.is_null(i)).then(|| kind.value(i).to_string());
+                let mut list = Vec::new();
+                if !iw.is_null(i) && !fpdus.is_null(i) {
+                    let items = fpdus.value(i);
+                    let items = items.as_any().downcast_ref::<StructArray>().expect("FPDUs");
+                    let op = items.column_by_name("opcode_name").expect("opcode_name");
+                    let op = op.as_any().downcast_ref::<StringArray>().expect("text");
+                    let r = items.column_by_name("rpcrdma").expect("rpcrdma");
+                    let r = r.as_any().downcast_ref::<StructArray>().expect("struct");
+                    let xid = r.column_by_name("xid").expect("xid");
+                    let xid = xid.as_any().downcast_ref::<UInt32Array>().expect("UInt32");
+                    for j in 0..items.len() {
+                        let x = (!r.is_null(j) && !xid.is_null(j)).then(|| xid.value(j));
+                        list.push((op.value(j).to_string(), x));
+                    }
+                }
+                out.push((frame.value(i), k, list));
+            }
+        }
+    }
+    out.sort_by_key(|r| r.0);
+    out
+}
+
+/// `export --frames` reads iWARP per segment as `frames` does: the MPA
+/// setup frames and every FPDU's DDP/RDMAP, for all frames and for the
+/// frames of the rows a filter keeps.
+#[test]
+fn export_frames_writes_iwarp_per_segment() {
+    let d = scratch("export-frames");
+    let export = |out: &Path, extra: &[&str]| {
+        let o = Command::new(BIN)
+            .args(["export", "--host", "h1", "--frames", "--out"])
+            .arg(out)
+            .args(extra)
+            .arg(iwarp_capture())
+            .output()
+            .expect("run export");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        iwarp_frame_rows(out)
+    };
+    let all = export(&d.join("all"), &[]);
+    let setup: Vec<i64> = all
+        .iter()
+        .filter(|r| r.1.as_deref() == Some("setup"))
+        .map(|r| r.0)
+        .collect();
+    // v3-ddp.pcap's MPA Request and Reply (frames 29 and 31).
+    assert_eq!(setup, [29, 31], "setup frames");
+    let fpdus: usize = all.iter().map(|r| r.2.len()).sum();
+    assert!(fpdus > 3000, "{fpdus} FPDUs");
+    let writes = all
+        .iter()
+        .flat_map(|r| &r.2)
+        .filter(|f| f.0 == "RDMA Write");
+    assert!(writes.count() > 100, "RDMA Writes in the rows");
+    let filtered = export(&d.join("reads"), &["--filter", "proc == READ"]);
+    assert!(!filtered.is_empty() && filtered.len() < all.len());
+    let frames = run(
+        &["transactions", "--json", "--filter", "proc == READ"],
+        &[&iwarp_capture()],
+    );
+    for l in frames.lines() {
+        let t: Value = serde_json::from_str(l).expect("a JSON line");
+        let call = t["call_frame"].as_i64().expect("call_frame");
+        let row = filtered
+            .iter()
+            .find(|r| r.0 == call)
+            .unwrap_or_else(|| panic!("call frame {call} not written"));
+        assert_eq!(row.1.as_deref(), Some("fpdus"), "frame {call}");
+        assert!(
+            row.2.iter().any(|f| f.0 == "Send"),
+            "frame {call}: {:?}",
+            row.2
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

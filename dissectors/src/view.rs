@@ -1851,12 +1851,21 @@ impl MpaView {
 #[derive(Debug, Clone, Copy)]
 pub struct FpduListView<'a>(crate::iwarp::frame::Fpdus<'a>);
 
+impl<'a> FpduListView<'a> {
+    /// Each FPDU's view, in order (a failed one as its error), read on
+    /// demand as serializing does: for a caller that writes them otherwise.
+    pub fn iter(&self) -> impl Iterator<Item = FpduView<'a>> + 'a {
+        let fpdus = self.0;
+        fpdus.iter().map(move |r| match r {
+            Ok(f) => FpduView::new(&f, &fpdus),
+            Err(e) => FpduView::error(e),
+        })
+    }
+}
+
 impl Serialize for FpduListView<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(|r| match r {
-            Ok(f) => FpduView::new(&f, &self.0),
-            Err(e) => FpduView::error(e),
-        }))
+        s.collect_seq(self.iter())
     }
 }
 

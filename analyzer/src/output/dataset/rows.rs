@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef, TimeUnit};
-use rdma_dissectors::view::{FrameView, IpView};
+use rdma_dissectors::view::{ErrorView, FpduView, FrameView, IpView, IwarpView, RpcRdmaView};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_arrow::schema::{SchemaLike, TracingOptions};
 
@@ -743,8 +743,106 @@ pub(super) struct FrameRow<'a> {
     aeth: Option<AethRow<'a>>,
     #[serde(borrow)]
     rpcrdma: Option<RpcRdmaRow<'a>>,
+    /// iWARP's MPA setup frame or FPDUs the TCP segment starts with.
+    #[serde(borrow)]
+    iwarp: Option<IwarpRow<'a>>,
     #[serde(borrow)]
     error: Option<ErrorRow<'a>>,
+}
+
+/// The iWARP of one TCP segment, as `frames --json`'s `iwarp` has it.
+#[derive(Serialize, Deserialize)]
+struct IwarpRow<'a> {
+    /// `setup`, `fpdus` or `continuation`.
+    kind: Option<&'a str>,
+    /// The MPA Request or Reply (kind `setup`).
+    #[serde(borrow)]
+    mpa: Option<MpaRow<'a>>,
+    /// The FPDUs, in order (kind `fpdus`).
+    #[serde(borrow)]
+    fpdus: Option<Vec<FpduRow<'a>>>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct MpaRow<'a> {
+    kind: Option<&'a str>,
+    rev: Option<u8>,
+    markers: Option<bool>,
+    crc: Option<bool>,
+    reject: Option<bool>,
+    pd_length: Option<u16>,
+    /// Revision 2's enhanced data; null in revision 1.
+    ird: Option<u16>,
+    ord: Option<u16>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct FpduRow<'a> {
+    offset: Option<u32>,
+    ulpdu_length: Option<u16>,
+    /// `valid`, `invalid` or `none`.
+    crc: Option<&'a str>,
+    tagged: Option<bool>,
+    last: Option<bool>,
+    stag: Option<u32>,
+    /// A tagged offset: it may exceed INT64.
+    to: Option<u64>,
+    msn: Option<u32>,
+    mo: Option<u32>,
+    opcode: Option<u8>,
+    opcode_name: Option<&'a str>,
+    inval_stag: Option<u32>,
+    /// The RPC-over-RDMA header of the Send this FPDU starts.
+    #[serde(borrow)]
+    rpcrdma: Option<RpcRdmaRow<'a>>,
+    /// Why the FPDU, its DDP/RDMAP or its Send's RPC-over-RDMA did not
+    /// parse, and where (`layer at offset: message`).
+    error: Option<String>,
+}
+
+impl<'a> IwarpRow<'a> {
+    fn of(v: &IwarpView<'a>) -> Self {
+        IwarpRow {
+            kind: Some(v.kind),
+            mpa: v.mpa.map(|m| MpaRow {
+                kind: Some(m.kind),
+                rev: Some(m.rev),
+                markers: Some(m.markers),
+                crc: Some(m.crc),
+                reject: Some(m.reject),
+                pd_length: Some(m.pd_length),
+                ird: m.ird,
+                ord: m.ord,
+            }),
+            fpdus: v.fpdus.map(|l| l.iter().map(|f| FpduRow::of(&f)).collect()),
+        }
+    }
+}
+
+impl<'a> FpduRow<'a> {
+    fn of(f: &FpduView<'a>) -> Self {
+        let (d, r) = (f.ddp.as_ref(), f.rdmap.as_ref());
+        FpduRow {
+            offset: f.offset.map(u32_of),
+            ulpdu_length: f.ulpdu_length,
+            crc: f.crc,
+            tagged: d.map(|d| d.tagged),
+            last: d.map(|d| d.last),
+            stag: d.and_then(|d| d.stag),
+            to: d.and_then(|d| d.to),
+            msn: d.and_then(|d| d.msn),
+            mo: d.and_then(|d| d.mo),
+            opcode: r.map(|r| r.opcode),
+            opcode_name: r.map(|r| r.opcode_name),
+            inval_stag: r.and_then(|r| r.inval_stag),
+            rpcrdma: f.rpcrdma.as_ref().map(RpcRdmaRow::of),
+            error: f
+                .error
+                .as_ref()
+                .or(f.send_error.as_ref())
+                .map(|e| format!("{} at {}: {}", e.layer, e.offset, e.message.0)),
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -846,17 +944,30 @@ impl<'a> From<&'a FrameView<'_>> for FrameRow<'a> {
                 msn: Some(a.msn),
                 nak_name: a.nak_name,
             }),
-            rpcrdma: v.rpcrdma.as_ref().map(|r| RpcRdmaRow {
-                xid: Some(r.xid),
-                vers: Some(r.vers),
-                credits: Some(r.credits),
-                proc: Some(r.proc),
-            }),
-            error: v.error.as_ref().map(|e| ErrorRow {
-                layer: Some(e.layer),
-                message: Some(Shown(&e.message.0)),
-                offset: Some(u32_of(e.offset)),
-            }),
+            rpcrdma: v.rpcrdma.as_ref().map(RpcRdmaRow::of),
+            iwarp: v.iwarp.as_ref().map(IwarpRow::of),
+            error: v.error.as_ref().map(ErrorRow::of),
+        }
+    }
+}
+
+impl<'a> RpcRdmaRow<'a> {
+    fn of(r: &RpcRdmaView<'a>) -> Self {
+        RpcRdmaRow {
+            xid: Some(r.xid),
+            vers: Some(r.vers),
+            credits: Some(r.credits),
+            proc: Some(r.proc),
+        }
+    }
+}
+
+impl<'a> ErrorRow<'a> {
+    fn of(e: &'a ErrorView) -> Self {
+        ErrorRow {
+            layer: Some(e.layer),
+            message: Some(Shown(&e.message.0)),
+            offset: Some(u32_of(e.offset)),
         }
     }
 }
