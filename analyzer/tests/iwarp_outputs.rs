@@ -444,3 +444,43 @@ fn export_frames_writes_iwarp_per_segment() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The report names an iWARP connection's set-up and teardown by MPA and
+/// TCP, not by the CM's messages.
+#[test]
+fn report_names_iwarp_set_up_by_mpa_and_tcp() {
+    let text = run(&["report"], &[&captures().join("iwarp/reconnect.pcap")]);
+    assert!(
+        text.contains("(FIN from the client), closed 4.327 s (MPA/TCP frames 27,29,221,222)"),
+        "{text}"
+    );
+    for cm in ["CM frames", " REQ ", "DREQ", "CM exchange"] {
+        assert!(!text.contains(cm), "{cm:?} in an iWARP report:\n{text}");
+    }
+    // A capture begun after the MPA exchange: none seen, said in its words.
+    let d = scratch("mid-stream");
+    let cap = d.join("mid.pcap");
+    let o = Command::new(BIN)
+        .args([
+            "synth",
+            "--fabric",
+            "iwarp",
+            "--iwarp-faults",
+            "mid_stream",
+            "-o",
+        ])
+        .arg(&cap)
+        .output()
+        .expect("run synth");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = run(&["report"], &[&cap]);
+    assert!(
+        text.contains("negotiated: unknown (the capture has no MPA exchange for this connection)"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("CM exchange") && !text.contains("CM frames"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -37,7 +37,7 @@ pub(super) const CHUNKED_MIN: u64 = 20;
 pub(super) fn all(d: &Diagnosis, state: &State) -> Vec<Cause> {
     let start = state.totals.first_ts_ns;
     let mut v = Vec::new();
-    v.extend(reconnect_stall(d, start));
+    v.extend(reconnect_stall(d, state, start));
     v.extend(server_time(d, start));
     v.extend(credit_window_full(d, state, start));
     v.extend(network_loss(d, state, start));
@@ -182,7 +182,7 @@ pub(super) fn note_reconnect(r: &mut Tally, t: &Transaction, app: Option<u64>, w
     });
 }
 
-fn reconnect_stall(d: &Diagnosis, start: Option<u64>) -> Option<Cause> {
+fn reconnect_stall(d: &Diagnosis, state: &State, start: Option<u64>) -> Option<Cause> {
     let r = &d.reconnect;
     if r.count == 0 {
         return None;
@@ -203,6 +203,9 @@ fn reconnect_stall(d: &Diagnosis, start: Option<u64>) -> Option<Cause> {
     };
     let advice = if d.retransmitted.count > 0 {
         "the connection was lost after RC retransmissions went unanswered (see network_loss): the requester's QP exhausted its retry count and the client reconnected. Fix the loss on the path (the peer's port, PFC/ECN on RoCE, link errors); the stall is the QP's retry time (retry_cnt x local ACK timeout) plus the reconnect"
+    } else if iwarp_only(state, &r.ex.connections) {
+        // iWARP has no CM DREQ: TCP's FIN or RST tore it down.
+        "the connection was torn down with calls outstanding and the client sent them again on a new connection (RFC 8166 4.5.5): find what closed it (the side that sent the FIN or RST, the kernel log); the stall is the time until the new connection carried the call"
     } else {
         "the connection was torn down with calls outstanding and the client sent them again on a new connection (RFC 8166 4.5.5): find what closed it (the DREQ's sender, the kernel log); the stall is the time until the new connection carried the call"
     };
@@ -709,6 +712,16 @@ fn nfs_errors(d: &Diagnosis, start: Option<u64>) -> Option<Cause> {
         evidence: ex.evidence(start),
         advice: advice.join("; "),
     })
+}
+
+/// Whether every one of `conns` that the state still holds is iWARP's
+/// (and one is): its set-up and teardown are then named by MPA and TCP.
+fn iwarp_only(state: &State, conns: &[crate::engine::ConnId]) -> bool {
+    let mut known = conns
+        .iter()
+        .filter_map(|c| state.connections.get(c))
+        .peekable();
+    known.peek().is_some() && known.all(|c| c.is_iwarp())
 }
 
 /// `congestion`: named at the first mark. A lossless RoCE fabric marks

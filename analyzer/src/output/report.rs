@@ -632,8 +632,11 @@ impl Report {
     fn text_connections(&self, s: &mut String, state: &State, filter: &Filter) {
         let _ = writeln!(s, "\nConnections");
         for c in state.connections.values().filter(|c| self.shows(filter, c)) {
+            let words = super::describe::setup_words(c.is_iwarp());
             let cm = if c.cm_state == crate::engine::CmState::NotSeen && c.cm_cut {
                 "CM cut by the snap length".to_string()
+            } else if c.cm_state == crate::engine::CmState::NotSeen && c.is_iwarp() {
+                "no MPA exchange seen".to_string()
             } else if c.cm_state == crate::engine::CmState::NotSeen {
                 "no CM seen".to_string()
             } else {
@@ -754,7 +757,11 @@ impl Report {
                     let _ = writeln!(s, "      negotiated: unknown (the capture's snap length cut the CM messages' private data)");
                 }
                 None => {
-                    let _ = writeln!(s, "      negotiated: unknown (the capture has no CM exchange for this connection)");
+                    let _ = writeln!(
+                        s,
+                        "      negotiated: unknown (the capture has no {} for this connection)",
+                        words.exchange
+                    );
                 }
             }
             let chunk_bytes = c.chunk_bytes_known().map_or_else(
@@ -795,8 +802,9 @@ impl Report {
                 let frames: Vec<String> = e.cm_frames.iter().map(u64::to_string).collect();
                 let _ = writeln!(
                     s,
-                    "    {} (CM frames {})",
+                    "    {} ({} {})",
                     e.describe(start),
+                    e.words().frames,
                     if frames.is_empty() {
                         "none".to_string()
                     } else {

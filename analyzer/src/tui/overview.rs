@@ -55,15 +55,20 @@ fn private(p: Option<CmPrivateData>) -> String {
     }
 }
 
-fn cm_name(s: CmState) -> &'static str {
-    match s {
-        CmState::NotSeen => "not seen",
-        CmState::Requested => "REQ",
-        CmState::Replied => "REP",
-        CmState::Established => "established",
-        CmState::Rejected => "rejected",
-        CmState::Disconnecting => "DREQ",
-        CmState::Closed => "closed",
+/// A connection's set-up state, in its fabric's words (iWARP's MPA
+/// exchange and FIN stand for the CM's REQ, REP and DREQ).
+fn cm_name(s: CmState, iwarp: bool) -> &'static str {
+    match (s, iwarp) {
+        (CmState::NotSeen, _) => "not seen",
+        (CmState::Requested, false) => "REQ",
+        (CmState::Requested, true) => "MPA-REQ",
+        (CmState::Replied, false) => "REP",
+        (CmState::Replied, true) => "MPA-REP",
+        (CmState::Established, _) => "established",
+        (CmState::Rejected, _) => "rejected",
+        (CmState::Disconnecting, false) => "DREQ",
+        (CmState::Disconnecting, true) => "FIN",
+        (CmState::Closed, _) => "closed",
     }
 }
 
@@ -162,7 +167,7 @@ fn conn_cells(c: &Connection, wide: bool) -> Vec<String> {
         c.anomalies.to_string(),
     ];
     if wide {
-        v.push(cm_name(c.cm_state).into());
+        v.push(cm_name(c.cm_state, c.is_iwarp()).into());
         v.push(format!(
             "{} / {}",
             private(c.client_private),
@@ -348,4 +353,19 @@ fn transport_lines(t: &crate::engine::Totals) -> [Line<'static>; 2] {
             t.retransmissions, t.psn_gaps, t.cm_messages
         )),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_up_states_are_named_by_fabric() {
+        assert_eq!(cm_name(CmState::Requested, false), "REQ");
+        assert_eq!(cm_name(CmState::Requested, true), "MPA-REQ");
+        assert_eq!(cm_name(CmState::Replied, true), "MPA-REP");
+        assert_eq!(cm_name(CmState::Disconnecting, false), "DREQ");
+        assert_eq!(cm_name(CmState::Disconnecting, true), "FIN");
+        assert_eq!(cm_name(CmState::Closed, true), "closed");
+    }
 }
