@@ -484,3 +484,106 @@ fn report_names_iwarp_set_up_by_mpa_and_tcp() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The capture with its MPA Request (frame 29) made revision 1, which has
+/// no IRD/ORD: its 12 octets of private data are left as they are.
+fn with_revision_1_request(src: &Path, out: &Path) {
+    let mut b = std::fs::read(src).expect("read capture");
+    let (mut at, mut n) = (24usize, 0u64);
+    while at + 16 <= b.len() {
+        n += 1;
+        let caplen = u32::from_le_bytes(b[at + 8..at + 12].try_into().unwrap()) as usize;
+        let frame = at + 16;
+        if n == 29 {
+            let mpa = frame + tcp_payload_at(&b[frame..frame + caplen]);
+            assert_eq!(&b[mpa..mpa + 16], b"MPA ID Req Frame", "frame 29");
+            assert_eq!(b[mpa + 17], 2, "revision");
+            b[mpa + 17] = 1;
+        }
+        at = frame + caplen;
+    }
+    std::fs::write(out, b).expect("write capture");
+}
+
+/// MPA revision 2's IRD/ORD are kept on the connection: the report's line,
+/// its JSON and the Parquet connections table; null for revision 1.
+#[test]
+fn ird_ord_are_kept_on_the_connection() {
+    let r = report_json(&[&iwarp_capture()], &[]);
+    let w = &r["connections"][0]["iwarp"];
+    assert_eq!(
+        w["client_ird_ord"],
+        serde_json::json!({"ird": 128, "ord": 0})
+    );
+    assert_eq!(
+        w["server_ird_ord"],
+        serde_json::json!({"ird": 0, "ord": 128})
+    );
+    let text = run(&["report"], &[&iwarp_capture()]);
+    assert!(
+        text.contains("RDMA Read queues (IRD/ORD, RFC 6581): client 128/0, server 0/128"),
+        "{text}"
+    );
+    // RoCE connections have no iwarp object at all.
+    let roce = report_json(&[&captures().join("v3-ddp.pcap")], &[]);
+    assert!(roce["connections"][0].get("iwarp").is_none());
+
+    let d = scratch("rev1");
+    let rev1 = d.join("rev1.pcap");
+    with_revision_1_request(&iwarp_capture(), &rev1);
+    let r = report_json(&[&rev1], &[]);
+    let w = &r["connections"][0]["iwarp"];
+    assert!(w["client_ird_ord"].is_null(), "{w}");
+    assert_eq!(
+        w["server_ird_ord"],
+        serde_json::json!({"ird": 0, "ord": 128})
+    );
+    let text = run(&["report"], &[&rev1]);
+    assert!(
+        text.contains("client none (MPA revision 1), server 0/128"),
+        "{text}"
+    );
+
+    // The Parquet connections table: the same struct.
+    use arrow_array::{Array, StructArray, UInt16Array};
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let out = d.join("ds");
+    let o = Command::new(BIN)
+        .args(["export", "--host", "h1", "--out"])
+        .arg(&out)
+        .arg(&rev1)
+        .output()
+        .expect("run export");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let files = parquet_files(&out.join("connections"));
+    let file = std::fs::File::open(&files[0]).expect("open Parquet");
+    let batch = ParquetRecordBatchReaderBuilder::try_new(file)
+        .expect("a Parquet file")
+        .build()
+        .expect("a reader")
+        .next()
+        .expect("a batch")
+        .expect("a batch");
+    let iw = batch.column_by_name("iwarp").expect("an iwarp column");
+    let iw = iw.as_any().downcast_ref::<StructArray>().expect("struct");
+    let side = |k: &str| {
+        let s = iw.column_by_name(k).expect(k);
+        let s = s
+            .as_any()
+            .downcast_ref::<StructArray>()
+            .expect("struct")
+            .clone();
+        let get = |f: &str| {
+            s.column_by_name(f)
+                .expect(f)
+                .as_any()
+                .downcast_ref::<UInt16Array>()
+                .expect("UInt16")
+                .value(0)
+        };
+        (!s.is_null(0)).then(|| (get("ird"), get("ord")))
+    };
+    assert_eq!(side("client_ird_ord"), None);
+    assert_eq!(side("server_ird_ord"), Some((0, 128)));
+    let _ = std::fs::remove_dir_all(&d);
+}

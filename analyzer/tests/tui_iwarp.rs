@@ -38,6 +38,11 @@ fn iwarp_frames_in_the_tui_show_mpa_ddp_rdmap() {
     let p = t.step(&["1"], "Connections (1)");
     assert!(p.contains("ICRC, PSNs n/a"), "overview:\n{p}");
     assert!(!p.contains("ICRC 0 ok"), "overview:\n{p}");
+    // The connection's MPA exchange: private data and IRD/ORD per side.
+    assert!(
+        p.contains("R=1 4096/4096 IRD/ORD 128/0 / R=0 4096/4096 IRD/ORD 0/128"),
+        "overview:\n{p}"
+    );
     t.step(&["2"], "Transactions 44/44");
     t.send(&["/"]);
     t.wait_for("filter: ");

@@ -705,6 +705,9 @@ impl Report {
                     frames.join(",")
                 );
             }
+            if c.is_iwarp() && c.cm_state != crate::engine::CmState::NotSeen {
+                let _ = writeln!(s, "      {}", ird_ord_line(c));
+            }
             if c.carries != Some(Carries::RpcRdma) {
                 continue;
             }
@@ -1349,6 +1352,26 @@ pub fn micros(us: f64) -> String {
 /// counterpart of the ICRC line (TCP retransmits under iWARP, so holes in a
 /// stream are what the capture missed, and the checks that needed those
 /// octets were skipped).
+/// An iWARP connection's RDMA Read queue depths from its MPA exchange
+/// (RFC 6581 5): each side's IRD/ORD, or why it is not known.
+fn ird_ord_line(c: &crate::engine::Connection) -> String {
+    use crate::engine::CmMsg;
+    let sent = |m: fn(CmMsg) -> bool| c.cm_events.iter().any(|e| m(e.message));
+    let side = |x: Option<crate::engine::IrdOrd>, seen: bool| match x {
+        Some(x) => format!("{}/{}", x.ird, x.ord),
+        None if seen => "none (MPA revision 1)".to_string(),
+        None => "not seen".to_string(),
+    };
+    format!(
+        "RDMA Read queues (IRD/ORD, RFC 6581): client {}, server {}",
+        side(c.client_ird_ord, sent(|m| m == CmMsg::MpaRequest)),
+        side(
+            c.server_ird_ord,
+            sent(|m| matches!(m, CmMsg::MpaReply | CmMsg::MpaReject))
+        )
+    )
+}
+
 fn iwarp_line(n: &crate::engine::IwarpCounts) -> String {
     let mut s = format!(
         "iWARP: {}, {}, {}",

@@ -91,7 +91,7 @@ fn draw_connections(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
     let mut max = vec![6, 40, 40, 19, 11, 3, 7, 10, 16, 6];
     if wide {
         header.extend(["CM", "private data client / server"]);
-        max.extend([11, 60]);
+        max.extend([11, 72]);
     }
     let page = usize::from(area.height.saturating_sub(3));
     let sel = ui.selected[Screen::Overview.index()];
@@ -168,10 +168,16 @@ fn conn_cells(c: &Connection, wide: bool) -> Vec<String> {
     ];
     if wide {
         v.push(cm_name(c.cm_state, c.is_iwarp()).into());
+        // iWARP's MPA exchange gives each side's RDMA Read queue depths too.
+        let ird_ord = |x: Option<crate::engine::IrdOrd>| {
+            x.map_or(String::new(), |x| format!(" IRD/ORD {}/{}", x.ird, x.ord))
+        };
         v.push(format!(
-            "{} / {}",
+            "{}{} / {}{}",
             private(c.client_private),
-            private(c.server_private)
+            ird_ord(c.client_ird_ord),
+            private(c.server_private),
+            ird_ord(c.server_ird_ord)
         ));
     }
     v

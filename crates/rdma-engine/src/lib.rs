@@ -59,7 +59,7 @@ pub use keys::{Addr, ConnId, Origin, QpKey};
 pub use merge::MergeConfig;
 pub use model::{
     CallHeader, Carries, ChunkKind, CmEvent, CmMsg, CmState, Congestion, Connection, CreditPoint,
-    KernelTimes, LadderStep, Phases, Role, SegmentUse, StepWhat, Transaction, Transfer,
+    IrdOrd, KernelTimes, LadderStep, Phases, Role, SegmentUse, StepWhat, Transaction, Transfer,
 };
 pub use nfsio::{asks_for_retry, FileHandle, NfsIo, Stable, RECENT_ERRORS, RETRY_WINDOW_NS};
 pub use rdma_dissectors::frame::Frame;

@@ -24,7 +24,7 @@ use crate::diagnosis::Cause;
 use crate::engine::{
     Anomaly, Carries, ChunkKind, CmState, ConnId, Kind, NfsIo, SegmentUse, Transaction,
 };
-use crate::output::schema::{ConnectionView, PrivateData};
+use crate::output::schema::{ConnectionView, IrdOrdView, PrivateData};
 use crate::output::view::QpKeyView;
 
 /// A table whose rows are a view type.
@@ -340,6 +340,8 @@ pub(super) struct ConnRow<'a> {
     remote_invalidations: i64,
     credits: Option<CreditsRow>,
     anomalies: i64,
+    /// iWARP's MPA negotiation; null on other fabrics.
+    iwarp: Option<IwarpConnRow>,
     congestion: CongestionRow,
 }
 
@@ -391,6 +393,30 @@ struct CreditsRow {
     first_grant_wait_ms: Option<f64>,
 }
 
+/// An iWARP connection's MPA negotiation, as the report's JSON has it
+/// (the struct is null on other fabrics).
+#[derive(Serialize, Deserialize)]
+struct IwarpConnRow {
+    client_ird_ord: Option<IrdOrdRow>,
+    server_ird_ord: Option<IrdOrdRow>,
+}
+
+/// RDMA Read queue depths (RFC 6581 5).
+#[derive(Serialize, Deserialize)]
+struct IrdOrdRow {
+    ird: u16,
+    ord: u16,
+}
+
+impl From<IrdOrdView> for IrdOrdRow {
+    fn from(x: IrdOrdView) -> Self {
+        IrdOrdRow {
+            ird: x.ird,
+            ord: x.ord,
+        }
+    }
+}
+
 /// A connection's congestion marks, as the report's JSON has them (less
 /// the example frames).
 #[derive(Serialize, Deserialize)]
@@ -438,6 +464,10 @@ impl<'a> From<&'a ConnectionView> for ConnRow<'a> {
                 first_grant_wait_ms: k.first_grant_wait_ms,
             }),
             anomalies: i64_of(c.anomalies),
+            iwarp: c.iwarp.as_ref().map(|w| IwarpConnRow {
+                client_ird_ord: w.client_ird_ord.map(IrdOrdRow::from),
+                server_ird_ord: w.server_ird_ord.map(IrdOrdRow::from),
+            }),
             congestion: CongestionRow {
                 ecn_ce: i64_of(g.ecn_ce),
                 cnps: g.cnps.map(i64_of),

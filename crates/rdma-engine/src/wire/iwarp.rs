@@ -25,7 +25,7 @@ use super::rdma::keep_reply_head;
 use super::state::{Message, SegmentRef};
 use super::tcp::{Delivery, FlowKey, Streams, TcpSegment};
 use crate::keys::{Addr, ConnId, Map, QpKey};
-use crate::model::{v1, Carries, ChunkKind, CmEvent, CmMsg, CmState, Role, StepWhat};
+use crate::model::{v1, Carries, ChunkKind, CmEvent, CmMsg, CmState, IrdOrd, Role, StepWhat};
 use crate::{Engine, Finding, Kind};
 
 /// One direction of an iWARP connection, as far as this side follows it.
@@ -100,6 +100,14 @@ fn endpoint(a: SocketAddr) -> QpKey {
         addr: Addr::Iwarp(a.ip()),
         qpn: u32::from(a.port()),
     }
+}
+
+/// The RDMA Read queue depths of a revision 2 MPA frame (revision 1 has none).
+fn ird_ord(f: &RequestReply<'_>) -> Option<IrdOrd> {
+    f.enhanced.map(|e| IrdOrd {
+        ird: e.ird,
+        ord: e.ord,
+    })
 }
 
 /// Where a DDP segment sits in its message, in the terms of an IB Send.
@@ -329,6 +337,7 @@ impl Engine {
             c.server = Some(server);
             c.port = Some(at.key.dst.port());
             c.client_private = private;
+            c.client_ird_ord = ird_ord(f);
             c.cm_state = CmState::Requested;
             c.cm_event(CmEvent {
                 frame: at.first_frame,
@@ -367,6 +376,7 @@ impl Engine {
             return;
         };
         c.server_private = private;
+        c.server_ird_ord = ird_ord(f);
         let message = if f.reject {
             CmMsg::MpaReject
         } else {
