@@ -84,6 +84,17 @@ fn iwarp_only_capture_has_null_icrc_and_psn_totals() {
             t[k]
         );
     }
+    // What stands for them on iWARP, as the text's `iWARP:` line says it.
+    let w = &t["iwarp"];
+    assert_eq!(w["fpdus"], 3190, "{w}");
+    assert_eq!(w["mpa_requests"], 1, "{w}");
+    assert_eq!(w["gaps"], 0, "{w}");
+    let segments = |k: &str| w[k].as_u64().unwrap();
+    assert_eq!(
+        segments("ddp_tagged_segments") + segments("ddp_untagged_segments"),
+        3190
+    );
+    assert!(w["segments"]["rdma_write"].as_u64().unwrap() > 0, "{w}");
     let c = &r["connections"][0];
     assert_eq!(c["fabric"], "iWARP");
     let g = &c["congestion"];
@@ -103,6 +114,12 @@ fn mixed_capture_nulls_per_connection_and_counts_roce() {
     for k in BTH_ONLY_TOTALS {
         assert!(t[k].is_u64(), "totals.{k} on a mixed capture: {}", t[k]);
     }
+    assert!(t["iwarp"]["fpdus"].as_u64().unwrap() > 0, "{t}");
+    let roce_only = report_json(&[&roce], &[]);
+    assert!(
+        roce_only["totals"].get("iwarp").is_none(),
+        "RoCE totals: iwarp"
+    );
     let conns = r["connections"].as_array().unwrap();
     let by = |f: &str| {
         conns
@@ -135,6 +152,17 @@ fn metrics_have_no_icrc_or_psn_sample_on_iwarp_only() {
     assert_eq!(families(&[&iwarp_capture()]), 0);
     let roce = captures().join("v3-ddp.pcap");
     assert_eq!(families(&[&roce, &iwarp_capture()]), 3);
+    // iWARP's own: present with iWARP frames, absent without.
+    let fpdus = |files: &[&Path]| {
+        let m = d.join("m.prom");
+        run(&["report", "--metrics-out", m.to_str().unwrap()], files);
+        let text = std::fs::read_to_string(&m).expect("metrics file");
+        text.lines()
+            .find_map(|l| l.strip_prefix("rdma_iwarp_fpdus_total "))
+            .map(|v| v.trim().to_string())
+    };
+    assert_eq!(fpdus(&[&iwarp_capture()]).as_deref(), Some("3190"));
+    assert_eq!(fpdus(&[&roce]), None);
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -371,7 +399,12 @@ fn iwarp_frame_rows(dir: &Path) -> Vec<IwarpFrameRow> {
                 if !iw.is_null(i) && !fpdus.is_null(i) {
                     let items = fpdus.value(i);
                     let items = items.as_any().downcast_ref::<StructArray>().expect("FPDUs");
-                    let op = items.column_by_name("opcode_name").expect("opcode_name");
+                    let rdmap = items.column_by_name("rdmap").expect("rdmap");
+                    let rdmap = rdmap
+                        .as_any()
+                        .downcast_ref::<StructArray>()
+                        .expect("struct");
+                    let op = rdmap.column_by_name("opcode_name").expect("opcode_name");
                     let op = op.as_any().downcast_ref::<StringArray>().expect("text");
                     let r = items.column_by_name("rpcrdma").expect("rpcrdma");
                     let r = r.as_any().downcast_ref::<StructArray>().expect("struct");

@@ -231,8 +231,8 @@ fn side(r: Role) -> &'static str {
 
 impl TimelineEntry {
     /// How its set-up and teardown are named on its fabric.
-    pub fn words(&self) -> crate::output::describe::SetupWords {
-        crate::output::describe::setup_words(self.iwarp)
+    pub fn words(&self) -> SetupWords {
+        setup_words(self.iwarp)
     }
 
     /// Its life in one line: requested, established, last message, torn
@@ -315,5 +315,52 @@ impl Outage {
             let _ = write!(s, " ({:.3} s without a connection)", w / 1e3);
         }
         s
+    }
+}
+
+/// How a connection's set-up and teardown are named on its fabric: the
+/// InfiniBand CM's messages (on RoCE too), or on iWARP the MPA exchange
+/// that stands for them and TCP's FIN and RST that end it (RFC 5044 7.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SetupWords {
+    /// The set-up as a whole: `CM exchange`, `MPA exchange`.
+    pub exchange: &'static str,
+    /// Its messages: `CM messages`, `MPA frames`.
+    pub messages: &'static str,
+    /// The frames of set-up and teardown: `CM frames`, `MPA/TCP frames`.
+    pub frames: &'static str,
+    /// The client's request: `REQ`, `MPA Request`.
+    pub request: &'static str,
+    /// The server's answer: `REP`, `MPA Reply`.
+    pub reply: &'static str,
+    /// What a side tears the connection down with: `DREQ`, `FIN`.
+    pub teardown: &'static str,
+}
+
+const CM_WORDS: SetupWords = SetupWords {
+    exchange: "CM exchange",
+    messages: "CM messages",
+    frames: "CM frames",
+    request: "REQ",
+    reply: "REP",
+    teardown: "DREQ",
+};
+
+const MPA_WORDS: SetupWords = SetupWords {
+    exchange: "MPA exchange",
+    messages: "MPA frames",
+    frames: "MPA/TCP frames",
+    request: "MPA Request",
+    reply: "MPA Reply",
+    teardown: "FIN",
+};
+
+/// The words for a connection's set-up on iWARP (`iwarp`) or on the CM's
+/// fabrics (InfiniBand, RoCE).
+pub const fn setup_words(iwarp: bool) -> SetupWords {
+    if iwarp {
+        MPA_WORDS
+    } else {
+        CM_WORDS
     }
 }

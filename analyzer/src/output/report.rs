@@ -632,7 +632,7 @@ impl Report {
     fn text_connections(&self, s: &mut String, state: &State, filter: &Filter) {
         let _ = writeln!(s, "\nConnections");
         for c in state.connections.values().filter(|c| self.shows(filter, c)) {
-            let words = super::describe::setup_words(c.is_iwarp());
+            let words = crate::diagnosis::timeline::setup_words(c.is_iwarp());
             let cm = if c.cm_state == crate::engine::CmState::NotSeen && c.cm_cut {
                 "CM cut by the snap length".to_string()
             } else if c.cm_state == crate::engine::CmState::NotSeen && c.is_iwarp() {

@@ -812,22 +812,59 @@ struct FpduRow<'a> {
     ulpdu_length: Option<u16>,
     /// `valid`, `invalid` or `none`.
     crc: Option<&'a str>,
-    tagged: Option<bool>,
-    last: Option<bool>,
-    stag: Option<u32>,
-    /// A tagged offset: it may exceed INT64.
-    to: Option<u64>,
-    msn: Option<u32>,
-    mo: Option<u32>,
-    opcode: Option<u8>,
-    opcode_name: Option<&'a str>,
-    inval_stag: Option<u32>,
+    crc_value: Option<u32>,
+    ddp: Option<DdpRow>,
+    #[serde(borrow)]
+    rdmap: Option<RdmapRow<'a>>,
     /// The RPC-over-RDMA header of the Send this FPDU starts.
     #[serde(borrow)]
     rpcrdma: Option<RpcRdmaRow<'a>>,
-    /// Why the FPDU, its DDP/RDMAP or its Send's RPC-over-RDMA did not
-    /// parse, and where (`layer at offset: message`).
-    error: Option<String>,
+    /// Why the FPDU or its DDP/RDMAP did not parse.
+    #[serde(borrow)]
+    error: Option<FpduErrorRow<'a>>,
+    /// Why its Send's RPC-over-RDMA did not parse.
+    #[serde(borrow)]
+    send_error: Option<FpduErrorRow<'a>>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct DdpRow {
+    tagged: Option<bool>,
+    last: Option<bool>,
+    /// Tagged: the STag and Tagged Offset (an offset may exceed INT64).
+    stag: Option<u32>,
+    to: Option<u64>,
+    /// Untagged: the queue, message sequence number and message offset.
+    qn: Option<u32>,
+    msn: Option<u32>,
+    mo: Option<u32>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct RdmapRow<'a> {
+    opcode: Option<u8>,
+    opcode_name: Option<&'a str>,
+    /// The STag a Send with Invalidate invalidates.
+    inval_stag: Option<u32>,
+}
+
+/// An error of one FPDU: its message is made as the row is (the FPDU's
+/// view does not outlive it).
+#[derive(Serialize, Deserialize)]
+struct FpduErrorRow<'a> {
+    layer: Option<&'a str>,
+    message: Option<String>,
+    offset: Option<u32>,
+}
+
+impl<'a> FpduErrorRow<'a> {
+    fn of(e: &ErrorView) -> Self {
+        FpduErrorRow {
+            layer: Some(e.layer),
+            message: Some(e.message.0.to_string()),
+            offset: Some(u32_of(e.offset)),
+        }
+    }
 }
 
 impl<'a> IwarpRow<'a> {
@@ -851,26 +888,28 @@ impl<'a> IwarpRow<'a> {
 
 impl<'a> FpduRow<'a> {
     fn of(f: &FpduView<'a>) -> Self {
-        let (d, r) = (f.ddp.as_ref(), f.rdmap.as_ref());
         FpduRow {
             offset: f.offset.map(u32_of),
             ulpdu_length: f.ulpdu_length,
             crc: f.crc,
-            tagged: d.map(|d| d.tagged),
-            last: d.map(|d| d.last),
-            stag: d.and_then(|d| d.stag),
-            to: d.and_then(|d| d.to),
-            msn: d.and_then(|d| d.msn),
-            mo: d.and_then(|d| d.mo),
-            opcode: r.map(|r| r.opcode),
-            opcode_name: r.map(|r| r.opcode_name),
-            inval_stag: r.and_then(|r| r.inval_stag),
+            crc_value: f.crc_value,
+            ddp: f.ddp.map(|d| DdpRow {
+                tagged: Some(d.tagged),
+                last: Some(d.last),
+                stag: d.stag,
+                to: d.to,
+                qn: d.qn,
+                msn: d.msn,
+                mo: d.mo,
+            }),
+            rdmap: f.rdmap.map(|r| RdmapRow {
+                opcode: Some(r.opcode),
+                opcode_name: Some(r.opcode_name),
+                inval_stag: r.inval_stag,
+            }),
             rpcrdma: f.rpcrdma.as_ref().map(RpcRdmaRow::of),
-            error: f
-                .error
-                .as_ref()
-                .or(f.send_error.as_ref())
-                .map(|e| format!("{} at {}: {}", e.layer, e.offset, e.message.0)),
+            error: f.error.as_ref().map(FpduErrorRow::of),
+            send_error: f.send_error.as_ref().map(FpduErrorRow::of),
         }
     }
 }
