@@ -432,7 +432,7 @@ pub struct LiveArgs {
     /// Capture packets on this interface (soft-RoCE, port mirrors).
     #[arg(short = 'i', long = "interface")]
     pub iface: Option<String>,
-    /// Capture filter (BPF syntax, as tcpdump takes it): what the kernel hands over.
+    /// Capture filter (BPF syntax, as tcpdump takes it): what the kernel hands over. The default takes RoCEv2 (UDP 4791) and NFS/RDMA over iWARP (TCP 20049, the port the server listens on); iWARP on another port needs its own, e.g. 'udp port 4791 or tcp port 4420'.
     #[arg(long = "bpf", default_value = LIVE_DEFAULT_BPF)]
     pub bpf: String,
     /// Only what an expression selects, as `report --filter` takes it: 'c1 && proc == READ', 'latency > 10ms', 'severity >= warning'. The lines, the counts and the diagnosis at the end are of what it keeps (the metrics and --record see everything); what is captured is --bpf. Fields and examples: docs/filters.md.
@@ -570,8 +570,9 @@ impl RecordArgs {
     }
 }
 
-/// `live --bpf`'s default: RoCEv2's port.
-const LIVE_DEFAULT_BPF: &str = "udp port 4791";
+/// `live --bpf`'s default: RoCEv2's port, and NFS/RDMA's over iWARP (the
+/// MPA exchange and the FPDUs of a connection to the server's port 20049).
+const LIVE_DEFAULT_BPF: &str = "udp port 4791 or tcp port 20049";
 
 /// Whether `s` reads as a BPF capture filter (tcpdump's primitives):
 /// what `live --filter` took before it took the display filter language.

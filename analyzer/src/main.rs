@@ -871,9 +871,14 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
     {
         Some(p) => {
             let hex: String = p.1.iter().map(|x| format!("{x:02x}")).collect();
-            let side = match p.0 {
-                ebpf_common::KprobeId::Connect => "the client's REQ (rdma_connect)",
-                ebpf_common::KprobeId::Accept => "the server's REP (rdma_accept)",
+            // On iWARP (siw, an RNIC) rdma_connect's private data goes in
+            // the MPA Request, rdma_accept's in the MPA Reply.
+            let iwarp = live_is_iwarp(outcome.engine.as_ref().map(|e| e.state()));
+            let side = match (p.0, iwarp) {
+                (ebpf_common::KprobeId::Connect, false) => "the client's REQ (rdma_connect)",
+                (ebpf_common::KprobeId::Accept, false) => "the server's REP (rdma_accept)",
+                (ebpf_common::KprobeId::Connect, true) => "the client's MPA Request (rdma_connect)",
+                (ebpf_common::KprobeId::Accept, true) => "the server's MPA Reply (rdma_accept)",
             };
             eprintln!("live: CM private data in {side}: {hex}");
         }
@@ -883,6 +888,17 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
         None => {}
     }
     Ok(finish(&outcome.end))
+}
+
+/// Whether what `live` watched is iWARP: the wire's connections are all
+/// iWARP's, or with none seen, every RDMA device of this host is an RNIC
+/// (sysfs `node_type` 4: siw, cxgb4, irdma in iWARP mode).
+fn live_is_iwarp(state: Option<&rdma_analyzer::engine::State>) -> bool {
+    let conns = state.map(|s| &s.connections);
+    if let Some(cs) = conns.filter(|cs| !cs.is_empty()) {
+        return cs.values().all(|c| c.is_iwarp());
+    }
+    rdma_analyzer::sources::counters::devices_all_iwarp()
 }
 
 fn write_stats(

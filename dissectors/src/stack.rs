@@ -179,7 +179,8 @@ pub struct Dissection<'a> {
     pub tcp: Option<TcpLayer<'a>>,
     /// The iWARP a TCP segment starts with (MPA setup frame or FPDUs), when
     /// the flow is iWARP. An untagged Send's RPC-over-RDMA is in
-    /// [`Dissection::upper`] as for RoCE (the first such Send of the segment).
+    /// [`Dissection::upper`] as for RoCE (the first such Send of the
+    /// segment; [`iwarp_send_rpcrdma`] reads each of them).
     pub iwarp: Option<IwarpLayer<'a>>,
     /// Local Route Header (native InfiniBand).
     pub lrh: Option<Lrh>,
@@ -650,7 +651,11 @@ fn dissect_iwarp<'a>(
     {
         return Ok(());
     }
-    let layer = iwarp_frame::dissect(payload, offset_in(frame, payload), cut, config.mpa_crc)?;
+    let layer = match iwarp_frame::dissect(payload, offset_in(frame, payload), cut, config.mpa_crc)?
+    {
+        IwarpLayer::Fpdus(f) => IwarpLayer::Fpdus(f.with_rpcrdma(config.rpcrdma)),
+        other => other,
+    };
     d.iwarp = Some(layer);
     let IwarpLayer::Fpdus(fpdus) = layer else {
         return Ok(());
@@ -666,6 +671,38 @@ fn dissect_iwarp<'a>(
         }
     }
     Ok(())
+}
+
+/// The RPC-over-RDMA (and the RPC and NFS inside it) of an FPDU that starts
+/// an untagged Send (Message Offset 0), read as [`dissect`] reads a
+/// segment's first such Send into [`Dissection::upper`]: a TCP segment can
+/// carry several FPDUs, and a per-FPDU view wants every Send's. `fpdus` is
+/// the segment's [`IwarpLayer::Fpdus`] (whether it was cut, how a payload
+/// is taken for RPC-over-RDMA). `None` for an FPDU that starts no Send or
+/// whose payload is not taken for RPC-over-RDMA; otherwise the layers that
+/// parsed (offsets from the frame's start) and the error that stopped the
+/// rest, if one did.
+pub fn iwarp_send_rpcrdma<'a>(
+    fpdu: &iwarp_frame::IwarpFpdu<'a>,
+    fpdus: &iwarp_frame::Fpdus<'a>,
+) -> Option<(RpcRdmaLayers<'a>, Option<Error>)> {
+    let seg = fpdu.segment.as_ref().ok()?;
+    let (true, Body::Data(data)) = (fpdu.starts_send(), seg.body) else {
+        return None;
+    };
+    let partial = !seg.ddp.last || fpdus.cut();
+    let config = Config::default().with_rpcrdma(fpdus.rpcrdma());
+    // Read against the FPDU's ULPDU, then moved to frame offsets: the
+    // frame's own bytes are not at hand here.
+    let ulpdu = fpdu.fpdu.ulpdu;
+    let shift = fpdu.offset + crate::iwarp::mpa::ULPDU_LENGTH_LEN;
+    let mut d = Dissection::default();
+    let stop = dissect_rpcrdma(ulpdu, data, partial, &config, &mut d).err();
+    let Upper::RpcRdma(mut layers) = d.upper else {
+        return None;
+    };
+    layers.offset += shift;
+    Some((layers, stop.map(|e| e.at(shift))))
 }
 
 /// The transport and above of a packet the capture cut: `ib` is what was

@@ -1765,7 +1765,7 @@ pub struct IwarpView<'a> {
     pub crc_mode: Option<&'static str>,
     /// The FPDUs, in order.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "schemars", schemars(with = "Option<Vec<FpduView>>"))]
+    #[cfg_attr(feature = "schemars", schemars(with = "Option<Vec<FpduView<'a>>>"))]
     pub fpdus: Option<FpduListView<'a>>,
     /// The MPA Request or Reply.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1851,20 +1851,31 @@ impl MpaView {
 #[derive(Debug, Clone, Copy)]
 pub struct FpduListView<'a>(crate::iwarp::frame::Fpdus<'a>);
 
-impl Serialize for FpduListView<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(|r| match r {
-            Ok(f) => FpduView::new(&f),
+impl<'a> FpduListView<'a> {
+    /// Each FPDU's view, in order (a failed one as its error), read on
+    /// demand as serializing does: for a caller that writes them otherwise.
+    pub fn iter(&self) -> impl Iterator<Item = FpduView<'a>> + 'a {
+        let fpdus = self.0;
+        fpdus.iter().map(move |r| match r {
+            Ok(f) => FpduView::new(&f, &fpdus),
             Err(e) => FpduView::error(e),
-        }))
+        })
     }
 }
 
-/// One FPDU: framing, DDP and RDMAP.
+impl Serialize for FpduListView<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
+}
+
+/// One FPDU: framing, DDP and RDMAP, and for one that starts a Send, the
+/// RPC-over-RDMA, RPC and NFS in it (a segment can carry several Sends; the
+/// frame's own `rpcrdma`, `rpc` and `nfs` are the first one's).
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 #[cfg_attr(feature = "schemars", derive(JsonSchema))]
-pub struct FpduView {
+pub struct FpduView<'a> {
     /// `"valid"`, `"invalid"` or `"none"` (CRCs not in use: not checked).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub crc: Option<&'static str>,
@@ -1878,31 +1889,48 @@ pub struct FpduView {
     /// Why the FPDU (or its DDP/RDMAP) did not parse.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorView>,
+    /// NFS (or MOUNT, NLM, ...) call summary of the Send this FPDU starts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nfs: Option<NfsView>,
     /// Offset of the FPDU in the frame.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub offset: Option<usize>,
     /// RDMAP header and fields.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rdmap: Option<RdmapView>,
+    /// The ONC RPC message of the Send this FPDU starts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rpc: Option<RpcView<'a>>,
+    /// The RPC-over-RDMA header of the Send this FPDU starts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rpcrdma: Option<RpcRdmaView<'a>>,
+    /// Where and why the decode of the Send's RPC-over-RDMA, RPC or NFS
+    /// stopped (the FPDU itself parsed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub send_error: Option<ErrorView>,
     /// ULPDU_Length.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ulpdu_length: Option<u16>,
 }
 
-impl FpduView {
+impl<'a> FpduView<'a> {
     fn error(e: crate::error::Error) -> Self {
         FpduView {
             crc: None,
             crc_value: None,
             ddp: None,
             error: Some(error_view(e)),
+            nfs: None,
             offset: None,
             rdmap: None,
+            rpc: None,
+            rpcrdma: None,
+            send_error: None,
             ulpdu_length: None,
         }
     }
 
-    fn new(f: &crate::iwarp::frame::IwarpFpdu<'_>) -> Self {
+    fn new(f: &crate::iwarp::frame::IwarpFpdu<'a>, fpdus: &crate::iwarp::frame::Fpdus<'a>) -> Self {
         use crate::iwarp::mpa::CrcStatus;
         let crc = match f.crc {
             CrcStatus::NotNegotiated => "none",
@@ -1913,13 +1941,19 @@ impl FpduView {
             Ok(s) => (Some(DdpView::new(&s.ddp)), Some(RdmapView::new(s)), None),
             Err(e) => (None, None, Some(error_view(*e))),
         };
+        let send = crate::stack::iwarp_send_rpcrdma(f, fpdus);
+        let layers = send.as_ref().map(|(l, _)| l);
         FpduView {
             crc: Some(crc),
             crc_value: Some(f.crc_field),
             ddp,
             error,
+            nfs: layers.and_then(|l| l.nfs).map(NfsView::new),
             offset: Some(f.offset),
             rdmap,
+            rpc: layers.and_then(|l| l.rpc.as_ref().map(|r| RpcView::new(r.xid, &r.body))),
+            rpcrdma: layers.and_then(|l| l.header.as_ref().map(RpcRdmaView::new)),
+            send_error: send.and_then(|(_, e)| e).map(error_view),
             ulpdu_length: Some(f.fpdu.ulpdu_length),
         }
     }

@@ -37,7 +37,7 @@ pub(super) const CHUNKED_MIN: u64 = 20;
 pub(super) fn all(d: &Diagnosis, state: &State) -> Vec<Cause> {
     let start = state.totals.first_ts_ns;
     let mut v = Vec::new();
-    v.extend(reconnect_stall(d, start));
+    v.extend(reconnect_stall(d, state, start));
     v.extend(server_time(d, start));
     v.extend(credit_window_full(d, state, start));
     v.extend(network_loss(d, state, start));
@@ -182,7 +182,7 @@ pub(super) fn note_reconnect(r: &mut Tally, t: &Transaction, app: Option<u64>, w
     });
 }
 
-fn reconnect_stall(d: &Diagnosis, start: Option<u64>) -> Option<Cause> {
+fn reconnect_stall(d: &Diagnosis, state: &State, start: Option<u64>) -> Option<Cause> {
     let r = &d.reconnect;
     if r.count == 0 {
         return None;
@@ -203,6 +203,9 @@ fn reconnect_stall(d: &Diagnosis, start: Option<u64>) -> Option<Cause> {
     };
     let advice = if d.retransmitted.count > 0 {
         "the connection was lost after RC retransmissions went unanswered (see network_loss): the requester's QP exhausted its retry count and the client reconnected. Fix the loss on the path (the peer's port, PFC/ECN on RoCE, link errors); the stall is the QP's retry time (retry_cnt x local ACK timeout) plus the reconnect"
+    } else if iwarp_only(state, &r.ex.connections) {
+        // iWARP has no CM DREQ: TCP's FIN or RST tore it down.
+        "the connection was torn down with calls outstanding and the client sent them again on a new connection (RFC 8166 4.5.5): find what closed it (the side that sent the FIN or RST, the kernel log); the stall is the time until the new connection carried the call"
     } else {
         "the connection was torn down with calls outstanding and the client sent them again on a new connection (RFC 8166 4.5.5): find what closed it (the DREQ's sender, the kernel log); the stall is the time until the new connection carried the call"
     };
@@ -711,12 +714,22 @@ fn nfs_errors(d: &Diagnosis, start: Option<u64>) -> Option<Cause> {
     })
 }
 
+/// Whether every one of `conns` that the state still holds is iWARP's
+/// (and one is): its set-up and teardown are then named by MPA and TCP.
+fn iwarp_only(state: &State, conns: &[crate::engine::ConnId]) -> bool {
+    let mut known = conns
+        .iter()
+        .filter_map(|c| state.connections.get(c))
+        .peekable();
+    known.peek().is_some() && known.all(|c| c.is_iwarp())
+}
+
 /// `congestion`: named at the first mark. A lossless RoCE fabric marks
 /// (ECN) before it pauses (PFC) or drops, so a mark is the earliest sign
 /// of a queue building up; on a healthy, uncongested path there are none.
 fn congestion(d: &Diagnosis, state: &State, start: Option<u64>) -> Option<Cause> {
     let mut ex = Examples::default();
-    let (mut ce, mut cnps, mut fecn, mut becn) = (0, 0, 0, 0);
+    let (mut ce, mut cnps, mut fecn, mut becn, mut iwarp) = (0, 0, 0, 0, 0);
     for c in state.connections.values() {
         let g = &c.congestion;
         if g.marks() == 0 {
@@ -734,7 +747,12 @@ fn congestion(d: &Diagnosis, state: &State, start: Option<u64>) -> Option<Cause>
             g.first_ts_ns.map_or("?".to_string(), |t| secs(t, start)),
             g.last_ts_ns.map_or("?".to_string(), |t| secs(t, start)),
         );
+        // iWARP has no BTH: only the IP header's CE mark applies there.
+        iwarp += u64::from(c.is_iwarp());
         ex.say(|| {
+            if c.is_iwarp() {
+                return format!("{}: {} ECN CE from {from} to {to}", c.id, g.ecn_ce);
+            }
             format!(
                 "{}: {} ECN CE, {} CNPs, {} FECN, {} BECN from {from} to {to}",
                 c.id, g.ecn_ce, g.cnps, g.fecn, g.becn
@@ -750,16 +768,30 @@ fn congestion(d: &Diagnosis, state: &State, start: Option<u64>) -> Option<Cause>
         ex.xid(*x);
     }
     let n = d.congested.count;
+    let marks = if iwarp == ex.connections.len() as u64 {
+        format!("{ce} ECN CE marks")
+    } else {
+        format!("{ce} ECN CE marks, {cnps} CNPs, {fecn} FECN, {becn} BECN")
+    };
     let measured = format!(
-        "the fabric signalled congestion on {} connection(s): {ce} ECN CE marks, {cnps} CNPs, {fecn} FECN, {becn} BECN; {n} of {} RPCs were in flight on a connection while it was marked",
+        "the fabric signalled congestion on {} connection(s): {marks}; {n} of {} RPCs were in flight on a connection while it was marked",
         ex.connections.len(),
         d.ops
     );
+    let mut advice = CONGESTION_ADVICE.to_string();
+    if iwarp > 0 {
+        advice.push_str(IWARP_CONGESTION_ADVICE);
+    }
     Some(Cause {
         cause: CauseName::Congestion,
         impact: impact(d, measured, None, 0, Some(n)),
         peer: Peer::Fabric,
         evidence: ex.evidence(start),
-        advice: "switch queues on the path filled up and the congestion control slowed the senders down (RoCEv2 DCQCN: a CE mark makes the receiver send a CNP and the sender cut its rate; InfiniBand: FECN/BECN). A few marks under a burst are the control working; sustained marks mean a hot link or an incast (many senders into one port): check the switches' ECN marking thresholds (min/max of the WRED/ECN profile) and queue occupancy, that PFC is on the same priority as the RoCE traffic (without it a congested queue drops), and the NICs' DCQCN settings (ethtool -S rp_cnp_handled/np_cnp_sent, np_ecn_marked_roce_packets)".to_string(),
+        advice,
     })
 }
+
+const CONGESTION_ADVICE: &str = "switch queues on the path filled up and the congestion control slowed the senders down (RoCEv2 DCQCN: a CE mark makes the receiver send a CNP and the sender cut its rate; InfiniBand: FECN/BECN). A few marks under a burst are the control working; sustained marks mean a hot link or an incast (many senders into one port): check the switches' ECN marking thresholds (min/max of the WRED/ECN profile) and queue occupancy, that PFC is on the same priority as the RoCE traffic (without it a congested queue drops), and the NICs' DCQCN settings (ethtool -S rp_cnp_handled/np_cnp_sent, np_ecn_marked_roce_packets)";
+
+/// On iWARP the CE mark is answered by TCP, not DCQCN.
+const IWARP_CONGESTION_ADVICE: &str = "; on iWARP the receiver's TCP echoes a CE mark (ECE) and the sender's TCP halves its window: check that ECN is negotiated on the connection (net.ipv4.tcp_ecn on a software stack such as siw) and the same switch thresholds";

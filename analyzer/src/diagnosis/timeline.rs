@@ -28,7 +28,8 @@ pub struct TimelineEntry {
     pub first_ts_ns: u64,
     /// Its last RPC-over-RDMA message or RDMA operation.
     pub last_ts_ns: u64,
-    /// Its CM frames (REQ, REP, RTU, DREQ, DREP, REJ, retries included).
+    /// Its CM frames (REQ, REP, RTU, DREQ, DREP, REJ, retries included;
+    /// on iWARP its MPA Request and Reply and TCP FIN and RST).
     pub cm_frames: Vec<u64>,
     /// Time from the previous connection's last message to this one's
     /// first sight, ms (`null` for the client's first).
@@ -52,6 +53,9 @@ pub struct TimelineEntry {
     pub failed_requests: u32,
     /// Calls it carried that no reply answered on it.
     pub unanswered_calls: u64,
+    /// It is an iWARP connection: its set-up is the MPA exchange, its
+    /// teardown TCP's FIN or RST (the words its descriptions use).
+    pub iwarp: bool,
 }
 
 /// A time a client's RPCs could not move: a connection left with calls
@@ -148,6 +152,7 @@ fn entry(c: &Connection, gap_before_ms: Option<f64>) -> TimelineEntry {
             .nth(1)
     });
     TimelineEntry {
+        iwarp: c.is_iwarp(),
         connection: c.id,
         cm_state: c.cm_state,
         first_ts_ns: c.first_ts_ns,
@@ -225,6 +230,11 @@ fn side(r: Role) -> &'static str {
 }
 
 impl TimelineEntry {
+    /// How its set-up and teardown are named on its fabric.
+    pub fn words(&self) -> SetupWords {
+        setup_words(self.iwarp)
+    }
+
     /// Its life in one line: requested, established, last message, torn
     /// down, closed, with times since `start` (the capture's first frame).
     pub fn describe(&self, start: Option<u64>) -> String {
@@ -263,7 +273,7 @@ impl TimelineEntry {
                 .cm
                 .iter()
                 .find(|e| e.message.ends())
-                .map_or("DREQ", |e| e.message.as_str());
+                .map_or(self.words().teardown, |e| e.message.as_str());
             let _ = write!(s, ", torn down {} ({what} from {by})", at(d));
         }
         if let Some(c) = self.closed_ts_ns {
@@ -305,5 +315,52 @@ impl Outage {
             let _ = write!(s, " ({:.3} s without a connection)", w / 1e3);
         }
         s
+    }
+}
+
+/// How a connection's set-up and teardown are named on its fabric: the
+/// InfiniBand CM's messages (on RoCE too), or on iWARP the MPA exchange
+/// that stands for them and TCP's FIN and RST that end it (RFC 5044 7.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SetupWords {
+    /// The set-up as a whole: `CM exchange`, `MPA exchange`.
+    pub exchange: &'static str,
+    /// Its messages: `CM messages`, `MPA frames`.
+    pub messages: &'static str,
+    /// The frames of set-up and teardown: `CM frames`, `MPA/TCP frames`.
+    pub frames: &'static str,
+    /// The client's request: `REQ`, `MPA Request`.
+    pub request: &'static str,
+    /// The server's answer: `REP`, `MPA Reply`.
+    pub reply: &'static str,
+    /// What a side tears the connection down with: `DREQ`, `FIN`.
+    pub teardown: &'static str,
+}
+
+const CM_WORDS: SetupWords = SetupWords {
+    exchange: "CM exchange",
+    messages: "CM messages",
+    frames: "CM frames",
+    request: "REQ",
+    reply: "REP",
+    teardown: "DREQ",
+};
+
+const MPA_WORDS: SetupWords = SetupWords {
+    exchange: "MPA exchange",
+    messages: "MPA frames",
+    frames: "MPA/TCP frames",
+    request: "MPA Request",
+    reply: "MPA Reply",
+    teardown: "FIN",
+};
+
+/// The words for a connection's set-up on iWARP (`iwarp`) or on the CM's
+/// fabrics (InfiniBand, RoCE).
+pub const fn setup_words(iwarp: bool) -> SetupWords {
+    if iwarp {
+        MPA_WORDS
+    } else {
+        CM_WORDS
     }
 }

@@ -577,6 +577,13 @@ impl FrameSet {
     }
 }
 
+/// The engine's stack reading iWARP per TCP segment too: the engine reads
+/// it from its reassembled streams, a frame's row from the segment itself
+/// (its MPA setup frame or FPDUs), as `frames` does.
+fn per_segment(config: stack::Config) -> stack::Config {
+    config.with_iwarp_frames(true)
+}
+
 /// `export --frames`'s sink for one capture: every frame, beside the
 /// findings' sink in the same run; or, with a filter, in a second run, the
 /// frames the first run's kept rows name.
@@ -604,7 +611,7 @@ impl ExportFrames {
         ExportFrames {
             frames: Table::new(&whole),
             day: Day::new(),
-            config,
+            config: per_segment(config),
             error: None,
             only: None,
             written: 0,
@@ -617,7 +624,7 @@ impl ExportFrames {
         ExportFrames {
             frames: Table::new(dataset),
             day: Day::new(),
-            config,
+            config: per_segment(config),
             error: None,
             only: Some(only),
             written: 0,

@@ -14,7 +14,9 @@ use rdma_dissectors::iwarp::ddp::Placement;
 use rdma_dissectors::iwarp::frame::{IwarpFpdu, IwarpLayer};
 use rdma_dissectors::iwarp::mpa::CrcStatus;
 use rdma_dissectors::iwarp::rdmap::Body;
-use rdma_dissectors::oncrpc::MsgBody;
+use rdma_dissectors::nfs::CallSummary;
+use rdma_dissectors::oncrpc::{MsgBody, RpcMsg};
+use rdma_dissectors::rpcrdma::RpcRdmaHeader;
 use rdma_dissectors::stack::{self, Dissection};
 use rdma_dissectors::view::{CmView, FrameView};
 
@@ -235,7 +237,17 @@ fn iwarp_text(layer: &IwarpLayer<'_>, s: &mut String) {
     }
     for item in fpdus.iter() {
         match item {
-            Ok(f) => fpdu_text(&f, s),
+            Ok(f) => {
+                fpdu_text(&f, s);
+                // Each Send's RPC-over-RDMA after its FPDU: a segment can
+                // carry several, and the frame's own slot holds the first.
+                if let Some((l, stop)) = stack::iwarp_send_rpcrdma(&f, fpdus) {
+                    upper_text(l.header.as_ref(), l.rpc.as_ref(), l.nfs.as_ref(), s);
+                    if let Some(e) = stop {
+                        let _ = write!(s, " | ERROR {e}");
+                    }
+                }
+            }
             Err(e) => {
                 let _ = write!(s, " | FPDU ERROR {e}");
             }
@@ -363,42 +375,60 @@ pub fn frame_text(number: u64, at: &str, orig_len: u32, d: &Dissection<'_>) -> S
             None => s.push_str(" | RPC/RDMA private data of an unknown version"),
         }
     }
-    if let Some(h) = &d.rpcrdma() {
-        s.push_str(&format!(
-            " | {} xid {:#010x} credits {}",
-            h.proc.name().unwrap_or("?"),
-            h.xid.0,
-            h.credits
-        ));
-        if let Some(c) = h.chunks() {
-            let (r, w, rc) = (c.read_count(), c.write_count(), c.reply_chunk().is_some());
-            if r + w > 0 || rc {
-                s.push_str(&format!(
-                    " read {r} write {w} reply {}",
-                    if rc { "yes" } else { "no" }
-                ));
-            }
-        }
-    }
-    if let Some(r) = &d.rpc() {
-        match &r.body {
-            MsgBody::Call(c) => {
-                let name = d.nfs().as_ref().and_then(|n| n.procedure).unwrap_or("?");
-                s.push_str(&format!(" | RPC call prog {} v{} {name}", c.prog, c.vers));
-                if let Some(n) = &d.nfs() {
-                    s.push_str(&compound_ops(n));
-                }
-            }
-            _ => s.push_str(" | RPC reply"),
-        }
+    // iWARP's FPDUs said their Sends' RPC-over-RDMA each in its place.
+    let in_fpdus = matches!(d.iwarp, Some(IwarpLayer::Fpdus(_)));
+    if !in_fpdus {
+        upper_text(d.rpcrdma(), d.rpc(), d.nfs(), &mut s);
     }
     if let Some(IcrcStatus::Invalid { found, computed }) = d.icrc {
         s.push_str(&format!(
             " | BAD ICRC {found:#010x} (expected {computed:#010x})"
         ));
     }
-    if let Some(e) = d.stop {
+    // The first Send's decode error was said beside its FPDU.
+    if let (Some(e), false) = (d.stop, in_fpdus && d.rpcrdma_layers().is_some()) {
         s.push_str(&format!(" | ERROR {e}"));
     }
     s
+}
+
+/// A Send's RPC-over-RDMA header, and the RPC call or reply in it.
+fn upper_text(
+    h: Option<&RpcRdmaHeader<'_>>,
+    rpc: Option<&RpcMsg<'_>>,
+    nfs: Option<&CallSummary>,
+    s: &mut String,
+) {
+    use std::fmt::Write as _;
+    if let Some(h) = h {
+        let _ = write!(
+            s,
+            " | {} xid {:#010x} credits {}",
+            h.proc.name().unwrap_or("?"),
+            h.xid.0,
+            h.credits
+        );
+        if let Some(c) = h.chunks() {
+            let (r, w, rc) = (c.read_count(), c.write_count(), c.reply_chunk().is_some());
+            if r + w > 0 || rc {
+                let _ = write!(
+                    s,
+                    " read {r} write {w} reply {}",
+                    if rc { "yes" } else { "no" }
+                );
+            }
+        }
+    }
+    if let Some(r) = rpc {
+        match &r.body {
+            MsgBody::Call(c) => {
+                let name = nfs.and_then(|n| n.procedure).unwrap_or("?");
+                let _ = write!(s, " | RPC call prog {} v{} {name}", c.prog, c.vers);
+                if let Some(n) = nfs {
+                    s.push_str(&compound_ops(n));
+                }
+            }
+            _ => s.push_str(" | RPC reply"),
+        }
+    }
 }

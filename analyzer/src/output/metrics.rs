@@ -1019,6 +1019,14 @@ impl Scrape {
             "Frames on queue pairs no connection could be found for",
             t.unassociated_frames,
         )?;
+        if t.iwarp.frames > 0 {
+            iwarp(f, &t.iwarp)?;
+        }
+        if t.iwarp_only() {
+            // No sample rather than zeros: iWARP has no PSNs or ICRC, and a
+            // 0 would read as "checked, all well" on a dashboard.
+            return Ok(());
+        }
         f.counter(
             "rdma_retransmissions",
             "Retransmitted request packets (PSN seen again)",
@@ -1297,6 +1305,30 @@ impl Scrape {
     }
 }
 
+/// iWARP's integrity counters, its counterpart of the ICRC and PSN ones:
+/// only when the capture had iWARP frames.
+fn iwarp(f: &mut Families<'_, '_>, n: &crate::engine::IwarpCounts) -> fmt::Result {
+    f.counter(
+        "rdma_iwarp_fpdus",
+        "FPDUs the iWARP streams delivered (RFC 5044)",
+        n.fpdus,
+    )?;
+    f.counter(
+        "rdma_iwarp_crc_invalid",
+        "iWARP FPDUs whose CRC32c did not match",
+        n.crc_invalid,
+    )?;
+    f.counter(
+        "rdma_iwarp_stream_gaps",
+        "Holes in the iWARP TCP streams: what fell in them was not checked",
+        n.gaps,
+    )?;
+    f.counter(
+        "rdma_iwarp_stream_gap_bytes",
+        "Stream octets in those holes",
+        n.gap_bytes,
+    )
+}
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -568,7 +568,7 @@ impl Report {
             t.calls,
             t.replies
         );
-        if t.iwarp.frames > 0 && t.rdma_frames == t.iwarp.frames {
+        if t.iwarp_only() {
             // Zeros here would read as "checked, all well": iWARP has no
             // ICRC or PSNs, TCP's sequence and the FPDU's CRC32c stand in.
             let _ = writeln!(
@@ -632,8 +632,11 @@ impl Report {
     fn text_connections(&self, s: &mut String, state: &State, filter: &Filter) {
         let _ = writeln!(s, "\nConnections");
         for c in state.connections.values().filter(|c| self.shows(filter, c)) {
+            let words = crate::diagnosis::timeline::setup_words(c.is_iwarp());
             let cm = if c.cm_state == crate::engine::CmState::NotSeen && c.cm_cut {
                 "CM cut by the snap length".to_string()
+            } else if c.cm_state == crate::engine::CmState::NotSeen && c.is_iwarp() {
+                "no MPA exchange seen".to_string()
             } else if c.cm_state == crate::engine::CmState::NotSeen {
                 "no CM seen".to_string()
             } else {
@@ -685,17 +688,25 @@ impl Report {
                         })
                 };
                 let frames: Vec<String> = g.frames.iter().map(u64::to_string).collect();
+                // iWARP has no BTH: its CNP, FECN and BECN zeros are not counts.
+                let marks = if c.is_iwarp() {
+                    format!("{} ECN CE", g.ecn_ce)
+                } else {
+                    format!(
+                        "{} ECN CE, {} CNPs, {} FECN, {} BECN",
+                        g.ecn_ce, g.cnps, g.fecn, g.becn
+                    )
+                };
                 let _ = writeln!(
                     s,
-                    "      congestion: {} ECN CE, {} CNPs, {} FECN, {} BECN from {} to {} (frames {})",
-                    g.ecn_ce,
-                    g.cnps,
-                    g.fecn,
-                    g.becn,
+                    "      congestion: {marks} from {} to {} (frames {})",
                     rel(g.first_ts_ns),
                     rel(g.last_ts_ns),
                     frames.join(",")
                 );
+            }
+            if c.is_iwarp() && c.cm_state != crate::engine::CmState::NotSeen {
+                let _ = writeln!(s, "      {}", ird_ord_line(c));
             }
             if c.carries != Some(Carries::RpcRdma) {
                 continue;
@@ -749,7 +760,11 @@ impl Report {
                     let _ = writeln!(s, "      negotiated: unknown (the capture's snap length cut the CM messages' private data)");
                 }
                 None => {
-                    let _ = writeln!(s, "      negotiated: unknown (the capture has no CM exchange for this connection)");
+                    let _ = writeln!(
+                        s,
+                        "      negotiated: unknown (the capture has no {} for this connection)",
+                        words.exchange
+                    );
                 }
             }
             let chunk_bytes = c.chunk_bytes_known().map_or_else(
@@ -790,8 +805,9 @@ impl Report {
                 let frames: Vec<String> = e.cm_frames.iter().map(u64::to_string).collect();
                 let _ = writeln!(
                     s,
-                    "    {} (CM frames {})",
+                    "    {} ({} {})",
                     e.describe(start),
+                    e.words().frames,
                     if frames.is_empty() {
                         "none".to_string()
                     } else {
@@ -1336,6 +1352,26 @@ pub fn micros(us: f64) -> String {
 /// counterpart of the ICRC line (TCP retransmits under iWARP, so holes in a
 /// stream are what the capture missed, and the checks that needed those
 /// octets were skipped).
+/// An iWARP connection's RDMA Read queue depths from its MPA exchange
+/// (RFC 6581 5): each side's IRD/ORD, or why it is not known.
+fn ird_ord_line(c: &crate::engine::Connection) -> String {
+    use crate::engine::CmMsg;
+    let sent = |m: fn(CmMsg) -> bool| c.cm_events.iter().any(|e| m(e.message));
+    let side = |x: Option<crate::engine::IrdOrd>, seen: bool| match x {
+        Some(x) => format!("{}/{}", x.ird, x.ord),
+        None if seen => "none (MPA revision 1)".to_string(),
+        None => "not seen".to_string(),
+    };
+    format!(
+        "RDMA Read queues (IRD/ORD, RFC 6581): client {}, server {}",
+        side(c.client_ird_ord, sent(|m| m == CmMsg::MpaRequest)),
+        side(
+            c.server_ird_ord,
+            sent(|m| matches!(m, CmMsg::MpaReply | CmMsg::MpaReject))
+        )
+    )
+}
+
 fn iwarp_line(n: &crate::engine::IwarpCounts) -> String {
     let mut s = format!(
         "iWARP: {}, {}, {}",

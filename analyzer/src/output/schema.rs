@@ -26,7 +26,7 @@ use super::view::{
 };
 pub use crate::diagnosis::timeline::{ClientTimeline, Outage, TimelineEntry};
 use crate::diagnosis::{Cause, CauseName};
-use crate::engine::{Anomaly, Connection, Origin, Transaction};
+use crate::engine::{Anomaly, Connection, IrdOrd, Origin, Transaction};
 
 /// Version of every document and line described here. It grows when a key
 /// changes meaning or goes away; new keys may appear within a version.
@@ -250,7 +250,7 @@ impl From<CmPrivateData> for PrivateData {
 pub struct ConnectionView {
     /// The connection.
     pub id: ConnIdView,
-    /// The fabric its addresses name: `RoCEv2`, `InfiniBand` or `RoCEv1`.
+    /// The fabric its addresses name: `RoCEv2`, `InfiniBand`, `RoCEv1` or `iWARP`.
     pub fabric: Option<&'static str>,
     /// What it carries (null until the CM exchange or a Send says).
     pub carries: Option<CarriesView>,
@@ -308,6 +308,39 @@ pub struct ConnectionView {
     /// The fabric's congestion signals on its frames (ECN CE, CNPs,
     /// FECN/BECN): counts, time range (ns since the epoch), first frames.
     pub congestion: CongestionView,
+    /// What only iWARP connections have (absent on other fabrics).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iwarp: Option<IwarpConnectionView>,
+}
+
+/// An iWARP connection's MPA negotiation (RFC 5044 7.1, RFC 6581).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct IwarpConnectionView {
+    /// The RDMA Read queue depths of the client's MPA Request (RFC 6581
+    /// 5); null when it was MPA revision 1 (which has none) or not seen.
+    pub client_ird_ord: Option<IrdOrdView>,
+    /// The depths of the server's MPA Reply; null as for the client's.
+    pub server_ird_ord: Option<IrdOrdView>,
+}
+
+/// An MPA revision 2 peer's RDMA Read queue depths.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct IrdOrdView {
+    /// Inbound RDMA Read queue depth: Reads it serves at once.
+    pub ird: u16,
+    /// Outbound RDMA Read queue depth: Reads it has outstanding at once.
+    pub ord: u16,
+}
+
+impl From<IrdOrd> for IrdOrdView {
+    fn from(x: IrdOrd) -> Self {
+        IrdOrdView {
+            ird: x.ird,
+            ord: x.ord,
+        }
+    }
 }
 
 /// A connection's credit flow.
@@ -371,7 +404,11 @@ impl From<&Connection> for ConnectionView {
                 first_grant_wait_ms: c.first_grant_wait_ns.map(|ns| ns as f64 / 1e6),
             }),
             anomalies: c.anomalies,
-            congestion: CongestionView::from(&c.congestion),
+            congestion: CongestionView::of(&c.congestion, c.is_iwarp()),
+            iwarp: c.is_iwarp().then(|| IwarpConnectionView {
+                client_ird_ord: c.client_ird_ord.map(IrdOrdView::from),
+                server_ird_ord: c.server_ird_ord.map(IrdOrdView::from),
+            }),
         }
     }
 }

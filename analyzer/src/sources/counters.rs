@@ -112,6 +112,20 @@ pub fn served_device_counters() -> Vec<DeviceCounter> {
     crate::sources::sys::device_counters_cached()
 }
 
+/// Whether this host has RDMA devices and every one is an RNIC (sysfs
+/// `node_type` 4: iWARP, as siw, cxgb4 or irdma in iWARP mode): what names
+/// the CM's messages in `live`'s words when no frame says the fabric.
+pub fn devices_all_iwarp() -> bool {
+    let Ok(devices) = std::fs::read_dir("/sys/class/infiniband") else {
+        return false;
+    };
+    let mut types = devices
+        .flatten()
+        .map(|d| std::fs::read_to_string(d.path().join("node_type")).unwrap_or_default())
+        .peekable();
+    types.peek().is_some() && types.all(|t| t.trim_start().starts_with('4'))
+}
+
 fn now_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

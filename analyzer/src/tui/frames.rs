@@ -77,8 +77,11 @@ pub fn show_frame(reopen: Option<&Reopen>, number: u64, config: &stack::Config) 
         return format!("frame {number}: the input ended before it");
     };
     // The engine leaves RPC-over-RDMA to its own decoder (its stack says
-    // Never); the frame view shows it, as `frames` does.
-    let config = config.with_rpcrdma(RpcRdmaDecode::Heuristic);
+    // Never) and reads iWARP from its reassembled streams; the frame view
+    // shows both per frame, as `frames` does.
+    let config = config
+        .with_rpcrdma(RpcRdmaDecode::Heuristic)
+        .with_iwarp_frames(true);
     let mut d = Dissection::default();
     Frame {
         number: f.number,

@@ -55,15 +55,20 @@ fn private(p: Option<CmPrivateData>) -> String {
     }
 }
 
-fn cm_name(s: CmState) -> &'static str {
-    match s {
-        CmState::NotSeen => "not seen",
-        CmState::Requested => "REQ",
-        CmState::Replied => "REP",
-        CmState::Established => "established",
-        CmState::Rejected => "rejected",
-        CmState::Disconnecting => "DREQ",
-        CmState::Closed => "closed",
+/// A connection's set-up state, in its fabric's words (iWARP's MPA
+/// exchange and FIN stand for the CM's REQ, REP and DREQ).
+fn cm_name(s: CmState, iwarp: bool) -> &'static str {
+    match (s, iwarp) {
+        (CmState::NotSeen, _) => "not seen",
+        (CmState::Requested, false) => "REQ",
+        (CmState::Requested, true) => "MPA-REQ",
+        (CmState::Replied, false) => "REP",
+        (CmState::Replied, true) => "MPA-REP",
+        (CmState::Established, _) => "established",
+        (CmState::Rejected, _) => "rejected",
+        (CmState::Disconnecting, false) => "DREQ",
+        (CmState::Disconnecting, true) => "FIN",
+        (CmState::Closed, _) => "closed",
     }
 }
 
@@ -86,7 +91,7 @@ fn draw_connections(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState) {
     let mut max = vec![6, 40, 40, 19, 11, 3, 7, 10, 16, 6];
     if wide {
         header.extend(["CM", "private data client / server"]);
-        max.extend([11, 60]);
+        max.extend([11, 72]);
     }
     let page = usize::from(area.height.saturating_sub(3));
     let sel = ui.selected[Screen::Overview.index()];
@@ -162,11 +167,17 @@ fn conn_cells(c: &Connection, wide: bool) -> Vec<String> {
         c.anomalies.to_string(),
     ];
     if wide {
-        v.push(cm_name(c.cm_state).into());
+        v.push(cm_name(c.cm_state, c.is_iwarp()).into());
+        // iWARP's MPA exchange gives each side's RDMA Read queue depths too.
+        let ird_ord = |x: Option<crate::engine::IrdOrd>| {
+            x.map_or(String::new(), |x| format!(" IRD/ORD {}/{}", x.ird, x.ord))
+        };
         v.push(format!(
-            "{} / {}",
+            "{}{} / {}{}",
             private(c.client_private),
-            private(c.server_private)
+            ird_ord(c.client_ird_ord),
+            private(c.server_private),
+            ird_ord(c.server_ird_ord)
         ));
     }
     v
@@ -214,6 +225,7 @@ fn draw_totals(f: &mut Frame<'_>, area: Rect, m: &Model) {
             causes.len() - 3
         )));
     }
+    let [transport0, transport1] = transport_lines(t);
     lines.extend([
         Line::from(format!(
             "{} frames ({} RDMA), {} over {}",
@@ -231,14 +243,8 @@ fn draw_totals(f: &mut Frame<'_>, area: Rect, m: &Model) {
             bytes(t.chunk_bytes),
             t.remote_invalidations
         )),
-        Line::from(format!(
-            "ICRC {} ok {} bad {} unchecked",
-            t.icrc_valid, t.icrc_invalid, t.icrc_unchecked
-        )),
-        Line::from(format!(
-            "{} retransmissions, {} PSN gaps, {} CM msgs",
-            t.retransmissions, t.psn_gaps, t.cm_messages
-        )),
+        transport0,
+        transport1,
         Line::from(vec![
             Span::raw("anomalies "),
             Span::styled(
@@ -323,5 +329,49 @@ fn short_rate(v: f64) -> String {
         format!("{v:.0}")
     } else {
         format!("{:.1}M", v / 1e6)
+    }
+}
+
+/// The transport's integrity counters: the ICRC and PSNs of RoCE and
+/// InfiniBand, or on a capture of iWARP alone (no BTH, so zeros there would
+/// read as "checked, all well") its FPDUs' CRC32c and stream holes.
+fn transport_lines(t: &crate::engine::Totals) -> [Line<'static>; 2] {
+    if t.iwarp_only() {
+        let n = &t.iwarp;
+        return [
+            Line::from(format!(
+                "iWARP {} FPDUs, {} CRC32c bad, {} stream holes",
+                n.fpdus, n.crc_invalid, n.gaps
+            )),
+            Line::from(format!(
+                "ICRC, PSNs n/a; {} MPA Requests, {} Replies",
+                n.mpa_requests, n.mpa_replies
+            )),
+        ];
+    }
+    [
+        Line::from(format!(
+            "ICRC {} ok {} bad {} unchecked",
+            t.icrc_valid, t.icrc_invalid, t.icrc_unchecked
+        )),
+        Line::from(format!(
+            "{} retransmissions, {} PSN gaps, {} CM msgs",
+            t.retransmissions, t.psn_gaps, t.cm_messages
+        )),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_up_states_are_named_by_fabric() {
+        assert_eq!(cm_name(CmState::Requested, false), "REQ");
+        assert_eq!(cm_name(CmState::Requested, true), "MPA-REQ");
+        assert_eq!(cm_name(CmState::Replied, true), "MPA-REP");
+        assert_eq!(cm_name(CmState::Disconnecting, false), "DREQ");
+        assert_eq!(cm_name(CmState::Disconnecting, true), "FIN");
+        assert_eq!(cm_name(CmState::Closed, true), "closed");
     }
 }

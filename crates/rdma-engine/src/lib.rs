@@ -59,7 +59,7 @@ pub use keys::{Addr, ConnId, Origin, QpKey};
 pub use merge::MergeConfig;
 pub use model::{
     CallHeader, Carries, ChunkKind, CmEvent, CmMsg, CmState, Congestion, Connection, CreditPoint,
-    KernelTimes, LadderStep, Phases, Role, SegmentUse, StepWhat, Transaction, Transfer,
+    IrdOrd, KernelTimes, LadderStep, Phases, Role, SegmentUse, StepWhat, Transaction, Transfer,
 };
 pub use nfsio::{asks_for_retry, FileHandle, NfsIo, Stable, RECENT_ERRORS, RETRY_WINDOW_NS};
 pub use rdma_dissectors::frame::Frame;
@@ -247,6 +247,12 @@ impl Totals {
             (Some(a), Some(b)) => b.saturating_sub(a),
             _ => 0,
         }
+    }
+
+    /// Every RDMA frame was iWARP's: the BTH's counters (ICRC, PSN gaps,
+    /// retransmissions) did not apply to any, and their zeros mean nothing.
+    pub fn iwarp_only(&self) -> bool {
+        self.iwarp.frames > 0 && self.rdma_frames == self.iwarp.frames
     }
 
     fn saw(&mut self, ts: u64) {

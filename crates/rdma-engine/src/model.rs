@@ -783,6 +783,18 @@ impl Carries {
     }
 }
 
+/// An MPA revision 2 peer's RDMA Read queue depths (RFC 6581 section 5,
+/// its enhanced connection data): how many RDMA Reads it takes in at once
+/// (IRD) and has outstanding at once (ORD). A peer's ORD above the other's
+/// IRD is more Reads than the other can serve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IrdOrd {
+    /// Inbound RDMA Read queue depth.
+    pub ird: u16,
+    /// Outbound RDMA Read queue depth.
+    pub ord: u16,
+}
+
 /// Frames kept as examples of a connection's congestion marks.
 pub const CONGESTION_FRAMES: usize = 5;
 
@@ -866,6 +878,11 @@ pub struct Connection {
     pub client_private: Option<CmPrivateData>,
     /// RFC 8797 private data in the REP.
     pub server_private: Option<CmPrivateData>,
+    /// iWARP: the RDMA Read queue depths the client's MPA Request gave
+    /// (RFC 6581 5); `None` when it was revision 1 or not seen.
+    pub client_ird_ord: Option<IrdOrd>,
+    /// iWARP: the depths the server's MPA Reply gave.
+    pub server_ird_ord: Option<IrdOrd>,
     /// What the CM exchange negotiated, seen from the client: `inline_send` is
     /// the call inline threshold, `inline_recv` the reply inline threshold.
     /// `None` when the capture has no CM exchange for this connection.
@@ -963,6 +980,8 @@ impl Connection {
             server_start_psn: None,
             client_private: None,
             server_private: None,
+            client_ird_ord: None,
+            server_ird_ord: None,
             negotiated: None,
             cm_events: Vec::new(),
             cm_events_not_kept: 0,
@@ -1015,6 +1034,14 @@ impl Connection {
     /// RoCEv1, iWARP), once one is known.
     pub fn fabric(&self) -> Option<&'static str> {
         self.client.or(self.server).map(|q| q.addr.fabric())
+    }
+
+    /// Whether its addresses are iWARP's: what only a BTH carries (PSNs,
+    /// FECN/BECN, CNPs) does not apply to it.
+    pub fn is_iwarp(&self) -> bool {
+        self.client
+            .or(self.server)
+            .is_some_and(|q| matches!(q.addr, crate::keys::Addr::Iwarp(_)))
     }
 
     /// Whether it is known to carry RPC-over-RDMA: what only RPC-over-RDMA

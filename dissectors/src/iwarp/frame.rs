@@ -20,6 +20,7 @@ use super::ddp::Placement;
 use super::mpa::{self, CrcStatus, Fpdu, RequestReply};
 use super::rdmap::Segment;
 use crate::error::Error;
+use crate::stack::RpcRdmaDecode;
 
 /// What the frame-level dissection assumes about MPA CRCs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -71,12 +72,34 @@ pub struct Fpdus<'a> {
     base: u32,
     crc: MpaCrc,
     cut: bool,
+    /// How a Send's payload is taken for RPC-over-RDMA
+    /// ([`crate::stack::iwarp_send_rpcrdma`]).
+    rpcrdma: RpcRdmaDecode,
 }
 
 impl<'a> Fpdus<'a> {
     /// What was assumed about CRCs.
     pub const fn crc(&self) -> MpaCrc {
         self.crc
+    }
+
+    /// Whether the capture cut the segment: its last FPDU's bytes past the
+    /// cut are not known.
+    pub const fn cut(&self) -> bool {
+        self.cut
+    }
+
+    /// How a Send's payload is taken for RPC-over-RDMA: the dissecting
+    /// [`Config`](crate::stack::Config)'s `rpcrdma` (heuristic unless set).
+    pub const fn rpcrdma(&self) -> RpcRdmaDecode {
+        self.rpcrdma
+    }
+
+    /// These FPDUs, their Sends' payloads taken for RPC-over-RDMA by `decode`.
+    #[must_use]
+    pub(crate) const fn with_rpcrdma(mut self, decode: RpcRdmaDecode) -> Self {
+        self.rpcrdma = decode;
+        self
     }
 
     /// Whether CRC use was configured ([`MpaCrc::On`]/[`MpaCrc::Off`]).
@@ -238,5 +261,6 @@ pub fn dissect(
         base: u32::try_from(base).unwrap_or(u32::MAX),
         crc,
         cut,
+        rpcrdma: RpcRdmaDecode::Heuristic,
     }))
 }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef, TimeUnit};
-use rdma_dissectors::view::{FrameView, IpView};
+use rdma_dissectors::view::{ErrorView, FpduView, FrameView, IpView, IwarpView, RpcRdmaView};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_arrow::schema::{SchemaLike, TracingOptions};
 
@@ -24,7 +24,7 @@ use crate::diagnosis::Cause;
 use crate::engine::{
     Anomaly, Carries, ChunkKind, CmState, ConnId, Kind, NfsIo, SegmentUse, Transaction,
 };
-use crate::output::schema::{ConnectionView, PrivateData};
+use crate::output::schema::{ConnectionView, IrdOrdView, PrivateData};
 use crate::output::view::QpKeyView;
 
 /// A table whose rows are a view type.
@@ -340,6 +340,8 @@ pub(super) struct ConnRow<'a> {
     remote_invalidations: i64,
     credits: Option<CreditsRow>,
     anomalies: i64,
+    /// iWARP's MPA negotiation; null on other fabrics.
+    iwarp: Option<IwarpConnRow>,
     congestion: CongestionRow,
 }
 
@@ -391,14 +393,39 @@ struct CreditsRow {
     first_grant_wait_ms: Option<f64>,
 }
 
+/// An iWARP connection's MPA negotiation, as the report's JSON has it
+/// (the struct is null on other fabrics).
+#[derive(Serialize, Deserialize)]
+struct IwarpConnRow {
+    client_ird_ord: Option<IrdOrdRow>,
+    server_ird_ord: Option<IrdOrdRow>,
+}
+
+/// RDMA Read queue depths (RFC 6581 5).
+#[derive(Serialize, Deserialize)]
+struct IrdOrdRow {
+    ird: u16,
+    ord: u16,
+}
+
+impl From<IrdOrdView> for IrdOrdRow {
+    fn from(x: IrdOrdView) -> Self {
+        IrdOrdRow {
+            ird: x.ird,
+            ord: x.ord,
+        }
+    }
+}
+
 /// A connection's congestion marks, as the report's JSON has them (less
 /// the example frames).
 #[derive(Serialize, Deserialize)]
 struct CongestionRow {
     ecn_ce: i64,
-    cnps: i64,
-    fecn: i64,
-    becn: i64,
+    /// Null on iWARP (no BTH), as in the report's JSON.
+    cnps: Option<i64>,
+    fecn: Option<i64>,
+    becn: Option<i64>,
     first_ts_ns: Option<i64>,
     last_ts_ns: Option<i64>,
 }
@@ -437,11 +464,15 @@ impl<'a> From<&'a ConnectionView> for ConnRow<'a> {
                 first_grant_wait_ms: k.first_grant_wait_ms,
             }),
             anomalies: i64_of(c.anomalies),
+            iwarp: c.iwarp.as_ref().map(|w| IwarpConnRow {
+                client_ird_ord: w.client_ird_ord.map(IrdOrdRow::from),
+                server_ird_ord: w.server_ird_ord.map(IrdOrdRow::from),
+            }),
             congestion: CongestionRow {
                 ecn_ce: i64_of(g.ecn_ce),
-                cnps: i64_of(g.cnps),
-                fecn: i64_of(g.fecn),
-                becn: i64_of(g.becn),
+                cnps: g.cnps.map(i64_of),
+                fecn: g.fecn.map(i64_of),
+                becn: g.becn.map(i64_of),
                 first_ts_ns: g.first_ts_ns.map(i64_of),
                 last_ts_ns: g.last_ts_ns.map(i64_of),
             },
@@ -742,8 +773,145 @@ pub(super) struct FrameRow<'a> {
     aeth: Option<AethRow<'a>>,
     #[serde(borrow)]
     rpcrdma: Option<RpcRdmaRow<'a>>,
+    /// iWARP's MPA setup frame or FPDUs the TCP segment starts with.
+    #[serde(borrow)]
+    iwarp: Option<IwarpRow<'a>>,
     #[serde(borrow)]
     error: Option<ErrorRow<'a>>,
+}
+
+/// The iWARP of one TCP segment, as `frames --json`'s `iwarp` has it.
+#[derive(Serialize, Deserialize)]
+struct IwarpRow<'a> {
+    /// `setup`, `fpdus` or `continuation`.
+    kind: Option<&'a str>,
+    /// The MPA Request or Reply (kind `setup`).
+    #[serde(borrow)]
+    mpa: Option<MpaRow<'a>>,
+    /// The FPDUs, in order (kind `fpdus`).
+    #[serde(borrow)]
+    fpdus: Option<Vec<FpduRow<'a>>>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct MpaRow<'a> {
+    kind: Option<&'a str>,
+    rev: Option<u8>,
+    markers: Option<bool>,
+    crc: Option<bool>,
+    reject: Option<bool>,
+    pd_length: Option<u16>,
+    /// Revision 2's enhanced data; null in revision 1.
+    ird: Option<u16>,
+    ord: Option<u16>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct FpduRow<'a> {
+    offset: Option<u32>,
+    ulpdu_length: Option<u16>,
+    /// `valid`, `invalid` or `none`.
+    crc: Option<&'a str>,
+    crc_value: Option<u32>,
+    ddp: Option<DdpRow>,
+    #[serde(borrow)]
+    rdmap: Option<RdmapRow<'a>>,
+    /// The RPC-over-RDMA header of the Send this FPDU starts.
+    #[serde(borrow)]
+    rpcrdma: Option<RpcRdmaRow<'a>>,
+    /// Why the FPDU or its DDP/RDMAP did not parse.
+    #[serde(borrow)]
+    error: Option<FpduErrorRow<'a>>,
+    /// Why its Send's RPC-over-RDMA did not parse.
+    #[serde(borrow)]
+    send_error: Option<FpduErrorRow<'a>>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct DdpRow {
+    tagged: Option<bool>,
+    last: Option<bool>,
+    /// Tagged: the STag and Tagged Offset (an offset may exceed INT64).
+    stag: Option<u32>,
+    to: Option<u64>,
+    /// Untagged: the queue, message sequence number and message offset.
+    qn: Option<u32>,
+    msn: Option<u32>,
+    mo: Option<u32>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct RdmapRow<'a> {
+    opcode: Option<u8>,
+    opcode_name: Option<&'a str>,
+    /// The STag a Send with Invalidate invalidates.
+    inval_stag: Option<u32>,
+}
+
+/// An error of one FPDU: its message is made as the row is (the FPDU's
+/// view does not outlive it).
+#[derive(Serialize, Deserialize)]
+struct FpduErrorRow<'a> {
+    layer: Option<&'a str>,
+    message: Option<String>,
+    offset: Option<u32>,
+}
+
+impl<'a> FpduErrorRow<'a> {
+    fn of(e: &ErrorView) -> Self {
+        FpduErrorRow {
+            layer: Some(e.layer),
+            message: Some(e.message.0.to_string()),
+            offset: Some(u32_of(e.offset)),
+        }
+    }
+}
+
+impl<'a> IwarpRow<'a> {
+    fn of(v: &IwarpView<'a>) -> Self {
+        IwarpRow {
+            kind: Some(v.kind),
+            mpa: v.mpa.map(|m| MpaRow {
+                kind: Some(m.kind),
+                rev: Some(m.rev),
+                markers: Some(m.markers),
+                crc: Some(m.crc),
+                reject: Some(m.reject),
+                pd_length: Some(m.pd_length),
+                ird: m.ird,
+                ord: m.ord,
+            }),
+            fpdus: v.fpdus.map(|l| l.iter().map(|f| FpduRow::of(&f)).collect()),
+        }
+    }
+}
+
+impl<'a> FpduRow<'a> {
+    fn of(f: &FpduView<'a>) -> Self {
+        FpduRow {
+            offset: f.offset.map(u32_of),
+            ulpdu_length: f.ulpdu_length,
+            crc: f.crc,
+            crc_value: f.crc_value,
+            ddp: f.ddp.map(|d| DdpRow {
+                tagged: Some(d.tagged),
+                last: Some(d.last),
+                stag: d.stag,
+                to: d.to,
+                qn: d.qn,
+                msn: d.msn,
+                mo: d.mo,
+            }),
+            rdmap: f.rdmap.map(|r| RdmapRow {
+                opcode: Some(r.opcode),
+                opcode_name: Some(r.opcode_name),
+                inval_stag: r.inval_stag,
+            }),
+            rpcrdma: f.rpcrdma.as_ref().map(RpcRdmaRow::of),
+            error: f.error.as_ref().map(FpduErrorRow::of),
+            send_error: f.send_error.as_ref().map(FpduErrorRow::of),
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -845,17 +1013,30 @@ impl<'a> From<&'a FrameView<'_>> for FrameRow<'a> {
                 msn: Some(a.msn),
                 nak_name: a.nak_name,
             }),
-            rpcrdma: v.rpcrdma.as_ref().map(|r| RpcRdmaRow {
-                xid: Some(r.xid),
-                vers: Some(r.vers),
-                credits: Some(r.credits),
-                proc: Some(r.proc),
-            }),
-            error: v.error.as_ref().map(|e| ErrorRow {
-                layer: Some(e.layer),
-                message: Some(Shown(&e.message.0)),
-                offset: Some(u32_of(e.offset)),
-            }),
+            rpcrdma: v.rpcrdma.as_ref().map(RpcRdmaRow::of),
+            iwarp: v.iwarp.as_ref().map(IwarpRow::of),
+            error: v.error.as_ref().map(ErrorRow::of),
+        }
+    }
+}
+
+impl<'a> RpcRdmaRow<'a> {
+    fn of(r: &RpcRdmaView<'a>) -> Self {
+        RpcRdmaRow {
+            xid: Some(r.xid),
+            vers: Some(r.vers),
+            credits: Some(r.credits),
+            proc: Some(r.proc),
+        }
+    }
+}
+
+impl<'a> ErrorRow<'a> {
+    fn of(e: &'a ErrorView) -> Self {
+        ErrorRow {
+            layer: Some(e.layer),
+            message: Some(Shown(&e.message.0)),
+            offset: Some(u32_of(e.offset)),
         }
     }
 }

@@ -54,7 +54,8 @@ pub struct TimelineEntryView {
     #[serde(serialize_with = "super::exact::decimal")]
     #[schemars(with = "String")]
     pub last_ts_ns: u64,
-    /// Its CM frames (REQ, REP, RTU, DREQ, DREP, REJ, retries included).
+    /// Its CM frames (REQ, REP, RTU, DREQ, DREP, REJ, retries included;
+    /// on iWARP its MPA Request and Reply and TCP FIN and RST).
     pub cm_frames: Vec<u64>,
     /// Time from the previous connection's last message to this one's
     /// first sight, ms (`null` for the client's first).

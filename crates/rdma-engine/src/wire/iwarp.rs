@@ -25,7 +25,7 @@ use super::rdma::keep_reply_head;
 use super::state::{Message, SegmentRef};
 use super::tcp::{Delivery, FlowKey, Streams, TcpSegment};
 use crate::keys::{Addr, ConnId, Map, QpKey};
-use crate::model::{v1, Carries, ChunkKind, CmEvent, CmMsg, CmState, Role, StepWhat};
+use crate::model::{v1, Carries, ChunkKind, CmEvent, CmMsg, CmState, IrdOrd, Role, StepWhat};
 use crate::{checks, Engine, Finding};
 
 /// One direction of an iWARP connection, as far as this side follows it.
@@ -100,6 +100,14 @@ fn endpoint(a: SocketAddr) -> QpKey {
         addr: Addr::Iwarp(a.ip()),
         qpn: u32::from(a.port()),
     }
+}
+
+/// The RDMA Read queue depths of a revision 2 MPA frame (revision 1 has none).
+fn ird_ord(f: &RequestReply<'_>) -> Option<IrdOrd> {
+    f.enhanced.map(|e| IrdOrd {
+        ird: e.ird,
+        ord: e.ord,
+    })
 }
 
 /// Where a DDP segment sits in its message, in the terms of an IB Send.
@@ -209,14 +217,25 @@ impl Engine {
             }
         }
         self.iwarp.delivered = delivered;
-        let owned = self
-            .qps
-            .get(&endpoint(key.dst))
-            .is_some_and(|q| q.conn.is_some());
-        if !owned && data {
+        let conn = self.qps.get(&endpoint(key.dst)).and_then(|q| q.conn);
+        if conn.is_none() && data {
             self.state.totals.unassociated_frames += 1;
         }
+        if ip.ecn() == rdma_dissectors::ip::ECN_CE {
+            self.iwarp_congestion(number, ts, conn);
+        }
         true
+    }
+
+    /// An IP CE mark on an iWARP frame, on the connection it was going to
+    /// (as RoCE counts it): iWARP's only fabric signal, TCP answering it.
+    #[cold]
+    fn iwarp_congestion(&mut self, number: u64, ts: u64, conn: Option<ConnId>) {
+        self.state.totals.congestion_frames += 1;
+        let c = conn.and_then(|id| self.state.connections.get_mut(&id));
+        if let Some(c) = c {
+            c.congestion.note(number, ts, true, false, false, false);
+        }
     }
 
     fn delivered(&mut self, key: FlowKey, unit: Delivery, out: &mut Vec<Finding>) {
@@ -318,6 +337,7 @@ impl Engine {
             c.server = Some(server);
             c.port = Some(at.key.dst.port());
             c.client_private = private;
+            c.client_ird_ord = ird_ord(f);
             c.cm_state = CmState::Requested;
             c.cm_event(CmEvent {
                 frame: at.first_frame,
@@ -356,6 +376,7 @@ impl Engine {
             return;
         };
         c.server_private = private;
+        c.server_ird_ord = ird_ord(f);
         let message = if f.reject {
             CmMsg::MpaReject
         } else {
