@@ -115,6 +115,7 @@ fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     };
     let acks = match &cli.command {
         Command::Export(a) => Some(a.acks()),
+        Command::Live(a) => Some(a.acks()),
         _ => analyze.map(AnalyzeArgs::acks),
     };
     if let Some(Err(e)) = acks {
@@ -702,8 +703,10 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
     // Listening first: a busy port is said before probes attach.
     let mut metrics = match a.metrics {
         Some(addr) => {
-            let m =
-                Metrics::new(a.metrics_caps.config(budget.metrics)).with_window(a.diagnosis_window);
+            // Checked in `run`.
+            let m = Metrics::new(a.metrics_caps.config(budget.metrics))
+                .with_window(a.diagnosis_window)
+                .with_acks(a.acks().unwrap_or_default());
             let exporter = serve_metrics(addr, &m)?;
             eprintln!("live: metrics at http://{}/metrics", exporter.addr());
             Some((m, exporter))
@@ -771,7 +774,7 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
             (Box::new(inputs), config, caps, stop),
             beside,
             view,
-            rdma_analyzer::output::ack::Acks::default(),
+            a.acks().unwrap_or_default(),
         )?;
         return Ok(match error {
             Some(e) => {
@@ -808,7 +811,9 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
         ),
     };
     // Checked in `run`.
-    let mut sink = sink.with_filter(rdma_analyzer::cli::parse_filter(a.filter.as_deref())?);
+    let mut sink = sink
+        .with_filter(rdma_analyzer::cli::parse_filter(a.filter.as_deref())?)
+        .with_acks(a.acks().unwrap_or_default());
     if let Some(rx) = live_counters(a, &stop)? {
         sink = sink.with_counters(rx);
     }
@@ -859,6 +864,9 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
         stats.anomalies,
         stats.seconds
     );
+    if let Some(acked) = sink.acks_summary() {
+        eprintln!("live: {acked}");
+    }
     // The causes, as `report` leads with them: on stderr, beside the
     // summary (stdout carries the lines).
     if let Some(e) = outcome.engine.as_ref() {
