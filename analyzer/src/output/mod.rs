@@ -25,6 +25,7 @@ pub mod out;
 pub mod report;
 pub mod schema;
 pub mod stats;
+pub mod unchecked;
 pub mod units;
 pub mod view;
 
