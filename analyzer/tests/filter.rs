@@ -202,6 +202,14 @@ fn a_mistake_is_a_usage_error_that_says_where_and_what_was_meant() {
     }
 }
 
+/// A severity's place in the language's order (`info` < `warning` < `error`).
+fn rank(s: &str) -> Option<usize> {
+    ["info", "warning", "error"].iter().position(|x| *x == s)
+}
+
+/// Whether a record is one a filter keeps, written over the JSON lines.
+type Keep = Box<dyn Fn(&Value) -> bool>;
+
 /// A transaction's latency in µs, when answered.
 fn latency(t: &Value) -> Option<f64> {
     t["latency_us"].as_f64()
@@ -232,7 +240,6 @@ fn every_operator_and_spelling_keeps_what_it_says() {
     // latency in ms minus `v`, NaN when unanswered: NaN fails every
     // comparison, as unknown never matches in the language.
     let ms = |v: f64| move |t: &Value| latency(t).map(|l| l / 1000.0).map_or(f64::NAN, |l| l) - v;
-    type Keep = Box<dyn Fn(&Value) -> bool>;
     let cases: Vec<(String, Keep)> = vec![
         (
             format!("xid == {xid:#x}"),
@@ -370,7 +377,6 @@ fn severity_and_kind_operators_on_findings() {
     let f = file.to_string_lossy().into_owned();
     run(&["synth", "-o", &f, "--inject", "all"]);
     let all = json_lines(&["anomalies", "--json", &f]);
-    let rank = |s: &str| ["info", "warning", "error"].iter().position(|x| *x == s);
     let count = |v: &[Value], keep: &dyn Fn(&Value) -> bool| -> u64 {
         v.iter()
             .filter(|a| keep(a))
@@ -381,7 +387,7 @@ fn severity_and_kind_operators_on_findings() {
     let kind = all[0]["kind"].as_str().expect("kind").to_string();
     let (k1, k2, k3) = (kind.clone(), kind.clone(), kind.clone());
     let (is, is_not) = (format!("kind == {kind}"), format!("kind != {kind}"));
-    let cases: Vec<(&str, Box<dyn Fn(&Value) -> bool>)> = vec![
+    let cases: Vec<(&str, Keep)> = vec![
         (
             "severity >= warning",
             Box::new(move |a| sev(a) >= rank("warning")),
@@ -416,6 +422,6 @@ fn severity_and_kind_operators_on_findings() {
         let got = json_lines(&["anomalies", "--json", "--filter", filter, &f]);
         assert!(want > 0, "{filter}: the capture has some");
         assert_eq!(count(&got, &|_| true), want, "{filter}");
-        assert!(got.iter().all(|a| keep(a)), "{filter}");
+        assert!(got.iter().all(&keep), "{filter}");
     }
 }
