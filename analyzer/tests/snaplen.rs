@@ -604,6 +604,15 @@ fn a_cut_capture_says_what_its_findings_could_not_be_checked_on() {
                 }
             }
             let text = String::from_utf8(bin(&["report"], &cut_file)).expect("UTF-8");
+            // The connection says its CM exchange was cut, not absent.
+            assert!(
+                text.contains("negotiated: unknown (the capture's snap length cut"),
+                "{name} -s {snap}:\n{text}"
+            );
+            assert!(
+                !text.contains("no CM exchange"),
+                "{name} -s {snap}:\n{text}"
+            );
             let anomalies = text.split("\nAnomalies\n").nth(1).expect("the section");
             if found.is_empty() {
                 assert!(
