@@ -425,3 +425,77 @@ fn severity_and_kind_operators_on_findings() {
         assert!(got.iter().all(&keep), "{filter}");
     }
 }
+
+/// `frames --filter` through the binary: each field its frames have
+/// (`xid`, `qpn`, `opcode`, `frame`, `rkey`, `peer`) keeps exactly the frames the same
+/// selection keeps of the unfiltered `frames --json`; a field only the
+/// correlation engine knows is refused with the list of those it has.
+#[test]
+fn frames_filter_keeps_what_the_same_selection_keeps() {
+    let ddp = Path::new(env!("CARGO_MANIFEST_DIR")).join("../captures/v3-ddp.pcap");
+    let p = ddp.to_str().expect("path");
+    let all = json_lines(&["frames", "--json", p]);
+    let xid = all
+        .iter()
+        .find_map(|f| f["rpcrdma"]["xid"].as_u64())
+        .expect("an RPC-over-RDMA frame");
+    let rkey = all
+        .iter()
+        .find_map(|f| f["reth"]["r_key"].as_str())
+        .expect("a RETH")
+        .to_string();
+    let cases: Vec<(String, Keep)> = vec![
+        (
+            format!("xid == {xid:#x}"),
+            Box::new(move |f| f["rpcrdma"]["xid"] == xid),
+        ),
+        ("qpn == 20".into(), Box::new(|f| f["bth"]["dest_qp"] == 20)),
+        (
+            "opcode contains \"RDMA WRITE\"".into(),
+            Box::new(|f| {
+                f["bth"]["opcode_name"]
+                    .as_str()
+                    .is_some_and(|o| o.contains("RDMA WRITE"))
+            }),
+        ),
+        (
+            "frame >= 1000".into(),
+            Box::new(|f| f["frame"].as_u64() >= Some(1000)),
+        ),
+        (
+            format!("rkey == {rkey}"),
+            Box::new(move |f| f["reth"]["r_key"] == rkey.as_str()),
+        ),
+        (
+            "peer == 10.99.0.2 && !qpn == 20".into(),
+            Box::new(|f| {
+                // `!` keeps what its operand cannot decide: the frames
+                // without a BTH (TCP to the portmapper) have no QPN.
+                (f["ip"]["src"] == "10.99.0.2" || f["ip"]["dst"] == "10.99.0.2")
+                    && f["bth"]["dest_qp"] != 20
+            }),
+        ),
+    ];
+    for (filter, keep) in &cases {
+        let want: Vec<u64> = all
+            .iter()
+            .filter(|f| keep(f))
+            .filter_map(|f| f["frame"].as_u64())
+            .collect();
+        assert!(
+            !want.is_empty() && want.len() < all.len(),
+            "{filter}: {} of {}",
+            want.len(),
+            all.len()
+        );
+        let got: Vec<u64> = json_lines(&["frames", "--json", "--filter", filter, p])
+            .iter()
+            .filter_map(|f| f["frame"].as_u64())
+            .collect();
+        assert_eq!(got, want, "{filter}");
+    }
+    let out = output(&["frames", "--filter", "latency > 1ms", p]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("latency") && err.contains("xid"), "{err}");
+}
