@@ -625,3 +625,67 @@ fn open_ignore_keeps_acknowledged_findings_apart() {
     assert!(p.contains("remote_invalidation_not_negotiated"), "{p}");
     t.step(&["q"], "EXITED 0");
 }
+
+/// Every 24-bit QPN (`0xabcNNN`) on `pane` whole or visibly cut.
+fn qpns_whole_or_cut(pane: &str) -> Vec<String> {
+    pane.split(|c: char| !c.is_ascii_alphanumeric() && c != '…')
+        .filter(|w| w.starts_with("0xabc"))
+        .filter(|w| w.len() != "0xabc000".len() && !w.ends_with('…'))
+        .map(String::from)
+        .collect()
+}
+
+/// Through the real binary, each screen at 80×24 and 200×50 of 120
+/// connections with 24-bit QPNs (`synth --qpn-base 0xabc000`): no QPN cut
+/// without an ellipsis, and the last connection's id whole (`c120`).
+#[test]
+fn every_screen_keeps_qpns_and_connection_ids_whole_at_80x24_and_200x50() {
+    if !prereq::tmux() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let many = dir.path().join("many.pcap");
+    let out = Command::new(BIN)
+        .args(["synth", "--connections", "120", "--calls", "600"])
+        .args(["--qpn-base", "0xabc000", "-o"])
+        .arg(&many)
+        .output()
+        .expect("synth");
+    assert!(out.status.success(), "{out:?}");
+    for (w, h) in [(80u16, 24u16), (200, 50)] {
+        let shell = format!(
+            "'{BIN}' open '{}'; echo EXITED $?; sleep 60",
+            many.display()
+        );
+        let t = Tmux::start_sized(
+            format!("rdma-analyzer-test-many-{w}-{}", std::process::id()),
+            &shell,
+            w,
+            h,
+        );
+        t.wait_for("done");
+        // The overview's last row: the 120th connection, whole.
+        let p = t.step(&["1", "G"], "c120 ");
+        assert!(qpns_whole_or_cut(&p).is_empty(), "{w}×{h}:\n{p}");
+        // A transaction of c120 (the longest host, 10.99.0.121) and its
+        // ladder, whose header names both sides.
+        t.step(&["2"], "Transactions 600/600");
+        t.send(&["/"]);
+        t.wait_for("filter: ");
+        t.step(&["c120", "Enter"], "/600");
+        t.step(&["Enter"], "c120 xid 0x");
+        for (key, title) in [
+            ("3", "xid 0x"),
+            ("4", "Segments"),
+            ("5", "at the limit"),
+            ("6", "No anomalies"),
+            ("7", "No kernel counters"),
+            ("d", "no cause found"),
+        ] {
+            let p = t.step(&[key], title);
+            let cut = qpns_whole_or_cut(&p);
+            assert!(cut.is_empty(), "{w}×{h} screen {key}: {cut:?}\n{p}");
+        }
+        t.step(&["q"], "EXITED 0");
+    }
+}
