@@ -261,6 +261,10 @@ impl<W: Write> LiveSink<W> {
         self.anomalies += 1;
         // Every occurrence counts toward what was hidden, folded or not.
         self.acks.hide(&a);
+        if self.out.is_none() {
+            // Only counting (the metrics are the output): nothing to fold.
+            return Flow::Continue;
+        }
         let mut evicted = Vec::new();
         let first = self.fold.take(a, &mut evicted);
         for e in &evicted {
