@@ -369,8 +369,16 @@ fn live_tui_keeps_acknowledged_findings_apart() {
     let p = t.step(&["6"], &format!("{want} acknowledged hidden, a: show"));
     assert!(p.contains("retransmission"), "{p}");
     assert!(!p.contains(FACT), "{p}");
-    // `a`: the acknowledged finding is back, one row for its occurrences.
+    // `a`: the acknowledged finding is back, one row for its occurrences
+    // (×28 from its first frame to its last), not a row per occurrence.
     let p = t.step(&["a"], "acknowledged shown, a: hide");
     assert!(p.contains(FACT), "{p}");
+    let fact = offline_fact();
+    let row = format!(
+        "×{want} {}–{}",
+        fact["first_frame"].as_u64().expect("first frame"),
+        fact["last_frame"].as_u64().expect("last frame")
+    );
+    assert_eq!(p.matches(&row).count(), 1, "{row}:\n{p}");
     t.step(&["q"], "EXITED 0");
 }
