@@ -25,7 +25,7 @@ use rdma_analyzer::output::frames::{self, Frames};
 use rdma_analyzer::output::lines::{Lines, Which};
 use rdma_analyzer::output::live::LiveSink;
 use rdma_analyzer::output::metrics::{self, Metrics};
-use rdma_analyzer::output::{device_compare, kernel_counters};
+use rdma_analyzer::output::{device_compare, kernel_counters, unchecked};
 use rdma_analyzer::output::{Filter, Report};
 use rdma_analyzer::pipeline::{self, End, Fanout, Notice, Reopen, Sink, Source, Stop};
 use rdma_analyzer::recorder::read::{DumpRecords, WithProbes};
@@ -581,6 +581,16 @@ fn lines(a: &AnalyzeArgs, which: Which) -> anyhow::Result<ExitCode> {
     say_if_filtered_out(a, sink.matched());
     if let Some(hidden) = sink.acks_summary().filter(|_| !a.json) {
         eprintln!("rdma-analyzer: {hidden}");
+    }
+    if which == Which::Anomalies && !a.json {
+        // An empty list is not a clean bill when checks could not be made
+        // (report --json lists the same in anomalies_not_checked).
+        if let Some(e) = outcome.engine.as_ref() {
+            let state = e.state();
+            for n in unchecked::not_checked(state.connections.values(), &state.totals) {
+                eprintln!("rdma-analyzer: not checked: {}", n.text);
+            }
+        }
     }
     if sink.out_of_order() > 0 {
         eprintln!(

@@ -624,6 +624,17 @@ fn a_cut_capture_says_what_its_findings_could_not_be_checked_on() {
                 !anomalies.starts_with("  none\n"),
                 "{name} -s {snap}: a bare none:\n{anomalies}"
             );
+            // `anomalies` says it on standard error, its list on stdout.
+            let out = Command::new(BIN)
+                .arg("anomalies")
+                .arg(&cut_file)
+                .output()
+                .expect("anomalies");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("rdma-analyzer: not checked: inline_threshold_exceeded, remote_invalidation_not_negotiated on c1"),
+                "{name} -s {snap}: {err}"
+            );
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
