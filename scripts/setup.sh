@@ -5,7 +5,7 @@
 #   scripts/setup.sh --run   what building and running the analyzer needs:
 #                            libpcap and Rust (scripts/demo.sh); no root when
 #                            they are present
-#   scripts/setup.sh         also everything the tests need: tshark, tcpdump,
+#   scripts/setup.sh         also everything the tests need: tshark, tcpdump, jq,
 #                            tmux, clippy, cargo-nextest, the MSRV toolchain, a
 #                            no_std target, cargo-deny, cargo-semver-checks
 #                            (scripts/test.sh; root expected, as in CI and the lab)
@@ -19,7 +19,7 @@ need_pkgs=()
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 pkgs=(libpcap-dev pkg-config)
 if [ $run_only = 0 ]; then
-    pkgs+=(tshark tcpdump tmux)
+    pkgs+=(tshark tcpdump tmux jq)
 fi
 for p in "${pkgs[@]}"; do
     have "$p" || need_pkgs+=("$p")

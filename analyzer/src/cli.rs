@@ -39,7 +39,9 @@ pub enum Command {
     /// Write a synthetic RoCEv2 NFS/RDMA capture, optionally with injected violations.
     Synth(SynthArgs),
     /// Watch live: kernel eBPF probes (--probes) and/or packet capture (-i IFACE).
-    Live(LiveArgs),
+    // Boxed: the largest arguments by far, and every other command pays for
+    // the enum's size.
+    Live(Box<LiveArgs>),
     /// Write captures as one Parquet dataset (transactions, anomalies, connections) for Spark, DuckDB, Trino.
     Export(ExportArgs),
     /// The NFS client's own counters (a copy of /proc/self/mountstats) beside a capture of the same window: every field both count, agree or differ (exit 1 when any differs).
@@ -473,6 +475,12 @@ pub struct LiveArgs {
     /// Text output even on a terminal (the TUI is the default there).
     #[arg(long)]
     pub no_tui: bool,
+    /// Acknowledge findings of these kinds (repeatable, or comma-separated): the text lines hide them, --json-out marks them "acknowledged": true, the TUI keeps them apart, --metrics counts them in rdma_anomalies_acknowledged_total instead of rdma_anomalies_total. See docs/reading-the-output.md.
+    #[arg(long, value_name = "KIND[,KIND..]")]
+    pub ignore: Vec<String>,
+    /// A file of acknowledgements (a kind a line, optionally a connection, # comments), applied as --ignore applies them.
+    #[arg(long, value_name = "FILE")]
+    pub ack: Option<PathBuf>,
     /// Read the NFS client's counters (/proc/self/mountstats, RDMA mounts) and the RDMA devices' (sysfs hw_counters and counters) every SECONDS: `counters` records in --json-out (totals, deltas since the last sample and since start), the TUI's Counters screen (7), and the diagnosis checks no_remote_invalidation and mr_exhaustion from the growth since the first sample. 0 turns it off.
     #[arg(long, value_name = "SECONDS", default_value_t = 5.0, value_parser = parse_interval)]
     pub counters_interval: f64,
@@ -604,6 +612,14 @@ pub fn looks_like_bpf(s: &str) -> bool {
 }
 
 impl LiveArgs {
+    /// The acknowledgements of `--ignore` and `--ack`.
+    ///
+    /// # Errors
+    /// As [`AnalyzeArgs::acks`].
+    pub fn acks(&self) -> Result<crate::output::ack::Acks, String> {
+        read_acks(&self.ignore, self.ack.as_deref())
+    }
+
     /// `live --filter` was an alias of `--bpf`: a BPF expression given
     /// there (one the display filter language does not parse) still
     /// selects what it says, as a capture filter, when `--bpf` is not

@@ -25,7 +25,7 @@ use rdma_analyzer::output::frames::{self, Frames};
 use rdma_analyzer::output::lines::{Lines, Which};
 use rdma_analyzer::output::live::LiveSink;
 use rdma_analyzer::output::metrics::{self, Metrics};
-use rdma_analyzer::output::{device_compare, kernel_counters};
+use rdma_analyzer::output::{device_compare, kernel_counters, unchecked};
 use rdma_analyzer::output::{Filter, Report};
 use rdma_analyzer::pipeline::{self, End, Fanout, Notice, Reopen, Sink, Source, Stop};
 use rdma_analyzer::recorder::read::{DumpRecords, WithProbes};
@@ -115,6 +115,7 @@ fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     };
     let acks = match &cli.command {
         Command::Export(a) => Some(a.acks()),
+        Command::Live(a) => Some(a.acks()),
         _ => analyze.map(AnalyzeArgs::acks),
     };
     if let Some(Err(e)) = acks {
@@ -581,6 +582,16 @@ fn lines(a: &AnalyzeArgs, which: Which) -> anyhow::Result<ExitCode> {
     if let Some(hidden) = sink.acks_summary().filter(|_| !a.json) {
         eprintln!("rdma-analyzer: {hidden}");
     }
+    if which == Which::Anomalies && !a.json {
+        // An empty list is not a clean bill when checks could not be made
+        // (report --json lists the same in anomalies_not_checked).
+        if let Some(e) = outcome.engine.as_ref() {
+            let state = e.state();
+            for n in unchecked::not_checked(state.connections.values(), &state.totals) {
+                eprintln!("rdma-analyzer: not checked: {}", n.text);
+            }
+        }
+    }
     if sink.out_of_order() > 0 {
         eprintln!(
             "rdma-analyzer: {} transactions printed out of call order: each was answered after more than {} later calls had completed, and printed when answered",
@@ -702,8 +713,10 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
     // Listening first: a busy port is said before probes attach.
     let mut metrics = match a.metrics {
         Some(addr) => {
-            let m =
-                Metrics::new(a.metrics_caps.config(budget.metrics)).with_window(a.diagnosis_window);
+            // Checked in `run`.
+            let m = Metrics::new(a.metrics_caps.config(budget.metrics))
+                .with_window(a.diagnosis_window)
+                .with_acks(a.acks().unwrap_or_default());
             let exporter = serve_metrics(addr, &m)?;
             eprintln!("live: metrics at http://{}/metrics", exporter.addr());
             Some((m, exporter))
@@ -771,7 +784,7 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
             (Box::new(inputs), config, caps, stop),
             beside,
             view,
-            rdma_analyzer::output::ack::Acks::default(),
+            a.acks().unwrap_or_default(),
         )?;
         return Ok(match error {
             Some(e) => {
@@ -808,7 +821,9 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
         ),
     };
     // Checked in `run`.
-    let mut sink = sink.with_filter(rdma_analyzer::cli::parse_filter(a.filter.as_deref())?);
+    let mut sink = sink
+        .with_filter(rdma_analyzer::cli::parse_filter(a.filter.as_deref())?)
+        .with_acks(a.acks().unwrap_or_default());
     if let Some(rx) = live_counters(a, &stop)? {
         sink = sink.with_counters(rx);
     }
@@ -859,6 +874,9 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
         stats.anomalies,
         stats.seconds
     );
+    if let Some(acked) = sink.acks_summary() {
+        eprintln!("live: {acked}");
+    }
     // The causes, as `report` leads with them: on stderr, beside the
     // summary (stdout carries the lines).
     if let Some(e) = outcome.engine.as_ref() {

@@ -36,10 +36,16 @@ fn rows(text: &str, kind: &str) -> BTreeSet<(String, u64, String)> {
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"))
     {
-        let t = v["type"].as_str().unwrap_or(kind).to_string();
+        // `live` writes a repeated fact's first occurrence as an
+        // `anomaly` and the rest in `anomaly_update`s of its count.
+        let t = match v["type"].as_str().unwrap_or(kind) {
+            "anomaly_update" => "anomaly",
+            t => t,
+        }
+        .to_string();
         let k = v["kind"].as_str().unwrap_or("").to_string();
-        // `anomalies` folds a fact repeated on a connection into one line
-        // with the XIDs of its occurrences; `live` writes each as it comes.
+        // A fact repeated on a connection is one finding with the XIDs of
+        // its occurrences.
         let xids: Vec<u64> = v["xids"]
             .as_array()
             .map(|a| a.iter().filter_map(Value::as_u64).collect())

@@ -99,6 +99,31 @@ fn every_transaction_line_starts_with_its_call_frames_time() {
     assert_eq!(lines, 36, "{text}");
 }
 
+/// The UTC time of `epoch` (tshark's `frame.time_epoch`), to the µs.
+fn utc_of(epoch: &str) -> String {
+    let out = Command::new("date")
+        .args(["-u", "-d", &format!("@{epoch}"), "+%Y-%m-%dT%H:%M:%S.%6NZ"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+#[test]
+fn utc_transaction_lines_start_with_their_call_frames_epoch_time() {
+    let pcap = capture("reconnect.pcap");
+    let Some(times) = tshark_times(&pcap) else {
+        return;
+    };
+    let text = run(&["transactions", "-t", "utc", pcap.to_str().unwrap()]);
+    let mut lines = 0;
+    for line in text.lines() {
+        let (at, rest) = line.split_once(' ').unwrap();
+        assert_eq!(at, utc_of(&times[&first_frame(rest)].1), "{line}");
+        lines += 1;
+    }
+    assert_eq!(lines, 36, "{text}");
+}
+
 #[test]
 fn utc_times_are_the_frames_epoch_times() {
     let pcap = capture("reconnect.pcap");
@@ -112,14 +137,7 @@ fn utc_times_are_the_frames_epoch_times() {
         .filter(|l| l.starts_with("remote_invalidation") || l.contains(" remote_invalidation"))
     {
         let (at, rest) = line.split_once(' ').unwrap();
-        let utc = |frame: u64| {
-            let epoch = &times[&frame].1;
-            let out = Command::new("date")
-                .args(["-u", "-d", &format!("@{epoch}"), "+%Y-%m-%dT%H:%M:%S.%6NZ"])
-                .output()
-                .unwrap();
-            String::from_utf8(out.stdout).unwrap().trim().to_string()
-        };
+        let utc = |frame: u64| utc_of(&times[&frame].1);
         assert_eq!(at, utc(first_frame(rest)), "{line}");
         checked += 1;
         // A finding that folds repeats spans its first to its last frame.

@@ -513,3 +513,179 @@ fn live_shows_the_kernels_counters_in_tmux() {
     assert_eq!(seq[4], "+3", "{p}");
     t.step(&["q"], "EXITED 0");
 }
+
+/// The unfiltered `transactions --json` of a bundled capture.
+fn transactions_json(name: &str) -> Vec<serde_json::Value> {
+    let out = Command::new(BIN)
+        .args(["transactions", "--json"])
+        .arg(capture(name))
+        .output()
+        .expect("transactions");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+/// Issue 24's TUI points through the real binary at 80×24: slowest first
+/// in one key (`L`), search by frame and by R_Key (`/`), a ladder step's
+/// frame dissected (`f`). What each must show is taken from
+/// `transactions --json`, not written in.
+#[test]
+fn slowest_first_search_by_frame_and_rkey_and_a_steps_frame_at_80x24() {
+    if !prereq::tmux() {
+        return;
+    }
+    let all = transactions_json("v3-ddp.pcap");
+    let slowest = all
+        .iter()
+        .max_by(|a, b| {
+            let l = |t: &serde_json::Value| t["latency_us"].as_f64().unwrap_or(0.0);
+            l(a).total_cmp(&l(b))
+        })
+        .expect("transactions");
+    let xid = |t: &serde_json::Value| format!("{:#010x}", t["xid"].as_u64().unwrap());
+    let write = all
+        .iter()
+        .find(|t| t["procedure"] == "WRITE" && t["chunks"][0]["frames"][0].is_u64())
+        .expect("a WRITE whose chunk moved on the wire");
+    let chunk_frame = write["chunks"][0]["frames"][0].as_u64().unwrap();
+    let handle = write["chunks"][0]["handle"].as_str().unwrap().to_string();
+    let with_handle = all
+        .iter()
+        .filter(|t| {
+            t["chunks"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|s| s["handle"] == handle.as_str()))
+                || t["remote_invalidated_rkey"] == handle.as_str()
+        })
+        .count();
+    let n = all.len();
+
+    let t = open_in_tmux("search80", "v3-ddp.pcap", 80, 24);
+    t.wait_for("done");
+    let p = t.step(&["L"], &format!("Transactions {n}/{n}"));
+    let selected = p.lines().find(|l| l.contains('▶')).unwrap_or_default();
+    assert!(
+        selected.contains(&xid(slowest)),
+        "L: the slowest first:\n{p}"
+    );
+
+    t.send(&["/"]);
+    t.wait_for("filter: ");
+    let p = t.step(
+        &[&format!("frame == {chunk_frame}"), "Enter"],
+        &format!("Transactions 1/{n}"),
+    );
+    assert!(p.contains(&xid(write)), "frame {chunk_frame}:\n{p}");
+    t.step(&["Escape"], &format!("Transactions {n}/{n}"));
+
+    t.send(&["/"]);
+    t.wait_for("filter: ");
+    let p = t.step(
+        &[&format!("rkey == {handle}"), "Enter"],
+        &format!("Transactions {with_handle}/{n}"),
+    );
+    assert!(p.contains(&xid(write)), "rkey {handle}:\n{p}");
+
+    // Its ladder, the second step, and that step's frame dissected.
+    t.step(&["Enter"], &format!("xid {} NFS WRITE", xid(write)));
+    let step = write["ladder"][1]["frame"].as_u64().unwrap();
+    t.send(&["j"]);
+    let p = t.step(&["f"], &format!("frame {step}: "));
+    assert!(
+        p.contains(&format!("frame.number == {step}")),
+        "the frame view names its tshark filter:\n{p}"
+    );
+    t.send(&["Escape"]);
+    t.step(&["q"], "EXITED 0");
+}
+
+/// `open --ignore KIND`: the findings screen hides the acknowledged kind,
+/// says how many it hid, and `a` shows them again.
+#[test]
+fn open_ignore_keeps_acknowledged_findings_apart() {
+    if !prereq::tmux() {
+        return;
+    }
+    let cap = capture("v42-reminv.pcap");
+    let shell = format!(
+        "'{BIN}' open --ignore remote_invalidation_not_negotiated '{}'; echo EXITED $?; sleep 60",
+        cap.display()
+    );
+    let t = Tmux::start(
+        format!("rdma-analyzer-test-acks-{}", std::process::id()),
+        &shell,
+    );
+    t.wait_for("done");
+    let p = t.step(&["6"], "28 acknowledged hidden, a: show");
+    assert!(!p.contains("remote_invalidation_not_negotiated"), "{p}");
+    let p = t.step(&["a"], "acknowledged shown, a: hide");
+    assert!(p.contains("remote_invalidation_not_negotiated"), "{p}");
+    t.step(&["q"], "EXITED 0");
+}
+
+/// Every 24-bit QPN (`0xabcNNN`) on `pane` whole or visibly cut.
+fn qpns_whole_or_cut(pane: &str) -> Vec<String> {
+    pane.split(|c: char| !c.is_ascii_alphanumeric() && c != '…')
+        .filter(|w| w.starts_with("0xabc"))
+        .filter(|w| w.len() != "0xabc000".len() && !w.ends_with('…'))
+        .map(String::from)
+        .collect()
+}
+
+/// Through the real binary, each screen at 80×24 and 200×50 of 120
+/// connections with 24-bit QPNs (`synth --qpn-base 0xabc000`): no QPN cut
+/// without an ellipsis, and the last connection's id whole (`c120`).
+#[test]
+fn every_screen_keeps_qpns_and_connection_ids_whole_at_80x24_and_200x50() {
+    if !prereq::tmux() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let many = dir.path().join("many.pcap");
+    let out = Command::new(BIN)
+        .args(["synth", "--connections", "120", "--calls", "600"])
+        .args(["--qpn-base", "0xabc000", "-o"])
+        .arg(&many)
+        .output()
+        .expect("synth");
+    assert!(out.status.success(), "{out:?}");
+    for (w, h) in [(80u16, 24u16), (200, 50)] {
+        let shell = format!(
+            "'{BIN}' open '{}'; echo EXITED $?; sleep 60",
+            many.display()
+        );
+        let t = Tmux::start_sized(
+            format!("rdma-analyzer-test-many-{w}-{}", std::process::id()),
+            &shell,
+            w,
+            h,
+        );
+        t.wait_for("done");
+        // The overview's last row: the 120th connection, whole.
+        let p = t.step(&["1", "G"], "c120 ");
+        assert!(qpns_whole_or_cut(&p).is_empty(), "{w}×{h}:\n{p}");
+        // A transaction of c120 (the longest host, 10.99.0.121) and its
+        // ladder, whose header names both sides.
+        t.step(&["2"], "Transactions 600/600");
+        t.send(&["/"]);
+        t.wait_for("filter: ");
+        t.step(&["c120", "Enter"], "/600");
+        t.step(&["Enter"], "c120 xid 0x");
+        for (key, title) in [
+            ("3", "xid 0x"),
+            ("4", "Segments"),
+            ("5", "at the limit"),
+            ("6", "No anomalies"),
+            ("7", "No kernel counters"),
+            ("d", "no cause found"),
+        ] {
+            let p = t.step(&[key], title);
+            let cut = qpns_whole_or_cut(&p);
+            assert!(cut.is_empty(), "{w}×{h} screen {key}: {cut:?}\n{p}");
+        }
+        t.step(&["q"], "EXITED 0");
+    }
+}

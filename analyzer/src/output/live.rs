@@ -5,11 +5,14 @@
 //! what each kernel saw (`probes`).
 
 use std::io::{self, Write};
+use std::time::Instant;
 
+use super::ack::Acks;
 use super::clock::{Clock, TimeFormat};
 use super::filter::{Field, Filter, Join};
-use super::lines::{anomaly_line, transaction_line};
+use super::lines::{anomaly_line, collapsed_line, transaction_line};
 use super::live_counters::{CounterSampler, CounterValue, CountersLine};
+use super::live_fold::{LiveFold, UPDATE_EVERY};
 use super::out::Out;
 use super::schema::{AnomalyLine, DiagnosisLine, TransactionLine};
 use crate::counters::CounterReading;
@@ -42,6 +45,13 @@ pub struct LiveSink<W: Write> {
     counters: Option<(std::sync::mpsc::Receiver<CounterReading>, CounterSampler)>,
     /// Counter records taken.
     pub counter_samples: u64,
+    /// `--ignore`, `--ack`: text hides these findings, JSON marks them.
+    acks: Acks,
+    /// The findings that repeat per connection, written once and then as
+    /// updates of their count.
+    fold: LiveFold,
+    /// When the folded findings' counts were last written.
+    updated: Instant,
 }
 
 impl<W: Write> LiveSink<W> {
@@ -81,7 +91,28 @@ impl<W: Write> LiveSink<W> {
             written_interval: None,
             counters: None,
             counter_samples: 0,
+            acks: Acks::default(),
+            fold: LiveFold::default(),
+            updated: Instant::now(),
         }
+    }
+
+    /// Hides (text) or marks (JSON) `acks`' findings.
+    #[must_use]
+    pub fn with_acks(mut self, acks: Acks) -> Self {
+        self.acks = acks;
+        self
+    }
+
+    /// What the acknowledgements set aside, for the run's summary.
+    pub fn acks_summary(&self) -> Option<String> {
+        let s = self.acks.summary()?;
+        Some(if self.json_lines {
+            // JSON keeps every record: nothing was hidden there.
+            s.replace(" hidden (", " marked \"acknowledged\": true (")
+        } else {
+            s
+        })
     }
 
     /// Writes, counts and diagnoses only what `filter` keeps (`live --filter`).
@@ -224,19 +255,73 @@ impl<W: Write> LiveSink<W> {
         out.json_line(&line)
     }
 
-    fn anomaly(&mut self, a: &Anomaly) -> Flow {
+    /// One occurrence: written when it stands alone or is the first of
+    /// its fact, folded otherwise.
+    fn anomaly(&mut self, a: Anomaly) -> Flow {
         self.anomalies += 1;
+        // Every occurrence counts toward what was hidden, folded or not.
+        self.acks.hide(&a);
+        if self.out.is_none() {
+            // Only counting (the metrics are the output): nothing to fold.
+            return Flow::Continue;
+        }
+        let mut evicted = Vec::new();
+        let first = self.fold.take(a, &mut evicted);
+        for e in &evicted {
+            if self.anomaly_record(e, true) == Flow::Stop {
+                return Flow::Stop;
+            }
+        }
+        match first {
+            Some(a) => self.anomaly_record(&a, false),
+            None => Flow::Continue,
+        }
+    }
+
+    /// An `anomaly` record, or an `anomaly_update` of a folded finding's
+    /// count so far.
+    fn anomaly_record(&mut self, a: &Anomaly, update: bool) -> Flow {
+        let acknowledged = self.acks.covers(a);
         let Some(out) = self.out.as_mut() else {
             return Flow::Continue;
         };
         if self.json_lines {
-            return out.json_line(&AnomalyLine::live(a));
+            let mut line = AnomalyLine::live(a);
+            line.acknowledged = acknowledged;
+            if update {
+                line.line_type = Some("anomaly_update");
+            }
+            return out.json_line(&line);
         }
-        out.text_line(format_args!(
-            "{} {}",
-            Clock::new(TimeFormat::Utc).at(a.ts_ns),
-            anomaly_line(a)
-        ))
+        if acknowledged {
+            return Flow::Continue;
+        }
+        let clock = Clock::new(TimeFormat::Utc);
+        let at = clock.at(a.ts_ns);
+        if update {
+            let span = format!("{}–{}", at, clock.at(a.last_ts_ns()));
+            return out.text_line(format_args!(
+                "{} update: {}",
+                clock.at(a.last_ts_ns()),
+                collapsed_line(a, &span)
+            ));
+        }
+        out.text_line(format_args!("{at} {}", anomaly_line(a)))
+    }
+
+    /// Writes the folded findings that grew: every [`UPDATE_EVERY`], and
+    /// at the end (`last`).
+    fn fold_updates(&mut self, last: bool) -> Flow {
+        if !last && self.updated.elapsed() < UPDATE_EVERY {
+            return Flow::Continue;
+        }
+        self.updated = Instant::now();
+        for a in self.fold.updates() {
+            if self.anomaly_record(&a, true) == Flow::Stop {
+                return Flow::Stop;
+            }
+        }
+        Flow::Continue
     }
 
     /// A finding the filter kept: diagnosed and written.
@@ -247,7 +332,7 @@ impl<W: Write> LiveSink<W> {
         }
         match f {
             Finding::Transaction(t) => self.transaction(&t),
-            Finding::Anomaly(a) => self.anomaly(&a),
+            Finding::Anomaly(a) => self.anomaly(*a),
         }
     }
 
@@ -292,6 +377,9 @@ impl<W: Write> Sink for LiveSink<W> {
                 return Flow::Stop;
             }
         }
+        if self.fold_updates(false) == Flow::Stop {
+            return Flow::Stop;
+        }
         self.out.as_mut().map_or(Flow::Continue, Out::flush)
     }
 
@@ -301,6 +389,7 @@ impl<W: Write> Sink for LiveSink<W> {
         self.join
             .finish(&self.filter, &mut |f, pass| decided.push((f, pass)));
         let _ = self.decided(decided);
+        let _ = self.fold_updates(true);
         if let Some(e) = engine {
             let _ = self.window_line(e.state(), true);
         }

@@ -17,6 +17,7 @@ pub mod kernel_counters;
 pub mod lines;
 pub mod live;
 pub mod live_counters;
+pub mod live_fold;
 pub mod metrics;
 pub mod mountstats_metrics;
 pub mod not_decoded;
@@ -24,6 +25,7 @@ pub mod out;
 pub mod report;
 pub mod schema;
 pub mod stats;
+pub mod unchecked;
 pub mod units;
 pub mod view;
 

@@ -12,6 +12,7 @@ use super::schema::{
     SCHEMA_VERSION,
 };
 use super::stats::{Latency, Summary};
+use super::unchecked::NotChecked;
 use super::view::{ClientTimelineView, ConnIdView, EvictionsView, TotalsView};
 use crate::diagnosis::timeline::timeline;
 use crate::diagnosis::{Cause, CauseName, Diagnosis, KernelView};
@@ -538,7 +539,17 @@ impl Report {
                     acknowledged,
                 })
                 .collect(),
+            anomalies_not_checked: self.findings_not_checked(state, &filter),
         }
+    }
+
+    /// What the findings could not be checked on, over the connections
+    /// the report shows.
+    fn findings_not_checked(&self, state: &State, filter: &Filter) -> Vec<NotChecked> {
+        super::unchecked::not_checked(
+            state.connections.values().filter(|c| self.shows(filter, c)),
+            &state.totals,
+        )
     }
 
     /// The report as text for a terminal.
@@ -1078,7 +1089,17 @@ impl Report {
         }
         let _ = writeln!(s, "\nAnomalies");
         if self.kinds.is_empty() {
-            let _ = writeln!(s, "  none");
+            let filter = self.filter.clone().unwrap_or(Filter::All);
+            let unchecked = self.findings_not_checked(state, &filter);
+            if unchecked.is_empty() {
+                let _ = writeln!(s, "  none");
+            } else {
+                // "none" alone would read as "the peers behaved".
+                let _ = writeln!(s, "  none found; not checked:");
+                for n in unchecked {
+                    let _ = writeln!(s, "    {}", n.text);
+                }
+            }
         }
         if let Some(hidden) = self.acks.summary() {
             let _ = writeln!(s, "  {hidden}");

@@ -148,7 +148,14 @@ impl<'a> TransactionLine<'a> {
 pub struct AnomalyLine<'a> {
     /// The version of the schema this follows (1).
     pub schema_version: u32,
-    /// `live` only: `"anomaly"`.
+    /// `live` only: `"anomaly"`, or `"anomaly_update"` for a finding that
+    /// repeats per connection: `live` writes its first occurrence as an
+    /// `anomaly` (count 1), then, every 10 s while it grows and once at the
+    /// end of the run, an `anomaly_update` of the same finding (same kind,
+    /// connection, `sources`, `first_frame` and `first_ts_ns`) with its
+    /// count, last frame, last time and first XIDs so far. A reader
+    /// counting findings counts `anomaly` records; an update replaces the
+    /// count of the finding it names.
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
     pub line_type: Option<&'static str>,
     /// The anomaly.
@@ -658,4 +665,9 @@ pub struct ReportDoc {
     pub remote_invalidations_by_connection: BTreeMap<String, u64>,
     /// Anomalies by kind.
     pub anomalies: Vec<KindSummary>,
+    /// What the findings could not be checked on, and why (the CM
+    /// exchange's negotiation unknown, frames cut by the snap length):
+    /// empty anomalies with entries here do not mean the peers behaved.
+    /// Empty when everything was checked.
+    pub anomalies_not_checked: Vec<super::unchecked::NotChecked>,
 }

@@ -133,6 +133,30 @@ fn step_words(what: &StepWhat, room: usize) -> String {
     }
 }
 
+/// "requester A … responder B" over a lane `lane` wide: the words go
+/// first when both sides do not fit (three-digit hosts, 24-bit QPNs at 80
+/// columns ran the requester into "responder"), then each side is cut
+/// with an ellipsis; the two never touch.
+fn lane_header(req: &str, resp: &str, lane: usize) -> String {
+    let long = (format!("requester {req}"), format!("responder {resp}"));
+    let (left, right) = if long.0.chars().count() + long.1.chars().count() < lane {
+        long
+    } else if req.chars().count() + resp.chars().count() < lane {
+        (req.to_string(), resp.to_string())
+    } else {
+        let half = lane.saturating_sub(1) / 2;
+        let width = |n: usize| u16::try_from(n).unwrap_or(u16::MAX);
+        (
+            super::widgets::cut(req, width(half)),
+            super::widgets::cut(resp, width(lane.saturating_sub(1) - half)),
+        )
+    };
+    let gap = lane
+        .saturating_sub(left.chars().count() + right.chars().count())
+        .max(1);
+    format!("{left}{}{right}", " ".repeat(gap))
+}
+
 fn draw_ladder(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState, t: &Transaction) {
     let inner_w = usize::from(area.width.saturating_sub(2));
     let lane = inner_w.saturating_sub(7 + 1 + 10 + 2).max(10);
@@ -146,13 +170,10 @@ fn draw_ladder(f: &mut Frame<'_>, area: Rect, m: &Model, ui: &UiState, t: &Trans
     } else {
         (req, resp)
     };
-    let left = format!("requester {req}");
-    let right = format!("responder {resp}");
-    let gap = lane.saturating_sub(left.chars().count() + right.chars().count());
     let header = Row::new(vec![
         "frame".to_string(),
         "+time".to_string(),
-        format!("{left}{}{right}", " ".repeat(gap)),
+        lane_header(&req, &resp, lane),
     ])
     .style(header_style());
     let page = usize::from(area.height.saturating_sub(3));
@@ -379,4 +400,26 @@ fn draw_info(f: &mut Frame<'_>, area: Rect, t: &Transaction, scroll: u16) {
             .block(block(title)),
         area,
     );
+}
+
+#[cfg(test)]
+mod lane_tests {
+    use super::lane_header;
+
+    #[test]
+    fn the_lane_header_keeps_both_sides_apart_at_any_width() {
+        let (req, resp) = ("10.99.0.101/0xabc063", "10.99.0.1/0xabc063");
+        assert_eq!(
+            lane_header(req, resp, 60),
+            format!("requester {req}{}responder {resp}", " ".repeat(2))
+        );
+        // 80 columns: the words go, the addresses stay whole.
+        assert_eq!(
+            lane_header(req, resp, 58),
+            format!("{req}{}{resp}", " ".repeat(20))
+        );
+        let narrow = lane_header(req, resp, 20);
+        assert_eq!(narrow.chars().count(), 20, "{narrow}");
+        assert!(narrow.contains("… "), "cut visibly: {narrow}");
+    }
 }

@@ -911,11 +911,21 @@ fn a_cause_without_xids_lists_its_connections_from_its_first_time() {
 
 /// The model of a synthetic capture with `connections` connections.
 fn synth_model(connections: u32, calls: u64) -> Model {
+    synth_model_from(
+        connections,
+        calls,
+        crate::synth::Options::default().qpn_base,
+    )
+}
+
+/// [`synth_model`] with the first connection's QPNs at `qpn_base`.
+fn synth_model_from(connections: u32, calls: u64, qpn_base: u32) -> Model {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("many.pcap");
     let opts = crate::synth::Options {
         calls,
         connections,
+        qpn_base,
         ..crate::synth::Options::default()
     };
     crate::synth::write_files(&opts, &path).expect("synth");
@@ -957,6 +967,40 @@ fn table_cells_are_whole_or_cut_with_an_ellipsis() {
         let n: u32 = conn[1..].parse().expect("a number");
         assert!((1..=120).contains(&n), "{row}");
         assert!(n >= 10, "the last calls are on late connections: {row}");
+    }
+}
+
+/// Issue 24: every screen at 80×24 and 200×50 with three-digit connection
+/// ids and 24-bit QPNs (0xabc000 up), on a transaction of c1xx that moved
+/// data: a cut number shows in the snapshot as a change.
+#[test]
+fn snapshots_with_three_digit_connections_and_24_bit_qpns() {
+    let mut m = synth_model_from(120, 600, 0xabc000);
+    assert!(m.done && m.error.is_none());
+    let row = m
+        .rows
+        .iter()
+        .position(|r| r.conn >= 100 && r.bytes > 0)
+        .expect("a transaction on c100 or later that moved data");
+    for (w, h) in [(80u16, 24u16), (200, 50)] {
+        for s in Screen::ALL {
+            let mut ui = UiState::default();
+            ui.apply(Action::ShowTxn(row));
+            ui.apply(Action::Go(s));
+            let t = render(&mut m, &mut ui, w, h);
+            let text = screen_text(&t);
+            // Every 24-bit QPN on screen is whole or visibly cut.
+            for q in text.split(|c: char| !c.is_ascii_alphanumeric() && c != '…') {
+                if let Some(hex) = q.strip_prefix("0xabc") {
+                    assert!(
+                        hex.len() == 3 || q.ends_with('…'),
+                        "{s:?} at {w}×{h}: QPN {q} cut:\n{text}"
+                    );
+                }
+            }
+            let name = format!("many_{}_{w}x{h}", s.title().to_lowercase());
+            insta::assert_snapshot!(name, t.backend());
+        }
     }
 }
 

@@ -69,6 +69,10 @@ pub struct SynthArgs {
     /// rocev1 (Ethernet and a GRH) or ib (native InfiniBand, DLT 247).
     #[arg(long, default_value = "rocev2")]
     pub framing: super::wire::Framing,
+    /// The first connection's queue pair numbers (hex with 0x, or decimal);
+    /// the next connections count up from it. 0xabc000 gives 24-bit QPNs.
+    #[arg(long, default_value = "0x11", value_parser = parse_qpn)]
+    pub qpn_base: u32,
     /// Instead of NFS traffic, a capture built to hurt the analyzer:
     /// unanswered (--connections x --calls unanswered calls), qp-flood
     /// (--connections queue pairs), stray-psn, xid-reuse (--calls calls of
@@ -103,6 +107,19 @@ pub struct SynthArgs {
 
 fn parse_mix(s: &str) -> Result<Mix, String> {
     s.parse()
+}
+
+/// A queue pair number: `0x…` hex or decimal, at most 24 bits.
+fn parse_qpn(s: &str) -> Result<u32, String> {
+    let n = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u32::from_str_radix(h, 16),
+        None => s.parse(),
+    }
+    .map_err(|e| format!("{s:?} is not a QPN ({e}): give 0x… hex or a decimal number"))?;
+    if n > 0xff_ffff {
+        return Err(format!("{s} is wider than a QPN's 24 bits"));
+    }
+    Ok(n)
 }
 
 fn parse_u32_size(s: &str) -> Result<u32, String> {
@@ -147,6 +164,7 @@ impl SynthArgs {
             inject,
             microseconds: self.microseconds,
             framing: self.framing,
+            qpn_base: self.qpn_base,
         })
     }
 }

@@ -278,6 +278,16 @@ fn validate(o: &Options) -> Result<(), Error> {
             SEG_MAX * MAX_SEGS as u32
         ));
     }
+    // QP 0 and 1 are the management QPs; connections count up from the base.
+    let last_qpn = u64::from(o.qpn_base) + u64::from(o.connections);
+    if o.qpn_base < 2 || last_qpn > u64::from(MASK24) + 1 {
+        return bad(format!(
+            "--qpn-base {:#x} with {} connections goes past the QPNs 2 to 0xffffff: use a base from 0x2 to {:#x}",
+            o.qpn_base,
+            o.connections,
+            (u64::from(MASK24) + 1).saturating_sub(u64::from(o.connections))
+        ));
+    }
     if o.window == 0 {
         return bad("--window 0 would never send a call: use 1 or more".into());
     }
@@ -351,8 +361,9 @@ impl<W: Write> Gen<W> {
             };
             let c_psn = start(&mut rng);
             let s_psn = start(&mut rng);
-            let cqpn = 0x11 + i as u32;
-            let sqpn = 0x11 + i as u32;
+            // QPNs are 24 bits on the wire.
+            let cqpn = o.qpn_base.wrapping_add(i as u32) & MASK24;
+            let sqpn = cqpn;
             let server_r = o.remote_invalidation && !extra;
             conns.push(Conn {
                 client,

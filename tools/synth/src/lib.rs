@@ -296,6 +296,10 @@ pub struct Options {
     pub microseconds: bool,
     /// How frames carry the IBA transport.
     pub framing: wire::Framing,
+    /// The first connection's queue pair numbers (client and server); the
+    /// next connections count up from it. A 24-bit value (0xabc000) shows
+    /// whether an output keeps QPNs whole.
+    pub qpn_base: u32,
 }
 
 impl Default for Options {
@@ -316,6 +320,7 @@ impl Default for Options {
             inject: Vec::new(),
             microseconds: false,
             framing: wire::Framing::Rocev2,
+            qpn_base: 0x11,
         }
     }
 }
