@@ -512,9 +512,9 @@ fn json_window_causes(dir: &Path, scenario: &str, counters: Option<(&str, &str)>
     let text = std::fs::read_to_string(&out).unwrap();
     let last = text
         .lines()
+        .rev()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|v| v["type"] == "diagnosis")
-        .last()
+        .find(|v| v["type"] == "diagnosis")
         .expect("a diagnosis record at the end");
     last["causes"].to_string()
 }
