@@ -4,9 +4,11 @@
 //! `report --json` on the dump must show the kernel's view of each XID
 //! exactly as the live run's engine joined it.
 //!
-//! The probe records are made from the capture's own transactions (the
-//! lab's recorded probe sets are not in the repository): client
-//! `xprtrdma_marshal` before the call, `xprtrdma_reply` and
+//! Two sets of probe records: the lab's own (both guests' recorder dumps
+//! of one run, `ebpf-probes/testdata/lab-records/`), and a set made from a
+//! capture's transactions that carries what the lab's does not (procedure
+//! names with quotes and non-ASCII, the server's `svc_stats_latency`):
+//! client `xprtrdma_marshal` before the call, `xprtrdma_reply` and
 //! `rpc_stats_latency` after the reply; server `svcrdma_decode_rqst`,
 //! `svc_stats_latency` and its Send, each XID on a thread of its own.
 
@@ -20,6 +22,7 @@ use rdma_analyzer::engine::{
     Config, Engine, Event, Finding, Frame, MergeConfig, Origin, Transaction,
 };
 use rdma_analyzer::pipeline::{End, Progress, Sink};
+use rdma_analyzer::recorder::read::DumpRecords;
 use rdma_analyzer::recorder::{RecordConfig, Recorder, Trigger};
 use rdma_analyzer::sources::pcap::PcapReader;
 use rdma_dissectors::link::LinkType;
@@ -346,6 +349,78 @@ fn a_dump_reads_back_with_the_kernels_view_of_each_xid_as_the_live_run_joined_it
         "{doc:.2000}"
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("joined with the wire's view"));
+}
+
+/// The lab's own records (`ebpf-probes/testdata/lab-records/`: both
+/// guests' `live --probes --record` dumps of one v3-inline run, the client's
+/// with its live capture): the client's frames and both kernels' probe
+/// records, as the live runs handed them over, go through the recorder
+/// again; the new dump reads back with the kernel views the live engine
+/// joins from them, every XID of the wire seen by both kernels.
+#[test]
+fn real_lab_probe_records_read_back_as_the_live_run_joined_them() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ebpf-probes/testdata/lab-records");
+    let (client, server) = (
+        dir.join("v3-inline.client.pcapng"),
+        dir.join("v3-inline.server.pcapng"),
+    );
+    let recorded = DumpRecords::read(&[client.clone(), server]);
+    assert!(recorded.problems.is_empty(), "{:?}", recorded.problems);
+    assert_eq!(recorded.dumps.len(), 2);
+    let mut events: Vec<Ev> = frames(&client).into_iter().map(Ev::Frame).collect();
+    let wire = transactions(Config::default(), &events);
+    assert!(wire.len() >= 30, "{} wire transactions", wire.len());
+    events.extend(recorded.probes.into_iter().map(Ev::Probe));
+    events.sort_by_key(Ev::ts);
+    let live_config = Config {
+        merge: Some(MergeConfig::default()),
+        ..Config::default()
+    };
+    let mut live: Vec<(u32, Kernel)> = transactions(live_config, &events)
+        .iter()
+        .map(kernel_of)
+        .collect();
+    live.sort();
+    for t in wire.iter().filter(|t| t.reply_frame.is_some()) {
+        let views = live.iter().find(|(x, _)| *x == t.xid).map(|(_, k)| k);
+        let origins: Vec<&str> = views
+            .into_iter()
+            .flatten()
+            .map(|(o, _)| o.as_str())
+            .collect();
+        assert_eq!(
+            origins,
+            ["client_probes", "server_probes"],
+            "xid {:#010x}",
+            t.xid
+        );
+        // The client's RPC layer timed each call (rpc_stats_latency).
+        let client = &views.expect("views")[0].1;
+        assert!(client[1].is_some(), "xid {:#010x}: no rtt", t.xid);
+    }
+
+    let out_dir = tempfile::tempdir().expect("tempdir");
+    let dump = record(&events, out_dir.path());
+    let out = Command::new(BIN)
+        .args(["transactions", "--json"])
+        .arg(&dump)
+        .output()
+        .expect("running transactions");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut read: Vec<(u32, Kernel)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a JSON line"))
+        .map(|v| kernel_of_json(&v))
+        .collect();
+    read.sort();
+    assert_eq!(
+        read, live,
+        "the dump's kernel view differs from the live run's"
+    );
 }
 
 #[test]
