@@ -469,3 +469,71 @@ fn a_capture_that_is_no_dump_reads_as_before_and_a_damaged_record_is_said() {
     assert!(plain.status.success());
     assert!(!String::from_utf8_lossy(&plain.stderr).contains("flight recorder"));
 }
+
+/// A live run (views joined, the source ticking every 100 ms) where one
+/// task's `rpc_stats_latency` comes 618 ms (kernel time) after its reply,
+/// as on the stalled single-vCPU guest of `/work/logs/probes-flake-s6`,
+/// while the other calls' records and frames go on: the XID still comes
+/// out once, with the wire's and both kernels' views and the RPC layer's
+/// rtt.
+#[test]
+fn a_task_end_618_ms_late_still_joins_its_wire_view_in_a_live_run() {
+    let capture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../captures/v3-inline.pcap");
+    let wire_events: Vec<Ev> = frames(&capture).into_iter().map(Ev::Frame).collect();
+    let wire = transactions(Config::default(), &wire_events);
+    let mut probes = probes_for(&wire);
+    let late = wire
+        .iter()
+        .filter(|t| t.reply_ts_ns.is_some())
+        .nth(10)
+        .expect("calls")
+        .xid;
+    let stats = probes
+        .iter_mut()
+        .find(|p| matches!(p.event, ProbeEvent::RpcStats { xid, .. } if xid == late))
+        .expect("its task's end");
+    stats.meta.ts_ns += 618_000_000;
+    let mut events = wire_events;
+    events.extend(probes.into_iter().map(Ev::Probe));
+    events.sort_by_key(Ev::ts);
+    let mut engine = Engine::new(Config {
+        merge: Some(MergeConfig::default()),
+        ..Config::default()
+    });
+    let mut found = Vec::new();
+    let mut next_tick = events.first().map_or(0, Ev::ts);
+    for e in &events {
+        while next_tick <= e.ts() {
+            engine.handle(Event::Tick(next_tick), &mut found);
+            next_tick += 100_000_000;
+        }
+        match e {
+            Ev::Frame(f) => engine.handle(Event::Frame(f.frame()), &mut found),
+            Ev::Probe(p) => engine.handle(Event::Probe(p), &mut found),
+        }
+    }
+    engine.finish(&mut |f| found.push(f));
+    let out: Vec<&Transaction> = found
+        .iter()
+        .filter_map(|f| match f {
+            Finding::Transaction(t) if t.xid == late => Some(&**t),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(out.len(), 1, "one transaction for xid {late:#010x}");
+    let t = out[0];
+    assert_eq!(
+        t.sources().collect::<Vec<_>>(),
+        [Origin::Wire, Origin::ClientProbes, Origin::ServerProbes]
+    );
+    let client = t
+        .views
+        .iter()
+        .find(|v| v.origin == Origin::ClientProbes)
+        .expect("client view");
+    assert!(
+        client.kernel_times.rtt_us.is_some(),
+        "{:?}",
+        client.kernel_times
+    );
+}
