@@ -462,3 +462,74 @@ fn a_windows_kernel_view_starts_at_the_sample_before_it() {
     assert_eq!(since(1), Some(400 - 200), "the sample at 10 s");
     assert_eq!(s.kernel_view().and_then(|v| v.local_inv_needed), Some(400));
 }
+
+/// The causes of `live --json-out`'s last `diagnosis` record when the
+/// scenario's findings go through a JSON Lines sink with a window, its
+/// sampler reading `before` first and `after` from then on (`None`: no
+/// sampler).
+fn json_window_causes(dir: &Path, scenario: &str, counters: Option<(&str, &str)>) -> String {
+    let ms = dir.join("mountstats");
+    let out = dir.join("live.jsonl");
+    let stop = Stop::new();
+    let file = std::fs::File::create(&out).unwrap();
+    let mut sink = LiveSink::new(file, true).with_window(300_000_000_000);
+    let progress = Progress::default();
+    if let Some((before, _)) = counters {
+        std::fs::write(&ms, mountstats(before)).unwrap();
+        let paths = CounterPaths {
+            mountstats: ms.clone(),
+            sysfs_root: dir.join("no-sysfs"),
+        };
+        let rx = spawn(paths, Duration::from_millis(100), stop.clone()).unwrap();
+        sink = sink.with_counters(rx);
+        while sink.counter_samples == 0 {
+            std::thread::sleep(Duration::from_millis(20));
+            assert_eq!(sink.tick(None, &progress), Flow::Continue);
+        }
+    }
+    // The window's first look at the engine is before any traffic, as in
+    // a live run that starts before the traffic does.
+    let empty = rdma_analyzer::engine::Engine::new(Config::default());
+    assert_eq!(sink.tick(Some(&empty), &progress), Flow::Continue);
+    let (all, engine) = findings(scenario);
+    for f in all {
+        assert_eq!(sink.finding(f), Flow::Continue);
+    }
+    if let Some((_, after)) = counters {
+        std::fs::write(&ms, mountstats(after)).unwrap();
+        let taken = sink.counter_samples;
+        while sink.counter_samples < taken + 2 {
+            std::thread::sleep(Duration::from_millis(50));
+            assert_eq!(sink.tick(None, &progress), Flow::Continue);
+        }
+    }
+    stop.request();
+    sink.end(
+        Some(&engine),
+        &progress,
+        &rdma_analyzer::pipeline::End::Complete,
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    let last = text
+        .lines()
+        .rev()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["type"] == "diagnosis")
+        .expect("a diagnosis record at the end");
+    last["causes"].to_string()
+}
+
+/// Headless `live --json-out`'s `diagnosis` records take the kernel's
+/// counters over their window as the TUI's diagnosis does: v3-ddp's
+/// server invalidates none of the 52 segments, so the window names
+/// no_remote_invalidation; without a sampler it cannot.
+#[test]
+fn the_json_lines_diagnosis_records_use_the_sampled_counters() {
+    let dir = tempfile::tempdir().unwrap();
+    let after = lab_xprt("v3-ddp");
+    let with = json_window_causes(dir.path(), "v3-ddp", Some((&zeroed(&after), &after)));
+    assert!(with.contains("no_remote_invalidation"), "{with}");
+    assert!(with.contains("52 of 52 chunk segments"), "{with}");
+    let without = json_window_causes(dir.path(), "v3-ddp", None);
+    assert!(!without.contains("no_remote_invalidation"), "{without}");
+}

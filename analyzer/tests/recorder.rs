@@ -10,67 +10,16 @@
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use rdma_analyzer::sources::pcap::PcapReader;
-
+#[path = "common/live_veth.rs"]
+mod live_veth;
 #[path = "common/prereq.rs"]
 mod prereq;
 
-const BIN: &str = env!("CARGO_BIN_EXE_rdma-analyzer");
-
-fn capture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../captures")
-        .join(name)
-}
-
-/// A veth pair, deleted when dropped.
-struct Veth(String);
-
-impl Veth {
-    fn new() -> Veth {
-        let a = format!("rrec{}", std::process::id() % 100_000);
-        let b = format!("{a}p");
-        let ip = |args: &[&str]| {
-            let s = Command::new("ip").args(args).status().expect("running ip");
-            assert!(s.success(), "ip {args:?} failed");
-        };
-        ip(&["link", "add", &a, "type", "veth", "peer", "name", &b]);
-        ip(&["link", "set", &a, "up"]);
-        ip(&["link", "set", &b, "up"]);
-        Veth(a)
-    }
-
-    fn peer(&self) -> String {
-        format!("{}p", self.0)
-    }
-}
-
-impl Drop for Veth {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["link", "del", &self.0]).status();
-    }
-}
-
-/// Sends every frame of `pcap` out of `iface`; returns how many.
-fn inject(iface: &str, pcap: &Path) -> u64 {
-    let mut out = pcap::Capture::from_device(iface)
-        .and_then(|c| c.open())
-        .expect("opening the veth peer for injection");
-    let mut r = PcapReader::open(pcap).expect("capture");
-    let mut n = 0;
-    while let Some(p) = r.next_packet().expect("frame") {
-        out.sendpacket(p.data).expect("pcap_inject");
-        n += 1;
-        if n % 64 == 0 {
-            sleep(Duration::from_millis(2));
-        }
-    }
-    n
-}
+use live_veth::{capture, inject, signal, start_live, stop_live, Veth};
 
 /// The first dump in `dir` whose name ends with `-TAG.pcapng`, once there.
 fn wait_for_dump(dir: &Path, tag: &str, limit: Duration) -> PathBuf {
@@ -141,40 +90,28 @@ fn a_reconnect_sigusr1_and_a_post_each_write_a_dump_tshark_opens_with_frames_and
     ) {
         return;
     }
-    let veth = Veth::new();
+    let veth = Veth::new("rrec");
     let dir = tempfile::tempdir().expect("tempdir");
     let rec = dir.path().join("dumps");
     let err = dir.path().join("stderr");
-    let mut child = Command::new(BIN)
-        .args(["live", "-i", &veth.0, "--no-tui", "--json-out", "/dev/null"])
-        .arg("--record")
-        .arg(&rec)
-        .args(["--record-before", "60s", "--record-after", "1s"])
-        .args(["--duration", "60", "--metrics", "127.0.0.1:0"])
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&err).expect("stderr file"))
-        .spawn()
-        .expect("starting live");
-    let start = Instant::now();
-    while !std::fs::read_to_string(&err)
-        .unwrap_or_default()
-        .contains("capturing on")
-    {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "live never listened"
-        );
-        sleep(Duration::from_millis(100));
-    }
+    let args = [
+        "--record".as_ref(),
+        rec.as_os_str(),
+        "--record-before".as_ref(),
+        "60s".as_ref(),
+        "--record-after".as_ref(),
+        "1s".as_ref(),
+        "--duration".as_ref(),
+        "60".as_ref(),
+        "--metrics".as_ref(),
+        "127.0.0.1:0".as_ref(),
+    ];
+    let child = start_live(&veth.0, &args, &err);
     let sent = inject(&veth.peer(), &capture("reconnect.pcap"));
 
     // The client's second connection (and the call sent again on it).
     let reconnect = wait_for_dump(&rec, "reconnect", Duration::from_secs(20));
-    #[allow(unsafe_code)]
-    // SAFETY: kill(2) on the child we started; no memory is passed.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGUSR1);
-    }
+    signal(&child, libc::SIGUSR1);
     let signalled = wait_for_dump(&rec, "sigusr1", Duration::from_secs(20));
     // An Alertmanager webhook's POST to the metrics server.
     let said = std::fs::read_to_string(&err).unwrap_or_default();
@@ -200,14 +137,7 @@ fn a_reconnect_sigusr1_and_a_post_each_write_a_dump_tshark_opens_with_frames_and
     assert!(answer.starts_with("HTTP/1.1 202"), "{answer}");
     let posted = wait_for_dump(&rec, "http", Duration::from_secs(20));
     assert!(section_comment(&posted).contains("http POST /record at"));
-    #[allow(unsafe_code)]
-    // SAFETY: as above.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
-    }
-    let status = child.wait().expect("live ends");
-    let said = std::fs::read_to_string(&err).unwrap_or_default();
-    assert!(status.success(), "live failed: {said}");
+    let said = stop_live(child, &err);
 
     // The SIGUSR1 dump's window (60 s before) holds every frame the run
     // captured.

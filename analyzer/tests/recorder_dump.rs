@@ -4,9 +4,11 @@
 //! `report --json` on the dump must show the kernel's view of each XID
 //! exactly as the live run's engine joined it.
 //!
-//! The probe records are made from the capture's own transactions (the
-//! lab's recorded probe sets are not in the repository): client
-//! `xprtrdma_marshal` before the call, `xprtrdma_reply` and
+//! Two sets of probe records: the lab's own (both guests' recorder dumps
+//! of one run, `ebpf-probes/testdata/lab-records/`), and a set made from a
+//! capture's transactions that carries what the lab's does not (procedure
+//! names with quotes and non-ASCII, the server's `svc_stats_latency`):
+//! client `xprtrdma_marshal` before the call, `xprtrdma_reply` and
 //! `rpc_stats_latency` after the reply; server `svcrdma_decode_rqst`,
 //! `svc_stats_latency` and its Send, each XID on a thread of its own.
 
@@ -20,6 +22,7 @@ use rdma_analyzer::engine::{
     Config, Engine, Event, Finding, Frame, MergeConfig, Origin, Transaction,
 };
 use rdma_analyzer::pipeline::{End, Progress, Sink};
+use rdma_analyzer::recorder::read::DumpRecords;
 use rdma_analyzer::recorder::{RecordConfig, Recorder, Trigger};
 use rdma_analyzer::sources::pcap::PcapReader;
 use rdma_dissectors::link::LinkType;
@@ -348,6 +351,78 @@ fn a_dump_reads_back_with_the_kernels_view_of_each_xid_as_the_live_run_joined_it
     assert!(String::from_utf8_lossy(&out.stderr).contains("joined with the wire's view"));
 }
 
+/// The lab's own records (`ebpf-probes/testdata/lab-records/`: both
+/// guests' `live --probes --record` dumps of one v3-inline run, the client's
+/// with its live capture): the client's frames and both kernels' probe
+/// records, as the live runs handed them over, go through the recorder
+/// again; the new dump reads back with the kernel views the live engine
+/// joins from them, every XID of the wire seen by both kernels.
+#[test]
+fn real_lab_probe_records_read_back_as_the_live_run_joined_them() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ebpf-probes/testdata/lab-records");
+    let (client, server) = (
+        dir.join("v3-inline.client.pcapng"),
+        dir.join("v3-inline.server.pcapng"),
+    );
+    let recorded = DumpRecords::read(&[client.clone(), server]);
+    assert!(recorded.problems.is_empty(), "{:?}", recorded.problems);
+    assert_eq!(recorded.dumps.len(), 2);
+    let mut events: Vec<Ev> = frames(&client).into_iter().map(Ev::Frame).collect();
+    let wire = transactions(Config::default(), &events);
+    assert!(wire.len() >= 30, "{} wire transactions", wire.len());
+    events.extend(recorded.probes.into_iter().map(Ev::Probe));
+    events.sort_by_key(Ev::ts);
+    let live_config = Config {
+        merge: Some(MergeConfig::default()),
+        ..Config::default()
+    };
+    let mut live: Vec<(u32, Kernel)> = transactions(live_config, &events)
+        .iter()
+        .map(kernel_of)
+        .collect();
+    live.sort();
+    for t in wire.iter().filter(|t| t.reply_frame.is_some()) {
+        let views = live.iter().find(|(x, _)| *x == t.xid).map(|(_, k)| k);
+        let origins: Vec<&str> = views
+            .into_iter()
+            .flatten()
+            .map(|(o, _)| o.as_str())
+            .collect();
+        assert_eq!(
+            origins,
+            ["client_probes", "server_probes"],
+            "xid {:#010x}",
+            t.xid
+        );
+        // The client's RPC layer timed each call (rpc_stats_latency).
+        let client = &views.expect("views")[0].1;
+        assert!(client[1].is_some(), "xid {:#010x}: no rtt", t.xid);
+    }
+
+    let out_dir = tempfile::tempdir().expect("tempdir");
+    let dump = record(&events, out_dir.path());
+    let out = Command::new(BIN)
+        .args(["transactions", "--json"])
+        .arg(&dump)
+        .output()
+        .expect("running transactions");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut read: Vec<(u32, Kernel)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a JSON line"))
+        .map(|v| kernel_of_json(&v))
+        .collect();
+    read.sort();
+    assert_eq!(
+        read, live,
+        "the dump's kernel view differs from the live run's"
+    );
+}
+
 #[test]
 fn a_capture_that_is_no_dump_reads_as_before_and_a_damaged_record_is_said() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -393,4 +468,72 @@ fn a_capture_that_is_no_dump_reads_as_before_and_a_damaged_record_is_said() {
         .expect("running report");
     assert!(plain.status.success());
     assert!(!String::from_utf8_lossy(&plain.stderr).contains("flight recorder"));
+}
+
+/// A live run (views joined, the source ticking every 100 ms) where one
+/// task's `rpc_stats_latency` comes 618 ms (kernel time) after its reply,
+/// as on the stalled single-vCPU guest of `/work/logs/probes-flake-s6`,
+/// while the other calls' records and frames go on: the XID still comes
+/// out once, with the wire's and both kernels' views and the RPC layer's
+/// rtt.
+#[test]
+fn a_task_end_618_ms_late_still_joins_its_wire_view_in_a_live_run() {
+    let capture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../captures/v3-inline.pcap");
+    let wire_events: Vec<Ev> = frames(&capture).into_iter().map(Ev::Frame).collect();
+    let wire = transactions(Config::default(), &wire_events);
+    let mut probes = probes_for(&wire);
+    let late = wire
+        .iter()
+        .filter(|t| t.reply_ts_ns.is_some())
+        .nth(10)
+        .expect("calls")
+        .xid;
+    let stats = probes
+        .iter_mut()
+        .find(|p| matches!(p.event, ProbeEvent::RpcStats { xid, .. } if xid == late))
+        .expect("its task's end");
+    stats.meta.ts_ns += 618_000_000;
+    let mut events = wire_events;
+    events.extend(probes.into_iter().map(Ev::Probe));
+    events.sort_by_key(Ev::ts);
+    let mut engine = Engine::new(Config {
+        merge: Some(MergeConfig::default()),
+        ..Config::default()
+    });
+    let mut found = Vec::new();
+    let mut next_tick = events.first().map_or(0, Ev::ts);
+    for e in &events {
+        while next_tick <= e.ts() {
+            engine.handle(Event::Tick(next_tick), &mut found);
+            next_tick += 100_000_000;
+        }
+        match e {
+            Ev::Frame(f) => engine.handle(Event::Frame(f.frame()), &mut found),
+            Ev::Probe(p) => engine.handle(Event::Probe(p), &mut found),
+        }
+    }
+    engine.finish(&mut |f| found.push(f));
+    let out: Vec<&Transaction> = found
+        .iter()
+        .filter_map(|f| match f {
+            Finding::Transaction(t) if t.xid == late => Some(&**t),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(out.len(), 1, "one transaction for xid {late:#010x}");
+    let t = out[0];
+    assert_eq!(
+        t.sources().collect::<Vec<_>>(),
+        [Origin::Wire, Origin::ClientProbes, Origin::ServerProbes]
+    );
+    let client = t
+        .views
+        .iter()
+        .find(|v| v.origin == Origin::ClientProbes)
+        .expect("client view");
+    assert!(
+        client.kernel_times.rtt_us.is_some(),
+        "{:?}",
+        client.kernel_times
+    );
 }

@@ -12,74 +12,18 @@
 //! minutes (`RDMA_RECORDER_SOAK_SECS=600`) and prints the RSS curve.
 //! Needs root (a veth pair, a capture); skipped with a message otherwise.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use rdma_analyzer::sources::pcap::PcapReader;
-
+#[path = "common/live_veth.rs"]
+mod live_veth;
 #[path = "common/prereq.rs"]
 mod prereq;
 
-const BIN: &str = env!("CARGO_BIN_EXE_rdma-analyzer");
-
-/// A veth pair, deleted when dropped.
-struct Veth(String);
-
-impl Veth {
-    fn new() -> Veth {
-        let a = format!("rsk{}", std::process::id() % 100_000);
-        let b = format!("{a}p");
-        let ip = |args: &[&str]| {
-            let s = Command::new("ip").args(args).status().expect("running ip");
-            assert!(s.success(), "ip {args:?} failed");
-        };
-        ip(&["link", "add", &a, "type", "veth", "peer", "name", &b]);
-        ip(&["link", "set", &a, "up"]);
-        ip(&["link", "set", &b, "up"]);
-        Veth(a)
-    }
-
-    fn peer(&self) -> String {
-        format!("{}p", self.0)
-    }
-}
-
-impl Drop for Veth {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["link", "del", &self.0]).status();
-    }
-}
-
-/// Sends `pcap`'s frames out of `iface` in a loop until `stop`; counts them.
-fn inject_loop(iface: String, pcap: PathBuf, stop: Arc<AtomicBool>, sent: Arc<AtomicU64>) {
-    let mut out = pcap::Capture::from_device(iface.as_str())
-        .and_then(|c| c.open())
-        .expect("opening the veth peer for injection");
-    let mut frames = Vec::new();
-    let mut r = PcapReader::open(&pcap).expect("capture");
-    while let Some(p) = r.next_packet().expect("frame") {
-        frames.push(p.data.to_vec());
-    }
-    while !stop.load(Ordering::Relaxed) {
-        for (i, f) in frames.iter().enumerate() {
-            // A dropped frame (the veth's queue full) is the capture's
-            // business, not the test's.
-            if out.sendpacket(f.as_slice()).is_ok() {
-                sent.fetch_add(1, Ordering::Relaxed);
-            }
-            if i % 64 == 63 {
-                sleep(Duration::from_millis(2));
-            }
-            if stop.load(Ordering::Relaxed) {
-                return;
-            }
-        }
-    }
-}
+use live_veth::{capture, inject_loop, signal, start_live, stop_live, Veth};
 
 /// VmRSS of `pid`, KiB.
 fn rss_kib(pid: u32) -> Option<u64> {
@@ -122,46 +66,31 @@ fn memory_stays_flat_while_the_recorder_wraps_its_ring_and_writes_dumps() {
         .max(20);
     // The engine's tables fill to their share of --memory-limit first.
     let warmup = (secs / 3).max(20);
-    let veth = Veth::new();
+    let veth = Veth::new("rsk");
     let dir = tempfile::tempdir().expect("tempdir");
     let rec = dir.path().join("dumps");
     let err = dir.path().join("stderr");
     // RDMA_RECORDER_SOAK_BASELINE=1: the same run without the recorder,
     // to tell its memory from the engine's.
     let baseline = std::env::var_os("RDMA_RECORDER_SOAK_BASELINE").is_some_and(|v| v == "1");
-    let mut cmd = Command::new(BIN);
-    cmd.args(["live", "-i", &veth.0, "--no-tui", "--json-out", "/dev/null"])
-        .args(["--memory-limit", "16M"]);
+    let mut args: Vec<std::ffi::OsString> = vec!["--memory-limit".into(), "16M".into()];
     if !baseline {
-        cmd.args(["--record-size", "4M", "--record"])
-            .arg(&rec)
-            .args(["--record-before", "2s", "--record-after", "1s"])
-            .args(["--record-keep", "3"]);
+        args.extend(["--record-size".into(), "4M".into(), "--record".into()]);
+        args.push(rec.clone().into_os_string());
+        for a in ["--record-before", "2s", "--record-after", "1s"] {
+            args.push(a.into());
+        }
+        args.extend(["--record-keep".into(), "3".into()]);
     }
-    let mut child = cmd
-        .args(["--duration", &(secs + 30).to_string()])
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&err).expect("stderr file"))
-        .spawn()
-        .expect("starting live");
+    args.extend(["--duration".into(), (secs + 30).to_string().into()]);
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    let child = start_live(&veth.0, &args, &err);
     let pid = child.id();
-    let start = Instant::now();
-    while !std::fs::read_to_string(&err)
-        .unwrap_or_default()
-        .contains("capturing on")
-    {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "live never listened: {}",
-            std::fs::read_to_string(&err).unwrap_or_default()
-        );
-        sleep(Duration::from_millis(100));
-    }
     let stop = Arc::new(AtomicBool::new(false));
     let sent = Arc::new(AtomicU64::new(0));
     let injector = {
         let (peer, stop, sent) = (veth.peer(), stop.clone(), sent.clone());
-        let pcap = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../captures/v42-ddp.pcap");
+        let pcap = capture("v42-ddp.pcap");
         std::thread::spawn(move || inject_loop(peer, pcap, stop, sent))
     };
     let begin = Instant::now();
@@ -177,11 +106,7 @@ fn memory_stays_flat_while_the_recorder_wraps_its_ring_and_writes_dumps() {
         });
         curve.push((s, rss));
         if s % 10 == 0 && !baseline {
-            #[allow(unsafe_code)]
-            // SAFETY: kill(2) on the child we started; no memory is passed.
-            unsafe {
-                libc::kill(pid as i32, libc::SIGUSR1);
-            }
+            signal(&child, libc::SIGUSR1);
         }
         if s % 5 == 0 || s == 1 {
             eprintln!(
@@ -194,14 +119,7 @@ fn memory_stays_flat_while_the_recorder_wraps_its_ring_and_writes_dumps() {
     }
     stop.store(true, Ordering::Relaxed);
     injector.join().expect("the injector");
-    #[allow(unsafe_code)]
-    // SAFETY: as above.
-    unsafe {
-        libc::kill(pid as i32, libc::SIGINT);
-    }
-    let status = child.wait().expect("live ends");
-    let said = std::fs::read_to_string(&err).unwrap_or_default();
-    assert!(status.success(), "live failed: {said}");
+    let said = stop_live(child, &err);
 
     let at = |s: u64| curve.iter().find(|(t, _)| *t == s).map_or(0, |c| c.1);
     let (first, warm, end) = (at(1), at(warmup), at(secs));

@@ -32,6 +32,11 @@ fi
 bin=$LAB_HOOK_DIR/rdma-analyzer
 [ -x "$bin" ] || { echo "no $bin (build it on the host: ebpf-probes/lab.sh does)"; exit 1; }
 args=(live --probes --json-out "$out/probes.jsonl" --stats-out "$out/probes-stats.json")
+# The flight recorder keeps the run's probe records (and the client's
+# frames): stop.sh's SIGUSR1 dumps them all into $out/record/ as the run
+# ends, so a run can be replayed through a later analyzer (report/open
+# read a dump's probe records; ebpf-probes/testdata/lab-records/).
+args+=(--record "$out/record" --record-before 30m --record-size 32M)
 if [ "$LAB_ROLE" = client ]; then
     args+=(-i eth0 --write "$out/live.pcapng")
     # live's default capture filter is RoCEv2's (udp port 4791): on siw the

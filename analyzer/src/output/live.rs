@@ -243,6 +243,17 @@ impl<W: Write> LiveSink<W> {
             return Flow::Continue;
         };
         w.observe(state);
+        // The kernel's growth over the window, as the TUI's diagnosis
+        // takes it: the causes only the kernel sees (no remote
+        // invalidation, MR exhaustion) are named here too.
+        if let Some(v) = self.counters.as_ref().and_then(|(_, sampler)| {
+            let (from, _) = w.span_ns()?;
+            sampler
+                .kernel_view_since(from)
+                .filter(|v| !v.mounts.is_empty())
+        }) {
+            w.set_kernel(v);
+        }
         let interval = w.interval_ns();
         if !last && (interval == self.written_interval || self.written_interval.is_none()) {
             // The first interval is written once it is over: a line per

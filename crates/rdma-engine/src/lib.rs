@@ -411,9 +411,10 @@ impl Engine {
         let Some(m) = self.merger.as_mut() else {
             return;
         };
+        let kernel = &self.kernel;
         match event {
             Event::End => m.drain(out),
-            Event::Tick(_) => m.expire(out),
+            Event::Tick(_) => m.expire(out, |k| !k.backchannel && kernel.holds_answered(k.xid.0)),
             Event::Probe(_) | Event::Frame(_) => {}
         }
     }

@@ -119,14 +119,24 @@ impl Merger {
         }
     }
 
-    /// Sends out every XID held longer than the window.
-    pub(super) fn expire(&mut self, out: &mut Vec<Finding>) {
+    /// Sends out every XID held longer than the window, but for those
+    /// `awaited` says a view of is still on its way (a kernel holding the
+    /// answered call for its task's end): they wait another window. The
+    /// kernel's wait is bounded, so theirs is.
+    pub(super) fn expire(&mut self, out: &mut Vec<Finding>, awaited: impl Fn(CallKey) -> bool) {
         while let Some(&(t0, k)) = self.order.front() {
             if t0.saturating_add(self.config.window_ns) > self.now_ns {
                 break;
             }
             self.order.pop_front();
-            self.release(t0, k, out);
+            let now = self.now_ns;
+            match self.held.get_mut(&k) {
+                Some(h) if h.since_ns == t0 && awaited(k) => {
+                    h.since_ns = now;
+                    self.order.push_back((now, k));
+                }
+                _ => self.release(t0, k, out),
+            }
         }
     }
 
@@ -224,10 +234,10 @@ mod tests {
         m.add(txn(Origin::Wire, 8), &mut out);
         assert!(out.is_empty(), "held for the window");
         m.advance(10 + 999_999_999);
-        m.expire(&mut out);
+        m.expire(&mut out, |_| false);
         assert!(out.is_empty());
         m.advance(10 + 1_000_000_000);
-        m.expire(&mut out);
+        m.expire(&mut out, |_| false);
         assert_eq!(
             out_xids(&out),
             vec![
@@ -245,6 +255,33 @@ mod tests {
             (t.credits_granted, t.credits_requested),
             (Some(64), Some(128))
         );
+    }
+
+    /// The wire's view of an XID whose client kernel still holds the
+    /// answered call (for its task's end) waits another window, and goes
+    /// with the kernel's view once that comes; others go on time.
+    #[test]
+    fn an_xid_a_kernel_still_holds_waits_for_its_view() {
+        let mut m = Merger::new(MergeConfig::default());
+        let mut out = Vec::new();
+        m.add(txn(Origin::Wire, 7), &mut out);
+        m.add(txn(Origin::Wire, 8), &mut out);
+        let awaited = |k: CallKey| k.xid.0 == 7;
+        m.advance(1_000_000_000);
+        m.expire(&mut out, awaited);
+        assert_eq!(out_xids(&out), vec![(8, vec![Origin::Wire])]);
+        out.clear();
+        m.advance(1_700_000_000);
+        m.expire(&mut out, awaited);
+        m.add(txn(Origin::ClientProbes, 7), &mut out);
+        assert!(out.is_empty());
+        m.advance(2_000_000_000);
+        m.expire(&mut out, |_| false);
+        assert_eq!(
+            out_xids(&out),
+            vec![(7, vec![Origin::Wire, Origin::ClientProbes])]
+        );
+        assert_eq!(m.bytes(), 0);
     }
 
     #[test]

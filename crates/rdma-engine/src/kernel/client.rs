@@ -332,6 +332,9 @@ impl Correlator {
         match self.tasks.get_mut(&task) {
             Some(c) if c.marshal.is_some() && c.xid == xid => {
                 self.first_reply_ts.get_or_insert(ts);
+                if c.reply.is_none() {
+                    *self.answered.entry(xid).or_insert(0) += 1;
+                }
                 c.reply = Some((seq, ts, credits));
                 c.deadline = ts.saturating_add(grace);
                 let base = c.marshal.map_or(ts, |m| m.1);
@@ -419,7 +422,7 @@ impl Correlator {
         if !self.tasks.contains_key(&task) {
             if self.tasks.len() >= self.cfg.max_outstanding {
                 while let Some(old) = self.task_order.pop_front() {
-                    if let Some(c) = self.tasks.remove(&old) {
+                    if let Some(c) = self.take_task(old) {
                         self.stats.evicted += 1;
                         self.finish_client(ids, old, c, out);
                         break;
@@ -430,7 +433,7 @@ impl Correlator {
         }
         // A task that already has a reply and starts again is a new call.
         if self.tasks.get(&task).is_some_and(|c| c.reply.is_some()) {
-            if let Some(c) = self.tasks.remove(&task) {
+            if let Some(c) = self.take_task(task) {
                 self.finish_client(ids, task, c, out);
             }
             self.task_order.push_back(task);
@@ -441,9 +444,25 @@ impl Correlator {
         })
     }
 
+    /// Takes `task`'s call out of the table, and its XID out of the
+    /// answered ones the merger waits for.
+    pub(super) fn take_task(&mut self, task: TaskKey) -> Option<ClientCall> {
+        let c = self.tasks.remove(&task)?;
+        if c.reply.is_some() {
+            if let Some(n) = self.answered.get_mut(&c.xid) {
+                *n -= 1;
+                if *n == 0 {
+                    self.answered.remove(&c.xid);
+                }
+            }
+        }
+        Some(c)
+    }
+
     /// Whether the answered call `c` is done at `now`: its grace period
-    /// is over and, when `rpc_stats_latency` events flow, its task ended
-    /// (or waited for too long).
+    /// is over and, when `rpc_stats_latency` events flow, its task ended,
+    /// or the kernel's later records show it waited `stats_wait_ns` in
+    /// vain, or none came for `stats_give_up_ns` of the analyzer's ticks.
     fn client_due(&self, c: &ClientCall, now: u64) -> bool {
         let Some((_, reply_ts, _)) = c.reply else {
             return false;
@@ -452,8 +471,10 @@ impl Correlator {
         let may_flow = self.rpc_stats_flow
             || self
                 .first_reply_ts
-                .is_some_and(|f| now <= f.saturating_add(wait));
-        c.deadline < now && (c.ended || !may_flow || reply_ts.saturating_add(wait) < now)
+                .is_some_and(|f| self.probe_now <= f.saturating_add(wait));
+        let waited = reply_ts.saturating_add(wait) < self.probe_now
+            || reply_ts.saturating_add(self.cfg.stats_give_up_ns) < self.tick_now;
+        c.deadline < now && (c.ended || !may_flow || waited)
     }
 
     pub(super) fn expire(&mut self, ids: &mut ConnIds, now: u64, out: &mut Sink<'_>) {
@@ -468,7 +489,7 @@ impl Correlator {
             .collect();
         done.sort_by_key(|k| self.tasks.get(k).map_or(0, |c| c.first_seq));
         for k in done {
-            if let Some(c) = self.tasks.remove(&k) {
+            if let Some(c) = self.take_task(k) {
                 self.task_order.retain(|t| *t != k);
                 self.finish_client(ids, k, c, out);
             }

@@ -57,11 +57,21 @@ pub struct CorrelateConfig {
     /// Ladder steps kept per transaction.
     pub max_ladder_steps: usize,
     /// Once `rpc_stats_latency` events flow, how long after a reply a call
-    /// waits for its task's, which names and times it, ns. The task ends
-    /// once its reply is decoded, but under load its thread runs late (the
-    /// lab's TCG guests: over 20 ms for one call in fifteen); this stays
-    /// well inside the merge window (1 s), so the joined views still meet.
+    /// waits for its task's, which names and times it, ns of the kernel's
+    /// own clock: the stamps of the records that come after the reply.
+    /// The task ends once its reply is decoded, but under load its thread
+    /// runs late (the lab's TCG guests: over 20 ms for one call in
+    /// fifteen; a single-vCPU guest once made no rpcrdma record at all for
+    /// 618 ms after a reply, then ended the task). A kernel that makes no
+    /// records does not run the task either, so only records that come
+    /// show the task late; the analyzer's own clock (ticks) would give up
+    /// on a stalled guest, or on records it has not read yet.
     pub stats_wait_ns: u64,
+    /// The bound on the analyzer's clock (ticks) for a task's end that
+    /// never comes while no later record does either, ns: a call does not
+    /// wait longer than this after its reply. The merger holds the wire's
+    /// view of the XID as long (`Correlator::holds_answered`).
+    pub stats_give_up_ns: u64,
 }
 
 impl Default for CorrelateConfig {
@@ -70,7 +80,8 @@ impl Default for CorrelateConfig {
             max_outstanding: 65536,
             close_grace_ns: 20_000_000,
             max_ladder_steps: 64,
-            stats_wait_ns: 500_000_000,
+            stats_wait_ns: 2_000_000_000,
+            stats_give_up_ns: 10_000_000_000,
         }
     }
 }
@@ -121,6 +132,14 @@ pub struct Correlator {
     /// wait for their task's end even before one was seen (the first
     /// calls of a run end their tasks late too, before the flow is known).
     first_reply_ts: Option<u64>,
+    /// The kernel's clock: the latest stamp of the records handled so far
+    /// (`stats_wait_ns` runs on it).
+    probe_now: u64,
+    /// The analyzer's clock: the latest tick (`stats_give_up_ns` runs on it).
+    tick_now: u64,
+    /// XIDs of the answered calls still held (their grace or their task's
+    /// end), with how many: the merger keeps their wire views meanwhile.
+    answered: Map<u32, u32>,
     /// Counters.
     pub stats: CorrelateStats,
     /// CM private data seen by the kprobes: (connect or accept, bytes).
@@ -186,6 +205,9 @@ impl Correlator {
     /// Handles one probe event; findings go to `out` as they complete.
     pub(crate) fn handle(&mut self, ids: &mut ConnIds, p: &Probe, out: &mut Sink<'_>) {
         self.stats.events += 1;
+        // The kernel's clock moves after the record is handled: a task's
+        // end that is the first record after a stall of the whole guest
+        // still finds its call.
         self.expire(ids, p.meta.ts_ns, out);
         match (p.event.use_(), &p.event) {
             (Use::Client, e) => self.client_event(ids, p.meta, e, out),
@@ -195,11 +217,19 @@ impl Correlator {
             }
             _ => {}
         }
+        self.probe_now = self.probe_now.max(p.meta.ts_ns);
     }
 
     /// Time passes (live mode): replies whose grace period ended are emitted.
     pub(crate) fn tick(&mut self, ids: &mut ConnIds, ts_ns: u64, out: &mut Sink<'_>) {
+        self.tick_now = self.tick_now.max(ts_ns);
         self.expire(ids, ts_ns, out);
+    }
+
+    /// Whether an answered call of `xid` is still held here (for its grace
+    /// period or its task's end): its wire view waits for it.
+    pub(crate) fn holds_answered(&self, xid: u32) -> bool {
+        self.answered.contains_key(&xid)
     }
 
     /// The source ended: everything still open is emitted, unanswered calls
@@ -207,7 +237,7 @@ impl Correlator {
     pub(crate) fn end(&mut self, ids: &mut ConnIds, out: &mut Sink<'_>) {
         let keys: Vec<TaskKey> = self.task_order.drain(..).collect();
         for k in keys {
-            if let Some(c) = self.tasks.remove(&k) {
+            if let Some(c) = self.take_task(k) {
                 self.finish_client(ids, k, c, out);
             }
         }

@@ -127,10 +127,14 @@ fn client_read(reminv_task: Option<TaskKey>) {
     feed(&mut c, &mut ids, evs, (1_000_000, 10_000, 40), &mut out);
     assert!(out.found.is_empty(), "held for the grace period");
     // Past the grace, but a first call also waits for its task's end
-    // (rpc_stats_latency) until the flow is known: none came in 500 ms.
+    // (rpc_stats_latency) until the flow is known; no record came after
+    // it, so only the analyzer's bound lets it go.
     c.tick(&mut ids, 1_000_000 + 30_000_000, &mut out.sink());
     assert!(out.found.is_empty(), "held for rpc_stats_latency");
     c.tick(&mut ids, 1_000_000 + 600_000_000, &mut out.sink());
+    assert!(out.found.is_empty(), "ticks alone do not give up early");
+    let give_up = CorrelateConfig::default().stats_give_up_ns;
+    c.tick(&mut ids, 1_000_000 + 60_000 + give_up + 1, &mut out.sink());
     let t = txns(&out.found);
     assert_eq!(t.len(), 1);
     let t = t[0];
@@ -1001,7 +1005,8 @@ fn server_calls_keep_the_rpc_layers_execute_time() {
 
 /// Once `rpc_stats_latency` events flow, an answered call waits past the
 /// grace period for its task's end (which names and times it; under load
-/// the task runs late), and goes when it comes, or after `stats_wait_ns`.
+/// the task runs late), and goes when it comes, or once later records are
+/// `stats_wait_ns` past its reply.
 #[test]
 fn answered_calls_wait_for_their_tasks_end_once_it_flows() {
     let cfg = CorrelateConfig::default();
@@ -1073,6 +1078,7 @@ fn answered_calls_wait_for_their_tasks_end_once_it_flows() {
             5,
         ),
     );
+    c.tick(&mut ids, 62 + wait, &mut out.sink());
     let t = txns(&out.found);
     assert_eq!(t.len(), 3);
     assert_eq!(
@@ -1083,4 +1089,149 @@ fn answered_calls_wait_for_their_tasks_end_once_it_flows() {
         ),
         (3, None, None)
     );
+}
+
+/// The task's end on the flow of a lab run (the first call's reply, its
+/// task's end, then the call under test): `marshal` and `reply` of xid 2
+/// for task `T` at 0 and `REPLY_TS`, the flow known from task 0x18's.
+const REPLY_TS: u64 = 1_000_000_000;
+
+fn stalled_guest_setup(c: &mut Correlator, ids: &mut ConnIds, out: &mut Found) {
+    let other = TaskKey {
+        task_id: 0x18,
+        client_id: 4,
+    };
+    let evs = [
+        (1, 0, marshal(other, 1)),
+        (
+            2,
+            1_000,
+            ProbeEvent::Reply {
+                task: other,
+                xid: 1,
+                credits: 8,
+            },
+        ),
+        (3, 2_000, rpc_stats(other, 1)),
+        (4, REPLY_TS - 40_000_000, marshal(T, 2)),
+        (
+            5,
+            REPLY_TS,
+            ProbeEvent::Reply {
+                task: T,
+                xid: 2,
+                credits: 8,
+            },
+        ),
+    ];
+    for (seq, ts, e) in evs {
+        c.handle(ids, &p(seq, ts, 1, e), &mut out.sink());
+    }
+    assert!(c.holds_answered(2));
+}
+
+fn rpc_stats(task: TaskKey, xid: u32) -> ProbeEvent {
+    ProbeEvent::RpcStats {
+        task,
+        xid,
+        version: Some(3),
+        program: Some("nfs".into()),
+        procedure: Some("ACCESS".into()),
+        backlog_us: Some(5),
+        rtt_us: Some(45_000),
+        execute_us: Some(663_000),
+    }
+}
+
+/// The call under test (xid 2) as it went out: its rtt, or none.
+fn xid2_rtt(out: &Found) -> Option<Option<u64>> {
+    txns(&out.found)
+        .iter()
+        .find(|t| t.xid == 2)
+        .map(|t| t.kernel_times.rtt_us)
+}
+
+/// `/work/logs/probes-flake-s6`: on a single-vCPU guest no rpcrdma record
+/// came for 618 ms after a reply, then the task ended. Whether the
+/// analyzer ticked through the stall (fast) or read the records only after
+/// ticking far past it (slow), the call keeps its RPC layer's times.
+#[test]
+fn a_task_ending_618_ms_after_its_reply_keeps_its_times_fast_or_slow() {
+    let end_ts = REPLY_TS + 618_000_000;
+    for ticks in [
+        // Fast: the analyzer ticks every 100 ms through the stall.
+        (1..=6)
+            .map(|i| REPLY_TS + i * 100_000_000)
+            .collect::<Vec<_>>(),
+        // Slow: it read the stalled guest's records seconds late.
+        vec![REPLY_TS + 2_000_000_000, REPLY_TS + 5_000_000_000],
+    ] {
+        let mut c = Correlator::new(CorrelateConfig::default());
+        let (mut out, mut ids) = (Found::default(), ConnIds::default());
+        stalled_guest_setup(&mut c, &mut ids, &mut out);
+        for t in ticks {
+            c.tick(&mut ids, t, &mut out.sink());
+        }
+        assert_eq!(xid2_rtt(&out), None, "held through the stall");
+        c.handle(&mut ids, &p(6, end_ts, 1, rpc_stats(T, 2)), &mut out.sink());
+        // The same thread goes on with its next call.
+        let next = TaskKey {
+            task_id: 0x20,
+            client_id: 4,
+        };
+        c.handle(
+            &mut ids,
+            &p(7, end_ts + 100, 1, marshal(next, 3)),
+            &mut out.sink(),
+        );
+        c.tick(&mut ids, end_ts + 100_000_000, &mut out.sink());
+        assert_eq!(xid2_rtt(&out), Some(Some(45_000)));
+        assert!(!c.holds_answered(2));
+    }
+}
+
+/// A task's end that never comes: when later records show the kernel
+/// `stats_wait_ns` past the reply, the call goes without the RPC layer's
+/// times (unknown, not 0); when no record comes at all, after
+/// `stats_give_up_ns` of the analyzer's ticks. Either way nothing stays.
+#[test]
+fn a_task_end_that_never_comes_is_given_up_by_records_or_ticks() {
+    let cfg = CorrelateConfig::default();
+    // Records flow: other tasks run on, the call's task does not end.
+    let mut c = Correlator::new(cfg);
+    let (mut out, mut ids) = (Found::default(), ConnIds::default());
+    stalled_guest_setup(&mut c, &mut ids, &mut out);
+    let mut seq = 6;
+    let mut ts = REPLY_TS;
+    while ts <= REPLY_TS + cfg.stats_wait_ns + 100_000_000 {
+        ts += 100_000_000;
+        let task = TaskKey {
+            task_id: 0x100 + seq as u32,
+            client_id: 4,
+        };
+        c.handle(
+            &mut ids,
+            &p(seq, ts, 2, marshal(task, seq as u32 + 10)),
+            &mut out.sink(),
+        );
+        seq += 1;
+        if ts <= REPLY_TS + cfg.stats_wait_ns {
+            assert_eq!(xid2_rtt(&out), None, "held at {ts}");
+        }
+    }
+    assert_eq!(xid2_rtt(&out), Some(None));
+    // A quiet kernel: only ticks, up to the bound.
+    let mut c = Correlator::new(cfg);
+    let (mut out, mut ids) = (Found::default(), ConnIds::default());
+    stalled_guest_setup(&mut c, &mut ids, &mut out);
+    c.tick(&mut ids, REPLY_TS + cfg.stats_give_up_ns, &mut out.sink());
+    assert_eq!(xid2_rtt(&out), None);
+    c.tick(
+        &mut ids,
+        REPLY_TS + cfg.stats_give_up_ns + 1,
+        &mut out.sink(),
+    );
+    assert_eq!(xid2_rtt(&out), Some(None));
+    assert!(!c.holds_answered(2));
+    assert_eq!(c.tracked(), 0);
 }
