@@ -5,16 +5,21 @@
 # compares what the probes saw with the wire (analyzer/tests/probes_lab.rs).
 #
 #   [PROFILE=debug] ebpf-probes/lab.sh [--out DIR] [--kernels K] [--fabric F]
-#                                      [SCENARIO...]
+#                                      [--siw-scenarios LIST] [SCENARIO...]
 #
 #   --kernels 6.1 (default; what scripts/test.sh runs), 5.10, 6.12, a list
 #             (5.10,6.12) or all: the guests of each Debian release whose
 #             kernel it is (bullseye 5.10, bookworm 6.1, trixie 6.12), one
 #             lab run after the other, then the table of the matrix.
 #   --fabric  rxe (default; soft-RoCE), siw (soft-iWARP: NFS/RDMA over TCP),
-#             or both (rxe,siw): every kernel on every fabric named.
+#             or both (rxe,siw): every kernel on every fabric named, a lab
+#             run each. rxe+siw: both in one boot of the guests (what
+#             scripts/test.sh runs): the scenarios on rxe, then the
+#             --siw-scenarios (default v42-reminv parallel: read and write
+#             chunks, remote invalidation, the credit-limited run) on siw,
+#             compared as two runs (DIR/rxe/, DIR/siw/).
 #   Scenarios: default v3-inline v3-ddp v42-reminv parallel for one run,
-#             v3-ddp v42-reminv parallel reconnect for a matrix.
+#             v3-ddp v42-reminv parallel reconnect nconnect for a matrix.
 #
 # Root and a few minutes per run (TCG). Leaves the lab's results and the
 # hook's output (details/SC/hook-{client,server}/) in DIR (for more than one
@@ -23,14 +28,20 @@
 # cannot be compared there, and why (not_compared).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The whole script is one function, called on the last line: bash then parses
+# it completely before running, so editing this file during a (long) run
+# cannot break the run.
+main() {
 out=/tmp/rdma-analyzer-probes-lab/$(date -u +%Y%m%dT%H%M%SZ)
 kernels=6.1
 fabrics=rxe
+siw_scenarios="v42-reminv parallel"
 while [ $# -gt 0 ]; do
     case $1 in
         --out) out=${2:?--out needs a folder}; shift 2 ;;
         --kernels) kernels=${2:?--kernels needs all, 5.10, 6.1, 6.12 or a list}; shift 2 ;;
-        --fabric) fabrics=${2:?--fabric needs rxe, siw or rxe,siw}; shift 2 ;;
+        --fabric) fabrics=${2:?--fabric needs rxe, siw, rxe,siw or rxe+siw}; shift 2 ;;
+        --siw-scenarios) siw_scenarios=${2:?--siw-scenarios needs a list of scenarios}; shift 2 ;;
         *) break ;;
     esac
 done
@@ -50,14 +61,14 @@ for k in "${klist[@]}"; do suite_of "$k" > /dev/null; done
 IFS=, read -r -a flist <<< "$fabrics"
 for f in "${flist[@]}"; do
     case $f in
-        rxe|siw) ;;
-        *) echo "lab.sh: --fabric $f: the lab runs rxe (soft-RoCE) or siw (soft-iWARP), or rxe,siw" >&2; exit 2 ;;
+        rxe|siw|rxe+siw) ;;
+        *) echo "lab.sh: --fabric $f: the lab runs rxe (soft-RoCE) or siw (soft-iWARP), rxe,siw (a run each) or rxe+siw (one boot)" >&2; exit 2 ;;
     esac
 done
 runs=$(( ${#klist[@]} * ${#flist[@]} ))
 scenarios=("$@")
 if [ ${#scenarios[@]} -eq 0 ]; then
-    if [ "$runs" -gt 1 ]; then scenarios=(v3-ddp v42-reminv parallel reconnect)
+    if [ "$runs" -gt 1 ]; then scenarios=(v3-ddp v42-reminv parallel reconnect nconnect)
     else scenarios=(v3-inline v3-ddp v42-reminv parallel); fi
 fi
 
@@ -79,23 +90,36 @@ trap 'rm -rf "$hook"' EXIT
 cp ebpf-probes/lab-hook/*.sh "$hook/"
 cp "$bin" "$hook/rdma-analyzer"
 
+# compare KERNEL FABRIC DIR: the comparison of one fabric's lab results.
+compare() {
+    RDMA_ANALYZER_LAB_OUT=$3 RDMA_ANALYZER_LAB_KERNEL=$1 RDMA_ANALYZER_LAB_FABRIC=$2 \
+        cargo test -q -p rdma-analyzer --test probes_lab -- --ignored --nocapture
+}
+
 # run_one KERNEL FABRIC DIR: one lab run on that kernel's guests over that
-# fabric, then the comparison; its status is the comparison's.
+# fabric (rxe+siw: both, one boot), then the comparison of each fabric's
+# results; its status is the comparisons'.
 run_one() {
     local k=$1 f=$2 dir=$3 suite
+    local -a lab=(--fabric "$f")
+    [ "$f" = rxe+siw ] && lab+=(--siw-scenarios "$siw_scenarios")
     suite=$(suite_of "$k")
     mkdir -p "$dir"
     echo "probes lab: Linux $k ($suite guests) over $f, results in $dir"
     # A TCG guest very rarely fails to boot (seen once: "IO-APIC + timer
     # doesn't work" in the guest kernel); that is the emulator, not the
     # probes, so the lab gets one more try. The comparison below never does.
-    if ! captures/lab/run.sh --suite "$suite" --fabric "$f" --out "$dir" --guest-hook "$hook" "${scenarios[@]}"; then
+    if ! captures/lab/run.sh --suite "$suite" "${lab[@]}" --out "$dir" --guest-hook "$hook" "${scenarios[@]}"; then
         echo "probes lab: the lab run failed (above); trying once more" >&2
         rm -rf "$dir"; mkdir -p "$dir"
-        captures/lab/run.sh --suite "$suite" --fabric "$f" --out "$dir" --guest-hook "$hook" "${scenarios[@]}"
+        captures/lab/run.sh --suite "$suite" "${lab[@]}" --out "$dir" --guest-hook "$hook" "${scenarios[@]}"
     fi
-    RDMA_ANALYZER_LAB_OUT=$dir RDMA_ANALYZER_LAB_KERNEL=$k RDMA_ANALYZER_LAB_FABRIC=$f \
-        cargo test -q -p rdma-analyzer --test probes_lab -- --ignored --nocapture
+    [ "$f" = rxe+siw ] || { compare "$k" "$f" "$dir"; return; }
+    # Both comparisons run, whatever the first says.
+    local rc=0
+    compare "$k" rxe "$dir/rxe" || rc=1
+    compare "$k" siw "$dir/siw" || rc=1
+    return $rc
 }
 
 if [ "$runs" -eq 1 ]; then
@@ -113,7 +137,12 @@ for k in "${klist[@]}"; do
         run_one "$k" "$f" "$d" || failed+=("$k on $f")
     done
 done
-python3 - "${dirs[@]}" <<'PY'
+# One line per fabric in the table: a one-boot run's two parts are two lines.
+table=()
+for d in "${dirs[@]}"; do
+    if [ -d "$d/rxe" ] && [ -d "$d/siw" ]; then table+=("$d/rxe" "$d/siw"); else table+=("$d"); fi
+done
+python3 - "${table[@]}" <<'PY'
 import json, sys, os
 print("\n| kernel | fabric | events attached (client / server) | missing | XIDs checked | disagreements | not compared |")
 print("|---|---|---:|---|---:|---:|---|")
@@ -139,3 +168,6 @@ if [ ${#failed[@]} -gt 0 ]; then
     echo "probes lab: the probes disagree with the wire on Linux ${which%, } (above)" >&2
     exit 1
 fi
+}
+
+main "$@"

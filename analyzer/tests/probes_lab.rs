@@ -698,3 +698,80 @@ fn device_counters_are_skipped_only_where_siw_has_none() {
     assert_eq!(device_counters_absent(out.path(), "v3-ddp", "siw"), None);
     assert_eq!(device_counters_absent(out.path(), "other", "siw"), None);
 }
+
+/// The test command's one-boot lab (`lab.sh --fabric rxe+siw`) runs siw's
+/// scenarios from the lab's own catalogue, and they still cover what #26
+/// asks of the siw probes lab: read and write chunks, remote invalidation
+/// and the credit-limited run. run.sh refuses a siw list it would ignore.
+#[test]
+fn the_one_boot_lab_runs_known_siw_scenarios_and_refuses_a_stray_list() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).expect(p);
+    let test_sh = read("scripts/test.sh");
+    assert!(
+        test_sh
+            .lines()
+            .any(|l| l.contains("ebpf-probes/lab.sh") && l.contains("--fabric rxe+siw")),
+        "scripts/test.sh runs the probes lab on both fabrics"
+    );
+    let lab_sh = read("ebpf-probes/lab.sh");
+    let siw: Vec<&str> = lab_sh
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("siw_scenarios=\""))
+        .expect("lab.sh's default siw_scenarios")
+        .trim_end_matches('"')
+        .split_whitespace()
+        .collect();
+    let catalogue = read("captures/lab/guest/scenarios.sh");
+    let all = catalogue
+        .lines()
+        .find_map(|l| l.strip_prefix("ALL_SCENARIOS=\""))
+        .expect("ALL_SCENARIOS in scenarios.sh");
+    for sc in &siw {
+        assert!(
+            all.split_whitespace().any(|a| a == *sc),
+            "{sc} is not in ALL_SCENARIOS"
+        );
+    }
+    // What those scenarios put on an iWARP wire: the committed siw captures
+    // of the same scenarios (captures/iwarp/, Linux 6.1).
+    let mut seen = BTreeSet::new();
+    for sc in &siw {
+        let (w, nd) = wire(&root.join(format!("captures/iwarp/{sc}.pcap")));
+        assert!(
+            !w.is_empty(),
+            "{sc}: captures/iwarp/{sc}.pcap decodes to nothing: {nd:?}"
+        );
+        for t in &w {
+            for c in &t.chunks {
+                seen.insert(format!("{:?} chunks", c.kind));
+            }
+            if t.remote_invalidated_rkey.is_some() {
+                seen.insert("remote invalidation".to_string());
+            }
+            // parallel lowers the server's credits to 16 for 96 writers.
+            if t.credits_granted.is_some_and(|c| c <= 16) && w.len() > 96 {
+                seen.insert("credit-limited run".to_string());
+            }
+        }
+    }
+    for what in [
+        "Read chunks",
+        "Write chunks",
+        "remote invalidation",
+        "credit-limited run",
+    ] {
+        assert!(
+            seen.contains(what),
+            "siw's scenarios {siw:?} show no {what}: {seen:?}"
+        );
+    }
+    // Refused before anything is installed or booted.
+    let out = std::process::Command::new("bash")
+        .arg(root.join("captures/lab/run.sh"))
+        .args(["--fabric", "siw", "--siw-scenarios", "parallel"])
+        .output()
+        .expect("run bash");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("rxe+siw"), "{err}");
+}

@@ -5,13 +5,17 @@
 #   captures/lab/run.sh [--out DIR] [--guest-hook DIR] [--keep-work]
 #                       [--accel auto|kvm|tcg] [--rebuild]
 #                       [--suite bookworm|bullseye|trixie] [--image-only]
-#                       [--fabric rxe|siw] [SCENARIO...]
+#                       [--fabric rxe|siw|rxe+siw] [--siw-scenarios LIST]
+#                       [SCENARIO...]
 #
 # --suite picks the guests' Debian release, hence their kernel: bookworm
 # (default, Linux 6.1), bullseye (5.10), trixie (6.12); LAB_SUITE too.
 # --image-only builds (or finds) that suite's cached image and stops.
 # --fabric picks the RDMA link under NFS: rxe (default, soft-RoCE: RoCEv2 on
 # UDP 4791) or siw (soft-iWARP: MPA/DDP/RDMAP over TCP port 20049); LAB_FABRIC too.
+# rxe+siw runs the scenarios on rxe, then (same boot: the guests swap rxe0
+# for siw0 and restart nfsd) the --siw-scenarios (default: the same list) on
+# siw; the results are DIR/rxe/ and DIR/siw/, each laid out as a run of its own.
 # Default scenarios: all (see guest/scenarios.sh, ALL_SCENARIOS); `diag` runs the
 # scenarios that each induce one cause of the diagnosis (DIAG_SCENARIOS; three of
 # them run the userspace RPC-over-RDMA peer, peer/rpcrdma-peer.py). The output
@@ -44,10 +48,11 @@ accel=${LAB_ACCEL:-auto}
 rebuild=0
 suite=${LAB_SUITE:-bookworm}
 fabric=${LAB_FABRIC:-rxe}
+siw_scenarios=${LAB_SIW_SCENARIOS:-}
 image_only=0
 scenarios=()
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
     case $1 in
         --out) out=${2:?--out needs a folder}; shift 2 ;;
@@ -57,7 +62,8 @@ while [ $# -gt 0 ]; do
         --rebuild) rebuild=1; shift ;;
         --image-only) image_only=1; shift ;;
         --suite) suite=${2:?--suite needs bookworm, bullseye or trixie}; shift 2 ;;
-        --fabric) fabric=${2:?--fabric needs rxe or siw}; shift 2 ;;
+        --fabric) fabric=${2:?--fabric needs rxe, siw or rxe+siw}; shift 2 ;;
+        --siw-scenarios) siw_scenarios=${2:?--siw-scenarios needs a list of scenarios}; shift 2 ;;
         -h|--help) usage 0 ;;
         -*) echo "run.sh: unknown option $1" >&2; usage 2 ;;
         *) scenarios+=("$1"); shift ;;
@@ -78,9 +84,12 @@ case $suite in
     *) die "--suite $suite: the lab builds guests of bullseye (5.10), bookworm (6.1) or trixie (6.12)" ;;
 esac
 case $fabric in
-    rxe|siw) ;;
-    *) die "--fabric $fabric: the lab runs NFS over rxe (soft-RoCE) or siw (soft-iWARP)" ;;
+    rxe|siw|rxe+siw|siw+rxe) ;;
+    *) die "--fabric $fabric: the lab runs NFS over rxe (soft-RoCE), siw (soft-iWARP) or both in one boot (rxe+siw)" ;;
 esac
+IFS=+ read -r -a fabrics <<< "$fabric"
+[ -z "$siw_scenarios" ] || [ "${#fabrics[@]}" -gt 1 ] \
+    || die "--siw-scenarios is for --fabric rxe+siw (one boot, both fabrics); with one fabric, name the scenarios"
 [ "$(id -u)" = 0 ] || die "run as root: it installs packages, runs debootstrap and reads the guest image"
 
 t_run0=$(date +%s)
@@ -176,13 +185,19 @@ all=$(ROLE=host bash -c ". '$here/guest/scenarios.sh'; echo \$ALL_SCENARIOS")
 diag=$(ROLE=host bash -c ". '$here/guest/scenarios.sh'; echo \$DIAG_SCENARIOS")
 [ ${#scenarios[@]} -gt 0 ] || read -r -a scenarios <<< "$all"
 [ "${scenarios[*]}" = diag ] && read -r -a scenarios <<< "$diag"
-for sc in "${scenarios[@]}"; do
+# The scenarios of each fabric's part of the run.
+declare -A scenarios_of
+for f in "${fabrics[@]}"; do scenarios_of[$f]="${scenarios[*]}"; done
+[ -n "$siw_scenarios" ] && scenarios_of[siw]=${siw_scenarios//,/ }
+for sc in ${scenarios_of[*]}; do
     grep -qw -- "$sc" <<< "$all $diag" || die "unknown scenario '$sc'; known: $all, and the induced causes (diag): $diag"
 done
 
 {
     echo "SCENARIOS=\"${scenarios[*]}\""
-    echo "FABRIC=\"$fabric\""
+    echo "FABRIC=\"${fabrics[0]}\""
+    echo "FABRICS=\"${fabrics[*]}\""
+    for f in "${fabrics[@]}"; do echo "SCENARIOS_$f=\"${scenarios_of[$f]}\""; done
     # Pass through workload sizes if the caller set them (see scenarios.sh).
     for v in DDP_MB REMINV_MB PARALLEL_JOBS PARALLEL_BS PARALLEL_COUNT BIGDIR_ENTRIES \
              PARALLEL_CREDITS LOSS_PCT LOSS_MB ECN_PCT SLOW_MS SLOW_WRITES FREEZE_SECONDS DIAG_CREDITS ACL_ENTRIES ACL_TIMEOUT RECONNECT_DOWN RECONNECT_DOWN_MAX RECONNECT_METHOD CMD_TIMEOUT UMOUNT_TIMEOUT TRACE_BUFFER_KB HOOK_TIMEOUT; do
@@ -234,7 +249,7 @@ accel_arg=$chosen
 # ------------------------------------------------------------ boot the guests
 # A free TCP port on loopback for the point-to-point link.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-log "booting server and client guests ($chosen, ${MEM_MB} MiB each, link on 127.0.0.1:$port); scenarios: ${scenarios[*]}"
+log "booting server and client guests ($chosen, ${MEM_MB} MiB each, link on 127.0.0.1:$port); scenarios: $(for f in "${fabrics[@]}"; do printf '%s on %s; ' "${scenarios_of[$f]}" "$f"; done)"
 t_boot0=$(date +%s)
 eval "timeout -k 10 $RUN_TIMEOUT $(qemu_cmd server "$accel_arg" "socket,id=n0,listen=127.0.0.1:$port" "$out/serial-server.log" 52:54:00:99:00:01)" \
     > "$out/qemu-server.log" 2>&1 &
@@ -265,31 +280,44 @@ complete=1
 [ -e "$share/ctl/all-done" ] || { complete=0; log "WARNING: the client did not finish all scenarios; see $out/serial-*.log and details/"; }
 
 # ------------------------------------------------------------ collect
-mkdir -p "$out/details"
-cp "$share/out"/*.log "$share/out"/*.txt "$out/details/" 2>/dev/null || true
-for sc in "${scenarios[@]}"; do
-    d=$share/out/$sc
-    [ -d "$d" ] || { log "no results for $sc"; continue; }
-    [ -f "$d/client.pcap" ] && cp "$d/client.pcap" "$out/$sc.pcap"
-    [ -f "$d/client.trace" ] && cp "$d/client.trace" "$out/$sc.client.trace.txt"
-    [ -f "$d/server.trace" ] && cp "$d/server.trace" "$out/$sc.server.trace.txt"
-    # The mount's block of /proc/self/mountstats just before the unmount:
-    # the kernel's own counters for the same window as the capture.
-    [ -f "$d/mountstats.txt" ] && cp "$d/mountstats.txt" "$out/$sc.mountstats.txt"
-    mkdir -p "$out/details/$sc"
-    find "$d" -maxdepth 1 -type f ! -name client.pcap ! -name '*.trace' -exec cp {} "$out/details/$sc/" \;
-    [ -d "$d/hook-client" ] && cp -r "$d/hook-client" "$out/details/$sc/"
-    [ -d "$d/hook-server" ] && cp -r "$d/hook-server" "$out/details/$sc/"
-done
-
-t_run1=$(date +%s)
-python3 "$here/summarize.py" --out "$out" --share-out "$share/out" \
-    --accel "$chosen" --fabric "$fabric" --image-hash "$image_hash" --image-dir "$cache" --image-built "$image_built" \
-    --image-seconds $((t_img1 - t_img0)) \
-    --boot-to-server-up "$( [ -n "$t_server_up" ] && echo $((t_server_up - t_boot0)) || echo -1)" \
-    --guests-seconds $((t_boot1 - t_boot0)) --total-seconds $((t_run1 - t_run0)) \
-    --command "$invocation" -- "${scenarios[@]}" \
-    || log "summarize.py failed; the raw results are still in $out"
+# collect FABRIC SRC DEST: one fabric's results from the share (SRC) into
+# DEST, summarised as a run of its own (lab.json says which fabric).
+collect() {
+    local f=$1 src=$2 dest=$3 sc d
+    local -a scs
+    read -r -a scs <<< "${scenarios_of[$f]}"
+    mkdir -p "$dest/details"
+    cp "$share/out"/*.log "$src"/*.txt "$dest/details/" 2>/dev/null || true
+    for sc in "${scs[@]}"; do
+        d=$src/$sc
+        [ -d "$d" ] || { log "no results for $sc on $f"; continue; }
+        [ -f "$d/client.pcap" ] && cp "$d/client.pcap" "$dest/$sc.pcap"
+        [ -f "$d/client.trace" ] && cp "$d/client.trace" "$dest/$sc.client.trace.txt"
+        [ -f "$d/server.trace" ] && cp "$d/server.trace" "$dest/$sc.server.trace.txt"
+        # The mount's block of /proc/self/mountstats just before the unmount:
+        # the kernel's own counters for the same window as the capture.
+        [ -f "$d/mountstats.txt" ] && cp "$d/mountstats.txt" "$dest/$sc.mountstats.txt"
+        mkdir -p "$dest/details/$sc"
+        find "$d" -maxdepth 1 -type f ! -name client.pcap ! -name '*.trace' -exec cp {} "$dest/details/$sc/" \;
+        [ -d "$d/hook-client" ] && cp -r "$d/hook-client" "$dest/details/$sc/"
+        [ -d "$d/hook-server" ] && cp -r "$d/hook-server" "$dest/details/$sc/"
+    done
+    # Both fabrics' parts share the boot: the guests' logs go with each.
+    [ "$dest" = "$out" ] || cp "$out"/serial-*.log "$out"/qemu-*.log "$dest/" 2>/dev/null || true
+    t_run1=$(date +%s)
+    python3 "$here/summarize.py" --out "$dest" --share-out "$src" \
+        --accel "$chosen" --fabric "$f" --image-hash "$image_hash" --image-dir "$cache" --image-built "$image_built" \
+        --image-seconds $((t_img1 - t_img0)) \
+        --boot-to-server-up "$( [ -n "$t_server_up" ] && echo $((t_server_up - t_boot0)) || echo -1)" \
+        --guests-seconds $((t_boot1 - t_boot0)) --total-seconds $((t_run1 - t_run0)) \
+        --command "$invocation" -- "${scs[@]}" \
+        || log "summarize.py failed; the raw results are still in $dest"
+}
+if [ ${#fabrics[@]} -eq 1 ]; then
+    collect "$fabric" "$share/out" "$out"
+else
+    for f in "${fabrics[@]}"; do collect "$f" "$share/out/$f" "$out/$f"; done
+fi
 log "done in $((t_run1 - t_run0)) s; results in $out"
 # What did run is collected above; the status says it was not all of it
 # (ebpf-probes/lab.sh retries on it).

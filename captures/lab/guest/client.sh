@@ -6,10 +6,10 @@ ROLE=client
 . /lab/guest/scenarios.sh
 
 hostname labclient
-log "kernel $(uname -r); scenarios: $SCENARIOS"
+set -- $FABRICS
+begin_phase "$1"
+log "kernel $(uname -r); scenarios: $SCENARIOS (on $FABRIC)"
 setup_network_and_rdma "$CLIENT_IP"
-dump_tunables "$OUT/tunables-client.txt"
-uname -r > "$OUT/kernel-client.txt"
 wait_for "$CTL/server-up" 300 || { abort "the server never came up"; exit 1; }
 
 # Resolve the server's MAC before the first capture, so ARP is not the first
@@ -25,58 +25,76 @@ stop_capture() {
     echo "$(date -u +%H:%M:%S.%3N)	-	client	-	capture stopped" >> "$SCO/commands.txt"
 }
 
-for sc in $SCENARIOS; do
-    SC=$sc; SCO=$OUT/$sc; f=$(fn_of "$sc")
-    mkdir -p "$SCO"
-    if ! scenario_known "$sc"; then log "unknown scenario $sc; skipped"; echo "rc=unknown" > "$SCO/meta.env"; continue; fi
-    touch "$CTL/$sc.start"
-    wait_for "$CTL/$sc.server-ready" 180 || { abort "server not ready for $sc"; break; }
-    log "=== $sc: $("info_$f")"
-    t_start=$(date +%s.%N)
-    trace_start
-    run_hook client-start "$sc"
+# run_phase: the current fabric's scenarios, one after the other.
+run_phase() {
+    dump_tunables "$OUT/tunables-client.txt"
+    uname -r > "$OUT/kernel-client.txt"
+    for sc in $SCENARIOS; do
+        SC=$sc; SCO=$OUT/$sc; f=$(fn_of "$sc")
+        mkdir -p "$SCO"
+        if ! scenario_known "$sc"; then log "unknown scenario $sc; skipped"; echo "rc=unknown" > "$SCO/meta.env"; continue; fi
+        touch "$CTL/$sc.start"
+        wait_for "$CTL/$sc.server-ready" 180 || { abort "server not ready for $sc"; break; }
+        log "=== $sc: $("info_$f")"
+        t_start=$(date +%s.%N)
+        trace_start
+        run_hook client-start "$sc"
 
-    pcap=/var/tmp/$sc.pcap
-    tcpdump -i eth0 -s 0 -B 16384 -U -w "$pcap" 2> "$SCO/tcpdump.log" &
-    tcpdump_pid=$!
-    for i in $(seq 1 60); do grep -q 'listening on' "$SCO/tcpdump.log" && break; sleep 0.5; done
-    grep -q 'listening on' "$SCO/tcpdump.log" || log "warning: tcpdump did not say it was listening"
+        pcap=/var/tmp/$sc.pcap
+        tcpdump -i eth0 -s 0 -B 16384 -U -w "$pcap" 2> "$SCO/tcpdump.log" &
+        tcpdump_pid=$!
+        for i in $(seq 1 60); do grep -q 'listening on' "$SCO/tcpdump.log" && break; sleep 0.5; done
+        grep -q 'listening on' "$SCO/tcpdump.log" || log "warning: tcpdump did not say it was listening"
 
-    t_work=$(date +%s.%N)
-    "client_$f"
-    rc=$?
-    t_work_end=$(date +%s.%N)
-    # Never leave a mount behind for the next scenario.
-    if grep -q " $MNT " /proc/mounts; then log "still mounted after $sc; forcing umount"; umount -f -l "$MNT"; fi
+        t_work=$(date +%s.%N)
+        "client_$f"
+        rc=$?
+        t_work_end=$(date +%s.%N)
+        # Never leave a mount behind for the next scenario.
+        if grep -q " $MNT " /proc/mounts; then log "still mounted after $sc; forcing umount"; umount -f -l "$MNT"; fi
 
-    # The transport is torn down after umount returns: wait (bounded) until no
-    # RDMA CM id is left, so the DREQ/DREP are in the capture.
-    for i in $(seq 1 30); do
-        rdma resource show cm_id 2>/dev/null | grep -q 20049 || break
-        sleep 0.5
+        # The transport is torn down after umount returns: wait (bounded) until no
+        # RDMA CM id is left, so the DREQ/DREP are in the capture.
+        for i in $(seq 1 30); do
+            rdma resource show cm_id 2>/dev/null | grep -q 20049 || break
+            sleep 0.5
+        done
+        sleep 1
+        stop_capture
+        run_hook client-stop "$sc"
+        trace_stop "$SCO/client.trace" > "$SCO/client-trace-stats.txt"
+        cp "$pcap" "$SCO/client.pcap" && rm -f "$pcap"
+        t_end=$(date +%s.%N)
+
+        {
+            echo "scenario=$sc"
+            echo "exercises=$("info_$f")"
+            echo "rc=$rc"
+            echo "kernel=$(uname -r)"
+            echo "started=$(date -u -d "@$t_start" +%Y-%m-%dT%H:%M:%S.%3NZ)"
+            echo "workload_seconds=$(awk -v a="$t_work" -v b="$t_work_end" 'BEGIN{printf "%.1f", b-a}')"
+            echo "scenario_seconds=$(awk -v a="$t_start" -v b="$t_end" 'BEGIN{printf "%.1f", b-a}')"
+            echo "tcpdump=$(grep -E 'captured|dropped' "$SCO/tcpdump.log" | tr '\n' ';')"
+        } > "$SCO/meta.env"
+        dump_tunables "$SCO/tunables-client.txt"
+        log "=== $sc: rc=$rc in $(awk -v a="$t_start" -v b="$t_end" 'BEGIN{printf "%.1f", b-a}')s"
+        touch "$CTL/$sc.client-done"
+        wait_for "$CTL/$sc.server-done" 120 || { abort "server did not finish $sc"; return 1; }
     done
-    sleep 1
-    stop_capture
-    run_hook client-stop "$sc"
-    trace_stop "$SCO/client.trace" > "$SCO/client-trace-stats.txt"
-    cp "$pcap" "$SCO/client.pcap" && rm -f "$pcap"
-    t_end=$(date +%s.%N)
+}
 
-    {
-        echo "scenario=$sc"
-        echo "exercises=$("info_$f")"
-        echo "rc=$rc"
-        echo "kernel=$(uname -r)"
-        echo "started=$(date -u -d "@$t_start" +%Y-%m-%dT%H:%M:%S.%3NZ)"
-        echo "workload_seconds=$(awk -v a="$t_work" -v b="$t_work_end" 'BEGIN{printf "%.1f", b-a}')"
-        echo "scenario_seconds=$(awk -v a="$t_start" -v b="$t_end" 'BEGIN{printf "%.1f", b-a}')"
-        echo "tcpdump=$(grep -E 'captured|dropped' "$SCO/tcpdump.log" | tr '\n' ';')"
-    } > "$SCO/meta.env"
-    dump_tunables "$SCO/tunables-client.txt"
-    log "=== $sc: rc=$rc in $(awk -v a="$t_start" -v b="$t_end" 'BEGIN{printf "%.1f", b-a}')s"
-    touch "$CTL/$sc.client-done"
-    wait_for "$CTL/$sc.server-done" 120 || { abort "server did not finish $sc"; break; }
+run_phase
+shift
+for next in "$@"; do
+    [ -e "$TOP_CTL/abort" ] && break
+    old_dev=$RDMA_DEV
+    begin_phase "$next"
+    log "=== now on $FABRIC: scenarios $SCENARIOS"
+    switch_rdma "$old_dev"
+    # Not all-done: run.sh then says the run is incomplete (lab.sh retries).
+    wait_for "$CTL/server-up" 300 || { abort "the server never came up on $FABRIC"; exit 1; }
+    run_phase || break
 done
 
-touch "$CTL/all-done"
+touch "$TOP_CTL/all-done"
 log "finished"

@@ -14,6 +14,10 @@ set -u
 LAB=/lab
 CTL=$LAB/ctl
 OUT=$LAB/out
+# The run's own flags (server-up, all-done, abort); CTL and OUT move to a
+# fabric's subfolder when one boot runs the scenarios on two fabrics.
+TOP_CTL=$CTL
+TOP_OUT=$OUT
 SERVER_IP=10.99.0.1
 CLIENT_IP=10.99.0.2
 EXPORT=/srv/export
@@ -33,7 +37,7 @@ wait_for() {
     local f=$1 limit=$2 start now
     start=$(date +%s)
     while [ ! -e "$f" ]; do
-        if [ -e "$CTL/abort" ]; then log "abort flag seen while waiting for $f"; return 2; fi
+        if [ -e "$CTL/abort" ] || [ -e "$TOP_CTL/abort" ]; then log "abort flag seen while waiting for $f"; return 2; fi
         now=$(date +%s)
         if [ $((now - start)) -ge "$limit" ]; then log "timed out after ${limit}s waiting for $f"; return 1; fi
         sleep 0.5
@@ -41,12 +45,33 @@ wait_for() {
     return 0
 }
 
-abort() { log "ABORT: $*"; touch "$CTL/abort"; }
+# Both the phase's flag and the run's: a later fabric's phase must not start.
+abort() { log "ABORT: $*"; touch "$CTL/abort" "$TOP_CTL/abort"; }
 
 # The RDMA link the scenarios run over (run.sh --fabric): soft-RoCE (rxe) or
-# soft-iWARP (siw, RDMA over the kernel's own TCP).
+# soft-iWARP (siw, RDMA over the kernel's own TCP). FABRICS (run.sh --fabric
+# rxe+siw) names more than one: the guests run the scenarios of SCENARIOS_rxe
+# on the first, take its link down and run SCENARIOS_siw on the next, in the
+# same boot (begin_phase).
 FABRIC=${FABRIC:-rxe}
+FABRICS=${FABRICS:-$FABRIC}
 RDMA_DEV=${FABRIC}0
+
+# begin_phase FABRIC: the scenarios, flags and results of that fabric's part
+# of the run. With one fabric nothing moves (the layout every single-fabric
+# run has always had); with two, each gets ctl/FABRIC and out/FABRIC, which
+# run.sh collects as a lab run of its own.
+begin_phase() {
+    FABRIC=$1
+    RDMA_DEV=${FABRIC}0
+    local v=SCENARIOS_$FABRIC
+    if [ "$FABRICS" != "$FABRIC" ]; then
+        SCENARIOS=${!v:-$SCENARIOS}
+        CTL=$TOP_CTL/$FABRIC
+        OUT=$TOP_OUT/$FABRIC
+        mkdir -p "$CTL" "$OUT"
+    fi
+}
 
 # Bring up eth0 on the point-to-point link and the RDMA link on top of it.
 setup_network_and_rdma() {
@@ -54,6 +79,19 @@ setup_network_and_rdma() {
     ip link set lo up
     ip link set eth0 up || die "no eth0 (is the virtio-net device there? net.ifnames=0 on the kernel command line?)"
     ip addr add "$ip/24" dev eth0
+    setup_rdma
+}
+
+# switch_rdma OLD_DEV: the next phase's RDMA link instead of OLD_DEV, on the
+# same eth0. Never both at once: with two RDMA devices on one netdev,
+# rdma_cm could resolve the peer's address to either.
+switch_rdma() {
+    rdma link delete "$1" || die "rdma link delete $1 failed; the next fabric's scenarios would share eth0 with it"
+    setup_rdma
+}
+
+# The current FABRIC's modules and its RDMA link on eth0, ACTIVE.
+setup_rdma() {
     local m fabric_mods
     case $FABRIC in
         rxe) fabric_mods="rdma_rxe" ;;

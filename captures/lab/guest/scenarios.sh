@@ -265,13 +265,13 @@ reconnect_method() {
 
 info_reconnect() {
     case $(reconnect_method) in
-        server-blackhole) echo "NFSv3 direct 16 KiB WRITEs in a loop while the server drops every frame (tc matchall drop, ingress and egress) until the client's QP gives up: RC retransmissions with the same PSN, RETRY_EXC_ERR, DREQ, CM REQ retries, then a new REQ/REP/RTU (new QP) and the pending XID sent again" ;;
+        server-blackhole) echo "NFSv3 direct 16 KiB WRITEs in a loop while the server drops every frame (ingress: tc matchall drop; egress: netem loss 100%) until the client's QP gives up: RC retransmissions with the same PSN, RETRY_EXC_ERR, DREQ, CM REQ retries, then a new REQ/REP/RTU (new QP) and the pending XID sent again" ;;
         server-link) echo "NFSv3 direct 16 KiB WRITEs in a loop while the server's eth0 is down for ${RECONNECT_DOWN:-25}s: RC retransmissions, QP error, a second CM exchange and the pending XID sent again" ;;
         client-link) echo "NFSv3 direct 16 KiB WRITEs in a loop while the client's ${RDMA_DEV:-rxe0} is deleted for ${RECONNECT_DOWN:-25}s and added again: device removal, a new connection (CM REQ/REP/RTU on rxe, TCP and MPA on siw) and the pending XID sent again" ;;
     esac
 }
 server_prep_reconnect() { prep_dir; }
-server_reset_reconnect() { tc qdisc del dev eth0 clsact 2>/dev/null; ip link set eth0 up; true; }
+server_reset_reconnect() { tc qdisc del dev eth0 root 2>/dev/null; tc qdisc del dev eth0 clsact 2>/dev/null; ip link set eth0 up; true; }
 
 # client_saw EVENT: has the client's own trace recorded EVENT in this scenario?
 client_saw() { grep -q "$1" "$TRACEFS/trace" 2>/dev/null; }
@@ -582,12 +582,18 @@ server_action() {
             log "link up again"
             ;;
         blackhole-on)
-            log "dropping all frames on eth0 (tc clsact matchall drop)"
+            # Outgoing frames are lost as on a wire (netem: the send
+            # succeeds), not refused: a tc egress drop fails rxe's transmit,
+            # and 6.12's rxe then errors the QP at once (a posted RDMA Read
+            # flushed 0.3 s into the drop), QP1 too, so the server's CM never
+            # answers a REQ again in that boot.
+            log "dropping all frames on eth0 (ingress: tc clsact matchall drop; egress: netem loss 100%)"
             tc qdisc add dev eth0 clsact
             tc filter add dev eth0 ingress matchall action drop
-            tc filter add dev eth0 egress matchall action drop
+            tc qdisc add dev eth0 root netem loss 100%
             ;;
         blackhole-off)
+            tc qdisc del dev eth0 root
             tc qdisc del dev eth0 clsact
             log "frames flow again"
             ;;
