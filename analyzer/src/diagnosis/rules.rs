@@ -730,11 +730,14 @@ fn iwarp_only(state: &State, conns: &[crate::engine::ConnId]) -> bool {
 fn congestion(d: &Diagnosis, state: &State, start: Option<u64>) -> Option<Cause> {
     let mut ex = Examples::default();
     let (mut ce, mut cnps, mut fecn, mut becn, mut iwarp) = (0, 0, 0, 0, 0);
+    // Counted apart from the examples, which keep only the first few.
+    let mut marked: u64 = 0;
     for c in state.connections.values() {
         let g = &c.congestion;
         if g.marks() == 0 {
             continue;
         }
+        marked += 1;
         ce += g.ecn_ce;
         cnps += g.cnps;
         fecn += g.fecn;
@@ -759,7 +762,7 @@ fn congestion(d: &Diagnosis, state: &State, start: Option<u64>) -> Option<Cause>
             )
         });
     }
-    if ex.connections.is_empty() {
+    if marked == 0 {
         // Marked frames whose connection is not known are in
         // totals.congestion_frames; with no connection they hit no RPC.
         return None;
@@ -768,14 +771,13 @@ fn congestion(d: &Diagnosis, state: &State, start: Option<u64>) -> Option<Cause>
         ex.xid(*x);
     }
     let n = d.congested.count;
-    let marks = if iwarp == ex.connections.len() as u64 {
+    let marks = if iwarp == marked {
         format!("{ce} ECN CE marks")
     } else {
         format!("{ce} ECN CE marks, {cnps} CNPs, {fecn} FECN, {becn} BECN")
     };
     let measured = format!(
-        "the fabric signalled congestion on {} connection(s): {marks}; {n} of {} RPCs were in flight on a connection while it was marked",
-        ex.connections.len(),
+        "the fabric signalled congestion on {marked} connection(s): {marks}; {n} of {} RPCs were in flight on a connection while it was marked",
         d.ops
     );
     let mut advice = CONGESTION_ADVICE.to_string();

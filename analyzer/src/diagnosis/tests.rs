@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use super::{CauseName, Diagnosis, Log2, Peer};
-use crate::engine::{Config, Engine, Finding, State};
+use crate::engine::{Config, ConnId, Engine, Finding, State};
 use crate::pipeline::Flow;
 use crate::test_support::capture_source;
 
@@ -329,6 +329,41 @@ fn congestion_is_named_at_the_first_mark() {
     assert_eq!(c.evidence.xids.len(), 2);
     assert!(c.evidence.from_s.is_some_and(|f| f > 0.0));
     assert!(c.advice.contains("DCQCN"));
+}
+
+/// More marked iWARP connections than the evidence keeps examples of: the
+/// count is of every marked connection, and no BTH-only count (CNPs,
+/// FECN, BECN) is printed, since iWARP has none.
+#[test]
+fn congestion_on_many_iwarp_connections_counts_them_all_and_names_no_bth_signal() {
+    let (mut f, mut s) = findings("iwarp/v3-ddp.pcap");
+    let base = s.connections.values().next().expect("a connection").clone();
+    assert!(base.is_iwarp());
+    s.connections.clear();
+    for i in 1..=7u32 {
+        let mut c = base.clone();
+        c.id = ConnId(i);
+        let at = c.first_ts_ns + 1_000;
+        c.congestion.ecn_ce = 1;
+        c.congestion.first_ts_ns = Some(at);
+        c.congestion.last_ts_ns = Some(at);
+        c.congestion.frames = vec![u64::from(i)];
+        s.connections.insert(c.id, c);
+    }
+    for x in &mut f {
+        if let Finding::Transaction(t) = x {
+            t.congested = true;
+            break;
+        }
+    }
+    let causes = diagnose(&f, &s);
+    let c = causes
+        .iter()
+        .find(|c| c.cause == CauseName::Congestion)
+        .expect("congestion named");
+    let m = &c.impact.measured;
+    assert!(m.contains("congestion on 7 connection(s): 7 ECN CE marks;"), "{m}");
+    assert!(!m.contains("CNPs") && !m.contains("FECN"), "{m}");
 }
 
 /// Calls retried after JUKEBOX: the waits before the retries are time
