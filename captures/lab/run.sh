@@ -188,9 +188,13 @@ diag=$(ROLE=host bash -c ". '$here/guest/scenarios.sh'; echo \$DIAG_SCENARIOS")
 # The scenarios of each fabric's part of the run.
 declare -A scenarios_of
 for f in "${fabrics[@]}"; do scenarios_of[$f]="${scenarios[*]}"; done
-[ -n "$siw_scenarios" ] && scenarios_of[siw]=${siw_scenarios//,/ }
+if [ -n "$siw_scenarios" ]; then
+    scenarios_of[siw]=${siw_scenarios//,/ }
+    [ "${scenarios_of[siw]}" = diag ] && scenarios_of[siw]=$diag
+fi
+# Whole names only: grep -w would take "v42" or "diag-slow" (a hyphen ends a word).
 for sc in ${scenarios_of[*]}; do
-    grep -qw -- "$sc" <<< "$all $diag" || die "unknown scenario '$sc'; known: $all, and the induced causes (diag): $diag"
+    [[ " $all $diag " == *" $sc "* ]] || die "unknown scenario '$sc'; known: $all, and the induced causes (diag): $diag"
 done
 
 {

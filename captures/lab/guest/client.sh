@@ -96,5 +96,8 @@ for next in "$@"; do
     run_phase || break
 done
 
+# An abort above (a server that never got ready or finished) is not a
+# finished run: run.sh then says the run is incomplete, and lab.sh retries.
+if [ -e "$TOP_CTL/abort" ]; then log "aborted"; exit 1; fi
 touch "$TOP_CTL/all-done"
 log "finished"
