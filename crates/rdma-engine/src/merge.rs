@@ -124,6 +124,10 @@ impl Merger {
     /// answered call for its task's end): they wait another window. The
     /// kernel's wait is bounded, so theirs is.
     pub(super) fn expire(&mut self, out: &mut Vec<Finding>, awaited: impl Fn(CallKey) -> bool) {
+        // Those that wait again join the queue after this pass: with a
+        // window of 0 they would otherwise come round again at once, for
+        // as long as the kernel holds their call.
+        let mut again = Vec::new();
         while let Some(&(t0, k)) = self.order.front() {
             if t0.saturating_add(self.config.window_ns) > self.now_ns {
                 break;
@@ -133,11 +137,12 @@ impl Merger {
             match self.held.get_mut(&k) {
                 Some(h) if h.since_ns == t0 && awaited(k) => {
                     h.since_ns = now;
-                    self.order.push_back((now, k));
+                    again.push((now, k));
                 }
                 _ => self.release(t0, k, out),
             }
         }
+        self.order.extend(again);
     }
 
     /// Sends out everything held (the end of the run).
@@ -282,6 +287,26 @@ mod tests {
             vec![(7, vec![Origin::Wire, Origin::ClientProbes])]
         );
         assert_eq!(m.bytes(), 0);
+    }
+
+    /// With a window of 0, an XID the kernel still holds waits for the
+    /// next pass: one pass looks at it once and returns.
+    #[test]
+    fn a_zero_window_with_an_awaited_xid_returns() {
+        let mut m = Merger::new(MergeConfig {
+            window_ns: 0,
+            max_held: 8,
+        });
+        let mut out = Vec::new();
+        m.add(txn(Origin::Wire, 7), &mut out);
+        m.add(txn(Origin::Wire, 8), &mut out);
+        m.advance(5);
+        m.expire(&mut out, |k: CallKey| k.xid.0 == 7);
+        assert_eq!(out_xids(&out), vec![(8, vec![Origin::Wire])]);
+        out.clear();
+        m.advance(6);
+        m.expire(&mut out, |_| false);
+        assert_eq!(out_xids(&out), vec![(7, vec![Origin::Wire])]);
     }
 
     #[test]
