@@ -23,6 +23,19 @@ mod prereq;
 use live_veth::{capture, inject, signal, start_live, stop_live, Veth};
 use rdma_analyzer::sources::pcap::PcapReader;
 
+/// The `live` run, killed if the test fails before it stops it. Not waited
+/// for: it may be blocked in the frozen file system until the mount's own
+/// drop thaws it, and then the kill takes it.
+struct Live(Option<std::process::Child>);
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            let _ = c.kill();
+        }
+    }
+}
+
 /// A loop-mounted ext4 file system; thawed and unmounted when dropped, so
 /// a failing test never leaves writers blocked on it.
 struct Mount {
@@ -120,7 +133,8 @@ fn a_third_dump_while_two_are_outstanding_is_skipped_and_said() {
         "--duration".as_ref(),
         "120".as_ref(),
     ];
-    let child = start_live(&veth.0, &args, &err);
+    let mut live = Live(Some(start_live(&veth.0, &args, &err)));
+    let child = live.0.as_ref().expect("just started");
     mount.freeze(true);
     // Each SIGUSR1 after the last dump was handed over starts the next,
     // handed over once a frame comes after its 100 ms after-window (the
@@ -130,7 +144,7 @@ fn a_third_dump_while_two_are_outstanding_is_skipped_and_said() {
     // skip is said.
     let start = Instant::now();
     let said = loop {
-        signal(&child, libc::SIGUSR1);
+        signal(child, libc::SIGUSR1);
         sleep(Duration::from_millis(200));
         inject(&veth.peer(), &capture("v3-inline.pcap"));
         let said = std::fs::read_to_string(&err).unwrap_or_default();
@@ -148,7 +162,7 @@ fn a_third_dump_while_two_are_outstanding_is_skipped_and_said() {
     );
     assert!(!said.contains("live --record: wrote"), "{said}");
     mount.freeze(false);
-    let said = stop_live(child, &err);
+    let said = stop_live(live.0.take().expect("still running"), &err);
     let written = count_before(&said, " dumps written").expect("the summary line");
     let skipped = count_before(&said, " dumps skipped").expect("the skipped line");
     assert!(skipped >= 1, "{said}");

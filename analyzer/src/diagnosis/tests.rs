@@ -362,7 +362,10 @@ fn congestion_on_many_iwarp_connections_counts_them_all_and_names_no_bth_signal(
         .find(|c| c.cause == CauseName::Congestion)
         .expect("congestion named");
     let m = &c.impact.measured;
-    assert!(m.contains("congestion on 7 connection(s): 7 ECN CE marks;"), "{m}");
+    assert!(
+        m.contains("congestion on 7 connection(s): 7 ECN CE marks;"),
+        "{m}"
+    );
     assert!(!m.contains("CNPs") && !m.contains("FECN"), "{m}");
 }
 
