@@ -139,15 +139,21 @@ impl WireCounts {
         if !last {
             return;
         }
-        c.segments += t.chunks.len() as u64;
+        // The client invalidates a call's MRs when its reply arrives (or
+        // the call is released): at AFTER, a call still unanswered holds
+        // its MRs, counted in the segment counts but not invalidated yet.
+        if replied {
+            c.segments += t.chunks.len() as u64;
+        }
         c.remotely_invalidated += u64::from(
-            t.remote_invalidated_rkey
-                .is_some_and(|k| t.chunks.iter().any(|s| s.handle == k)),
+            replied
+                && t.remote_invalidated_rkey
+                    .is_some_and(|k| t.chunks.iter().any(|s| s.handle == k)),
         );
         for s in t
             .chunks
             .iter()
-            .filter(|s| s.kind == ChunkKind::Write && s.length == 4)
+            .filter(|s| replied && s.kind == ChunkKind::Write && s.length == 4)
         {
             *c.pad_handles.entry(s.handle).or_default() += 1;
         }
