@@ -352,12 +352,14 @@ pub fn compare(snapshots: &[Snapshot], wire: &DeviceWire, host: IpAddr) -> Vec<D
                 kernel: Some(kernel),
                 capture,
                 verdict: if capture == kernel { "agree" } else { "differ" },
+                detail: None,
             },
             None => Row {
                 field: c.name.clone(),
                 kernel: Some(kernel),
                 capture: 0,
                 verdict: "kernel only",
+                detail: None,
             },
         };
         ports

@@ -10,11 +10,18 @@
 //!   against calls and replies transmitted, `bad_xids` against replies
 //!   without a call, the read, write and reply chunk segment counts, the
 //!   bytes offered in Write and Reply chunks (`total_rdma_request`) and
-//!   written into them (`total_rdma_reply`), Long Calls (`nomsg_call_count`);
+//!   written into them (`total_rdma_reply`), Long Calls (`nomsg_call_count`),
+//!   bad replies (`bad_reply_count`, RDMA_ERROR included) against RDMA_ERROR
+//!   replies, the MRs invalidated locally (`local_inv_needed`) against the
+//!   segments less those a Send With Invalidate released, and the in-flight
+//!   sum (`req_u`, with both means per send) against the same sum over the
+//!   capture's calls and replies in time order;
 //! - per transport, when the transports and connections pair one to one
 //!   in order of their first use (the kernel prints them in that order);
 //! - per NFSv3 operation, the kernel's transmissions (`ntrans`) against the
-//!   capture's calls of that procedure.
+//!   capture's calls of that procedure, and its operations (`ops`) against
+//!   the capture's XIDs of it (a call sent again is one operation). The
+//!   per-op counters are the mount's, never a transport's.
 
 use std::collections::BTreeMap;
 
@@ -43,8 +50,38 @@ struct ConnCounts {
     /// Packets the capture saw sent again or missed (RC retransmissions,
     /// PSN gaps): bytes moved may be short where these are.
     lost_or_resent: u64,
-    /// NFSv3 procedure name → calls.
+    /// NFSv3 procedure name → transmissions.
     ops: BTreeMap<String, u64>,
+    /// NFSv3 procedure name → operations: one per XID, however often sent.
+    op_calls: BTreeMap<String, u64>,
+    /// Each transmission (`true`) and matched reply (`false`) in the window
+    /// with its time: the kernel's in-flight sum (`req_u`) is taken at sends.
+    events: Vec<(u64, bool)>,
+    /// Replies that were RDMA_ERROR (the kernel counts them bad replies).
+    rdma_errors: u64,
+    /// Headers on the connection the dissectors could not parse.
+    malformed: u64,
+    /// Chunk segments the calls advertised: one MR each on the client.
+    segments: u64,
+    /// Of those, the ones a reply's Send With Invalidate released.
+    remotely_invalidated: u64,
+    /// Write-list segments of 4 bytes (an XDR pad), by handle: one handle
+    /// in several calls is the transport's one pad MR (kernels from 5.17,
+    /// `re_write_pad_mr`), registered once and never invalidated per call.
+    pad_handles: BTreeMap<u32, u64>,
+}
+
+impl ConnCounts {
+    /// The MRs the client must invalidate itself: every segment's, less
+    /// the shared pad MR's uses, less the one a Send With Invalidate
+    /// released (`frwr_reminv` takes one MR per reply; `frwr_unmap_sync`
+    /// and `frwr_unmap_async` count `local_inv_needed` per MR left).
+    fn local_inv_needed(&self) -> u64 {
+        let shared_pad: u64 = self.pad_handles.values().filter(|n| **n > 1).sum();
+        self.segments
+            .saturating_sub(shared_pad)
+            .saturating_sub(self.remotely_invalidated)
+    }
 }
 
 /// A sink that counts, per connection, what the kernel's counters count,
@@ -87,8 +124,38 @@ impl WireCounts {
         c.sends +=
             u64::from(first) + u64::from(last) * u64::from(t.transmissions.saturating_sub(1));
         c.recvs += u64::from(replied);
+        if first {
+            c.events.push((t.first_call_ts_ns, true));
+        }
+        if last {
+            let again = t.transmissions.saturating_sub(1) as usize;
+            c.events
+                .extend(std::iter::repeat_n((t.call_ts_ns, true), again));
+        }
+        if let (true, Some(r)) = (replied, t.reply_ts_ns) {
+            c.events.push((r, false));
+            c.rdma_errors += u64::from(t.reply_transfer == Transfer::Error);
+        }
         if !last {
             return;
+        }
+        // The client invalidates a call's MRs when its reply arrives (or
+        // the call is released): at AFTER, a call still unanswered holds
+        // its MRs, counted in the segment counts but not invalidated yet.
+        if replied {
+            c.segments += t.chunks.len() as u64;
+        }
+        c.remotely_invalidated += u64::from(
+            replied
+                && t.remote_invalidated_rkey
+                    .is_some_and(|k| t.chunks.iter().any(|s| s.handle == k)),
+        );
+        for s in t
+            .chunks
+            .iter()
+            .filter(|s| replied && s.kind == ChunkKind::Write && s.length == 4)
+        {
+            *c.pad_handles.entry(s.handle).or_default() += 1;
         }
         for s in &t.chunks {
             match s.kind {
@@ -107,6 +174,7 @@ impl WireCounts {
         if t.program == Some(100_003) && t.version == Some(3) {
             if let Some(p) = &t.procedure {
                 *c.ops.entry(p.clone()).or_default() += u64::from(t.transmissions.max(1));
+                *c.op_calls.entry(p.clone()).or_default() += 1;
             }
         }
     }
@@ -146,6 +214,12 @@ impl Sink for WireCounts {
                     self.conns.entry(c).or_default().lost_or_resent += 1;
                 }
             }
+            Finding::Anomaly(a) if a.kind == Kind::Malformed => {
+                let inside = a.ts_ns.is_none_or(|ts| self.inside(ts));
+                if let (Some(c), true) = (a.connection, inside) {
+                    self.conns.entry(c).or_default().malformed += 1;
+                }
+            }
             Finding::Anomaly(a) if a.kind == Kind::ReplyWithoutCall => {
                 let inside = a.ts_ns.is_none_or(|ts| self.inside(ts));
                 if let (Some(c), true) = (a.connection, inside) {
@@ -175,6 +249,10 @@ pub struct Row {
     pub capture: u64,
     /// `agree`, `differ`, or `not printed by this kernel`.
     pub verdict: &'static str,
+    /// What the two counts mean beside the numbers (the in-flight sums'
+    /// means per send).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 /// One mount against the capture.
@@ -211,7 +289,7 @@ impl MountComparison {
     }
 }
 
-const TRANSPORT_FIELDS: [&str; 10] = [
+const TRANSPORT_FIELDS: [&str; 12] = [
     "sends",
     "recvs",
     "bad_xids",
@@ -222,6 +300,8 @@ const TRANSPORT_FIELDS: [&str; 10] = [
     "total_rdma_reply",
     "nomsg_call_count",
     "connect_count",
+    "bad_reply_count",
+    "local_inv_needed",
 ];
 
 fn capture_field(c: &ConnCounts, field: &str) -> u64 {
@@ -236,6 +316,8 @@ fn capture_field(c: &ConnCounts, field: &str) -> u64 {
         "total_rdma_reply" => c.total_rdma_reply,
         "nomsg_call_count" => c.nomsg_call_count,
         "connect_count" => u64::from(c.established),
+        "bad_reply_count" => c.rdma_errors,
+        "local_inv_needed" => c.local_inv_needed(),
         _ => 0,
     }
 }
@@ -251,6 +333,7 @@ fn row(field: String, kernel: Option<u64>, capture: u64) -> Row {
         kernel,
         capture,
         verdict,
+        detail: None,
     }
 }
 
@@ -264,13 +347,140 @@ fn kernel_field(after: &[&Transport], before: &[&Transport], field: &str) -> Opt
 }
 
 fn transport_rows(after: &[&Transport], before: &[&Transport], conns: &[&ConnCounts]) -> Vec<Row> {
-    TRANSPORT_FIELDS
+    let mut rows: Vec<Row> = TRANSPORT_FIELDS
         .iter()
         .map(|f| {
             let capture = conns.iter().map(|c| capture_field(c, f)).sum();
             row((*f).to_string(), kernel_field(after, before, f), capture)
         })
-        .collect()
+        .collect();
+    rows.extend(in_flight_row(after, before, conns));
+    rows
+}
+
+/// The kernel's in-flight sum as `xprt_request_transmit` (net/sunrpc/xprt.c,
+/// 5.10 to 6.12) keeps it: at each successful send it adds one to `sends`,
+/// then `sends - recvs` to `req_u`, the calls outstanding with this one,
+/// counted since the transport was created (`recvs` is added in
+/// `xprt_complete_rqst`). `offset` is `sends - recvs` at the window's start;
+/// each reply counts `lag_ns` after the capture saw it.
+fn in_flight_sum(events: &[(u64, bool)], offset: u64, lag_ns: u64) -> u64 {
+    let mut events: Vec<(u64, bool)> = events
+        .iter()
+        .map(|&(ts, send)| (if send { ts } else { ts.saturating_add(lag_ns) }, send))
+        .collect();
+    // At one instant a send goes first: the kernel counts a send before
+    // the reply it provokes can complete.
+    events.sort_by_key(|&(ts, send)| (ts, !send));
+    let mut outstanding = i128::from(offset);
+    let mut sum: i128 = 0;
+    for (_, send) in events {
+        if send {
+            outstanding += 1;
+            sum += outstanding.max(0);
+        } else {
+            outstanding -= 1;
+        }
+    }
+    u64::try_from(sum).unwrap_or(0)
+}
+
+/// The longest a reply may take, after the capture saw it, to be counted
+/// received by the kernel's in-flight sum before the verdict is `differ`.
+/// The kernel counts a reply when its reply handler completes the RPC
+/// (`xprt_complete_rqst`, from a work queue after the Receive completion),
+/// so a call sent meanwhile counts that reply's call still outstanding.
+/// In the VM lab (soft RoCE and siw, 5.10 to 6.12) `rpc_stats_latency`
+/// put the kernel's rtt 1.9 to 4.0 ms (p50) above the wire's, and the
+/// kernels' sums needed a lag of 0.4 to 5.0 ms; more than 10 ms over a
+/// whole run is no longer a late count but a different count.
+const REPLY_LAG_MAX_NS: u64 = 10_000_000;
+
+/// The smallest lag, in µs, that brings the capture's sum to `kernel`
+/// (the sum grows with the lag); `None` when no lag up to a second does.
+fn reply_lag_us(sum: impl Fn(u64) -> u64, kernel: u64) -> Option<u64> {
+    let (mut lo, mut hi) = (0u64, 1_000_000u64);
+    if sum(hi * 1000) < kernel {
+        return None;
+    }
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if sum(mid * 1000) >= kernel {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    Some(lo)
+}
+
+/// `req_u` against the capture's in-flight sum, with both means per send.
+/// The sum runs per transport (a reconnect keeps the transport and its
+/// counters), so the capture's connections must be the transports' own:
+/// all of them for one transport, one each for several; otherwise `None`
+/// (the per-transport note says why).
+fn in_flight_row(
+    after: &[&Transport],
+    before: &[&Transport],
+    conns: &[&ConnCounts],
+) -> Option<Row> {
+    let groups: Vec<Vec<&ConnCounts>> = match after.len() {
+        1 => vec![conns.to_vec()],
+        n if n == conns.len() && (before.is_empty() || before.len() == n) => {
+            conns.iter().map(|c| vec![*c]).collect()
+        }
+        _ => return None,
+    };
+    let groups: Vec<(Vec<(u64, bool)>, u64)> = groups
+        .iter()
+        .enumerate()
+        .map(|(i, group)| {
+            let offset = before.get(i).map_or(0, |t| {
+                let (s, r) = (t.rdma("sends").unwrap_or(0), t.rdma("recvs").unwrap_or(0));
+                s.saturating_sub(r)
+            });
+            let events = group.iter().flat_map(|c| c.events.iter().copied());
+            (events.collect(), offset)
+        })
+        .collect();
+    let sum = |lag: u64| -> u64 {
+        groups
+            .iter()
+            .map(|(events, offset)| in_flight_sum(events, *offset, lag))
+            .sum()
+    };
+    let capture = sum(0);
+    let mut r = row(
+        "req_u".to_string(),
+        kernel_field(after, before, "req_u"),
+        capture,
+    );
+    let mean = |sum: u64, sends: u64| match sends {
+        0 => "none sent".to_string(),
+        n => format!("{:.2}", sum as f64 / n as f64),
+    };
+    let wire_sends = conns.iter().map(|c| c.sends).sum();
+    let kernel_sends = kernel_field(after, before, "sends");
+    let mut detail = format!(
+        "mean in flight per send: kernel {}, capture {}",
+        r.kernel
+            .zip(kernel_sends)
+            .map_or("unknown".to_string(), |(k, s)| mean(k, s)),
+        mean(capture, wire_sends)
+    );
+    if let Some(k) = r.kernel.filter(|k| *k > capture) {
+        match reply_lag_us(sum, k) {
+            Some(lag) => {
+                let _ = std::fmt::Write::write_fmt(&mut detail, format_args!("; the kernel's sum is the capture's with each reply counted {lag} µs after it reached the wire"));
+                if lag * 1000 <= REPLY_LAG_MAX_NS {
+                    r.verdict = "agree, replies counted later";
+                }
+            }
+            None => detail.push_str("; no reply lag up to 1 s explains the kernel's sum"),
+        }
+    }
+    r.detail = Some(detail);
+    Some(r)
 }
 
 fn rdma_transports(m: &Mount) -> Vec<&Transport> {
@@ -301,14 +511,27 @@ fn op_rows(after: &Mount, before: Option<&Mount>, conns: &[&ConnCounts]) -> Vec<
     names.dedup();
     names
         .into_iter()
-        .map(|name| {
+        .flat_map(|name| {
             let k = after.op(name).map_or(0, |o| o.ntrans);
             let b = before.and_then(|m| m.op(name)).map_or(0, |o| o.ntrans);
             let capture = conns
                 .iter()
                 .map(|c| c.ops.get(name).copied().unwrap_or(0))
                 .sum();
-            row(format!("{name} ntrans"), Some(k.saturating_sub(b)), capture)
+            let ntrans = row(format!("{name} ntrans"), Some(k.saturating_sub(b)), capture);
+            // The kernel counts an operation once however often it sent it
+            // (rpc_count_iostats_metrics adds 1 to om_ops, rq_ntrans to
+            // om_ntrans): the capture's XIDs of that procedure.
+            let k = after.op(name).map_or(0, |o| o.ops);
+            let b = before.and_then(|m| m.op(name)).map_or(0, |o| o.ops);
+            let calls = conns
+                .iter()
+                .map(|c| c.op_calls.get(name).copied().unwrap_or(0))
+                .sum();
+            [
+                ntrans,
+                row(format!("{name} ops"), Some(k.saturating_sub(b)), calls),
+            ]
         })
         .collect()
 }
@@ -470,6 +693,12 @@ fn notes(rows: &[Row], conns: &[&ConnCounts], wire: &WireCounts) -> Vec<String> 
     if wire.until_ns.is_none() && differs(rows, "sends").is_some_and(|(k, c)| c > k) {
         notes.push("the capture holds calls the kernel had not sent when AFTER was taken: give --until (an unmount's RPCs, NFSv4's DESTROY_SESSION and DESTROY_CLIENTID, come after its last snapshot)".into());
     }
+    let malformed: u64 = conns.iter().map(|c| c.malformed).sum();
+    if malformed > 0 {
+        notes.push(format!(
+            "{malformed} header(s) on these connections could not be parsed: bad_reply_count counts a reply the kernel could not parse, the capture only its RDMA_ERROR replies"
+        ));
+    }
     let resent: u64 = conns.iter().map(|c| c.lost_or_resent).sum();
     if resent > 0 && differs(rows, "total_rdma_reply").is_some() {
         notes.push(format!(
@@ -562,11 +791,15 @@ fn table(s: &mut String, rows: &[Row], indent: &str) {
     );
     for r in rows {
         let kernel = r.kernel.map_or("-".to_string(), |k| k.to_string());
-        let _ = writeln!(
+        let _ = write!(
             s,
             "{indent}{:<22} {:>12} {:>12}  {}",
             r.field, kernel, r.capture, r.verdict
         );
+        let _ = match &r.detail {
+            Some(d) => writeln!(s, " ({d})"),
+            None => writeln!(s),
+        };
     }
 }
 

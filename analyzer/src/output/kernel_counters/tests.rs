@@ -1,5 +1,5 @@
 use super::*;
-use crate::engine::mountstats::parse;
+use crate::engine::mountstats::{parse, OpStats};
 
 fn mount(text: &str) -> Mount {
     parse(text).unwrap().remove(0)
@@ -127,4 +127,174 @@ fn a_kernel_without_the_mr_fields_leaves_them_unknown() {
     assert_eq!(v.chunk_segments, Some(17));
     assert_eq!(v.local_inv_needed, None);
     assert_eq!(v.mrs_allocated, None);
+}
+
+/// A 6.1 transport line with the fields the new rows read: `sends`,
+/// `recvs`, `req_u`, the three segment counts, `bad_reply_count` and
+/// `local_inv_needed`; the rest 0.
+fn xprt(sends: u64, recvs: u64, req_u: u64, bad_replies: u64, local_inv: u64) -> String {
+    format!("0 0 1 0 0 {sends} {recvs} 0 {req_u} 0 2 2 1 0 0 0 0 0 0 {bad_replies} 0 0 0 11 {local_inv} 0 0")
+}
+
+fn field<'a>(rows: &'a [Row], name: &str) -> &'a Row {
+    rows.iter().find(|r| r.field == name).expect(name)
+}
+
+/// Two calls sent together, answered, then a third: outstanding 1, 2, 1.
+fn three_calls() -> ConnCounts {
+    let us = 1000;
+    ConnCounts {
+        server: Some("10.99.0.1".into()),
+        established: true,
+        sends: 3,
+        recvs: 3,
+        events: vec![
+            (10 * us, true),
+            (20 * us, true),
+            (30 * us, false),
+            (40 * us, false),
+            (50 * us, true),
+            (60 * us, false),
+        ],
+        ..ConnCounts::default()
+    }
+}
+
+#[test]
+fn the_in_flight_sum_is_the_kernels_rule_at_each_send() {
+    let c = three_calls();
+    let after = one(&[&xprt(3, 3, 4, 0, 5)]);
+    let rows = transport_rows(&rdma_transports(&after[0]), &[], &[&c]);
+    let r = field(&rows, "req_u");
+    assert_eq!((r.kernel, r.capture, r.verdict), (Some(4), 4, "agree"));
+    let detail = r.detail.as_deref().unwrap();
+    assert!(detail.contains("kernel 1.33, capture 1.33"), "{detail}");
+}
+
+#[test]
+fn a_call_outstanding_at_before_counts_in_every_later_send() {
+    // BEFORE: 5 sent, 4 answered (one call never was): each send in the
+    // window counts it too, 2 + 3 + 2.
+    let c = three_calls();
+    let before = one(&[&xprt(5, 4, 9, 0, 0)]);
+    let after = one(&[&xprt(8, 7, 16, 0, 5)]);
+    let (a, b) = (rdma_transports(&after[0]), rdma_transports(&before[0]));
+    let r = field(&transport_rows(&a, &b, &[&c]), "req_u").clone();
+    assert_eq!((r.kernel, r.capture, r.verdict), (Some(7), 7, "agree"));
+}
+
+#[test]
+fn a_kernel_counting_replies_late_agrees_within_the_lag_bound() {
+    // The reply at 40 µs completed in the kernel only after the send at
+    // 50 µs: that send counts 2, not 1 (a 10 µs lag).
+    let c = three_calls();
+    let after = one(&[&xprt(3, 3, 5, 0, 5)]);
+    let rows = transport_rows(&rdma_transports(&after[0]), &[], &[&c]);
+    let r = field(&rows, "req_u");
+    assert_eq!((r.kernel, r.capture), (Some(5), 4));
+    assert_eq!(r.verdict, "agree, replies counted later");
+    assert!(r.detail.as_deref().unwrap().contains("counted 10 µs after"));
+    // Fewer in flight than the wire shows is no lag: a different count.
+    let fewer = one(&[&xprt(3, 3, 3, 0, 5)]);
+    let rows = transport_rows(&rdma_transports(&fewer[0]), &[], &[&c]);
+    assert_eq!(field(&rows, "req_u").verdict, "differ");
+    // More than every send outstanding from the start cannot be a lag.
+    let more = one(&[&xprt(3, 3, 7, 0, 5)]);
+    let rows = transport_rows(&rdma_transports(&more[0]), &[], &[&c]);
+    let r = field(&rows, "req_u");
+    assert_eq!(r.verdict, "differ");
+    assert!(
+        r.detail.as_deref().unwrap().contains("no reply lag"),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn the_in_flight_sum_runs_per_transport_across_its_connections() {
+    // One transport, reconnected: its two connections are one sequence.
+    let mut first = three_calls();
+    first.events.truncate(4);
+    let mut second = three_calls();
+    second.events.drain(..4);
+    let after = one(&[&xprt(3, 3, 4, 0, 5)]);
+    let rows = transport_rows(&rdma_transports(&after[0]), &[], &[&first, &second]);
+    assert_eq!(field(&rows, "req_u").capture, 4);
+    // Two transports and three connections do not pair: no row.
+    let two = one(&[&xprt(3, 3, 4, 0, 5), &xprt(0, 0, 0, 0, 0)]);
+    let rows = transport_rows(&rdma_transports(&two[0]), &[], &[&first, &second, &first]);
+    assert!(rows.iter().all(|r| r.field != "req_u"));
+}
+
+#[test]
+fn bad_replies_are_rdma_errors_and_local_invalidations_the_segments_left() {
+    // 5 segments (2 read, 2 write, 1 reply); one reply's Send With
+    // Invalidate released one MR; 2 RDMA_ERROR replies.
+    let c = ConnCounts {
+        segments: 5,
+        remotely_invalidated: 1,
+        rdma_errors: 2,
+        ..three_calls()
+    };
+    let after = one(&[&xprt(3, 3, 4, 2, 4)]);
+    let rows = transport_rows(&rdma_transports(&after[0]), &[], &[&c]);
+    assert_eq!(field(&rows, "bad_reply_count").verdict, "agree");
+    assert_eq!(field(&rows, "local_inv_needed").capture, 4);
+    assert_eq!(field(&rows, "local_inv_needed").verdict, "agree");
+    // A 20-field kernel prints neither.
+    let old = one(&["0 0 1 0 0 3 3 0 4 0 2 2 1 0 0 0 0 0 0 2"]);
+    let rows = transport_rows(&rdma_transports(&old[0]), &[], &[&c]);
+    assert_eq!(field(&rows, "bad_reply_count").verdict, "agree");
+    assert_eq!(
+        field(&rows, "local_inv_needed").verdict,
+        "not printed by this kernel"
+    );
+}
+
+#[test]
+fn the_shared_write_pad_mr_is_never_invalidated_per_call() {
+    // Two calls padded their write chunk with the transport's one pad MR
+    // (handle 0x77, 4 bytes): neither use is a local invalidation. A
+    // 4-byte segment seen once is an ordinary MR.
+    let c = ConnCounts {
+        segments: 7,
+        pad_handles: BTreeMap::from([(0x77, 2), (0x12, 1)]),
+        ..ConnCounts::default()
+    };
+    assert_eq!(c.local_inv_needed(), 5);
+}
+
+fn op(name: &str, ops: u64, ntrans: u64) -> OpStats {
+    OpStats {
+        name: name.into(),
+        ops,
+        ntrans,
+        timeouts: 0,
+        bytes_sent: 0,
+        bytes_recv: 0,
+        queue_ms: 0,
+        rtt_ms: 0,
+        execute_ms: 0,
+        errors: Some(0),
+    }
+}
+
+#[test]
+fn operations_count_each_xid_once_and_transmissions_each_send() {
+    // READ: 3 operations, one sent again after a reconnect (4 transmissions).
+    let after = Mount {
+        program: Some((100_003, 3)),
+        ops: vec![op("READ", 3, 4), op("GETATTR", 1, 1)],
+        ..Mount::default()
+    };
+    let c = ConnCounts {
+        ops: BTreeMap::from([("READ".into(), 4), ("GETATTR".into(), 1)]),
+        op_calls: BTreeMap::from([("READ".into(), 3), ("GETATTR".into(), 2)]),
+        ..ConnCounts::default()
+    };
+    let rows = op_rows(&after, None, &[&c]);
+    assert_eq!(field(&rows, "READ ntrans").verdict, "agree");
+    let r = field(&rows, "READ ops");
+    assert_eq!((r.kernel, r.capture, r.verdict), (Some(3), 3, "agree"));
+    let r = field(&rows, "GETATTR ops");
+    assert_eq!((r.kernel, r.capture, r.verdict), (Some(1), 2, "differ"));
 }
