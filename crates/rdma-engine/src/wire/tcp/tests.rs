@@ -823,3 +823,44 @@ fn a_short_fpdu_led_by_its_marker_is_read_without_crcs() {
         );
     }
 }
+
+/// The bound holds on the marker path too, and for the candidates that
+/// wait: 64 hunt candidates, each a plausible header whose FPDU runs to
+/// the same point 65 000 octets on and holds a word that reads as its
+/// marker (FPDUPTR 508), are all pending after the first segment (their
+/// FPDUs are not here: free to look at). Then the FPDUs come in one
+/// segment and the octets after them one per segment: each candidate's
+/// reading with markers waits for the header after its FPDU, and must not
+/// strip its 65 000 octets again on every segment while it does, nor CRC
+/// them uncharged because it waited.
+#[test]
+fn waiting_candidates_with_markers_keep_to_the_bound() {
+    const END: usize = 65_000;
+    const TOTAL: usize = END + 700;
+    // One candidate's reading both ways, with and without CRCs: what the
+    // last one may overrun.
+    const ONE: u64 = 8 * 65_540;
+    let mut stream = vec![0xffu8; TOTAL];
+    for j in 0..64 {
+        let p = 8 * j;
+        let ulen = (END - p - 6) as u16;
+        stream[p..p + 2].copy_from_slice(&ulen.to_be_bytes());
+        stream[p + 2..p + 4].copy_from_slice(&[0x41, 0x41]);
+        stream[p + 508..p + 512].copy_from_slice(&[0, 0, 0x01, 0xfc]);
+    }
+    let mut f = Feed::new();
+    f.seg(7000, &stream[..1100], false, false);
+    f.seg(7000 + 1100, &stream[1100..END + 400], false, false);
+    for at in END + 400..TOTAL {
+        f.seg(7000 + at as u32, &stream[at..=at], false, false);
+    }
+    let work = f.streams.search_work(key());
+    assert!(
+        work <= 64 * TOTAL as u64 + ONE,
+        "{work} octets of work for {TOTAL} received"
+    );
+    // The waiting candidates were read as far as the credit went: the FPDUs'
+    // segment brought the most credit saved up (two of the largest pairs).
+    assert!(work >= 4 * 65_540, "{work}");
+    assert!(f.fpdus().is_empty());
+}

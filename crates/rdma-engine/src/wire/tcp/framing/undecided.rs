@@ -119,9 +119,19 @@ impl Framer {
     /// Whether the FPDU at `at`, read with markers from `m`, parses (and
     /// its CRC, over the octets as sent, checks when `crc`); without
     /// CRCs, also whether the header after it is plausible.
+    ///
+    /// Everything it reads must be here before the FPDU is copied out of
+    /// its markers: a hunt candidate waiting for the header after it is
+    /// tried again on every segment, and would copy up to 64 KiB each time.
     fn marked_holds(&self, at: u64, m: u64, crc: bool) -> Result<bool, NeedMore> {
         let base = Some(m);
         let (end, crc_at) = self.span_with(base, at).ok_or(NeedMore)?;
+        let next_at = markers::advance(base, end, 0);
+        let next_end = markers::advance(base, next_at, NEXT);
+        if !crc {
+            self.get(next_at, usize::try_from(next_end - next_at).unwrap_or(0))
+                .ok_or(NeedMore)?;
+        }
         let bytes = self.strip_with(base, at, end).ok_or(NeedMore)?;
         self.worked(bytes.len());
         if crc {
@@ -132,10 +142,7 @@ impl Framer {
             let ok = crc32c::wire_value(*field) == crc32c::checksum(raw);
             return Ok(ok && plausible_fpdu(&bytes, false));
         }
-        let next_at = markers::advance(base, end, 0);
-        let next = self
-            .strip_with(base, next_at, markers::advance(base, next_at, NEXT))
-            .ok_or(NeedMore)?;
+        let next = self.strip_with(base, next_at, next_end).ok_or(NeedMore)?;
         Ok(plausible_fpdu(&bytes, false) && plausible_header(&next))
     }
 
