@@ -109,6 +109,9 @@ pub(super) struct Framer {
     /// in which every octet looks like an FPDU header would otherwise cost a
     /// CRC of up to 64 KiB per octet scanned.
     hunt_credit: u64,
+    /// Work a waiting candidate did past the credit left, paid from the
+    /// credit later octets bring before the hunt reads anything more.
+    hunt_debt: u64,
     /// Octets parsed, CRC'd or scanned for a marker to find a boundary or
     /// whether markers run: what `hunt_credit` bounds, counted as done
     /// (a `Cell`: the candidates are read through `&self`).
@@ -146,6 +149,7 @@ impl Framer {
             skipped: 0,
             pending: Vec::new(),
             hunt_credit: 0,
+            hunt_debt: 0,
             search_work: Cell::new(0),
         }
     }
@@ -261,6 +265,9 @@ impl Framer {
         self.hunt_credit = (self.hunt_credit)
             .saturating_add(HUNT_WORK_PER_OCTET.saturating_mul(data.len() as u64))
             .min(HUNT_CREDIT_CAP);
+        let pay = self.hunt_debt.min(self.hunt_credit);
+        self.hunt_debt -= pay;
+        self.hunt_credit -= pay;
         self.run(out);
     }
 
@@ -557,10 +564,18 @@ impl Framer {
         let mut waiting = Vec::new();
         let mut found = None;
         for p in std::mem::take(&mut self.pending) {
-            match self.candidate(p) {
-                Ok(Some(v)) if found.is_none() => found = Some((p, v)),
+            if found.is_some() {
+                break;
+            }
+            if self.hunt_credit == 0 {
+                // Out of work: it is tried again when octets bring credit.
+                waiting.push(p);
+                continue;
+            }
+            match self.charged(|f| f.candidate(p)) {
+                Ok(Some(v)) => found = Some((p, v)),
                 Err(NeedMore) => waiting.push(p),
-                _ => {}
+                Ok(None) => {}
             }
         }
         let mut scan = from;
@@ -638,6 +653,21 @@ impl Framer {
             }
             m += INTERVAL;
         }
+    }
+
+    /// `try_candidate` with the work it did taken from the credit: a
+    /// waiting candidate is tried again on every segment, and when its
+    /// octets come it is read whole (up to two 64 KiB FPDUs, both ways)
+    /// without the scan's advance charge. Work past the credit left is
+    /// owed (`hunt_debt`), so one candidate's overrun is all it can take.
+    fn charged<T>(&mut self, try_candidate: impl FnOnce(&mut Self) -> T) -> T {
+        let before = self.search_work.get();
+        let r = try_candidate(self);
+        let work = self.search_work.get().saturating_sub(before);
+        let paid = work.min(self.hunt_credit);
+        self.hunt_credit -= paid;
+        self.hunt_debt = self.hunt_debt.saturating_add(work - paid);
+        r
     }
 
     /// Octets a candidate pair at `pos` would have parsed and CRC'd: 0 when

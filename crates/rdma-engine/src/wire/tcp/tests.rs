@@ -746,3 +746,121 @@ fn the_hunt_still_resyncs_after_a_gap() {
         assert!(f.streams.search_work(key()) > 0, "crc {crc}");
     }
 }
+
+/// Sends of `sizes` with markers, the raw offset each FPDU starts at.
+fn marked_sends(crc: bool, sizes: &[usize]) -> (Sender, Vec<usize>) {
+    let mut s = Sender::new(true, crc);
+    let mut starts = Vec::new();
+    for (i, &n) in sizes.iter().enumerate() {
+        starts.push(s.raw.len());
+        s.fpdu(&send_body(i as u32 + 1, n), false);
+    }
+    (s, starts)
+}
+
+/// A mid-stream start whose FPDUs showed no marker yet, then an FPDU whose
+/// marker is its last four octets but one word (or two) of the length it
+/// would have without it, fed in a segment that ends there: the scan sees
+/// the marker in what is buffered and the FPDU is read with it. FPDUs are
+/// padded to four octets (RFC 5044 section 4.1) and markers sit four-aligned
+/// from the first, so a marker never starts one to three octets before that
+/// end, where the buffered octets would cut it.
+#[test]
+fn a_marker_in_the_last_octets_of_an_fpdu_is_found() {
+    for crc in [true, false] {
+        for lead in [4usize, 8] {
+            // FPDU 3 straddles stream octet 512, the marker there `lead`
+            // octets before the end the FPDU would have without it.
+            let (s, starts, plain) = (0..400)
+                .find_map(|x| {
+                    let (s, starts) = marked_sends(crc, &[300, 20, x, 40, 64, 700]);
+                    let plain = s.clean[3].len();
+                    (starts[3] + plain == 512 + lead).then_some((s, starts, plain))
+                })
+                .expect("a size puts the marker there");
+            let from = 150;
+            let cut = starts[3] + plain;
+            let mut f = Feed::new();
+            f.seg(5000, &s.raw[from..cut], false, false);
+            f.seg(5000 + (cut - from) as u32, &s.raw[cut..], false, false);
+            let ev = f.events();
+            assert!(
+                matches!(ev[..], [Delivery::Resync { .. }]),
+                "crc {crc} lead {lead}: {ev:?}"
+            );
+            assert_eq!(f.fpdus(), s.clean[1..], "crc {crc} lead {lead}");
+        }
+    }
+}
+
+/// A mid-stream start whose FPDUs showed no marker yet, then a short FPDU
+/// that starts at a marker (FPDUPTR 0, a zero word): without CRCs only the
+/// headers tell it from an FPDU of length 0, and they do (none is
+/// plausible at the zero word, both after the marker are), so that Send
+/// is read with its marker, not lost.
+#[test]
+fn a_short_fpdu_led_by_its_marker_is_read_without_crcs() {
+    for crc in [false, true] {
+        let (s, starts) = (0..400)
+            .map(|x| marked_sends(crc, &[300, 20, x, 40, 64, 700]))
+            .find(|(_, starts)| starts[3] == 512)
+            .expect("a size starts FPDU 3 at the marker");
+        assert_eq!(s.raw[512..516], [0, 0, 0, 0]);
+        let from = 150;
+        let mut f = Feed::new();
+        for (i, chunk) in s.raw[from..].chunks(300).enumerate() {
+            f.seg(5000 + (i * 300) as u32, chunk, false, false);
+        }
+        let ev = f.events();
+        assert!(
+            matches!(ev[..], [Delivery::Resync { .. }]),
+            "crc {crc}: {ev:?}"
+        );
+        assert_eq!(f.fpdus(), s.clean[1..], "crc {crc}");
+        assert!(
+            starts[3] - starts[1] < 512,
+            "markers undecided until FPDU 3"
+        );
+    }
+}
+
+/// The bound holds on the marker path too, and for the candidates that
+/// wait: 64 hunt candidates, each a plausible header whose FPDU runs to
+/// the same point 65 000 octets on and holds a word that reads as its
+/// marker (FPDUPTR 508), are all pending after the first segment (their
+/// FPDUs are not here: free to look at). Then the FPDUs come in one
+/// segment and the octets after them one per segment: each candidate's
+/// reading with markers waits for the header after its FPDU, and must not
+/// strip its 65 000 octets again on every segment while it does, nor CRC
+/// them uncharged because it waited.
+#[test]
+fn waiting_candidates_with_markers_keep_to_the_bound() {
+    const END: usize = 65_000;
+    const TOTAL: usize = END + 700;
+    // One candidate's reading both ways, with and without CRCs: what the
+    // last one may overrun.
+    const ONE: u64 = 8 * 65_540;
+    let mut stream = vec![0xffu8; TOTAL];
+    for j in 0..64 {
+        let p = 8 * j;
+        let ulen = (END - p - 6) as u16;
+        stream[p..p + 2].copy_from_slice(&ulen.to_be_bytes());
+        stream[p + 2..p + 4].copy_from_slice(&[0x41, 0x41]);
+        stream[p + 508..p + 512].copy_from_slice(&[0, 0, 0x01, 0xfc]);
+    }
+    let mut f = Feed::new();
+    f.seg(7000, &stream[..1100], false, false);
+    f.seg(7000 + 1100, &stream[1100..END + 400], false, false);
+    for at in END + 400..TOTAL {
+        f.seg(7000 + at as u32, &stream[at..=at], false, false);
+    }
+    let work = f.streams.search_work(key());
+    assert!(
+        work <= 64 * TOTAL as u64 + ONE,
+        "{work} octets of work for {TOTAL} received"
+    );
+    // The waiting candidates were read as far as the credit went: the FPDUs'
+    // segment brought the most credit saved up (two of the largest pairs).
+    assert!(work >= 4 * 65_540, "{work}");
+    assert!(f.fpdus().is_empty());
+}

@@ -29,20 +29,24 @@ impl Framer {
     /// with markers counted from `m`, `None` without.
     pub(super) fn reading(&mut self, at: u64, crc: bool) -> Result<Option<u64>, NeedMore> {
         let mut tried = self.tried;
-        let r = self.judge(at, crc, &mut tried);
+        let r = self.judge(at, crc, true, &mut tried);
         self.tried = tried;
         r
     }
 
     /// `reading`, its last try kept in `tried` (where it was, the marker
     /// found): an FPDU waiting for the octets its markers add is not
-    /// CRC'd and scanned again on every segment.
+    /// CRC'd and scanned again on every segment. `in_step`: `at` is known
+    /// to be a boundary, so a zero word there may be taken for its marker
+    /// (`led_by_marker`).
     fn judge(
         &self,
         at: u64,
         crc: bool,
+        in_step: bool,
         tried: &mut Option<(u64, Option<u64>)>,
     ) -> Result<Option<u64>, NeedMore> {
+        let led = !crc && in_step && self.led_by_marker(at);
         let (end, _) = self.span_with(None, at).ok_or(NeedMore)?;
         let plain = self
             .get(at, usize::try_from(end - at).unwrap_or(usize::MAX))
@@ -60,7 +64,11 @@ impl Framer {
                     .get(at, usize::try_from(self.end() - at).unwrap_or(0))
                     .unwrap_or_default();
                 self.worked(rest.len().min(markers::SCAN));
-                let m = markers::first_marker(at, rest, crc);
+                let m = if led {
+                    Some(at)
+                } else {
+                    markers::first_marker(at, rest, crc)
+                };
                 *tried = Some((at, m));
                 m
             }
@@ -69,13 +77,29 @@ impl Framer {
             return Ok(None);
         };
         let marked = self.marked_holds(at, m, crc)?;
-        if crc {
+        if crc || led {
             return Ok(marked.then_some(m));
         }
         // Without CRCs the reading with markers wins where the one
         // without lands on data, or a second marker in the FPDU agrees.
         let plain_next = self.get(end, NEXT as usize).ok_or(NeedMore)?;
         Ok((marked && (!plausible_header(plain_next) || self.second_marker(at, m))).then_some(m))
+    }
+
+    /// Without CRCs, whether the zero word at the boundary `at` is the
+    /// marker its FPDU starts with (FPDUPTR 0): read without markers it is
+    /// an FPDU of length 0, which no header allows, while the header after
+    /// it is plausible (`marked_holds` then checks the one after that
+    /// FPDU). `first_marker` cannot tell without a CRC unless a marker 512
+    /// octets on points back, which an FPDU under 512 octets never holds.
+    /// Only where `at` is known to be a boundary: to the hunt, the zero
+    /// CRC field of an FPDU sent without CRCs, followed by the next
+    /// header, looks the same, and would make it find markers in a stream
+    /// without any (it finds the FPDU 4 octets on instead, and the first
+    /// FPDU in step led by its marker shows them).
+    fn led_by_marker(&self, at: u64) -> bool {
+        self.get(at, 4) == Some(&[0, 0, 0, 0][..])
+            && self.get(at + MARKER, 4).is_some_and(plausible_header)
     }
 
     /// Whether the FPDU at `at`, read with markers from `m`, holds a
@@ -95,9 +119,19 @@ impl Framer {
     /// Whether the FPDU at `at`, read with markers from `m`, parses (and
     /// its CRC, over the octets as sent, checks when `crc`); without
     /// CRCs, also whether the header after it is plausible.
+    ///
+    /// Everything it reads must be here before the FPDU is copied out of
+    /// its markers: a hunt candidate waiting for the header after it is
+    /// tried again on every segment, and would copy up to 64 KiB each time.
     fn marked_holds(&self, at: u64, m: u64, crc: bool) -> Result<bool, NeedMore> {
         let base = Some(m);
         let (end, crc_at) = self.span_with(base, at).ok_or(NeedMore)?;
+        let next_at = markers::advance(base, end, 0);
+        let next_end = markers::advance(base, next_at, NEXT);
+        if !crc {
+            self.get(next_at, usize::try_from(next_end - next_at).unwrap_or(0))
+                .ok_or(NeedMore)?;
+        }
         let bytes = self.strip_with(base, at, end).ok_or(NeedMore)?;
         self.worked(bytes.len());
         if crc {
@@ -108,10 +142,7 @@ impl Framer {
             let ok = crc32c::wire_value(*field) == crc32c::checksum(raw);
             return Ok(ok && plausible_fpdu(&bytes, false));
         }
-        let next_at = markers::advance(base, end, 0);
-        let next = self
-            .strip_with(base, next_at, markers::advance(base, next_at, NEXT))
-            .ok_or(NeedMore)?;
+        let next = self.strip_with(base, next_at, next_end).ok_or(NeedMore)?;
         Ok(plausible_fpdu(&bytes, false) && plausible_header(&next))
     }
 
@@ -197,7 +228,7 @@ impl Framer {
     ) -> Result<Verdict, NeedMore> {
         let base = match base {
             Some(b) => Some(b),
-            None => self.judge(at, crc, tried)?,
+            None => self.judge(at, crc, false, tried)?,
         };
         let (end, _) = self.span_with(base, at).ok_or(NeedMore)?;
         let bytes = self.strip_with(base, at, end).ok_or(NeedMore)?;
