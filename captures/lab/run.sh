@@ -265,10 +265,23 @@ qemu_pids+=($!); client_pid=$!
 
 # Follow the guests' logs while waiting; note when the server is up.
 t_server_up=""
+t_abort=""
 shown_server=0; shown_client=0
 while kill -0 "$server_pid" 2>/dev/null || kill -0 "$client_pid" 2>/dev/null; do
     sleep 2
     if [ -z "$t_server_up" ] && [ -e "$share/ctl/server-up" ]; then t_server_up=$(date +%s); fi
+    # An aborted run has failed already. A guest whose NFS mount hangs (a
+    # wedged server) cannot power off: its workload's processes, stuck in
+    # the mount, hold its console pipe open. Waiting for the host timeout
+    # (RUN_TIMEOUT) would only delay the retry, so it gets 90 s.
+    if [ -e "$share/ctl/abort" ]; then
+        t_abort=${t_abort:-$(date +%s)}
+        if [ $(( $(date +%s) - t_abort )) -gt 90 ]; then
+            log "the run aborted (above) and a guest has not powered off 90 s later: stopping it"
+            for f in "$work"/qemu-*.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
+            sleep 2
+        fi
+    fi
     for r in server client; do
         f=$share/out/$r.log
         [ -f "$f" ] || continue
