@@ -579,6 +579,57 @@ fn fixed_copies_stay_in_the_record_and_lose_nothing() {
     }
 }
 
+/// Kernels without BPF cookies (Linux 5.10 of the matrix) copy with
+/// fixed loads too: each per-RPC event the engine reads gets a fixed-copy
+/// slot program of its span's length (`rdma_tpf_<n>_<k>`) and an entry of
+/// its own in `FIXED_SLOT_IDS`, ahead of the dozens of rare events (CM,
+/// errors) that would otherwise take the few programs of each length.
+#[test]
+fn slot_kernels_give_per_rpc_events_fixed_copies() {
+    use rdma_analyzer::sources::ebpf::{Plan, ProbeEvents};
+    for kernel in [
+        "linux-5.10.0-32-amd64",
+        "linux-6.1.0-50-amd64",
+        "linux-6.12.117+deb13-amd64",
+    ] {
+        let set = formats_of(kernel);
+        let plan = Plan::all_of(&set, &SYSTEMS, &[], ProbeEvents::Used);
+        let slots = plan.fixed_slots();
+        assert_eq!(slots.len(), plan.tracepoints.len());
+        let mut entries = std::collections::HashSet::new();
+        let mut fixed = Vec::new();
+        for ((_, ev, copy), slot) in plan.tracepoints.iter().zip(&slots) {
+            let Some((n, entry)) = *slot else {
+                continue;
+            };
+            // The same bytes as the cookie kernels' fixed copy, which
+            // fixed_copies_stay_in_the_record_and_lose_nothing checks.
+            assert_eq!(copy.fixed_copy(), Some(n), "{kernel}: {ev}");
+            assert!(entry < ebpf_common::FIXED_SLOTS, "{kernel}: {ev}");
+            assert_eq!(
+                ebpf_common::fixed_slot(usize::from(n), entry % ebpf_common::FIXED_SLOTS_PER_LEN),
+                Some(entry),
+                "{kernel}: {ev}: entry {entry} is not a program of length {n}"
+            );
+            assert!(entries.insert(entry), "{kernel}: {ev}: entry {entry} twice");
+            fixed.push(ev.as_str());
+        }
+        for ev in FIXED_PER_RPC {
+            if set.by_name("rpcrdma", ev).is_some() {
+                assert!(
+                    fixed.contains(&ev),
+                    "{kernel}: {ev} takes a helper slot program"
+                );
+            }
+        }
+        eprintln!(
+            "{kernel} without cookies: {} of {} attached events copied with fixed loads",
+            fixed.len(),
+            plan.tracepoints.len()
+        );
+    }
+}
+
 /// A ring record as the probe writes it: `data` is the record from `base`.
 fn frame(id: u16, base: usize, data: &[u8]) -> Vec<u8> {
     let mut v = vec![0u8; ebpf_common::HEADER_LEN];

@@ -206,6 +206,36 @@ pub const TP_SLOTS: u32 = 256;
 /// Name of the array (`u64` per slot) userspace fills with each slot
 /// program's [`CopyPlan`] cookie before attaching it.
 pub const MAP_SLOT_IDS: &str = "SLOT_IDS";
+/// Name prefix of the fixed-copy slot programs, for kernels without BPF
+/// cookies: `rdma_tpf_L_K` copies bytes `[8, 8 + L)` of the record with
+/// plain loads, as `rdma_tp_copy_L` does, and reads its event id from
+/// entry [`fixed_slot`]`(L, K)` of [`MAP_FIXED_SLOT_IDS`]. The kernel
+/// refuses a program that loads past the event's last field, so `L` is
+/// in the program, not in the map: one set of [`FIXED_SLOTS_PER_LEN`]
+/// programs per length, `L` a multiple of [`FIXED_SLOT_STEP`] up to
+/// [`FIXED_COPY_MAX`] (every per-RPC span of Linux 5.10 is one).
+pub const PROG_TRACEPOINT_FIXED_SLOT: &str = "rdma_tpf_";
+/// Step between the lengths of the fixed-copy slot programs.
+pub const FIXED_SLOT_STEP: usize = 4;
+/// Fixed-copy slot programs of each length: Linux 5.10's busiest length
+/// (16 bytes) has 8 per-RPC events the analyzer reads (client and server
+/// side together).
+pub const FIXED_SLOTS_PER_LEN: u32 = 8;
+/// Fixed-copy slot programs in the object.
+pub const FIXED_SLOTS: u32 = (FIXED_COPY_MAX / FIXED_SLOT_STEP) as u32 * FIXED_SLOTS_PER_LEN;
+/// Name of the array (`u64` per fixed-copy slot, the event id) userspace
+/// fills before attaching a [`PROG_TRACEPOINT_FIXED_SLOT`] program.
+pub const MAP_FIXED_SLOT_IDS: &str = "FIXED_SLOT_IDS";
+
+/// Entry of [`MAP_FIXED_SLOT_IDS`] of the `k`th slot program of length
+/// `len`; `None` when no such program exists (a length that is not a
+/// multiple of [`FIXED_SLOT_STEP`], or out of range).
+pub const fn fixed_slot(len: usize, k: u32) -> Option<u32> {
+    if len == 0 || len > FIXED_COPY_MAX || len % FIXED_SLOT_STEP != 0 || k >= FIXED_SLOTS_PER_LEN {
+        return None;
+    }
+    Some((len / FIXED_SLOT_STEP - 1) as u32 * FIXED_SLOTS_PER_LEN + k)
+}
 /// Name of the kprobe on `rdma_connect_locked` (client side): copies the
 /// CM private data the caller passes (RFC 8797), which no tracepoint carries.
 pub const PROG_KPROBE_CONNECT: &str = "rdma_connect_pdata";
@@ -437,6 +467,23 @@ mod tests {
         assert_eq!(CopyPlan { hi: 73, ..p }.fixed_copy(), None);
         assert_eq!(CopyPlan { hi: 8, ..p }.fixed_copy(), None);
         assert_eq!(CopyPlan { loc: 24, ..p }.fixed_copy(), None);
+    }
+
+    #[test]
+    fn fixed_slots_are_distinct_and_in_range() {
+        let mut seen = [false; FIXED_SLOTS as usize];
+        for len in (FIXED_SLOT_STEP..=FIXED_COPY_MAX).step_by(FIXED_SLOT_STEP) {
+            for k in 0..FIXED_SLOTS_PER_LEN {
+                let i = fixed_slot(len, k).expect("a program of this length") as usize;
+                assert!(i < seen.len() && !seen[i], "{len} {k} -> {i}");
+                seen[i] = true;
+            }
+        }
+        assert!(seen.iter().all(|&s| s));
+        assert_eq!(fixed_slot(6, 0), None);
+        assert_eq!(fixed_slot(0, 0), None);
+        assert_eq!(fixed_slot(FIXED_COPY_MAX + FIXED_SLOT_STEP, 0), None);
+        assert_eq!(fixed_slot(16, FIXED_SLOTS_PER_LEN), None);
     }
 
     #[test]

@@ -14,6 +14,9 @@
 //!   the record's fixed part from byte 8, `n` bytes long (every per-RPC
 //!   event the analyzer reads), copied with plain loads at constant offsets
 //!   instead of the `bpf_probe_read_kernel` helper. Kernels with cookies.
+//! - `rdma_tpf_L_K`: the same copy of `L` bytes on kernels without cookies,
+//!   the event id read from the program's entry of `FIXED_SLOT_IDS` (`L` a
+//!   multiple of 4, `K` slots of each length).
 //! - [`rdma_connect_pdata`] / [`rdma_accept_pdata`]: kprobes on
 //!   `rdma_connect_locked` and `rdma_accept` that copy the CM private data
 //!   (RFC 8797), which no tracepoint carries.
@@ -35,7 +38,8 @@ mod bpf {
     use aya_ebpf::EbpfContext;
     use ebpf_common::{
         CopyPlan, KprobeId, Record, RecordHeader, RecordKind, COMMON_LEN, DATA_CLASSES,
-        PDATA_MAX, RECORD_VERSION, RING_BYTES, TP_SLOTS,
+        FIXED_SLOTS, FIXED_SLOTS_PER_LEN, FIXED_SLOT_STEP, PDATA_MAX, RECORD_VERSION, RING_BYTES,
+        TP_SLOTS,
     };
 
     #[map(name = "EVENTS")]
@@ -46,6 +50,9 @@ mod bpf {
 
     #[map(name = "SLOT_IDS")]
     static SLOT_IDS: Array<u64> = Array::with_max_entries(TP_SLOTS, 0);
+
+    #[map(name = "FIXED_SLOT_IDS")]
+    static FIXED_SLOT_IDS: Array<u64> = Array::with_max_entries(FIXED_SLOTS, 0);
 
     /// Counts one record that found the ring buffer full.
     #[inline(always)]
@@ -113,6 +120,23 @@ mod bpf {
     fn copy_fixed<const L: usize, const R: usize>(ctx: &TracePointContext) -> u32 {
         // SAFETY: the helper only reads the program's own run context.
         let id = CopyPlan::from_cookie(unsafe { bpf_get_attach_cookie(ctx.as_ptr()) }).event_id;
+        emit_fixed::<L, R>(ctx, id)
+    }
+
+    /// [`copy_fixed`] without cookies: the event id is in entry `slot` of
+    /// `FIXED_SLOT_IDS`, where userspace put it before attaching.
+    #[inline(always)]
+    fn copy_fixed_slot<const L: usize, const R: usize>(ctx: &TracePointContext, slot: u32) -> u32 {
+        let Some(&id) = FIXED_SLOT_IDS.get(slot) else {
+            return 1;
+        };
+        emit_fixed::<L, R>(ctx, id as u16)
+    }
+
+    /// Reserves a record of `R` bytes of data, copies bytes `[8, 8 + L)` of
+    /// the tracepoint's record into it and submits it as event `id`.
+    #[inline(always)]
+    fn emit_fixed<const L: usize, const R: usize>(ctx: &TracePointContext, id: u16) -> u32 {
         let Some(mut entry) = EVENTS.reserve::<Record<R>>(0) else {
             count_lost();
             return 0;
@@ -177,6 +201,24 @@ mod bpf {
         1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32
         33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64
     );
+
+    // FIXED_SLOTS_PER_LEN programs of each length that is a multiple of
+    // FIXED_SLOT_STEP, the entry of each as `ebpf_common::fixed_slot` says.
+    macro_rules! fixed_slot_programs {
+        ($($n:literal)*) => { $( fixed_slot_programs!(@len $n 0 1 2 3 4 5 6 7); )* };
+        (@len $n:literal $($k:literal)*) => { paste::paste! { $(
+            #[tracepoint]
+            pub fn [<rdma_tpf_ $n _ $k>](ctx: TracePointContext) -> u32 {
+                const SLOT: u32 = ($n / FIXED_SLOT_STEP as u32 - 1) * FIXED_SLOTS_PER_LEN + $k;
+                copy_fixed_slot::<$n, { ($n + 7) / 8 * 8 }>(&ctx, SLOT)
+            }
+        )* } };
+    }
+
+    // Lengths FIXED_SLOT_STEP to FIXED_COPY_MAX; `@len` lists
+    // FIXED_SLOTS_PER_LEN slots.
+    fixed_slot_programs!(4 8 12 16 20 24 28 32 36 40 44 48 52 56 60 64);
+    const _: () = assert!(FIXED_SLOTS_PER_LEN == 8 && FIXED_SLOT_STEP == 4);
 
     /// Does nothing: `ebpf-probes/bench.sh` attaches it in place of
     /// [`rdma_tracepoint`] (`RDMA_ANALYZER_BENCH_FLOOR=1`) to measure what

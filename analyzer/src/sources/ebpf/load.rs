@@ -196,51 +196,72 @@ fn attach_with_cookies(
     Ok(links)
 }
 
-/// Kernels without BPF cookies: each tracepoint of `plan` gets a slot
-/// program of its own, which finds the tracepoint's id in its slot of
-/// `SLOT_IDS`. The links live in `ebpf`.
+/// Kernels without BPF cookies: each tracepoint of `plan` gets a program of
+/// its own, which finds what to copy in its slot of a map: a fixed-copy
+/// slot program where [`Plan::fixed_slots`] gives one (its event id in
+/// `FIXED_SLOT_IDS`), else a slot program that copies through the helper
+/// (its plan in `SLOT_IDS`). The links live in `ebpf`.
 ///
 /// # Errors
-/// The slot map or programs are not in the object, or do not load.
+/// The slot maps or programs are not in the object, or do not load.
 fn attach_slots(
     ebpf: &mut aya::Ebpf,
     plan: &Plan,
     attached: &mut Vec<String>,
     missing: &mut Vec<Missing>,
 ) -> Result<(), String> {
-    let mut wanted = Vec::new();
-    for (sys, ev, copy) in &plan.tracepoints {
-        if wanted.len() == ebpf_common::TP_SLOTS as usize {
-            missing.push(Missing {
-                what: format!("{sys}:{ev}"),
-                why: format!(
-                    "no program slot left: this kernel has no BPF cookies (Linux 5.15 added them), so each tracepoint takes one of {} programs",
-                    ebpf_common::TP_SLOTS
-                ),
-            });
-        } else {
-            wanted.push((sys, ev, *copy));
-        }
+    // The benchmark's configurations, as with cookies (attach_with_cookies).
+    let floor = std::env::var_os("RDMA_ANALYZER_BENCH_FLOOR").is_some();
+    let helper_only = std::env::var_os("RDMA_ANALYZER_BENCH_HELPER_COPY").is_some();
+    let fixed = if floor || helper_only {
+        vec![None; plan.tracepoints.len()]
+    } else {
+        plan.fixed_slots()
+    };
+    let mut helper = Vec::new();
+    let mut programs = Vec::new();
+    for ((sys, ev, copy), fixed) in plan.tracepoints.iter().zip(fixed) {
+        let name = match fixed {
+            _ if floor => ebpf_common::PROG_TRACEPOINT_FLOOR.to_string(),
+            Some((n, entry)) => {
+                let k = entry % ebpf_common::FIXED_SLOTS_PER_LEN;
+                set_slot(
+                    ebpf,
+                    ebpf_common::MAP_FIXED_SLOT_IDS,
+                    entry,
+                    u64::from(copy.event_id),
+                )?;
+                format!("{}{n}_{k}", ebpf_common::PROG_TRACEPOINT_FIXED_SLOT)
+            }
+            None if helper.len() == ebpf_common::TP_SLOTS as usize => {
+                missing.push(Missing {
+                    what: format!("{sys}:{ev}"),
+                    why: format!(
+                        "no program slot left: this kernel has no BPF cookies (Linux 5.15 added them), so each tracepoint takes one of {} programs",
+                        ebpf_common::TP_SLOTS
+                    ),
+                });
+                continue;
+            }
+            None => {
+                let slot = helper.len() as u32;
+                helper.push(slot);
+                set_slot(ebpf, ebpf_common::MAP_SLOT_IDS, slot, copy.to_cookie())?;
+                format!("{}{slot}", ebpf_common::PROG_TRACEPOINT_SLOT)
+            }
+        };
+        programs.push((sys, ev, name));
     }
-    {
-        let map = ebpf
-            .map_mut(ebpf_common::MAP_SLOT_IDS)
-            .ok_or_else(|| format!("no map {}", ebpf_common::MAP_SLOT_IDS))?;
-        let mut ids: aya::maps::Array<_, u64> =
-            aya::maps::Array::try_from(map).map_err(|e| chain(&e))?;
-        for (slot, (_, _, copy)) in wanted.iter().enumerate() {
-            ids.set(slot as u32, copy.to_cookie(), 0)
-                .map_err(|e| chain(&e))?;
-        }
-    }
-    for (slot, (sys, ev, _)) in wanted.into_iter().enumerate() {
-        let name = format!("{}{slot}", ebpf_common::PROG_TRACEPOINT_SLOT);
+    for (sys, ev, name) in programs {
         let prog: &mut aya::programs::TracePoint = ebpf
             .program_mut(&name)
             .ok_or_else(|| format!("no program {name}"))?
             .try_into()
             .map_err(|e: aya::programs::ProgramError| chain(&e))?;
-        prog.load().map_err(|e| chain(&e))?;
+        // The floor's one program serves every tracepoint: loaded once.
+        if prog.fd().is_err() {
+            prog.load().map_err(|e| chain(&e))?;
+        }
         match prog.attach(sys, ev) {
             Ok(_) => attached.push(format!("{sys}:{ev}")),
             Err(e) => missing.push(Missing {
@@ -250,6 +271,13 @@ fn attach_slots(
         }
     }
     Ok(())
+}
+
+/// Writes `value` to entry `slot` of the `u64` array `map`.
+fn set_slot(ebpf: &mut aya::Ebpf, map: &str, slot: u32, value: u64) -> Result<(), String> {
+    let m = ebpf.map_mut(map).ok_or_else(|| format!("no map {map}"))?;
+    let mut ids: aya::maps::Array<_, u64> = aya::maps::Array::try_from(m).map_err(|e| chain(&e))?;
+    ids.set(slot, value, 0).map_err(|e| chain(&e))
 }
 
 /// The kprobes that read the CM private data (RFC 8797) of

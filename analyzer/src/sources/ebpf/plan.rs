@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use ebpf_common::CopyPlan;
 
 use super::decode::Compiled;
-use super::events::wanted;
+use super::events::{row_of, wanted};
 use super::format::{Field, Format, FormatSet};
 use crate::engine::kernel::event::Use;
 
@@ -132,5 +132,44 @@ impl Plan {
             left_out,
             absent_systems: absent.to_vec(),
         }
+    }
+
+    /// On a kernel without BPF cookies, the fixed-copy slot program of each
+    /// of [`Plan::tracepoints`] (same order): `Some((n, entry))` for
+    /// `rdma_tpf_<n>_<k>`, whose event id goes to `entry` of
+    /// [`ebpf_common::MAP_FIXED_SLOT_IDS`]; `None` where the tracepoint
+    /// takes a slot program that copies through the helper (a string to
+    /// follow, a span past [`ebpf_common::FIXED_COPY_MAX`] or not a
+    /// multiple of [`ebpf_common::FIXED_SLOT_STEP`], or no program of its
+    /// length left).
+    ///
+    /// There are few programs of each length, and the rare events (CM,
+    /// errors: dozens on Linux 5.10, most of one length) would take them
+    /// before the per-RPC ones in the plan's order, so the events the
+    /// engine reads (the client's and the server's) choose first.
+    pub fn fixed_slots(&self) -> Vec<Option<(u16, u32)>> {
+        let mut out = vec![None; self.tracepoints.len()];
+        // Programs taken, by length.
+        let mut used = std::collections::BTreeMap::new();
+        let read = |sys: &str, ev: &str| row_of(sys, ev).use_ != Use::Counted;
+        let order = (0..self.tracepoints.len()).filter(|&i| {
+            let (sys, ev, _) = &self.tracepoints[i];
+            read(sys, ev)
+        });
+        let rest = (0..self.tracepoints.len()).filter(|&i| {
+            let (sys, ev, _) = &self.tracepoints[i];
+            !read(sys, ev)
+        });
+        for i in order.chain(rest) {
+            let Some(n) = self.tracepoints[i].2.fixed_copy() else {
+                continue;
+            };
+            let taken = used.entry(n).or_insert(0u32);
+            if let Some(entry) = ebpf_common::fixed_slot(usize::from(n), *taken) {
+                *taken += 1;
+                out[i] = Some((n, entry));
+            }
+        }
+        out
     }
 }
