@@ -88,6 +88,9 @@ esac
 hook=$(mktemp -d /tmp/rdma-probes-hook.XXXXXX)
 trap 'rm -rf "$hook"' EXIT
 cp ebpf-probes/lab-hook/*.sh "$hook/"
+# LAB_RECORD=1: each guest's analyzer also runs the flight recorder and
+# dumps the whole run (DIR/details/SC/hook-*/record/), for replays.
+if [ "${LAB_RECORD:-0}" = 1 ]; then touch "$hook/record"; fi
 cp "$bin" "$hook/rdma-analyzer"
 
 # compare KERNEL FABRIC DIR: the comparison of one fabric's lab results.

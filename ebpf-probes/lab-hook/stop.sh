@@ -9,8 +9,10 @@ pid=$(cat "$pidf"); rm -f "$pidf"
 sleep 1   # let the last completions and invalidations arrive
 # The recorder's dump of the whole run (start.sh's --record): the trigger is
 # taken on the next tick, and the end of the run writes the dump it began.
-kill -USR1 "$pid" 2>/dev/null
-sleep 0.5
+if [ -e "$LAB_HOOK_DIR/record" ]; then
+    kill -USR1 "$pid" 2>/dev/null
+    sleep 0.5
+fi
 kill -TERM "$pid" 2>/dev/null
 for _ in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
 kill -0 "$pid" 2>/dev/null && { echo "analyzer did not stop; killing"; kill -9 "$pid"; }

@@ -33,6 +33,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::IpAddr;
 
 use rdma_dissectors::ib::aeth::{AckKind, NakCode};
+use rdma_dissectors::ib::bth::Position;
 use rdma_dissectors::stack::{self, Dissection};
 use serde::Serialize;
 
@@ -213,13 +214,29 @@ impl Sink for DeviceWire {
         }
         self.recent.push_back((f.number, src, dst, bth.psn.get()));
         let nak = d.aeth().map(|a| a.kind());
+        let psn = bth.psn.get();
+        let mut resent_packet = false;
         if let Some(h) = self.host(src) {
             h.sent += 1;
-            // The engine marks a retransmission after this, on this frame;
-            // a request not marked ends the run.
+            // The engine marks a retransmission after this, on this frame,
+            // once per message (on its first packet). The packets after it
+            // in a message sent again are duplicates too, and rxe counts
+            // each (`duplicate_request` is per packet): one that goes on
+            // from the packet just sent again continues it. Any other
+            // request ends the run.
             if request {
+                resent_packet = h.cur_resent
+                    && matches!(
+                        bth.opcode.position(),
+                        Some(Position::Middle | Position::Last)
+                    )
+                    && h.last_resent_psn
+                        .is_some_and(|p| psn == (p + 1) & 0x00ff_ffff);
                 h.prev_resent = h.cur_resent;
-                h.cur_resent = false;
+                h.cur_resent = resent_packet;
+                if resent_packet {
+                    h.last_resent_psn = Some(psn);
+                }
             }
             if matches!(nak, Some(AckKind::RnrNak { .. })) {
                 h.rnr_out += 1;
@@ -227,6 +244,9 @@ impl Sink for DeviceWire {
         }
         if let Some(h) = self.host(dst) {
             h.rcvd += 1;
+            if resent_packet {
+                h.dup_in += 1;
+            }
             match nak {
                 Some(AckKind::RnrNak { .. }) => h.rnr_in += 1,
                 Some(AckKind::Nak(NakCode::PsnSequenceError)) => h.seq_naks_in += 1,
