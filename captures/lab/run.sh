@@ -278,7 +278,7 @@ while kill -0 "$server_pid" 2>/dev/null || kill -0 "$client_pid" 2>/dev/null; do
         t_abort=${t_abort:-$(date +%s)}
         if [ $(( $(date +%s) - t_abort )) -gt 90 ]; then
             log "the run aborted (above) and a guest has not powered off 90 s later: stopping it"
-            for f in "$work"/qemu-*.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
+            for f in "$work"/qemu-*.pid; do [ -f "$f" ] && { kill "$(cat "$f")" 2>/dev/null || true; }; done
             sleep 2
         fi
     fi
