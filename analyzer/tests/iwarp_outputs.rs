@@ -204,39 +204,46 @@ fn parquet_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// Every record batch of the Parquet files under `dir`.
+fn batches(dir: &Path) -> Vec<arrow_array::RecordBatch> {
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    parquet_files(dir)
+        .into_iter()
+        .flat_map(|f| {
+            let file = std::fs::File::open(&f).expect("open Parquet");
+            ParquetRecordBatchReaderBuilder::try_new(file)
+                .expect("a Parquet file")
+                .build()
+                .expect("a reader")
+                .map(|b| b.expect("a batch"))
+        })
+        .collect()
+}
+
 /// Each connection row's fabric and its congestion's (cnps, fecn, becn).
 type CongestionRow = (String, [Option<i64>; 3]);
 
 fn connection_rows(dir: &Path) -> Vec<CongestionRow> {
     use arrow_array::{Array, Int64Array, StringArray, StructArray};
-    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     let mut out = Vec::new();
-    for f in parquet_files(&dir.join("connections")) {
-        let file = std::fs::File::open(&f).expect("open Parquet");
-        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-            .expect("a Parquet file")
-            .build()
-            .expect("a reader");
-        for batch in reader {
-            let batch = batch.expect("a batch");
-            let fabric = batch.column_by_name("fabric").expect("fabric");
-            let fabric = fabric.as_any().downcast_ref::<StringArray>().expect("text");
-            let g = batch.column_by_name("congestion").expect("congestion");
-            let g = g.as_any().downcast_ref::<StructArray>().expect("struct");
-            let col = |k: &str| {
-                g.column_by_name(k)
-                    .unwrap_or_else(|| panic!("congestion.{k}"))
-                    .as_any()
-                    .downcast_ref::<Int64Array>()
-                    .expect("Int64")
-                    .clone()
-            };
-            let (c, f, b) = (col("cnps"), col("fecn"), col("becn"));
-            let at = |a: &Int64Array, i: usize| (!a.is_null(i)).then(|| a.value(i));
-            for i in 0..batch.num_rows() {
-                let row = [at(&c, i), at(&f, i), at(&b, i)];
-                out.push((fabric.value(i).to_string(), row));
-            }
+    for batch in batches(&dir.join("connections")) {
+        let fabric = batch.column_by_name("fabric").expect("fabric");
+        let fabric = fabric.as_any().downcast_ref::<StringArray>().expect("text");
+        let g = batch.column_by_name("congestion").expect("congestion");
+        let g = g.as_any().downcast_ref::<StructArray>().expect("struct");
+        let col = |k: &str| {
+            g.column_by_name(k)
+                .unwrap_or_else(|| panic!("congestion.{k}"))
+                .as_any()
+                .downcast_ref::<Int64Array>()
+                .expect("Int64")
+                .clone()
+        };
+        let (c, f, b) = (col("cnps"), col("fecn"), col("becn"));
+        let at = |a: &Int64Array, i: usize| (!a.is_null(i)).then(|| a.value(i));
+        for i in 0..batch.num_rows() {
+            let row = [at(&c, i), at(&f, i), at(&b, i)];
+            out.push((fabric.value(i).to_string(), row));
         }
     }
     out
@@ -375,48 +382,39 @@ type IwarpFrameRow = (i64, Option<String>, Vec<(String, Option<u32>)>);
 
 fn iwarp_frame_rows(dir: &Path) -> Vec<IwarpFrameRow> {
     use arrow_array::{Array, Int64Array, ListArray, StringArray, StructArray, UInt32Array};
-    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     let mut out = Vec::new();
-    for f in parquet_files(&dir.join("frames")) {
-        let file = std::fs::File::open(&f).expect("open Parquet");
-        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-            .expect("a Parquet file")
-            .build()
-            .expect("a reader");
-        for batch in reader {
-            let batch = batch.expect("a batch");
-            let frame = batch.column_by_name("frame").expect("frame");
-            let frame = frame.as_any().downcast_ref::<Int64Array>().expect("Int64");
-            let iw = batch.column_by_name("iwarp").expect("an iwarp column");
-            let iw = iw.as_any().downcast_ref::<StructArray>().expect("struct");
-            let kind = iw.column_by_name("kind").expect("kind");
-            let kind = kind.as_any().downcast_ref::<StringArray>().expect("text");
-            let fpdus = iw.column_by_name("fpdus").expect("fpdus");
-            let fpdus = fpdus.as_any().downcast_ref::<ListArray>().expect("list");
-            for i in 0..batch.num_rows() {
-                let k = (!iw.is_null(i) && !kind.is_null(i)).then(|| kind.value(i).to_string());
-                let mut list = Vec::new();
-                if !iw.is_null(i) && !fpdus.is_null(i) {
-                    let items = fpdus.value(i);
-                    let items = items.as_any().downcast_ref::<StructArray>().expect("FPDUs");
-                    let rdmap = items.column_by_name("rdmap").expect("rdmap");
-                    let rdmap = rdmap
-                        .as_any()
-                        .downcast_ref::<StructArray>()
-                        .expect("struct");
-                    let op = rdmap.column_by_name("opcode_name").expect("opcode_name");
-                    let op = op.as_any().downcast_ref::<StringArray>().expect("text");
-                    let r = items.column_by_name("rpcrdma").expect("rpcrdma");
-                    let r = r.as_any().downcast_ref::<StructArray>().expect("struct");
-                    let xid = r.column_by_name("xid").expect("xid");
-                    let xid = xid.as_any().downcast_ref::<UInt32Array>().expect("UInt32");
-                    for j in 0..items.len() {
-                        let x = (!r.is_null(j) && !xid.is_null(j)).then(|| xid.value(j));
-                        list.push((op.value(j).to_string(), x));
-                    }
+    for batch in batches(&dir.join("frames")) {
+        let frame = batch.column_by_name("frame").expect("frame");
+        let frame = frame.as_any().downcast_ref::<Int64Array>().expect("Int64");
+        let iw = batch.column_by_name("iwarp").expect("an iwarp column");
+        let iw = iw.as_any().downcast_ref::<StructArray>().expect("struct");
+        let kind = iw.column_by_name("kind").expect("kind");
+        let kind = kind.as_any().downcast_ref::<StringArray>().expect("text");
+        let fpdus = iw.column_by_name("fpdus").expect("fpdus");
+        let fpdus = fpdus.as_any().downcast_ref::<ListArray>().expect("list");
+        for i in 0..batch.num_rows() {
+            let k = (!iw.is_null(i) && !kind.is_null(i)).then(|| kind.value(i).to_string());
+            let mut list = Vec::new();
+            if !iw.is_null(i) && !fpdus.is_null(i) {
+                let items = fpdus.value(i);
+                let items = items.as_any().downcast_ref::<StructArray>().expect("FPDUs");
+                let rdmap = items.column_by_name("rdmap").expect("rdmap");
+                let rdmap = rdmap
+                    .as_any()
+                    .downcast_ref::<StructArray>()
+                    .expect("struct");
+                let op = rdmap.column_by_name("opcode_name").expect("opcode_name");
+                let op = op.as_any().downcast_ref::<StringArray>().expect("text");
+                let r = items.column_by_name("rpcrdma").expect("rpcrdma");
+                let r = r.as_any().downcast_ref::<StructArray>().expect("struct");
+                let xid = r.column_by_name("xid").expect("xid");
+                let xid = xid.as_any().downcast_ref::<UInt32Array>().expect("UInt32");
+                for j in 0..items.len() {
+                    let x = (!r.is_null(j) && !xid.is_null(j)).then(|| xid.value(j));
+                    list.push((op.value(j).to_string(), x));
                 }
-                out.push((frame.value(i), k, list));
             }
+            out.push((frame.value(i), k, list));
         }
     }
     out.sort_by_key(|r| r.0);
@@ -579,7 +577,6 @@ fn ird_ord_are_kept_on_the_connection() {
 
     // The Parquet connections table: the same struct.
     use arrow_array::{Array, StructArray, UInt16Array};
-    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     let out = d.join("ds");
     let o = Command::new(BIN)
         .args(["export", "--host", "h1", "--out"])
@@ -588,14 +585,9 @@ fn ird_ord_are_kept_on_the_connection() {
         .output()
         .expect("run export");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let files = parquet_files(&out.join("connections"));
-    let file = std::fs::File::open(&files[0]).expect("open Parquet");
-    let batch = ParquetRecordBatchReaderBuilder::try_new(file)
-        .expect("a Parquet file")
-        .build()
-        .expect("a reader")
+    let batch = batches(&out.join("connections"))
+        .into_iter()
         .next()
-        .expect("a batch")
         .expect("a batch");
     let iw = batch.column_by_name("iwarp").expect("an iwarp column");
     let iw = iw.as_any().downcast_ref::<StructArray>().expect("struct");
