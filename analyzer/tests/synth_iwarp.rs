@@ -148,6 +148,27 @@ fn tshark_agrees_with_the_generator() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Reads `path` through the engine: its transactions, the messages of its
+/// CRC, framing and DDP findings, and the run.
+fn read_counting(path: &Path) -> (u64, Vec<String>, analyze::Run) {
+    let mut txns = 0u64;
+    let mut bad = Vec::new();
+    let run = analyze::run_file(path, Config::default(), |f| match f {
+        Finding::Transaction(_) => txns += 1,
+        Finding::Anomaly(a)
+            if matches!(
+                a.kind,
+                Kind::MpaCrcMismatch | Kind::Malformed | Kind::IwarpViolation
+            ) =>
+        {
+            bad.push(a.message.clone())
+        }
+        _ => {}
+    })
+    .unwrap();
+    (txns, bad, run)
+}
+
 /// The engine reads a generated capture whole, whichever of markers and
 /// CRCs the two ends asked for: every transaction the sidecar says a reader
 /// can put together, and no CRC, framing or DDP finding (the generator
@@ -167,21 +188,7 @@ fn the_engine_reads_generated_captures_whole() {
         let (sum, bytes) = generate_iwarp(&o, Vec::new()).unwrap();
         let path = dir.join(format!("m{markers}-c{crc}.pcap"));
         std::fs::write(&path, bytes).unwrap();
-        let mut txns = 0u64;
-        let mut bad = Vec::new();
-        let run = analyze::run_file(&path, Config::default(), |f| match f {
-            Finding::Transaction(_) => txns += 1,
-            Finding::Anomaly(a)
-                if matches!(
-                    a.kind,
-                    Kind::MpaCrcMismatch | Kind::Malformed | Kind::IwarpViolation
-                ) =>
-            {
-                bad.push(a.message.clone())
-            }
-            _ => {}
-        })
-        .unwrap();
+        let (txns, bad, run) = read_counting(&path);
         let what = format!("markers {markers}, crc {crc}");
         assert!(bad.is_empty(), "{what}: {bad:#?}");
         assert_eq!(txns, sum.transactions, "{what}");
@@ -213,21 +220,7 @@ fn the_engine_finds_the_markers_of_a_mid_stream_capture() {
         let (sum, bytes) = generate_iwarp(&o, Vec::new()).unwrap();
         let path = dir.join(format!("mid-c{crc}.pcap"));
         std::fs::write(&path, bytes).unwrap();
-        let mut replies = 0u64;
-        let mut bad = Vec::new();
-        let run = analyze::run_file(&path, Config::default(), |f| match f {
-            Finding::Transaction(_) => replies += 1,
-            Finding::Anomaly(a)
-                if matches!(
-                    a.kind,
-                    Kind::MpaCrcMismatch | Kind::Malformed | Kind::IwarpViolation
-                ) =>
-            {
-                bad.push(a.message.clone())
-            }
-            _ => {}
-        })
-        .unwrap();
+        let (replies, bad, run) = read_counting(&path);
         assert!(bad.is_empty(), "crc {crc}: {bad:#?}");
         let fpdus: usize = sum.directions.iter().map(|d| d.fpdus.len()).sum();
         let iw = &run.engine.state().totals.iwarp;
