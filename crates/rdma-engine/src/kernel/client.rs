@@ -31,6 +31,10 @@ pub(super) struct ClientCall {
     segs: Vec<SegmentUse>,
     sent_ts: Option<u64>,
     reply: Option<(u64, u64, u32)>, // (seq, ts, credits)
+    /// Where the analyzer's clock stood when the reply was read: the give-up
+    /// (`stats_give_up_ns`) counts from here, so records read late (an
+    /// analyzer behind its inputs) still find their task's end.
+    reply_read_at: u64,
     deadline: u64,
     remote_inv: Option<u32>,
     name: Option<RpcName>,
@@ -336,6 +340,7 @@ impl Correlator {
                     *self.answered.entry(xid).or_insert(0) += 1;
                 }
                 c.reply = Some((seq, ts, credits));
+                c.reply_read_at = ts.max(self.tick_now);
                 c.deadline = ts.saturating_add(grace);
                 let base = c.marshal.map_or(ts, |m| m.1);
                 let what = StepWhat::Reply { credits };
@@ -462,7 +467,8 @@ impl Correlator {
     /// Whether the answered call `c` is done at `now`: its grace period
     /// is over and, when `rpc_stats_latency` events flow, its task ended,
     /// or the kernel's later records show it waited `stats_wait_ns` in
-    /// vain, or none came for `stats_give_up_ns` of the analyzer's ticks.
+    /// vain, or none came for `stats_give_up_ns` of the analyzer's ticks
+    /// after the reply was read.
     fn client_due(&self, c: &ClientCall, now: u64) -> bool {
         let Some((_, reply_ts, _)) = c.reply else {
             return false;
@@ -473,7 +479,10 @@ impl Correlator {
                 .first_reply_ts
                 .is_some_and(|f| self.probe_now <= f.saturating_add(wait));
         let waited = reply_ts.saturating_add(wait) < self.probe_now
-            || reply_ts.saturating_add(self.cfg.stats_give_up_ns) < self.tick_now;
+            || c.reply_read_at
+                .max(reply_ts)
+                .saturating_add(self.cfg.stats_give_up_ns)
+                < self.tick_now;
         c.deadline < now && (c.ended || !may_flow || waited)
     }
 

@@ -1235,3 +1235,43 @@ fn a_task_end_that_never_comes_is_given_up_by_records_or_ticks() {
     assert!(!c.holds_answered(2));
     assert_eq!(c.tracked(), 0);
 }
+
+/// The lab's siw parallel run under host load (session 9): the live
+/// analyzer read the guest's records seconds after the kernel wrote them,
+/// so its ticks ran more than `stats_give_up_ns` ahead of the reply's
+/// stamp when the reply was read. The task's end, 86 ms later in the
+/// kernel and read right after, still finds its call: the give-up counts
+/// from when the reply was read.
+#[test]
+fn records_read_late_still_find_their_tasks_end() {
+    let cfg = CorrelateConfig::default();
+    let mut c = Correlator::new(cfg);
+    let (mut out, mut ids) = (Found::default(), ConnIds::default());
+    let behind = cfg.stats_give_up_ns + 5_000_000_000;
+    c.tick(&mut ids, REPLY_TS - 1_000_000_000 + behind, &mut out.sink());
+    stalled_guest_setup(&mut c, &mut ids, &mut out);
+    c.tick(&mut ids, REPLY_TS + behind + 100_000_000, &mut out.sink());
+    assert_eq!(xid2_rtt(&out), None, "held for its task's end");
+    let end_ts = REPLY_TS + 86_000_000;
+    c.handle(&mut ids, &p(6, end_ts, 1, rpc_stats(T, 2)), &mut out.sink());
+    c.tick(&mut ids, REPLY_TS + behind + 200_000_000, &mut out.sink());
+    assert_eq!(xid2_rtt(&out), Some(Some(45_000)));
+    // A task's end that never comes is still given up, on the same clock.
+    let mut c = Correlator::new(cfg);
+    let (mut out, mut ids) = (Found::default(), ConnIds::default());
+    c.tick(&mut ids, REPLY_TS + behind, &mut out.sink());
+    stalled_guest_setup(&mut c, &mut ids, &mut out);
+    c.tick(
+        &mut ids,
+        REPLY_TS + behind + cfg.stats_give_up_ns,
+        &mut out.sink(),
+    );
+    assert_eq!(xid2_rtt(&out), None);
+    c.tick(
+        &mut ids,
+        REPLY_TS + behind + cfg.stats_give_up_ns + 1,
+        &mut out.sink(),
+    );
+    assert_eq!(xid2_rtt(&out), Some(None));
+    assert_eq!(c.tracked(), 0);
+}
