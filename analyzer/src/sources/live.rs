@@ -236,6 +236,13 @@ fn missing(m: &ebpf::Missing) -> MissingProbe {
 const TICK_EVERY: Duration = Duration::from_millis(100);
 /// Longest a pump waits for probe records.
 const POLL_MS: i32 = 20;
+/// Longest one pump spends on either input before it turns to the other
+/// and to its ticks. Without a bound an engine slower than the traffic
+/// (a debug build in a TCG guest under 96 writers) took frames until the
+/// traffic stopped: the probe records waited in their ring for the whole
+/// burst, no wire view met its probe view, and calls were given up
+/// before their task's end was read.
+const INPUT_BUDGET: Duration = Duration::from_millis(20);
 /// How often the loss counters in [`Progress`] are refreshed (reading the
 /// probes' is a system call).
 const COUNTERS_EVERY: Duration = Duration::from_secs(1);
@@ -262,6 +269,9 @@ pub struct LiveInputs {
     notices: Vec<Notice>,
     last_tick: Instant,
     last_counters: Option<Instant>,
+    /// An input still had work when its budget ran out: the next pump
+    /// does not wait.
+    backlog: bool,
     stopping: bool,
     ended: bool,
     progress: Progress,
@@ -289,6 +299,7 @@ impl LiveInputs {
             notices: Vec::new(),
             last_tick: Instant::now(),
             last_counters: None,
+            backlog: false,
             stopping: false,
             ended: false,
             progress: Progress::default(),
@@ -389,14 +400,22 @@ impl LiveInputs {
         if let Some(c) = self.capture.as_ref() {
             fds.push(c.wake.fd());
         }
-        sys::poll_any(&fds, wait_ms);
+        sys::poll_any(&fds, if self.backlog { 0 } else { wait_ms });
         if let Some(c) = self.capture.as_ref() {
             c.wake.clear();
         }
+        self.backlog = false;
         if let Some((set, dec)) = self.probes.as_mut() {
-            drain_probes(set, dec, &mut self.stats, &mut self.progress, emit);
+            let until = Some(Instant::now() + INPUT_BUDGET);
+            self.backlog |=
+                drain_probes(set, dec, &mut self.stats, &mut self.progress, until, emit);
         }
+        let until = Instant::now() + INPUT_BUDGET;
         while let Some(c) = self.capture.as_ref() {
+            if Instant::now() >= until {
+                self.backlog = true;
+                break;
+            }
             match c.try_recv() {
                 Ok(m) => {
                     if self.on_capture(m, emit) {
@@ -486,6 +505,7 @@ impl LiveInputs {
                 &mut dec,
                 &mut self.stats,
                 &mut self.progress,
+                None,
                 emit,
             );
             self.stats.lost_in_kernel = set.lost();
@@ -507,27 +527,33 @@ impl LiveInputs {
     }
 }
 
-/// Decodes every record waiting in the ring into `emit`, counting what
-/// does not decode.
+/// Decodes the records waiting in the ring into `emit`, counting what
+/// does not decode, until the ring is empty or `until` passes; true when
+/// records were left for the next pump.
 fn drain_probes(
     set: &mut ProbeSet,
     dec: &mut Decoder,
     stats: &mut LiveStats,
     progress: &mut Progress,
+    until: Option<Instant>,
     emit: &mut dyn FnMut(Event<'_>) -> Flow,
-) {
+) -> bool {
     let (errors, first) = (&mut stats.decode_errors, &mut stats.first_decode_error);
-    let n = set.drain(|raw| match dec.decode(raw) {
-        Ok(p) => {
-            let _ = emit(Event::Probe(&p));
-        }
-        Err(e) => {
-            *errors += 1;
-            first.get_or_insert_with(|| e.to_string());
-        }
-    });
+    let (n, more) = set.drain(
+        |raw| match dec.decode(raw) {
+            Ok(p) => {
+                let _ = emit(Event::Probe(&p));
+            }
+            Err(e) => {
+                *errors += 1;
+                first.get_or_insert_with(|| e.to_string());
+            }
+        },
+        || until.is_some_and(|u| Instant::now() >= u),
+    );
     stats.records += n;
     progress.frames += n;
+    more
 }
 
 impl Source for LiveInputs {

@@ -105,6 +105,20 @@ pub fn inject_loop(iface: String, pcap: PathBuf, stop: Arc<AtomicBool>, sent: Ar
     }
 }
 
+/// Sends `pcap`'s frames out of `iface` in a loop as fast as the veth
+/// takes them, until `stop`; counts them.
+pub fn flood(iface: String, pcap: PathBuf, stop: Arc<AtomicBool>, sent: Arc<AtomicU64>) {
+    let mut out = injector(&iface);
+    let frames = frames_of(&pcap);
+    while !stop.load(Ordering::Relaxed) {
+        for f in &frames {
+            if out.sendpacket(f.as_slice()).is_ok() {
+                sent.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
 /// Waits until the text of `file` contains `what` (within `limit`);
 /// returns the text.
 pub fn wait_for_text(file: &Path, what: &str, limit: Duration) -> String {
