@@ -539,7 +539,7 @@ fn in_flight_row(
                         &mut detail,
                         format_args!(
                             "; the kernel's own rtt (mountstats) averages {} µs above the wire's",
-                            above as i64 / 1000
+                            above / 1000
                         ),
                     );
                 }
