@@ -407,6 +407,11 @@ impl Engine {
         if let (Event::Tick(ts_ns), Some(m)) = (event, self.merger.as_mut()) {
             m.advance(ts_ns);
         }
+        match (event, self.merger.as_mut()) {
+            (Event::Frame(f), Some(m)) => m.saw(true, f.ts_ns),
+            (Event::Probe(p), Some(m)) => m.saw(false, p.meta.ts_ns),
+            _ => {}
+        }
         self.merge_found(from, out);
         let Some(m) = self.merger.as_mut() else {
             return;

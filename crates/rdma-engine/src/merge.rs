@@ -43,9 +43,43 @@ impl Default for MergeConfig {
     }
 }
 
+/// A stream settles an XID once its own stamps are this far past the
+/// XID's: its view of the call (the wire's reply, the kernel's reply
+/// record) would have come. The two stamp one reply at most 23 ms apart
+/// in the lab.
+const SETTLE_NS: u64 = 250_000_000;
+/// A stream with nothing for this long (of ticks) has nothing waiting
+/// either: the live source turns to each input every pump.
+const IDLE_NS: u64 = 1_000_000_000;
+/// The longest an XID waits for a stream that lags (ticks).
+const MAX_WAIT_NS: u64 = 10_000_000_000;
+
+/// How far one input (the capture, or the probes) has come.
+#[derive(Debug, Default, Clone, Copy)]
+struct Stream {
+    /// Its latest stamp; 0 while it has sent nothing.
+    stamp_ns: u64,
+    /// The tick time its latest item came at.
+    at_ns: u64,
+}
+
+impl Stream {
+    /// Whether its view of a call stamped `ts_ns` may still be on its way:
+    /// it runs, its stamps have not passed the call's, and it is not idle.
+    fn behind(&self, ts_ns: u64, now_ns: u64) -> bool {
+        self.stamp_ns != 0
+            && self.stamp_ns < ts_ns.saturating_add(SETTLE_NS)
+            && now_ns.saturating_sub(self.at_ns) < IDLE_NS
+    }
+}
+
 struct Held {
     /// Engine time it was first seen.
     since_ns: u64,
+    /// Engine time it was first held (`since_ns` moves when it waits again).
+    first_ns: u64,
+    /// The first view's reply (else call) stamp.
+    ts_ns: u64,
     /// The findings' boxes, kept: a transaction is several hundred bytes,
     /// moved in and out of here whole otherwise.
     #[allow(clippy::vec_box)]
@@ -61,6 +95,11 @@ pub(super) struct Merger {
     order: VecDeque<(u64, CallKey)>,
     /// The latest engine time seen.
     now_ns: u64,
+    /// The capture's progress and the probes': an XID one of them has not
+    /// reached yet waits for it (an analyzer behind its inputs takes one
+    /// of them seconds late).
+    wire: Stream,
+    probes: Stream,
 }
 
 impl Merger {
@@ -70,7 +109,32 @@ impl Merger {
             held: Map::default(),
             order: VecDeque::new(),
             now_ns: 0,
+            wire: Stream::default(),
+            probes: Stream::default(),
         }
+    }
+
+    /// An item of the capture (`wire`) or of the probes came, stamped `ts_ns`.
+    pub(super) fn saw(&mut self, wire: bool, ts_ns: u64) {
+        let s = if wire {
+            &mut self.wire
+        } else {
+            &mut self.probes
+        };
+        s.stamp_ns = s.stamp_ns.max(ts_ns);
+        s.at_ns = self.now_ns;
+    }
+
+    /// Whether `h` lacks the view of a stream that has not reached it yet,
+    /// and has not waited for it `MAX_WAIT_NS`.
+    fn lagged(&self, h: &Held) -> bool {
+        if h.first_ns.saturating_add(MAX_WAIT_NS) <= self.now_ns {
+            return false;
+        }
+        let has_wire = h.views.iter().any(|v| v.origin == Origin::Wire);
+        let has_probes = h.views.iter().any(|v| v.origin != Origin::Wire);
+        (!has_wire && self.wire.behind(h.ts_ns, self.now_ns))
+            || (!has_probes && self.probes.behind(h.ts_ns, self.now_ns))
     }
 
     /// Bytes the held transactions cost, as the budget counts them.
@@ -103,10 +167,13 @@ impl Merger {
             }
             None => {}
         }
+        let ts_ns = t.reply_ts_ns.unwrap_or(t.call_ts_ns);
         self.held.insert(
             key,
             Held {
                 since_ns,
+                first_ns: since_ns,
+                ts_ns,
                 views: vec![t],
             },
         );
@@ -121,8 +188,9 @@ impl Merger {
 
     /// Sends out every XID held longer than the window, but for those
     /// `awaited` says a view of is still on its way (a kernel holding the
-    /// answered call for its task's end): they wait another window. The
-    /// kernel's wait is bounded, so theirs is.
+    /// answered call for its task's end), or whose missing view's stream
+    /// has not reached them yet: they wait another window. The kernel's
+    /// wait is bounded, and so is the wait for a stream.
     pub(super) fn expire(&mut self, out: &mut Vec<Finding>, awaited: impl Fn(CallKey) -> bool) {
         // Those that wait again join the queue after this pass: with a
         // window of 0 they would otherwise come round again at once, for
@@ -134,8 +202,12 @@ impl Merger {
             }
             self.order.pop_front();
             let now = self.now_ns;
+            let wait = self
+                .held
+                .get(&k)
+                .is_some_and(|h| h.since_ns == t0 && (awaited(k) || self.lagged(h)));
             match self.held.get_mut(&k) {
-                Some(h) if h.since_ns == t0 && awaited(k) => {
+                Some(h) if wait => {
                     h.since_ns = now;
                     again.push((now, k));
                 }
@@ -307,6 +379,67 @@ mod tests {
         m.advance(6);
         m.expire(&mut out, |_| false);
         assert_eq!(out_xids(&out), vec![(7, vec![Origin::Wire])]);
+    }
+
+    /// The lab's siw parallel run: the analyzer took the frames seconds
+    /// after the probe records, and 847 of 965 XIDs went out twice, a
+    /// probe view and then a wire view. The probe view now waits while
+    /// the capture's stamps have not reached it; a capture that never
+    /// does (or goes quiet) lets it go, bounded.
+    #[test]
+    fn a_view_waits_for_a_stream_that_has_not_reached_it_bounded() {
+        const S: u64 = 1_000_000_000;
+        let t = 100 * S;
+        let probe_view = |xid| {
+            let mut v = txn(Origin::ClientProbes, xid);
+            v.reply_ts_ns = Some(t);
+            v
+        };
+        // The capture 3 s behind, catching up a second per second.
+        let mut m = Merger::new(MergeConfig::default());
+        let mut out = Vec::new();
+        m.advance(S);
+        m.saw(false, t + 10_000_000);
+        m.add(probe_view(7), &mut out);
+        for i in 1..=3 {
+            m.advance(S + i * S);
+            m.saw(true, t - 3 * S + i * S - 1);
+            m.expire(&mut out, |_| false);
+            assert!(out.is_empty(), "held while the capture is behind ({i} s)");
+        }
+        let mut wire = txn(Origin::Wire, 7);
+        wire.reply_ts_ns = Some(t - 1_000_000);
+        m.add(wire, &mut out);
+        m.advance(6 * S);
+        m.saw(true, t + S);
+        m.expire(&mut out, |_| false);
+        assert_eq!(
+            out_xids(&out),
+            vec![(7, vec![Origin::Wire, Origin::ClientProbes])]
+        );
+        // A capture that stays behind: out after MAX_WAIT_NS, alone.
+        let mut m = Merger::new(MergeConfig::default());
+        let mut out = Vec::new();
+        m.advance(S);
+        m.add(probe_view(8), &mut out);
+        let mut now = S;
+        while out.is_empty() {
+            now += S / 10;
+            m.advance(now);
+            m.saw(true, t - 60 * S);
+            m.expire(&mut out, |_| false);
+            assert!(now <= S + MAX_WAIT_NS + S, "still held at {now}");
+        }
+        assert!(now >= S + MAX_WAIT_NS);
+        // A capture that goes quiet has nothing on its way: out once idle.
+        let mut m = Merger::new(MergeConfig::default());
+        let mut out = Vec::new();
+        m.advance(S);
+        m.saw(true, t - 60 * S);
+        m.add(probe_view(9), &mut out);
+        m.advance(2 * S);
+        m.expire(&mut out, |_| false);
+        assert_eq!(out_xids(&out), vec![(9, vec![Origin::ClientProbes])]);
     }
 
     #[test]
