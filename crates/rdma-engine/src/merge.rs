@@ -443,7 +443,8 @@ mod tests {
         m.advance(S + IDLE_NS - 1);
         m.expire(&mut out, |_| false);
         assert!(out.is_empty(), "the capture may still deliver");
-        m.advance(S + IDLE_NS);
+        // Looked at again a window after it last was.
+        m.advance(S + IDLE_NS - 1 + MergeConfig::default().window_ns);
         m.expire(&mut out, |_| false);
         assert_eq!(out_xids(&out), vec![(9, vec![Origin::ClientProbes])]);
     }
