@@ -95,6 +95,17 @@ fn periodic_output_keeps_coming_through_a_frame_flood() {
         "{} frames sent in {FLOOD:?}; live: {frames}; counters records reached the file at {arrivals:.1?}",
         sent.load(Ordering::Relaxed)
     );
+    // The flood must have outrun the engine, or the budget was not tested.
+    let dropped: u64 = frames
+        .split(" frames (")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no drop count in {frames:?}"));
+    assert!(
+        dropped > 0,
+        "the flood did not outrun the engine ({frames}): nothing here tested the budget"
+    );
     // The first second is the flood's start; from then on a record every
     // 0.5 s, allowing 2 s for a slow tick under load.
     let mut last = Duration::from_secs(1);

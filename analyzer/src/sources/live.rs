@@ -237,7 +237,8 @@ const TICK_EVERY: Duration = Duration::from_millis(100);
 /// Longest a pump waits for probe records.
 const POLL_MS: i32 = 20;
 /// Longest one pump spends on either input before it turns to the other
-/// and to its ticks. Without a bound an engine slower than the traffic
+/// and to its ticks (checked between capture batches, so a pump takes at
+/// least one whole batch). Without a bound an engine slower than the traffic
 /// (a debug build in a TCG guest under 96 writers) took frames until the
 /// traffic stopped: the probe records waited in their ring for the whole
 /// burst, no wire view met its probe view, and calls were given up

@@ -9,10 +9,13 @@
 //!
 //! The sides see the same call at nearly the same time, but not in an order
 //! anyone can promise, so each XID is held for a window of the live
-//! source's ticks before it goes out with whatever views arrived (the
-//! frames' and probe records' own stamps come from different clocks). A second view from the same side (a
-//! retransmitted or reused XID) sends the held one out first. At most
-//! `max_held` XIDs are held; past that the oldest go out early.
+//! source's ticks before it goes out with whatever views arrived. It waits
+//! longer while a kernel still holds its answered call, or while the
+//! stream of its missing view (the capture, or the probes) has not come
+//! as far as the XID's own stamp: an analyzer behind its inputs reads one
+//! of them seconds late (`Stream`, bounded). A second view from the same
+//! side (a retransmitted or reused XID) sends the held one out first. At
+//! most `max_held` XIDs are held; past that the oldest go out early.
 
 use std::collections::VecDeque;
 
@@ -28,7 +31,8 @@ pub(crate) const JOIN_BYTES: usize = std::mem::size_of::<Transaction>() + 512;
 /// How the views are joined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MergeConfig {
-    /// How long an XID waits for its other views, ns of tick time.
+    /// How long an XID waits for its other views, ns of tick time, before
+    /// it is looked at (and again after each further wait).
     pub window_ns: u64,
     /// XIDs held at once at most.
     pub max_held: usize,
@@ -80,7 +84,7 @@ impl Stream {
 }
 
 struct Held {
-    /// Engine time it was first seen.
+    /// Engine time its current wait began (first held, or last looked at).
     since_ns: u64,
     /// Engine time it was first held (`since_ns` moves when it waits again).
     first_ns: u64,
@@ -450,6 +454,30 @@ mod tests {
         m.advance(S + IDLE_NS - 1 + MergeConfig::default().window_ns);
         m.expire(&mut out, |_| false);
         assert_eq!(out_xids(&out), vec![(9, vec![Origin::ClientProbes])]);
+    }
+
+    /// A wire view waits for probes that lag the same way, and goes alone
+    /// once their stamps are `SETTLE_NS` past its own without a view of
+    /// it (an XID the kernels never saw).
+    #[test]
+    fn a_wire_view_waits_for_lagging_probes_until_they_pass_it() {
+        const S: u64 = 1_000_000_000;
+        let t = 100 * S;
+        let mut m = Merger::new(MergeConfig::default());
+        let mut out = Vec::new();
+        m.advance(S);
+        m.saw(false, t - 5 * S);
+        let mut wire = txn(Origin::Wire, 7);
+        wire.reply_ts_ns = Some(t);
+        m.add(wire, &mut out);
+        m.advance(2 * S);
+        m.saw(false, t + SETTLE_NS - 1);
+        m.expire(&mut out, |_| false);
+        assert!(out.is_empty(), "the probes have not passed it by SETTLE_NS");
+        m.advance(3 * S);
+        m.saw(false, t + SETTLE_NS);
+        m.expire(&mut out, |_| false);
+        assert_eq!(out_xids(&out), vec![(7, vec![Origin::Wire])]);
     }
 
     #[test]

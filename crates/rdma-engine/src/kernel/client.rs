@@ -479,10 +479,7 @@ impl Correlator {
                 .first_reply_ts
                 .is_some_and(|f| self.probe_now <= f.saturating_add(wait));
         let waited = reply_ts.saturating_add(wait) < self.probe_now
-            || c.reply_read_at
-                .max(reply_ts)
-                .saturating_add(self.cfg.stats_give_up_ns)
-                < self.tick_now;
+            || c.reply_read_at.saturating_add(self.cfg.stats_give_up_ns) < self.tick_now;
         c.deadline < now && (c.ended || !may_flow || waited)
     }
 
