@@ -860,6 +860,8 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
     }
     let mut stats = inputs.stats.clone();
     stats.transactions = sink.transactions;
+    // Joined views need both inputs; with one, every transaction is one side's.
+    stats.views = (a.probes && a.iface.is_some()).then_some(sink.views);
     stats.anomalies = sink.anomalies;
     stats.exporter = metrics.as_ref().map(|(_, e)| e.counters().snapshot());
     write_stats(a, &mut stats, started)?;
@@ -874,6 +876,9 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
         stats.anomalies,
         stats.seconds
     );
+    if let Some(v) = stats.views {
+        eprintln!("live: {}", views_summary(&v));
+    }
     if let Some(acked) = sink.acks_summary() {
         eprintln!("live: {acked}");
     }
@@ -911,6 +916,19 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
 /// Whether what `live` watched is iWARP: the wire's connections are all
 /// iWARP's, or with none seen, every RDMA device of this host is an RNIC
 /// (sysfs `node_type` 4: siw, cxgb4, irdma in iWARP mode).
+/// How the wire's and the kernels' views of the run's XIDs came together:
+/// an XID out twice, once per side, is counted twice in the transactions.
+fn views_summary(v: &rdma_analyzer::sources::live::ViewCounts) -> String {
+    let mut s = format!(
+        "{} joined the wire's view with a kernel's, {} only the wire's, {} only a kernel's",
+        v.joined, v.wire_only, v.kernel_only
+    );
+    if v.wire_only + v.kernel_only > 0 {
+        s.push_str(" (an XID one side did not see, or one input ran more than 10 s behind the other: the JSON's `sources` say which)");
+    }
+    s
+}
+
 fn live_is_iwarp(state: Option<&rdma_analyzer::engine::State>) -> bool {
     let conns = state.map(|s| &s.connections);
     if let Some(cs) = conns.filter(|cs| !cs.is_empty()) {

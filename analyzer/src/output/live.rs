@@ -28,6 +28,8 @@ pub struct LiveSink<W: Write> {
     json_lines: bool,
     /// Transactions written.
     pub transactions: u64,
+    /// Of them, by the views they joined.
+    pub views: crate::sources::live::ViewCounts,
     /// Anomalies written.
     pub anomalies: u64,
     /// The causes in what went by, said when the run ends.
@@ -83,6 +85,7 @@ impl<W: Write> LiveSink<W> {
             out,
             json_lines,
             transactions: 0,
+            views: crate::sources::live::ViewCounts::default(),
             anomalies: 0,
             diagnosis: Diagnosis::default(),
             filter: Filter::All,
@@ -219,6 +222,7 @@ impl<W: Write> LiveSink<W> {
 
     fn transaction(&mut self, t: &Transaction) -> Flow {
         self.transactions += 1;
+        self.views.count(t.sources());
         let Some(out) = self.out.as_mut() else {
             return Flow::Continue;
         };
