@@ -37,3 +37,64 @@ pub struct CounterReading {
     /// The devices' counters (sysfs).
     pub devices: Vec<crate::engine::device_counters::DeviceCounter>,
 }
+
+/// Transactions by the views they joined (`live --probes -i IFACE`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ViewCounts {
+    /// The wire's view and at least one kernel's.
+    pub joined: u64,
+    /// The wire's alone: no kernel probe saw the XID in time.
+    pub wire_only: u64,
+    /// A kernel's alone: the capture did not show the XID in time.
+    pub kernel_only: u64,
+}
+
+impl ViewCounts {
+    /// Counts a transaction made of the views from `sources`.
+    pub fn count(&mut self, sources: impl IntoIterator<Item = crate::engine::Origin>) {
+        let (mut wire, mut kernel) = (false, false);
+        for o in sources {
+            match o {
+                crate::engine::Origin::Wire => wire = true,
+                _ => kernel = true,
+            }
+        }
+        match (wire, kernel) {
+            (true, true) => self.joined += 1,
+            (true, false) => self.wire_only += 1,
+            _ => self.kernel_only += 1,
+        }
+    }
+}
+
+#[cfg(test)]
+mod view_tests {
+    use super::ViewCounts;
+    use crate::engine::Origin::{ClientProbes, ServerProbes, Wire};
+
+    /// The stderr summary and `--stats-out`'s `views`: an XID joined from
+    /// both sides counts once as joined; one each side saw alone, once per
+    /// side.
+    #[test]
+    fn transactions_are_counted_by_the_views_they_joined() {
+        let mut v = ViewCounts::default();
+        for sources in [
+            &[Wire, ClientProbes][..],
+            &[Wire, ClientProbes, ServerProbes],
+            &[Wire],
+            &[ClientProbes],
+            &[ServerProbes, ClientProbes],
+        ] {
+            v.count(sources.iter().copied());
+        }
+        assert_eq!(
+            v,
+            ViewCounts {
+                joined: 2,
+                wire_only: 1,
+                kernel_only: 2,
+            }
+        );
+    }
+}

@@ -918,7 +918,7 @@ fn live(a: &LiveArgs) -> anyhow::Result<ExitCode> {
 /// (sysfs `node_type` 4: siw, cxgb4, irdma in iWARP mode).
 /// How the wire's and the kernels' views of the run's XIDs came together:
 /// an XID out twice, once per side, is counted twice in the transactions.
-fn views_summary(v: &rdma_analyzer::sources::live::ViewCounts) -> String {
+fn views_summary(v: &rdma_analyzer::counters::ViewCounts) -> String {
     let mut s = format!(
         "{} joined the wire's view with a kernel's, {} only the wire's, {} only a kernel's",
         v.joined, v.wire_only, v.kernel_only

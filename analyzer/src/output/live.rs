@@ -29,7 +29,7 @@ pub struct LiveSink<W: Write> {
     /// Transactions written.
     pub transactions: u64,
     /// Of them, by the views they joined.
-    pub views: crate::sources::live::ViewCounts,
+    pub views: crate::counters::ViewCounts,
     /// Anomalies written.
     pub anomalies: u64,
     /// The causes in what went by, said when the run ends.
@@ -85,7 +85,7 @@ impl<W: Write> LiveSink<W> {
             out,
             json_lines,
             transactions: 0,
-            views: crate::sources::live::ViewCounts::default(),
+            views: crate::counters::ViewCounts::default(),
             anomalies: 0,
             diagnosis: Diagnosis::default(),
             filter: Filter::All,
