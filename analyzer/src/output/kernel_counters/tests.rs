@@ -160,16 +160,17 @@ fn three_calls() -> ConnCounts {
     }
 }
 
+/// The transport rows of `after`'s one mount over its whole life (no
+/// BEFORE), judged with the fixed reply-lag bound.
+fn rows_of(after: &Mount, conns: &[&ConnCounts]) -> Vec<Row> {
+    transport_rows(&rdma_transports(after), &[], conns, &Lateness::default())
+}
+
 #[test]
 fn the_in_flight_sum_is_the_kernels_rule_at_each_send() {
     let c = three_calls();
     let after = one(&[&xprt(3, 3, 4, 0, 5)]);
-    let rows = transport_rows(
-        &rdma_transports(&after[0]),
-        &[],
-        &[&c],
-        &Lateness::default(),
-    );
+    let rows = rows_of(&after[0], &[&c]);
     let r = field(&rows, "req_u");
     assert_eq!((r.kernel, r.capture, r.verdict), (Some(4), 4, "agree"));
     let detail = r.detail.as_deref().unwrap();
@@ -198,28 +199,18 @@ fn a_kernel_counting_replies_late_agrees_within_the_lag_bound() {
     // 50 µs: that send counts 2, not 1 (a 10 µs lag).
     let c = three_calls();
     let after = one(&[&xprt(3, 3, 5, 0, 5)]);
-    let rows = transport_rows(
-        &rdma_transports(&after[0]),
-        &[],
-        &[&c],
-        &Lateness::default(),
-    );
+    let rows = rows_of(&after[0], &[&c]);
     let r = field(&rows, "req_u");
     assert_eq!((r.kernel, r.capture), (Some(5), 4));
     assert_eq!(r.verdict, "agree, replies counted later");
     assert!(r.detail.as_deref().unwrap().contains("counted 10 µs after"));
     // Fewer in flight than the wire shows is no lag: a different count.
     let fewer = one(&[&xprt(3, 3, 3, 0, 5)]);
-    let rows = transport_rows(
-        &rdma_transports(&fewer[0]),
-        &[],
-        &[&c],
-        &Lateness::default(),
-    );
+    let rows = rows_of(&fewer[0], &[&c]);
     assert_eq!(field(&rows, "req_u").verdict, "differ");
     // More than every send outstanding from the start cannot be a lag.
     let more = one(&[&xprt(3, 3, 7, 0, 5)]);
-    let rows = transport_rows(&rdma_transports(&more[0]), &[], &[&c], &Lateness::default());
+    let rows = rows_of(&more[0], &[&c]);
     let r = field(&rows, "req_u");
     assert_eq!(r.verdict, "differ");
     assert!(
@@ -253,12 +244,7 @@ fn a_kernel_whose_own_rtt_shows_it_late_agrees_up_to_that_lag() {
         ..ConnCounts::default()
     };
     let mut after = one(&[&xprt(2, 2, 3, 0, 0)]);
-    let rows = transport_rows(
-        &rdma_transports(&after[0]),
-        &[],
-        &[&c],
-        &Lateness::default(),
-    );
+    let rows = rows_of(&after[0], &[&c]);
     assert_eq!(field(&rows, "req_u").verdict, "differ");
     // Its per-op counters: two calls of 34.5 ms on average against the
     // wire's 12.5 ms, 22 ms later.
@@ -299,21 +285,11 @@ fn the_in_flight_sum_runs_per_transport_across_its_connections() {
     let mut second = three_calls();
     second.events.drain(..4);
     let after = one(&[&xprt(3, 3, 4, 0, 5)]);
-    let rows = transport_rows(
-        &rdma_transports(&after[0]),
-        &[],
-        &[&first, &second],
-        &Lateness::default(),
-    );
+    let rows = rows_of(&after[0], &[&first, &second]);
     assert_eq!(field(&rows, "req_u").capture, 4);
     // Two transports and three connections do not pair: no row.
     let two = one(&[&xprt(3, 3, 4, 0, 5), &xprt(0, 0, 0, 0, 0)]);
-    let rows = transport_rows(
-        &rdma_transports(&two[0]),
-        &[],
-        &[&first, &second, &first],
-        &Lateness::default(),
-    );
+    let rows = rows_of(&two[0], &[&first, &second, &first]);
     assert!(rows.iter().all(|r| r.field != "req_u"));
 }
 
@@ -328,18 +304,13 @@ fn bad_replies_are_rdma_errors_and_local_invalidations_the_segments_left() {
         ..three_calls()
     };
     let after = one(&[&xprt(3, 3, 4, 2, 4)]);
-    let rows = transport_rows(
-        &rdma_transports(&after[0]),
-        &[],
-        &[&c],
-        &Lateness::default(),
-    );
+    let rows = rows_of(&after[0], &[&c]);
     assert_eq!(field(&rows, "bad_reply_count").verdict, "agree");
     assert_eq!(field(&rows, "local_inv_needed").capture, 4);
     assert_eq!(field(&rows, "local_inv_needed").verdict, "agree");
     // A 20-field kernel prints neither.
     let old = one(&["0 0 1 0 0 3 3 0 4 0 2 2 1 0 0 0 0 0 0 2"]);
-    let rows = transport_rows(&rdma_transports(&old[0]), &[], &[&c], &Lateness::default());
+    let rows = rows_of(&old[0], &[&c]);
     assert_eq!(field(&rows, "bad_reply_count").verdict, "agree");
     assert_eq!(
         field(&rows, "local_inv_needed").verdict,
