@@ -8,7 +8,7 @@
 //! whole 96-writer burst, and here the output stood still until the flood
 //! ended. Needs root (a veth pair, a capture).
 
-use std::process::{Command, Stdio};
+use std::ffi::OsStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::sleep;
@@ -19,7 +19,7 @@ mod live_veth;
 #[path = "common/prereq.rs"]
 mod prereq;
 
-use live_veth::{capture, flood, stop_live, wait_for_text, Veth, BIN};
+use live_veth::{capture, flood, spawn_live, stop_live, Veth};
 
 const FLOOD: Duration = Duration::from_secs(8);
 
@@ -35,22 +35,17 @@ fn periodic_output_keeps_coming_through_a_frame_flood() {
     let veth = Veth::new("lfl");
     let dir = tempfile::tempdir().expect("tempdir");
     let (json, err) = (dir.path().join("live.jsonl"), dir.path().join("stderr"));
-    let child = Command::new(BIN)
-        .args([
-            "live",
-            "-i",
-            &veth.0,
-            "--no-tui",
-            "--counters-interval",
-            "0.5",
-        ])
-        .arg("--json-out")
-        .arg(&json)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&err).expect("stderr file"))
-        .spawn()
-        .expect("starting live");
-    wait_for_text(&err, "capturing on", Duration::from_secs(20));
+    let args = [
+        "live",
+        "-i",
+        &veth.0,
+        "--no-tui",
+        "--counters-interval",
+        "0.5",
+    ];
+    let mut args: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+    args.extend([OsStr::new("--json-out"), json.as_os_str()]);
+    let child = spawn_live(&args, &err);
     let counters = || {
         std::fs::read_to_string(&json)
             .unwrap_or_default()

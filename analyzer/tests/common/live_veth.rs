@@ -141,8 +141,16 @@ pub fn wait_for_text(file: &Path, what: &str, limit: Duration) -> String {
 /// with `args` after, its standard error into `err`, and waits until it
 /// captures.
 pub fn start_live(iface: &str, args: &[&std::ffi::OsStr], err: &Path) -> Child {
+    let head = ["live", "-i", iface, "--no-tui", "--json-out", "/dev/null"];
+    let mut all: Vec<&std::ffi::OsStr> = head.iter().map(std::ffi::OsStr::new).collect();
+    all.extend_from_slice(args);
+    spawn_live(&all, err)
+}
+
+/// Starts `rdma-analyzer ARGS` (a `live` that captures), its standard
+/// error into `err`, and waits until it captures.
+pub fn spawn_live(args: &[&std::ffi::OsStr], err: &Path) -> Child {
     let child = Command::new(BIN)
-        .args(["live", "-i", iface, "--no-tui", "--json-out", "/dev/null"])
         .args(args)
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(err).expect("stderr file"))
