@@ -220,6 +220,30 @@ fn batches(dir: &Path) -> Vec<arrow_array::RecordBatch> {
         .collect()
 }
 
+/// A Parquet batch's or struct's column `name`, as the array type `T`.
+trait Cols {
+    fn col<T: 'static>(&self, name: &str) -> &T;
+}
+
+fn typed<'a, T: 'static>(c: Option<&'a arrow_array::ArrayRef>, name: &str) -> &'a T {
+    c.unwrap_or_else(|| panic!("no column {name}"))
+        .as_any()
+        .downcast_ref::<T>()
+        .unwrap_or_else(|| panic!("{name} is not a {}", std::any::type_name::<T>()))
+}
+
+impl Cols for arrow_array::RecordBatch {
+    fn col<T: 'static>(&self, name: &str) -> &T {
+        typed(self.column_by_name(name), name)
+    }
+}
+
+impl Cols for arrow_array::StructArray {
+    fn col<T: 'static>(&self, name: &str) -> &T {
+        typed(self.column_by_name(name), name)
+    }
+}
+
 /// Each connection row's fabric and its congestion's (cnps, fecn, becn).
 type CongestionRow = (String, [Option<i64>; 3]);
 
@@ -227,22 +251,13 @@ fn connection_rows(dir: &Path) -> Vec<CongestionRow> {
     use arrow_array::{Array, Int64Array, StringArray, StructArray};
     let mut out = Vec::new();
     for batch in batches(&dir.join("connections")) {
-        let fabric = batch.column_by_name("fabric").expect("fabric");
-        let fabric = fabric.as_any().downcast_ref::<StringArray>().expect("text");
-        let g = batch.column_by_name("congestion").expect("congestion");
-        let g = g.as_any().downcast_ref::<StructArray>().expect("struct");
-        let col = |k: &str| {
-            g.column_by_name(k)
-                .unwrap_or_else(|| panic!("congestion.{k}"))
-                .as_any()
-                .downcast_ref::<Int64Array>()
-                .expect("Int64")
-                .clone()
-        };
+        let fabric = batch.col::<StringArray>("fabric");
+        let g = batch.col::<StructArray>("congestion");
+        let col = |k: &str| g.col::<Int64Array>(k);
         let (c, f, b) = (col("cnps"), col("fecn"), col("becn"));
         let at = |a: &Int64Array, i: usize| (!a.is_null(i)).then(|| a.value(i));
         for i in 0..batch.num_rows() {
-            let row = [at(&c, i), at(&f, i), at(&b, i)];
+            let row = [at(c, i), at(f, i), at(b, i)];
             out.push((fabric.value(i).to_string(), row));
         }
     }
@@ -384,31 +399,21 @@ fn iwarp_frame_rows(dir: &Path) -> Vec<IwarpFrameRow> {
     use arrow_array::{Array, Int64Array, ListArray, StringArray, StructArray, UInt32Array};
     let mut out = Vec::new();
     for batch in batches(&dir.join("frames")) {
-        let frame = batch.column_by_name("frame").expect("frame");
-        let frame = frame.as_any().downcast_ref::<Int64Array>().expect("Int64");
-        let iw = batch.column_by_name("iwarp").expect("an iwarp column");
-        let iw = iw.as_any().downcast_ref::<StructArray>().expect("struct");
-        let kind = iw.column_by_name("kind").expect("kind");
-        let kind = kind.as_any().downcast_ref::<StringArray>().expect("text");
-        let fpdus = iw.column_by_name("fpdus").expect("fpdus");
-        let fpdus = fpdus.as_any().downcast_ref::<ListArray>().expect("list");
+        let frame = batch.col::<Int64Array>("frame");
+        let iw = batch.col::<StructArray>("iwarp");
+        let kind = iw.col::<StringArray>("kind");
+        let fpdus = iw.col::<ListArray>("fpdus");
         for i in 0..batch.num_rows() {
             let k = (!iw.is_null(i) && !kind.is_null(i)).then(|| kind.value(i).to_string());
             let mut list = Vec::new();
             if !iw.is_null(i) && !fpdus.is_null(i) {
                 let items = fpdus.value(i);
                 let items = items.as_any().downcast_ref::<StructArray>().expect("FPDUs");
-                let rdmap = items.column_by_name("rdmap").expect("rdmap");
-                let rdmap = rdmap
-                    .as_any()
-                    .downcast_ref::<StructArray>()
-                    .expect("struct");
-                let op = rdmap.column_by_name("opcode_name").expect("opcode_name");
-                let op = op.as_any().downcast_ref::<StringArray>().expect("text");
-                let r = items.column_by_name("rpcrdma").expect("rpcrdma");
-                let r = r.as_any().downcast_ref::<StructArray>().expect("struct");
-                let xid = r.column_by_name("xid").expect("xid");
-                let xid = xid.as_any().downcast_ref::<UInt32Array>().expect("UInt32");
+                let op = items
+                    .col::<StructArray>("rdmap")
+                    .col::<StringArray>("opcode_name");
+                let r = items.col::<StructArray>("rpcrdma");
+                let xid = r.col::<UInt32Array>("xid");
                 for j in 0..items.len() {
                     let x = (!r.is_null(j) && !xid.is_null(j)).then(|| xid.value(j));
                     list.push((op.value(j).to_string(), x));
@@ -589,23 +594,10 @@ fn ird_ord_are_kept_on_the_connection() {
         .into_iter()
         .next()
         .expect("a batch");
-    let iw = batch.column_by_name("iwarp").expect("an iwarp column");
-    let iw = iw.as_any().downcast_ref::<StructArray>().expect("struct");
+    let iw = batch.col::<StructArray>("iwarp");
     let side = |k: &str| {
-        let s = iw.column_by_name(k).expect(k);
-        let s = s
-            .as_any()
-            .downcast_ref::<StructArray>()
-            .expect("struct")
-            .clone();
-        let get = |f: &str| {
-            s.column_by_name(f)
-                .expect(f)
-                .as_any()
-                .downcast_ref::<UInt16Array>()
-                .expect("UInt16")
-                .value(0)
-        };
+        let s = iw.col::<StructArray>(k);
+        let get = |f: &str| s.col::<UInt16Array>(f).value(0);
         (!s.is_null(0)).then(|| (get("ird"), get("ord")))
     };
     assert_eq!(side("client_ird_ord"), None);
